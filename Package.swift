@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "netobserver",
+    products: [
+        .executable(name: "netobserverd", targets: ["netobserverd"]),
+    ],
+    targets: [
+        // libdbus-1, with a shim header for what Swift's importer cannot see.
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        // A single-threaded epoll loop: fd sources, timers, end-of-turn work, cross-thread posts.
+        // Linux headers and macros Swift cannot import (epoll, eventfd, signalfd, later netlink/ICMP).
+        .target(name: "CLinux"),
+        .target(name: "EventLoop", dependencies: ["CLinux"]),
+        // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
+        .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
+        // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
+        .target(name: "MonitorService", dependencies: ["DBusKit", "EventLoop"]),
+        .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
+
+        .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
+        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService"]),
+        .testTarget(name: "DaemonIntegrationTests", dependencies: []),
+    ],
+    swiftLanguageModes: [.v6]
+)

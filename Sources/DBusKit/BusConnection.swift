@@ -1,0 +1,216 @@
+import CDBus
+import EventLoop
+
+/// Which bus to connect to.
+public enum BusAddress: Sendable, Equatable {
+    case system
+    case session
+    case address(String)
+}
+
+/// What the bus answered to RequestName.
+public enum NameRequestResult: Sendable, Equatable {
+    case primaryOwner, inQueue, exists, alreadyOwner
+}
+
+/// A private connection to a message bus, driven by a MainLoop.
+///
+/// Everything here runs on the loop's thread. Exit-on-disconnect is off: the
+/// owner learns of a lost bus through `onDisconnected`.
+public final class BusConnection {
+    let raw: OpaquePointer
+    public let loop: MainLoop
+    public let uniqueName: String
+    private var isClosed = false
+    private let handlers: Handlers
+
+    /// Where incoming messages go; kept in a box that libdbus retains.
+    final class Handlers {
+        var onDisconnected: (() -> Void)?
+        var onSignal: ((Message) -> Void)?
+        var onMethodCall: ((Message) -> Bool)?
+    }
+
+    public var onDisconnected: (() -> Void)? {
+        get { handlers.onDisconnected }
+        set { handlers.onDisconnected = newValue }
+    }
+
+    /// Every signal the connection receives (after match rules), the bus's own included.
+    public var onSignal: ((Message) -> Void)? {
+        get { handlers.onSignal }
+        set { handlers.onSignal = newValue }
+    }
+
+    /// Method calls to any object path; return false to let libdbus answer UnknownMethod.
+    public var onMethodCall: ((Message) -> Bool)? {
+        get { handlers.onMethodCall }
+        set { handlers.onMethodCall = newValue }
+    }
+
+    /// Connects and registers with the bus (Hello). Blocks only during start-up.
+    public init(_ bus: BusAddress, loop: MainLoop) throws(DBusError) {
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        func failure(_ what: String) -> DBusError {
+            if dbus_error_is_set(&error) != 0 {
+                let name = CDBus_error_name(&error).map { String(cString: $0) } ?? DBusError.failed("").name
+                let message = CDBus_error_message(&error).map { String(cString: $0) } ?? what
+                return DBusError(name: name, message: message)
+            }
+            return .failed(what)
+        }
+
+        let connection: OpaquePointer?
+        switch bus {
+        case .system:
+            connection = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error)
+        case .session:
+            connection = dbus_bus_get_private(DBUS_BUS_SESSION, &error)
+        case .address(let address):
+            guard Validation.isValidString(address) else { throw .invalidArgs("bad bus address") }
+            if let opened = dbus_connection_open_private(address, &error) {
+                if dbus_bus_register(opened, &error) == 0 {
+                    dbus_connection_close(opened)
+                    dbus_connection_unref(opened)
+                    connection = nil
+                } else {
+                    connection = opened
+                }
+            } else {
+                connection = nil
+            }
+        }
+        guard let connection else { throw failure("cannot connect to the bus") }
+        raw = connection
+        self.loop = loop
+        uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
+        handlers = Handlers()
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+
+        let context = Unmanaged.passRetained(handlers).toOpaque()
+        guard dbus_connection_add_filter(connection, filterMessage, context, releaseHandlers) != 0 else {
+            Unmanaged<Handlers>.fromOpaque(context).release()
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw .failed("out of memory")
+        }
+        var vtable = DBusObjectPathVTable()
+        vtable.message_function = handleObjectMessage
+        vtable.unregister_function = unregisterObject
+        let objectContext = Unmanaged.passRetained(handlers).toOpaque()
+        if dbus_connection_register_fallback(connection, "/", &vtable, objectContext) == 0 {
+            Unmanaged<Handlers>.fromOpaque(objectContext).release()
+        }
+        guard LoopBinding.install(loop: loop, connection: connection) else {
+            close()
+            throw .failed("cannot attach the connection to the main loop")
+        }
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Closes the connection and detaches it from the loop.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        dbus_connection_close(raw)
+        LoopBinding.uninstall(connection: raw)
+        dbus_connection_unregister_object_path(raw, "/")
+        dbus_connection_remove_filter(raw, filterMessage, Unmanaged.passUnretained(handlers).toOpaque())
+        dbus_connection_unref(raw)
+    }
+
+    public var isConnected: Bool { !isClosed && dbus_connection_get_is_connected(raw) != 0 }
+
+    /// Queues `message` for sending; libdbus writes it as the socket allows.
+    public func send(_ message: Message) {
+        guard !isClosed else { return }
+        _ = dbus_connection_send(raw, message.raw, nil)
+    }
+
+    /// Writes out everything queued (for use just before exiting).
+    public func flush() {
+        guard !isClosed else { return }
+        dbus_connection_flush(raw)
+    }
+
+    /// RequestName; blocking, so for start-up only.
+    public func requestName(_ name: String, allowReplacement: Bool, replaceExisting: Bool) throws(DBusError) -> NameRequestResult {
+        guard Validation.isValidBusName(name) else { throw .invalidArgs("invalid bus name \(name)") }
+        var flags = CDBus_NAME_FLAG_DO_NOT_QUEUE
+        if allowReplacement { flags |= CDBus_NAME_FLAG_ALLOW_REPLACEMENT }
+        if replaceExisting { flags |= CDBus_NAME_FLAG_REPLACE_EXISTING }
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        let result = dbus_bus_request_name(raw, name, flags, &error)
+        if dbus_error_is_set(&error) != 0 {
+            throw DBusError(name: CDBus_error_name(&error).map { String(cString: $0) } ?? "",
+                            message: CDBus_error_message(&error).map { String(cString: $0) } ?? "RequestName failed")
+        }
+        switch result {
+        case CDBus_REQUEST_NAME_REPLY_PRIMARY_OWNER: return .primaryOwner
+        case CDBus_REQUEST_NAME_REPLY_IN_QUEUE: return .inQueue
+        case CDBus_REQUEST_NAME_REPLY_ALREADY_OWNER: return .alreadyOwner
+        default: return .exists
+        }
+    }
+
+    /// Sends a call to the bus daemon without waiting for (or wanting) its reply.
+    public func callBus(_ member: String, _ arguments: [DBusValue]) {
+        guard let message = try? Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                    interface: "org.freedesktop.DBus", member: member),
+              (try? message.append(arguments)) != nil else { return }
+        dbus_message_set_no_reply(message.raw, 1)
+        send(message)
+    }
+
+    public func addMatch(_ rule: String) { callBus("AddMatch", [.string(rule)]) }
+    public func removeMatch(_ rule: String) { callBus("RemoveMatch", [.string(rule)]) }
+
+    /// This machine's D-Bus machine id.
+    public static func machineID() -> String? {
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        guard let id = dbus_try_get_local_machine_id(&error) else { return nil }
+        defer { dbus_free(id) }
+        return String(cString: id)
+    }
+}
+
+private func releaseHandlers(_ data: UnsafeMutableRawPointer?) {
+    guard let data else { return }
+    Unmanaged<BusConnection.Handlers>.fromOpaque(data).release()
+}
+
+private func unregisterObject(_ connection: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
+    releaseHandlers(data)
+}
+
+private func filterMessage(_ connection: OpaquePointer?, _ raw: OpaquePointer?, _ data: UnsafeMutableRawPointer?) -> DBusHandlerResult {
+    guard let raw, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+    let handlers = Unmanaged<BusConnection.Handlers>.fromOpaque(data).takeUnretainedValue()
+    guard dbus_message_get_type(raw) == CDBus_MESSAGE_TYPE_SIGNAL else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+    let message = Message(retaining: raw)
+    if message.isSignal(interface: "org.freedesktop.DBus.Local", member: "Disconnected"),
+       message.path == "/org/freedesktop/DBus/Local" {
+        handlers.onDisconnected?()
+        return DBUS_HANDLER_RESULT_HANDLED
+    }
+    handlers.onSignal?(message)
+    return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+}
+
+private func handleObjectMessage(_ connection: OpaquePointer?, _ raw: OpaquePointer?, _ data: UnsafeMutableRawPointer?) -> DBusHandlerResult {
+    guard let raw, let data, dbus_message_get_type(raw) == CDBus_MESSAGE_TYPE_METHOD_CALL else {
+        return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+    }
+    let handlers = Unmanaged<BusConnection.Handlers>.fromOpaque(data).takeUnretainedValue()
+    let handled = handlers.onMethodCall?(Message(retaining: raw)) ?? false
+    return handled ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+}

@@ -1,0 +1,110 @@
+/// One argument of a method or signal.
+public struct DBusArgument: Sendable {
+    public let name: String
+    public let type: DBusType
+
+    public init(_ name: String, _ type: DBusType) {
+        self.name = name
+        self.type = type
+    }
+}
+
+public enum PropertyAccess: String, Sendable {
+    case read, write, readwrite
+}
+
+/// How a property's changes reach clients (the EmitsChangedSignal annotation).
+public enum PropertyChangeMode: Sendable {
+    /// Sent with its value in PropertiesChanged (the default, no annotation).
+    case emits
+    /// Named in PropertiesChanged's invalidated list, without its value.
+    case invalidates
+    /// Never changes.
+    case const
+    /// Annotated `false`: never signals on its own, but its value rides along
+    /// when another property of the same interface changes in the same turn.
+    case quiet
+
+    var annotation: String? {
+        switch self {
+        case .emits: nil
+        case .invalidates: "invalidates"
+        case .const: "const"
+        case .quiet: "false"
+        }
+    }
+}
+
+/// What a method handler answers.
+public enum MethodOutcome {
+    case reply([DBusValue])
+    /// The handler keeps the call and answers it later through `MethodCall.reply`/`fail`.
+    case later
+}
+
+public struct DBusMethod {
+    public let name: String
+    public let inputs: [DBusArgument]
+    public let outputs: [DBusArgument]
+    public let handler: (MethodCall) throws(DBusError) -> MethodOutcome
+    let inputSignature: String
+
+    public init(_ name: String, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [],
+                handler: @escaping (MethodCall) throws(DBusError) -> MethodOutcome) {
+        self.name = name
+        self.inputs = inputs
+        self.outputs = outputs
+        self.handler = handler
+        inputSignature = inputs.map(\.type.signature).joined()
+    }
+}
+
+public struct DBusProperty {
+    public let name: String
+    public let type: DBusType
+    public let access: PropertyAccess
+    public let changeMode: PropertyChangeMode
+    public let get: () -> DBusValue
+    /// Validates and stores a value of `type`; throws (usually InvalidArgs) and changes nothing on error.
+    public let set: ((DBusValue) throws(DBusError) -> Void)?
+
+    public init(_ name: String, _ type: DBusType, access: PropertyAccess = .read, changeMode: PropertyChangeMode = .emits,
+                get: @escaping () -> DBusValue, set: ((DBusValue) throws(DBusError) -> Void)? = nil) {
+        precondition((access == .read) == (set == nil), "property \(name): a setter exactly when writable")
+        self.name = name
+        self.type = type
+        self.access = access
+        self.changeMode = changeMode
+        self.get = get
+        self.set = set
+    }
+}
+
+public struct DBusSignal: Sendable {
+    public let name: String
+    public let arguments: [DBusArgument]
+
+    public init(_ name: String, _ arguments: [DBusArgument] = []) {
+        self.name = name
+        self.arguments = arguments
+    }
+}
+
+/// An interface declared once: dispatch, introspection and Properties all read it.
+public struct DBusInterface {
+    public let name: String
+    public let methods: [DBusMethod]
+    public let properties: [DBusProperty]
+    public let signals: [DBusSignal]
+
+    public init(_ name: String, methods: [DBusMethod] = [], properties: [DBusProperty] = [], signals: [DBusSignal] = []) {
+        self.name = name
+        self.methods = methods
+        self.properties = properties
+        self.signals = signals
+    }
+
+    public func method(named name: String) -> DBusMethod? { methods.first { $0.name == name } }
+    public func property(named name: String) -> DBusProperty? { properties.first { $0.name == name } }
+    public func signal(named name: String) -> DBusSignal? { signals.first { $0.name == name } }
+}

@@ -1,0 +1,97 @@
+import CDBus
+
+/// An owned reference to a libdbus message.
+public final class Message: @unchecked Sendable {
+    // @unchecked: a message is built or read on one thread and only handed over whole.
+    let raw: OpaquePointer
+
+    /// Takes over the caller's reference.
+    init(taking raw: OpaquePointer) {
+        self.raw = raw
+    }
+
+    /// Adds a reference of its own.
+    init(retaining raw: OpaquePointer) {
+        self.raw = dbus_message_ref(raw)
+    }
+
+    deinit {
+        dbus_message_unref(raw)
+    }
+
+    public enum Kind: Sendable { case methodCall, methodReturn, error, signal, other }
+
+    public var kind: Kind {
+        switch dbus_message_get_type(raw) {
+        case CDBus_MESSAGE_TYPE_METHOD_CALL: .methodCall
+        case CDBus_MESSAGE_TYPE_METHOD_RETURN: .methodReturn
+        case CDBus_MESSAGE_TYPE_ERROR: .error
+        case CDBus_MESSAGE_TYPE_SIGNAL: .signal
+        default: .other
+        }
+    }
+
+    private static func string(_ pointer: UnsafePointer<CChar>?) -> String? {
+        pointer.map { String(cString: $0) }
+    }
+
+    public var path: String? { Self.string(dbus_message_get_path(raw)) }
+    public var interface: String? { Self.string(dbus_message_get_interface(raw)) }
+    public var member: String? { Self.string(dbus_message_get_member(raw)) }
+    public var sender: String? { Self.string(dbus_message_get_sender(raw)) }
+    public var destination: String? { Self.string(dbus_message_get_destination(raw)) }
+    public var errorName: String? { Self.string(dbus_message_get_error_name(raw)) }
+    public var signature: String { Self.string(dbus_message_get_signature(raw)) ?? "" }
+    public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
+
+    public func isSignal(interface: String, member: String) -> Bool {
+        dbus_message_is_signal(raw, interface, member) != 0
+    }
+
+    /// The arguments as typed values.
+    public func arguments() throws(DBusError) -> [DBusValue] {
+        try MessageReader.read(raw)
+    }
+
+    /// Appends `values`; on error the message is unchanged in meaning and must not be sent.
+    public func append(_ values: [DBusValue]) throws(DBusError) {
+        try MessageWriter.append(values, to: raw)
+    }
+
+    // MARK: Construction
+
+    public static func methodCall(destination: String?, path: String, interface: String?, member: String) throws(DBusError) -> Message {
+        guard Validation.isValidObjectPath(path), Validation.isValidMemberName(member),
+              interface.map(Validation.isValidInterfaceName) ?? true,
+              destination.map(Validation.isValidBusName) ?? true else {
+            throw .invalidArgs("invalid destination, path, interface or member")
+        }
+        guard let raw = dbus_message_new_method_call(destination, path, interface, member) else {
+            throw .failed("out of memory")
+        }
+        return Message(taking: raw)
+    }
+
+    public static func signal(path: String, interface: String, name: String) throws(DBusError) -> Message {
+        guard Validation.isValidObjectPath(path), Validation.isValidInterfaceName(interface),
+              Validation.isValidMemberName(name) else {
+            throw .invalidArgs("invalid signal path, interface or name")
+        }
+        guard let raw = dbus_message_new_signal(path, interface, name) else { throw .failed("out of memory") }
+        return Message(taking: raw)
+    }
+
+    public func makeReply(_ values: [DBusValue] = []) throws(DBusError) -> Message {
+        guard let reply = dbus_message_new_method_return(raw) else { throw .failed("out of memory") }
+        let message = Message(taking: reply)
+        try message.append(values)
+        return message
+    }
+
+    public func makeError(_ error: DBusError) -> Message? {
+        let name = Validation.isValidErrorName(error.name) ? error.name : DBusError.failed("").name
+        // NULs would cut the text in C; everything else in a Swift string is valid UTF-8.
+        let text = String(decoding: error.message.utf8.filter { $0 != 0 }, as: UTF8.self)
+        return dbus_message_new_error(raw, name, text).map { Message(taking: $0) }
+    }
+}

@@ -1,0 +1,100 @@
+import CDBus
+
+/// Reads a message's arguments as typed values. libdbus has validated the
+/// wire data on receipt; anything it still cannot describe is an InvalidArgs.
+enum MessageReader {
+    static func read(_ message: OpaquePointer) throws(DBusError) -> [DBusValue] {
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
+        var values: [DBusValue] = []
+        while dbus_message_iter_get_arg_type(&iter) != CDBus_TYPE_INVALID {
+            values.append(try readValue(&iter))
+            dbus_message_iter_next(&iter)
+        }
+        return values
+    }
+
+    private static func basic<T: BitwiseCopyable>(_ iter: inout DBusMessageIter, _ initial: T) -> T {
+        var value = initial
+        dbus_message_iter_get_basic(&iter, &value)
+        return value
+    }
+
+    private static func string(_ iter: inout DBusMessageIter) -> String {
+        var pointer: UnsafePointer<CChar>? = nil
+        dbus_message_iter_get_basic(&iter, &pointer)
+        guard let pointer else { return "" }
+        return String(cString: pointer)
+    }
+
+    /// The full signature of the value under the iterator.
+    private static func currentType(_ iter: inout DBusMessageIter) throws(DBusError) -> DBusType {
+        guard let raw = dbus_message_iter_get_signature(&iter) else { throw .failed("out of memory") }
+        defer { dbus_free(raw) }
+        guard let type = DBusType.parseSingle(signature: String(cString: raw)) else {
+            throw .invalidArgs("unreadable signature")
+        }
+        return type
+    }
+
+    private static func readValue(_ iter: inout DBusMessageIter) throws(DBusError) -> DBusValue {
+        let code = dbus_message_iter_get_arg_type(&iter)
+        switch code {
+        case CDBus_TYPE_BYTE: return .byte(basic(&iter, UInt8(0)))
+        case CDBus_TYPE_BOOLEAN: return .boolean(basic(&iter, dbus_bool_t(0)) != 0)
+        case CDBus_TYPE_INT16: return .int16(basic(&iter, Int16(0)))
+        case CDBus_TYPE_UINT16: return .uint16(basic(&iter, UInt16(0)))
+        case CDBus_TYPE_INT32: return .int32(basic(&iter, Int32(0)))
+        case CDBus_TYPE_UINT32: return .uint32(basic(&iter, UInt32(0)))
+        case CDBus_TYPE_INT64: return .int64(basic(&iter, Int64(0)))
+        case CDBus_TYPE_UINT64: return .uint64(basic(&iter, UInt64(0)))
+        case CDBus_TYPE_DOUBLE: return .double(basic(&iter, Double(0)))
+        case CDBus_TYPE_UNIX_FD: return .unixFD(basic(&iter, Int32(-1)))
+        case CDBus_TYPE_STRING: return .string(string(&iter))
+        case CDBus_TYPE_OBJECT_PATH: return .objectPath(string(&iter))
+        case CDBus_TYPE_SIGNATURE: return .signature(string(&iter))
+        case CDBus_TYPE_VARIANT:
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(&iter, &sub)
+            return .variant(try readValue(&sub))
+        case CDBus_TYPE_STRUCT:
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(&iter, &sub)
+            var fields: [DBusValue] = []
+            while dbus_message_iter_get_arg_type(&sub) != CDBus_TYPE_INVALID {
+                fields.append(try readValue(&sub))
+                dbus_message_iter_next(&sub)
+            }
+            return .structure(fields)
+        case CDBus_TYPE_ARRAY:
+            let type = try currentType(&iter)
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(&iter, &sub)
+            switch type {
+            case .dictionary(let keyType, let valueType):
+                var entries: [DBusDictEntry] = []
+                while dbus_message_iter_get_arg_type(&sub) == CDBus_TYPE_DICT_ENTRY {
+                    var pair = DBusMessageIter()
+                    dbus_message_iter_recurse(&sub, &pair)
+                    let key = try readValue(&pair)
+                    guard dbus_message_iter_next(&pair) != 0 else { throw .invalidArgs("dictionary entry without a value") }
+                    let value = try readValue(&pair)
+                    entries.append(DBusDictEntry(key: key, value: value))
+                    dbus_message_iter_next(&sub)
+                }
+                return .dictionary(key: keyType, value: valueType, entries)
+            case .array(let element):
+                var items: [DBusValue] = []
+                while dbus_message_iter_get_arg_type(&sub) != CDBus_TYPE_INVALID {
+                    items.append(try readValue(&sub))
+                    dbus_message_iter_next(&sub)
+                }
+                return .array(element, items)
+            default:
+                throw .invalidArgs("unreadable array")
+            }
+        default:
+            throw .invalidArgs("unknown type code \(code)")
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import CLinux
+import Glibc
+
+/// Readiness of a file descriptor, as the loop reports it.
+public struct IOEvents: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    public static let readable = IOEvents(rawValue: EPOLLIN.rawValue)
+    public static let writable = IOEvents(rawValue: EPOLLOUT.rawValue)
+    public static let error = IOEvents(rawValue: EPOLLERR.rawValue)
+    public static let hangup = IOEvents(rawValue: EPOLLHUP.rawValue)
+}
+
+/// One interest in one descriptor. Several sources may watch the same fd
+/// (libdbus keeps a read and a write watch on its socket); the loop merges them.
+public final class IOSource {
+    public let fd: Int32
+    public internal(set) var interest: IOEvents
+    public internal(set) var isActive = true
+    let handler: (IOEvents) -> Void
+
+    init(fd: Int32, interest: IOEvents, handler: @escaping (IOEvents) -> Void) {
+        self.fd = fd
+        self.interest = interest
+        self.handler = handler
+    }
+}
+
+/// A timer on the loop's monotonic clock; repeating timers re-arm until cancelled.
+public final class LoopTimer {
+    public let interval: UInt64
+    public let repeats: Bool
+    public internal(set) var isActive = true
+    var deadline: UInt64
+    let handler: () -> Void
+
+    init(deadline: UInt64, interval: UInt64, repeats: Bool, handler: @escaping () -> Void) {
+        self.deadline = deadline
+        self.interval = interval
+        self.repeats = repeats
+        self.handler = handler
+    }
+}

@@ -1,0 +1,47 @@
+import CLinux
+import Glibc
+import Synchronization
+
+/// Carries values from any thread to a handler on the loop, through an eventfd.
+public final class LoopChannel<Value: Sendable> {
+    /// The thread-safe end: hand it to workers.
+    public final class Sender: Sendable {
+        fileprivate let fd: Int32
+        fileprivate let queue = Mutex<[Value]>([])
+
+        fileprivate init(fd: Int32) { self.fd = fd }
+
+        public func send(_ value: Value) {
+            queue.withLock { $0.append(value) }
+            var one: UInt64 = 1
+            _ = write(fd, &one, 8)
+        }
+    }
+
+    public let sender: Sender
+    private let source: IOSource
+    private unowned let loop: MainLoop
+
+    public init(loop: MainLoop, handler: @escaping (Value) -> Void) throws(SystemError) {
+        let fd = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        guard fd >= 0 else { throw SystemError("eventfd") }
+        let sender = Sender(fd: fd)
+        self.sender = sender
+        self.loop = loop
+        source = try loop.watch(fd: fd, interest: .readable) { _ in
+            var count: UInt64 = 0
+            _ = read(fd, &count, 8)
+            let values = sender.queue.withLock { queue in
+                let taken = queue
+                queue.removeAll()
+                return taken
+            }
+            for value in values { handler(value) }
+        }
+    }
+
+    deinit {
+        loop.remove(source)
+        close(sender.fd)
+    }
+}

@@ -1,0 +1,127 @@
+import DBusKit
+import EventLoop
+import Glibc
+
+/// netobserverd: the bus connection, the Monitor object and the loop.
+public enum Daemon {
+    /// Runs the daemon with `arguments` (without the program name); returns the exit status.
+    public static func main(_ arguments: [String]) -> Int32 {
+        let options: DaemonOptions
+        do {
+            switch try DaemonOptions.parse(arguments) {
+            case .help:
+                print(DaemonOptions.usage)
+                return 0
+            case .version:
+                print("netobserverd \(DaemonOptions.version)")
+                return 0
+            case .run(let parsed):
+                options = parsed
+            }
+        } catch {
+            Log.error("netobserverd: \(error.message)")
+            return 2
+        }
+        if options.user != nil {
+            Log.error("netobserverd: --user: switching users is not supported by this build yet")
+            return 2
+        }
+        Log.verbose = options.verbose
+        signal(SIGPIPE, SIG_IGN)
+
+        let loop: MainLoop
+        do {
+            loop = try MainLoop()
+            // Before any thread exists, so all of them inherit the blocked mask.
+            try loop.handleSignals([SIGTERM, SIGINT]) { signal in
+                Log.info("signal \(signal): stopping")
+                loop.quit(status: 0)
+            }
+        } catch {
+            Log.error("netobserverd: \(error)")
+            return 1
+        }
+
+        let store = (options.stateDirectory ?? options.defaultStateDirectory()).map(StateStore.init(directory:))
+        var persisted: [MonitorSettings.Key: String] = [:]
+        var settings = options.settings
+        if let store {
+            let (values, problems) = store.load()
+            problems.forEach { Log.warning($0) }
+            for (key, text) in values {
+                do {
+                    var candidate = settings
+                    try candidate.set(key, text: text)
+                    persisted[key] = text
+                    if !options.flagged.contains(key) { settings = candidate }
+                } catch {
+                    Log.warning("\(store.path): \(error.message), ignored")
+                }
+            }
+        }
+
+        let connection: BusConnection
+        do {
+            connection = try BusConnection(options.bus, loop: loop)
+        } catch {
+            Log.error("netobserverd: cannot connect to the bus: \(error.message)")
+            return 1
+        }
+        connection.onDisconnected = {
+            Log.error("lost the connection to the bus")
+            loop.quit(status: 1)
+        }
+
+        let model = MonitorModel(settings: settings)
+        let server = ObjectServer(connection: connection)
+        let monitor = MonitorObject(model: model, server: server)
+        model.onSettingChanged = { key in
+            Log.info("\(key.rawValue) set to \(model.settings.text(key))")
+            guard let store else { return }
+            persisted[key] = model.settings.text(key)
+            do {
+                try store.save(persisted)
+            } catch {
+                Log.warning("cannot save settings in \(store.path): \(error)")
+            }
+        }
+        connection.onSignal = { message in
+            guard message.sender == "org.freedesktop.DBus" else { return }
+            if message.isSignal(interface: "org.freedesktop.DBus", member: "NameOwnerChanged"),
+               let arguments = try? message.arguments(), arguments.count == 3,
+               let name = arguments[0].stringValue, arguments[2].stringValue == "", name.hasPrefix(":") {
+                monitor.clientVanished(name)
+            } else if message.isSignal(interface: "org.freedesktop.DBus", member: "NameLost"),
+                      (try? message.arguments())?.first?.stringValue == MonitorInterface.busName {
+                Log.notice("another instance took over \(MonitorInterface.busName): exiting")
+                loop.quit(status: 0)
+            }
+        }
+        // Learn of clients leaving the bus, to drop their pending calls.
+        connection.addMatch("type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                            + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
+
+        do {
+            switch try connection.requestName(MonitorInterface.busName, allowReplacement: true, replaceExisting: options.replace) {
+            case .primaryOwner, .alreadyOwner:
+                break
+            case .exists, .inQueue:
+                Log.error("netobserverd: \(MonitorInterface.busName) is already owned by another instance (use --replace to take it over)")
+                return 1
+            }
+        } catch {
+            Log.error("netobserverd: cannot request \(MonitorInterface.busName): \(error.message)")
+            return 1
+        }
+        Log.info("serving \(MonitorInterface.busName) at \(MonitorInterface.objectPath) as \(connection.uniqueName), host \(model.settings.host)")
+
+        let status = loop.run()
+        if connection.isConnected {
+            connection.callBus("ReleaseName", [.string(MonitorInterface.busName)])
+            connection.flush()
+        }
+        connection.close()
+        _ = monitor
+        return status
+    }
+}

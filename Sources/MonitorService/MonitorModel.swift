@@ -1,0 +1,59 @@
+import EventLoop
+
+/// The service's state and settings, and the single place they change.
+///
+/// Every change goes through here, so observers learn exactly which
+/// properties changed and whether Status did. The engines feed it verdicts
+/// through `update`; until they run, it reports `unknown` and says why.
+public final class MonitorModel {
+    public private(set) var settings: MonitorSettings
+    public private(set) var state = MonitorState()
+
+    /// Called after each change with the changed property names, and whether Status changed.
+    public var onChange: ((_ properties: [String], _ statusChanged: Bool) -> Void)?
+    /// Called after a setting was changed from outside (D-Bus Set).
+    public var onSettingChanged: ((MonitorSettings.Key) -> Void)?
+    /// Asks the engines to probe now; nil while none runs.
+    public var probeNow: (() -> Void)?
+
+    public static let noEngineReason = "no verdict: the reachability and probe engines are not running"
+
+    public init(settings: MonitorSettings, now: UInt64 = MonotonicClock.wallMicroseconds()) {
+        self.settings = settings
+        state.reason = Self.noEngineReason
+        state.lastChange = now
+    }
+
+    /// Applies a change to the state and tells the observers what changed.
+    public func update(now: UInt64 = MonotonicClock.wallMicroseconds(), _ change: (inout MonitorState) -> Void) {
+        let old = state
+        var new = state
+        change(&new)
+        if new.status != old.status { new.lastChange = now }
+        if new.status.isConnected { new.reason = "" }
+        guard new != old else { return }
+        state = new
+        onChange?(new.changedProperties(from: old), new.status != old.status)
+    }
+
+    /// Validates and stores a new setting value from D-Bus. Nothing changes on error.
+    public func set(_ key: MonitorSettings.Key, _ apply: (inout MonitorSettings) throws(SettingError) -> Void) throws(SettingError) {
+        var new = settings
+        try apply(&new)
+        guard new != settings else { return }
+        let old = settings
+        settings = new
+        onChange?([key.rawValue], false)
+        onSettingChanged?(key)
+        if new.host != old.host || new.family != old.family {
+            // A new target: no verdict and no measurements for it yet.
+            update { state in
+                state.status = .unknown
+                state.address = ""
+                state.roundTripTime = 0
+                state.packetLoss = 0
+                state.reason = probeNow == nil ? Self.noEngineReason : "waiting for the first verdict for \(new.host)"
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import DBusKit
+import EventLoop
+
+/// The exported /org/netobserver/Monitor: binds the model to the bus, turns
+/// model changes into PropertiesChanged and StatusChanged, and keeps the
+/// pending Wait and Check calls.
+public final class MonitorObject {
+    public static let pendingLimitPerClient = 64
+
+    private let model: MonitorModel
+    private let server: ObjectServer
+    private let waits: PendingCalls
+    private let checks: PendingCalls
+
+    public init(model: MonitorModel, server: ObjectServer) {
+        self.model = model
+        self.server = server
+        waits = PendingCalls(loop: server.connection.loop, limitPerClient: Self.pendingLimitPerClient)
+        checks = PendingCalls(loop: server.connection.loop, limitPerClient: Self.pendingLimitPerClient)
+        let declaration = MonitorInterface.declaration(
+            model: model,
+            check: { [unowned self] call throws(DBusError) in try check(call) },
+            wait: { [unowned self] call throws(DBusError) in try wait(call) })
+        server.export(path: MonitorInterface.objectPath, interfaces: [declaration])
+        model.onChange = { [unowned self] properties, statusChanged in
+            modelChanged(properties, statusChanged: statusChanged)
+        }
+    }
+
+    /// A client left the bus: its pending calls go without an answer.
+    public func clientVanished(_ client: String) {
+        waits.clientVanished(client)
+        checks.clientVanished(client)
+    }
+
+    /// The engines report that a verdict is in: pending Checks get it.
+    public func verdictReady() {
+        let status = model.state.status.rawValue
+        checks.resolveAll { $0.reply([.string(status)]) }
+    }
+
+    private func modelChanged(_ properties: [String], statusChanged: Bool) {
+        server.propertiesChanged(path: MonitorInterface.objectPath, interface: MonitorInterface.name, properties)
+        guard statusChanged else { return }
+        try? server.emit(path: MonitorInterface.objectPath, interface: MonitorInterface.name, signal: "StatusChanged",
+                         [.string(model.state.status.rawValue), .string(model.settings.host)])
+        if model.state.reachable {
+            waits.resolveAll { $0.reply([.boolean(true)]) }
+        }
+    }
+
+    private func check(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
+        guard let probeNow = model.probeNow else {
+            // No engine to ask: the current verdict is the only one there is.
+            return .reply([.string(model.state.status.rawValue)])
+        }
+        // The verdict is in within one Timeout; the margin covers scheduling.
+        let deadline = (UInt64(model.settings.timeout) + 100) * 1_000_000
+        try checks.add(call, timeoutNanoseconds: deadline) { [unowned self] call in
+            call.reply([.string(model.state.status.rawValue)])
+        }
+        probeNow()
+        return .later
+    }
+
+    private func wait(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
+        guard let timeout = call.arguments.first?.uint32Value, MonitorInterface.waitTimeoutRange.contains(timeout) else {
+            let r = MonitorInterface.waitTimeoutRange
+            throw .invalidArgs("timeout_ms: out of range (accepted: \(r.lowerBound)–\(r.upperBound) ms)")
+        }
+        if model.state.reachable { return .reply([.boolean(true)]) }
+        if timeout == 0 { return .reply([.boolean(false)]) }
+        try waits.add(call, timeoutNanoseconds: UInt64(timeout) * 1_000_000) { call in
+            call.reply([.boolean(false)])
+        }
+        return .later
+    }
+}

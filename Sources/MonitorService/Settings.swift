@@ -1,0 +1,136 @@
+/// Which address family the probe uses.
+public enum AddressFamily: String, CaseIterable, Sendable {
+    case any, ipv4, ipv6
+}
+
+/// A rejected setting: which one, and a message naming it and the accepted values.
+public struct SettingError: Error, Equatable, Sendable {
+    public let message: String
+}
+
+/// The writable properties of org.netobserver.Monitor, with their ranges.
+public struct MonitorSettings: Equatable, Sendable {
+    public var host = "one.one.one.one"
+    public var interval: UInt32 = 1000
+    public var timeout: UInt32 = 1000
+    public var failureThreshold: UInt32 = 2
+    public var recoveryThreshold: UInt32 = 1
+    public var family: AddressFamily = .any
+
+    public init() {}
+
+    public static let intervalRange: ClosedRange<UInt32> = 100...3_600_000
+    public static let timeoutRange: ClosedRange<UInt32> = 10...60_000
+    public static let thresholdRange: ClosedRange<UInt32> = 1...100
+
+    /// One writable setting: its D-Bus property name, command-line flag and range.
+    public enum Key: String, CaseIterable, Sendable {
+        case host = "Host"
+        case interval = "Interval"
+        case timeout = "Timeout"
+        case failureThreshold = "FailureThreshold"
+        case recoveryThreshold = "RecoveryThreshold"
+        case family = "AddressFamily"
+
+        public var flag: String {
+            switch self {
+            case .host: "--host"
+            case .interval: "--interval"
+            case .timeout: "--timeout"
+            case .failureThreshold: "--failures"
+            case .recoveryThreshold: "--recoveries"
+            case .family: "--family"
+            }
+        }
+
+        public var accepted: String {
+            switch self {
+            case .host: "a host name (RFC 1123, at most 253 bytes), an IPv4 dotted quad or an IPv6 literal"
+            case .interval: "\(MonitorSettings.intervalRange.lowerBound)–\(MonitorSettings.intervalRange.upperBound) ms"
+            case .timeout: "\(MonitorSettings.timeoutRange.lowerBound)–\(MonitorSettings.timeoutRange.upperBound) ms"
+            case .failureThreshold, .recoveryThreshold:
+                "\(MonitorSettings.thresholdRange.lowerBound)–\(MonitorSettings.thresholdRange.upperBound)"
+            case .family: AddressFamily.allCases.map(\.rawValue).joined(separator: ", ")
+            }
+        }
+
+        var range: ClosedRange<UInt32>? {
+            switch self {
+            case .interval: MonitorSettings.intervalRange
+            case .timeout: MonitorSettings.timeoutRange
+            case .failureThreshold, .recoveryThreshold: MonitorSettings.thresholdRange
+            case .host, .family: nil
+            }
+        }
+    }
+
+    /// Sets `key` from its text form (command line, state file); `name` says
+    /// how the caller refers to it in the error.
+    public mutating func set(_ key: Key, text: String, name: String? = nil) throws(SettingError) {
+        let label = name ?? key.rawValue
+        if key.range != nil {
+            guard let value = UInt32(text) else {
+                throw SettingError(message: "\(label): '\(Self.printable(text))' is not a number (accepted: \(key.accepted))")
+            }
+            try set(key, number: value, name: label)
+            return
+        }
+        switch key {
+        case .host:
+            guard HostName.isValid(text) else {
+                throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+            }
+            host = text
+        case .family:
+            guard let family = AddressFamily(rawValue: text) else {
+                throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+            }
+            self.family = family
+        default:
+            break
+        }
+    }
+
+    /// Sets a numeric `key`, checking its range.
+    public mutating func set(_ key: Key, number: UInt32, name: String? = nil) throws(SettingError) {
+        let label = name ?? key.rawValue
+        guard let range = key.range else {
+            throw SettingError(message: "\(label) is not a number")
+        }
+        guard range.contains(number) else {
+            throw SettingError(message: "\(label): \(number) is out of range (accepted: \(key.accepted))")
+        }
+        switch key {
+        case .interval: interval = number
+        case .timeout: timeout = number
+        case .failureThreshold: failureThreshold = number
+        case .recoveryThreshold: recoveryThreshold = number
+        case .host, .family: break
+        }
+    }
+
+    /// The text form of `key`'s value, as the state file stores it.
+    public func text(_ key: Key) -> String {
+        switch key {
+        case .host: host
+        case .interval: String(interval)
+        case .timeout: String(timeout)
+        case .failureThreshold: String(failureThreshold)
+        case .recoveryThreshold: String(recoveryThreshold)
+        case .family: family.rawValue
+        }
+    }
+
+    /// A value shown back in an error message, with control characters escaped and length bounded.
+    static func printable(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars.prefix(80) {
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                out += "\\x" + String(scalar.value, radix: 16)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return text.unicodeScalars.count > 80 ? out + "…" : out
+    }
+}

@@ -1,0 +1,4 @@
+import Glibc
+import MonitorService
+
+exit(Daemon.main(Array(CommandLine.arguments.dropFirst())))
