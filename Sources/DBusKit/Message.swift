@@ -58,6 +58,33 @@ public final class Message: @unchecked Sendable {
         try MessageWriter.append(values, to: raw)
     }
 
+    // MARK: Wire form
+
+    /// The message in D-Bus wire format.
+    public func serialized() throws(DBusError) -> [UInt8] {
+        // Unsent messages have no serial yet, and the wire format requires one.
+        if dbus_message_get_serial(raw) == 0 { dbus_message_set_serial(raw, 1) }
+        var buffer: UnsafeMutablePointer<CChar>? = nil
+        var length: Int32 = 0
+        guard dbus_message_marshal(raw, &buffer, &length) != 0, let buffer else { throw .failed("out of memory") }
+        defer { dbus_free(buffer) }
+        return UnsafeRawBufferPointer(start: buffer, count: Int(length)).map { $0 }
+    }
+
+    /// Parses wire-format bytes; libdbus validates them completely.
+    public convenience init(wire bytes: [UInt8]) throws(DBusError) {
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        let raw = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { dbus_message_demarshal($0.baseAddress, Int32(buffer.count), &error) }
+        }
+        guard let raw else {
+            throw .invalidArgs(CDBus_error_message(&error).map { String(cString: $0) } ?? "malformed message")
+        }
+        self.init(taking: raw)
+    }
+
     // MARK: Construction
 
     public static func methodCall(destination: String?, path: String, interface: String?, member: String) throws(DBusError) -> Message {

@@ -9,8 +9,9 @@ public final class MonitorModel {
     public private(set) var settings: MonitorSettings
     public private(set) var state = MonitorState()
 
-    /// Called after each change with the changed property names, and whether Status changed.
-    public var onChange: ((_ properties: [String], _ statusChanged: Bool) -> Void)?
+    /// Called after each change with the changed property names, and whether
+    /// StatusChanged is due: Status changed, or Host did (a new target's status starts over).
+    public var onChange: ((_ properties: [String], _ announceStatus: Bool) -> Void)?
     /// Called after a setting was changed from outside (D-Bus Set).
     public var onSettingChanged: ((MonitorSettings.Key) -> Void)?
     /// Asks the engines to probe now; nil while none runs.
@@ -26,14 +27,18 @@ public final class MonitorModel {
 
     /// Applies a change to the state and tells the observers what changed.
     public func update(now: UInt64 = MonotonicClock.wallMicroseconds(), _ change: (inout MonitorState) -> Void) {
+        update(now: now, announce: false, change)
+    }
+
+    private func update(now: UInt64, announce: Bool, _ change: (inout MonitorState) -> Void) {
         let old = state
         var new = state
         change(&new)
         if new.status != old.status { new.lastChange = now }
         if new.status.isConnected { new.reason = "" }
-        guard new != old else { return }
+        guard new != old || announce else { return }
         state = new
-        onChange?(new.changedProperties(from: old), new.status != old.status)
+        onChange?(new.changedProperties(from: old), announce || new.status != old.status)
     }
 
     /// Validates and stores a new setting value from D-Bus. Nothing changes on error.
@@ -47,7 +52,7 @@ public final class MonitorModel {
         onSettingChanged?(key)
         if new.host != old.host || new.family != old.family {
             // A new target: no verdict and no measurements for it yet.
-            update { state in
+            update(now: MonotonicClock.wallMicroseconds(), announce: new.host != old.host) { state in
                 state.status = .unknown
                 state.address = ""
                 state.roundTripTime = 0

@@ -22,15 +22,15 @@ public final class MonitorObject {
             check: { [unowned self] call throws(DBusError) in try check(call) },
             wait: { [unowned self] call throws(DBusError) in try wait(call) })
         server.export(path: MonitorInterface.objectPath, interfaces: [declaration])
-        model.onChange = { [unowned self] properties, statusChanged in
-            modelChanged(properties, statusChanged: statusChanged)
+        model.onChange = { [unowned self] properties, announceStatus in
+            modelChanged(properties, announceStatus: announceStatus)
         }
     }
 
     /// A client left the bus: its pending calls go without an answer.
     public func clientVanished(_ client: String) {
-        waits.clientVanished(client)
-        checks.clientVanished(client)
+        let dropped = waits.clientVanished(client) + checks.clientVanished(client)
+        if dropped > 0 { Log.debug("\(client) left the bus: dropped its \(dropped) pending calls") }
     }
 
     /// The engines report that a verdict is in: pending Checks get it.
@@ -39,9 +39,11 @@ public final class MonitorObject {
         checks.resolveAll { $0.reply([.string(status)]) }
     }
 
-    private func modelChanged(_ properties: [String], statusChanged: Bool) {
-        server.propertiesChanged(path: MonitorInterface.objectPath, interface: MonitorInterface.name, properties)
-        guard statusChanged else { return }
+    private func modelChanged(_ properties: [String], announceStatus: Bool) {
+        if !properties.isEmpty {
+            server.propertiesChanged(path: MonitorInterface.objectPath, interface: MonitorInterface.name, properties)
+        }
+        guard announceStatus else { return }
         try? server.emit(path: MonitorInterface.objectPath, interface: MonitorInterface.name, signal: "StatusChanged",
                          [.string(model.state.status.rawValue), .string(model.settings.host)])
         if model.state.reachable {

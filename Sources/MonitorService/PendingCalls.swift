@@ -54,12 +54,14 @@ public final class PendingCalls {
         }
     }
 
-    /// Drops the calls of a client that left the bus.
-    public func clientVanished(_ client: String) {
-        guard let entries = byClient.removeValue(forKey: client) else { return }
+    /// Drops the calls of a client that left the bus; returns how many there were.
+    @discardableResult
+    public func clientVanished(_ client: String) -> Int {
+        guard let entries = byClient.removeValue(forKey: client) else { return 0 }
         for entry in entries {
             if let timer = entry.timer { loop.cancel(timer) }
         }
+        return entries.count
     }
 
     private func remove(_ entry: Entry) {

@@ -1,0 +1,58 @@
+# netobserver — the two commands that matter: `make run` and `make test`.
+# Both install the Debian packages they need when missing (via sudo when not root).
+
+SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+BUILD_PACKAGES := libdbus-1-dev pkg-config dbus-daemon
+TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 python3 python3-dbus python3-gi \
+                 iproute2 iptables libxml2-utils procps
+BENCH_PACKAGES := $(BUILD_PACKAGES) gcc make libsystemd-dev dbus-bin python3-dbus python3-gi
+
+# Warnings are errors wherever `make` builds: the standard is none.
+SWIFT_FLAGS := -Xswiftc -warnings-as-errors
+RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_FLAGS)
+
+.PHONY: all build release run test bench deps-build deps-test deps-bench clean
+
+all: build
+
+# Installs the packages in $(1) that dpkg does not know as installed.
+define apt_install
+	@missing=""; for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+endef
+
+deps-build:
+	$(call apt_install,$(BUILD_PACKAGES))
+
+deps-test:
+	$(call apt_install,$(TEST_PACKAGES))
+
+deps-bench:
+	$(call apt_install,$(BENCH_PACKAGES))
+
+build: deps-build
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+release: deps-build
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+# Runs the daemon in the foreground: on the session bus when one is set,
+# else on a private bus that tools/run.sh starts and stops.
+run: release
+	@tools/run.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd" $(ARGS)
+
+test: deps-test
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	NETOBSERVERD="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/netobserverd" \
+	  $(SWIFT) test --disable-swift-testing $(SWIFT_FLAGS)
+
+bench: deps-bench release
+	@tools/bench.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd"
+
+clean:
+	rm -rf .build

@@ -1,0 +1,134 @@
+import Foundation
+import XCTest
+
+/// Start, name ownership, replacement, signals, a lost bus, usage errors, and settings kept across restarts.
+final class LifecycleTests: XCTestCase {
+    var bus: PrivateBus!
+
+    override func setUpWithError() throws {
+        bus = try PrivateBus()
+    }
+
+    override func tearDown() {
+        bus?.stop()
+    }
+
+    private func nameHasOwner() throws -> Bool {
+        let out = try runCommand(["busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                  "org.freedesktop.DBus", "NameHasOwner", "s", "org.netobserver.Monitor"])
+        return out.stdout == "b true\n"
+    }
+
+    func testSecondInstanceExitsOneWithAMessage() throws {
+        let first = try DaemonProcess(bus: bus)
+        let second = try DaemonProcess(bus: bus, waitForName: false)
+        XCTAssertEqual(second.waitForExit(), 1)
+        XCTAssertTrue(second.log.contains("org.netobserver.Monitor is already owned by another instance (use --replace"), second.log)
+        XCTAssertTrue(first.process.isRunning)
+        first.stop()
+    }
+
+    func testReplaceTakesTheNameAndTheOldInstanceExitsZero() throws {
+        let first = try DaemonProcess(bus: bus)
+        let second = try DaemonProcess(bus: bus, arguments: ["--replace"])
+        XCTAssertEqual(first.waitForExit(), 0)
+        XCTAssertTrue(first.log.contains("another instance took over"), first.log)
+        XCTAssertTrue(second.process.isRunning)
+        XCTAssertTrue(try nameHasOwner())
+        second.stop()
+    }
+
+    func testSigtermAndSigintReleaseTheNameAndExitZero() throws {
+        for signal in [SIGTERM, SIGINT] {
+            let daemon = try DaemonProcess(bus: bus)
+            XCTAssertTrue(try nameHasOwner())
+            kill(daemon.pid, signal)
+            XCTAssertEqual(daemon.waitForExit(), 0)
+            XCTAssertFalse(try nameHasOwner())
+        }
+    }
+
+    func testLosingTheBusExitsNonZeroWithoutSpinning() throws {
+        let daemon = try DaemonProcess(bus: bus)
+        let cpuBefore = daemon.cpuSeconds
+        let killed = Date()
+        kill(bus.pid, SIGKILL)
+        let status = daemon.waitForExit(timeout: 3)
+        let elapsed = Date().timeIntervalSince(killed)
+        XCTAssertNotNil(status, "still running 3 s after the bus died")
+        XCTAssertNotEqual(status, 0)
+        XCTAssertTrue(daemon.log.contains("lost the connection to the bus"), daemon.log)
+        print("bus killed: daemon exited \(status ?? -1) after \(String(format: "%.3f", elapsed)) s")
+        _ = cpuBefore
+    }
+
+    func testIdleDaemonUsesNoCPU() throws {
+        let daemon = try DaemonProcess(bus: bus)
+        let before = daemon.cpuSeconds
+        sleep(2)
+        let used = daemon.cpuSeconds - before
+        XCTAssertLessThan(used, 0.05, "idle for 2 s used \(used) s of CPU")
+        daemon.stop()
+    }
+
+    func testCannotReachTheBusExitsOne() throws {
+        let out = try runCommand([Paths.daemon, "--address", "unix:path=/nonexistent/bus"])
+        XCTAssertEqual(out.status, 1)
+        XCTAssertTrue(out.stderr.contains("cannot connect to the bus"), out.stderr)
+    }
+
+    func testUsageErrorsExitTwo() throws {
+        for (arguments, message) in [(["--interval", "5"], "--interval: 5 is out of range (accepted: 100–3600000 ms)"),
+                                     (["--failures", "0"], "--failures: 0 is out of range (accepted: 1–100)"),
+                                     (["--family", "ipx"], "--family: 'ipx' is not valid"),
+                                     (["--frobnicate"], "unknown option '--frobnicate'")] {
+            let out = try runCommand([Paths.daemon] + arguments)
+            XCTAssertEqual(out.status, 2, "\(arguments)")
+            XCTAssertTrue(out.stderr.contains(message), out.stderr)
+        }
+        let help = try runCommand([Paths.daemon, "--help"])
+        XCTAssertEqual(help.status, 0)
+        XCTAssertTrue(help.stdout.contains("Usage: netobserverd"))
+        let version = try runCommand([Paths.daemon, "--version"])
+        XCTAssertEqual(version.status, 0)
+        XCTAssertTrue(version.stdout.hasPrefix("netobserverd "))
+    }
+
+    func testSetValuesSurviveARestartAndFlagsWin() throws {
+        let state = bus.directory + "/kept"
+        var daemon = try DaemonProcess(bus: bus, stateDirectory: state)
+        let set = { (name: String, type: String, value: String) throws -> Void in
+            let out = try runCommand(["busctl", "--address=\(self.bus.address)", "set-property", "org.netobserver.Monitor",
+                                      "/org/netobserver/Monitor", "org.netobserver.Monitor", name, type, value])
+            XCTAssertEqual(out.status, 0, out.stderr)
+        }
+        let get = { (name: String) throws -> String in
+            try runCommand(["busctl", "--address=\(self.bus.address)", "get-property", "org.netobserver.Monitor",
+                            "/org/netobserver/Monitor", "org.netobserver.Monitor", name]).stdout
+        }
+        try set("Interval", "u", "4321")
+        try set("AddressFamily", "s", "ipv4")
+        daemon.stop()
+        // DaemonProcess always passes --host 198.18.0.1, so Host comes from the flag here.
+        daemon = try DaemonProcess(bus: bus, arguments: ["--family", "ipv6"], stateDirectory: state)
+        XCTAssertEqual(try get("Interval"), "u 4321\n", "restored from the state file")
+        XCTAssertEqual(try get("AddressFamily"), "s \"ipv6\"\n", "the flag wins over the state file")
+        daemon.stop()
+        let saved = try String(contentsOfFile: state + "/settings", encoding: .utf8)
+        XCTAssertTrue(saved.contains("Interval=4321\n") && saved.contains("AddressFamily=ipv4\n"), saved)
+        XCTAssertFalse(saved.contains("Host="), "flags are not persisted")
+    }
+
+    func testCorruptStateFileIsSurvived() throws {
+        let state = bus.directory + "/corrupt"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try Data([0xFF, 0xFE, 0x00, 0x0A] + Array("Interval=99\nTimeout=250\njunk\n".utf8)).write(to: URL(fileURLWithPath: state + "/settings"))
+        let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
+        let get = try runCommand(["busctl", "--address=\(bus.address)", "get-property", "org.netobserver.Monitor",
+                                  "/org/netobserver/Monitor", "org.netobserver.Monitor", "Interval", "Timeout"])
+        XCTAssertEqual(get.stdout, "u 1000\nu 250\n", "bad values ignored, good ones kept")
+        XCTAssertTrue(daemon.log.contains("Interval: 99 is out of range"), daemon.log)
+        XCTAssertTrue(daemon.log.contains("not a setting, ignored"), daemon.log)
+        daemon.stop()
+    }
+}

@@ -1,0 +1,122 @@
+"""Every property's type and access; valid and invalid Sets with the exact
+error names, no state change and no signal on error; PropertiesChanged and
+StatusChanged contents; malformed calls."""
+import sys
+
+import dbus
+
+from common import *
+
+bus, obj = connect(sys.argv[1])
+props = dbus.Interface(obj, PROPS)
+signals = Signals(bus)
+
+expected = {
+    "Status": (dbus.String, False), "Host": (dbus.String, True), "Reachable": (dbus.Boolean, False),
+    "Interface": (dbus.String, False), "Address": (dbus.String, False), "Reason": (dbus.String, False),
+    "RoundTripTime": (dbus.UInt64, False), "PacketLoss": (dbus.Double, False), "LastChange": (dbus.UInt64, False),
+    "Interval": (dbus.UInt32, True), "Timeout": (dbus.UInt32, True), "FailureThreshold": (dbus.UInt32, True),
+    "RecoveryThreshold": (dbus.UInt32, True), "AddressFamily": (dbus.String, True),
+}
+all_props = props.GetAll(IFACE)
+check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))
+check(dict(props.GetAll("")) == dict(all_props), "GetAll('') is every interface's properties")
+for name, (kind, writable) in expected.items():
+    value = props.Get(IFACE, name)
+    check(type(value) is kind, "%s is %s, expected %s" % (name, type(value).__name__, kind.__name__))
+    check(type(all_props[name]) is kind, "GetAll %s type" % name)
+    if not writable:
+        msg = expect_error(ERR + "PropertyReadOnly", props.Set, IFACE, name, value)
+        check(name in msg, "read-only message names the property: " + msg)
+print("ok types and access")
+
+check(props.Get(IFACE, "Status") == "unknown", "no verdict before the engines run")
+check("engines" in props.Get(IFACE, "Reason"), "Reason says why: " + props.Get(IFACE, "Reason"))
+check(props.Get(IFACE, "Reachable") == False, "not reachable while unknown")
+check(props.Get(IFACE, "LastChange") > 1_600_000_000_000_000, "LastChange is realtime microseconds")
+
+# Invalid sets: exact error, old value kept, nothing emitted.
+invalid = [
+    ("Interval", dbus.UInt32(99), "100–3600000"), ("Interval", dbus.UInt32(3600001), "100–3600000"),
+    ("Timeout", dbus.UInt32(9), "10–60000"), ("Timeout", dbus.UInt32(60001), "10–60000"),
+    ("FailureThreshold", dbus.UInt32(0), "1–100"), ("FailureThreshold", dbus.UInt32(101), "1–100"),
+    ("RecoveryThreshold", dbus.UInt32(0), "1–100"), ("RecoveryThreshold", dbus.UInt32(101), "1–100"),
+    ("AddressFamily", dbus.String("ipv5"), "any, ipv4, ipv6"), ("AddressFamily", dbus.String(""), "any"),
+    ("Host", dbus.String(""), "host name"), ("Host", dbus.String("has space"), "host name"),
+    ("Host", dbus.String("a" * 64 + ".example"), "host name"), ("Host", dbus.String("256.1.1.1"), "host name"),
+    ("Host", dbus.String("x" * 300), "host name"), ("Host", dbus.String("bad\u00e9.example"), "host name"),
+]
+signals.clear()
+before = dict(props.GetAll(IFACE))
+for name, value, range_text in invalid:
+    msg = expect_error(ERR + "InvalidArgs", props.Set, IFACE, name, value)
+    check(name in msg and range_text in msg, "message names %s and its range: %s" % (name, msg))
+for name, value in [("Interval", dbus.String("1000")), ("Host", dbus.UInt32(1)), ("Timeout", dbus.Int32(100)),
+                    ("AddressFamily", dbus.Boolean(True))]:
+    expect_error(ERR + "InvalidArgs", props.Set, IFACE, name, value)
+pump(0.3)
+after = dict(props.GetAll(IFACE))
+check(before == after, "a refused Set changes nothing")
+check(signals.changed == [] and signals.status == [], "a refused Set emits nothing: %s %s" % (signals.changed, signals.status))
+print("ok invalid sets refused")
+
+# Unknown things and malformed calls.
+expect_error(ERR + "UnknownProperty", props.Get, IFACE, "NoSuchProperty")
+expect_error(ERR + "UnknownProperty", props.Set, IFACE, "NoSuchProperty", dbus.String("x"))
+expect_error(ERR + "UnknownInterface", props.Get, "org.example.Nope", "Status")
+expect_error(ERR + "UnknownInterface", props.GetAll, "org.example.Nope")
+expect_error(ERR + "UnknownMethod", obj.NoSuchMethod, dbus_interface=IFACE)
+expect_error(ERR + "UnknownInterface", obj.Check, dbus_interface="org.example.Nope")
+
+def raw(interface, member, signature, args):
+    """A call with exactly this signature, bypassing client-side introspection."""
+    return bus.call_blocking(NAME, PATH, interface, member, signature, args)
+
+
+for interface, member, signature, args in [
+        (PROPS, "Get", "s", [IFACE]), (PROPS, "Get", "su", [IFACE, 1]), (PROPS, "GetAll", "", []),
+        (PROPS, "Set", "sss", [IFACE, "Host", "x"]), (IFACE, "Wait", "s", ["x"]), (IFACE, "Wait", "", []),
+        (IFACE, "Wait", "uu", [1, 2]), (IFACE, "Check", "s", ["extra"]), (IFACE, "Wait", "a{sv}", [{"a": 1}]),
+        (IFACE, "Wait", "(ii)v", [(1, 2), dbus.String("x", variant_level=1)])]:
+    msg = expect_error(ERR + "InvalidArgs", raw, interface, member, signature, args)
+    check(member in msg, "InvalidArgs names the method: " + msg)
+expect_error(ERR + "UnknownObject", bus.get_object(NAME, "/org/netobserver/Nope").Introspect,
+             dbus_interface="org.freedesktop.DBus.Introspectable")
+check(props.Get(IFACE, "Status") == "unknown", "still serving after bad calls")
+print("ok malformed calls answered")
+
+# Valid sets: stored, read back, one PropertiesChanged with the new value.
+for name, value in [("Interval", dbus.UInt32(100)), ("Interval", dbus.UInt32(3600000)), ("Timeout", dbus.UInt32(10)),
+                    ("Timeout", dbus.UInt32(60000)), ("FailureThreshold", dbus.UInt32(100)),
+                    ("RecoveryThreshold", dbus.UInt32(100)), ("RecoveryThreshold", dbus.UInt32(1))]:
+    signals.clear()
+    props.Set(IFACE, name, value)
+    check(props.Get(IFACE, name) == value, "%s reads back %s" % (name, value))
+    pump(0.2)
+    check(signals.changed == [(IFACE, {name: value}, [])], "PropertiesChanged for %s: %s" % (name, signals.changed))
+    check(signals.status == [], "no StatusChanged for %s" % name)
+
+signals.clear()
+props.Set(IFACE, "Interval", props.Get(IFACE, "Interval"))
+pump(0.2)
+check(signals.changed == [], "setting the same value emits nothing")
+
+signals.clear()
+props.Set(IFACE, "AddressFamily", dbus.String("ipv6"))
+pump(0.2)
+check(props.Get(IFACE, "AddressFamily") == "ipv6", "family stored")
+check(signals.changed == [(IFACE, {"AddressFamily": "ipv6"}, [])], "family PropertiesChanged: %s" % signals.changed)
+
+for host in ["example.org", "example.org.", "198.18.0.2", "fd00::2", "fe80::1%eth0", "a" * 63 + ".example"]:
+    signals.clear()
+    props.Set(IFACE, "Host", dbus.String(host))
+    pump(0.2)
+    check(props.Get(IFACE, "Host") == host, "Host reads back " + host)
+    check((IFACE, {"Host": host}, []) in signals.changed, "Host PropertiesChanged: %s" % signals.changed)
+    check(signals.status == [("unknown", host)], "StatusChanged(status, host): %s" % signals.status)
+print("ok valid sets, PropertiesChanged and StatusChanged")
+
+check(obj.Check(dbus_interface=IFACE) == "unknown", "Check answers the current verdict")
+check(len(obj.GetMachineId(dbus_interface="org.freedesktop.DBus.Peer")) == 32, "Peer.GetMachineId")
+obj.Ping(dbus_interface="org.freedesktop.DBus.Peer")
+print("ok methods")

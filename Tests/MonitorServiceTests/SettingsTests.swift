@@ -1,0 +1,65 @@
+@testable import MonitorService
+import XCTest
+
+/// Every writable property at its bounds: the value in range is kept, the
+/// ones outside are refused with a message naming the property and range.
+final class SettingsTests: XCTestCase {
+    func testDefaults() {
+        let settings = MonitorSettings()
+        XCTAssertEqual(settings.host, "one.one.one.one")
+        XCTAssertEqual(settings.interval, 1000)
+        XCTAssertEqual(settings.timeout, 1000)
+        XCTAssertEqual(settings.failureThreshold, 2)
+        XCTAssertEqual(settings.recoveryThreshold, 1)
+        XCTAssertEqual(settings.family, .any)
+    }
+
+    func testNumericBounds() throws {
+        let cases: [(MonitorSettings.Key, UInt32, UInt32, String)] = [
+            (.interval, 100, 3_600_000, "100–3600000 ms"),
+            (.timeout, 10, 60_000, "10–60000 ms"),
+            (.failureThreshold, 1, 100, "1–100"),
+            (.recoveryThreshold, 1, 100, "1–100"),
+        ]
+        for (key, low, high, range) in cases {
+            var settings = MonitorSettings()
+            try settings.set(key, number: low)
+            XCTAssertEqual(settings.text(key), String(low))
+            try settings.set(key, number: high)
+            XCTAssertEqual(settings.text(key), String(high))
+            for bad in [low - 1, high + 1, 0, UInt32.max] where !(low...high).contains(bad) {
+                var copy = settings
+                XCTAssertThrowsError(try copy.set(key, number: bad)) { error in
+                    let message = (error as? SettingError)?.message ?? ""
+                    XCTAssertTrue(message.contains(key.rawValue) && message.contains(range), message)
+                }
+                XCTAssertEqual(copy, settings, "unchanged after a refused value")
+            }
+        }
+    }
+
+    func testTextForms() throws {
+        var settings = MonitorSettings()
+        try settings.set(.family, text: "ipv6")
+        XCTAssertEqual(settings.family, .ipv6)
+        try settings.set(.host, text: "fd00::2")
+        XCTAssertEqual(settings.host, "fd00::2")
+        try settings.set(.interval, text: "250")
+        XCTAssertEqual(settings.interval, 250)
+        for (key, text) in [(MonitorSettings.Key.family, "IPv4"), (.family, ""), (.host, "bad host"), (.host, ""),
+                            (.interval, "-1"), (.interval, "1e3"), (.timeout, "")] {
+            var copy = settings
+            XCTAssertThrowsError(try copy.set(key, text: text, name: "--x")) { error in
+                XCTAssertTrue((error as? SettingError)?.message.hasPrefix("--x") == true)
+            }
+            XCTAssertEqual(copy, settings)
+        }
+    }
+
+    func testControlCharactersAreEscapedInMessages() {
+        var settings = MonitorSettings()
+        XCTAssertThrowsError(try settings.set(.host, text: "a\u{1b}[31m")) { error in
+            XCTAssertEqual((error as? SettingError)?.message.contains("\\x1b[31m"), true)
+        }
+    }
+}
