@@ -75,15 +75,12 @@ public enum Daemon {
         let model = MonitorModel(settings: settings)
         let server = ObjectServer(connection: connection)
         let monitor = MonitorObject(model: model, server: server)
+        let saver = store.flatMap { store in try? StateSaver(store: store) { Log.warning($0) } }
         model.onSettingChanged = { key in
             Log.info("\(key.rawValue) set to \(model.settings.text(key))")
-            guard let store else { return }
+            guard let saver else { return }
             persisted[key] = model.settings.text(key)
-            do {
-                try store.save(persisted)
-            } catch {
-                Log.warning("cannot save settings in \(store.path): \(error)")
-            }
+            saver.save(persisted)
         }
         connection.onSignal = { message in
             guard message.sender == "org.freedesktop.DBus" else { return }
@@ -121,6 +118,7 @@ public enum Daemon {
             connection.flush()
         }
         connection.close()
+        saver?.finish()
         _ = monitor
         return status
     }

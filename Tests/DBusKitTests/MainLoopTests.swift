@@ -1,5 +1,6 @@
 import EventLoop
 import Glibc
+import Synchronization
 import XCTest
 
 final class MainLoopTests: XCTestCase {
@@ -92,5 +93,25 @@ final class MainLoopTests: XCTestCase {
         loop.schedule(after: 5_000_000_000) { loop.quit(status: 1) }
         XCTAssertEqual(loop.run(), 0)
         XCTAssertEqual(got, SIGUSR1)
+    }
+}
+
+final class WorkerThreadTests: XCTestCase {
+    func testJobsRunInOrderOffTheCallingThreadAndDrainWaits() throws {
+        let worker = try WorkerThread()
+        worker.drain()  // before any job: returns at once
+        let log = Mutex<[Int]>([])
+        let caller = pthread_self()
+        let offThread = Atomic<Bool>(true)
+        for i in 0..<50 {
+            worker.async {
+                if pthread_equal(pthread_self(), caller) != 0 { offThread.store(false, ordering: .relaxed) }
+                usleep(100)
+                log.withLock { $0.append(i) }
+            }
+        }
+        worker.drain()
+        XCTAssertEqual(log.withLock { $0 }, Array(0..<50))
+        XCTAssertTrue(offThread.load(ordering: .relaxed))
     }
 }
