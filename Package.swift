@@ -17,6 +17,8 @@ let package = Package(
         // Linux headers and macros Swift cannot import (epoll, eventfd, signalfd, later netlink/ICMP).
         .target(name: "CLinux"),
         .target(name: "EventLoop", dependencies: ["CLinux"]),
+        // rtnetlink: links, addresses, routes, the kernel's route to the host, the interface kind.
+        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop"]),
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
@@ -25,6 +27,9 @@ let package = Package(
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
         .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop"]),
+        // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
+        .testTarget(name: "ReachabilityNamespaceTests", dependencies: ["Reachability", "CLinux", "EventLoop"]),
         // Needs dbus-daemon and real clients (busctl, gdbus, qdbus, python3-dbus, python3-gi); no root.
         .testTarget(name: "DaemonIntegrationTests", dependencies: [], exclude: ["clients"]),
     ],

@@ -1,9 +1,58 @@
 #ifndef NETOBSERVER_CLINUX_H
 #define NETOBSERVER_CLINUX_H
 
-/* Linux headers that Glibc's Swift module map does not cover. */
+/* Linux headers and macros that Glibc's Swift module map does not cover. */
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <net/if_arp.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/if_link.h>
+#include <linux/if_addr.h>
+#include <linux/if.h>
+
+/* Netlink's walking macros are function-like, so Swift cannot call them.
+ * Each wrapper is the macro itself; lengths are ints as the macros expect. */
+
+static inline int CLinux_NLMSG_OK(const struct nlmsghdr *h, int len) { return NLMSG_OK(h, len); }
+static inline const struct nlmsghdr *CLinux_NLMSG_NEXT(const struct nlmsghdr *h, int *len) {
+    return (const struct nlmsghdr *)NLMSG_NEXT(h, *len);
+}
+static inline const void *CLinux_NLMSG_DATA(const struct nlmsghdr *h) { return NLMSG_DATA(h); }
+static inline int CLinux_NLMSG_LENGTH(int len) { return NLMSG_LENGTH(len); }
+static inline int CLinux_NLMSG_SPACE(int len) { return NLMSG_SPACE(len); }
+static inline int CLinux_NLMSG_PAYLOAD(const struct nlmsghdr *h, int len) { return NLMSG_PAYLOAD(h, len); }
+
+static inline int CLinux_RTA_OK(const struct rtattr *rta, int len) { return RTA_OK(rta, len); }
+static inline const struct rtattr *CLinux_RTA_NEXT(const struct rtattr *rta, int *len) {
+    return (const struct rtattr *)RTA_NEXT(rta, *len);
+}
+static inline const void *CLinux_RTA_DATA(const struct rtattr *rta) { return RTA_DATA(rta); }
+static inline int CLinux_RTA_PAYLOAD(const struct rtattr *rta) { return RTA_PAYLOAD(rta); }
+static inline int CLinux_RTA_LENGTH(int len) { return RTA_LENGTH(len); }
+static inline int CLinux_RTA_SPACE(int len) { return RTA_SPACE(len); }
+
+/* Where each message kind's attributes start, and how many bytes they span. */
+static inline const struct rtattr *CLinux_IFLA_RTA(const struct ifinfomsg *m) { return IFLA_RTA(m); }
+static inline int CLinux_IFLA_PAYLOAD(const struct nlmsghdr *h) { return IFLA_PAYLOAD(h); }
+static inline const struct rtattr *CLinux_IFA_RTA(const struct ifaddrmsg *m) { return IFA_RTA(m); }
+static inline int CLinux_IFA_PAYLOAD(const struct nlmsghdr *h) { return IFA_PAYLOAD(h); }
+static inline const struct rtattr *CLinux_RTM_RTA(const struct rtmsg *m) { return RTM_RTA(m); }
+static inline int CLinux_RTM_PAYLOAD(const struct nlmsghdr *h) { return RTM_PAYLOAD(h); }
+
+/* Multicast groups given as bit masks in older headers' macros. */
+static const unsigned int CLinux_RTMGRP_LINK = RTMGRP_LINK;
+static const unsigned int CLinux_RTMGRP_IPV4_IFADDR = RTMGRP_IPV4_IFADDR;
+static const unsigned int CLinux_RTMGRP_IPV6_IFADDR = RTMGRP_IPV6_IFADDR;
+static const unsigned int CLinux_RTMGRP_IPV4_ROUTE = RTMGRP_IPV4_ROUTE;
+static const unsigned int CLinux_RTMGRP_IPV6_ROUTE = RTMGRP_IPV6_ROUTE;
+
+/* An expression with ~, which the importer drops. */
+static const unsigned short CLinux_NLA_TYPE_MASK = (unsigned short)NLA_TYPE_MASK;
+
+_Static_assert(sizeof(struct nlmsghdr) == 16, "nlmsghdr layout");
+_Static_assert(sizeof(struct rtattr) == 4, "rtattr layout");
 
 #endif

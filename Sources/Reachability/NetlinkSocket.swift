@@ -1,0 +1,96 @@
+import CLinux
+import EventLoop
+import Glibc
+
+/// A NETLINK_ROUTE socket: subscribe, send requests, receive datagrams
+/// from the kernel only.
+final class NetlinkSocket {
+    let fd: Int32
+    private var buffer: UnsafeMutableRawBufferPointer
+
+    /// What one receive produced.
+    enum Received {
+        case datagram(UnsafeRawBufferPointer)
+        /// From a sender other than the kernel (nl_pid != 0), or truncated: dropped.
+        case dropped
+        /// The receive buffer overflowed and events were lost (ENOBUFS).
+        case overrun
+        case wouldBlock
+    }
+
+    init(groups: UInt32) throws(SystemError) {
+        fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), NETLINK_ROUTE)
+        guard fd >= 0 else { throw SystemError("socket(AF_NETLINK)") }
+        buffer = .allocate(byteCount: 64 * 1024, alignment: 8)
+        // Room for bursts; the kernel still reports an overrun if it is not enough.
+        var size: Int32 = 1 << 20
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_nl()
+        address.nl_family = sa_family_t(AF_NETLINK)
+        address.nl_groups = groups
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+        }
+        guard bound == 0 else {
+            let error = SystemError("bind(AF_NETLINK)")
+            close(fd)
+            buffer.deallocate()
+            throw error
+        }
+    }
+
+    deinit {
+        close(fd)
+        buffer.deallocate()
+    }
+
+    func send(_ request: [UInt8]) throws(SystemError) {
+        var kernel = sockaddr_nl()
+        kernel.nl_family = sa_family_t(AF_NETLINK)
+        let sent = request.withUnsafeBytes { bytes in
+            withUnsafePointer(to: &kernel) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+                }
+            }
+        }
+        guard sent == request.count else { throw SystemError("sendto(AF_NETLINK)") }
+    }
+
+    /// Receives one datagram; the returned bytes are valid until the next call.
+    func receive() -> Received {
+        var sender = sockaddr_nl()
+        var vector = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+        var header = msghdr()
+        let count = withUnsafeMutablePointer(to: &sender) { senderPointer in
+            withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                header.msg_name = UnsafeMutableRawPointer(senderPointer)
+                header.msg_namelen = socklen_t(MemoryLayout<sockaddr_nl>.size)
+                header.msg_iov = vectorPointer
+                header.msg_iovlen = 1
+                return recvmsg(fd, &header, Int32(MSG_TRUNC))
+            }
+        }
+        if count < 0 {
+            switch errno {
+            case EAGAIN, EINTR: return .wouldBlock
+            case ENOBUFS: return .overrun
+            default: return .wouldBlock
+            }
+        }
+        // Only the kernel may speak; a truncated datagram cannot be trusted either.
+        guard sender.nl_pid == 0, count <= buffer.count, header.msg_flags & Int32(MSG_TRUNC) == 0 else {
+            if count > buffer.count {
+                let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: min(count + 4096, 1 << 22), alignment: 8)
+                buffer.deallocate()
+                buffer = bigger
+            }
+            return .dropped
+        }
+        return .datagram(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+    }
+}

@@ -1,0 +1,115 @@
+import CLinux
+import Glibc
+
+/// What the reachability engine concludes about the path to the target.
+public struct ReachabilityVerdict: Equatable, Sendable {
+    public var usable: Bool
+    /// The route's output interface ("" when there is no route).
+    public var interface: String
+    public var kind: InterfaceKind?
+    public var source: String
+    /// Why the path is not usable; "" when it is.
+    public var reason: String
+
+    public init(usable: Bool, interface: String = "", kind: InterfaceKind? = nil, source: String = "", reason: String = "") {
+        self.usable = usable
+        self.interface = interface
+        self.kind = kind
+        self.source = source
+        self.reason = reason
+    }
+
+    static func unusable(_ reason: String, interface: String = "") -> ReachabilityVerdict {
+        ReachabilityVerdict(usable: false, interface: interface, reason: reason)
+    }
+}
+
+/// The kernel's answer to RTM_GETROUTE for the target.
+public enum RouteLookup: Equatable, Sendable {
+    case route(Route)
+    case failed(errno: Int32)
+}
+
+/// Turns tables and a route lookup into a verdict. Pure.
+public enum ReachabilityEvaluation {
+    public static func verdict(target: IPAddress, lookup: RouteLookup, table: LinkTable,
+                               classify: (Link) -> InterfaceKind) -> ReachabilityVerdict {
+        let route: Route
+        switch lookup {
+        case .failed(let code):
+            if code == ENETUNREACH || code == EHOSTUNREACH || code == EACCES || code == EINVAL {
+                return .unusable("no route to \(target)")
+            }
+            return .unusable("route lookup for \(target) failed: \(String(cString: strerror(code)))")
+        case .route(let found):
+            route = found
+        }
+        guard route.type == UInt8(RTN_UNICAST) || route.type == UInt8(RTN_LOCAL) else {
+            return .unusable("no route to \(target) (the route is \(routeTypeName(route.type)))")
+        }
+        guard let index = route.outputInterface else { return .unusable("no route to \(target)") }
+        guard let link = table.links[index] else {
+            return .unusable("the route to \(target) uses an unknown interface (index \(index))")
+        }
+        return linkVerdict(link, family: target.family, preferredSource: route.preferredSource, table: table,
+                           classify: classify)
+    }
+
+    /// Before the host resolves: is there a default route over a working link?
+    public static func defaultRouteVerdict(families: [Int32], table: LinkTable,
+                                           classify: (Link) -> InterfaceKind) -> ReachabilityVerdict {
+        var firstProblem: ReachabilityVerdict?
+        let candidates = table.defaultRoutes
+            .filter { families.contains(Int32($0.family)) }
+            .sorted { ($0.family, $0.priority) < ($1.family, $1.priority) }
+        for route in candidates {
+            guard let index = route.outputInterface, let link = table.links[index] else { continue }
+            let verdict = linkVerdict(link, family: Int32(route.family), preferredSource: route.preferredSource,
+                                      table: table, classify: classify)
+            if verdict.usable { return verdict }
+            firstProblem = firstProblem ?? verdict
+        }
+        if let firstProblem { return firstProblem }
+        let names = families.map { $0 == AF_INET ? "IPv4" : "IPv6" }.joined(separator: " or ")
+        return .unusable("no \(names) default route")
+    }
+
+    private static func linkVerdict(_ link: Link, family: Int32, preferredSource: IPAddress?, table: LinkTable,
+                                    classify: (Link) -> InterfaceKind) -> ReachabilityVerdict {
+        guard link.isUp else { return .unusable("interface \(link.name) is down", interface: link.name) }
+        guard link.hasCarrier else { return .unusable("interface \(link.name) has no carrier", interface: link.name) }
+        guard link.isRunning else { return .unusable("interface \(link.name) is not running", interface: link.name) }
+        let addresses = table.addresses(on: link.index, family: family)
+        let source: InterfaceAddress?
+        if let preferredSource {
+            // The kernel chose it; the table says whether DAD has finished with it.
+            source = addresses.first { $0.address == preferredSource }
+                ?? InterfaceAddress(index: link.index, address: preferredSource, prefixLength: 0)
+        } else {
+            source = addresses.filter(\.isUsable).min { $0.isDeprecated == false && $1.isDeprecated }
+                ?? addresses.first
+        }
+        let familyName = family == AF_INET ? "IPv4" : "IPv6"
+        guard let source else {
+            return .unusable("interface \(link.name) has no \(familyName) address", interface: link.name)
+        }
+        if source.isDuplicate {
+            return .unusable("interface \(link.name): address \(source.address) is a duplicate on the network", interface: link.name)
+        }
+        if source.isTentative {
+            return .unusable("interface \(link.name): address \(source.address) is still being checked for duplicates",
+                             interface: link.name)
+        }
+        return ReachabilityVerdict(usable: true, interface: link.name, kind: classify(link), source: source.address.description)
+    }
+
+    static func routeTypeName(_ type: UInt8) -> String {
+        switch Int32(type) {
+        case Int32(RTN_UNREACHABLE): "unreachable"
+        case Int32(RTN_BLACKHOLE): "a blackhole"
+        case Int32(RTN_PROHIBIT): "prohibited"
+        case Int32(RTN_THROW): "a throw route"
+        default: "of type \(type)"
+        }
+    }
+}

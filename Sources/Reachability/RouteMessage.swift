@@ -1,0 +1,105 @@
+import CLinux
+
+/// A network interface as rtnetlink describes it.
+public struct Link: Equatable, Sendable {
+    public var index: Int32
+    public var name: String
+    public var flags: UInt32
+    public var operState: UInt8
+    /// ARPHRD_* hardware type.
+    public var type: UInt16
+    /// IFLA_INFO_KIND ("veth", "wireguard", "tun", …) for virtual links.
+    public var kind: String?
+
+    public init(index: Int32, name: String, flags: UInt32, operState: UInt8 = 0, type: UInt16, kind: String? = nil) {
+        self.index = index
+        self.name = name
+        self.flags = flags
+        self.operState = operState
+        self.type = type
+        self.kind = kind
+    }
+
+    public var isUp: Bool { flags & UInt32(IFF_UP.rawValue) != 0 }
+    public var isRunning: Bool { flags & UInt32(IFF_RUNNING.rawValue) != 0 }
+    public var hasCarrier: Bool { flags & UInt32(IFF_LOWER_UP.rawValue) != 0 }
+}
+
+/// An address assigned to an interface.
+public struct InterfaceAddress: Hashable, Sendable {
+    public var index: Int32
+    public var address: IPAddress
+    public var prefixLength: UInt8
+    /// IFA_F_* flags (from IFA_FLAGS when present, which has all 32 bits).
+    public var flags: UInt32
+    public var scope: UInt8
+
+    public init(index: Int32, address: IPAddress, prefixLength: UInt8, flags: UInt32 = 0, scope: UInt8 = 0) {
+        self.index = index
+        self.address = address
+        self.prefixLength = prefixLength
+        self.flags = flags
+        self.scope = scope
+    }
+
+    public var isTentative: Bool { flags & UInt32(IFA_F_TENTATIVE) != 0 }
+    public var isDuplicate: Bool { flags & UInt32(IFA_F_DADFAILED) != 0 }
+    public var isDeprecated: Bool { flags & UInt32(IFA_F_DEPRECATED) != 0 }
+    /// Usable as a source: duplicate address detection passed (deprecated still works).
+    public var isUsable: Bool { !isTentative && !isDuplicate }
+
+    /// What identifies the address across updates (flags change in place).
+    var key: Key { Key(index: index, address: address, prefixLength: prefixLength) }
+
+    struct Key: Hashable {
+        let index: Int32
+        let address: IPAddress
+        let prefixLength: UInt8
+    }
+}
+
+/// A route, from a dump, an event or a lookup reply.
+public struct Route: Hashable, Sendable {
+    public var family: UInt8
+    public var table: UInt32
+    /// RTN_* route type.
+    public var type: UInt8
+    public var destination: IPAddress?
+    public var destinationLength: UInt8
+    public var outputInterface: Int32?
+    public var gateway: IPAddress?
+    public var preferredSource: IPAddress?
+    public var priority: UInt32
+
+    public init(family: UInt8, table: UInt32 = UInt32(RT_TABLE_MAIN.rawValue), type: UInt8 = UInt8(RTN_UNICAST),
+                destination: IPAddress? = nil, destinationLength: UInt8 = 0, outputInterface: Int32? = nil,
+                gateway: IPAddress? = nil, preferredSource: IPAddress? = nil, priority: UInt32 = 0) {
+        self.family = family
+        self.table = table
+        self.type = type
+        self.destination = destination
+        self.destinationLength = destinationLength
+        self.outputInterface = outputInterface
+        self.gateway = gateway
+        self.preferredSource = preferredSource
+        self.priority = priority
+    }
+
+    public var isDefault: Bool { destinationLength == 0 && type == UInt8(RTN_UNICAST) }
+}
+
+/// One rtnetlink message, parsed.
+public enum RouteMessage: Equatable, Sendable {
+    case newLink(Link)
+    case deleteLink(index: Int32)
+    case newAddress(InterfaceAddress)
+    case deleteAddress(InterfaceAddress)
+    case newRoute(Route, sequence: UInt32)
+    case deleteRoute(Route)
+    /// The end of a multipart dump.
+    case done(sequence: UInt32)
+    /// An acknowledgement (errno 0) or error answering request `sequence`.
+    case error(sequence: UInt32, errno: Int32)
+    /// A well-formed message of a type the engine has no use for.
+    case ignored(type: UInt16)
+}

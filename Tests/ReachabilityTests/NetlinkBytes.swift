@@ -1,0 +1,80 @@
+import CLinux
+import Glibc
+@testable import Reachability
+
+/// Canned rtnetlink datagrams, built the way the kernel lays them out.
+enum NetlinkBytes {
+    static func attribute(_ type: Int32, _ value: [UInt8]) -> (UInt16, [UInt8]) { (UInt16(type), value) }
+    static func string(_ s: String) -> [UInt8] { Array(s.utf8) + [0] }
+    static func u32(_ v: UInt32) -> [UInt8] { withUnsafeBytes(of: v) { Array($0) } }
+
+    /// Nested attributes (IFLA_LINKINFO's IFLA_INFO_KIND).
+    static func nested(_ attributes: [(UInt16, [UInt8])]) -> [UInt8] {
+        var out: [UInt8] = []
+        for (type, value) in attributes {
+            var header = rtattr()
+            header.rta_len = UInt16(CLinux_RTA_LENGTH(Int32(value.count)))
+            header.rta_type = type
+            out += withUnsafeBytes(of: header) { Array($0) } + value
+            out += [UInt8](repeating: 0, count: Int(CLinux_RTA_SPACE(Int32(value.count)) - CLinux_RTA_LENGTH(Int32(value.count))))
+        }
+        return out
+    }
+
+    static let upFlags = UInt32(IFF_UP.rawValue | IFF_RUNNING.rawValue | IFF_LOWER_UP.rawValue)
+
+    static func link(index: Int32, name: String, flags: UInt32 = upFlags, type: Int32 = ARPHRD_ETHER, kind: String? = nil,
+                     delete: Bool = false, sequence: UInt32 = 0) -> [UInt8] {
+        var body = ifinfomsg()
+        body.ifi_family = UInt8(AF_UNSPEC)
+        body.ifi_index = index
+        body.ifi_flags = flags
+        body.ifi_type = UInt16(type)
+        var attributes = [attribute(Int32(IFLA_IFNAME), string(name)), attribute(Int32(IFLA_OPERSTATE), [6])]
+        if let kind {
+            attributes.append(attribute(Int32(IFLA_LINKINFO), nested([(UInt16(IFLA_INFO_KIND), string(kind))])))
+        }
+        return NetlinkRequest.message(type: Int32(delete ? RTM_DELLINK : RTM_NEWLINK), flags: 0, sequence: sequence,
+                                      body: body, attributes: attributes)
+    }
+
+    static func address(index: Int32, _ text: String, prefix: UInt8, flags: UInt32 = 0, delete: Bool = false) -> [UInt8] {
+        let address = IPAddress(text)!
+        var body = ifaddrmsg()
+        body.ifa_family = UInt8(address.family)
+        body.ifa_prefixlen = prefix
+        body.ifa_index = UInt32(index)
+        body.ifa_flags = UInt8(truncatingIfNeeded: flags)
+        return NetlinkRequest.message(type: Int32(delete ? RTM_DELADDR : RTM_NEWADDR), flags: 0, sequence: 0, body: body,
+                                      attributes: [attribute(Int32(IFA_LOCAL), address.bytes),
+                                                   attribute(Int32(IFA_ADDRESS), address.bytes),
+                                                   attribute(Int32(IFA_FLAGS), u32(flags))])
+    }
+
+    static func route(family: Int32 = AF_INET, destination: String? = nil, length: UInt8 = 0, oif: UInt32? = nil,
+                      gateway: String? = nil, source: String? = nil, table: UInt32 = 254, sequence: UInt32 = 0,
+                      delete: Bool = false) -> [UInt8] {
+        var body = rtmsg()
+        body.rtm_family = UInt8(family)
+        body.rtm_dst_len = length
+        body.rtm_table = UInt8(truncatingIfNeeded: table)
+        body.rtm_type = UInt8(RTN_UNICAST)
+        var attributes: [(UInt16, [UInt8])] = [attribute(Int32(RTA_TABLE.rawValue), u32(table))]
+        if let destination { attributes.append(attribute(Int32(RTA_DST.rawValue), IPAddress(destination)!.bytes)) }
+        if let oif { attributes.append(attribute(Int32(RTA_OIF.rawValue), u32(oif))) }
+        if let gateway { attributes.append(attribute(Int32(RTA_GATEWAY.rawValue), IPAddress(gateway)!.bytes)) }
+        if let source { attributes.append(attribute(Int32(RTA_PREFSRC.rawValue), IPAddress(source)!.bytes)) }
+        return NetlinkRequest.message(type: Int32(delete ? RTM_DELROUTE : RTM_NEWROUTE), flags: 0, sequence: sequence,
+                                      body: body, attributes: attributes)
+    }
+
+    static func done(sequence: UInt32) -> [UInt8] {
+        NetlinkRequest.message(type: NLMSG_DONE, flags: NLM_F_MULTI, sequence: sequence, body: Int32(0), attributes: [])
+    }
+
+    static func error(sequence: UInt32, errno code: Int32) -> [UInt8] {
+        var body = nlmsgerr()
+        body.error = -code
+        return NetlinkRequest.message(type: NLMSG_ERROR, flags: 0, sequence: sequence, body: body, attributes: [])
+    }
+}
