@@ -11,6 +11,7 @@ public indirect enum DBusType: Hashable, Sendable {
 
     /// The type's signature, built from libdbus's own type codes.
     public var signature: String {
+        if isBasic || self == .variant { return Self.basicSignatures[self] ?? "" }
         var scalars = String.UnicodeScalarView()
         appendSignature(to: &scalars)
         return String(scalars)
@@ -48,6 +49,19 @@ public indirect enum DBusType: Hashable, Sendable {
             out.append(")")
         }
     }
+
+    /// The one-letter signatures, built once (the hot path of every reply).
+    private static let basicSignatures: [DBusType: String] = {
+        let basics: [DBusType] = [.byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double,
+                                  .string, .objectPath, .signature, .unixFD, .variant]
+        var table: [DBusType: String] = [:]
+        for type in basics {
+            var scalars = String.UnicodeScalarView()
+            type.appendSignature(to: &scalars)
+            table[type] = String(scalars)
+        }
+        return table
+    }()
 
     /// Whether the type may be a dictionary key.
     public var isBasic: Bool {

@@ -7,6 +7,7 @@ enum MessageWriter {
         dbus_message_iter_init_append(message, &iter)
         for value in values {
             try check(value)
+            guard value.type.signature.utf8.count <= 255 else { throw .invalidArgs("signature too long") }
             try append(value, to: &iter)
         }
     }
@@ -45,7 +46,6 @@ enum MessageWriter {
         default:
             break
         }
-        guard value.type.signature.utf8.count <= 255 else { throw .invalidArgs("signature too long") }
     }
 
     private static func appendBasic<T: BitwiseCopyable>(_ code: Int32, _ value: T, to iter: inout DBusMessageIter) throws(DBusError) {

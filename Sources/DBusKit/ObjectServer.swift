@@ -30,7 +30,7 @@ public final class ObjectServer {
     public func export(path: String, interfaces: [DBusInterface]) {
         precondition(Validation.isValidObjectPath(path), "invalid object path \(path)")
         ownInterfaces[path] = interfaces
-        let properties = StandardInterfaces.propertiesInterface { [unowned self] in ownInterfaces[path] ?? [] }
+        let properties = StandardInterfaces.propertiesInterface { interfaces }
         let introspectable = StandardInterfaces.introspectableInterface { [unowned self] in introspect(path) }
         objects[path] = interfaces + [properties, introspectable, peer]
     }

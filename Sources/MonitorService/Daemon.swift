@@ -76,11 +76,17 @@ public enum Daemon {
         let server = ObjectServer(connection: connection)
         let monitor = MonitorObject(model: model, server: server)
         let saver = store.flatMap { store in try? StateSaver(store: store) { Log.warning($0) } }
+        // Sets are written out together, 250 ms after the first of a burst, and at exit.
+        var saveTimer: LoopTimer?
         model.onSettingChanged = { key in
             Log.info("\(key.rawValue) set to \(model.settings.text(key))")
             guard let saver else { return }
             persisted[key] = model.settings.text(key)
-            saver.save(persisted)
+            guard saveTimer == nil else { return }
+            saveTimer = loop.schedule(after: 250_000_000) {
+                saveTimer = nil
+                saver.save(persisted)
+            }
         }
         connection.onSignal = { message in
             guard message.sender == "org.freedesktop.DBus" else { return }
@@ -118,6 +124,10 @@ public enum Daemon {
             connection.flush()
         }
         connection.close()
+        if let timer = saveTimer {
+            loop.cancel(timer)
+            saver?.save(persisted)
+        }
         saver?.finish()
         _ = monitor
         return status
