@@ -131,12 +131,15 @@ public final class MainLoop {
         if exitStatus == nil { exitStatus = status }
     }
 
-    /// Runs until `quit(status:)`, and returns that status.
+    /// Runs until `quit(status:)`, and returns that status; it may be run again afterwards.
     public func run() -> Int32 {
         var events = [epoll_event](repeating: epoll_event(), count: 64)
         while true {
             runEndOfTurn()
-            if let status = exitStatus { return status }
+            if let status = exitStatus {
+                exitStatus = nil
+                return status
+            }
             var timeout = nextTimeout()
             let n = events.withUnsafeMutableBufferPointer { buffer in
                 if timeout != nil {

@@ -36,12 +36,17 @@ public final class ReachabilityEngine {
     private var redumpNeeded = false
     private var lookupSequence: UInt32?
     private var lookupTarget: IPAddress?
+    private var previousInterface: Int32?
     private var evaluationScheduled = false
     private var dirty = true
 
     /// The address to route to; nil until the host resolves.
     public var target: IPAddress? {
-        didSet { if target != oldValue { invalidate() } }
+        didSet {
+            guard target != oldValue else { return }
+            previousInterface = nil
+            invalidate()
+        }
     }
 
     /// The families whose default routes count while there is no target.
@@ -186,7 +191,10 @@ public final class ReachabilityEngine {
     private func finishLookup(_ lookup: RouteLookup) {
         lookupSequence = nil
         if let target = lookupTarget, target == self.target {
-            deliver(ReachabilityEvaluation.verdict(target: target, lookup: lookup, table: table, classify: classifier.classify))
+            let verdict = ReachabilityEvaluation.verdict(target: target, lookup: lookup, table: table,
+                                                         previousInterface: previousInterface, classify: classifier.classify)
+            if case .route(let route) = lookup { previousInterface = route.outputInterface }
+            deliver(verdict)
         }
         // Changes that arrived while the lookup was out need another one.
         if dirty { invalidate() }

@@ -32,11 +32,17 @@ public enum RouteLookup: Equatable, Sendable {
 
 /// Turns tables and a route lookup into a verdict. Pure.
 public enum ReachabilityEvaluation {
-    public static func verdict(target: IPAddress, lookup: RouteLookup, table: LinkTable,
+    /// `previousInterface` is the link the last route used: when it went down,
+    /// the kernel deleted its routes, and that is the reason worth telling.
+    public static func verdict(target: IPAddress, lookup: RouteLookup, table: LinkTable, previousInterface: Int32? = nil,
                                classify: (Link) -> InterfaceKind) -> ReachabilityVerdict {
         let route: Route
         switch lookup {
         case .failed(let code):
+            if let index = previousInterface, let link = table.links[index] {
+                if !link.isUp { return .unusable("interface \(link.name) is down", interface: link.name) }
+                if !link.hasCarrier { return .unusable("interface \(link.name) has no carrier", interface: link.name) }
+            }
             if code == ENETUNREACH || code == EHOSTUNREACH || code == EACCES || code == EINVAL {
                 return .unusable("no route to \(target)")
             }

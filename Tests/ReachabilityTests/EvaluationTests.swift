@@ -83,3 +83,15 @@ final class EvaluationTests: XCTestCase {
         XCTAssertFalse(t.apply(.deleteAddress(settled)))
     }
 }
+
+final class PreviousInterfaceTests: XCTestCase {
+    func testAFailedLookupNamesTheLinkThatWentDown() {
+        var table = LinkTable()
+        table.apply(.newLink(Link(index: 3, name: "c0", flags: 0, type: UInt16(ARPHRD_ETHER))))
+        let target = IPAddress("198.18.2.2")!
+        XCTAssertEqual(ReachabilityEvaluation.verdict(target: target, lookup: .failed(errno: ENETUNREACH), table: table,
+                                                      previousInterface: 3) { _ in .ethernet }.reason, "interface c0 is down")
+        XCTAssertEqual(ReachabilityEvaluation.verdict(target: target, lookup: .failed(errno: ENETUNREACH), table: table) { _ in .ethernet }.reason,
+                       "no route to 198.18.2.2")
+    }
+}

@@ -49,6 +49,9 @@ static const unsigned int CLinux_RTMGRP_IPV6_IFADDR = RTMGRP_IPV6_IFADDR;
 static const unsigned int CLinux_RTMGRP_IPV4_ROUTE = RTMGRP_IPV4_ROUTE;
 static const unsigned int CLinux_RTMGRP_IPV6_ROUTE = RTMGRP_IPV6_ROUTE;
 
+/* setns(fd, CLONE_NEWNET): _GNU_SOURCE-only, so it is defined in CLinux.c. */
+int CLinux_enter_network_namespace(int fd);
+
 /* An expression with ~, which the importer drops. */
 static const unsigned short CLinux_NLA_TYPE_MASK = (unsigned short)NLA_TYPE_MASK;
 

@@ -1,0 +1,67 @@
+import CLinux
+import Foundation
+import Glibc
+import XCTest
+
+/// Runs a shell command; throws with its output when it fails.
+@discardableResult
+func sh(_ command: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else {
+        throw NSError(domain: "sh", code: Int(process.terminationStatus),
+                      userInfo: [NSLocalizedDescriptionKey: "\(command): \(text)"])
+    }
+    return text
+}
+
+/// Skips without root, except under CI=true where a skip is a failure.
+func requireRoot() throws {
+    guard geteuid() != 0 else { return }
+    if ProcessInfo.processInfo.environment["CI"] == "true" {
+        XCTFail("network namespace tests need root, and CI runs as root")
+    }
+    throw XCTSkip("network namespace tests need root; skipped as uid \(geteuid())")
+}
+
+/// A network namespace this test made, deleted when released.
+final class NetworkNamespace {
+    let name: String
+    init(_ role: String) throws {
+        name = "no-\(role)-\(getpid())-\(UInt16.random(in: 0...UInt16.max))"
+        try sh("ip netns add \(name)")
+        try ip("link set lo up")
+    }
+
+    deinit {
+        _ = try? sh("ip netns del \(name)")
+    }
+
+    func ip(_ arguments: String) throws {
+        try sh("ip -n \(name) \(arguments)")
+    }
+
+    func exec(_ command: String) throws -> String {
+        try sh("ip netns exec \(name) \(command)")
+    }
+
+    /// Runs `body` with this thread inside the namespace: sockets it opens stay there.
+    func enter<T>(_ body: () throws -> T) throws -> T {
+        let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+        let target = open("/run/netns/\(name)", O_RDONLY | O_CLOEXEC)
+        defer { close(original); close(target) }
+        guard original >= 0, target >= 0, CLinux_enter_network_namespace(target) == 0 else {
+            throw NSError(domain: "setns", code: Int(errno))
+        }
+        defer { _ = CLinux_enter_network_namespace(original) }
+        return try body()
+    }
+}
