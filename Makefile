@@ -13,7 +13,7 @@ BENCH_PACKAGES := $(BUILD_PACKAGES) gcc make libsystemd-dev dbus-bin python3-dbu
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_FLAGS)
 
-.PHONY: all build release run test bench deps-build deps-test deps-bench clean
+.PHONY: all build release run test bench fuzz deps-build deps-test deps-bench clean
 
 all: build
 
@@ -47,12 +47,28 @@ run: release
 	@tools/run.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd" $(ARGS)
 
 test: deps-test
+	@# Namespaces left by an interrupted earlier run (tests name theirs no-*).
+	@for ns in $$(ip netns list 2>/dev/null | awk '/^no-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	NETOBSERVERD="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/netobserverd" \
 	  $(SWIFT) test --disable-swift-testing $(SWIFT_FLAGS)
 
 bench: deps-bench release
-	@tools/bench.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd"
+	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; \
+	  "$$bin/netobserver-bench" && tools/bench.sh "$$bin/netobserverd"
+
+# libFuzzer on the rtnetlink parser: FUZZ_RUNS executions (default 10 million);
+# new crash inputs land in Fuzz/netlink/crashes, which `make test` replays.
+FUZZ_RUNS ?= 10000000
+FUZZ_NETLINK_SOURCES := Sources/Reachability/IPAddress.swift Sources/Reachability/RouteMessage.swift \
+                        Sources/Reachability/NetlinkParser.swift Fuzz/NetlinkFuzzer.swift
+fuzz: deps-build
+	mkdir -p .build/fuzz .build/fuzz/netlink-corpus
+	$(SWIFT)c -sanitize=fuzzer,address -parse-as-library -O -module-name NetlinkFuzz -I Sources/CLinux/include \
+	  $(FUZZ_NETLINK_SOURCES) -o .build/fuzz/netlink 2>&1 | grep -v "Cannot export local symbol '__asan" || true
+	cp Fuzz/netlink/corpus/* .build/fuzz/netlink-corpus/
+	SWIFT_BACKTRACE=enable=no .build/fuzz/netlink -runs=$(FUZZ_RUNS) -print_final_stats=1 \
+	  -artifact_prefix=Fuzz/netlink/crashes/ .build/fuzz/netlink-corpus
 
 clean:
 	rm -rf .build

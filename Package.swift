@@ -24,6 +24,8 @@ let package = Package(
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
         .target(name: "MonitorService", dependencies: ["DBusKit", "EventLoop"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
+        // `make bench` measurements that need root and network namespaces.
+        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "EventLoop", "CLinux"]),
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
         .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService"]),

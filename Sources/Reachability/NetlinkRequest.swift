@@ -25,6 +25,29 @@ public enum NetlinkRequest {
                        attributes: [(UInt16(RTA_DST.rawValue), destination.bytes)])
     }
 
+    /// RTM_NEWLINK setting a link administratively up or down (what `ip link set … up|down` sends).
+    public static func setLink(index: Int32, up: Bool, sequence: UInt32) -> [UInt8] {
+        var body = ifinfomsg()
+        body.ifi_family = UInt8(AF_UNSPEC)
+        body.ifi_index = index
+        body.ifi_flags = up ? UInt32(IFF_UP.rawValue) : 0
+        body.ifi_change = UInt32(IFF_UP.rawValue)
+        return message(type: Int32(RTM_NEWLINK), flags: NLM_F_REQUEST | NLM_F_ACK, sequence: sequence, body: body, attributes: [])
+    }
+
+    /// RTM_NEWROUTE / RTM_DELROUTE for a default route via `gateway` in the main table.
+    public static func defaultRoute(add: Bool, via gateway: IPAddress, sequence: UInt32) -> [UInt8] {
+        var body = rtmsg()
+        body.rtm_family = UInt8(gateway.family)
+        body.rtm_table = UInt8(RT_TABLE_MAIN.rawValue)
+        body.rtm_protocol = UInt8(RTPROT_BOOT)
+        body.rtm_scope = UInt8(RT_SCOPE_UNIVERSE.rawValue)
+        body.rtm_type = UInt8(RTN_UNICAST)
+        let flags = add ? NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL : NLM_F_REQUEST | NLM_F_ACK
+        return message(type: Int32(add ? RTM_NEWROUTE : RTM_DELROUTE), flags: flags, sequence: sequence, body: body,
+                       attributes: [(UInt16(RTA_GATEWAY.rawValue), gateway.bytes)])
+    }
+
     static func message<Body>(type: Int32, flags: Int32, sequence: UInt32, body: Body,
                               attributes: [(UInt16, [UInt8])]) -> [UInt8] {
         var payload = withUnsafeBytes(of: body) { Array($0) }

@@ -4,12 +4,12 @@ import Glibc
 
 /// A NETLINK_ROUTE socket: subscribe, send requests, receive datagrams
 /// from the kernel only.
-final class NetlinkSocket {
-    let fd: Int32
+public final class NetlinkSocket {
+    public let fd: Int32
     private var buffer: UnsafeMutableRawBufferPointer
 
     /// What one receive produced.
-    enum Received {
+    public enum Received {
         case datagram(UnsafeRawBufferPointer)
         /// From a sender other than the kernel (nl_pid != 0), or truncated: dropped.
         case dropped
@@ -18,7 +18,7 @@ final class NetlinkSocket {
         case wouldBlock
     }
 
-    init(groups: UInt32) throws(SystemError) {
+    public init(groups: UInt32) throws(SystemError) {
         fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), NETLINK_ROUTE)
         guard fd >= 0 else { throw SystemError("socket(AF_NETLINK)") }
         buffer = .allocate(byteCount: 64 * 1024, alignment: 8)
@@ -48,7 +48,7 @@ final class NetlinkSocket {
         buffer.deallocate()
     }
 
-    func send(_ request: [UInt8]) throws(SystemError) {
+    public func send(_ request: [UInt8]) throws(SystemError) {
         var kernel = sockaddr_nl()
         kernel.nl_family = sa_family_t(AF_NETLINK)
         let sent = request.withUnsafeBytes { bytes in
@@ -62,7 +62,7 @@ final class NetlinkSocket {
     }
 
     /// Receives one datagram; the returned bytes are valid until the next call.
-    func receive() -> Received {
+    public func receive() -> Received {
         var sender = sockaddr_nl()
         var vector = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
         var header = msghdr()

@@ -1,0 +1,23 @@
+// libFuzzer entry for the rtnetlink parser. Built by `make fuzz` with
+// swiftc -sanitize=fuzzer,address together with the parser's sources.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func netlinkFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let result = NetlinkParser.parse(UnsafeBufferPointer(start: data, count: size))
+    for message in result.messages {
+        switch message {
+        case .newLink(let link):
+            // 15 raw bytes at most; invalid UTF-8 decodes to U+FFFD, 3 bytes each.
+            precondition(link.index > 0 && !link.name.isEmpty && link.name.unicodeScalars.count <= 15)
+        case .newAddress(let address), .deleteAddress(let address):
+            precondition(address.prefixLength <= address.address.bitLength)
+        case .newRoute(let route, _), .deleteRoute(let route):
+            precondition(route.destinationLength <= 128)
+            _ = route.destination?.description
+        default:
+            break
+        }
+    }
+    precondition(result.messages.count + result.malformed <= size / 16 + 1)
+    return 0
+}
