@@ -19,6 +19,8 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CLinux"]),
         // rtnetlink: links, addresses, routes, the kernel's route to the host, the interface kind.
         .target(name: "Reachability", dependencies: ["CLinux", "EventLoop"]),
+        // ICMP echo (datagram or raw sockets, TCP fallback), the probe schedule and verdict, name resolution.
+        .target(name: "Probe", dependencies: ["CLinux", "EventLoop"]),
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
@@ -29,6 +31,7 @@ let package = Package(
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
         .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService"]),
+        .testTarget(name: "ProbeTests", dependencies: ["Probe"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
         .testTarget(name: "ReachabilityNamespaceTests", dependencies: ["Reachability", "CLinux", "EventLoop"]),

@@ -1,0 +1,109 @@
+/// The probes in flight, matched by sequence and token. RTTs come only from
+/// our own monotonic send times, never from anything in a packet.
+public struct ProbeTracker: Sendable {
+    public struct Outstanding: Equatable, Sendable {
+        public let sequence: UInt16
+        public let token: UInt64
+        public let sentAt: UInt64
+        public let deadline: UInt64
+    }
+
+    public enum ReplyOutcome: Equatable, Sendable {
+        case answered(sequence: UInt16, roundTripNanoseconds: UInt64)
+        /// Ours, but after its timeout had already counted it lost.
+        case late(sequence: UInt16)
+        case duplicate
+        /// Unknown sequence or wrong token: someone else's, or forged.
+        case foreign
+    }
+
+    /// The tokens of the last few probes that finished one way, oldest forgotten first.
+    struct Recent: Sendable {
+        private var tokens: [UInt16: UInt64] = [:]
+        private var order: [UInt16] = []
+        static let capacity = 64
+
+        subscript(sequence: UInt16) -> UInt64? { tokens[sequence] }
+
+        mutating func insert(_ sequence: UInt16, _ token: UInt64) {
+            tokens[sequence] = token
+            order.append(sequence)
+            if order.count > Self.capacity * 2 {
+                order = order.filter { tokens[$0] != nil }
+                while order.count > Self.capacity { tokens[order.removeFirst()] = nil }
+            }
+        }
+
+        mutating func remove(_ sequence: UInt16) {
+            tokens[sequence] = nil
+        }
+    }
+
+    public private(set) var outstanding: [UInt16: Outstanding] = [:]
+    private var expired = Recent()
+    private var answered = Recent()
+    private var nextSequence: UInt16
+
+    public init(firstSequence: UInt16 = .random(in: 0...UInt16.max)) {
+        nextSequence = firstSequence
+    }
+
+    /// Records a probe sent at `now`; returns its sequence number.
+    public mutating func send(token: UInt64, now: UInt64, timeout: UInt64) -> UInt16 {
+        let sequence = nextSequence
+        nextSequence &+= 1
+        // A sequence 65,536 probes old may still be remembered; the new probe replaces it.
+        forget(sequence)
+        outstanding[sequence] = Outstanding(sequence: sequence, token: token, sentAt: now, deadline: now &+ timeout)
+        return sequence
+    }
+
+    /// Matches a reply by sequence and token.
+    public mutating func reply(sequence: UInt16, token: UInt64, now: UInt64) -> ReplyOutcome {
+        if let probe = outstanding[sequence] {
+            guard probe.token == token else { return .foreign }
+            outstanding[sequence] = nil
+            answered.insert(sequence, token)
+            return .answered(sequence: sequence, roundTripNanoseconds: now >= probe.sentAt ? now - probe.sentAt : 0)
+        }
+        if answered[sequence] == token { return .duplicate }
+        if let expiredToken = expired[sequence], expiredToken == token {
+            expired.remove(sequence)
+            return .late(sequence: sequence)
+        }
+        return .foreign
+    }
+
+    /// Matches an ICMP error about a probe; a quoted token, when present, must be ours.
+    /// The probe is finished by it (true) or the error is not about an outstanding probe (false).
+    public mutating func error(sequence: UInt16, token: UInt64?) -> Bool {
+        guard let probe = outstanding[sequence], token == nil || token == probe.token else { return false }
+        outstanding[sequence] = nil
+        return true
+    }
+
+    /// Removes and returns the probes whose deadline has passed.
+    public mutating func expire(now: UInt64) -> [Outstanding] {
+        let due = outstanding.values.filter { $0.deadline <= now }.sorted { $0.sentAt < $1.sentAt }
+        for probe in due {
+            outstanding[probe.sequence] = nil
+            expired.insert(probe.sequence, probe.token)
+        }
+        return due
+    }
+
+    public var nextDeadline: UInt64? { outstanding.values.map(\.deadline).min() }
+
+    /// Forgets everything (a new target).
+    public mutating func reset() {
+        outstanding = [:]
+        expired = Recent()
+        answered = Recent()
+    }
+
+    private mutating func forget(_ sequence: UInt16) {
+        outstanding[sequence] = nil
+        expired.remove(sequence)
+        answered.remove(sequence)
+    }
+}

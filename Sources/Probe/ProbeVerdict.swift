@@ -1,0 +1,104 @@
+/// How one probe ended.
+public enum ProbeOutcome: Equatable, Sendable {
+    case answered(roundTripMicroseconds: UInt64)
+    /// No valid reply within Timeout.
+    case lost
+    /// ICMP Time Exceeded about our probe: counts as one failed probe.
+    case timeExceeded(from: String)
+    /// The network said no (ICMP Destination Unreachable, or the send failed): not answering at once.
+    case refused(reason: String)
+}
+
+/// Answering or not, with FailureThreshold / RecoveryThreshold hysteresis,
+/// PacketLoss over the last 20 probes, and the last round trip. Pure.
+public struct ProbeVerdict: Equatable, Sendable {
+    public var failureThreshold: UInt32
+    public var recoveryThreshold: UInt32
+    /// nil until the first verdict for the current target.
+    public private(set) var answering: Bool?
+    public private(set) var consecutiveFailures: UInt32 = 0
+    public private(set) var consecutiveAnswers: UInt32 = 0
+    public private(set) var roundTripMicroseconds: UInt64 = 0
+    public private(set) var reason = ""
+    private var history: [Bool] = []
+    private var tooSlow = false
+    /// Set when a route came back: recovery probes then go back to back.
+    public var recoveringBackToBack = false
+    public static let window = 20
+
+    public init(failureThreshold: UInt32, recoveryThreshold: UInt32) {
+        self.failureThreshold = failureThreshold
+        self.recoveryThreshold = recoveryThreshold
+    }
+
+    /// Share of the last 20 probes that failed.
+    public var packetLoss: Double {
+        history.isEmpty ? 0 : Double(history.filter { !$0 }.count) / Double(history.count)
+    }
+
+    /// True when the next probe should go out now rather than at the next tick:
+    /// a failure while still answering (suspicion), or recovery after a route came back.
+    public var wantsImmediateProbe: Bool {
+        if answering == true && consecutiveFailures > 0 { return true }
+        return answering == false && recoveringBackToBack && consecutiveAnswers > 0
+    }
+
+    /// Records a probe's end; returns true when `answering` changed.
+    @discardableResult
+    public mutating func record(_ outcome: ProbeOutcome, timeoutMilliseconds: UInt32) -> Bool {
+        let before = answering
+        switch outcome {
+        case .answered(let rtt):
+            push(true)
+            roundTripMicroseconds = rtt
+            consecutiveFailures = 0
+            consecutiveAnswers += 1
+            tooSlow = false
+            // The first verdict for a target needs one answer; a recovery needs RecoveryThreshold.
+            if answering == nil || (answering == false && consecutiveAnswers >= recoveryThreshold) {
+                answering = true
+                recoveringBackToBack = false
+            }
+        case .lost, .timeExceeded:
+            push(false)
+            consecutiveAnswers = 0
+            consecutiveFailures += 1
+            if answering != false && consecutiveFailures >= failureThreshold { answering = false }
+            if answering == false {
+                if case .timeExceeded(let router) = outcome {
+                    reason = "host not answering: time exceeded at \(router) (\(consecutiveFailures) probes lost)"
+                } else if tooSlow {
+                    reason = "host too slow: no reply within \(timeoutMilliseconds) ms (\(consecutiveFailures) probes)"
+                } else {
+                    reason = "host not answering: \(consecutiveFailures) probes lost"
+                }
+            }
+        case .refused(let why):
+            push(false)
+            consecutiveAnswers = 0
+            consecutiveFailures += 1
+            answering = false
+            reason = why
+        }
+        if answering == true { reason = "" }
+        return answering != before
+    }
+
+    /// A reply came for a probe already counted lost: the host is slow, not silent.
+    public mutating func noteLateReply(timeoutMilliseconds: UInt32) {
+        tooSlow = true
+        if answering == false && reason.hasPrefix("host not answering:") && !reason.contains("time exceeded") {
+            reason = "host too slow: no reply within \(timeoutMilliseconds) ms (\(consecutiveFailures) probes)"
+        }
+    }
+
+    /// A new target: no verdict, no history.
+    public mutating func reset() {
+        self = ProbeVerdict(failureThreshold: failureThreshold, recoveryThreshold: recoveryThreshold)
+    }
+
+    private mutating func push(_ answered: Bool) {
+        history.append(answered)
+        if history.count > Self.window { history.removeFirst(history.count - Self.window) }
+    }
+}
