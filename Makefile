@@ -60,7 +60,7 @@ bench: deps-bench release
 # libFuzzer on the rtnetlink parser: FUZZ_RUNS executions (default 10 million);
 # new crash inputs land in Fuzz/netlink/crashes, which `make test` replays.
 FUZZ_RUNS ?= 10000000
-FUZZ_NETLINK_SOURCES := Sources/Reachability/IPAddress.swift Sources/Reachability/RouteMessage.swift \
+FUZZ_NETLINK_SOURCES := Sources/NetCore/IPAddress.swift Sources/Reachability/RouteMessage.swift \
                         Sources/Reachability/NetlinkParser.swift Fuzz/NetlinkFuzzer.swift
 fuzz: deps-build
 	mkdir -p .build/fuzz .build/fuzz/netlink-corpus

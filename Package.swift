@@ -17,24 +17,26 @@ let package = Package(
         // Linux headers and macros Swift cannot import (epoll, eventfd, signalfd, later netlink/ICMP).
         .target(name: "CLinux"),
         .target(name: "EventLoop", dependencies: ["CLinux"]),
+        // IP addresses and their sockaddr forms, shared by both engines.
+        .target(name: "NetCore"),
         // rtnetlink: links, addresses, routes, the kernel's route to the host, the interface kind.
-        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop"]),
+        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop", "NetCore"]),
         // ICMP echo (datagram or raw sockets, TCP fallback), the probe schedule and verdict, name resolution.
-        .target(name: "Probe", dependencies: ["CLinux", "EventLoop"]),
+        .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore"]),
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
         .target(name: "MonitorService", dependencies: ["DBusKit", "EventLoop"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
         // `make bench` measurements that need root and network namespaces.
-        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "EventLoop", "CLinux"]),
+        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore"]),
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
         .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService"]),
-        .testTarget(name: "ProbeTests", dependencies: ["Probe"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop"]),
+        .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
-        .testTarget(name: "ReachabilityNamespaceTests", dependencies: ["Reachability", "CLinux", "EventLoop"]),
+        .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore"]),
         // Needs dbus-daemon and real clients (busctl, gdbus, qdbus, python3-dbus, python3-gi); no root.
         .testTarget(name: "DaemonIntegrationTests", dependencies: [], exclude: ["clients"]),
     ],

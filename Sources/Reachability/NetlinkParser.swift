@@ -1,4 +1,7 @@
 import CLinux
+#if canImport(NetCore)
+import NetCore
+#endif
 
 /// Parses rtnetlink datagrams. Pure: bytes in, messages out. Anything
 /// truncated, lying about its length or of the wrong size is counted as

@@ -1,5 +1,8 @@
 import CLinux
 import Glibc
+#if canImport(NetCore)
+import NetCore
+#endif
 
 /// Builds rtnetlink requests as bytes.
 public enum NetlinkRequest {

@@ -1,6 +1,9 @@
 import CLinux
 import EventLoop
 import Glibc
+#if canImport(NetCore)
+import NetCore
+#endif
 
 /// Knows at once whether the kernel can route to the target, and over what.
 ///

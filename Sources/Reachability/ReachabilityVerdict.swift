@@ -1,5 +1,8 @@
 import CLinux
 import Glibc
+#if canImport(NetCore)
+import NetCore
+#endif
 
 /// What the reachability engine concludes about the path to the target.
 public struct ReachabilityVerdict: Equatable, Sendable {

@@ -1,4 +1,7 @@
 import CLinux
+#if canImport(NetCore)
+import NetCore
+#endif
 
 /// A network interface as rtnetlink describes it.
 public struct Link: Equatable, Sendable {

@@ -3,6 +3,7 @@
 import CLinux
 import EventLoop
 import Glibc
+import NetCore
 import Reachability
 
 func shell(_ command: String) {

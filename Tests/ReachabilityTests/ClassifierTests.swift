@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import NetCore
 import Reachability
 import XCTest
 

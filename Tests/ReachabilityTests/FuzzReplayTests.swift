@@ -1,4 +1,5 @@
 import Foundation
+import NetCore
 import Reachability
 import XCTest
 

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import NetCore
 @testable import Reachability
 
 /// Canned rtnetlink datagrams, built the way the kernel lays them out.

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import NetCore
 @testable import Reachability
 import XCTest
 

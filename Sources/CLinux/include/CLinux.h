@@ -12,6 +12,8 @@
 #include <linux/if_link.h>
 #include <linux/if_addr.h>
 #include <linux/if.h>
+#include <netinet/in.h>
+#include <linux/errqueue.h>
 
 /* Netlink's walking macros are function-like, so Swift cannot call them.
  * Each wrapper is the macro itself; lengths are ints as the macros expect. */
@@ -48,6 +50,30 @@ static const unsigned int CLinux_RTMGRP_IPV4_IFADDR = RTMGRP_IPV4_IFADDR;
 static const unsigned int CLinux_RTMGRP_IPV6_IFADDR = RTMGRP_IPV6_IFADDR;
 static const unsigned int CLinux_RTMGRP_IPV4_ROUTE = RTMGRP_IPV4_ROUTE;
 static const unsigned int CLinux_RTMGRP_IPV6_ROUTE = RTMGRP_IPV6_ROUTE;
+
+/* One entry of a socket's error queue (IP_RECVERR / IPV6_RECVERR): what
+ * failed, where (the offender, e.g. the router that sent the ICMP error), and
+ * the start of the datagram we had sent. The cmsg walk lives in CLinux.c. */
+struct CLinux_queued_error {
+    int error;              /* ee_errno */
+    unsigned char origin;   /* SO_EE_ORIGIN_* */
+    unsigned char type;     /* ICMP type, for ICMP origins */
+    unsigned char code;
+    int has_offender;
+    struct sockaddr_storage offender;
+    long payload_length;    /* bytes of our datagram copied into the caller's buffer */
+};
+
+/* recvmsg(fd, MSG_ERRQUEUE): 1 with *out filled, 0 when the queue is empty, -1 with errno. */
+int CLinux_read_error_queue(int fd, struct CLinux_queued_error *out, void *payload, unsigned long payload_capacity);
+
+/* Raw ICMP sockets: let through only echo replies, destination unreachable and time exceeded. */
+int CLinux_set_icmp_filter(int fd);
+int CLinux_set_icmp6_filter(int fd);
+
+static const unsigned char CLinux_SO_EE_ORIGIN_LOCAL = SO_EE_ORIGIN_LOCAL;
+static const unsigned char CLinux_SO_EE_ORIGIN_ICMP = SO_EE_ORIGIN_ICMP;
+static const unsigned char CLinux_SO_EE_ORIGIN_ICMP6 = SO_EE_ORIGIN_ICMP6;
 
 /* setns(fd, CLONE_NEWNET): _GNU_SOURCE-only, so it is defined in CLinux.c. */
 int CLinux_enter_network_namespace(int fd);

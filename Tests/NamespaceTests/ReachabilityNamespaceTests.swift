@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import Glibc
+import NetCore
 import Reachability
 import XCTest
 
