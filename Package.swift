@@ -36,7 +36,8 @@ let package = Package(
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
-        .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore"]),
+        .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore"],
+                    exclude: ["helpers"]),
         // Needs dbus-daemon and real clients (busctl, gdbus, qdbus, python3-dbus, python3-gi); no root.
         .testTarget(name: "DaemonIntegrationTests", dependencies: [], exclude: ["clients"]),
     ],

@@ -53,6 +53,19 @@ final class NetworkNamespace {
         try sh("ip netns exec \(name) \(command)")
     }
 
+    /// Moves this thread into the namespace until `leave()`: every socket opened
+    /// meanwhile (including ones an engine opens per probe) lives there.
+    func enterThread() throws -> NamespaceStay {
+        let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+        let target = open("/run/netns/\(name)", O_RDONLY | O_CLOEXEC)
+        defer { close(target) }
+        guard original >= 0, target >= 0, CLinux_enter_network_namespace(target) == 0 else {
+            if original >= 0 { close(original) }
+            throw NSError(domain: "setns", code: Int(errno))
+        }
+        return NamespaceStay(original: original)
+    }
+
     /// Runs `body` with this thread inside the namespace: sockets it opens stay there.
     func enter<T>(_ body: () throws -> T) throws -> T {
         let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
@@ -64,4 +77,29 @@ final class NetworkNamespace {
         defer { _ = CLinux_enter_network_namespace(original) }
         return try body()
     }
+}
+
+/// A thread's stay in a namespace; `leave()` returns it to where it was.
+final class NamespaceStay {
+    private var original: Int32
+
+    init(original: Int32) {
+        self.original = original
+    }
+
+    func leave() {
+        guard original >= 0 else { return }
+        _ = CLinux_enter_network_namespace(original)
+        close(original)
+        original = -1
+    }
+
+    deinit { leave() }
+}
+
+/// The inode of this thread's network namespace (to check where a test runs).
+func currentNetworkNamespace() -> UInt64 {
+    var info = stat()
+    stat("/proc/thread-self/ns/net", &info)
+    return UInt64(info.st_ino)
 }

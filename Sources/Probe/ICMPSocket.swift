@@ -1,0 +1,105 @@
+import CLinux
+import EventLoop
+import Glibc
+import NetCore
+
+/// How the engine probes.
+public enum ProbeMethod: String, Sendable, Equatable {
+    /// Unprivileged ICMP datagram socket (net.ipv4.ping_group_range).
+    case icmpDatagram = "ICMP (datagram socket)"
+    /// Raw ICMP socket (CAP_NET_RAW).
+    case icmpRaw = "ICMP (raw socket)"
+    /// TCP connections to port 443: neither ICMP socket could be opened.
+    case tcp = "TCP connect to port 443"
+}
+
+/// An ICMP socket for one address family: datagram where the system allows,
+/// raw otherwise.
+final class ICMPSocket {
+    let fd: Int32
+    let family: EchoPacket.Family
+    let method: ProbeMethod
+    private var buffer = [UInt8](repeating: 0, count: 2048)
+
+    /// Opens a datagram socket, else a raw one; throws the raw socket's error when neither opens.
+    init(family: EchoPacket.Family) throws(SystemError) {
+        let domain = family == .v4 ? AF_INET : AF_INET6
+        let proto = family == .v4 ? Int32(IPPROTO_ICMP) : Int32(IPPROTO_ICMPV6)
+        let flags = Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        var fd = socket(domain, Int32(SOCK_DGRAM.rawValue) | flags, proto)
+        if fd >= 0 {
+            method = .icmpDatagram
+            var one: Int32 = 1
+            // ICMP errors about our echoes arrive on the error queue.
+            if family == .v4 {
+                _ = setsockopt(fd, Int32(IPPROTO_IP), IP_RECVERR, &one, socklen_t(MemoryLayout<Int32>.size))
+            } else {
+                _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVERR, &one, socklen_t(MemoryLayout<Int32>.size))
+            }
+        } else {
+            fd = socket(domain, Int32(SOCK_RAW.rawValue) | flags, proto)
+            guard fd >= 0 else { throw SystemError("socket(SOCK_RAW, ICMP)") }
+            method = .icmpRaw
+            // Raw sockets see every ICMP packet; keep only the types that can be about us.
+            _ = family == .v4 ? CLinux_set_icmp_filter(fd) : CLinux_set_icmp6_filter(fd)
+        }
+        self.fd = fd
+        self.family = family
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    /// The identifier the kernel gave a datagram socket (its port), once it has sent.
+    var boundIdentifier: UInt16? {
+        guard method == .icmpDatagram else { return nil }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard ok == 0 else { return nil }
+        // sin_port and sin6_port sit at the same offset.
+        return withUnsafeBytes(of: storage) { UInt16(bigEndian: $0.loadUnaligned(fromByteOffset: 2, as: UInt16.self)) }
+    }
+
+    /// Sends; returns errno on failure.
+    func send(_ packet: [UInt8], to address: IPAddress) -> Int32? {
+        let sent = packet.withUnsafeBytes { bytes in
+            address.withSocketAddress { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, $1) }
+        }
+        return sent == packet.count ? nil : (sent < 0 ? errno : EMSGSIZE)
+    }
+
+    enum Received {
+        case packet([UInt8], from: IPAddress?)
+        case queuedError(CLinux_queued_error, payload: [UInt8])
+        case nothing
+    }
+
+    /// The next packet, else the next queued error, else nothing.
+    func receive() -> Received {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let count = buffer.withUnsafeMutableBytes { bytes in
+            withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    recvfrom(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
+                }
+            }
+        }
+        if count >= 0 {
+            let source = withUnsafeBytes(of: storage) { raw in
+                raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: Int(length)) }
+            }
+            return .packet(Array(buffer[..<count]), from: source)
+        }
+        var error = CLinux_queued_error()
+        let queued = buffer.withUnsafeMutableBytes { CLinux_read_error_queue(fd, &error, $0.baseAddress, UInt($0.count)) }
+        if queued == 1 {
+            return .queuedError(error, payload: Array(buffer[..<max(0, min(Int(error.payload_length), buffer.count))]))
+        }
+        return .nothing
+    }
+}

@@ -1,0 +1,292 @@
+import EventLoop
+import Foundation
+import Glibc
+import NetCore
+import Probe
+import XCTest
+
+/// The probe engine against real hosts: client — router — server namespaces,
+/// 198.18.0.0/24 and fd00::/64 on the client side, 198.18.2.0/24 and fd00:2::/64
+/// on the server side. Loss and rejection are iptables rules on the router.
+final class ProbeNamespaceTests: XCTestCase {
+    var client: NetworkNamespace!
+    var router: NetworkNamespace!
+    var server: NetworkNamespace!
+    var loop: MainLoop!
+    private var helpers: [Process] = []
+    private var stay: NamespaceStay?
+
+    let server4 = IPAddress("198.18.2.2")!
+    let server6 = IPAddress("fd00:2::2")!
+
+    override func setUpWithError() throws {
+        try requireRoot()
+        client = try NetworkNamespace("pclient")
+        router = try NetworkNamespace("prouter")
+        server = try NetworkNamespace("pserver")
+        try sh("ip link add pc0 netns \(client.name) type veth peer name pr0 netns \(router.name)")
+        try sh("ip link add ps0 netns \(server.name) type veth peer name pr1 netns \(router.name)")
+        try client.ip("addr add 198.18.0.2/24 dev pc0")
+        try client.ip("-6 addr add fd00::2/64 dev pc0 nodad")
+        try router.ip("addr add 198.18.0.1/24 dev pr0")
+        try router.ip("-6 addr add fd00::1/64 dev pr0 nodad")
+        try router.ip("addr add 198.18.2.1/24 dev pr1")
+        try router.ip("-6 addr add fd00:2::1/64 dev pr1 nodad")
+        try server.ip("addr add 198.18.2.2/24 dev ps0")
+        try server.ip("addr add 198.18.2.3/24 dev ps0")
+        try server.ip("-6 addr add fd00:2::2/64 dev ps0 nodad")
+        for (ns, link) in [(client!, "pc0"), (router!, "pr0"), (router!, "pr1"), (server!, "ps0")] {
+            try ns.ip("link set \(link) up")
+        }
+        _ = try router.exec("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1")
+        try client.ip("route add default via 198.18.0.1")
+        try client.ip("-6 route add default via fd00::1")
+        try server.ip("route add default via 198.18.2.1")
+        try server.ip("-6 route add default via fd00:2::1")
+        loop = try MainLoop()
+        // From here on this thread lives in the client namespace, so no socket
+        // an engine opens (ICMP, or TCP per probe) can reach the machine's network.
+        let host = currentNetworkNamespace()
+        stay = try client.enterThread()
+        XCTAssertNotEqual(currentNetworkNamespace(), host)
+    }
+
+    override func tearDown() {
+        stay?.leave()
+        stay = nil
+        for helper in helpers where helper.isRunning {
+            helper.terminate()
+            helper.waitUntilExit()
+        }
+        loop = nil
+        client = nil
+        router = nil
+        server = nil
+    }
+
+    /// An engine whose sockets live in the client namespace.
+    func engine(_ settings: ProbeSettings = ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 200),
+                methods: Set<ProbeMethod> = [.icmpDatagram, .icmpRaw, .tcp], tcpPort: UInt16 = 443,
+                reports: UnsafeMutablePointer<[ProbeReport]>? = nil) throws -> ProbeEngine {
+        let engine = ProbeEngine(loop: loop, settings: settings, allowedMethods: methods, tcpPort: tcpPort) { report in
+            reports?.pointee.append(report)
+        }
+        return engine
+    }
+
+    /// Sets the target (this thread is in the client namespace, so the socket opens there).
+    func start(_ engine: ProbeEngine, _ target: IPAddress) throws {
+        engine.target = target
+    }
+
+    /// Runs the loop until `predicate` holds (checked every 5 ms) or `timeout` seconds pass.
+    @discardableResult
+    func run(until what: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line,
+             _ predicate: @escaping () -> Bool) -> Double {
+        let start = MonotonicClock.now()
+        let poll = loop.schedule(after: 5_000_000, repeats: true) { [unowned self] in
+            if predicate() { loop.quit(status: 0) }
+        }
+        let limit = loop.schedule(after: UInt64(timeout * 1e9)) { [unowned self] in loop.quit(status: 1) }
+        let status = predicate() ? 0 : loop.run()
+        loop.cancel(poll)
+        loop.cancel(limit)
+        if status != 0 { XCTFail("\(what): not within \(timeout) s", file: file, line: line) }
+        return Double(MonotonicClock.now() - start) / 1e9
+    }
+
+    /// Runs the loop for `seconds`.
+    func spin(_ seconds: Double) {
+        let timer = loop.schedule(after: UInt64(seconds * 1e9)) { [unowned self] in loop.quit(status: 0) }
+        _ = loop.run()
+        loop.cancel(timer)
+    }
+
+    func helper(_ namespace: NetworkNamespace, _ script: String, _ arguments: [String], waitForOutput: Bool = true) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("helpers/\(script)").path
+        process.arguments = ["netns", "exec", namespace.name, "/usr/bin/python3", path] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        helpers.append(process)
+        // Wait for its "ready" line.
+        if waitForOutput { _ = output.fileHandleForReading.availableData }
+    }
+
+    func allowDatagramSockets() throws {
+        _ = try client.exec("sysctl -qw net.ipv4.ping_group_range='0 2147483647'")
+    }
+
+    // MARK: Tests
+
+    func testAnsweringHostOverRawAndDatagramSockets() throws {
+        let raw = try engine()
+        try start(raw, server4)
+        run(until: "raw answers") { raw.report.answering == true }
+        XCTAssertEqual(raw.report.method, .icmpRaw)
+        XCTAssertGreaterThan(raw.report.roundTripMicroseconds, 0)
+        XCTAssertEqual(raw.report.reason, "")
+
+        try allowDatagramSockets()
+        let datagram = try engine()
+        try start(datagram, server4)
+        run(until: "datagram answers") { datagram.report.answering == true }
+        XCTAssertEqual(datagram.report.method, .icmpDatagram)
+        spin(0.5)
+        XCTAssertEqual(datagram.statistics.lost, 0)
+        XCTAssertEqual(datagram.report.packetLoss, 0)
+    }
+
+    func testIPv6OverBothSocketKinds() throws {
+        let raw = try engine()
+        try start(raw, server6)
+        run(until: "raw v6 answers") { raw.report.answering == true }
+        XCTAssertEqual(raw.report.method, .icmpRaw)
+        try allowDatagramSockets()
+        let datagram = try engine()
+        try start(datagram, server6)
+        run(until: "datagram v6 answers") { datagram.report.answering == true }
+        XCTAssertEqual(datagram.report.method, .icmpDatagram)
+    }
+
+    func testSilentLossThenHealing() throws {
+        for datagram in [false, true] {
+            if datagram { try allowDatagramSockets() }
+            let probe = try engine(ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 200, failureThreshold: 2))
+            try start(probe, server4)
+            run(until: "answering") { probe.report.answering == true }
+            _ = try router.exec("iptables -I FORWARD -p icmp -j DROP")
+            let took = run(until: "silence noticed", timeout: 3) { probe.report.answering == false }
+            XCTAssertEqual(probe.report.reason, "host not answering: 2 probes lost")
+            XCTAssertLessThan(took, 2 * 0.2 + 0.2 + 0.3, "FailureThreshold × Interval + Timeout, with the suspicion probe")
+            _ = try router.exec("iptables -D FORWARD -p icmp -j DROP")
+            run(until: "healed") { probe.report.answering == true }
+        }
+    }
+
+    func testRejectIsCountedAtOnceAndNamesTheRouter() throws {
+        for datagram in [false, true] {
+            if datagram { try allowDatagramSockets() }
+            let probe = try engine(ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3))
+            try start(probe, server4)
+            run(until: "answering") { probe.report.answering == true }
+            _ = try router.exec("iptables -I FORWARD -p icmp --icmp-type echo-request -j REJECT")
+            probe.probeNow()
+            let took = run(until: "rejected", timeout: 2) { probe.report.answering == false }
+            XCTAssertLessThan(took, 0.1, "one round trip, not FailureThreshold timeouts")
+            XCTAssertEqual(probe.report.reason, "198.18.2.2 unreachable (port unreachable), said 198.18.0.1",
+                           datagram ? "datagram socket, from the error queue" : "raw socket, from the quoted packet")
+            _ = try router.exec("iptables -D FORWARD -p icmp --icmp-type echo-request -j REJECT")
+            probe.probeNow()
+            run(until: "accepted again") { probe.report.answering == true }
+        }
+    }
+
+    func testIPv6RejectFromTheRouter() throws {
+        let probe = try engine(ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3))
+        try start(probe, server6)
+        run(until: "answering") { probe.report.answering == true }
+        _ = try router.exec("ip6tables -I FORWARD -p icmpv6 --icmpv6-type echo-request -j REJECT")
+        probe.probeNow()
+        run(until: "rejected", timeout: 2) { probe.report.answering == false }
+        XCTAssertTrue(probe.report.reason.hasPrefix("fd00:2::2 unreachable ("), probe.report.reason)
+        XCTAssertTrue(probe.report.reason.hasSuffix("said fd00::1"), probe.report.reason)
+    }
+
+    func testSendFailureIsImmediate() throws {
+        let probe = try engine()
+        try start(probe, server4)
+        run(until: "answering") { probe.report.answering == true }
+        try client.ip("route del default")
+        probe.probeNow()
+        run(until: "send failed", timeout: 1) { probe.report.answering == false }
+        XCTAssertEqual(probe.report.reason, "cannot send to 198.18.2.2: Network is unreachable")
+    }
+
+    func testReplyDelayBeyondTimeoutIsTooSlowAndBelowItOnlyRaisesTheRoundTrip() throws {
+        _ = try server.exec("sysctl -qw net.ipv4.icmp_echo_ignore_all=1")
+        try helper(server, "slow_responder.py", ["0.3"])
+        let slow = try engine(ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 150, failureThreshold: 2))
+        try start(slow, server4)
+        run(until: "too slow") { slow.report.answering == false && slow.report.reason.hasPrefix("host too slow") }
+        XCTAssertTrue(slow.report.reason.hasPrefix("host too slow: no reply within 150 ms ("), slow.report.reason)
+        XCTAssertGreaterThan(slow.statistics.late, 0)
+
+        let patient = try engine(ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 1000, failureThreshold: 2))
+        try start(patient, server4)
+        run(until: "answering despite the delay") { patient.report.answering == true }
+        XCTAssertGreaterThanOrEqual(patient.report.roundTripMicroseconds, 300_000)
+        spin(1.0)
+        XCTAssertEqual(patient.report.answering, true, "probes overlap (Timeout > Interval) and all answer")
+    }
+
+    func testRandomLossFlapsLessWithHigherThresholds() throws {
+        _ = try router.exec("iptables -I FORWARD -p icmp --icmp-type echo-request -m statistic --mode random --probability 0.3 -j DROP")
+        var counts: [String: (flaps: Int, probes: Int)] = [:]
+        for (failures, recoveries) in [(UInt32(2), UInt32(1)), (3, 2)] {
+            var reports: [ProbeReport] = []
+            let probe = try engine(ProbeSettings(intervalMilliseconds: 50, timeoutMilliseconds: 100,
+                                                 failureThreshold: failures, recoveryThreshold: recoveries), reports: &reports)
+            try start(probe, server4)
+            spin(4)
+            var flaps = 0
+            var last: Bool?
+            for report in reports where report.answering != nil {
+                if let last, last != report.answering { flaps += 1 }
+                last = report.answering
+            }
+            counts["\(failures)/\(recoveries)"] = (flaps, probe.statistics.sent)
+            probe.target = nil
+            XCTAssertGreaterThan(probe.report.packetLoss, -1)
+        }
+        print("30 % loss for 4 s at 50 ms: flaps \(counts)")
+        let low = counts["2/1"]!, high = counts["3/2"]!
+        XCTAssertLessThan(high.flaps, high.probes / 4, "3/2 keeps flapping bounded")
+        XCTAssertLessThan(low.flaps, low.probes / 2)
+    }
+
+    func testTwoEnginesDoNotSeeEachOthersReplies() throws {
+        let first = try engine()
+        let second = try engine()
+        try start(first, server4)
+        try start(second, IPAddress("198.18.2.3")!)
+        run(until: "both answer") { first.report.answering == true && second.report.answering == true }
+        _ = try router.exec("iptables -I FORWARD -d 198.18.2.3 -j DROP")
+        run(until: "second silent", timeout: 3) { second.report.answering == false }
+        spin(0.5)
+        XCTAssertEqual(first.report.answering, true)
+        XCTAssertEqual(first.statistics.lost, 0, "the first never took the other's silence, or replies, for its own")
+        XCTAssertGreaterThan(first.statistics.foreign + second.statistics.foreign, 0, "raw sockets saw each other's traffic")
+    }
+
+    func testAFloodOfForeignRepliesChangesNothing() throws {
+        let probe = try engine(ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 500))
+        try start(probe, server4)
+        run(until: "answering") { probe.report.answering == true }
+        // Forged replies from the server for 4 s, while the loop runs.
+        try helper(server, "foreign_flood.py", ["198.18.0.2", "4"], waitForOutput: false)
+        spin(1.5)
+        XCTAssertEqual(probe.report.answering, true, "real replies still count through the flood")
+        XCTAssertEqual(probe.statistics.lost, 0)
+        // Now the real replies stop: forged ones must not keep the host answering.
+        _ = try router.exec("iptables -I FORWARD -s 198.18.0.2 -p icmp --icmp-type echo-request -j DROP")
+        run(until: "silence seen through the flood", timeout: 3) { probe.report.answering == false }
+        XCTAssertGreaterThan(probe.statistics.foreign, 1000)
+        print("flood: \(probe.statistics)")
+    }
+
+    func testTCPFallbackAgainstListeningAndClosedPorts() throws {
+        try helper(server, "listener.py", ["8443"])
+        let listening = try engine(methods: [.tcp], tcpPort: 8443)
+        try start(listening, server4)
+        run(until: "listening port answers") { listening.report.answering == true }
+        XCTAssertEqual(listening.report.method, .tcp)
+        let closed = try engine(methods: [.tcp], tcpPort: 8444)
+        try start(closed, server4)
+        run(until: "refused connection still answers") { closed.report.answering == true }
+        _ = try router.exec("iptables -I FORWARD -p tcp -j DROP")
+        run(until: "silent", timeout: 3) { closed.report.answering == false }
+    }
+}

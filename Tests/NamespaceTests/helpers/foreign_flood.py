@@ -1,0 +1,32 @@
+"""Sends ICMP echo replies with random identifiers, sequences and payloads to TARGET for SECONDS.
+Usage: foreign_flood.py TARGET SECONDS"""
+import os
+import socket
+import struct
+import sys
+import time
+
+
+def checksum(data):
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+target, seconds = sys.argv[1], float(sys.argv[2])
+sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+end = time.monotonic() + seconds
+i = 0
+while time.monotonic() < end:
+    i += 1
+    body = struct.pack("!HH", int.from_bytes(os.urandom(2), "big"), i & 0xFFFF) + os.urandom(16)
+    packet = b"\0\0\0\0" + body
+    packet = packet[:2] + struct.pack("!H", checksum(packet)) + packet[4:]
+    try:
+        sock.sendto(packet, (target, 0))
+    except BlockingIOError:
+        pass
+print("sent", i)
