@@ -1,6 +1,9 @@
 # netobserver — the two commands that matter: `make run` and `make test`.
 # Both install the Debian packages they need when missing (via sudo when not root).
 
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -57,18 +60,28 @@ bench: deps-bench release
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; \
 	  "$$bin/netobserver-bench" && tools/bench.sh "$$bin/netobserverd"
 
-# libFuzzer on the rtnetlink parser: FUZZ_RUNS executions (default 10 million);
-# new crash inputs land in Fuzz/netlink/crashes, which `make test` replays.
+# libFuzzer on the rtnetlink parser and the ICMP reply parser: FUZZ_RUNS executions each
+# (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
 FUZZ_RUNS ?= 10000000
 FUZZ_NETLINK_SOURCES := Sources/NetCore/IPAddress.swift Sources/Reachability/RouteMessage.swift \
                         Sources/Reachability/NetlinkParser.swift Fuzz/NetlinkFuzzer.swift
+FUZZ_ECHO_SOURCES := Sources/Probe/EchoPacket.swift Sources/Probe/InternetChecksum.swift Sources/Probe/ProbeTracker.swift \
+                     Fuzz/EchoFuzzer.swift
+FUZZ_FLAGS := -sanitize=fuzzer,address -parse-as-library -O -I Sources/CLinux/include
+
+# Builds and runs one fuzzer: $(1) name, $(2) sources.
+define run_fuzzer
+	mkdir -p .build/fuzz/$(1)-corpus
+	$(SWIFT)c $(FUZZ_FLAGS) -module-name Fuzz_$(1) $(2) -o .build/fuzz/$(1) 2>&1 | grep -v "Cannot export local symbol '__asan" || true
+	cp Fuzz/$(1)/corpus/* .build/fuzz/$(1)-corpus/
+	SWIFT_BACKTRACE=enable=no .build/fuzz/$(1) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
+	  -artifact_prefix=Fuzz/$(1)/crashes/ .build/fuzz/$(1)-corpus 2>&1 | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)"
+endef
+
 fuzz: deps-build
-	mkdir -p .build/fuzz .build/fuzz/netlink-corpus
-	$(SWIFT)c -sanitize=fuzzer,address -parse-as-library -O -module-name NetlinkFuzz -I Sources/CLinux/include \
-	  $(FUZZ_NETLINK_SOURCES) -o .build/fuzz/netlink 2>&1 | grep -v "Cannot export local symbol '__asan" || true
-	cp Fuzz/netlink/corpus/* .build/fuzz/netlink-corpus/
-	SWIFT_BACKTRACE=enable=no .build/fuzz/netlink -runs=$(FUZZ_RUNS) -print_final_stats=1 \
-	  -artifact_prefix=Fuzz/netlink/crashes/ .build/fuzz/netlink-corpus
+	mkdir -p .build/fuzz
+	$(call run_fuzzer,netlink,$(FUZZ_NETLINK_SOURCES))
+	$(call run_fuzzer,echo,$(FUZZ_ECHO_SOURCES))
 
 clean:
 	rm -rf .build

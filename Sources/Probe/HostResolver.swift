@@ -1,0 +1,75 @@
+import EventLoop
+import Glibc
+import NetCore
+
+/// Resolves host names on a worker thread and answers on the loop, so a slow
+/// resolver never stalls D-Bus or the probes.
+public final class HostResolver {
+    /// Why a name did not resolve, in words for Reason.
+    public struct Failure: Error, Equatable, Sendable {
+        public let message: String
+        public init(message: String) { self.message = message }
+    }
+
+    public typealias Lookup = @Sendable (_ host: String, _ family: Int32) -> Result<[IPAddress], Failure>
+
+    private struct Answer: Sendable {
+        let id: UInt64
+        let result: Result<[IPAddress], Failure>
+    }
+
+    private let worker: WorkerThread
+    private let lookup: Lookup
+    private var channel: LoopChannel<Answer>!
+    private var pending: [UInt64: (Result<[IPAddress], Failure>) -> Void] = [:]
+    private var nextID: UInt64 = 0
+
+    public init(loop: MainLoop, lookup: @escaping Lookup = HostResolver.systemLookup) throws(SystemError) {
+        worker = try WorkerThread()
+        self.lookup = lookup
+        channel = try LoopChannel(loop: loop) { [unowned self] answer in
+            pending.removeValue(forKey: answer.id)?(answer.result)
+        }
+    }
+
+    /// Resolves `host` for `family` (AF_UNSPEC, AF_INET or AF_INET6); `completion`
+    /// runs on the loop with the addresses in resolver order.
+    public func resolve(_ host: String, family: Int32, completion: @escaping (Result<[IPAddress], Failure>) -> Void) {
+        nextID += 1
+        let id = nextID
+        pending[id] = completion
+        let sender = channel.sender
+        let lookup = self.lookup
+        worker.async { sender.send(Answer(id: id, result: lookup(host, family))) }
+    }
+
+    /// Forgets the answers still to come (a new Host).
+    public func cancelAll() {
+        pending = [:]
+    }
+
+    /// getaddrinfo(3), one address per distinct IP, in the resolver's order.
+    public static let systemLookup: Lookup = { host, family in
+        var hints = addrinfo()
+        hints.ai_family = family
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &list)
+        guard status == 0 else {
+            let text = status == EAI_SYSTEM ? String(cString: strerror(errno)) : String(cString: gai_strerror(status))
+            return .failure(Failure(message: "cannot resolve \(host): \(text)"))
+        }
+        defer { freeaddrinfo(list) }
+        var addresses: [IPAddress] = []
+        var entry = list
+        while let current = entry {
+            if let socketAddress = current.pointee.ai_addr,
+               let address = IPAddress(socketAddress: UnsafeRawPointer(socketAddress), length: Int(current.pointee.ai_addrlen)),
+               !addresses.contains(address) {
+                addresses.append(address)
+            }
+            entry = current.pointee.ai_next
+        }
+        return addresses.isEmpty ? .failure(Failure(message: "cannot resolve \(host): no address")) : .success(addresses)
+    }
+}

@@ -1,0 +1,68 @@
+import EventLoop
+import Glibc
+import NetCore
+import Probe
+import Synchronization
+import XCTest
+
+/// No test here sends a DNS query: literals and /etc/hosts names, or an injected lookup.
+final class HostResolverTests: XCTestCase {
+    func resolve(_ resolver: HostResolver, _ loop: MainLoop, _ host: String, family: Int32 = AF_UNSPEC) -> Result<[IPAddress], HostResolver.Failure>? {
+        var answer: Result<[IPAddress], HostResolver.Failure>?
+        let thread = pthread_self()
+        resolver.resolve(host, family: family) { result in
+            XCTAssertNotEqual(pthread_equal(pthread_self(), thread), 0, "answers arrive on the loop's thread")
+            answer = result
+            loop.quit(status: 0)
+        }
+        let limit = loop.schedule(after: 5_000_000_000) { loop.quit(status: 1) }
+        XCTAssertEqual(loop.run(), 0)
+        loop.cancel(limit)
+        return answer
+    }
+
+    func testLiteralsAndLocalNames() throws {
+        let loop = try MainLoop()
+        let resolver = try HostResolver(loop: loop)
+        XCTAssertEqual(try resolve(resolver, loop, "198.18.0.1")?.get(), [IPAddress("198.18.0.1")!])
+        XCTAssertEqual(try resolve(resolver, loop, "fd00::1")?.get(), [IPAddress("fd00::1")!])
+        XCTAssertEqual(try resolve(resolver, loop, "localhost", family: AF_INET)?.get().first, IPAddress("127.0.0.1"))
+        guard case .failure(let failure)? = resolve(resolver, loop, "198.18.0.1", family: AF_INET6) else {
+            return XCTFail("an IPv4 literal has no IPv6 address")
+        }
+        XCTAssertTrue(failure.message.hasPrefix("cannot resolve 198.18.0.1: "), failure.message)
+    }
+
+    func testAFailingSlowLookupNeverBlocksTheLoop() throws {
+        let loop = try MainLoop()
+        let resolver = try HostResolver(loop: loop) { host, _ in
+            usleep(300_000)
+            return .failure(HostResolver.Failure(message: "cannot resolve \(host): Name or service not known"))
+        }
+        var ticks = 0
+        let ticker = loop.schedule(after: 10_000_000, repeats: true) { ticks += 1 }
+        let answer = resolve(resolver, loop, "nowhere.invalid")
+        loop.cancel(ticker)
+        XCTAssertEqual(answer, .failure(HostResolver.Failure(message: "cannot resolve nowhere.invalid: Name or service not known")))
+        XCTAssertGreaterThan(ticks, 15, "the loop kept turning while the lookup took 300 ms")
+    }
+
+    func testCancelledAnswersAreDropped() throws {
+        let loop = try MainLoop()
+        let calls = Atomic<Int>(0)
+        let resolver = try HostResolver(loop: loop) { _, _ in
+            calls.add(1, ordering: .relaxed)
+            return .success([IPAddress("198.18.0.9")!])
+        }
+        var delivered = 0
+        resolver.resolve("a", family: AF_UNSPEC) { _ in delivered += 1 }
+        resolver.cancelAll()
+        resolver.resolve("b", family: AF_UNSPEC) { _ in
+            delivered += 10
+            loop.quit(status: 0)
+        }
+        _ = loop.run()
+        XCTAssertEqual(delivered, 10)
+        XCTAssertEqual(calls.load(ordering: .relaxed), 2)
+    }
+}
