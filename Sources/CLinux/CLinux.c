@@ -1,14 +1,20 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/icmp6.h>
 #include <linux/icmp.h>
+#include <linux/filter.h>
 #include "CLinux.h"
 
 int CLinux_enter_network_namespace(int fd) {
     return setns(fd, CLONE_NEWNET);
+}
+
+int CLinux_thread_usage(struct rusage *usage) {
+    return getrusage(RUSAGE_THREAD, usage);
 }
 
 int CLinux_read_error_queue(int fd, struct CLinux_queued_error *out, void *payload, unsigned long payload_capacity) {
@@ -63,4 +69,30 @@ int CLinux_set_icmp6_filter(int fd) {
     ICMP6_FILTER_SETPASS(ICMP6_DST_UNREACH, &filter);
     ICMP6_FILTER_SETPASS(ICMP6_TIME_EXCEEDED, &filter);
     return setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof filter);
+}
+
+int CLinux_attach_echo_filter(int fd, int ipv4, unsigned short identifier) {
+    /* IPv4 raw sockets deliver the IP header: X = its length from the IHL. */
+    struct sock_filter v4[] = {
+        BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),
+        BPF_STMT(BPF_LD | BPF_B | BPF_IND, 0),                  /* ICMP type */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ICMP_ECHOREPLY, 0, 2),
+        BPF_STMT(BPF_LD | BPF_H | BPF_IND, 4),                  /* identifier */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, identifier, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0xFFFFFFFF),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    /* ICMPv6 raw sockets deliver the ICMPv6 header first. */
+    struct sock_filter v6[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ICMP6_ECHO_REPLY, 0, 2),
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 4),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, identifier, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0xFFFFFFFF),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    struct sock_fprog program = ipv4
+        ? (struct sock_fprog){ .len = sizeof v4 / sizeof v4[0], .filter = v4 }
+        : (struct sock_fprog){ .len = sizeof v6 / sizeof v6[0], .filter = v6 };
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
 }

@@ -22,7 +22,9 @@ final class ICMPSocket {
     private var buffer = [UInt8](repeating: 0, count: 2048)
 
     /// Opens a datagram socket, else a raw one; throws the raw socket's error when neither opens.
-    init(family: EchoPacket.Family) throws(SystemError) {
+    /// `identifier` is what this socket's echoes carry; on a raw socket the
+    /// kernel then drops replies carrying any other.
+    init(family: EchoPacket.Family, identifier: UInt16) throws(SystemError) {
         let domain = family == .v4 ? AF_INET : AF_INET6
         let proto = family == .v4 ? Int32(IPPROTO_ICMP) : Int32(IPPROTO_ICMPV6)
         let flags = Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
@@ -42,6 +44,7 @@ final class ICMPSocket {
             method = .icmpRaw
             // Raw sockets see every ICMP packet; keep only the types that can be about us.
             _ = family == .v4 ? CLinux_set_icmp_filter(fd) : CLinux_set_icmp6_filter(fd)
+            _ = CLinux_attach_echo_filter(fd, family == .v4 ? 1 : 0, identifier)
         }
         self.fd = fd
         self.family = family

@@ -61,6 +61,8 @@ public final class ProbeEngine {
     private var deadlineTimer: LoopTimer?
 
     public private(set) var report = ProbeReport()
+    /// The ICMP identifier our echoes carry: ours on raw sockets, the kernel's (the socket's port) on datagram ones.
+    public var echoIdentifier: UInt16 { socket?.boundIdentifier ?? identifier }
     public private(set) var statistics = Statistics()
     /// Called after every probe ends (answered, lost or refused): a verdict is in.
     public var onProbeFinished: (() -> Void)?
@@ -141,7 +143,7 @@ public final class ProbeEngine {
         socketSource = nil
         socket = nil
         guard allowedMethods.contains(.icmpDatagram) || allowedMethods.contains(.icmpRaw),
-              let opened = try? ICMPSocket(family: family), allowedMethods.contains(opened.method) else {
+              let opened = try? ICMPSocket(family: family, identifier: identifier), allowedMethods.contains(opened.method) else {
             report.method = allowedMethods.contains(.tcp) ? .tcp : nil
             return
         }

@@ -262,19 +262,36 @@ final class ProbeNamespaceTests: XCTestCase {
     }
 
     func testAFloodOfForeignRepliesChangesNothing() throws {
+        for datagram in [false, true] {
+            if datagram { try allowDatagramSockets() }
+            let probe = try engine(ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 500))
+            try start(probe, server4)
+            run(until: "answering") { probe.report.answering == true }
+            // Forged replies carrying our identifier (so the kernel lets them through), for 3 s.
+            try helper(server, "foreign_flood.py", ["198.18.0.2", "3", String(probe.echoIdentifier)], waitForOutput: false)
+            spin(1.0)
+            XCTAssertEqual(probe.report.answering, true, "real replies still count through the flood")
+            XCTAssertEqual(probe.statistics.lost, 0)
+            // Now the real replies stop: forged ones must not keep the host answering.
+            _ = try router.exec("iptables -I FORWARD -s 198.18.0.2 -p icmp --icmp-type echo-request -j DROP")
+            run(until: "silence seen through the flood", timeout: 3) { probe.report.answering == false }
+            XCTAssertGreaterThan(probe.statistics.foreign, 1000, "the forged replies reached the parser and were refused")
+            print("flood (\(datagram ? "datagram" : "raw")): \(probe.statistics)")
+            _ = try router.exec("iptables -D FORWARD -s 198.18.0.2 -p icmp --icmp-type echo-request -j DROP")
+            probe.target = nil
+            for helper in helpers where helper.isRunning { helper.waitUntilExit() }
+        }
+    }
+
+    func testTheKernelFilterDropsOtherIdentifiersOnRawSockets() throws {
         let probe = try engine(ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 500))
         try start(probe, server4)
         run(until: "answering") { probe.report.answering == true }
-        // Forged replies from the server for 4 s, while the loop runs.
-        try helper(server, "foreign_flood.py", ["198.18.0.2", "4"], waitForOutput: false)
-        spin(1.5)
-        XCTAssertEqual(probe.report.answering, true, "real replies still count through the flood")
-        XCTAssertEqual(probe.statistics.lost, 0)
-        // Now the real replies stop: forged ones must not keep the host answering.
-        _ = try router.exec("iptables -I FORWARD -s 198.18.0.2 -p icmp --icmp-type echo-request -j DROP")
-        run(until: "silence seen through the flood", timeout: 3) { probe.report.answering == false }
-        XCTAssertGreaterThan(probe.statistics.foreign, 1000)
-        print("flood: \(probe.statistics)")
+        XCTAssertEqual(probe.report.method, .icmpRaw)
+        try helper(server, "foreign_flood.py", ["198.18.0.2", "1"], waitForOutput: true)
+        spin(0.3)
+        XCTAssertLessThan(probe.statistics.foreign, 10, "random identifiers never reach user space")
+        XCTAssertEqual(probe.report.answering, true)
     }
 
     func testTCPFallbackAgainstListeningAndClosedPorts() throws {

@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <net/if_arp.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -67,6 +68,10 @@ struct CLinux_queued_error {
 /* recvmsg(fd, MSG_ERRQUEUE): 1 with *out filled, 0 when the queue is empty, -1 with errno. */
 int CLinux_read_error_queue(int fd, struct CLinux_queued_error *out, void *payload, unsigned long payload_capacity);
 
+/* Raw ICMP sockets see every echo reply on the host; this classic BPF program
+ * drops, in the kernel, replies whose identifier is not ours (errors pass). */
+int CLinux_attach_echo_filter(int fd, int ipv4, unsigned short identifier);
+
 /* Raw ICMP sockets: let through only echo replies, destination unreachable and time exceeded. */
 int CLinux_set_icmp_filter(int fd);
 int CLinux_set_icmp6_filter(int fd);
@@ -74,6 +79,9 @@ int CLinux_set_icmp6_filter(int fd);
 static const unsigned char CLinux_SO_EE_ORIGIN_LOCAL = SO_EE_ORIGIN_LOCAL;
 static const unsigned char CLinux_SO_EE_ORIGIN_ICMP = SO_EE_ORIGIN_ICMP;
 static const unsigned char CLinux_SO_EE_ORIGIN_ICMP6 = SO_EE_ORIGIN_ICMP6;
+
+/* getrusage(RUSAGE_THREAD): _GNU_SOURCE-only too. */
+int CLinux_thread_usage(struct rusage *usage);
 
 /* setns(fd, CLONE_NEWNET): _GNU_SOURCE-only, so it is defined in CLinux.c. */
 int CLinux_enter_network_namespace(int fd);

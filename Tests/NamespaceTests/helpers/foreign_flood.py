@@ -1,5 +1,6 @@
-"""Sends ICMP echo replies with random identifiers, sequences and payloads to TARGET for SECONDS.
-Usage: foreign_flood.py TARGET SECONDS"""
+"""Sends ICMP echo replies with random sequences and payloads to TARGET for SECONDS, with
+IDENTIFIER (so they pass the prober's kernel filter) or random identifiers.
+Usage: foreign_flood.py TARGET SECONDS [IDENTIFIER]"""
 import os
 import socket
 import struct
@@ -17,12 +18,14 @@ def checksum(data):
 
 
 target, seconds = sys.argv[1], float(sys.argv[2])
+identifier = int(sys.argv[3]) if len(sys.argv) > 3 else None
 sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 end = time.monotonic() + seconds
 i = 0
 while time.monotonic() < end:
     i += 1
-    body = struct.pack("!HH", int.from_bytes(os.urandom(2), "big"), i & 0xFFFF) + os.urandom(16)
+    ident = identifier if identifier is not None else int.from_bytes(os.urandom(2), "big")
+    body = struct.pack("!HH", ident, i & 0xFFFF) + os.urandom(16)
     packet = b"\0\0\0\0" + body
     packet = packet[:2] + struct.pack("!H", checksum(packet)) + packet[4:]
     try:
