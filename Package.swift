@@ -26,13 +26,13 @@ let package = Package(
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
-        .target(name: "MonitorService", dependencies: ["DBusKit", "EventLoop"]),
+        .target(name: "MonitorService", dependencies: ["DBusKit", "EventLoop", "NetCore", "Reachability", "Probe"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
         // `make bench` measurements that need root and network namespaces.
         .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore"]),
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
-        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService"]),
+        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "NetCore", "Reachability", "Probe"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.

@@ -75,11 +75,24 @@ public enum Daemon {
         let model = MonitorModel(settings: settings)
         let server = ObjectServer(connection: connection)
         let monitor = MonitorObject(model: model, server: server)
+        let connectivity: ConnectivityMonitor
+        do {
+            connectivity = try ConnectivityMonitor(loop: loop, model: model)
+        } catch {
+            Log.error("netobserverd: cannot start the engines: \(error)")
+            return 1
+        }
+        connectivity.onVerdictReady = { monitor.verdictReady() }
+        monitor.onStatusChanged = { state, host in
+            let detail = state.status.isConnected ? "via \(state.interface), \(state.address)" : state.reason
+            Log.notice("status \(state.status.rawValue) for \(host): \(detail)")
+        }
         let saver = store.flatMap { store in try? StateSaver(store: store) { Log.warning($0) } }
         // Sets are written out together, 250 ms after the first of a burst, and at exit.
         var saveTimer: LoopTimer?
         model.onSettingChanged = { key in
             Log.info("\(key.rawValue) set to \(model.settings.text(key))")
+            connectivity.settingChanged(key)
             guard let saver else { return }
             persisted[key] = model.settings.text(key)
             guard saveTimer == nil else { return }
@@ -117,6 +130,7 @@ public enum Daemon {
             return 1
         }
         Log.info("serving \(MonitorInterface.busName) at \(MonitorInterface.objectPath) as \(connection.uniqueName), host \(model.settings.host)")
+        connectivity.start()
 
         let status = loop.run()
         if connection.isConnected {
@@ -129,7 +143,7 @@ public enum Daemon {
             saver?.save(persisted)
         }
         saver?.finish()
-        _ = monitor
+        _ = (monitor, connectivity)
         return status
     }
 }

@@ -14,8 +14,9 @@ public final class MonitorModel {
     public var onChange: ((_ properties: [String], _ announceStatus: Bool) -> Void)?
     /// Called after a setting was changed from outside (D-Bus Set).
     public var onSettingChanged: ((MonitorSettings.Key) -> Void)?
-    /// Asks the engines to probe now; nil while none runs.
-    public var probeNow: (() -> Void)?
+    /// Asks the engines to probe now; returns false when there is nothing to probe
+    /// (no address, no route), so Check answers at once. nil while no engine runs.
+    public var probeNow: (() -> Bool)?
 
     public static let noEngineReason = "no verdict: the reachability and probe engines are not running"
 
@@ -48,17 +49,18 @@ public final class MonitorModel {
         guard new != settings else { return }
         let old = settings
         settings = new
-        onChange?([key.rawValue], false)
-        onSettingChanged?(key)
         if new.host != old.host || new.family != old.family {
-            // A new target: no verdict and no measurements for it yet.
+            // A new target: no verdict and no measurements for it yet. Reset before the
+            // engines hear of it, so StatusChanged goes out once.
             update(now: MonotonicClock.wallMicroseconds(), announce: new.host != old.host) { state in
                 state.status = .unknown
                 state.address = ""
                 state.roundTripTime = 0
                 state.packetLoss = 0
-                state.reason = probeNow == nil ? Self.noEngineReason : "waiting for the first verdict for \(new.host)"
+                state.reason = probeNow == nil ? Self.noEngineReason : "resolving \(new.host)"
             }
         }
+        onChange?([key.rawValue], false)
+        onSettingChanged?(key)
     }
 }

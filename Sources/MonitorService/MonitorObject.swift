@@ -12,6 +12,9 @@ public final class MonitorObject {
     private let waits: PendingCalls
     private let checks: PendingCalls
 
+    /// Called after each StatusChanged, with the new state.
+    public var onStatusChanged: ((MonitorState, String) -> Void)?
+
     public init(model: MonitorModel, server: ObjectServer) {
         self.model = model
         self.server = server
@@ -46,22 +49,23 @@ public final class MonitorObject {
         guard announceStatus else { return }
         try? server.emit(path: MonitorInterface.objectPath, interface: MonitorInterface.name, signal: "StatusChanged",
                          [.string(model.state.status.rawValue), .string(model.settings.host)])
+        onStatusChanged?(model.state, model.settings.host)
         if model.state.reachable {
             waits.resolveAll { $0.reply([.boolean(true)]) }
         }
     }
 
     private func check(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
-        guard let probeNow = model.probeNow else {
-            // No engine to ask: the current verdict is the only one there is.
-            return .reply([.string(model.state.status.rawValue)])
-        }
         // The verdict is in within one Timeout; the margin covers scheduling.
         let deadline = (UInt64(model.settings.timeout) + 100) * 1_000_000
         try checks.add(call, timeoutNanoseconds: deadline) { [unowned self] call in
             call.reply([.string(model.state.status.rawValue)])
         }
-        probeNow()
+        guard model.probeNow?() == true else {
+            // Nothing to probe (no engine, no address, no route): the current verdict is the answer.
+            verdictReady()
+            return .later
+        }
         return .later
     }
 

@@ -49,6 +49,8 @@ public final class ProbeEngine {
 
     private let loop: MainLoop
     private let onReport: (ProbeReport) -> Void
+    /// Called with the old and new report whenever it changes (after `onReport`).
+    public var onReportChange: ((ProbeReport, ProbeReport) -> Void)?
     private let allowedMethods: Set<ProbeMethod>
     private let tcpPort: UInt16
     private var socket: ICMPSocket?
@@ -345,7 +347,9 @@ public final class ProbeEngine {
         new.packetLoss = verdict.packetLoss
         new.reason = verdict.reason
         guard new != report else { return }
+        let old = report
         report = new
         onReport(new)
+        onReportChange?(old, new)
     }
 }

@@ -26,7 +26,8 @@ public final class ReachabilityEngine {
     private let socket: NetlinkSocket
     private var source: IOSource?
     private let classifier: InterfaceClassifier
-    private let onChange: (ReachabilityVerdict) -> Void
+    /// Called on the loop when the verdict changes.
+    public var onChange: (ReachabilityVerdict) -> Void
 
     public private(set) var table = LinkTable()
     public private(set) var verdict: ReachabilityVerdict?
@@ -48,6 +49,8 @@ public final class ReachabilityEngine {
         didSet {
             guard target != oldValue else { return }
             previousInterface = nil
+            // The old verdict was about another destination.
+            verdict = nil
             invalidate()
         }
     }

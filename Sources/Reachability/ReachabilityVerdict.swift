@@ -42,9 +42,10 @@ public enum ReachabilityEvaluation {
         let route: Route
         switch lookup {
         case .failed(let code):
+            // No route any more, so no Interface; the reason still names the link.
             if let index = previousInterface, let link = table.links[index] {
-                if !link.isUp { return .unusable("interface \(link.name) is down", interface: link.name) }
-                if !link.hasCarrier { return .unusable("interface \(link.name) has no carrier", interface: link.name) }
+                if !link.isUp { return .unusable("interface \(link.name) is down") }
+                if !link.hasCarrier { return .unusable("interface \(link.name) has no carrier") }
             }
             if code == ENETUNREACH || code == EHOSTUNREACH || code == EACCES || code == EINVAL {
                 return .unusable("no route to \(target)")

@@ -42,13 +42,13 @@ final class MonitorModelTests: XCTestCase {
         XCTAssertEqual(model.state.roundTripTime, 0)
         XCTAssertEqual(model.state.packetLoss, 0)
         XCTAssertEqual(changedKeys, [.host])
-        XCTAssertEqual(reports.first?.0, ["Host"])
-        XCTAssertEqual(reports.last?.1, true)
+        XCTAssertEqual(reports.map(\.1), [true, false], "StatusChanged once, with the reset; then Host")
+        XCTAssertEqual(reports.last?.0, ["Host"])
 
         // Still unknown, but a new Host is a new {status, host} pair: announced again.
         reports = []
         try model.set(.host) { (s: inout MonitorSettings) throws(SettingError) in try s.set(.host, text: "example.net") }
-        XCTAssertEqual(reports.last?.1, true)
+        XCTAssertEqual(reports.map(\.1), [true, false])
 
         // The same value again: nothing at all.
         reports = []

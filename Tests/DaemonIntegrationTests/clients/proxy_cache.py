@@ -60,6 +60,10 @@ if status_event[1] != ("unknown", "example.org"):
     fail("StatusChanged args %s" % (status_event[1],))
 if status_event[2] != "example.org":
     fail("the cache already has the new Host when StatusChanged arrives, not %s" % status_event[2])
-if cached("Status") != "unknown" or cached("Reachable") is not False:
-    fail("cached Status/Reachable")
+run_until(lambda: False, 0.5)
+direct = writer.call_sync("org.netobserver.Monitor", "/org/netobserver/Monitor", "org.freedesktop.DBus.Properties", "GetAll",
+                          GLib.Variant("(s)", ("org.netobserver.Monitor",)), None, Gio.DBusCallFlags.NONE, 5000, None).unpack()[0]
+for name in ["Status", "Reachable", "Reason", "Host", "Address", "Interval"]:
+    if cached(name) != direct[name]:
+        fail("cached %s is %r, the service says %r" % (name, cached(name), direct[name]))
 print("ok proxy cache tracks %d changes" % len(events))

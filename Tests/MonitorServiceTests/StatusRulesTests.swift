@@ -1,0 +1,71 @@
+import MonitorService
+import NetCore
+import Probe
+import Reachability
+import XCTest
+
+final class StatusRulesTests: XCTestCase {
+    let address = IPAddress("198.18.2.2")!
+    let route = ReachabilityVerdict(usable: true, interface: "c0", kind: .ethernet, source: "198.18.0.2")
+
+    func state(_ resolution: Resolution, _ route: ReachabilityVerdict?, _ probe: ProbeReport) -> MonitorState {
+        StatusRules.state(host: "server.test", resolution: resolution, route: route, probe: probe, previous: MonitorState())
+    }
+
+    func answering(_ answering: Bool?, reason: String = "", method: ProbeMethod = .icmpRaw) -> ProbeReport {
+        var report = ProbeReport(answering: answering)
+        report.reason = reason
+        report.method = method
+        report.roundTripMicroseconds = 420
+        report.packetLoss = 0.05
+        return report
+    }
+
+    func testConnectedNeedsARouteAndAnAnswer() {
+        let s = state(.resolved(address), route, answering(true))
+        XCTAssertEqual(s.status, .ethernet)
+        XCTAssertEqual(s.interface, "c0")
+        XCTAssertEqual(s.address, "198.18.2.2")
+        XCTAssertEqual(s.reason, "")
+        XCTAssertEqual(s.roundTripTime, 420)
+        XCTAssertEqual(s.packetLoss, 0.05)
+        for kind in InterfaceKind.allCases {
+            var r = route
+            r.kind = kind
+            XCTAssertEqual(state(.resolved(address), r, answering(true)).status.rawValue, kind.rawValue)
+        }
+    }
+
+    func testNoRouteIsNoneWhateverTheProbesSay() {
+        let lost = ReachabilityVerdict(usable: false, reason: "interface c0 is down")
+        let s = state(.resolved(address), lost, answering(true))
+        XCTAssertEqual(s.status, .none)
+        XCTAssertEqual(s.reason, "interface c0 is down")
+        XCTAssertEqual(s.interface, "")
+    }
+
+    func testHostNotAnsweringKeepsTheInterface() {
+        let s = state(.resolved(address), route, answering(false, reason: "host not answering: 2 probes lost"))
+        XCTAssertEqual(s.status, .none)
+        XCTAssertEqual(s.interface, "c0", "the route exists while the host is silent")
+        XCTAssertEqual(s.reason, "host not answering: 2 probes lost")
+        let tcp = state(.resolved(address), route, answering(false, reason: "host not answering: 2 probes lost", method: .tcp))
+        XCTAssertTrue(tcp.reason.hasSuffix("(probing with TCP connections to port 443: ICMP sockets are not permitted)"))
+    }
+
+    func testUnknownUntilTheFirstVerdict() {
+        XCTAssertEqual(state(.pending, route, answering(nil)).status, .unknown)
+        XCTAssertEqual(state(.pending, route, answering(nil)).reason, "resolving server.test")
+        XCTAssertEqual(state(.resolved(address), nil, answering(nil)).status, .unknown)
+        let waiting = state(.resolved(address), route, answering(nil))
+        XCTAssertEqual(waiting.status, .unknown)
+        XCTAssertEqual(waiting.reason, "waiting for the first answer from 198.18.2.2")
+    }
+
+    func testUnresolvableIsNoneWithTheResolverMessage() {
+        let s = state(.failed("cannot resolve nowhere.invalid: Name or service not known"), route, answering(nil))
+        XCTAssertEqual(s.status, .none)
+        XCTAssertEqual(s.reason, "cannot resolve nowhere.invalid: Name or service not known")
+        XCTAssertEqual(s.address, "")
+    }
+}
