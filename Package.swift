@@ -5,6 +5,7 @@ let package = Package(
     name: "netobserver",
     products: [
         .executable(name: "netobserverd", targets: ["netobserverd"]),
+        .executable(name: "netobserver", targets: ["netobserver"]),
     ],
     targets: [
         // libdbus-1, with a shim header for what Swift's importer cannot see.
@@ -28,6 +29,8 @@ let package = Package(
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
         .target(name: "MonitorService", dependencies: ["DBusKit", "EventLoop", "NetCore", "Reachability", "Probe"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
+        // The command-line client for people and scripts.
+        .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop"]),
         // `make bench` measurements that need root and network namespaces.
         .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore"]),
 

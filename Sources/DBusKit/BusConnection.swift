@@ -160,6 +160,19 @@ public final class BusConnection {
         }
     }
 
+    /// Sends a call and waits for its reply. For command-line clients only: it
+    /// blocks, so nothing on a daemon's loop may use it.
+    public func callBlocking(_ message: Message, timeoutMilliseconds: Int32) throws(DBusError) -> Message {
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        guard let reply = dbus_connection_send_with_reply_and_block(raw, message.raw, timeoutMilliseconds, &error) else {
+            throw DBusError(name: CDBus_error_name(&error).map { String(cString: $0) } ?? DBusError.failed("").name,
+                            message: CDBus_error_message(&error).map { String(cString: $0) } ?? "no reply")
+        }
+        return Message(taking: reply)
+    }
+
     /// Sends a call to the bus daemon without waiting for (or wanting) its reply.
     public func callBus(_ member: String, _ arguments: [DBusValue]) {
         guard let message = try? Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",

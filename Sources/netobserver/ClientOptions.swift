@@ -1,0 +1,88 @@
+import DBusKit
+
+/// `netobserver` command lines (INTERFACE.md, "The client").
+struct ClientOptions {
+    enum Command: Equatable {
+        case status(json: Bool)
+        case monitor(json: Bool)
+        case check
+        case wait(seconds: UInt32)
+        case set(property: String, value: String)
+    }
+
+    var bus: BusAddress = .session
+    var command: Command
+
+    struct UsageError: Error {
+        let message: String
+    }
+
+    static let usage = """
+        Usage: netobserver [--system | --session | --address ADDRESS] COMMAND
+          status [--json]            one screen: status, host, interface, round trip, loss, reason
+          monitor [--json]           a line per change until interrupted
+          check                      probe now, print the status (exit 0 when reachable, 1 when not)
+          wait [--timeout SECONDS]   exit 0 once reachable, 1 on timeout (default 30 s)
+          set PROPERTY VALUE         host, interval, timeout, failures, recoveries or family
+        Exit status: 0 as above, 1 when the service is not running or refuses a value, 2 for a usage error.
+        """
+
+    /// The writable settings by their command-line names: D-Bus property and type.
+    static let settable: [String: (property: String, numeric: Bool)] = [
+        "host": ("Host", false), "interval": ("Interval", true), "timeout": ("Timeout", true),
+        "failures": ("FailureThreshold", true), "recoveries": ("RecoveryThreshold", true), "family": ("AddressFamily", false),
+    ]
+
+    static func parse(_ arguments: [String]) throws(UsageError) -> ClientOptions? {
+        var bus: BusAddress = .session
+        var rest = arguments[...]
+        while let first = rest.first, first.hasPrefix("--") {
+            rest = rest.dropFirst()
+            switch first {
+            case "--system": bus = .system
+            case "--session": bus = .session
+            case "--address":
+                guard let address = rest.popFirst(), !address.isEmpty else { throw UsageError(message: "--address needs a value") }
+                bus = .address(address)
+            case "--help": return nil
+            default: throw UsageError(message: "unknown option '\(first)' (see --help)")
+            }
+        }
+        guard let name = rest.popFirst() else { throw UsageError(message: "no command given (see --help)") }
+        let flags = Array(rest)
+        func jsonFlag() throws(UsageError) -> Bool {
+            guard flags.allSatisfy({ $0 == "--json" }), flags.count <= 1 else {
+                throw UsageError(message: "\(name) takes only --json")
+            }
+            return flags.count == 1
+        }
+        let command: Command
+        switch name {
+        case "status": command = .status(json: try jsonFlag())
+        case "monitor": command = .monitor(json: try jsonFlag())
+        case "check":
+            guard flags.isEmpty else { throw UsageError(message: "check takes no arguments") }
+            command = .check
+        case "wait":
+            var seconds: UInt32 = 30
+            if !flags.isEmpty {
+                guard flags.count == 2, flags[0] == "--timeout", let value = UInt32(flags[1]), value <= 3600 else {
+                    throw UsageError(message: "wait: --timeout takes a number of seconds, 0–3600")
+                }
+                seconds = value
+            }
+            command = .wait(seconds: seconds)
+        case "set":
+            guard flags.count == 2 else { throw UsageError(message: "set takes PROPERTY VALUE") }
+            guard settable[flags[0]] != nil else {
+                throw UsageError(message: "set: unknown property '\(flags[0])' (host, interval, timeout, failures, recoveries, family)")
+            }
+            command = .set(property: flags[0], value: flags[1])
+        case "help", "--help":
+            return nil
+        default:
+            throw UsageError(message: "unknown command '\(name)' (see --help)")
+        }
+        return ClientOptions(bus: bus, command: command)
+    }
+}

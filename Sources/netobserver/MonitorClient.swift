@@ -1,0 +1,61 @@
+import DBusKit
+import EventLoop
+import Glibc
+
+/// Talks to org.netobserver.Monitor for the command line.
+struct MonitorClient {
+    static let name = "org.netobserver.Monitor"
+    static let path = "/org/netobserver/Monitor"
+    static let interface = "org.netobserver.Monitor"
+
+    let connection: BusConnection
+    let bus: BusAddress
+
+    /// Why the service could not be used, in words for the user (exit status 1).
+    struct Failure: Error {
+        let message: String
+    }
+
+    func failure(_ error: DBusError) -> Failure {
+        let gone = ["org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
+                    "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Disconnected"]
+        if gone.contains(error.name) {
+            let how = bus == .system ? "sudo systemctl start netobserver" : "netobserverd --session &  (or make run)"
+            return Failure(message: "netobserverd is not running on the \(busName) (start it: \(how))")
+        }
+        return Failure(message: error.message)
+    }
+
+    var busName: String {
+        switch bus {
+        case .system: "system bus"
+        case .session: "session bus"
+        case .address(let address): "bus at \(address)"
+        }
+    }
+
+    func call(_ interface: String, _ member: String, _ arguments: [DBusValue], timeoutMilliseconds: Int32 = 25_000) throws(Failure) -> [DBusValue] {
+        do {
+            let message = try Message.methodCall(destination: Self.name, path: Self.path, interface: interface, member: member)
+            try message.append(arguments)
+            return try connection.callBlocking(message, timeoutMilliseconds: timeoutMilliseconds).arguments()
+        } catch {
+            throw failure(error)
+        }
+    }
+
+    func properties() throws(Failure) -> [String: DBusValue] {
+        guard case .dictionary(_, _, let entries)? = try call("org.freedesktop.DBus.Properties", "GetAll", [.string(Self.interface)]).first else {
+            throw Failure(message: "the service answered GetAll with something else")
+        }
+        var result: [String: DBusValue] = [:]
+        for entry in entries {
+            if let key = entry.key.stringValue { result[key] = entry.value.unwrappedVariant }
+        }
+        return result
+    }
+
+    func set(_ property: String, _ value: DBusValue) throws(Failure) {
+        _ = try call("org.freedesktop.DBus.Properties", "Set", [.string(Self.interface), .string(property), .variant(value)])
+    }
+}

@@ -1,0 +1,82 @@
+import DBusKit
+import EventLoop
+import Glibc
+
+func fail(_ message: String, status: Int32) -> Never {
+    writeLine("netobserver: \(message)", to: 2)
+    exit(status)
+}
+
+let options: ClientOptions
+do {
+    guard let parsed = try ClientOptions.parse(Array(CommandLine.arguments.dropFirst())) else {
+        writeLine(ClientOptions.usage)
+        exit(0)
+    }
+    options = parsed
+} catch {
+    fail(error.message, status: 2)
+}
+
+let loop: MainLoop
+let client: MonitorClient
+do {
+    loop = try MainLoop()
+    try loop.handleSignals([SIGINT, SIGTERM]) { _ in loop.quit(status: 0) }
+    client = MonitorClient(connection: try BusConnection(options.bus, loop: loop), bus: options.bus)
+} catch let error as DBusError {
+    fail("cannot connect to the bus: \(error.message)", status: 1)
+} catch {
+    fail("\(error)", status: 1)
+}
+
+do {
+    switch options.command {
+    case .status(let json):
+        let snapshot = Snapshot(try client.properties())
+        writeLine(json ? snapshot.json() : snapshot.screen())
+    case .check:
+        guard let status = try client.call(MonitorClient.interface, "Check", [], timeoutMilliseconds: 70_000).first?.stringValue else {
+            fail("the service answered Check with something else", status: 1)
+        }
+        writeLine(status)
+        exit(["unknown", "none"].contains(status) ? 1 : 0)
+    case .wait(let seconds):
+        let reply = try client.call(MonitorClient.interface, "Wait", [.uint32(seconds * 1000)],
+                                    timeoutMilliseconds: Int32(seconds) * 1000 + 5000)
+        exit(reply.first?.boolValue == true ? 0 : 1)
+    case .set(let name, let text):
+        guard let (property, numeric) = ClientOptions.settable[name] else { fail("unknown property", status: 2) }
+        let value: DBusValue
+        if numeric {
+            guard let number = UInt32(text) else { fail("set \(name): '\(text)' is not a number", status: 2) }
+            value = .uint32(number)
+        } else {
+            value = .string(text)
+        }
+        try client.set(property, value)
+    case .monitor(let json):
+        var snapshot = Snapshot(try client.properties())
+        writeLine(json ? snapshot.json() : snapshot.line())
+        client.connection.addMatch("type='signal',sender='\(MonitorClient.name)',path='\(MonitorClient.path)',"
+                                   + "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+        client.connection.onSignal = { message in
+            guard message.isSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"),
+                  message.path == MonitorClient.path,
+                  let arguments = try? message.arguments(), arguments.count == 3,
+                  arguments[0].stringValue == MonitorClient.interface,
+                  case .dictionary(_, _, let entries) = arguments[1] else { return }
+            var changed: [String: DBusValue] = [:]
+            for entry in entries { if let key = entry.key.stringValue { changed[key] = entry.value.unwrappedVariant } }
+            snapshot.update(changed)
+            writeLine(json ? snapshot.json() : snapshot.line())
+        }
+        client.connection.onDisconnected = {
+            writeLine("netobserver: the bus went away", to: 2)
+            loop.quit(status: 1)
+        }
+        exit(loop.run())
+    }
+} catch {
+    fail(error.message, status: 1)
+}
