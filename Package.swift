@@ -39,10 +39,12 @@ let package = Package(
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
-        .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore"],
+        .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore", "IntegrationSupport"],
                     exclude: ["helpers"]),
+        // Private buses, daemon processes, network namespaces: shared by the integration tests.
+        .target(name: "IntegrationSupport", dependencies: ["CLinux"], path: "Tests/IntegrationSupport"),
         // Needs dbus-daemon and real clients (busctl, gdbus, qdbus, python3-dbus, python3-gi); no root.
-        .testTarget(name: "DaemonIntegrationTests", dependencies: [], exclude: ["clients"]),
+        .testTarget(name: "DaemonIntegrationTests", dependencies: ["IntegrationSupport"], exclude: ["clients"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import IntegrationSupport
 import XCTest
 
 /// busctl, gdbus and qdbus against a running daemon.

@@ -1,4 +1,5 @@
 import Foundation
+import IntegrationSupport
 import XCTest
 
 /// Start, name ownership, replacement, signals, a lost bus, usage errors, and settings kept across restarts.
@@ -130,5 +131,19 @@ final class LifecycleTests: XCTestCase {
         XCTAssertTrue(daemon.log.contains("Interval: 99 is out of range"), daemon.log)
         XCTAssertTrue(daemon.log.contains("not a setting, ignored"), daemon.log)
         daemon.stop()
+    }
+
+    func testClientWithoutADaemon() throws {
+        for command in [["status"], ["status", "--json"], ["check"], ["wait", "--timeout", "1"], ["set", "host", "x.test"]] {
+            let out = try runCommand([Paths.client, "--address", bus.address] + command)
+            XCTAssertEqual(out.status, 1, "\(command)")
+            XCTAssertTrue(out.stderr.contains("netobserverd is not running on the bus at"), out.stderr)
+        }
+        let monitor = try runCommand([Paths.client, "--address", bus.address, "monitor"])
+        XCTAssertEqual(monitor.status, 1)
+        for usage in [["frobnicate"], [], ["status", "--xml"], ["wait", "--timeout", "x"], ["set", "host"]] {
+            XCTAssertEqual(try runCommand([Paths.client, "--address", bus.address] + usage).status, 2, "\(usage)")
+        }
+        XCTAssertEqual(try runCommand([Paths.client, "--help"]).status, 0)
     }
 }

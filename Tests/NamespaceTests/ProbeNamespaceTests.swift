@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import NetCore
 import Probe
+import IntegrationSupport
 import XCTest
 
 /// The probe engine against real hosts: client — router — server namespaces,

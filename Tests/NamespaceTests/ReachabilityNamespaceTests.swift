@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import NetCore
 import Reachability
+import IntegrationSupport
 import XCTest
 
 /// The engine against a real kernel: a client namespace with two veth links

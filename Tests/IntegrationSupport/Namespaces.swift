@@ -5,7 +5,7 @@ import XCTest
 
 /// Runs a shell command; throws with its output when it fails.
 @discardableResult
-func sh(_ command: String) throws -> String {
+public func sh(_ command: String) throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = ["-c", command]
@@ -24,7 +24,7 @@ func sh(_ command: String) throws -> String {
 }
 
 /// Skips without root, except under CI=true where a skip is a failure.
-func requireRoot() throws {
+public func requireRoot() throws {
     guard geteuid() != 0 else { return }
     if ProcessInfo.processInfo.environment["CI"] == "true" {
         XCTFail("network namespace tests need root, and CI runs as root")
@@ -33,9 +33,9 @@ func requireRoot() throws {
 }
 
 /// A network namespace this test made, deleted when released.
-final class NetworkNamespace {
-    let name: String
-    init(_ role: String) throws {
+public final class NetworkNamespace {
+    public let name: String
+    public init(_ role: String) throws {
         name = "no-\(role)-\(getpid())-\(UInt16.random(in: 0...UInt16.max))"
         try sh("ip netns add \(name)")
         try ip("link set lo up")
@@ -45,17 +45,17 @@ final class NetworkNamespace {
         _ = try? sh("ip netns del \(name)")
     }
 
-    func ip(_ arguments: String) throws {
+    public func ip(_ arguments: String) throws {
         try sh("ip -n \(name) \(arguments)")
     }
 
-    func exec(_ command: String) throws -> String {
+    public func exec(_ command: String) throws -> String {
         try sh("ip netns exec \(name) \(command)")
     }
 
     /// Moves this thread into the namespace until `leave()`: every socket opened
     /// meanwhile (including ones an engine opens per probe) lives there.
-    func enterThread() throws -> NamespaceStay {
+    public func enterThread() throws -> NamespaceStay {
         let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
         let target = open("/run/netns/\(name)", O_RDONLY | O_CLOEXEC)
         defer { close(target) }
@@ -67,7 +67,7 @@ final class NetworkNamespace {
     }
 
     /// Runs `body` with this thread inside the namespace: sockets it opens stay there.
-    func enter<T>(_ body: () throws -> T) throws -> T {
+    public func enter<T>(_ body: () throws -> T) throws -> T {
         let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
         let target = open("/run/netns/\(name)", O_RDONLY | O_CLOEXEC)
         defer { close(original); close(target) }
@@ -80,14 +80,14 @@ final class NetworkNamespace {
 }
 
 /// A thread's stay in a namespace; `leave()` returns it to where it was.
-final class NamespaceStay {
+public final class NamespaceStay {
     private var original: Int32
 
     init(original: Int32) {
         self.original = original
     }
 
-    func leave() {
+    public func leave() {
         guard original >= 0 else { return }
         _ = CLinux_enter_network_namespace(original)
         close(original)
@@ -98,7 +98,7 @@ final class NamespaceStay {
 }
 
 /// The inode of this thread's network namespace (to check where a test runs).
-func currentNetworkNamespace() -> UInt64 {
+public func currentNetworkNamespace() -> UInt64 {
     var info = stat()
     stat("/proc/thread-self/ns/net", &info)
     return UInt64(info.st_ino)

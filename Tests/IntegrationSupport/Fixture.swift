@@ -1,0 +1,199 @@
+import Foundation
+import XCTest
+
+/// What a finished command left behind.
+public struct Outcome {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
+}
+
+/// Paths the integration tests use.
+public enum Paths {
+    static let supportDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    public static let repository = supportDirectory.deletingLastPathComponent().deletingLastPathComponent()
+    public static let clients = repository.appendingPathComponent("Tests/DaemonIntegrationTests/clients").path
+    public static let namespaceHelpers = repository.appendingPathComponent("Tests/NamespaceTests/helpers").path
+    public static let interfaceXML = repository.appendingPathComponent("dbus/org.netobserver.Monitor.xml").path
+
+    /// The daemon binary: $NETOBSERVERD (set by `make test`), else the debug build.
+    public static var daemon: String {
+        if let path = ProcessInfo.processInfo.environment["NETOBSERVERD"], !path.isEmpty { return path }
+        return repository.appendingPathComponent(".build/debug/netobserverd").path
+    }
+
+    /// The client, beside the daemon.
+    public static var client: String {
+        URL(fileURLWithPath: daemon).deletingLastPathComponent().appendingPathComponent("netobserver").path
+    }
+
+    /// Debian's python, which has python3-dbus and python3-gi (not a pyenv one).
+    public static let python = "/usr/bin/python3"
+}
+
+/// Runs a command to completion, with a deadline.
+public func runCommand(_ argv: [String], environment: [String: String] = [:], timeout: TimeInterval = 30) throws -> Outcome {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = argv
+    var env = ProcessInfo.processInfo.environment
+    env.merge(environment) { $1 }
+    process.environment = env
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    // Drain both pipes while it runs, so a chatty command cannot block.
+    nonisolated(unsafe) var outData = Data()
+    nonisolated(unsafe) var errData = Data()
+    let group = DispatchGroup()
+    group.enter()
+    DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    group.enter()
+    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(5000) }
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        group.wait()
+        throw NSError(domain: "timeout", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(argv) ran past \(timeout) s"])
+    }
+    process.waitUntilExit()
+    group.wait()
+    return Outcome(status: process.terminationStatus,
+                   stdout: String(decoding: outData, as: UTF8.self),
+                   stderr: String(decoding: errData, as: UTF8.self))
+}
+
+/// A private dbus-daemon on a socket in a temporary directory, stopped by its PID.
+public final class PrivateBus {
+    public let directory: String
+    public let address: String
+    private let process: Process
+
+    public init() throws {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("netobserver-test-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let addressFile = directory + "/address"
+        _ = FileManager.default.createFile(atPath: addressFile, contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = ["--session", "--nofork", "--nopidfile", "--nosyslog",
+                             "--address=unix:path=\(directory)/bus", "--print-address=1"]
+        process.standardOutput = FileHandle(forWritingAtPath: addressFile)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var found = ""
+        for _ in 0..<500 {
+            found = (try? String(contentsOfFile: addressFile, encoding: .utf8))?
+                .split(separator: "\n").first.map(String.init) ?? ""
+            if !found.isEmpty { break }
+            usleep(10_000)
+        }
+        guard !found.isEmpty else { throw NSError(domain: "dbus-daemon did not start", code: 1) }
+        address = found
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+
+    public func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    deinit { stop() }
+
+    /// Environment for clients that read the session bus address.
+    public var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address, "DBUS_SYSTEM_BUS_ADDRESS": address] }
+}
+
+/// A netobserverd process on a bus, its stderr kept in a file.
+public final class DaemonProcess {
+    public let process = Process()
+    public let logPath: String
+
+    /// Starts the daemon on `bus`: in `namespace` (a test host) when given, else in a
+    /// network namespace of its own with only loopback. `host` is what it probes.
+    public init(bus: PrivateBus, arguments: [String] = [], stateDirectory: String? = nil, waitForName: Bool = true,
+                namespace: String? = nil, host: String = "198.18.0.1") throws {
+        logPath = bus.directory + "/daemon-\(UUID().uuidString.prefix(6)).log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        // The daemon really resolves and probes, so it runs in a network namespace of
+        // its own with only loopback: nothing a test sets can reach any network.
+        // (unshare execs without forking, so the PID is the daemon's.)
+        let daemonArguments = ["--address", bus.address, "--state-dir", stateDirectory ?? bus.directory + "/state",
+                               "--host", host] + arguments
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", namespace, Paths.daemon] + daemonArguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            process.arguments = (geteuid() == 0 ? ["--net"] : ["--net", "--map-root-user"])
+                + ["/bin/sh", "-c", "ip link set lo up && exec \"$0\" \"$@\"", Paths.daemon] + daemonArguments
+        }
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        if waitForName {
+            try waitUntil("serving")
+            // The first verdict (in the empty namespace: no route to 198.18.0.1).
+            if !arguments.contains("--replace") { try waitUntil("status ") }
+        }
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Waits until the log contains `text` (or the daemon exits).
+    public func waitUntil(_ text: String, timeout: TimeInterval = 10) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if log.contains(text) { return }
+            if !process.isRunning { break }
+            usleep(5000)
+        }
+        throw NSError(domain: "daemon", code: 1, userInfo: [NSLocalizedDescriptionKey: "no '\(text)' in log: \(log)"])
+    }
+
+    /// Waits for exit and returns the status, or nil after the timeout.
+    public func waitForExit(timeout: TimeInterval = 5) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(5000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    public func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            if waitForExit() == nil { kill(process.processIdentifier, SIGKILL) }
+        }
+    }
+
+    deinit { stop() }
+
+    /// utime + stime in seconds, from /proc.
+    public var cpuSeconds: Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// VmRSS in kB.
+    public var rssKilobytes: Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ")[1]) ?? 0
+        }
+        return 0
+    }
+}
+

@@ -1,0 +1,363 @@
+import Foundation
+import Glibc
+import IntegrationSupport
+import XCTest
+
+/// netobserverd end to end: the daemon in a client namespace behind a router,
+/// probing a server namespace; everything observed over D-Bus from outside.
+final class MonitorNamespaceTests: XCTestCase {
+    var client: NetworkNamespace!
+    var router: NetworkNamespace!
+    var server: NetworkNamespace!
+    var bus: PrivateBus!
+    var daemon: DaemonProcess!
+    var watcher: Process?
+    var watchLog = ""
+    private var helpers: [Process] = []
+
+    override func setUpWithError() throws {
+        try requireRoot()
+        client = try NetworkNamespace("mclient")
+        router = try NetworkNamespace("mrouter")
+        server = try NetworkNamespace("mserver")
+        try sh("ip link add mc0 netns \(client.name) type veth peer name mr0 netns \(router.name)")
+        try sh("ip link add ms0 netns \(server.name) type veth peer name mr1 netns \(router.name)")
+        try client.ip("addr add 198.18.0.2/24 dev mc0")
+        try client.ip("-6 addr add fd00::2/64 dev mc0 nodad")
+        try router.ip("addr add 198.18.0.1/24 dev mr0")
+        try router.ip("-6 addr add fd00::1/64 dev mr0 nodad")
+        try router.ip("addr add 198.18.2.1/24 dev mr1")
+        try router.ip("-6 addr add fd00:2::1/64 dev mr1 nodad")
+        try server.ip("addr add 198.18.2.2/24 dev ms0")
+        try server.ip("addr add 198.18.2.3/24 dev ms0")
+        try server.ip("-6 addr add fd00:2::2/64 dev ms0 nodad")
+        for (ns, link) in [(client!, "mc0"), (router!, "mr0"), (router!, "mr1"), (server!, "ms0")] {
+            try ns.ip("link set \(link) up")
+        }
+        _ = try router.exec("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 net.ipv4.icmp_ratelimit=0")
+        try client.ip("route add default via 198.18.0.1")
+        try client.ip("-6 route add default via fd00::1")
+        try server.ip("route add default via 198.18.2.1")
+        try server.ip("-6 route add default via fd00:2::1")
+        // Names for the test, and a resolver (the router, which has none) that fails fast:
+        // `ip netns exec` lays /etc/netns/NAME/* over /etc/*.
+        try FileManager.default.createDirectory(atPath: "/etc/netns/\(client.name)", withIntermediateDirectories: true)
+        try "127.0.0.1 localhost\n198.18.2.2 server.test\nfd00:2::2 server.test\n198.18.2.3 other.test\n"
+            .write(toFile: "/etc/netns/\(client.name)/hosts", atomically: true, encoding: .utf8)
+        try "nameserver 198.18.0.1\noptions timeout:1 attempts:1\n"
+            .write(toFile: "/etc/netns/\(client.name)/resolv.conf", atomically: true, encoding: .utf8)
+        bus = try PrivateBus()
+    }
+
+    override func tearDown() {
+        watcher?.terminate()
+        for helper in helpers where helper.isRunning { helper.terminate(); helper.waitUntilExit() }
+        daemon?.stop()
+        bus?.stop()
+        if let client { try? FileManager.default.removeItem(atPath: "/etc/netns/\(client.name)") }
+        client = nil
+        router = nil
+        server = nil
+    }
+
+    func startDaemon(host: String = "198.18.2.2", _ arguments: [String] = ["--interval", "200", "--timeout", "200"]) throws {
+        daemon = try DaemonProcess(bus: bus, arguments: arguments, namespace: client.name, host: host)
+    }
+
+    func startWatcher() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.python)
+        process.arguments = [Paths.namespaceHelpers + "/watch.py", bus.address]
+        let path = bus.directory + "/watch.log"
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: path)
+        try process.run()
+        watcher = process
+        watchLog = path
+        for _ in 0..<200 where !((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
+    }
+
+    /// The StatusChanged signals seen so far, as (status, host).
+    func statusSignals() -> [(String, String)] {
+        let text = (try? String(contentsOfFile: watchLog, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let data = line.data(using: .utf8),
+                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                  object["kind"] as? String == "status" else { return nil }
+            return (object["status"] as? String ?? "", object["host"] as? String ?? "")
+        }
+    }
+
+    func get(_ property: String) throws -> String {
+        let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", "org.netobserver.Monitor",
+                                  "/org/netobserver/Monitor", "org.netobserver.Monitor", property])
+        // `s "ethernet"` → ethernet; `t 420` → 420
+        let value = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).last ?? ""
+        return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+    }
+
+    func set(_ property: String, _ type: String, _ value: String) throws {
+        let out = try runCommand(["busctl", "--address=\(bus.address)", "set-property", "org.netobserver.Monitor",
+                                  "/org/netobserver/Monitor", "org.netobserver.Monitor", property, type, value])
+        XCTAssertEqual(out.status, 0, out.stderr)
+    }
+
+    /// Polls Status until it is `expected`; returns the seconds it took.
+    @discardableResult
+    func waitForStatus(_ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
+        let start = Date()
+        while Date().timeIntervalSince(start) < timeout {
+            if try get("Status") == expected { return Date().timeIntervalSince(start) }
+            usleep(20_000)
+        }
+        XCTFail("Status did not become \(expected) in \(timeout) s; it is \(try get("Status")): \(try get("Reason"))\n\(daemon.log)",
+                file: file, line: line)
+        return timeout
+    }
+
+    func client(_ arguments: [String]) throws -> Outcome {
+        try runCommand([Paths.client, "--address", bus.address] + arguments, timeout: 60)
+    }
+
+    // MARK: Tests
+
+    func testStartsConnectedOverTheVeth() throws {
+        try startDaemon()
+        try waitForStatus("ethernet")
+        XCTAssertEqual(try get("Interface"), "mc0")
+        XCTAssertEqual(try get("Address"), "198.18.2.2")
+        XCTAssertEqual(try get("Reason"), "")
+        XCTAssertEqual(try get("Reachable"), "true")
+        XCTAssertGreaterThan(Int(try get("RoundTripTime")) ?? 0, 0)
+    }
+
+    func testLinkDownThenUp() throws {
+        try startDaemon()
+        try waitForStatus("ethernet")
+        try startWatcher()
+        try client.ip("link set mc0 down")
+        let took = try waitForStatus("none")
+        XCTAssertEqual(try get("Reason"), "interface mc0 is down")
+        XCTAssertEqual(try get("Interface"), "")
+        XCTAssertLessThan(took, 1.0, "no waiting for probes")
+        try client.ip("link set mc0 up")
+        try client.ip("route add default via 198.18.0.1")
+        try waitForStatus("ethernet")
+        usleep(300_000)
+        let signals = statusSignals().map(\.0)
+        XCTAssertEqual(signals, ["none", "ethernet"], "StatusChanged exactly once per change")
+    }
+
+    func testDefaultRouteDeletedThenRestored() throws {
+        try startDaemon()
+        try waitForStatus("ethernet")
+        try client.ip("route del default")
+        try waitForStatus("none")
+        XCTAssertEqual(try get("Reason"), "no route to 198.18.2.2")
+        try client.ip("route add default via 198.18.0.1")
+        try waitForStatus("ethernet", timeout: 1)
+    }
+
+    func testSilentLossThenHealing() throws {
+        try startDaemon()
+        try waitForStatus("ethernet")
+        _ = try router.exec("iptables -I FORWARD -p icmp -j DROP")
+        let took = try waitForStatus("none", timeout: 3)
+        XCTAssertLessThan(took, 2 * 0.2 + 0.2 + 0.3, "FailureThreshold × Interval + Timeout")
+        XCTAssertEqual(try get("Reason"), "host not answering: 2 probes lost")
+        XCTAssertEqual(try get("Interface"), "mc0", "the route is still there")
+        _ = try router.exec("iptables -D FORWARD -p icmp -j DROP")
+        try waitForStatus("ethernet")
+    }
+
+    func testRouterRejectNamesTheRouter() throws {
+        try startDaemon(["--interval", "1000", "--timeout", "1000", "--failures", "3"])
+        try waitForStatus("ethernet")
+        _ = try router.exec("iptables -I FORWARD -p icmp --icmp-type echo-request -j REJECT")
+        let took = try waitForStatus("none", timeout: 2.5)
+        XCTAssertLessThan(took, 1.3, "at the next probe, not after 3 timeouts")
+        XCTAssertEqual(try get("Reason"), "198.18.2.2 unreachable (port unreachable), said 198.18.0.1")
+    }
+
+    func testReplyDelayBeyondAndBelowTimeout() throws {
+        _ = try server.exec("sysctl -qw net.ipv4.icmp_echo_ignore_all=1")
+        let responder = Process()
+        responder.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        responder.arguments = ["netns", "exec", server.name, Paths.python, Paths.namespaceHelpers + "/slow_responder.py", "0.3"]
+        let output = Pipe()
+        responder.standardOutput = output
+        try responder.run()
+        helpers.append(responder)
+        _ = output.fileHandleForReading.availableData
+        try startDaemon(["--interval", "200", "--timeout", "200"])
+        try waitForStatus("none", timeout: 5)
+        usleep(500_000)
+        let slowReason = try get("Reason")
+        XCTAssertTrue(slowReason.hasPrefix("host too slow: no reply within 200 ms"), slowReason)
+        try set("Timeout", "u", "1000")
+        try waitForStatus("ethernet", timeout: 5)
+        XCTAssertGreaterThanOrEqual(Int(try get("RoundTripTime")) ?? 0, 300_000, "the higher round trip shows")
+    }
+
+    func testRandomLossWithThresholdsThreeAndTwoFlapsBoundedly() throws {
+        try startDaemon(["--interval", "100", "--timeout", "150", "--failures", "3", "--recoveries", "2"])
+        try waitForStatus("ethernet")
+        try startWatcher()
+        _ = try router.exec("iptables -I FORWARD -p icmp --icmp-type echo-request -m statistic --mode random --probability 0.3 -j DROP")
+        sleep(10)
+        let flaps = statusSignals().count
+        print("30 % loss, 10 s at 100 ms, thresholds 3/2: \(flaps) StatusChanged, PacketLoss \(try get("PacketLoss"))")
+        XCTAssertLessThan(flaps, 20, "about 100 probes must not make more than a few flaps")
+        XCTAssertGreaterThan(Double(try get("PacketLoss")) ?? 0, 0)
+    }
+
+    func testUnresolvableHostAndIPv6OnlyPath() throws {
+        try startDaemon(host: "nowhere.invalid")
+        try waitForStatus("none", timeout: 8)
+        let reason = try get("Reason")
+        XCTAssertTrue(reason.hasPrefix("cannot resolve nowhere.invalid: "), reason)
+        try client.ip("route del default")
+        try set("AddressFamily", "s", "ipv6")
+        try set("Host", "s", "server.test")
+        try waitForStatus("ethernet")
+        XCTAssertEqual(try get("Address"), "fd00:2::2")
+        XCTAssertEqual(try get("Interface"), "mc0")
+    }
+
+    func testAnyPicksTheFamilyThatHasARoute() throws {
+        try client.ip("route del default")
+        try startDaemon(host: "server.test")
+        try waitForStatus("ethernet")
+        XCTAssertEqual(try get("Address"), "fd00:2::2", "no IPv4 default route: the IPv6 address")
+    }
+
+    func testSetHostAtRuntimeAndCheck() throws {
+        try startDaemon()
+        try waitForStatus("ethernet")
+        try startWatcher()
+        try set("Host", "s", "other.test")
+        try waitForStatus("ethernet")
+        XCTAssertEqual(try get("Address"), "198.18.2.3")
+        usleep(300_000)
+        let signals = statusSignals()
+        XCTAssertEqual(signals.first?.0, "unknown")
+        XCTAssertEqual(signals.last?.0, "ethernet")
+        XCTAssertTrue(signals.allSatisfy { $0.1 == "other.test" })
+        let check = try client(["check"])
+        XCTAssertEqual(check.stdout, "ethernet\n")
+        XCTAssertEqual(check.status, 0)
+        _ = try router.exec("iptables -I FORWARD -p icmp --icmp-type echo-request -j REJECT")
+        let refused = try client(["check"])
+        XCTAssertEqual(refused.stdout, "none\n", "Check probes now and answers with the fresh verdict")
+        XCTAssertEqual(refused.status, 1)
+    }
+
+    func testWaitReturnsWhenTheLinkComesUpAndTimesOut() throws {
+        try startDaemon()
+        try waitForStatus("ethernet")
+        try client.ip("link set mc0 down")
+        try waitForStatus("none")
+        let timedOut = try client(["wait", "--timeout", "1"])
+        XCTAssertEqual(timedOut.status, 1)
+        let waiter = Process()
+        waiter.executableURL = URL(fileURLWithPath: Paths.client)
+        waiter.arguments = ["--address", bus.address, "wait", "--timeout", "10"]
+        try waiter.run()
+        usleep(500_000)
+        XCTAssertTrue(waiter.isRunning)
+        let up = Date()
+        try client.ip("link set mc0 up")
+        try client.ip("route add default via 198.18.0.1")
+        waiter.waitUntilExit()
+        XCTAssertEqual(waiter.terminationStatus, 0)
+        XCTAssertLessThan(Date().timeIntervalSince(up), 2)
+    }
+
+    func testClientCommands() throws {
+        try startDaemon()
+        try waitForStatus("ethernet")
+        let screen = try client(["status"])
+        XCTAssertEqual(screen.status, 0)
+        XCTAssertTrue(screen.stdout.contains("Status:       ethernet (reachable)"), screen.stdout)
+        XCTAssertTrue(screen.stdout.contains("Interface:    mc0"), screen.stdout)
+        let json = try client(["status", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        XCTAssertEqual(object?["Status"] as? String, "ethernet")
+        XCTAssertEqual(object?["Interface"] as? String, "mc0")
+        XCTAssertEqual(object?["Reachable"] as? Bool, true)
+        XCTAssertEqual(try client(["set", "interval", "300"]).status, 0)
+        XCTAssertEqual(try get("Interval"), "300")
+        let refused = try client(["set", "interval", "5"])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("Interval: 5 is out of range"), refused.stderr)
+        XCTAssertEqual(try client(["set", "colour", "red"]).status, 2)
+        XCTAssertEqual(try client(["wait"]).status, 0)
+
+        let monitor = Process()
+        monitor.executableURL = URL(fileURLWithPath: Paths.client)
+        monitor.arguments = ["--address", bus.address, "monitor", "--json"]
+        let output = Pipe()
+        monitor.standardOutput = output
+        try monitor.run()
+        usleep(500_000)
+        try client.ip("link set mc0 down")
+        try waitForStatus("none")
+        usleep(300_000)
+        kill(monitor.processIdentifier, SIGINT)
+        monitor.waitUntilExit()
+        XCTAssertEqual(monitor.terminationStatus, 0, "monitor ends cleanly on SIGINT")
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        XCTAssertGreaterThanOrEqual(lines.count, 2)
+        XCTAssertTrue(lines.first?.contains("\"Status\":\"ethernet\"") ?? false, "\(lines)")
+        XCTAssertTrue(lines.last?.contains("\"Status\":\"none\"") ?? false, "\(lines)")
+    }
+
+    func testGDBusProxyCacheTracksRealChanges() throws {
+        try startDaemon()
+        try waitForStatus("ethernet")
+        let proxy = Process()
+        proxy.executableURL = URL(fileURLWithPath: Paths.python)
+        proxy.arguments = ["-c", """
+            import sys, time
+            from gi.repository import Gio, GLib
+            c = Gio.DBusConnection.new_for_address_sync(sys.argv[1], Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
+            p = Gio.DBusProxy.new_sync(c, 0, None, "org.netobserver.Monitor", "/org/netobserver/Monitor", "org.netobserver.Monitor", None)
+            ctx = GLib.MainContext.default()
+            def until(f, s):
+                end = time.monotonic() + s
+                while not f() and time.monotonic() < end: ctx.iteration(False); time.sleep(0.005)
+                return f()
+            print("start", p.get_cached_property("Status").unpack(), flush=True)
+            ok = until(lambda: p.get_cached_property("Status").unpack() == "none", 10)
+            print("cached", p.get_cached_property("Status").unpack(), p.get_cached_property("Reason").unpack(), flush=True)
+            sys.exit(0 if ok else 1)
+            """, bus.address]
+        let output = Pipe()
+        proxy.standardOutput = output
+        try proxy.run()
+        usleep(800_000)
+        try client.ip("link set mc0 down")
+        proxy.waitUntilExit()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(proxy.terminationStatus, 0, text)
+        XCTAssertTrue(text.contains("cached none interface mc0 is down"), text)
+    }
+
+    func testRestartKeepsTheHostThatWasSet() throws {
+        let state = bus.directory + "/kept"
+        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200"], stateDirectory: state, namespace: client.name,
+                                   host: "198.18.2.2")
+        try waitForStatus("ethernet")
+        try set("Host", "s", "198.18.2.3")
+        daemon.stop()
+        // No --host this time: the Host Set over D-Bus comes back from the state file.
+        let restarted = Process()
+        restarted.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        restarted.arguments = ["netns", "exec", client.name, Paths.daemon, "--address", bus.address, "--state-dir", state]
+        restarted.standardError = FileHandle.nullDevice
+        try restarted.run()
+        defer { restarted.terminate(); restarted.waitUntilExit() }
+        try waitForStatus("ethernet")
+        XCTAssertEqual(try get("Host"), "198.18.2.3")
+    }
+}
