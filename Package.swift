@@ -32,7 +32,7 @@ let package = Package(
         // The command-line client for people and scripts.
         .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop"]),
         // `make bench` measurements that need root and network namespaces.
-        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore"]),
+        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit"]),
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
         .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "NetCore", "Reachability", "Probe"]),

@@ -6,33 +6,15 @@ import Probe
 
 /// Probe engine figures in client — router — server namespaces made here.
 final class ProbeBench {
-    let client = "nob-pc-\(getpid())"
-    let router = "nob-pr-\(getpid())"
-    let server = "nob-ps-\(getpid())"
+    let topology = BenchTopology("p")
+    var client: String { topology.client }
+    var router: String { topology.router }
+    var server: String { topology.server }
     let loop: MainLoop
     let target = IPAddress("198.18.2.2")!
 
     init() throws {
         loop = try MainLoop()
-    }
-
-    deinit {
-        _ = system("ip netns del \(client) 2>/dev/null; ip netns del \(router) 2>/dev/null; ip netns del \(server) 2>/dev/null")
-    }
-
-    func setUp() {
-        for ns in [client, router, server] { shell("ip netns add \(ns) && ip -n \(ns) link set lo up") }
-        shell("ip link add pc0 netns \(client) type veth peer name pr0 netns \(router)")
-        shell("ip link add ps0 netns \(server) type veth peer name pr1 netns \(router)")
-        shell("ip -n \(client) addr add 198.18.0.2/24 dev pc0 && ip -n \(client) link set pc0 up")
-        shell("ip -n \(router) addr add 198.18.0.1/24 dev pr0 && ip -n \(router) link set pr0 up")
-        shell("ip -n \(router) addr add 198.18.2.1/24 dev pr1 && ip -n \(router) link set pr1 up")
-        shell("ip -n \(server) addr add 198.18.2.2/24 dev ps0 && ip -n \(server) link set ps0 up")
-        shell("ip netns exec \(router) sysctl -qw net.ipv4.ip_forward=1")
-        // Repeated REJECTs in quick succession: without this the router sends one ICMP error a second.
-        shell("ip netns exec \(router) sysctl -qw net.ipv4.icmp_ratelimit=0")
-        shell("ip -n \(client) route add default via 198.18.0.1")
-        shell("ip -n \(server) route add default via 198.18.2.1")
     }
 
     /// Runs the loop until `predicate` holds; returns when (monotonic ns).
@@ -54,7 +36,6 @@ final class ProbeBench {
     }
 
     func run() throws {
-        setUp()
         // Every socket the engine opens from here on is in the client namespace.
         let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
         let namespace = open("/run/netns/\(client)", O_RDONLY | O_CLOEXEC)

@@ -9,3 +9,7 @@ guard geteuid() == 0 else {
 
 try ReachabilityBench().run()
 try ProbeBench().run()
+// The daemon under test: the path given, else netobserverd beside this program.
+let daemon = CommandLine.arguments.count > 1 ? CommandLine.arguments[1]
+    : String(CommandLine.arguments[0].prefix(upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex)) + "/netobserverd"
+try MonitorBench(daemonPath: daemon).run()

@@ -1,5 +1,4 @@
 import Foundation
-import XCTest
 
 /// What a finished command left behind.
 public struct Outcome {

@@ -1,0 +1,34 @@
+import Glibc
+
+/// client — router — server namespaces with veth pairs (198.18.0.0/24 and
+/// 198.18.2.0/24), made on creation and removed when released.
+final class BenchTopology {
+    let client: String
+    let router: String
+    let server: String
+    /// The client's link to the router.
+    let clientLink: String
+
+    init(_ tag: String) {
+        client = "nob-\(tag)c-\(getpid())"
+        router = "nob-\(tag)r-\(getpid())"
+        server = "nob-\(tag)s-\(getpid())"
+        clientLink = "\(tag)c0"
+        for ns in [client, router, server] { shell("ip netns add \(ns) && ip -n \(ns) link set lo up") }
+        shell("ip link add \(clientLink) netns \(client) type veth peer name \(tag)r0 netns \(router)")
+        shell("ip link add \(tag)s0 netns \(server) type veth peer name \(tag)r1 netns \(router)")
+        shell("ip -n \(client) addr add 198.18.0.2/24 dev \(clientLink) && ip -n \(client) link set \(clientLink) up")
+        shell("ip -n \(router) addr add 198.18.0.1/24 dev \(tag)r0 && ip -n \(router) link set \(tag)r0 up")
+        shell("ip -n \(router) addr add 198.18.2.1/24 dev \(tag)r1 && ip -n \(router) link set \(tag)r1 up")
+        shell("ip -n \(server) addr add 198.18.2.2/24 dev \(tag)s0 && ip -n \(server) link set \(tag)s0 up")
+        shell("ip netns exec \(router) sysctl -qw net.ipv4.ip_forward=1")
+        // Repeated REJECTs in quick succession: without this the router sends one ICMP error a second.
+        shell("ip netns exec \(router) sysctl -qw net.ipv4.icmp_ratelimit=0")
+        shell("ip -n \(client) route add default via 198.18.0.1")
+        shell("ip -n \(server) route add default via 198.18.2.1")
+    }
+
+    deinit {
+        _ = system("ip netns del \(client) 2>/dev/null; ip netns del \(router) 2>/dev/null; ip netns del \(server) 2>/dev/null")
+    }
+}

@@ -1,0 +1,166 @@
+import CLinux
+import DBusKit
+import EventLoop
+import Glibc
+import NetCore
+import Reachability
+
+/// netobserverd end to end, timed at a D-Bus client receiving StatusChanged:
+/// the daemon runs in the client namespace on a private bus made here.
+final class MonitorBench {
+    let topology = BenchTopology("m")
+    let daemonPath: String
+    let directory: String
+    let loop: MainLoop
+    var busPID: Int32 = 0
+    var daemonPID: Int32 = 0
+    var lastStatus = ""
+    var lastSignal: UInt64 = 0
+    var waitingFor: String?
+
+    init(daemonPath: String) throws {
+        self.daemonPath = daemonPath
+        loop = try MainLoop()
+        var template = Array("/tmp/netobserver-mbench-XXXXXX".utf8CString)
+        directory = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
+    }
+
+    deinit {
+        if daemonPID > 0 { kill(daemonPID, SIGTERM) }
+        if busPID > 0 { kill(busPID, SIGTERM) }
+        _ = system("rm -rf '\(directory)'")
+    }
+
+    func readNumber(_ path: String) -> Int32 {
+        Int32(readLine(path).trimmingSpaces()) ?? 0
+    }
+
+    func readLine(_ path: String) -> String {
+        guard let file = fopen(path, "r") else { return "" }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 512)
+        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Runs the loop until StatusChanged carries `status`; returns when it arrived.
+    func waitForStatus(_ status: String, timeout: Double = 5) -> UInt64 {
+        if lastStatus == status { return lastSignal }
+        waitingFor = status
+        let limit = loop.schedule(after: UInt64(timeout * 1e9)) { [loop] in loop.quit(status: 1) }
+        let result = loop.run()
+        loop.cancel(limit)
+        waitingFor = nil
+        if result != 0 { fatalError("monitor bench: no StatusChanged(\(status)) in \(timeout) s (last \(lastStatus))") }
+        return lastSignal
+    }
+
+    func processCPUSeconds(_ pid: Int32) -> Double {
+        let line = readLine("/proc/\(pid)/stat")
+        guard let close = line.lastIndex(of: ")") else { return 0 }
+        let fields = line[line.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    func processRSS(_ pid: Int32) -> Int {
+        Int(readLine("/proc/\(pid)/statm").split(separator: " ").dropFirst().first ?? "0").map { $0 * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024 } ?? 0
+    }
+
+    func run() throws {
+        shell("dbus-daemon --session --fork --nopidfile --address=unix:path=\(directory)/bus --print-address=3 --print-pid=4 "
+              + "3>\(directory)/address 4>\(directory)/bus.pid")
+        busPID = readNumber("\(directory)/bus.pid")
+        let address = readLine("\(directory)/address")
+        // sh writes its PID, then execs ip, which execs the daemon: the PID stays the daemon's.
+        shell("sh -c 'echo $$ > \(directory)/daemon.pid; exec ip netns exec \(topology.client) \(daemonPath) "
+              + "--address \"\(address)\" --state-dir \(directory)/state --host 198.18.2.2 --interval 200 --timeout 200 "
+              + "2>\(directory)/daemon.log' &")
+        for _ in 0..<100 where readNumber("\(directory)/daemon.pid") == 0 { usleep(10_000) }
+        daemonPID = readNumber("\(directory)/daemon.pid")
+
+        let connection = try BusConnection(.address(address), loop: loop)
+        connection.addMatch("type='signal',interface='org.netobserver.Monitor',member='StatusChanged'")
+        connection.onSignal = { [unowned self] message in
+            guard message.isSignal(interface: "org.netobserver.Monitor", member: "StatusChanged"),
+                  let status = (try? message.arguments())?.first?.stringValue else { return }
+            lastSignal = MonotonicClock.now()
+            lastStatus = status
+            if status == waitingFor { loop.quit(status: 0) }
+        }
+        _ = waitForStatus("ethernet", timeout: 10)
+
+        let control = try inNamespace(topology.client) { try NetlinkSocket(groups: 0) }
+        let index = inNamespace(topology.client) { () -> Int32 in
+            Int32(if_nametoindex(topology.clientLink))
+        }
+        let gateway = IPAddress("198.18.0.1")!
+        var sequence: UInt32 = 1
+        func send(_ request: [UInt8]) {
+            sequence += 1
+            try? control.send(request)
+            while case .datagram = control.receive() {}
+        }
+
+        var linkDown: [Double] = []
+        var linkUp: [Double] = []
+        var routeDeleted: [Double] = []
+        for _ in 0..<50 {
+            var start = MonotonicClock.now()
+            send(NetlinkRequest.setLink(index: index, up: false, sequence: sequence))
+            linkDown.append(Double(waitForStatus("none") - start) / 1000)
+            start = MonotonicClock.now()
+            send(NetlinkRequest.setLink(index: index, up: true, sequence: sequence))
+            send(NetlinkRequest.defaultRoute(add: true, via: gateway, sequence: sequence))
+            linkUp.append(Double(waitForStatus("ethernet") - start) / 1000)
+
+            start = MonotonicClock.now()
+            send(NetlinkRequest.defaultRoute(add: false, via: gateway, sequence: sequence))
+            routeDeleted.append(Double(waitForStatus("none") - start) / 1000)
+            send(NetlinkRequest.defaultRoute(add: true, via: gateway, sequence: sequence))
+            _ = waitForStatus("ethernet")
+        }
+        reportMilliseconds("monitor link_down_to_StatusChanged", linkDown)
+        reportMilliseconds("monitor route_deleted_to_StatusChanged", routeDeleted)
+        reportMilliseconds("monitor link_and_route_up_to_StatusChanged", linkUp)
+
+        var silent: [Double] = []
+        for _ in 0..<20 {
+            let phase = loop.schedule(after: UInt64(Double.random(in: 0..<0.2) * 1e9)) { [loop] in loop.quit(status: 0) }
+            _ = loop.run()
+            loop.cancel(phase)
+            shell("ip netns exec \(topology.router) iptables -I FORWARD -p icmp -j DROP")
+            let start = MonotonicClock.now()
+            silent.append(Double(waitForStatus("none") - start) / 1000)
+            shell("ip netns exec \(topology.router) iptables -D FORWARD -p icmp -j DROP")
+            _ = waitForStatus("ethernet")
+        }
+        reportMilliseconds("monitor silent_loss_to_StatusChanged (interval 200, timeout 200, 2/1)", silent)
+
+        // Idle at the default 1 s interval for 60 s.
+        let set = try Message.methodCall(destination: "org.netobserver.Monitor", path: "/org/netobserver/Monitor",
+                                         interface: "org.freedesktop.DBus.Properties", member: "Set")
+        try set.append([.string("org.netobserver.Monitor"), .string("Interval"), .variant(.uint32(1000))])
+        _ = try connection.callBlocking(set, timeoutMilliseconds: 5000)
+        let rssBefore = processRSS(daemonPID)
+        let cpuBefore = processCPUSeconds(daemonPID)
+        let idle = loop.schedule(after: 60_000_000_000) { [loop] in loop.quit(status: 0) }
+        _ = loop.run()
+        loop.cancel(idle)
+        let cpu = processCPUSeconds(daemonPID) - cpuBefore
+        print("monitor idle_60s_at_1s_interval: cpu_s=" + fixed(cpu, 2) + " cpu_pct_of_core=" + fixed(100 * cpu / 60, 3)
+              + " rss_before_kb=\(rssBefore) rss_after_kb=\(processRSS(daemonPID)) status=\(lastStatus)")
+    }
+
+    func reportMilliseconds(_ name: String, _ microseconds: [Double]) {
+        print("\(name): n=\(microseconds.count) median_ms=" + fixed(percentile(microseconds, 0.5) / 1000, 2)
+              + " p99_ms=" + fixed(percentile(microseconds, 0.99) / 1000, 2)
+              + " max_ms=" + fixed((microseconds.max() ?? 0) / 1000, 2))
+    }
+}
+
+extension String {
+    func trimmingSpaces() -> String {
+        String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+}
