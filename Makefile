@@ -57,6 +57,7 @@ test: deps-test
 	  $(SWIFT) test --disable-swift-testing $(SWIFT_FLAGS)
 
 bench: deps-bench release
+	@for ns in $$(ip netns list 2>/dev/null | awk '/^nob-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; \
 	  "$$bin/netobserver-bench" && tools/bench.sh "$$bin/netobserverd"
 

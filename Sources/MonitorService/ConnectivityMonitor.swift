@@ -50,6 +50,9 @@ public final class ConnectivityMonitor {
 
     private func wireUp() {
         probe.onReportChange = { [unowned self] old, new in
+            if let method = new.method, method != old.method, let target = probe.target {
+                Log.info("probing \(target) with \(method.rawValue)")
+            }
             // A host that stops answering may have moved: look its name up again.
             if old.answering == true && new.answering == false { resolve() }
             update()

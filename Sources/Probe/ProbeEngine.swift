@@ -45,6 +45,8 @@ public final class ProbeEngine {
         public var duplicates = 0
         public var foreign = 0
         public var errors = 0
+        /// Follow-up probes sent because a probe was overdue.
+        public var early = 0
     }
 
     private let loop: MainLoop
@@ -61,6 +63,9 @@ public final class ProbeEngine {
     private let identifier = UInt16.random(in: 1...UInt16.max)
     private var nextProbeTimer: LoopTimer?
     private var deadlineTimer: LoopTimer?
+    private var overdueTimer: LoopTimer?
+    /// Smoothed round trip (RFC 6298 style, α = 1/8), nanoseconds; 0 until the first answer.
+    private var smoothedRoundTrip: UInt64 = 0
 
     public private(set) var report = ProbeReport()
     /// The ICMP identifier our echoes carry: ours on raw sockets, the kernel's (the socket's port) on datagram ones.
@@ -132,10 +137,11 @@ public final class ProbeEngine {
     }
 
     private func stopTimers() {
-        if let nextProbeTimer { loop.cancel(nextProbeTimer) }
-        if let deadlineTimer { loop.cancel(deadlineTimer) }
+        for timer in [nextProbeTimer, deadlineTimer, overdueTimer].compactMap({ $0 }) { loop.cancel(timer) }
         nextProbeTimer = nil
         deadlineTimer = nil
+        overdueTimer = nil
+        smoothedRoundTrip = 0
     }
 
     private func openSocket(for target: IPAddress) {
@@ -154,14 +160,15 @@ public final class ProbeEngine {
         socketSource = try? loop.watch(fd: opened.fd, interest: .readable) { [unowned self] _ in receiveAll() }
     }
 
-    private func sendProbe() {
+    private func sendProbe(early: Bool = false) {
         guard let target else { return }
         let now = MonotonicClock.now()
         let token = UInt64.random(in: 0...UInt64.max)
         let sequence = tracker.send(token: token, now: now, timeout: UInt64(settings.timeoutMilliseconds) * 1_000_000)
         statistics.sent += 1
-        scheduleNextProbe()
+        if !early { scheduleNextProbe() }
         armDeadline()
+        if !early { watchForOverdue(sequence) }
         if let socket {
             let family: EchoPacket.Family = target.family == AF_INET ? .v4 : .v6
             let packet = EchoPacket.request(family: family, identifier: identifier, sequence: sequence, token: token)
@@ -175,6 +182,7 @@ public final class ProbeEngine {
                 case .answered:
                     if case .answered(_, let rtt) = tracker.reply(sequence: sequence, token: token, now: MonotonicClock.now()) {
                         statistics.answered += 1
+                        noteRoundTrip(rtt)
                         finish(.answered(roundTripMicroseconds: rtt / 1000))
                     }
                 case .refused(let code):
@@ -198,6 +206,25 @@ public final class ProbeEngine {
             finish(.lost)
         } else {
             finish(.refused(reason: "cannot send to \(target): \(String(cString: strerror(code)))"))
+        }
+    }
+
+    /// While the host answers, a probe with no reply after several round trips is
+    /// probably lost: one follow-up goes out now, so that if the host is gone, the
+    /// second failure is confirmed about one Timeout sooner. Both probes still get
+    /// their full Timeout before they count as failed.
+    private func watchForOverdue(_ sequence: UInt16) {
+        if let overdueTimer { loop.cancel(overdueTimer) }
+        overdueTimer = nil
+        guard verdict.answering == true, smoothedRoundTrip > 0 else { return }
+        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+        let overdue = min(max(4 * smoothedRoundTrip, 10_000_000), timeout / 2)
+        overdueTimer = loop.schedule(after: overdue) { [unowned self] in
+            overdueTimer = nil
+            guard tracker.outstanding[sequence] != nil, verdict.answering == true,
+                  tracker.outstanding.keys.allSatisfy({ SequenceNumber.distance(from: sequence, to: $0) <= 0 }) else { return }
+            statistics.early += 1
+            sendProbe(early: true)
         }
     }
 
@@ -254,6 +281,7 @@ public final class ProbeEngine {
             switch tracker.reply(sequence: sequence, token: token, now: MonotonicClock.now()) {
             case .answered(_, let rtt):
                 statistics.answered += 1
+                noteRoundTrip(rtt)
                 finish(.answered(roundTripMicroseconds: rtt / 1000))
             case .late:
                 statistics.late += 1
@@ -333,11 +361,16 @@ public final class ProbeEngine {
 
     // MARK: Verdict
 
+    private func noteRoundTrip(_ nanoseconds: UInt64) {
+        smoothedRoundTrip = smoothedRoundTrip == 0 ? nanoseconds : (7 * smoothedRoundTrip + nanoseconds) / 8
+    }
+
     private func finish(_ outcome: ProbeOutcome) {
         verdict.record(outcome, timeoutMilliseconds: settings.timeoutMilliseconds)
         publish()
         onProbeFinished?()
-        if verdict.wantsImmediateProbe { sendProbe() }
+        // A probe already in flight (an early follow-up) serves as the next one.
+        if verdict.wantsImmediateProbe && tracker.outstanding.isEmpty { sendProbe() }
     }
 
     private func publish() {
