@@ -99,6 +99,8 @@ public final class MainLoop {
     private func fireDueTimers() {
         guard !timers.isEmpty else { return }
         let now = MonotonicClock.now()
+        // Most turns are for descriptors: no allocation unless a timer is due.
+        guard timers.values.contains(where: { $0.deadline <= now }) else { return }
         let due = timers.values.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }
         for timer in due where timer.isActive {
             if timer.repeats {
