@@ -3,6 +3,7 @@
 # session bus; otherwise it starts a private dbus-daemon, and stops it (by PID) on exit.
 set -euo pipefail
 daemon=$1; shift
+client=$(dirname "$daemon")/netobserver
 
 try_these() {
     local bus=$1
@@ -13,6 +14,7 @@ netobserverd is starting. In another terminal, try:
   $bus busctl --user set-property org.netobserver.Monitor /org/netobserver/Monitor org.netobserver.Monitor Host s example.org
   $bus gdbus monitor --session --dest org.netobserver.Monitor
   $bus gdbus call --session -d org.netobserver.Monitor -o /org/netobserver/Monitor -m org.netobserver.Monitor.Wait 5000
+  $bus $client status        (also: monitor, check, wait, set host NAME, --json)
 Stop with Ctrl-C.
 TXT
 }
