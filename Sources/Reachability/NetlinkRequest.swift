@@ -51,17 +51,24 @@ public enum NetlinkRequest {
                        attributes: [(UInt16(RTA_GATEWAY.rawValue), gateway.bytes)])
     }
 
-    static func message<Body>(type: Int32, flags: Int32, sequence: UInt32, body: Body,
-                              attributes: [(UInt16, [UInt8])]) -> [UInt8] {
-        var payload = withUnsafeBytes(of: body) { Array($0) }
-        payload += [UInt8](repeating: 0, count: Int(CLinux_NLMSG_SPACE(Int32(payload.count)) - CLinux_NLMSG_LENGTH(Int32(payload.count))))
+    /// Attributes as rtattr headers and values, each padded to RTA_ALIGNTO.
+    static func encode(_ attributes: [(UInt16, [UInt8])]) -> [UInt8] {
+        var bytes: [UInt8] = []
         for (type, value) in attributes {
             var header = rtattr()
             header.rta_len = UInt16(CLinux_RTA_LENGTH(Int32(value.count)))
             header.rta_type = type
-            payload += withUnsafeBytes(of: header) { Array($0) } + value
-            payload += [UInt8](repeating: 0, count: Int(CLinux_RTA_SPACE(Int32(value.count)) - CLinux_RTA_LENGTH(Int32(value.count))))
+            bytes += withUnsafeBytes(of: header) { Array($0) } + value
+            bytes += [UInt8](repeating: 0, count: Int(CLinux_RTA_SPACE(Int32(value.count)) - CLinux_RTA_LENGTH(Int32(value.count))))
         }
+        return bytes
+    }
+
+    static func message<Body>(type: Int32, flags: Int32, sequence: UInt32, body: Body,
+                              attributes: [(UInt16, [UInt8])]) -> [UInt8] {
+        var payload = withUnsafeBytes(of: body) { Array($0) }
+        payload += [UInt8](repeating: 0, count: Int(CLinux_NLMSG_SPACE(Int32(payload.count)) - CLinux_NLMSG_LENGTH(Int32(payload.count))))
+        payload += encode(attributes)
         var header = nlmsghdr()
         header.nlmsg_len = UInt32(CLinux_NLMSG_LENGTH(Int32(payload.count)))
         header.nlmsg_type = UInt16(type)

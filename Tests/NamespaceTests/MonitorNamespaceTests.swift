@@ -6,6 +6,7 @@ import XCTest
 /// netobserverd end to end: the daemon in a client namespace behind a router,
 /// probing a server namespace; everything observed over D-Bus from outside.
 final class MonitorNamespaceTests: XCTestCase {
+    var hosts: ThreeHosts!
     var client: NetworkNamespace!
     var router: NetworkNamespace!
     var server: NetworkNamespace!
@@ -17,28 +18,10 @@ final class MonitorNamespaceTests: XCTestCase {
 
     override func setUpWithError() throws {
         try requireRoot()
-        client = try NetworkNamespace("mclient")
-        router = try NetworkNamespace("mrouter")
-        server = try NetworkNamespace("mserver")
-        try sh("ip link add mc0 netns \(client.name) type veth peer name mr0 netns \(router.name)")
-        try sh("ip link add ms0 netns \(server.name) type veth peer name mr1 netns \(router.name)")
-        try client.ip("addr add 198.18.0.2/24 dev mc0")
-        try client.ip("-6 addr add fd00::2/64 dev mc0 nodad")
-        try router.ip("addr add 198.18.0.1/24 dev mr0")
-        try router.ip("-6 addr add fd00::1/64 dev mr0 nodad")
-        try router.ip("addr add 198.18.2.1/24 dev mr1")
-        try router.ip("-6 addr add fd00:2::1/64 dev mr1 nodad")
-        try server.ip("addr add 198.18.2.2/24 dev ms0")
-        try server.ip("addr add 198.18.2.3/24 dev ms0")
-        try server.ip("-6 addr add fd00:2::2/64 dev ms0 nodad")
-        for (ns, link) in [(client!, "mc0"), (router!, "mr0"), (router!, "mr1"), (server!, "ms0")] {
-            try ns.ip("link set \(link) up")
-        }
-        _ = try router.exec("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 net.ipv4.icmp_ratelimit=0")
-        try client.ip("route add default via 198.18.0.1")
-        try client.ip("-6 route add default via fd00::1")
-        try server.ip("route add default via 198.18.2.1")
-        try server.ip("-6 route add default via fd00:2::1")
+        hosts = try ThreeHosts(tag: "m")
+        client = hosts.client
+        router = hosts.router
+        server = hosts.server
         // Names for the test, and a resolver (the router, which has none) that fails fast:
         // `ip netns exec` lays /etc/netns/NAME/* over /etc/*.
         try FileManager.default.createDirectory(atPath: "/etc/netns/\(client.name)", withIntermediateDirectories: true)
@@ -58,6 +41,7 @@ final class MonitorNamespaceTests: XCTestCase {
         client = nil
         router = nil
         server = nil
+        hosts = nil
     }
 
     func startDaemon(host: String = "198.18.2.2", _ arguments: [String] = ["--interval", "200", "--timeout", "200"]) throws {

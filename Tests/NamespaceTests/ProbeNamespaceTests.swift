@@ -10,6 +10,7 @@ import XCTest
 /// 198.18.0.0/24 and fd00::/64 on the client side, 198.18.2.0/24 and fd00:2::/64
 /// on the server side. Loss and rejection are iptables rules on the router.
 final class ProbeNamespaceTests: XCTestCase {
+    var hosts: ThreeHosts!
     var client: NetworkNamespace!
     var router: NetworkNamespace!
     var server: NetworkNamespace!
@@ -22,28 +23,10 @@ final class ProbeNamespaceTests: XCTestCase {
 
     override func setUpWithError() throws {
         try requireRoot()
-        client = try NetworkNamespace("pclient")
-        router = try NetworkNamespace("prouter")
-        server = try NetworkNamespace("pserver")
-        try sh("ip link add pc0 netns \(client.name) type veth peer name pr0 netns \(router.name)")
-        try sh("ip link add ps0 netns \(server.name) type veth peer name pr1 netns \(router.name)")
-        try client.ip("addr add 198.18.0.2/24 dev pc0")
-        try client.ip("-6 addr add fd00::2/64 dev pc0 nodad")
-        try router.ip("addr add 198.18.0.1/24 dev pr0")
-        try router.ip("-6 addr add fd00::1/64 dev pr0 nodad")
-        try router.ip("addr add 198.18.2.1/24 dev pr1")
-        try router.ip("-6 addr add fd00:2::1/64 dev pr1 nodad")
-        try server.ip("addr add 198.18.2.2/24 dev ps0")
-        try server.ip("addr add 198.18.2.3/24 dev ps0")
-        try server.ip("-6 addr add fd00:2::2/64 dev ps0 nodad")
-        for (ns, link) in [(client!, "pc0"), (router!, "pr0"), (router!, "pr1"), (server!, "ps0")] {
-            try ns.ip("link set \(link) up")
-        }
-        _ = try router.exec("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1")
-        try client.ip("route add default via 198.18.0.1")
-        try client.ip("-6 route add default via fd00::1")
-        try server.ip("route add default via 198.18.2.1")
-        try server.ip("-6 route add default via fd00:2::1")
+        hosts = try ThreeHosts(tag: "p")
+        client = hosts.client
+        router = hosts.router
+        server = hosts.server
         loop = try MainLoop()
         // From here on this thread lives in the client namespace, so no socket
         // an engine opens (ICMP, or TCP per probe) can reach the machine's network.
@@ -63,6 +46,7 @@ final class ProbeNamespaceTests: XCTestCase {
         client = nil
         router = nil
         server = nil
+        hosts = nil
     }
 
     /// An engine whose sockets live in the client namespace.

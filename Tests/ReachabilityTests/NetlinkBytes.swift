@@ -11,15 +11,7 @@ enum NetlinkBytes {
 
     /// Nested attributes (IFLA_LINKINFO's IFLA_INFO_KIND).
     static func nested(_ attributes: [(UInt16, [UInt8])]) -> [UInt8] {
-        var out: [UInt8] = []
-        for (type, value) in attributes {
-            var header = rtattr()
-            header.rta_len = UInt16(CLinux_RTA_LENGTH(Int32(value.count)))
-            header.rta_type = type
-            out += withUnsafeBytes(of: header) { Array($0) } + value
-            out += [UInt8](repeating: 0, count: Int(CLinux_RTA_SPACE(Int32(value.count)) - CLinux_RTA_LENGTH(Int32(value.count))))
-        }
-        return out
+        NetlinkRequest.encode(attributes)
     }
 
     static let upFlags = UInt32(IFF_UP.rawValue | IFF_RUNNING.rawValue | IFF_LOWER_UP.rawValue)

@@ -7,14 +7,8 @@ import struct
 import sys
 import time
 
+from icmp import checksum
 
-def checksum(data):
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
 
 
 target, seconds = sys.argv[1], float(sys.argv[2])
