@@ -131,8 +131,15 @@ public enum Daemon {
         }
         Log.info("serving \(MonitorInterface.busName) at \(MonitorInterface.objectPath) as \(connection.uniqueName), host \(model.settings.host)")
         connectivity.start()
+        let notifier = SystemdNotifier()
+        notifier?.notify("READY=1\nSTATUS=serving \(MonitorInterface.busName)")
+        if let notifier, let period = notifier.watchdogPeriod {
+            // The loop itself answers the watchdog: a stuck loop stops the keep-alives.
+            loop.schedule(after: period, repeats: true) { notifier.notify("WATCHDOG=1") }
+        }
 
         let status = loop.run()
+        notifier?.notify("STOPPING=1")
         if connection.isConnected {
             connection.callBus("ReleaseName", [.string(MonitorInterface.busName)])
             connection.flush()

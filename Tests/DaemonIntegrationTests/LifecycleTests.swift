@@ -146,4 +146,38 @@ final class LifecycleTests: XCTestCase {
         }
         XCTAssertEqual(try runCommand([Paths.client, "--help"]).status, 0)
     }
+
+    func testReadyAndWatchdogReachTheNotifySocket() throws {
+        let path = bus.directory + "/notify"
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        XCTAssertEqual(bound, 0)
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let daemon = try DaemonProcess(bus: bus, environment: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
+        var messages: [String] = []
+        let deadline = Date().addingTimeInterval(1.0)
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while Date() < deadline {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count > 0 { messages.append(String(decoding: buffer[..<count], as: UTF8.self)) }
+        }
+        daemon.stop()
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            messages.append(String(decoding: buffer[..<count], as: UTF8.self))
+        }
+        XCTAssertTrue(messages.first?.hasPrefix("READY=1") ?? false, "\(messages)")
+        let keepAlives = messages.filter { $0 == "WATCHDOG=1" }.count
+        XCTAssertGreaterThanOrEqual(keepAlives, 5, "every 100 ms for about a second: \(messages)")
+        XCTAssertEqual(messages.last, "STOPPING=1")
+    }
 }

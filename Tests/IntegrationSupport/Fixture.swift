@@ -121,7 +121,10 @@ public final class DaemonProcess {
     /// Starts the daemon on `bus`: in `namespace` (a test host) when given, else in a
     /// network namespace of its own with only loopback. `host` is what it probes.
     public init(bus: PrivateBus, arguments: [String] = [], stateDirectory: String? = nil, waitForName: Bool = true,
-                namespace: String? = nil, host: String = "198.18.0.1") throws {
+                namespace: String? = nil, host: String = "198.18.0.1", environment: [String: String] = [:]) throws {
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         logPath = bus.directory + "/daemon-\(UUID().uuidString.prefix(6)).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         // The daemon really resolves and probes, so it runs in a network namespace of

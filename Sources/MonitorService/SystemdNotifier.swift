@@ -1,0 +1,45 @@
+import Glibc
+
+/// sd_notify(3) without libsystemd: datagrams to $NOTIFY_SOCKET (READY=1,
+/// WATCHDOG=1, STOPPING=1, STATUS=…), and the watchdog period from $WATCHDOG_USEC.
+public struct SystemdNotifier {
+    private let fd: Int32
+    private let address: sockaddr_un
+    private let length: socklen_t
+    /// Half of WATCHDOG_USEC, in nanoseconds, when systemd wants keep-alives from this process.
+    public let watchdogPeriod: UInt64?
+
+    public init?(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) {
+        guard let path = environment("NOTIFY_SOCKET"), !path.isEmpty, path.utf8.count < 108,
+              path.hasPrefix("/") || path.hasPrefix("@") else { return nil }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var bytes = Array(path.utf8)
+        // "@name" is an abstract socket: a leading NUL instead of the '@'.
+        if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        self.fd = fd
+        self.address = address
+        length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
+        let pidMatches = environment("WATCHDOG_PID").map { $0 == String(getpid()) } ?? true
+        if pidMatches, let text = environment("WATCHDOG_USEC"), let microseconds = UInt64(text), microseconds > 0 {
+            watchdogPeriod = microseconds * 1000 / 2
+        } else {
+            watchdogPeriod = nil
+        }
+    }
+
+    public func notify(_ state: String) {
+        var address = self.address
+        let bytes = Array(state.utf8)
+        _ = bytes.withUnsafeBytes { buffer in
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), $0, length)
+                }
+            }
+        }
+    }
+}
