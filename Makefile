@@ -16,7 +16,7 @@ BENCH_PACKAGES := $(BUILD_PACKAGES) gcc make libsystemd-dev dbus-bin python3-dbu
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_FLAGS)
 
-.PHONY: all build release run test bench fuzz deps-build deps-test deps-bench clean
+.PHONY: all build release run test bench fuzz install uninstall deps-build deps-test deps-bench clean
 
 all: build
 
@@ -53,6 +53,7 @@ test: deps-test
 	@# Namespaces left by an interrupted earlier run (tests name theirs no-*).
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^no-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	tools/check-install.sh
 	NETOBSERVERD="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/netobserverd" \
 	  $(SWIFT) test --disable-swift-testing $(SWIFT_FLAGS)
 
@@ -83,6 +84,39 @@ fuzz: deps-build
 	mkdir -p .build/fuzz
 	$(call run_fuzzer,netlink,$(FUZZ_NETLINK_SOURCES))
 	$(call run_fuzzer,echo,$(FUZZ_ECHO_SOURCES))
+
+# make install [PREFIX=/usr/local] [DESTDIR=...]: binaries, bus policy, activation files, the
+# systemd unit, the sysusers file and the man pages. make uninstall removes exactly those.
+PREFIX ?= /usr/local
+SBINDIR := $(PREFIX)/sbin
+INSTALLED := $(SBINDIR)/netobserverd $(PREFIX)/bin/netobserver \
+  $(PREFIX)/share/dbus-1/system.d/org.netobserver.Monitor.conf \
+  $(PREFIX)/share/dbus-1/system-services/org.netobserver.Monitor.service \
+  $(PREFIX)/share/dbus-1/services/org.netobserver.Monitor.service \
+  $(PREFIX)/share/dbus-1/interfaces/org.netobserver.Monitor.xml \
+  $(PREFIX)/lib/systemd/system/netobserver.service \
+  $(PREFIX)/lib/sysusers.d/netobserver.conf \
+  $(PREFIX)/share/man/man8/netobserverd.8 $(PREFIX)/share/man/man1/netobserver.1
+
+install: release
+	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; set -e; \
+	  install -D -m 755 "$$bin/netobserverd" "$(DESTDIR)$(SBINDIR)/netobserverd"; \
+	  install -D -m 755 "$$bin/netobserver" "$(DESTDIR)$(PREFIX)/bin/netobserver"
+	install -D -m 644 dbus/org.netobserver.Monitor.conf "$(DESTDIR)$(PREFIX)/share/dbus-1/system.d/org.netobserver.Monitor.conf"
+	install -D -m 644 dbus/org.netobserver.Monitor.xml "$(DESTDIR)$(PREFIX)/share/dbus-1/interfaces/org.netobserver.Monitor.xml"
+	install -D -m 644 dbus/netobserver.sysusers "$(DESTDIR)$(PREFIX)/lib/sysusers.d/netobserver.conf"
+	install -D -m 644 man/netobserverd.8 "$(DESTDIR)$(PREFIX)/share/man/man8/netobserverd.8"
+	install -D -m 644 man/netobserver.1 "$(DESTDIR)$(PREFIX)/share/man/man1/netobserver.1"
+	for f in "dbus/netobserver.service.in:lib/systemd/system/netobserver.service" \
+	         "dbus/system-services.service.in:share/dbus-1/system-services/org.netobserver.Monitor.service" \
+	         "dbus/session-services.service.in:share/dbus-1/services/org.netobserver.Monitor.service"; do \
+	  mkdir -p "$$(dirname "$(DESTDIR)$(PREFIX)/$${f#*:}")"; \
+	  sed 's|@sbindir@|$(SBINDIR)|g' "$${f%%:*}" > "$(DESTDIR)$(PREFIX)/$${f#*:}"; \
+	  chmod 644 "$(DESTDIR)$(PREFIX)/$${f#*:}"; \
+	done
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 
 clean:
 	rm -rf .build

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `make install` into a temporary DESTDIR, then: every file in place with its mode, the unit
+# clean under systemd-analyze verify, the policy well-formed and accepted by a dbus-daemon
+# that includes it, and `make uninstall` leaving nothing behind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(mktemp -d /tmp/netobserver-install.XXXXXX)
+bus_pid=""
+cleanup() {
+    [ -n "$bus_pid" ] && kill "$bus_pid" 2>/dev/null || true
+    rm -rf -- "$root"
+}
+trap cleanup EXIT
+fail() { echo "install check failed: $*" >&2; exit 1; }
+
+make -s install DESTDIR="$root" PREFIX=/usr >/dev/null 2>&1 || fail "make install"
+expect() {
+    local path=$root/usr/$1 mode=$2
+    [ -f "$path" ] || fail "missing $1"
+    [ "$(stat -c %a "$path")" = "$mode" ] || fail "$1 has mode $(stat -c %a "$path"), not $mode"
+}
+expect sbin/netobserverd 755
+expect bin/netobserver 755
+expect share/dbus-1/system.d/org.netobserver.Monitor.conf 644
+expect share/dbus-1/system-services/org.netobserver.Monitor.service 644
+expect share/dbus-1/services/org.netobserver.Monitor.service 644
+expect share/dbus-1/interfaces/org.netobserver.Monitor.xml 644
+expect lib/systemd/system/netobserver.service 644
+expect lib/sysusers.d/netobserver.conf 644
+expect share/man/man8/netobserverd.8 644
+expect share/man/man1/netobserver.1 644
+grep -q '^ExecStart=/usr/sbin/netobserverd --system$' "$root/usr/lib/systemd/system/netobserver.service" || fail "ExecStart path"
+grep -q '^Exec=/usr/sbin/netobserverd --session$' "$root/usr/share/dbus-1/services/org.netobserver.Monitor.service" || fail "session Exec"
+
+# systemd-analyze checks that ExecStart exists: point it at the installed copy.
+sed "s|^ExecStart=/usr/sbin/|ExecStart=$root/usr/sbin/|" "$root/usr/lib/systemd/system/netobserver.service" >"$root/netobserver.service"
+out=$(systemd-analyze verify --man=no "$root/netobserver.service" 2>&1) || fail "systemd-analyze verify: $out"
+[ -z "$out" ] || fail "systemd-analyze verify says: $out"
+
+xmllint --noout "$root/usr/share/dbus-1/system.d/org.netobserver.Monitor.conf" || fail "policy is not well-formed"
+cat >"$root/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$root/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default"><allow user="*"/></policy>
+  <include>$root/usr/share/dbus-1/system.d/org.netobserver.Monitor.conf</include>
+</busconfig>
+CONF
+dbus-daemon --config-file="$root/bus.conf" --nofork --nopidfile --print-address=1 >"$root/address" 2>"$root/bus.log" &
+bus_pid=$!
+for _ in $(seq 1 200); do [ -s "$root/address" ] && break; kill -0 "$bus_pid" 2>/dev/null || break; sleep 0.01; done
+[ -s "$root/address" ] || fail "dbus-daemon refused the policy: $(cat "$root/bus.log")"
+
+make -s uninstall DESTDIR="$root" PREFIX=/usr >/dev/null || fail "make uninstall"
+left=$(find "$root/usr" -type f | wc -l)
+[ "$left" = 0 ] || fail "make uninstall left $left files"
+echo "install checks: 10 files with their modes, unit verified, policy loaded by dbus-daemon, uninstall complete"
