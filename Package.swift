@@ -27,7 +27,7 @@ let package = Package(
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
-        .target(name: "MonitorService", dependencies: ["DBusKit", "EventLoop", "NetCore", "Reachability", "Probe"]),
+        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "EventLoop", "NetCore", "Reachability", "Probe"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
         // The command-line client for people and scripts.
         .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop"]),

@@ -2,6 +2,11 @@
 #include <errno.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <netinet/icmp6.h>
@@ -95,4 +100,23 @@ int CLinux_attach_echo_filter(int fd, int ipv4, unsigned short identifier) {
         ? (struct sock_fprog){ .len = sizeof v4 / sizeof v4[0], .filter = v4 }
         : (struct sock_fprog){ .len = sizeof v6 / sizeof v6[0], .filter = v6 };
     return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
+}
+
+int CLinux_drop_privileges(unsigned int uid, unsigned int gid) {
+    gid_t group = gid;
+    if (setgroups(1, &group) != 0) return -1;
+    /* While still root: nothing but CAP_NET_RAW may ever come back. */
+    for (int cap = 0; cap <= CAP_LAST_CAP; cap++) {
+        if (cap != CAP_NET_RAW && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) return -1;
+    }
+    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) return -1;
+    if (setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0) return -1;
+    struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    data[CAP_TO_INDEX(CAP_NET_RAW)].permitted = CAP_TO_MASK(CAP_NET_RAW);
+    data[CAP_TO_INDEX(CAP_NET_RAW)].effective = CAP_TO_MASK(CAP_NET_RAW);
+    if (syscall(SYS_capset, &header, data) != 0) return -1;
+    if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) != 0) return -1;
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }

@@ -1,3 +1,4 @@
+import CLinux
 import DBusKit
 import EventLoop
 import Glibc
@@ -22,9 +23,17 @@ public enum Daemon {
             Log.error("netobserverd: \(error.message)")
             return 2
         }
-        if options.user != nil {
-            Log.error("netobserverd: --user: switching users is not supported by this build yet")
-            return 2
+        var account: (uid: uid_t, gid: gid_t)?
+        if let user = options.user {
+            guard let entry = getpwnam(user) else {
+                Log.error("netobserverd: --user: no user named '\(user)'")
+                return 2
+            }
+            guard geteuid() == 0 else {
+                Log.error("netobserverd: --user needs to be started as root")
+                return 2
+            }
+            account = (entry.pointee.pw_uid, entry.pointee.pw_gid)
         }
         Log.verbose = options.verbose
         signal(SIGPIPE, SIG_IGN)
@@ -83,6 +92,15 @@ public enum Daemon {
             return 1
         }
         connectivity.onVerdictReady = { monitor.verdictReady() }
+        if let account, let user = options.user {
+            // The bus connection and the netlink socket are open; ICMP sockets open later,
+            // which raw ones may still do with CAP_NET_RAW. No other thread exists yet.
+            guard CLinux_drop_privileges(account.uid, account.gid) == 0 else {
+                Log.error("netobserverd: --user \(user): \(SystemError("dropping privileges"))")
+                return 1
+            }
+            Log.info("running as \(user) (uid \(account.uid)) with only CAP_NET_RAW")
+        }
         monitor.onStatusChanged = { state, host in
             let detail = state.status.isConnected ? "via \(state.interface), \(state.address)" : state.reason
             Log.notice("status \(state.status.rawValue) for \(host): \(detail)")

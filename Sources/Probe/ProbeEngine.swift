@@ -66,6 +66,7 @@ public final class ProbeEngine {
     private var overdueTimer: LoopTimer?
     /// Smoothed round trip (RFC 6298 style, α = 1/8), nanoseconds; 0 until the first answer.
     private var smoothedRoundTrip: UInt64 = 0
+    private var method: ProbeMethod?
 
     public private(set) var report = ProbeReport()
     /// The ICMP identifier our echoes carry: ours on raw sockets, the kernel's (the socket's port) on datagram ones.
@@ -152,11 +153,11 @@ public final class ProbeEngine {
         socket = nil
         guard allowedMethods.contains(.icmpDatagram) || allowedMethods.contains(.icmpRaw),
               let opened = try? ICMPSocket(family: family, identifier: identifier), allowedMethods.contains(opened.method) else {
-            report.method = allowedMethods.contains(.tcp) ? .tcp : nil
+            method = allowedMethods.contains(.tcp) ? .tcp : nil
             return
         }
         socket = opened
-        report.method = opened.method
+        method = opened.method
         socketSource = try? loop.watch(fd: opened.fd, interest: .readable) { [unowned self] _ in receiveAll() }
     }
 
@@ -379,6 +380,7 @@ public final class ProbeEngine {
         new.roundTripMicroseconds = verdict.roundTripMicroseconds
         new.packetLoss = verdict.packetLoss
         new.reason = verdict.reason
+        new.method = method
         guard new != report else { return }
         let old = report
         report = new

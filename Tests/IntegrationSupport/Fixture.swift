@@ -73,7 +73,8 @@ public final class PrivateBus {
     public let address: String
     private let process: Process
 
-    public init() throws {
+    /// `anyUser`: a bus every user may connect to (for daemons and clients run as other users).
+    public init(anyUser: Bool = false) throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("netobserver-test-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -81,8 +82,27 @@ public final class PrivateBus {
         _ = FileManager.default.createFile(atPath: addressFile, contents: nil)
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--nosyslog",
-                             "--address=unix:path=\(directory)/bus", "--print-address=1"]
+        var configuration = ["--session"]
+        if anyUser {
+            let file = directory + "/bus.conf"
+            try """
+                <busconfig>
+                  <type>session</type>
+                  <listen>unix:path=\(directory)/bus</listen>
+                  <auth>EXTERNAL</auth>
+                  <policy context="default">
+                    <allow user="*"/>
+                    <allow send_destination="*" eavesdrop="true"/>
+                    <allow eavesdrop="true"/>
+                    <allow own="*"/>
+                  </policy>
+                </busconfig>
+                """.write(toFile: file, atomically: true, encoding: .utf8)
+            configuration = ["--config-file=\(file)"]
+            chmod(directory, 0o755)
+        }
+        process.arguments = configuration + ["--nofork", "--nopidfile", "--nosyslog",
+                                             "--address=unix:path=\(directory)/bus", "--print-address=1"]
         process.standardOutput = FileHandle(forWritingAtPath: addressFile)
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -80,6 +80,11 @@ static const unsigned char CLinux_SO_EE_ORIGIN_LOCAL = SO_EE_ORIGIN_LOCAL;
 static const unsigned char CLinux_SO_EE_ORIGIN_ICMP = SO_EE_ORIGIN_ICMP;
 static const unsigned char CLinux_SO_EE_ORIGIN_ICMP6 = SO_EE_ORIGIN_ICMP6;
 
+/* Becomes uid/gid (no supplementary groups) keeping only CAP_NET_RAW, in the
+ * permitted, effective and bounding sets. Call as root, before other threads
+ * start. 0 on success, -1 with errno. */
+int CLinux_drop_privileges(unsigned int uid, unsigned int gid);
+
 /* getrusage(RUSAGE_THREAD): _GNU_SOURCE-only too. */
 int CLinux_thread_usage(struct rusage *usage);
 
