@@ -74,7 +74,8 @@ public final class PrivateBus {
     private let process: Process
 
     /// `anyUser`: a bus every user may connect to (for daemons and clients run as other users).
-    public init(anyUser: Bool = false) throws {
+    /// `systemPolicy`: instead, the system bus's own configuration plus this policy file (as root).
+    public init(anyUser: Bool = false, systemPolicy: String? = nil) throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("netobserver-test-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -96,6 +97,17 @@ public final class PrivateBus {
                     <allow eavesdrop="true"/>
                     <allow own="*"/>
                   </policy>
+                </busconfig>
+                """.write(toFile: file, atomically: true, encoding: .utf8)
+            configuration = ["--config-file=\(file)"]
+            chmod(directory, 0o755)
+        }
+        if let systemPolicy {
+            let file = directory + "/bus.conf"
+            try """
+                <busconfig>
+                  <include>/usr/share/dbus-1/system.conf</include>
+                  <include>\(systemPolicy)</include>
                 </busconfig>
                 """.write(toFile: file, atomically: true, encoding: .utf8)
             configuration = ["--config-file=\(file)"]

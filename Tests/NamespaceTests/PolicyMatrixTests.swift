@@ -1,0 +1,73 @@
+import Foundation
+import Glibc
+import IntegrationSupport
+import XCTest
+
+/// dbus/org.netobserver.Monitor.conf on a bus running the system bus's own
+/// configuration: callers root, a member of netdev and an ordinary user, each
+/// trying every action. Users and (if missing) the netdev group are made here.
+final class PolicyMatrixTests: XCTestCase {
+    var bus: PrivateBus!
+    var daemon: DaemonProcess!
+    let admin = "nobs-admin\(getpid() % 10000)"
+    let ordinary = "nobs-user\(getpid() % 10000)"
+    var madeNetdev = false
+
+    override func setUpWithError() throws {
+        try requireRoot()
+        if (try? sh("getent group netdev")) == nil {
+            try sh("groupadd --system netdev")
+            madeNetdev = true
+        }
+        try sh("useradd --system --no-create-home --shell /usr/sbin/nologin -G netdev \(admin)")
+        try sh("useradd --system --no-create-home --shell /usr/sbin/nologin \(ordinary)")
+        bus = try PrivateBus(systemPolicy: Paths.repository.appendingPathComponent("dbus/org.netobserver.Monitor.conf").path)
+        daemon = try DaemonProcess(bus: bus)
+    }
+
+    override func tearDown() {
+        daemon?.stop()
+        bus?.stop()
+        _ = try? sh("userdel \(admin)")
+        _ = try? sh("userdel \(ordinary)")
+        if madeNetdev { _ = try? sh("groupdel netdev") }
+    }
+
+    func attempt(_ action: String, as user: String?) throws -> String {
+        let script = Paths.namespaceHelpers + "/policy_probe.py"
+        let command = user.map { ["runuser", "-u", $0, "--", Paths.python, script, bus.address, action] }
+            ?? [Paths.python, script, bus.address, action]
+        let out = try runCommand(command)
+        XCTAssertEqual(out.status, 0, out.stderr)
+        return out.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func host() throws -> String {
+        try runCommand(["busctl", "--address=\(bus.address)", "get-property", "org.netobserver.Monitor",
+                        "/org/netobserver/Monitor", "org.netobserver.Monitor", "Host"]).stdout
+    }
+
+    func testEveryCellMatchesThePolicy() throws {
+        let denied = "org.freedesktop.DBus.Error.AccessDenied"
+        let reads = ["get", "getall", "introspect", "ping", "check", "wait"]
+        var matrix: [String] = []
+        for (caller, user, canSet, canOwn) in [("root", nil as String?, true, true), ("netdev", admin, true, false),
+                                               ("user", ordinary, false, false)] {
+            var row: [String] = []
+            for action in reads {
+                let result = try attempt(action, as: user)
+                XCTAssertEqual(result, "ok", "\(caller) \(action)")
+                row.append("\(action)=\(result == "ok" ? "allowed" : "denied")")
+            }
+            let before = try host()
+            let set = try attempt("set", as: user)
+            XCTAssertEqual(set, canSet ? "ok" : denied, "\(caller) set")
+            if !canSet { XCTAssertEqual(try host(), before, "a denied Set changes nothing") }
+            let own = try attempt("own", as: user)
+            XCTAssertEqual(own, canOwn ? "ok" : denied, "\(caller) own")
+            row += ["set=\(set == "ok" ? "allowed" : "denied")", "own=\(own == "ok" ? "allowed" : "denied")"]
+            matrix.append("\(caller): " + row.joined(separator: " "))
+        }
+        print("policy matrix:\n" + matrix.joined(separator: "\n"))
+    }
+}

@@ -1,0 +1,35 @@
+"""Tries one action on the Monitor as whoever runs it; prints "ok" or the D-Bus error name.
+Usage: policy_probe.py BUS_ADDRESS get|getall|introspect|ping|check|wait|set|own"""
+import sys
+
+import dbus
+
+NAME = PATH = None
+address, action = sys.argv[1], sys.argv[2]
+bus = dbus.bus.BusConnection(address)
+
+
+def call(interface, member, signature="", args=()):
+    return bus.call_blocking("org.netobserver.Monitor", "/org/netobserver/Monitor", interface, member, signature, args)
+
+
+try:
+    if action == "get":
+        call("org.freedesktop.DBus.Properties", "Get", "ss", ["org.netobserver.Monitor", "Status"])
+    elif action == "getall":
+        call("org.freedesktop.DBus.Properties", "GetAll", "s", ["org.netobserver.Monitor"])
+    elif action == "introspect":
+        call("org.freedesktop.DBus.Introspectable", "Introspect")
+    elif action == "ping":
+        call("org.freedesktop.DBus.Peer", "Ping")
+    elif action == "check":
+        call("org.netobserver.Monitor", "Check")
+    elif action == "wait":
+        call("org.netobserver.Monitor", "Wait", "u", [0])
+    elif action == "set":
+        call("org.freedesktop.DBus.Properties", "Set", "ssv", ["org.netobserver.Monitor", "Host", dbus.String("policy.test")])
+    elif action == "own":
+        bus.request_name("org.netobserver.Monitor", dbus.bus.NAME_FLAG_DO_NOT_QUEUE)
+    print("ok")
+except dbus.DBusException as error:
+    print(error.get_dbus_name())
