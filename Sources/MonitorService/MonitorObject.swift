@@ -56,15 +56,14 @@ public final class MonitorObject {
     }
 
     private func check(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
+        guard model.probeNow?() == true else {
+            // Nothing to probe (no engine, no address, no route): the current verdict is the answer.
+            return .reply([.string(model.state.status.rawValue)])
+        }
         // The verdict is in within one Timeout; the margin covers scheduling.
         let deadline = (UInt64(model.settings.timeout) + 100) * 1_000_000
         try checks.add(call, timeoutNanoseconds: deadline) { [unowned self] call in
             call.reply([.string(model.state.status.rawValue)])
-        }
-        guard model.probeNow?() == true else {
-            // Nothing to probe (no engine, no address, no route): the current verdict is the answer.
-            verdictReady()
-            return .later
         }
         return .later
     }
