@@ -183,15 +183,9 @@ public final class ConnectivityMonitor {
     }
 
     private func update() {
-        let route: ReachabilityVerdict?
-        if let reachabilityProblem {
-            route = ReachabilityVerdict(usable: false, reason: reachabilityProblem)
-        } else if case .resolved = resolution {
-            // Until the engine has answered for this address, there is no route verdict.
-            route = reachability?.target == nil ? nil : reachability?.verdict
-        } else {
-            route = reachability?.verdict
-        }
+        // The engine drops its verdict when its target changes, so a resolved address has
+        // no route verdict until the kernel has answered for it.
+        let route = reachabilityProblem.map { ReachabilityVerdict(usable: false, reason: $0) } ?? reachability?.verdict
         model.update { state in
             state = StatusRules.state(host: model.settings.host, resolution: resolution, route: route,
                                       probe: probe.report, previous: state)
