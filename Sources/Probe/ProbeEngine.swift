@@ -146,7 +146,7 @@ public final class ProbeEngine {
     }
 
     private func openSocket(for target: IPAddress) {
-        let family: EchoPacket.Family = target.family == AF_INET ? .v4 : .v6
+        let family = EchoPacket.Family(target)
         if let socket, socket.family == family { return }
         if let socketSource { loop.remove(socketSource) }
         socketSource = nil
@@ -171,8 +171,7 @@ public final class ProbeEngine {
         armDeadline()
         if !early { watchForOverdue(sequence) }
         if let socket {
-            let family: EchoPacket.Family = target.family == AF_INET ? .v4 : .v6
-            let packet = EchoPacket.request(family: family, identifier: identifier, sequence: sequence, token: token)
+            let packet = EchoPacket.request(family: EchoPacket.Family(target), identifier: identifier, sequence: sequence, token: token)
             if let code = socket.send(packet, to: target) {
                 sendFailed(sequence, code)
             }
@@ -309,7 +308,7 @@ public final class ProbeEngine {
     private func handleQueuedError(_ error: CLinux_queued_error, payload: [UInt8], socket: ICMPSocket) {
         guard let target else { return }
         // The queue returns the echo request we sent; its sequence and token say which probe.
-        guard let echo = EchoPacket.echoFields(payload[...], family: socket.family, type: socket.family == .v4 ? 8 : 128),
+        guard let echo = EchoPacket.echoFields(payload[...], family: socket.family, type: socket.family.echoRequest),
               tracker.error(sequence: echo.sequence, token: echo.token) else {
             statistics.foreign += 1
             return
@@ -338,8 +337,8 @@ public final class ProbeEngine {
         case .timeExceeded:
             return .timeExceeded(from: from)
         case .unreachable(let code):
+            let family = self.target.map(EchoPacket.Family.init) ?? .v4
             let target = self.target.map { $0.description } ?? "the host"
-            let family: EchoPacket.Family = self.target?.family == AF_INET6 ? .v6 : .v4
             return .refused(reason: "\(target) unreachable (\(Self.unreachableText(code, family: family))), said \(from)")
         }
     }
@@ -386,5 +385,11 @@ public final class ProbeEngine {
         report = new
         onReport(new)
         onReportChange?(old, new)
+    }
+}
+
+extension EchoPacket.Family {
+    init(_ address: IPAddress) {
+        self = address.family == AF_INET ? .v4 : .v6
     }
 }
