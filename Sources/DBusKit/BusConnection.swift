@@ -183,7 +183,6 @@ public final class BusConnection {
     }
 
     public func addMatch(_ rule: String) { callBus("AddMatch", [.string(rule)]) }
-    public func removeMatch(_ rule: String) { callBus("RemoveMatch", [.string(rule)]) }
 
     /// This machine's D-Bus machine id.
     public static func machineID() -> String? {

@@ -25,8 +25,6 @@ public final class PendingCalls {
         self.limitPerClient = limitPerClient
     }
 
-    public var count: Int { byClient.values.reduce(0) { $0 + $1.count } }
-
     public func count(for client: String) -> Int { byClient[client]?.count ?? 0 }
 
     /// Keeps `call` until `resolveAll` or its deadline; throws LimitsExceeded past the limit.
