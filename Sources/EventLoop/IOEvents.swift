@@ -32,7 +32,10 @@ public final class LoopTimer {
     public let interval: UInt64
     public let repeats: Bool
     public internal(set) var isActive = true
-    var deadline: UInt64
+    /// When it fires next, on MonotonicClock.
+    public internal(set) var deadline: UInt64
+    /// Position in the loop's TimerHeap; -1 when not scheduled.
+    var heapIndex = -1
     let handler: () -> Void
 
     init(deadline: UInt64, interval: UInt64, repeats: Bool, handler: @escaping () -> Void) {

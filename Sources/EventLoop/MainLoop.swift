@@ -12,14 +12,35 @@ public final class MainLoop {
     private let epollFD: Int32
     private var sourcesByFD: [Int32: [IOSource]] = [:]
     private var registeredMask: [Int32: UInt32] = [:]
-    private var timers: [ObjectIdentifier: LoopTimer] = [:]
+    private var timers = TimerHeap()
     private var endOfTurn: [() -> Void] = []
     private var exitStatus: Int32?
 
-    public init() throws(SystemError) {
+    /// How the loop waits: `epoll_pwait2` takes a nanosecond timeout; kernels
+    /// before 5.11 lack it (ENOSYS) and seccomp filters written before it may
+    /// forbid it (EPERM), and then `epoll_pwait` with milliseconds serves.
+    public enum WaitCall: Sendable {
+        case epollPwait2
+        case epollPwait
+    }
+    public let waitCall: WaitCall
+
+    /// `waitCall` nil: decided once here, by trying `epoll_pwait2`.
+    public init(waitCall: WaitCall? = nil) throws(SystemError) {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard fd >= 0 else { throw SystemError("epoll_create1") }
         epollFD = fd
+        self.waitCall = waitCall ?? Self.probeWaitCall(epollFD: fd)
+    }
+
+    private static func probeWaitCall(epollFD: Int32) -> WaitCall {
+        // The set is still empty, so this returns at once and consumes nothing.
+        var event = epoll_event()
+        var zero = timespec(tv_sec: 0, tv_nsec: 0)
+        if epoll_pwait2(epollFD, &event, 1, &zero, nil) < 0 && (errno == ENOSYS || errno == EPERM) {
+            return .epollPwait
+        }
+        return .epollPwait2
     }
 
     deinit {
@@ -80,35 +101,58 @@ public final class MainLoop {
     public func schedule(after nanoseconds: UInt64, repeats: Bool = false, handler: @escaping () -> Void) -> LoopTimer {
         let timer = LoopTimer(deadline: MonotonicClock.now() &+ nanoseconds, interval: nanoseconds,
                               repeats: repeats, handler: handler)
-        timers[ObjectIdentifier(timer)] = timer
+        timers.insert(timer)
         return timer
     }
 
     public func cancel(_ timer: LoopTimer) {
         timer.isActive = false
-        timers[ObjectIdentifier(timer)] = nil
+        timers.remove(timer)
     }
 
-    private func nextTimeout() -> timespec? {
-        guard let first = timers.values.min(by: { $0.deadline < $1.deadline }) else { return nil }
+    /// How many timers are scheduled (for tests and diagnostics).
+    public var scheduledTimers: Int { timers.count }
+
+    /// Nanoseconds until the next timer is due; nil when none is scheduled.
+    private func nextWait() -> UInt64? {
+        guard let first = timers.first else { return nil }
         let now = MonotonicClock.now()
-        let wait = first.deadline > now ? first.deadline - now : 0
-        return timespec(tv_sec: Int(wait / 1_000_000_000), tv_nsec: Int(wait % 1_000_000_000))
+        return first.deadline > now ? first.deadline - now : 0
     }
 
     private func fireDueTimers() {
-        guard !timers.isEmpty else { return }
         let now = MonotonicClock.now()
         // Most turns are for descriptors: no allocation unless a timer is due.
-        guard timers.values.contains(where: { $0.deadline <= now }) else { return }
-        let due = timers.values.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }
+        guard let first = timers.first, first.deadline <= now else { return }
+        // Take every due timer out first, so handlers that schedule new ones
+        // (even with no delay) do not run them in this same pass.
+        var due: [LoopTimer] = []
+        while let next = timers.first, next.deadline <= now {
+            timers.remove(next)
+            due.append(next)
+        }
         for timer in due where timer.isActive {
             if timer.repeats {
                 timer.deadline = max(timer.deadline &+ timer.interval, now &+ 1)
+                timers.insert(timer)
             } else {
-                cancel(timer)
+                timer.isActive = false
             }
             timer.handler()
+        }
+    }
+
+    private func wait(_ events: UnsafeMutableBufferPointer<epoll_event>, nanoseconds: UInt64?) -> Int32 {
+        let count = Int32(events.count)
+        switch waitCall {
+        case .epollPwait2:
+            guard let nanoseconds else { return epoll_pwait2(epollFD, events.baseAddress, count, nil, nil) }
+            var timeout = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+            return epoll_pwait2(epollFD, events.baseAddress, count, &timeout, nil)
+        case .epollPwait:
+            // Rounded up: waking early would only mean another turn to wait the rest.
+            let milliseconds = nanoseconds.map { Int32(clamping: ($0 + 999_999) / 1_000_000) } ?? -1
+            return epoll_pwait(epollFD, events.baseAddress, count, milliseconds, nil)
         }
     }
 
@@ -142,16 +186,12 @@ public final class MainLoop {
                 exitStatus = nil
                 return status
             }
-            var timeout = nextTimeout()
-            let n = events.withUnsafeMutableBufferPointer { buffer in
-                if timeout != nil {
-                    return epoll_pwait2(epollFD, buffer.baseAddress, Int32(buffer.count), &timeout!, nil)
-                }
-                return epoll_pwait2(epollFD, buffer.baseAddress, Int32(buffer.count), nil, nil)
-            }
+            let timeout = nextWait()
+            let n = events.withUnsafeMutableBufferPointer { wait($0, nanoseconds: timeout) }
             if n < 0 {
                 if errno == EINTR { continue }
-                preconditionFailure("epoll_pwait2: \(SystemError("epoll_pwait2"))")
+                // Only EBADF, EFAULT or EINVAL are left: the loop's own descriptor or buffer is wrong.
+                preconditionFailure("epoll wait: \(SystemError("epoll_pwait"))")
             }
             for i in 0..<Int(n) {
                 let ready = IOEvents(rawValue: events[i].events)

@@ -23,6 +23,50 @@ final class MainLoopTests: XCTestCase {
         XCTAssertEqual(ticks, 3)
     }
 
+    func testManyTimersFireInDeadlineOrderAndCancelledOnesLeaveTheHeap() throws {
+        for waitCall in [MainLoop.WaitCall.epollPwait2, .epollPwait] {
+            let loop = try MainLoop(waitCall: waitCall)
+            var generator = SystemRandomNumberGenerator()
+            var fired: [UInt64] = []
+            var kept: [UInt64] = []
+            var timers: [LoopTimer] = []
+            for i in 0..<2_000 {
+                let delay = UInt64.random(in: 0..<20, using: &generator) * 1_000_000
+                nonisolated(unsafe) var timer: LoopTimer?
+                timer = loop.schedule(after: delay) { fired.append(timer?.deadline ?? 0) }
+                timers.append(timer!)
+                if i % 3 == 0 { loop.cancel(timers[i]) } else { kept.append(timers[i].deadline) }
+            }
+            XCTAssertEqual(loop.scheduledTimers, kept.count)
+            loop.schedule(after: 40_000_000) { loop.quit(status: 0) }
+            XCTAssertEqual(loop.run(), 0)
+            XCTAssertEqual(loop.scheduledTimers, 0, "\(waitCall)")
+            XCTAssertEqual(Set(fired), Set(kept), "\(waitCall): every kept timer fired once, no cancelled one")
+            XCTAssertEqual(fired.count, kept.count)
+            XCTAssertTrue(fired == fired.sorted(), "\(waitCall): timers fire in deadline order")
+        }
+    }
+
+    func testALongCancelledTimerIsGoneAtOnce() throws {
+        let loop = try MainLoop()
+        for _ in 0..<10_000 {
+            let timer = loop.schedule(after: 3_600_000_000_000) {}
+            loop.cancel(timer)
+        }
+        XCTAssertEqual(loop.scheduledTimers, 0)
+    }
+
+    func testTheLegacyWaitHonoursSubMillisecondTimersAndDescriptors() throws {
+        let loop = try MainLoop(waitCall: .epollPwait)
+        XCTAssertEqual(loop.waitCall, .epollPwait)
+        let start = MonotonicClock.now()
+        var at: UInt64 = 0
+        loop.schedule(after: 300_000) { at = MonotonicClock.now(); loop.quit(status: 0) }
+        XCTAssertEqual(loop.run(), 0)
+        XCTAssertGreaterThanOrEqual(at - start, 300_000, "never early")
+        XCTAssertLessThan(at - start, 1_000_000_000)
+    }
+
     func testEndOfTurnRunsAfterReadyWorkAndMayQueueMore() throws {
         let loop = try MainLoop()
         var order: [String] = []
