@@ -126,6 +126,13 @@ public final class BusConnection {
 
     public var isConnected: Bool { !isClosed && dbus_connection_get_is_connected(raw) != 0 }
 
+    /// Hands Peer calls addressed to us to our own object handlers instead of
+    /// letting libdbus answer them (it would answer any arguments, and answer
+    /// calls that asked for no reply).
+    func routePeerMessagesToObjects() {
+        dbus_connection_set_route_peer_messages(raw, 1)
+    }
+
     /// Queues `message` for sending; libdbus writes it as the socket allows.
     public func send(_ message: Message) {
         guard !isClosed else { return }

@@ -107,4 +107,7 @@ public struct DBusInterface {
     public func method(named name: String) -> DBusMethod? { methods.first { $0.name == name } }
     public func property(named name: String) -> DBusProperty? { properties.first { $0.name == name } }
     public func signal(named name: String) -> DBusSignal? { signals.first { $0.name == name } }
+
+    func method(named name: UnsafePointer<CChar>) -> DBusMethod? { methods.first { $0.name.equals(name) } }
+    func property(named name: UnsafePointer<CChar>) -> DBusProperty? { properties.first { $0.name.equals(name) } }
 }

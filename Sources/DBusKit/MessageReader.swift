@@ -14,6 +14,54 @@ enum MessageReader {
         return values
     }
 
+    /// Moves a fresh iterator to the argument at `index`; false when there are fewer.
+    private static func seek(_ iter: inout DBusMessageIter, to index: Int, in message: OpaquePointer) -> Bool {
+        guard dbus_message_iter_init(message, &iter) != 0 else { return false }
+        for _ in 0..<index {
+            guard dbus_message_iter_next(&iter) != 0 else { return false }
+        }
+        return true
+    }
+
+    /// Calls `body` with the string argument at `index`, in libdbus's own buffer (valid during the call).
+    static func withString<R>(at index: Int, in message: OpaquePointer, _ body: (UnsafePointer<CChar>) -> R) -> R? {
+        var iter = DBusMessageIter()
+        guard seek(&iter, to: index, in: message), dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_STRING else { return nil }
+        var pointer: UnsafePointer<CChar>? = nil
+        dbus_message_iter_get_basic(&iter, &pointer)
+        return pointer.map(body)
+    }
+
+    static func uint32(at index: Int, in message: OpaquePointer) -> UInt32? {
+        var iter = DBusMessageIter()
+        guard seek(&iter, to: index, in: message), dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_UINT32 else { return nil }
+        return basic(&iter, UInt32(0))
+    }
+
+    /// What the variant argument at `index` holds, read only after its signature
+    /// equals `expected`: a larger or nested value is refused undecoded.
+    static func variant(at index: Int, in message: OpaquePointer, expected: DBusType) throws(DBusError) -> DBusValue {
+        var iter = DBusMessageIter()
+        guard seek(&iter, to: index, in: message), dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_VARIANT else {
+            throw .invalidArgs("no variant argument")
+        }
+        var inner = DBusMessageIter()
+        dbus_message_iter_recurse(&iter, &inner)
+        let code = dbus_message_iter_get_arg_type(&inner)
+        guard code != CDBus_TYPE_VARIANT else { throw .invalidArgs("a variant holding another variant is not accepted") }
+        let signature = try signature(&inner)
+        guard signature == expected.signature else {
+            throw .invalidArgs("expected a value of type '\(expected.signature)', not '\(signature)'")
+        }
+        return try readValue(&inner)
+    }
+
+    private static func signature(_ iter: inout DBusMessageIter) throws(DBusError) -> String {
+        guard let raw = dbus_message_iter_get_signature(&iter) else { throw .failed("out of memory") }
+        defer { dbus_free(raw) }
+        return String(cString: raw)
+    }
+
     private static func basic<T: BitwiseCopyable>(_ iter: inout DBusMessageIter, _ initial: T) -> T {
         var value = initial
         dbus_message_iter_get_basic(&iter, &value)
@@ -29,9 +77,7 @@ enum MessageReader {
 
     /// The full signature of the value under the iterator.
     private static func currentType(_ iter: inout DBusMessageIter) throws(DBusError) -> DBusType {
-        guard let raw = dbus_message_iter_get_signature(&iter) else { throw .failed("out of memory") }
-        defer { dbus_free(raw) }
-        guard let type = DBusType.parseSingle(signature: String(cString: raw)) else {
+        guard let type = DBusType.parseSingle(signature: try signature(&iter)) else {
             throw .invalidArgs("unreadable signature")
         }
         return type
@@ -49,7 +95,9 @@ enum MessageReader {
         case CDBus_TYPE_INT64: return .int64(basic(&iter, Int64(0)))
         case CDBus_TYPE_UINT64: return .uint64(basic(&iter, UInt64(0)))
         case CDBus_TYPE_DOUBLE: return .double(basic(&iter, Double(0)))
-        case CDBus_TYPE_UNIX_FD: return .unixFD(basic(&iter, Int32(-1)))
+        case CDBus_TYPE_UNIX_FD:
+            // Reading one would hand us a duplicate to close; nothing here takes descriptors.
+            throw .invalidArgs("file descriptors are not accepted")
         case CDBus_TYPE_STRING: return .string(string(&iter))
         case CDBus_TYPE_OBJECT_PATH: return .objectPath(string(&iter))
         case CDBus_TYPE_SIGNATURE: return .signature(string(&iter))

@@ -1,12 +1,26 @@
+import CDBus
+import EventLoop
+
 /// Exports objects on a connection: routes method calls by path, interface and
 /// member, answers the standard interfaces from the same declarations, and
 /// sends PropertiesChanged coalesced per loop turn.
+///
+/// Every call is checked before its body is read: descriptors are refused,
+/// the signature must equal the declaration's, and only then does a handler
+/// read the arguments it needs. Calls sent with NO_REPLY_EXPECTED get no
+/// answer of any kind.
 public final class ObjectServer {
-    public let connection: BusConnection
-    private var objects: [String: [DBusInterface]] = [:]
-    private var ownInterfaces: [String: [DBusInterface]] = [:]
-    private let machineID: String
-    private lazy var peer = StandardInterfaces.peerInterface(machineID: machineID)
+    public let transport: MessageTransport
+    public var loop: MainLoop { transport.loop }
+
+    private struct ExportedObject {
+        let path: String
+        let own: [DBusInterface]
+        /// `own` with Properties, Introspectable and Peer.
+        let all: [DBusInterface]
+    }
+    private var objects: [ExportedObject] = []
+    private let peer: DBusInterface
 
     private struct ChangeKey: Hashable {
         let path: String
@@ -17,22 +31,29 @@ public final class ObjectServer {
     private var queuedSignals: [Message] = []
     private var flushScheduled = false
 
-    public init(connection: BusConnection) {
-        self.connection = connection
-        machineID = BusConnection.machineID() ?? ""
+    /// Serves calls arriving on `connection`.
+    public convenience init(connection: BusConnection) {
+        self.init(transport: connection)
+        connection.routePeerMessagesToObjects()
         connection.onMethodCall = { [unowned self] message in
-            handle(message)
+            dispatch(message)
             return true
         }
+    }
+
+    /// Serves calls handed to `dispatch`, answering through `transport`.
+    public init(transport: MessageTransport, machineID: String = BusConnection.machineID() ?? "") {
+        self.transport = transport
+        peer = StandardInterfaces.peerInterface(machineID: machineID)
     }
 
     /// Exports `interfaces` at `path`, with Properties, Introspectable and Peer added.
     public func export(path: String, interfaces: [DBusInterface]) {
         precondition(Validation.isValidObjectPath(path), "invalid object path \(path)")
-        ownInterfaces[path] = interfaces
-        let properties = StandardInterfaces.propertiesInterface { interfaces }
+        let properties = StandardInterfaces.propertiesInterface(interfaces)
         let introspectable = StandardInterfaces.introspectableInterface { [unowned self] in introspect(path) }
-        objects[path] = interfaces + [properties, introspectable, peer]
+        objects.removeAll { $0.path == path }
+        objects.append(ExportedObject(path: path, own: interfaces, all: interfaces + [properties, introspectable, peer]))
     }
 
     /// The introspection document of `path` (an exported object or a parent of one).
@@ -43,32 +64,37 @@ public final class ObjectServer {
     private func children(of path: String) -> [String] {
         let prefix = path == "/" ? "/" : path + "/"
         var names = Set<String>()
-        for exported in objects.keys where exported.hasPrefix(prefix) && exported != path {
-            if let first = exported.dropFirst(prefix.count).split(separator: "/").first { names.insert(String(first)) }
+        for object in objects where object.path.hasPrefix(prefix) && object.path != path {
+            if let first = object.path.dropFirst(prefix.count).split(separator: "/").first { names.insert(String(first)) }
         }
         return names.sorted()
     }
 
     private func interfaces(at path: String) -> [DBusInterface]? {
-        if let interfaces = objects[path] { return interfaces }
+        if let object = objects.first(where: { $0.path == path }) { return object.all }
         guard !children(of: path).isEmpty else { return nil }
         let introspectable = StandardInterfaces.introspectableInterface { [unowned self] in introspect(path) }
         return [introspectable, peer]
     }
 
+    private func interfaces(at path: UnsafePointer<CChar>) -> [DBusInterface]? {
+        for object in objects where object.path.equals(path) { return object.all }
+        return interfaces(at: String(cString: path))
+    }
+
     // MARK: Dispatch
 
-    private func handle(_ message: Message) {
-        let call: MethodCall
+    /// Answers one incoming method call (now, or later through its handler).
+    public func dispatch(_ message: Message) {
+        let call = MethodCall(message: message) { [unowned self] in transport.send($0) }
         do throws(DBusError) {
-            call = MethodCall(message: message, arguments: try message.arguments()) { [unowned self] in connection.send($0) }
-        } catch {
-            if let reply = message.makeError(error) { connection.send(reply) }
-            return
-        }
-        do throws(DBusError) {
-            let method = try resolve(message)
-            guard message.signature == method.inputSignature else {
+            let raw = message.raw
+            // The message owns its descriptors and closes them when it is freed, right after this call.
+            guard dbus_message_contains_unix_fds(raw) == 0 else {
+                throw .invalidArgs("No method of this service takes file descriptors")
+            }
+            let method = try resolve(raw)
+            guard dbus_message_has_signature(raw, method.inputSignature) != 0 else {
                 throw .invalidArgs("Method '\(method.name)' takes signature '\(method.inputSignature)', not '\(message.signature)'")
             }
             switch try method.handler(call) {
@@ -80,25 +106,32 @@ public final class ObjectServer {
         }
     }
 
-    private func resolve(_ message: Message) throws(DBusError) -> DBusMethod {
-        let path = message.path ?? "/"
-        let member = message.member ?? ""
-        guard let interfaces = interfaces(at: path) else {
-            throw .unknownObject("No such object path '\(path)'")
+    private func resolve(_ raw: OpaquePointer) throws(DBusError) -> DBusMethod {
+        // libdbus has validated the header: a method call has a path and a member.
+        guard let path = dbus_message_get_path(raw), let member = dbus_message_get_member(raw) else {
+            throw .unknownMethod("No path or member")
         }
-        if let interfaceName = message.interface {
-            guard let interface = interfaces.first(where: { $0.name == interfaceName }) else {
-                throw .unknownInterface("No such interface '\(interfaceName)' at object path '\(path)'")
+        let interfaceName = dbus_message_get_interface(raw)
+        // Peer belongs to the connection, so it answers at any path.
+        if let interfaceName, peer.name.equals(interfaceName), let method = peer.method(named: member) {
+            return method
+        }
+        guard let interfaces = interfaces(at: path) else {
+            throw .unknownObject("No such object path '\(String(cString: path))'")
+        }
+        if let interfaceName {
+            guard let interface = interfaces.first(where: { $0.name.equals(interfaceName) }) else {
+                throw .unknownInterface("No such interface '\(String(cString: interfaceName))' at object path '\(String(cString: path))'")
             }
             guard let method = interface.method(named: member) else {
-                throw .unknownMethod("No such method '\(member)' in interface '\(interfaceName)' at object path '\(path)'")
+                throw .unknownMethod("No such method '\(String(cString: member))' in interface '\(interface.name)' at object path '\(String(cString: path))'")
             }
             return method
         }
         for interface in interfaces {
             if let method = interface.method(named: member) { return method }
         }
-        throw .unknownMethod("No such method '\(member)' at object path '\(path)'")
+        throw .unknownMethod("No such method '\(String(cString: member))' at object path '\(String(cString: path))'")
     }
 
     // MARK: Notifications
@@ -115,7 +148,7 @@ public final class ObjectServer {
     /// Queues a declared signal; it goes out after this turn's PropertiesChanged,
     /// so a client that reads its proxy's cache on the signal sees the new values.
     public func emit(path: String, interface interfaceName: String, signal name: String, _ arguments: [DBusValue]) throws(DBusError) {
-        guard let declared = ownInterfaces[path]?.first(where: { $0.name == interfaceName })?.signal(named: name),
+        guard let declared = ownInterface(path: path, name: interfaceName)?.signal(named: name),
               declared.arguments.map(\.type) == arguments.map(\.type) else {
             throw .invalidArgs("signal \(interfaceName).\(name) is not declared with these arguments at \(path)")
         }
@@ -125,10 +158,14 @@ public final class ObjectServer {
         scheduleFlush()
     }
 
+    private func ownInterface(path: String, name: String) -> DBusInterface? {
+        objects.first { $0.path == path }?.own.first { $0.name == name }
+    }
+
     private func scheduleFlush() {
         guard !flushScheduled else { return }
         flushScheduled = true
-        connection.loop.atEndOfTurn { [weak self] in self?.flush() }
+        loop.atEndOfTurn { [weak self] in self?.flush() }
     }
 
     private func flush() {
@@ -138,14 +175,14 @@ public final class ObjectServer {
         changeOrder = []
         changedNames = [:]
         for key in keys {
-            guard let interface = ownInterfaces[key.path]?.first(where: { $0.name == key.interface }),
+            guard let interface = ownInterface(path: key.path, name: key.interface),
                   let changed = names[key],
                   let message = propertiesChangedMessage(path: key.path, interface: interface, changed: changed) else { continue }
-            connection.send(message)
+            transport.send(message)
         }
         let signals = queuedSignals
         queuedSignals = []
-        for signal in signals { connection.send(signal) }
+        for signal in signals { transport.send(signal) }
     }
 
     func propertiesChangedMessage(path: String, interface: DBusInterface, changed: Set<String>) -> Message? {

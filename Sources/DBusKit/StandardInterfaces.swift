@@ -22,26 +22,31 @@ enum StandardInterfaces {
         ])
     }
 
-    /// Properties over `interfaces` (the object's own ones).
-    static func propertiesInterface(_ interfaces: @escaping () -> [DBusInterface]) -> DBusInterface {
-        func lookUp(_ interfaceName: String, _ propertyName: String) throws(DBusError) -> (DBusInterface, DBusProperty) {
-            let candidates = try select(interfaces(), interfaceName)
-            for interface in candidates {
-                if let property = interface.property(named: propertyName) { return (interface, property) }
+    /// Properties over `interfaces` (the object's own ones). Its arguments are
+    /// read straight from the message; the value of a Set only after its type
+    /// was found to be the property's.
+    static func propertiesInterface(_ interfaces: [DBusInterface]) -> DBusInterface {
+        func lookUp(_ call: MethodCall) throws(DBusError) -> DBusProperty {
+            guard let interfaceName = call.cString(at: 0), let propertyName = call.cString(at: 1) else {
+                throw .invalidArgs("expected an interface name and a property name")
             }
-            throw .unknownProperty("No such property '\(propertyName)' on interface '\(interfaceName)'")
+            for interface in try select(interfaces, interfaceName) {
+                if let property = interface.property(named: propertyName) { return property }
+            }
+            throw .unknownProperty("No such property '\(String(cString: propertyName))' on interface '\(String(cString: interfaceName))'")
         }
         return DBusInterface(properties, methods: [
             DBusMethod("Get", inputs: [DBusArgument("interface_name", .string), DBusArgument("property_name", .string)],
                        outputs: [DBusArgument("value", .variant)]) { call throws(DBusError) in
-                let (_, property) = try lookUp(call.string(0), call.string(1))
+                let property = try lookUp(call)
                 guard property.access != .write else { throw .accessDenied("Property '\(property.name)' is write-only") }
                 return .reply([.variant(property.get())])
             },
             DBusMethod("GetAll", inputs: [DBusArgument("interface_name", .string)],
                        outputs: [DBusArgument("properties", .dictionary(key: .string, value: .variant))]) { call throws(DBusError) in
+                guard let interfaceName = call.cString(at: 0) else { throw .invalidArgs("expected an interface name") }
                 var entries: [(String, DBusValue)] = []
-                for interface in try select(interfaces(), call.string(0)) {
+                for interface in try select(interfaces, interfaceName) {
                     for property in interface.properties where property.access != .write {
                         entries.append((property.name, property.get()))
                     }
@@ -50,13 +55,15 @@ enum StandardInterfaces {
             },
             DBusMethod("Set", inputs: [DBusArgument("interface_name", .string), DBusArgument("property_name", .string),
                                        DBusArgument("value", .variant)]) { call throws(DBusError) in
-                let (_, property) = try lookUp(call.string(0), call.string(1))
+                let property = try lookUp(call)
                 guard let set = property.set, property.access != .read else {
                     throw .propertyReadOnly("Property '\(property.name)' is read-only")
                 }
-                let value = call.arguments[2].unwrappedVariant
-                guard value.type == property.type else {
-                    throw .invalidArgs("Property '\(property.name)' has type '\(property.type.signature)', not '\(value.type.signature)'")
+                let value: DBusValue
+                do throws(DBusError) {
+                    value = try call.variant(at: 2, expected: property.type)
+                } catch {
+                    throw .invalidArgs("Property '\(property.name)': \(error.message)")
                 }
                 try set(value)
                 return .reply([])
@@ -69,18 +76,11 @@ enum StandardInterfaces {
     }
 
     /// The interfaces an interface-name argument selects: "" means all of them.
-    private static func select(_ interfaces: [DBusInterface], _ name: String) throws(DBusError) -> [DBusInterface] {
-        if name.isEmpty { return interfaces }
-        guard let match = interfaces.first(where: { $0.name == name }) else {
-            throw .unknownInterface("No such interface '\(name)'")
+    private static func select(_ interfaces: [DBusInterface], _ name: UnsafePointer<CChar>) throws(DBusError) -> [DBusInterface] {
+        if name.pointee == 0 { return interfaces }
+        guard let match = interfaces.first(where: { $0.name.equals(name) }) else {
+            throw .unknownInterface("No such interface '\(String(cString: name))'")
         }
         return [match]
-    }
-}
-
-extension MethodCall {
-    /// The string argument at `index`; the signature was checked before dispatch.
-    func string(_ index: Int) -> String {
-        arguments.indices.contains(index) ? arguments[index].stringValue ?? "" : ""
     }
 }

@@ -6,6 +6,7 @@ import EventLoop
 /// pending Wait and Check calls.
 public final class MonitorObject {
     public static let pendingLimitPerClient = 64
+    public static let pendingLimitInAll = 4_096
 
     private let model: MonitorModel
     private let server: ObjectServer
@@ -18,8 +19,9 @@ public final class MonitorObject {
     public init(model: MonitorModel, server: ObjectServer) {
         self.model = model
         self.server = server
-        waits = PendingCalls(loop: server.connection.loop, limitPerClient: Self.pendingLimitPerClient)
-        checks = PendingCalls(loop: server.connection.loop, limitPerClient: Self.pendingLimitPerClient)
+        let budget = PendingBudget(limit: Self.pendingLimitInAll)
+        waits = PendingCalls(loop: server.loop, limitPerClient: Self.pendingLimitPerClient, budget: budget)
+        checks = PendingCalls(loop: server.loop, limitPerClient: Self.pendingLimitPerClient, budget: budget)
         let declaration = MonitorInterface.declaration(
             model: model,
             check: { [unowned self] call throws(DBusError) in try check(call) },
@@ -56,6 +58,9 @@ public final class MonitorObject {
     }
 
     private func check(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
+        // Nobody would hear the verdict: nothing to keep, nothing to probe for.
+        guard call.expectsReply else { return .reply([]) }
+        try checks.checkRoom(for: call.sender)
         guard model.probeNow?() == true else {
             // Nothing to probe (no engine, no address, no route): the current verdict is the answer.
             return .reply([.string(model.state.status.rawValue)])
@@ -69,12 +74,12 @@ public final class MonitorObject {
     }
 
     private func wait(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
-        guard let timeout = call.arguments.first?.uint32Value, MonitorInterface.waitTimeoutRange.contains(timeout) else {
+        guard let timeout = call.uint32(at: 0), MonitorInterface.waitTimeoutRange.contains(timeout) else {
             let r = MonitorInterface.waitTimeoutRange
             throw .invalidArgs("timeout_ms: out of range (accepted: \(r.lowerBound)–\(r.upperBound) ms)")
         }
         if model.state.reachable { return .reply([.boolean(true)]) }
-        if timeout == 0 { return .reply([.boolean(false)]) }
+        if timeout == 0 || !call.expectsReply { return .reply([.boolean(false)]) }
         try waits.add(call, timeoutNanoseconds: UInt64(timeout) * 1_000_000) { call in
             call.reply([.boolean(false)])
         }

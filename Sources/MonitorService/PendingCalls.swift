@@ -1,9 +1,20 @@
 import DBusKit
 import EventLoop
 
+/// The pending calls of the whole service: every PendingCalls draws on one
+/// budget, so no number of clients can hold more than `limit` calls in all.
+public final class PendingBudget {
+    public let limit: Int
+    public fileprivate(set) var inUse = 0
+
+    public init(limit: Int) {
+        self.limit = limit
+    }
+}
+
 /// Method calls answered later (Wait, Check), per client, with a per-client
-/// limit and each call's own deadline. A client that leaves the bus has its
-/// calls dropped without an answer.
+/// limit, a share of the service-wide budget, and each call's own deadline.
+/// A client that leaves the bus has its calls dropped without an answer.
 public final class PendingCalls {
     public final class Entry {
         let call: MethodCall
@@ -18,21 +29,32 @@ public final class PendingCalls {
 
     private let loop: MainLoop
     public let limitPerClient: Int
+    private let budget: PendingBudget
     private var byClient: [String: [Entry]] = [:]
 
-    public init(loop: MainLoop, limitPerClient: Int) {
+    public init(loop: MainLoop, limitPerClient: Int, budget: PendingBudget) {
         self.loop = loop
         self.limitPerClient = limitPerClient
+        self.budget = budget
     }
 
     public func count(for client: String) -> Int { byClient[client]?.count ?? 0 }
 
-    /// Keeps `call` until `resolveAll` or its deadline; throws LimitsExceeded past the limit.
+    /// Throws LimitsExceeded when `client` may not keep one more call: check
+    /// before doing anything on the call's behalf.
+    public func checkRoom(for client: String) throws(DBusError) {
+        guard count(for: client) < limitPerClient else {
+            throw .limitsExceeded("at most \(limitPerClient) pending calls of this kind per client")
+        }
+        guard budget.inUse < budget.limit else {
+            throw .limitsExceeded("the service holds \(budget.limit) pending calls already")
+        }
+    }
+
+    /// Keeps `call` until `resolveAll` or its deadline; throws LimitsExceeded past the limits.
     public func add(_ call: MethodCall, timeoutNanoseconds: UInt64,
                     onTimeout: @escaping (MethodCall) -> Void) throws(DBusError) {
-        guard count(for: call.sender) < limitPerClient else {
-            throw .limitsExceeded("at most \(limitPerClient) pending calls per client")
-        }
+        try checkRoom(for: call.sender)
         let entry = Entry(call: call, onTimeout: onTimeout)
         entry.timer = loop.schedule(after: timeoutNanoseconds) { [weak self, weak entry] in
             guard let self, let entry else { return }
@@ -40,12 +62,14 @@ public final class PendingCalls {
             entry.onTimeout(entry.call)
         }
         byClient[call.sender, default: []].append(entry)
+        budget.inUse += 1
     }
 
     /// Answers every pending call (and forgets them).
     public func resolveAll(_ answer: (MethodCall) -> Void) {
         let all = byClient.values.flatMap { $0 }
         byClient = [:]
+        budget.inUse -= all.count
         for entry in all {
             if let timer = entry.timer { loop.cancel(timer) }
             answer(entry.call)
@@ -56,6 +80,7 @@ public final class PendingCalls {
     @discardableResult
     public func clientVanished(_ client: String) -> Int {
         guard let entries = byClient.removeValue(forKey: client) else { return 0 }
+        budget.inUse -= entries.count
         for entry in entries {
             if let timer = entry.timer { loop.cancel(timer) }
         }
@@ -63,7 +88,9 @@ public final class PendingCalls {
     }
 
     private func remove(_ entry: Entry) {
-        byClient[entry.call.sender]?.removeAll { $0 === entry }
-        if byClient[entry.call.sender]?.isEmpty == true { byClient[entry.call.sender] = nil }
+        guard var entries = byClient[entry.call.sender], let index = entries.firstIndex(where: { $0 === entry }) else { return }
+        entries.remove(at: index)
+        byClient[entry.call.sender] = entries.isEmpty ? nil : entries
+        budget.inUse -= 1
     }
 }

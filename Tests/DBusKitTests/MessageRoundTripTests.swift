@@ -1,3 +1,4 @@
+import Foundation
 @testable import DBusKit
 import XCTest
 
@@ -39,12 +40,15 @@ final class MessageRoundTripTests: XCTestCase {
         XCTAssertEqual(try roundTrip(values), values)
     }
 
-    func testUnixFDIsDuplicatedOnRead() throws {
+    func testUnixFDIsRefusedWithoutDuplicatingIt() throws {
+        let before = openDescriptors()
         let message = try Message.signal(path: "/t", interface: "org.netobserver.Test", name: "T")
         try message.append([.unixFD(0)])
-        guard case .unixFD(let fd) = try message.arguments().first else { return XCTFail("no fd") }
-        XCTAssertGreaterThan(fd, 2, "a duplicated descriptor, owned by the reader")
-        close(fd)
+        XCTAssertThrowsError(try message.arguments()) { error in
+            XCTAssertEqual((error as? DBusError)?.name, "org.freedesktop.DBus.Error.InvalidArgs")
+        }
+        XCTAssertEqual(openDescriptors(), before + 1, "only the message's own copy")
+        _ = message
     }
 
     func testValuesLibdbusWouldAbortOnAreRejected() throws {
@@ -95,4 +99,9 @@ final class MessageRoundTripTests: XCTestCase {
         XCTAssertEqual(reply.errorName, "org.freedesktop.DBus.Error.Failed")
         XCTAssertEqual(try reply.arguments(), [.string("ab")])
     }
+}
+
+/// How many descriptors this process has open.
+func openDescriptors() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
 }
