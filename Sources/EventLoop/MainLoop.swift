@@ -25,6 +25,10 @@ public final class MainLoop {
     }
     public let waitCall: WaitCall
 
+    /// Called after a turn whose work took longer than `slowTurnNanoseconds`, with its duration.
+    public var onSlowTurn: ((UInt64) -> Void)?
+    public var slowTurnNanoseconds: UInt64 = 50_000_000
+
     /// `waitCall` nil: decided once here, by trying `epoll_pwait2`.
     public init(waitCall: WaitCall? = nil) throws(SystemError) {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -180,8 +184,13 @@ public final class MainLoop {
     /// Runs until `quit(status:)`, and returns that status; it may be run again afterwards.
     public func run() -> Int32 {
         var events = [epoll_event](repeating: epoll_event(), count: 64)
+        var turnStarted: UInt64 = 0
         while true {
             runEndOfTurn()
+            if let onSlowTurn, turnStarted != 0 {
+                let took = MonotonicClock.now() - turnStarted
+                if took > slowTurnNanoseconds { onSlowTurn(took) }
+            }
             if let status = exitStatus {
                 exitStatus = nil
                 return status
@@ -193,6 +202,7 @@ public final class MainLoop {
                 // Only EBADF, EFAULT or EINVAL are left: the loop's own descriptor or buffer is wrong.
                 preconditionFailure("epoll wait: \(SystemError("epoll_pwait"))")
             }
+            if onSlowTurn != nil { turnStarted = MonotonicClock.now() }
             for i in 0..<Int(n) {
                 let ready = IOEvents(rawValue: events[i].events)
                 let fd = events[i].data.fd

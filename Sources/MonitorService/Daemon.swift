@@ -37,10 +37,15 @@ public enum Daemon {
         }
         Log.verbose = options.verbose
         signal(SIGPIPE, SIG_IGN)
+        // Fixed, so glibc does not raise them after the first large free: a huge
+        // message's buffers then go back to the system instead of staying in the heap.
+        _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
+        _ = mallopt(M_TRIM_THRESHOLD, 256 * 1024)
 
         let loop: MainLoop
         do {
             loop = try MainLoop()
+            loop.onSlowTurn = { nanoseconds in Log.warning("one loop turn took \(nanoseconds / 1_000_000) ms") }
             // Before any thread exists, so all of them inherit the blocked mask.
             try loop.handleSignals([SIGTERM, SIGINT]) { signal in
                 Log.info("signal \(signal): stopping")

@@ -15,6 +15,7 @@
 #include <linux/if.h>
 #include <netinet/in.h>
 #include <linux/errqueue.h>
+#include <malloc.h>
 
 /* Netlink's walking macros are function-like, so Swift cannot call them.
  * Each wrapper is the macro itself; lengths are ints as the macros expect. */
