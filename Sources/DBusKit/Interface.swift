@@ -65,18 +65,33 @@ public struct DBusProperty {
     public let access: PropertyAccess
     public let changeMode: PropertyChangeMode
     public let get: () -> DBusValue
-    /// Validates and stores a value of `type`; throws (usually InvalidArgs) and changes nothing on error.
-    public let set: ((DBusValue) throws(DBusError) -> Void)?
+    /// Validates and stores a value of `type`, then answers the Set call now or
+    /// later; throws (usually InvalidArgs) and changes nothing on error.
+    public let set: ((DBusValue, MethodCall) throws(DBusError) -> MethodOutcome)?
 
+    /// A property whose Set is answered as soon as the value is stored.
     public init(_ name: String, _ type: DBusType, access: PropertyAccess = .read, changeMode: PropertyChangeMode = .emits,
                 get: @escaping () -> DBusValue, set: ((DBusValue) throws(DBusError) -> Void)? = nil) {
-        precondition((access == .read) == (set == nil), "property \(name): a setter exactly when writable")
+        var answeringSet: ((DBusValue, MethodCall) throws(DBusError) -> MethodOutcome)?
+        if let set {
+            answeringSet = { (value: DBusValue, _: MethodCall) throws(DBusError) -> MethodOutcome in
+                try set(value)
+                return .reply([])
+            }
+        }
+        self.init(name, type, access: access, changeMode: changeMode, get: get, answeringSet: answeringSet)
+    }
+
+    /// A property whose setter answers the Set call itself (for example once the value is saved).
+    public init(_ name: String, _ type: DBusType, access: PropertyAccess = .read, changeMode: PropertyChangeMode = .emits,
+                get: @escaping () -> DBusValue, answeringSet: ((DBusValue, MethodCall) throws(DBusError) -> MethodOutcome)?) {
+        precondition((access == .read) == (answeringSet == nil), "property \(name): a setter exactly when writable")
         self.name = name
         self.type = type
         self.access = access
         self.changeMode = changeMode
         self.get = get
-        self.set = set
+        self.set = answeringSet
     }
 }
 

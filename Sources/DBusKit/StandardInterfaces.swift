@@ -65,8 +65,7 @@ enum StandardInterfaces {
                 } catch {
                     throw .invalidArgs("Property '\(property.name)': \(error.message)")
                 }
-                try set(value)
-                return .reply([])
+                return try set(value, call)
             },
         ], signals: [
             DBusSignal("PropertiesChanged", [DBusArgument("interface_name", .string),

@@ -20,7 +20,7 @@ public final class LoopChannel<Value: Sendable> {
 
     public let sender: Sender
     private let source: IOSource
-    private unowned let loop: MainLoop
+    private let loop: MainLoop
 
     public init(loop: MainLoop, handler: @escaping (Value) -> Void) throws(SystemError) {
         let fd = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))

@@ -73,6 +73,13 @@ public final class ConnectivityMonitor {
         update()
     }
 
+    /// The settings were restored from the state file before `start`: take them
+    /// without looking anything up yet.
+    public func settingsRestored() {
+        probe.settings = Self.probeSettings(model.settings)
+        reachability?.families = families
+    }
+
     /// A setting changed over D-Bus (or at start).
     public func settingChanged(_ key: MonitorSettings.Key) {
         switch key {

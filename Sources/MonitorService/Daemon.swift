@@ -7,152 +7,251 @@ import Glibc
 public enum Daemon {
     /// Runs the daemon with `arguments` (without the program name); returns the exit status.
     public static func main(_ arguments: [String]) -> Int32 {
-        let options: DaemonOptions
+        do throws(StartFailure) {
+            guard let options = try parse(arguments) else { return 0 }
+            let account = try lookUpAccount(options)
+            configureProcess(options)
+            let service = try Service(options: options)
+            try service.dropPrivileges(account)
+            service.restoreSettings()
+            service.export()
+            try service.claimName()
+            return service.run()
+        } catch {
+            Log.error("netobserverd: \(error.message)")
+            return error.status
+        }
+    }
+
+    /// Why start-up stopped, and the exit status that says so.
+    struct StartFailure: Error {
+        let status: Int32
+        let message: String
+    }
+
+    /// The options to run with; nil after --help or --version.
+    private static func parse(_ arguments: [String]) throws(StartFailure) -> DaemonOptions? {
         do {
             switch try DaemonOptions.parse(arguments) {
             case .help:
                 print(DaemonOptions.usage)
-                return 0
+                return nil
             case .version:
                 print("netobserverd \(DaemonOptions.version)")
-                return 0
+                return nil
             case .run(let parsed):
-                options = parsed
+                return parsed
             }
         } catch {
-            Log.error("netobserverd: \(error.message)")
-            return 2
+            throw StartFailure(status: 2, message: error.message)
         }
-        var account: (uid: uid_t, gid: gid_t)?
-        if let user = options.user {
-            guard let entry = getpwnam(user) else {
-                Log.error("netobserverd: --user: no user named '\(user)'")
-                return 2
-            }
-            guard geteuid() == 0 else {
-                Log.error("netobserverd: --user needs to be started as root")
-                return 2
-            }
-            account = (entry.pointee.pw_uid, entry.pointee.pw_gid)
-        }
+    }
+
+    typealias Account = (name: String, uid: uid_t, gid: gid_t)
+
+    private static func lookUpAccount(_ options: DaemonOptions) throws(StartFailure) -> Account? {
+        guard let user = options.user else { return nil }
+        guard let entry = getpwnam(user) else { throw StartFailure(status: 2, message: "--user: no user named '\(user)'") }
+        guard geteuid() == 0 else { throw StartFailure(status: 2, message: "--user needs to be started as root") }
+        return (user, entry.pointee.pw_uid, entry.pointee.pw_gid)
+    }
+
+    private static func configureProcess(_ options: DaemonOptions) {
         Log.verbose = options.verbose
         signal(SIGPIPE, SIG_IGN)
         // Fixed, so glibc does not raise them after the first large free: a huge
         // message's buffers then go back to the system instead of staying in the heap.
         _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
         _ = mallopt(M_TRIM_THRESHOLD, 256 * 1024)
+    }
+}
 
-        let loop: MainLoop
+/// The running service: every part, and the steps that start, serve and stop it.
+final class Service {
+    private let options: DaemonOptions
+    private let loop: MainLoop
+    private let connection: BusConnection
+    private let model: MonitorModel
+    private let connectivity: ConnectivityMonitor
+    private var monitor: MonitorObject?
+    private var saver: StateSaver?
+    /// What the state file holds (or will once saved): values Set over D-Bus, never flags.
+    private var persisted: [MonitorSettings.Key: String] = [:]
+
+    typealias StartFailure = Daemon.StartFailure
+
+    /// Opens everything that needs root: the loop, the bus connection, the netlink socket.
+    init(options: DaemonOptions) throws(StartFailure) {
+        self.options = options
         do {
             loop = try MainLoop()
-            loop.onSlowTurn = { nanoseconds in Log.warning("one loop turn took \(nanoseconds / 1_000_000) ms") }
-            // Before any thread exists, so all of them inherit the blocked mask.
-            try loop.handleSignals([SIGTERM, SIGINT]) { signal in
-                Log.info("signal \(signal): stopping")
-                loop.quit(status: 0)
-            }
         } catch {
-            Log.error("netobserverd: \(error)")
-            return 1
+            throw StartFailure(status: 1, message: "\(error)")
         }
-
-        let store = (options.stateDirectory ?? options.defaultStateDirectory()).map(StateStore.init(directory:))
-        var persisted: [MonitorSettings.Key: String] = [:]
-        var settings = options.settings
-        if let store {
-            let (values, problems) = store.load()
-            problems.forEach { Log.warning($0) }
-            for (key, text) in values {
-                do {
-                    var candidate = settings
-                    try candidate.set(key, text: text)
-                    persisted[key] = text
-                    if !options.flagged.contains(key) { settings = candidate }
-                } catch {
-                    Log.warning("\(store.path): \(error.message), ignored")
-                }
-            }
-        }
-
-        let connection: BusConnection
+        loop.onSlowTurn = { nanoseconds in Log.warning("one loop turn took \(nanoseconds / 1_000_000) ms") }
         do {
             connection = try BusConnection(options.bus, loop: loop)
         } catch {
-            Log.error("netobserverd: cannot connect to the bus: \(error.message)")
-            return 1
+            throw StartFailure(status: 1, message: "cannot connect to the bus: \(error.message)")
         }
-        connection.onDisconnected = {
-            Log.error("lost the connection to the bus")
-            loop.quit(status: 1)
-        }
-
-        let model = MonitorModel(settings: settings)
-        let server = ObjectServer(connection: connection)
-        let monitor = MonitorObject(model: model, server: server)
-        let connectivity: ConnectivityMonitor
+        model = MonitorModel(settings: options.settings)
         do {
             connectivity = try ConnectivityMonitor(loop: loop, model: model)
         } catch {
-            Log.error("netobserverd: cannot start the engines: \(error)")
-            return 1
+            throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
         }
-        connectivity.onVerdictReady = { monitor.verdictReady() }
-        if let account, let user = options.user {
-            // The bus connection and the netlink socket are open; ICMP sockets open later,
-            // which raw ones may still do with CAP_NET_RAW. No other thread exists yet.
-            guard CLinux_drop_privileges(account.uid, account.gid) == 0 else {
-                Log.error("netobserverd: --user \(user): \(SystemError("dropping privileges"))")
-                return 1
+        do {
+            // Before any thread exists, so all of them inherit the blocked mask.
+            try loop.handleSignals([SIGTERM, SIGINT, SIGHUP]) { [unowned self] signal in
+                if signal == SIGHUP {
+                    reloadSettings()
+                } else {
+                    Log.info("signal \(signal): stopping")
+                    loop.quit(status: 0)
+                }
             }
-            Log.info("running as \(user) (uid \(account.uid)) with only CAP_NET_RAW")
+        } catch {
+            throw StartFailure(status: 1, message: "\(error)")
         }
+        connection.onDisconnected = { [loop] in
+            Log.error("lost the connection to the bus")
+            loop.quit(status: 1)
+        }
+    }
+
+    deinit {
+        // Everything below holds the loop unowned or is attached to it: take them
+        // apart while it still exists.
+        connection.close()
+        saver = nil
+        monitor = nil
+    }
+
+    /// With --user: the bus connection and the netlink socket are open; ICMP sockets
+    /// open later, which raw ones may still do with CAP_NET_RAW. No other thread exists yet.
+    func dropPrivileges(_ account: Daemon.Account?) throws(StartFailure) {
+        guard let account else { return }
+        guard CLinux_drop_privileges(account.uid, account.gid) == 0 else {
+            throw StartFailure(status: 1, message: "--user \(account.name): \(SystemError("dropping privileges"))")
+        }
+        Log.info("running as \(account.name) (uid \(account.uid)) with only CAP_NET_RAW")
+    }
+
+    /// Reads the state file (as the user the service runs as) and applies what
+    /// no flag overrides, before anything is exported or announced.
+    func restoreSettings() {
+        guard let directory = options.stateDirectory ?? options.defaultStateDirectory() else { return }
+        let store = StateStore(directory: directory)
+        let (values, problems) = store.load()
+        problems.forEach { Log.warning($0) }
+        apply(values, from: store.path)
+        connectivity.settingsRestored()
+        do {
+            saver = try StateSaver(store: store, loop: loop)
+        } catch {
+            Log.warning("cannot save settings in \(store.path): \(error)")
+        }
+    }
+
+    /// Takes the stored values that are valid; returns the keys whose setting changed.
+    @discardableResult
+    private func apply(_ values: [MonitorSettings.Key: String], from path: String) -> [MonitorSettings.Key] {
+        var stored: [MonitorSettings.Key: String] = [:]
+        var changed: [MonitorSettings.Key] = []
+        for key in MonitorSettings.Key.allCases {
+            guard let text = values[key] else { continue }
+            do {
+                var candidate = model.settings
+                try candidate.set(key, text: text)
+                stored[key] = text
+                guard !options.flagged.contains(key), candidate != model.settings else { continue }
+                try model.set(key) { (settings: inout MonitorSettings) throws(SettingError) in try settings.set(key, text: text) }
+                changed.append(key)
+            } catch {
+                Log.warning("\(path): \(error.message), ignored")
+            }
+        }
+        persisted = stored
+        return changed
+    }
+
+    /// Exports the Monitor object and connects it to the engines and the bus.
+    func export() {
+        let server = ObjectServer(connection: connection)
+        let monitor = MonitorObject(model: model, server: server)
+        self.monitor = monitor
+        connectivity.onVerdictReady = { monitor.verdictReady() }
         monitor.onStatusChanged = { state, host in
             let detail = state.status.isConnected ? "via \(state.interface), \(state.address)" : state.reason
             Log.notice("status \(state.status.rawValue) for \(host): \(detail)")
         }
-        let saver = store.flatMap { store in try? StateSaver(store: store) { Log.warning($0) } }
-        // Sets are written out together, 250 ms after the first of a burst, and at exit.
-        var saveTimer: LoopTimer?
-        model.onSettingChanged = { key in
+        monitor.persist = { [unowned self] key, call in persist(key, call) }
+        model.onSettingChanged = { [unowned self] key in
             Log.info("\(key.rawValue) set to \(model.settings.text(key))")
             connectivity.settingChanged(key)
-            guard let saver else { return }
-            persisted[key] = model.settings.text(key)
-            guard saveTimer == nil else { return }
-            saveTimer = loop.schedule(after: 250_000_000) {
-                saveTimer = nil
-                saver.save(persisted)
-            }
         }
-        connection.onSignal = { message in
-            guard message.sender == "org.freedesktop.DBus" else { return }
-            if message.isSignal(interface: "org.freedesktop.DBus", member: "NameOwnerChanged"),
-               let arguments = try? message.arguments(), arguments.count == 3,
-               let name = arguments[0].stringValue, arguments[2].stringValue == "", name.hasPrefix(":") {
-                monitor.clientVanished(name)
-            } else if message.isSignal(interface: "org.freedesktop.DBus", member: "NameLost"),
-                      (try? message.arguments())?.first?.stringValue == MonitorInterface.busName {
-                Log.notice("another instance took over \(MonitorInterface.busName): exiting")
-                loop.quit(status: 0)
-            }
-        }
+        connection.onSignal = { [unowned self] message in busSignal(message) }
         // Learn of clients leaving the bus, to drop their pending calls.
         connection.addMatch("type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
                             + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
+    }
 
+    /// A value was just Set over D-Bus: the Set is answered once it is saved,
+    /// or with Failed when it cannot be (the value stays in effect for this run).
+    private func persist(_ key: MonitorSettings.Key, _ call: MethodCall) -> MethodOutcome {
+        persisted[key] = model.settings.text(key)
+        guard let saver else { return .reply([]) }
+        let path = saver.store.path
+        saver.save(persisted) { error in
+            guard let error else { return call.reply([]) }
+            Log.warning("cannot save settings in \(path): \(error)")
+            call.fail(.failed("\(key.rawValue) is in effect until the service stops, but could not be saved in \(path): \(error)"))
+        }
+        return .later
+    }
+
+    /// SIGHUP: the file again, as at start-up, after any write still under way.
+    private func reloadSettings() {
+        guard let saver else {
+            Log.notice("SIGHUP: no state file to re-read")
+            return
+        }
+        saver.reload { [unowned self] values, problems in
+            problems.forEach { Log.warning($0) }
+            let changed = apply(values, from: saver.store.path)
+            let names = changed.map { "\($0.rawValue)=\(model.settings.text($0))" }
+            Log.notice("SIGHUP: re-read \(saver.store.path): \(names.isEmpty ? "nothing changed" : names.joined(separator: ", "))")
+        }
+    }
+
+    private func busSignal(_ message: Message) {
+        guard message.sender == "org.freedesktop.DBus" else { return }
+        if message.isSignal(interface: "org.freedesktop.DBus", member: "NameOwnerChanged"),
+           let arguments = try? message.arguments(), arguments.count == 3,
+           let name = arguments[0].stringValue, arguments[2].stringValue == "", name.hasPrefix(":") {
+            monitor?.clientVanished(name)
+        } else if message.isSignal(interface: "org.freedesktop.DBus", member: "NameLost"),
+                  (try? message.arguments())?.first?.stringValue == MonitorInterface.busName {
+            Log.notice("another instance took over \(MonitorInterface.busName): exiting")
+            loop.quit(status: 0)
+        }
+    }
+
+    func claimName() throws(StartFailure) {
+        let result: NameRequestResult
         do {
-            switch try connection.requestName(MonitorInterface.busName, allowReplacement: true, replaceExisting: options.replace) {
-            case .primaryOwner, .alreadyOwner:
-                break
-            case .exists, .inQueue:
-                Log.error("netobserverd: \(MonitorInterface.busName) is already owned by another instance (use --replace to take it over)")
-                return 1
-            }
+            result = try connection.requestName(MonitorInterface.busName, allowReplacement: true, replaceExisting: options.replace)
         } catch {
-            Log.error("netobserverd: cannot request \(MonitorInterface.busName): \(error.message)")
-            return 1
+            throw StartFailure(status: 1, message: "cannot request \(MonitorInterface.busName): \(error.message)")
+        }
+        guard result == .primaryOwner || result == .alreadyOwner else {
+            throw StartFailure(status: 1, message: "\(MonitorInterface.busName) is already owned by another instance (use --replace to take it over)")
         }
         Log.info("serving \(MonitorInterface.busName) at \(MonitorInterface.objectPath) as \(connection.uniqueName), host \(model.settings.host)")
+    }
+
+    /// Serves until a signal or a lost bus; returns the exit status.
+    func run() -> Int32 {
         connectivity.start()
         let notifier = SystemdNotifier()
         notifier?.notify("READY=1\nSTATUS=serving \(MonitorInterface.busName)")
@@ -160,7 +259,6 @@ public enum Daemon {
             // The loop itself answers the watchdog: a stuck loop stops the keep-alives.
             loop.schedule(after: period, repeats: true) { notifier.notify("WATCHDOG=1") }
         }
-
         let status = loop.run()
         notifier?.notify("STOPPING=1")
         if connection.isConnected {
@@ -168,12 +266,7 @@ public enum Daemon {
             connection.flush()
         }
         connection.close()
-        if let timer = saveTimer {
-            loop.cancel(timer)
-            saver?.save(persisted)
-        }
         saver?.finish()
-        _ = (monitor, connectivity)
         return status
     }
 }

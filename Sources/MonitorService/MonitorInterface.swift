@@ -10,9 +10,10 @@ public enum MonitorInterface {
 
     public static func declaration(model: MonitorModel,
                                    check: @escaping (MethodCall) throws(DBusError) -> MethodOutcome,
-                                   wait: @escaping (MethodCall) throws(DBusError) -> MethodOutcome) -> DBusInterface {
+                                   wait: @escaping (MethodCall) throws(DBusError) -> MethodOutcome,
+                                   persist: @escaping (MonitorSettings.Key, MethodCall) -> MethodOutcome) -> DBusInterface {
         func setting(_ key: MonitorSettings.Key, _ type: DBusType, get: @escaping (MonitorSettings) -> DBusValue) -> DBusProperty {
-            DBusProperty(key.rawValue, type, access: .readwrite, get: { get(model.settings) }, set: { value throws(DBusError) in
+            DBusProperty(key.rawValue, type, access: .readwrite, get: { get(model.settings) }, answeringSet: { value, call throws(DBusError) in
                 do throws(SettingError) {
                     try model.set(key) { (settings: inout MonitorSettings) throws(SettingError) in
                         if let number = value.uint32Value {
@@ -24,6 +25,7 @@ public enum MonitorInterface {
                 } catch {
                     throw .invalidArgs(error.message)
                 }
+                return persist(key, call)
             })
         }
         func state(_ name: String, _ type: DBusType, _ mode: PropertyChangeMode = .emits,

@@ -15,6 +15,8 @@ public final class MonitorObject {
 
     /// Called after each StatusChanged, with the new state.
     public var onStatusChanged: ((MonitorState, String) -> Void)?
+    /// Keeps a value just Set over D-Bus and answers the Set (when saved); nil: answered at once.
+    public var persist: ((MonitorSettings.Key, MethodCall) -> MethodOutcome)?
 
     public init(model: MonitorModel, server: ObjectServer) {
         self.model = model
@@ -25,7 +27,8 @@ public final class MonitorObject {
         let declaration = MonitorInterface.declaration(
             model: model,
             check: { [unowned self] call throws(DBusError) in try check(call) },
-            wait: { [unowned self] call throws(DBusError) in try wait(call) })
+            wait: { [unowned self] call throws(DBusError) in try wait(call) },
+            persist: { [unowned self] key, call in persist?(key, call) ?? .reply([]) })
         server.export(path: MonitorInterface.objectPath, interfaces: [declaration])
         model.onChange = { [unowned self] properties, announceStatus in
             modelChanged(properties, announceStatus: announceStatus)

@@ -1,43 +1,83 @@
 import EventLoop
-import Synchronization
 
-/// Saves settings off the main loop: the loop hands over the latest values and
-/// returns at once; a serial worker writes them (temp file, fsync, rename).
-/// Values handed over while a write is in progress are coalesced into one write.
-public final class StateSaver: Sendable {
-    private let store: StateStore
+/// Saves and re-reads the settings file off the loop, in order, on one worker.
+///
+/// Everything here is called on the loop and its completions run on the loop.
+/// A save asked for while another is being written is folded into the next
+/// write; each caller learns whether the write that carried its values worked.
+public final class StateSaver {
+    public let store: StateStore
     private let worker: WorkerThread
-    private let pending = Mutex<[MonitorSettings.Key: String]?>(nil)
-    private let onError: @Sendable (String) -> Void
+    private var results: LoopChannel<Outcome>!
 
-    public init(store: StateStore, onError: @escaping @Sendable (String) -> Void) throws(SystemError) {
-        worker = try WorkerThread()
-        self.store = store
-        self.onError = onError
+    private enum Outcome: Sendable {
+        case saved(generation: Int, error: SystemError?)
+        case loaded(values: [MonitorSettings.Key: String], problems: [String])
     }
 
-    public func save(_ values: [MonitorSettings.Key: String]) {
-        let wasIdle = pending.withLock { slot in
-            defer { slot = values }
-            return slot == nil
+    private var latest: [MonitorSettings.Key: String] = [:]
+    private var requested = 0
+    private var writing: Int?
+    private var waiting: [(generation: Int, completion: (SystemError?) -> Void)] = []
+    private var reloads: [(_ values: [MonitorSettings.Key: String], _ problems: [String]) -> Void] = []
+
+    public init(store: StateStore, loop: MainLoop) throws(SystemError) {
+        self.store = store
+        worker = try WorkerThread()
+        results = try LoopChannel(loop: loop) { [unowned self] outcome in finished(outcome) }
+    }
+
+    /// Writes `values` (the whole file); `completion` gets nil once they are on disk, or the error.
+    public func save(_ values: [MonitorSettings.Key: String], completion: @escaping (SystemError?) -> Void) {
+        latest = values
+        requested += 1
+        waiting.append((requested, completion))
+        if writing == nil { startWrite() }
+    }
+
+    /// Re-reads the file after every write asked for so far.
+    public func reload(_ completion: @escaping (_ values: [MonitorSettings.Key: String], _ problems: [String]) -> Void) {
+        reloads.append(completion)
+        let store = store
+        let sender = results.sender
+        worker.async {
+            let (values, problems) = store.load()
+            sender.send(.loaded(values: values, problems: problems))
         }
-        guard wasIdle else { return }
-        worker.async { [self] in
-            while let values = pending.withLock({ slot -> [MonitorSettings.Key: String]? in
-                defer { slot = nil }
-                return slot
-            }) {
-                do {
-                    try store.save(values)
-                } catch {
-                    onError("cannot save settings in \(store.path): \(error)")
-                }
+    }
+
+    /// Waits for the work handed over so far (for a clean exit); completions do not run.
+    public func finish() {
+        worker.drain()
+    }
+
+    private func startWrite() {
+        let generation = requested
+        let values = latest
+        let store = store
+        let sender = results.sender
+        writing = generation
+        worker.async {
+            do throws(SystemError) {
+                try store.save(values)
+                sender.send(.saved(generation: generation, error: nil))
+            } catch {
+                sender.send(.saved(generation: generation, error: error))
             }
         }
     }
 
-    /// Waits for the writes handed over so far (for a clean exit).
-    public func finish() {
-        worker.drain()
+    private func finished(_ outcome: Outcome) {
+        switch outcome {
+        case .saved(let generation, let error):
+            writing = nil
+            let done = waiting.filter { $0.generation <= generation }
+            waiting.removeAll { $0.generation <= generation }
+            if requested > generation { startWrite() }
+            for entry in done { entry.completion(error) }
+        case .loaded(let values, let problems):
+            guard !reloads.isEmpty else { return }
+            reloads.removeFirst()(values, problems)
+        }
     }
 }

@@ -3,9 +3,14 @@ import Glibc
 
 /// The settings Set over D-Bus, kept in `<directory>/settings` as
 /// `Key=Value` lines (D-Bus property names), written atomically.
+///
+/// The file is read as what it is: a small regular file of ours. A link, a
+/// FIFO, a device or anything over `maximumSize` is refused, never followed,
+/// waited on or read whole.
 public struct StateStore: Sendable {
     public let directory: String
     public var path: String { directory + "/settings" }
+    public static let maximumSize = 64 * 1024
 
     public init(directory: String) {
         self.directory = directory
@@ -13,65 +18,119 @@ public struct StateStore: Sendable {
 
     /// The stored values, and a line for each problem found (never fatal).
     public func load() -> (values: [MonitorSettings.Key: String], problems: [String]) {
-        guard let file = fopen(path, "re") else {
-            if errno == ENOENT { return ([:], []) }
-            return ([:], ["cannot read \(path): \(SystemError("fopen").description), ignoring it"])
+        let text: String
+        switch read() {
+        case .success(nil): return ([:], [])
+        case .success(let contents?): text = contents
+        case .failure(let problem): return ([:], ["\(path): \(problem), ignoring it"])
         }
-        defer { fclose(file) }
         var values: [MonitorSettings.Key: String] = [:]
         var problems: [String] = []
-        var line: UnsafeMutablePointer<CChar>? = nil
-        var capacity = 0
-        defer { free(line) }
-        var number = 0
-        while getline(&line, &capacity, file) >= 0, let line {
-            number += 1
-            let text = String(decoding: UnsafeRawBufferPointer(start: line, count: strlen(line)), as: UTF8.self)
-                .trimmingNewline()
-            if text.isEmpty || text.hasPrefix("#") { continue }
-            guard let equals = text.firstIndex(of: "="),
-                  let key = MonitorSettings.Key(rawValue: String(text[..<equals])) else {
-                problems.append("\(path):\(number): not a setting, ignored")
+        // Split on bytes: Swift counts "\r\n" as one Character, which a split on "\n" would not see.
+        for (number, bytes) in Array(text.utf8).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            let line = Substring(decoding: bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes, as: UTF8.self)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let equals = line.firstIndex(of: "="),
+                  let key = MonitorSettings.Key(rawValue: String(line[..<equals])) else {
+                problems.append("\(path):\(number + 1): not a setting, ignored")
                 continue
             }
-            values[key] = String(text[text.index(after: equals)...])
+            values[key] = String(line[line.index(after: equals)...])
         }
         return (values, problems)
     }
 
-    /// Writes `values`: a temporary file, fsync, rename, fsync of the directory,
-    /// so a crash leaves either the old file or the new one.
+    private struct Refused: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The file's text; nil when there is none.
+    private func read() -> Result<String?, Refused> {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT: return .success(nil)
+            case ELOOP: return .failure(Refused(description: "is a symbolic link"))
+            default: return .failure(Refused(description: SystemError("open").description))
+            }
+        }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { return .failure(Refused(description: SystemError("fstat").description)) }
+        guard status.st_mode & S_IFMT == S_IFREG else { return .failure(Refused(description: "is not a regular file")) }
+        guard status.st_size <= Self.maximumSize else {
+            return .failure(Refused(description: "is larger than \(Self.maximumSize / 1024) KiB"))
+        }
+        // One byte more than allowed, to notice a file that grew after fstat.
+        var buffer = [UInt8](repeating: 0, count: Self.maximumSize + 1)
+        var length = 0
+        while length < buffer.count {
+            let got = buffer[length...].withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if got < 0 {
+                if errno == EINTR { continue }
+                return .failure(Refused(description: SystemError("read").description))
+            }
+            if got == 0 { break }
+            length += got
+        }
+        guard length <= Self.maximumSize else {
+            return .failure(Refused(description: "is larger than \(Self.maximumSize / 1024) KiB"))
+        }
+        return .success(String(decoding: buffer[..<length], as: UTF8.self))
+    }
+
+    /// Writes `values`: a new, uniquely named temporary file beside the real one
+    /// (never an existing file or a link), fsync, rename, fsync of the directory,
+    /// so a crash leaves either the old file or the new one. On failure the
+    /// temporary file is removed and the old file stays as it was.
     public func save(_ values: [MonitorSettings.Key: String]) throws(SystemError) {
         try makeDirectory(directory)
         var text = "# netobserverd: settings Set over D-Bus\n"
         for key in MonitorSettings.Key.allCases {
             if let value = values[key] { text += "\(key.rawValue)=\(value)\n" }
         }
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw SystemError("open \(temporary)") }
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                let error = SystemError("write \(temporary)")
-                close(fd)
-                throw error
-            }
-            bytes = bytes.dropFirst(written)
-        }
-        guard fsync(fd) == 0 else {
-            let error = SystemError("fsync \(temporary)")
+        let (temporary, fd) = try createTemporary()
+        do throws(SystemError) {
+            try writeAll(fd, Array(text.utf8), name: temporary)
+            guard fsync(fd) == 0 else { throw SystemError("fsync \(temporary)") }
+            guard close(fd) == 0 else { throw SystemError("close \(temporary)") }
+        } catch {
             close(fd)
+            unlink(temporary)
             throw error
         }
-        close(fd)
-        guard rename(temporary, path) == 0 else { throw SystemError("rename \(path)") }
+        guard rename(temporary, path) == 0 else {
+            let error = SystemError("rename \(path)")
+            unlink(temporary)
+            throw error
+        }
         let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dir >= 0 {
             _ = fsync(dir)
             close(dir)
+        }
+    }
+
+    private func createTemporary() throws(SystemError) -> (String, Int32) {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<16 {
+            let name = path + ".tmp-" + String(generator.next() as UInt64, radix: 36)
+            let fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if fd >= 0 { return (name, fd) }
+            if errno != EEXIST { throw SystemError("open \(name)") }
+        }
+        throw SystemError("open \(path).tmp-…", errno: EEXIST)
+    }
+
+    private func writeAll(_ fd: Int32, _ bytes: [UInt8], name: String) throws(SystemError) {
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            let written = rest.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw SystemError("write \(name)")
+            }
+            rest = rest.dropFirst(written)
         }
     }
 
@@ -81,13 +140,5 @@ public struct StateStore: Sendable {
             current += "/" + component
             if mkdir(current, 0o755) != 0 && errno != EEXIST { throw SystemError("mkdir \(current)") }
         }
-    }
-}
-
-extension String {
-    func trimmingNewline() -> String {
-        var s = Substring(self)
-        while let last = s.last, last == "\n" || last == "\r\n" || last == "\r" { s = s.dropLast() }
-        return String(s)
     }
 }

@@ -9,14 +9,14 @@ final class InterfaceXMLTests: XCTestCase {
         let shipped = try String(contentsOf: root.appendingPathComponent("dbus/org.netobserver.Monitor.xml"), encoding: .utf8)
         let model = MonitorModel(settings: MonitorSettings())
         let declaration = MonitorInterface.declaration(model: model, check: { _ throws(DBusError) in .later },
-                                                       wait: { _ throws(DBusError) in .later })
+                                                       wait: { _ throws(DBusError) in .later }, persist: { _, _ in .later })
         XCTAssertEqual(shipped, Introspection.document(interfaces: [declaration], children: []))
     }
 
     func testEveryPropertyOfTheSpecIsDeclaredWithItsTypeAndAccess() {
         let model = MonitorModel(settings: MonitorSettings())
         let declaration = MonitorInterface.declaration(model: model, check: { _ throws(DBusError) in .later },
-                                                       wait: { _ throws(DBusError) in .later })
+                                                       wait: { _ throws(DBusError) in .later }, persist: { _, _ in .later })
         let expected: [(String, String, PropertyAccess)] = [
             ("Status", "s", .read), ("Host", "s", .readwrite), ("Reachable", "b", .read), ("Interface", "s", .read),
             ("Address", "s", .read), ("Reason", "s", .read), ("RoundTripTime", "t", .read), ("PacketLoss", "d", .read),

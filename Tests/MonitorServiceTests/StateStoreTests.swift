@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import MonitorService
 import XCTest
@@ -25,7 +26,7 @@ final class StateStoreTests: XCTestCase {
         let (values, problems) = store.load()
         XCTAssertEqual(values, [.host: "fd00::1", .interval: "250", .family: "ipv6"])
         XCTAssertTrue(problems.isEmpty)
-        XCTAssertEqual(access(store.path + ".tmp", F_OK), -1, "no temporary file left behind")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/nested"), ["settings"], "no temporary file left behind")
     }
 
     func testCorruptFileIsReportedNotFatal() throws {
@@ -37,5 +38,56 @@ final class StateStoreTests: XCTestCase {
         let (values, problems) = store.load()
         XCTAssertEqual(values, [.host: "example.org", .interval: "250"])
         XCTAssertEqual(problems.count, 2)
+    }
+}
+
+final class StateStoreSafetyTests: XCTestCase {
+    private var directory = ""
+
+    override func setUpWithError() throws {
+        var template = Array("/tmp/netobserver-state-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw XCTSkip("mkdtemp failed") }
+        directory = String(cString: made)
+    }
+
+    override func tearDown() {
+        _ = try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func testSavingNeverFollowsAPlantedTemporaryLink() throws {
+        let victim = directory + "/victim"
+        try "untouched\n".write(toFile: victim, atomically: false, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: directory + "/settings.tmp", withDestinationPath: victim)
+        let store = StateStore(directory: directory)
+        try store.save([.interval: "250"])
+        XCTAssertEqual(try String(contentsOfFile: victim, encoding: .utf8), "untouched\n")
+        XCTAssertEqual(store.load().values, [.interval: "250"])
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+        XCTAssertEqual(names, ["settings", "settings.tmp", "victim"], "only the planted link besides ours")
+    }
+
+    func testAFailedSaveLeavesTheOldFileAndNoTemporary() throws {
+        let store = StateStore(directory: directory)
+        try store.save([.interval: "250"])
+        // A directory where the file should be: rename fails after the temporary was written.
+        let blocked = StateStore(directory: directory + "/blocked")
+        try FileManager.default.createDirectory(atPath: blocked.path + "/inside", withIntermediateDirectories: true)
+        XCTAssertThrowsError(try blocked.save([.interval: "300"]))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/blocked"), ["settings"])
+        XCTAssertEqual(store.load().values, [.interval: "250"])
+    }
+
+    func testLoadingRefusesLinksFIFOsAndLargeFiles() throws {
+        let store = StateStore(directory: directory)
+        try FileManager.default.createSymbolicLink(atPath: store.path, withDestinationPath: "/dev/zero")
+        XCTAssertEqual(store.load().problems, ["\(store.path): is a symbolic link, ignoring it"])
+        unlink(store.path)
+        XCTAssertEqual(mkfifo(store.path, 0o644), 0)
+        XCTAssertEqual(store.load().problems, ["\(store.path): is not a regular file, ignoring it"], "no wait for a writer")
+        unlink(store.path)
+        try Data(repeating: 0x41, count: StateStore.maximumSize + 1).write(to: URL(fileURLWithPath: store.path))
+        XCTAssertEqual(store.load().problems, ["\(store.path): is larger than 64 KiB, ignoring it"])
+        try Data("Interval=250\r\n".utf8).write(to: URL(fileURLWithPath: store.path))
+        XCTAssertEqual(store.load().values, [.interval: "250"])
     }
 }

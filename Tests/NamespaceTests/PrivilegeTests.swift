@@ -91,4 +91,18 @@ final class PrivilegeTests: XCTestCase {
         // A refused connection is an answer: loopback counts as reachable.
         XCTAssertTrue(try status().contains("\"Status\":\"other\""), log)
     }
+
+    func testTheStateFileIsReadAsTheUserNotAsRoot() throws {
+        // Only root may read this file: a daemon that read it before dropping to nobody would apply it.
+        let state = bus.directory + "/root-only"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try "Timeout=321\n".write(toFile: state + "/settings", atomically: false, encoding: .utf8)
+        XCTAssertEqual(chmod(state, 0o700), 0)
+        XCTAssertEqual(chmod(state + "/settings", 0o600), 0)
+        try start(launcher: "", arguments: "--user nobody --state-dir \(state)")
+        XCTAssertTrue(log.contains("\(state)/settings: open: Permission denied, ignoring it"), log)
+        let timeout = try runCommand(["busctl", "--address=\(bus.address)", "get-property", "org.netobserver.Monitor",
+                                      "/org/netobserver/Monitor", "org.netobserver.Monitor", "Timeout"])
+        XCTAssertEqual(timeout.stdout, "u 1000\n", "not read with root's rights")
+    }
 }
