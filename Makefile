@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 BUILD_PACKAGES := libdbus-1-dev pkg-config dbus-daemon
 TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 python3 python3-dbus python3-gi \
-                 iproute2 iptables libxml2-utils procps util-linux passwd
+                 iproute2 iptables libxml2-utils procps util-linux passwd python3-seccomp
 BENCH_PACKAGES := $(BUILD_PACKAGES) gcc make libsystemd-dev dbus-bin python3-dbus python3-gi
 
 # Warnings are errors wherever `make` builds: the standard is none.

@@ -31,6 +31,13 @@ expect share/man/man8/netobserverd.8 644
 expect share/man/man1/netobserver.1 644
 grep -q '^ExecStart=/usr/sbin/netobserverd --system$' "$root/usr/lib/systemd/system/netobserver.service" || fail "ExecStart path"
 grep -q '^Exec=/usr/sbin/netobserverd --session$' "$root/usr/share/dbus-1/services/org.netobserver.Monitor.service" || fail "session Exec"
+# The bus starts the service as the user the unit runs it as, never as root.
+unit_user=$(sed -n 's/^User=//p' "$root/usr/lib/systemd/system/netobserver.service")
+activation_user=$(sed -n 's/^User=//p' "$root/usr/share/dbus-1/system-services/org.netobserver.Monitor.service")
+[ -n "$unit_user" ] && [ "$unit_user" = "$activation_user" ] || fail "activation User=$activation_user, unit User=$unit_user"
+for limit in MemoryMax TasksMax LimitNOFILE; do
+  grep -q "^$limit=" "$root/usr/lib/systemd/system/netobserver.service" || fail "the unit sets no $limit"
+done
 
 # systemd-analyze checks that ExecStart exists: point it at the installed copy.
 sed "s|^ExecStart=/usr/sbin/|ExecStart=$root/usr/sbin/|" "$root/usr/lib/systemd/system/netobserver.service" >"$root/netobserver.service"
@@ -57,4 +64,4 @@ for _ in $(seq 1 200); do [ -s "$root/address" ] && break; kill -0 "$bus_pid" 2>
 make -s uninstall DESTDIR="$root" PREFIX=/usr >/dev/null || fail "make uninstall"
 left=$(find "$root/usr" -type f | wc -l)
 [ "$left" = 0 ] || fail "make uninstall left $left files"
-echo "install checks: 10 files with their modes, unit verified, policy loaded by dbus-daemon, uninstall complete"
+echo "install checks: 10 files with their modes, unit verified with its limits, activation user, policy loaded by dbus-daemon, uninstall complete"

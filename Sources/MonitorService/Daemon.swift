@@ -89,6 +89,7 @@ final class Service {
             throw StartFailure(status: 1, message: "\(error)")
         }
         loop.onSlowTurn = { nanoseconds in Log.warning("one loop turn took \(nanoseconds / 1_000_000) ms") }
+        if loop.waitCall == .epollPwait { Log.info("epoll_pwait2 is missing or forbidden here: waiting with epoll_pwait") }
         do {
             connection = try BusConnection(options.bus, loop: loop)
         } catch {

@@ -63,6 +63,22 @@ final class LifecycleTests: XCTestCase {
         _ = cpuBefore
     }
 
+    func testServesWhereEpollPwait2IsMissingOrForbidden() throws {
+        for error in ["ENOSYS", "EPERM"] {
+            let daemon = try DaemonProcess(bus: bus, launcher: [Paths.python, Paths.clients + "/forbid_syscall.py", "epoll_pwait2", error])
+            XCTAssertTrue(daemon.log.contains("waiting with epoll_pwait"), daemon.log)
+            let started = Date()
+            let wait = try runCommand(["busctl", "--address=\(bus.address)", "call", "org.netobserver.Monitor", "/org/netobserver/Monitor",
+                                       "org.netobserver.Monitor", "Wait", "u", "300"])
+            XCTAssertEqual(wait.stdout, "b false\n", "\(error): a timer on the fallback wait: \(wait.stderr)")
+            XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.3)
+            XCTAssertEqual(try runCommand(["busctl", "--address=\(bus.address)", "call", "org.netobserver.Monitor", "/org/netobserver/Monitor",
+                                           "org.netobserver.Monitor", "Check"]).stdout, "s \"none\"\n")
+            daemon.stop()
+            XCTAssertEqual(daemon.waitForExit(), 0, "\(error): \(daemon.log)")
+        }
+    }
+
     func testIdleDaemonUsesNoCPU() throws {
         let daemon = try DaemonProcess(bus: bus)
         let before = daemon.cpuSeconds

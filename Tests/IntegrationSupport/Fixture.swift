@@ -153,7 +153,8 @@ public final class DaemonProcess {
     /// Starts the daemon on `bus`: in `namespace` (a test host) when given, else in a
     /// network namespace of its own with only loopback. `host` is what it probes.
     public init(bus: PrivateBus, arguments: [String] = [], stateDirectory: String? = nil, waitForName: Bool = true,
-                namespace: String? = nil, host: String = "198.18.0.1", environment: [String: String] = [:]) throws {
+                namespace: String? = nil, host: String = "198.18.0.1", environment: [String: String] = [:],
+                launcher: [String] = []) throws {
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
@@ -169,8 +170,10 @@ public final class DaemonProcess {
             process.arguments = ["netns", "exec", namespace, Paths.daemon] + daemonArguments
         } else {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            // `launcher` (a program that execs the rest) goes between the shell and the daemon.
+            let command = launcher + [Paths.daemon] + daemonArguments
             process.arguments = (geteuid() == 0 ? ["--net"] : ["--net", "--map-root-user"])
-                + ["/bin/sh", "-c", "ip link set lo up && exec \"$0\" \"$@\"", Paths.daemon] + daemonArguments
+                + ["/bin/sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""] + command
         }
         process.standardError = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = FileHandle.nullDevice
