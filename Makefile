@@ -62,8 +62,8 @@ bench: deps-bench release
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; \
 	  "$$bin/netobserver-bench" && tools/bench.sh "$$bin/netobserverd"
 
-# libFuzzer on the rtnetlink parser and the ICMP reply parser: FUZZ_RUNS executions each
-# (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
+# libFuzzer on the rtnetlink parser, the ICMP reply parser and the D-Bus surface: FUZZ_RUNS
+# executions each (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
 FUZZ_RUNS ?= 10000000
 FUZZ_NETLINK_SOURCES := Sources/NetCore/IPAddress.swift Sources/Reachability/RouteMessage.swift \
                         Sources/Reachability/NetlinkParser.swift Fuzz/NetlinkFuzzer.swift
@@ -80,10 +80,21 @@ define run_fuzzer
 	  -artifact_prefix=Fuzz/$(1)/crashes/ .build/fuzz/$(1)-corpus 2>&1 | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)"
 endef
 
+# The D-Bus fuzzer is a package of its own (Fuzz/dbus) over the real DBusKit and MonitorService:
+# libdbus demarshals each input, ObjectServer dispatches it to a complete Monitor object.
+# lld, because gold crashes on the sanitizer build.
+DBUS_FUZZER := .build/fuzz/dbus-spm/release/DBusFuzzer
+
 fuzz: deps-build
 	mkdir -p .build/fuzz
 	$(call run_fuzzer,netlink,$(FUZZ_NETLINK_SOURCES))
 	$(call run_fuzzer,echo,$(FUZZ_ECHO_SOURCES))
+	cd Fuzz/dbus && $(SWIFT) build -c release --scratch-path ../../.build/fuzz/dbus-spm --product DBusFuzzer \
+	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1 | grep -E "error|warning:" || true
+	mkdir -p .build/fuzz/dbus-corpus
+	cp Fuzz/dbus/corpus/* .build/fuzz/dbus-corpus/
+	SWIFT_BACKTRACE=enable=no $(DBUS_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
+	  -artifact_prefix=Fuzz/dbus/crashes/ .build/fuzz/dbus-corpus 2>&1 | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)"
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: binaries, bus policy, activation files, the
 # systemd unit, the sysusers file and the man pages. make uninstall removes exactly those.

@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .executable(name: "netobserverd", targets: ["netobserverd"]),
         .executable(name: "netobserver", targets: ["netobserver"]),
+        // For the D-Bus fuzzer's own package (Fuzz/dbus).
+        .library(name: "DBusFuzzHarness", targets: ["DBusFuzzHarness"]),
     ],
     targets: [
         // libdbus-1, with a shim header for what Swift's importer cannot see.
@@ -29,13 +31,15 @@ let package = Package(
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
         .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "EventLoop", "NetCore", "Reachability", "Probe"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
+        // One fuzz input through the real dispatch of a complete Monitor object; the fuzzer and its replay test share it.
+        .target(name: "DBusFuzzHarness", dependencies: ["DBusKit", "EventLoop", "MonitorService"]),
         // The command-line client for people and scripts.
         .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop"]),
         // `make bench` measurements that need root and network namespaces.
         .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit"]),
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
-        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "NetCore", "Reachability", "Probe"]),
+        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "NetCore", "Reachability", "Probe", "DBusFuzzHarness"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.

@@ -38,6 +38,12 @@ public final class PendingCalls {
         self.budget = budget
     }
 
+    deinit {
+        for entry in byClient.values.joined() {
+            if let timer = entry.timer { loop.cancel(timer) }
+        }
+    }
+
     public func count(for client: String) -> Int { byClient[client]?.count ?? 0 }
 
     /// Throws LimitsExceeded when `client` may not keep one more call: check
