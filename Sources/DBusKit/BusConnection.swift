@@ -28,7 +28,7 @@ public final class BusConnection {
     final class Handlers {
         var onDisconnected: (() -> Void)?
         var onSignal: ((Message) -> Void)?
-        var onMethodCall: ((Message) -> Bool)?
+        var onMethodCall: ((OpaquePointer) -> Bool)?
     }
 
     public var onDisconnected: (() -> Void)? {
@@ -42,8 +42,9 @@ public final class BusConnection {
         set { handlers.onSignal = newValue }
     }
 
-    /// Method calls to any object path; return false to let libdbus answer UnknownMethod.
-    public var onMethodCall: ((Message) -> Bool)? {
+    /// Method calls to any object path (libdbus's message, valid during the call);
+    /// return false to let libdbus answer UnknownMethod.
+    var onMethodCall: ((OpaquePointer) -> Bool)? {
         get { handlers.onMethodCall }
         set { handlers.onMethodCall = newValue }
     }
@@ -230,6 +231,6 @@ private func handleObjectMessage(_ connection: OpaquePointer?, _ raw: OpaquePoin
         return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
     }
     let handlers = Unmanaged<BusConnection.Handlers>.fromOpaque(data).takeUnretainedValue()
-    let handled = handlers.onMethodCall?(Message(retaining: raw)) ?? false
+    let handled = handlers.onMethodCall?(raw) ?? false
     return handled ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
 }

@@ -11,7 +11,8 @@ public indirect enum DBusType: Hashable, Sendable {
 
     /// The type's signature, built from libdbus's own type codes.
     public var signature: String {
-        if isBasic || self == .variant { return Self.basicSignatures[self] ?? "" }
+        // A one-letter string is stored inline: no allocation on the path of every reply.
+        if let code = typeCode { return String(Unicode.Scalar(UInt8(code))) }
         var scalars = String.UnicodeScalarView()
         appendSignature(to: &scalars)
         return String(scalars)
@@ -19,21 +20,11 @@ public indirect enum DBusType: Hashable, Sendable {
 
     private func appendSignature(to out: inout String.UnicodeScalarView) {
         func code(_ c: Int32) { out.append(Unicode.Scalar(UInt8(c))) }
+        if let typeCode { return code(typeCode) }
         switch self {
-        case .byte: code(CDBus_TYPE_BYTE)
-        case .boolean: code(CDBus_TYPE_BOOLEAN)
-        case .int16: code(CDBus_TYPE_INT16)
-        case .uint16: code(CDBus_TYPE_UINT16)
-        case .int32: code(CDBus_TYPE_INT32)
-        case .uint32: code(CDBus_TYPE_UINT32)
-        case .int64: code(CDBus_TYPE_INT64)
-        case .uint64: code(CDBus_TYPE_UINT64)
-        case .double: code(CDBus_TYPE_DOUBLE)
-        case .string: code(CDBus_TYPE_STRING)
-        case .objectPath: code(CDBus_TYPE_OBJECT_PATH)
-        case .signature: code(CDBus_TYPE_SIGNATURE)
-        case .unixFD: code(CDBus_TYPE_UNIX_FD)
-        case .variant: code(CDBus_TYPE_VARIANT)
+        case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double,
+             .string, .objectPath, .signature, .unixFD, .variant:
+            break
         case .array(let element):
             code(CDBus_TYPE_ARRAY)
             element.appendSignature(to: &out)
@@ -50,18 +41,26 @@ public indirect enum DBusType: Hashable, Sendable {
         }
     }
 
-    /// The one-letter signatures, built once (the hot path of every reply).
-    private static let basicSignatures: [DBusType: String] = {
-        let basics: [DBusType] = [.byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double,
-                                  .string, .objectPath, .signature, .unixFD, .variant]
-        var table: [DBusType: String] = [:]
-        for type in basics {
-            var scalars = String.UnicodeScalarView()
-            type.appendSignature(to: &scalars)
-            table[type] = String(scalars)
+    /// libdbus's type code of a basic type or variant; nil for containers.
+    private var typeCode: Int32? {
+        switch self {
+        case .byte: CDBus_TYPE_BYTE
+        case .boolean: CDBus_TYPE_BOOLEAN
+        case .int16: CDBus_TYPE_INT16
+        case .uint16: CDBus_TYPE_UINT16
+        case .int32: CDBus_TYPE_INT32
+        case .uint32: CDBus_TYPE_UINT32
+        case .int64: CDBus_TYPE_INT64
+        case .uint64: CDBus_TYPE_UINT64
+        case .double: CDBus_TYPE_DOUBLE
+        case .string: CDBus_TYPE_STRING
+        case .objectPath: CDBus_TYPE_OBJECT_PATH
+        case .signature: CDBus_TYPE_SIGNATURE
+        case .unixFD: CDBus_TYPE_UNIX_FD
+        case .variant: CDBus_TYPE_VARIANT
+        case .array, .dictionary, .structure: nil
         }
-        return table
-    }()
+    }
 
     /// Whether the type may be a dictionary key.
     public var isBasic: Bool {

@@ -1,6 +1,6 @@
 /// A typed D-Bus value. Arrays and dictionaries carry their element types so
 /// that empty ones still have a signature.
-public indirect enum DBusValue: Hashable, Sendable {
+public enum DBusValue: Hashable, Sendable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -18,7 +18,9 @@ public indirect enum DBusValue: Hashable, Sendable {
     case array(DBusType, [DBusValue])
     case dictionary(key: DBusType, value: DBusType, [DBusDictEntry])
     case structure([DBusValue])
-    case variant(DBusValue)
+    /// The only recursive case: the others hold arrays, which are references already,
+    /// so a string or a number is stored inline instead of in a box of its own.
+    indirect case variant(DBusValue)
 
     public var type: DBusType {
         switch self {
@@ -39,6 +41,14 @@ public indirect enum DBusValue: Hashable, Sendable {
         case .dictionary(let key, let value, _): .dictionary(key: key, value: value)
         case .structure(let fields): .structure(fields.map(\.type))
         case .variant: .variant
+        }
+    }
+
+    /// An array, dictionary or structure: the only values whose signature can grow long.
+    var isContainer: Bool {
+        switch self {
+        case .array, .dictionary, .structure: true
+        default: false
         }
     }
 

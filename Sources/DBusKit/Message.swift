@@ -109,16 +109,24 @@ public final class Message: @unchecked Sendable {
     }
 
     public func makeReply(_ values: [DBusValue] = []) throws(DBusError) -> Message {
-        guard let reply = dbus_message_new_method_return(raw) else { throw .failed("out of memory") }
-        let message = Message(taking: reply)
-        try message.append(values)
-        return message
+        try Self.reply(to: raw, values)
     }
 
     public func makeError(_ error: DBusError) -> Message? {
+        Self.error(answering: raw, error)
+    }
+
+    static func reply(to call: OpaquePointer, _ values: [DBusValue]) throws(DBusError) -> Message {
+        guard let reply = dbus_message_new_method_return(call) else { throw .failed("out of memory") }
+        let message = Message(taking: reply)
+        try MessageWriter.append(values, to: reply)
+        return message
+    }
+
+    static func error(answering call: OpaquePointer, _ error: DBusError) -> Message? {
         let name = Validation.isValidErrorName(error.name) ? error.name : DBusError.failed("").name
         // NULs would cut the text in C; everything else in a Swift string is valid UTF-8.
         let text = String(decoding: error.message.utf8.filter { $0 != 0 }, as: UTF8.self)
-        return dbus_message_new_error(raw, name, text).map { Message(taking: $0) }
+        return dbus_message_new_error(call, name, text).map { Message(taking: $0) }
     }
 }

@@ -7,7 +7,9 @@ enum MessageWriter {
         dbus_message_iter_init_append(message, &iter)
         for value in values {
             try check(value)
-            guard value.type.signature.utf8.count <= 255 else { throw .invalidArgs("signature too long") }
+            if value.isContainer {
+                guard value.type.signature.utf8.count <= 255 else { throw .invalidArgs("signature too long") }
+            }
             try append(value, to: &iter)
         }
     }

@@ -1,64 +1,73 @@
+import CDBus
+
 /// An incoming method call, answerable now or later (exactly once).
 ///
 /// Dispatch has already compared the call's signature with the declaration,
 /// so handlers read arguments of the declared types; nothing is decoded
 /// until a handler asks for it.
 public final class MethodCall {
-    public let message: Message
-    private let send: (Message) -> Void
+    /// Our own reference to libdbus's message.
+    let raw: OpaquePointer
+    private let transport: MessageTransport
     public private(set) var isAnswered = false
 
-    init(message: Message, send: @escaping (Message) -> Void) {
-        self.message = message
-        self.send = send
+    init(raw: OpaquePointer, transport: MessageTransport) {
+        self.raw = dbus_message_ref(raw)
+        self.transport = transport
     }
 
+    deinit {
+        dbus_message_unref(raw)
+    }
+
+    public var message: Message { Message(retaining: raw) }
+
     /// The caller's unique bus name.
-    public private(set) lazy var sender: String = message.sender ?? ""
+    public private(set) lazy var sender: String = dbus_message_get_sender(raw).map { String(cString: $0) } ?? ""
 
     /// False for calls sent with NO_REPLY_EXPECTED: no answer goes out, not even an error.
-    public var expectsReply: Bool { message.expectsReply }
+    public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
 
     /// The string argument at `index`; nil when there is none of that type.
     public func string(at index: Int) -> String? {
-        MessageReader.withString(at: index, in: message.raw) { String(cString: $0) }
+        MessageReader.withString(at: index, in: raw) { String(cString: $0) }
     }
 
     /// The uint32 argument at `index`; nil when there is none of that type.
     public func uint32(at index: Int) -> UInt32? {
-        MessageReader.uint32(at: index, in: message.raw)
+        MessageReader.uint32(at: index, in: raw)
     }
 
     /// The string argument at `index` in the message's own buffer: valid while the call is handled.
     func cString(at index: Int) -> UnsafePointer<CChar>? {
-        MessageReader.withString(at: index, in: message.raw) { $0 }
+        MessageReader.withString(at: index, in: raw) { $0 }
     }
 
     /// The value inside the variant argument at `index`, decoded only when its type is `expected`.
     public func variant(at index: Int, expected: DBusType) throws(DBusError) -> DBusValue {
-        try MessageReader.variant(at: index, in: message.raw, expected: expected)
+        try MessageReader.variant(at: index, in: raw, expected: expected)
     }
 
     /// Every argument as typed values.
     public func arguments() throws(DBusError) -> [DBusValue] {
-        try message.arguments()
+        try MessageReader.read(raw)
     }
 
     public func reply(_ values: [DBusValue]) {
         guard !isAnswered else { return }
         isAnswered = true
-        guard message.expectsReply else { return }
+        guard expectsReply else { return }
         do {
-            send(try message.makeReply(values))
+            transport.send(try Message.reply(to: raw, values))
         } catch {
-            if let reply = message.makeError(error) { send(reply) }
+            if let reply = Message.error(answering: raw, error) { transport.send(reply) }
         }
     }
 
     public func fail(_ error: DBusError) {
         guard !isAnswered else { return }
         isAnswered = true
-        guard message.expectsReply, let reply = message.makeError(error) else { return }
-        send(reply)
+        guard expectsReply, let reply = Message.error(answering: raw, error) else { return }
+        transport.send(reply)
     }
 }

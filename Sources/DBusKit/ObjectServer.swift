@@ -35,8 +35,8 @@ public final class ObjectServer {
     public convenience init(connection: BusConnection) {
         self.init(transport: connection)
         connection.routePeerMessagesToObjects()
-        connection.onMethodCall = { [unowned self] message in
-            dispatch(message)
+        connection.onMethodCall = { [unowned self] raw in
+            dispatch(raw: raw)
             return true
         }
     }
@@ -86,16 +86,20 @@ public final class ObjectServer {
 
     /// Answers one incoming method call (now, or later through its handler).
     public func dispatch(_ message: Message) {
-        let call = MethodCall(message: message) { [unowned self] in transport.send($0) }
+        dispatch(raw: message.raw)
+    }
+
+    func dispatch(raw: OpaquePointer) {
+        let call = MethodCall(raw: raw, transport: transport)
         do throws(DBusError) {
-            let raw = message.raw
             // The message owns its descriptors and closes them when it is freed, right after this call.
             guard dbus_message_contains_unix_fds(raw) == 0 else {
                 throw .invalidArgs("No method of this service takes file descriptors")
             }
             let method = try resolve(raw)
             guard dbus_message_has_signature(raw, method.inputSignature) != 0 else {
-                throw .invalidArgs("Method '\(method.name)' takes signature '\(method.inputSignature)', not '\(message.signature)'")
+                let signature = dbus_message_get_signature(raw).map { String(cString: $0) } ?? ""
+                throw .invalidArgs("Method '\(method.name)' takes signature '\(method.inputSignature)', not '\(signature)'")
             }
             switch try method.handler(call) {
             case .reply(let values): call.reply(values)

@@ -30,8 +30,12 @@ enum StandardInterfaces {
             guard let interfaceName = call.cString(at: 0), let propertyName = call.cString(at: 1) else {
                 throw .invalidArgs("expected an interface name and a property name")
             }
-            for interface in try select(interfaces, interfaceName) {
-                if let property = interface.property(named: propertyName) { return property }
+            if interfaceName.pointee == 0 {
+                for interface in interfaces {
+                    if let property = interface.property(named: propertyName) { return property }
+                }
+            } else if let property = try named(interfaces, interfaceName).property(named: propertyName) {
+                return property
             }
             throw .unknownProperty("No such property '\(String(cString: propertyName))' on interface '\(String(cString: interfaceName))'")
         }
@@ -76,10 +80,13 @@ enum StandardInterfaces {
 
     /// The interfaces an interface-name argument selects: "" means all of them.
     private static func select(_ interfaces: [DBusInterface], _ name: UnsafePointer<CChar>) throws(DBusError) -> [DBusInterface] {
-        if name.pointee == 0 { return interfaces }
+        name.pointee == 0 ? interfaces : [try named(interfaces, name)]
+    }
+
+    private static func named(_ interfaces: [DBusInterface], _ name: UnsafePointer<CChar>) throws(DBusError) -> DBusInterface {
         guard let match = interfaces.first(where: { $0.name.equals(name) }) else {
             throw .unknownInterface("No such interface '\(String(cString: name))'")
         }
-        return [match]
+        return match
     }
 }
