@@ -13,10 +13,24 @@ cp -r "$shared" "$work"
 chmod -R u+w "$work"
 make -s -C "$work" >&2
 state=$(mktemp -d /tmp/netobserver-bench.XXXXXX)
-trap 'rm -rf -- "$state"' EXIT
 # The bench sets Host to names like bench-<pid>-<i>, which the daemon really resolves, and it
-# probes its Host: so it runs in a network namespace of its own with only loopback, where no
-# query or probe can leave. unshare and sh exec, so the measured PID is the daemon's.
-if [ "$(id -u)" = 0 ]; then isolate="unshare --net"; else isolate="unshare --net --map-root-user"; fi
-EXTRA_SERVICES="netobserverd=$isolate sh -c 'ip link set lo up && exec $daemon --state-dir $state --host 127.0.0.1'" \
+# probes its Host: so it runs in a network namespace with only loopback, where no query or probe
+# can leave. The namespace is made once, here, and entered with nsenter (which execs, so the
+# measured PID and start-up are the daemon's, not those of creating a namespace each run).
+netns=nob-bench-$$
+ip netns add "$netns"
+ip -n "$netns" link set lo up
+trap 'ip netns del "$netns" 2>/dev/null; rm -rf -- "$state"' EXIT
+EXTRA_SERVICES="netobserverd=nsenter --net=/run/netns/$netns $daemon --state-dir $state --host 127.0.0.1" \
     "$work/bench_all.sh" "${RUNS:-5}"
+
+# Idle memory of the daemon alone: RSS and private dirty pages, from smaps_rollup.
+eval "$("$work/bus.sh" start)"
+nsenter --net=/run/netns/$netns "$daemon" --address "$DBUS_SESSION_BUS_ADDRESS" --state-dir "$state" --host 127.0.0.1 2>/dev/null &
+pid=$!
+sleep 1
+memory=$(awk '/^Rss:/ {r=$2} /^Private_Dirty:/ {d=$2} END {printf "rss_kb=%d private_dirty_kb=%d", r, d}' /proc/$pid/smaps_rollup)
+kill $pid; wait $pid 2>/dev/null || true
+"$work/bus.sh" stop
+echo "idle netobserverd: $memory"
+python3 "$root/tools/bench_targets.py" "$memory" "$work"/results/raw-*.txt

@@ -32,6 +32,19 @@ enum MessageReader {
         return pointer.map(body)
     }
 
+    /// The first two arguments when both are strings, in libdbus's own buffer, in one pass.
+    static func twoStrings(in message: OpaquePointer) -> (UnsafePointer<CChar>, UnsafePointer<CChar>)? {
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iter) != 0, dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_STRING else { return nil }
+        var first: UnsafePointer<CChar>? = nil
+        dbus_message_iter_get_basic(&iter, &first)
+        guard dbus_message_iter_next(&iter) != 0, dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_STRING else { return nil }
+        var second: UnsafePointer<CChar>? = nil
+        dbus_message_iter_get_basic(&iter, &second)
+        guard let first, let second else { return nil }
+        return (first, second)
+    }
+
     static func uint32(at index: Int, in message: OpaquePointer) -> UInt32? {
         var iter = DBusMessageIter()
         guard seek(&iter, to: index, in: message), dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_UINT32 else { return nil }

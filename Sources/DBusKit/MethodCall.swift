@@ -43,6 +43,11 @@ public final class MethodCall {
         MessageReader.withString(at: index, in: raw) { $0 }
     }
 
+    /// The first two arguments, both strings, in the message's own buffer (valid while the call is handled).
+    func twoCStrings() -> (UnsafePointer<CChar>, UnsafePointer<CChar>)? {
+        MessageReader.twoStrings(in: raw)
+    }
+
     /// The value inside the variant argument at `index`, decoded only when its type is `expected`.
     public func variant(at index: Int, expected: DBusType) throws(DBusError) -> DBusValue {
         try MessageReader.variant(at: index, in: raw, expected: expected)

@@ -27,7 +27,7 @@ enum StandardInterfaces {
     /// was found to be the property's.
     static func propertiesInterface(_ interfaces: [DBusInterface]) -> DBusInterface {
         func lookUp(_ call: MethodCall) throws(DBusError) -> DBusProperty {
-            guard let interfaceName = call.cString(at: 0), let propertyName = call.cString(at: 1) else {
+            guard let (interfaceName, propertyName) = call.twoCStrings() else {
                 throw .invalidArgs("expected an interface name and a property name")
             }
             if interfaceName.pointee == 0 {

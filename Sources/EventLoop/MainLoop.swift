@@ -14,6 +14,7 @@ public final class MainLoop {
     private var registeredMask: [Int32: UInt32] = [:]
     private var timers = TimerHeap()
     private var endOfTurn: [() -> Void] = []
+    private var runningBatch: [() -> Void] = []
     private var exitStatus: Int32?
 
     /// How the loop waits: `epoll_pwait2` takes a nanosecond timeout; kernels
@@ -168,11 +169,12 @@ public final class MainLoop {
     }
 
     private func runEndOfTurn() {
-        // Work may queue more work; it runs in the same turn.
+        // Work may queue more work; it runs in the same turn. The two queues
+        // trade places, so no turn allocates a new one.
         while !endOfTurn.isEmpty {
-            let batch = endOfTurn
-            endOfTurn = []
-            for work in batch { work() }
+            swap(&endOfTurn, &runningBatch)
+            for work in runningBatch { work() }
+            runningBatch.removeAll(keepingCapacity: true)
         }
     }
 
