@@ -61,8 +61,7 @@ public final class ConnectivityMonitor {
         reachability?.onChange = { [unowned self] verdict in routeChanged(verdict) }
         model.probeNow = { [unowned self] in
             guard case .resolved = resolution, reachability?.verdict?.usable != false else { return false }
-            probe.probeNow()
-            return true
+            return probe.probeForCheck()
         }
         reachability?.families = families
     }

@@ -68,8 +68,9 @@ public final class MonitorObject {
             // Nothing to probe (no engine, no address, no route): the current verdict is the answer.
             return .reply([.string(model.state.status.rawValue)])
         }
-        // The verdict is in within one Timeout; the margin covers scheduling.
-        let deadline = (UInt64(model.settings.timeout) + 100) * 1_000_000
+        // The verdict is in within two Timeouts (a forced probe may wait one Timeout
+        // for the previous one); the margin covers scheduling.
+        let deadline = (2 * UInt64(model.settings.timeout) + 100) * 1_000_000
         try checks.add(call, timeoutNanoseconds: deadline) { [unowned self] call in
             call.reply([.string(model.state.status.rawValue)])
         }

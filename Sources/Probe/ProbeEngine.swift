@@ -66,6 +66,10 @@ public final class ProbeEngine {
     private var overdueTimer: LoopTimer?
     /// Smoothed round trip (RFC 6298 style, α = 1/8), nanoseconds; 0 until the first answer.
     private var smoothedRoundTrip: UInt64 = 0
+    /// When a Check last forced a probe (MonotonicClock); 0 never.
+    private var lastForcedProbe: UInt64 = 0
+    /// The probe Checks wait for when one was forced less than a Timeout ago.
+    private var deferredProbeTimer: LoopTimer?
     private var method: ProbeMethod?
 
     public private(set) var report = ProbeReport()
@@ -114,6 +118,33 @@ public final class ProbeEngine {
         sendProbe()
     }
 
+    /// A Check wants a fresh verdict. It shares a probe already in flight; else a
+    /// probe is forced now, or, when one was forced within the last Timeout, once
+    /// that Timeout has passed (every Check meanwhile shares it). So no number of
+    /// Checks sends more than one extra probe per Timeout, and each gets a verdict
+    /// from a probe sent after it arrived, within two Timeouts. Returns false when
+    /// there is nothing to probe; else the verdict comes through `onProbeFinished`.
+    public func probeForCheck() -> Bool {
+        guard target != nil else { return false }
+        if !tracker.outstanding.isEmpty || deferredProbeTimer != nil { return true }
+        let now = MonotonicClock.now()
+        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+        if lastForcedProbe == 0 || now &- lastForcedProbe >= timeout {
+            forceProbe(now)
+        } else {
+            deferredProbeTimer = loop.schedule(after: lastForcedProbe &+ timeout &- now) { [unowned self] in
+                deferredProbeTimer = nil
+                if tracker.outstanding.isEmpty { forceProbe(MonotonicClock.now()) }
+            }
+        }
+        return true
+    }
+
+    private func forceProbe(_ now: UInt64) {
+        lastForcedProbe = now
+        sendProbe()
+    }
+
     /// The route came back: the next probes go back to back until the host counts as answering.
     public func routeRegained() {
         verdict.recoveringBackToBack = verdict.answering != true
@@ -138,8 +169,9 @@ public final class ProbeEngine {
     }
 
     private func stopTimers() {
-        for timer in [nextProbeTimer, deadlineTimer, overdueTimer].compactMap({ $0 }) { loop.cancel(timer) }
+        for timer in [nextProbeTimer, deadlineTimer, overdueTimer, deferredProbeTimer].compactMap({ $0 }) { loop.cancel(timer) }
         nextProbeTimer = nil
+        deferredProbeTimer = nil
         deadlineTimer = nil
         overdueTimer = nil
         smoothedRoundTrip = 0

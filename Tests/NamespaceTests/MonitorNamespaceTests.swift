@@ -115,6 +115,46 @@ final class MonitorNamespaceTests: XCTestCase {
         XCTAssertGreaterThan(Int(try get("RoundTripTime")) ?? 0, 0)
     }
 
+    /// Sends batches of Checks from one connection (NO_REPLY when asked), waiting for the bus to
+    /// deliver each batch; returns the echo requests counted at the server after each batch.
+    private func checksAndProbes(_ batches: [Int], noReply: Bool) throws -> [Int] {
+        let script = """
+            import dbus, dbus.lowlevel, subprocess, sys, time
+            bus = dbus.bus.BusConnection(sys.argv[1])
+            def counted():
+                listing = subprocess.check_output(["ip", "netns", "exec", sys.argv[2], "iptables", "-L", "INPUT", "-v", "-n", "-x"], text=True)
+                return [int(l.split()[0]) for l in listing.splitlines() if "icmptype 8" in l][0]
+            for count in map(int, sys.argv[3:]):
+                for _ in range(count):
+                    m = dbus.lowlevel.MethodCallMessage("org.netobserver.Monitor", "/org/netobserver/Monitor", "org.netobserver.Monitor", "Check")
+                    m.set_no_reply(\(noReply ? "True" : "False"))
+                    bus.send_message(m)
+                ping = dbus.lowlevel.MethodCallMessage("org.netobserver.Monitor", "/org/netobserver/Monitor", "org.freedesktop.DBus.Peer", "Ping")
+                bus.send_message_with_reply_and_block(ping, 10)
+                time.sleep(0.3)
+                print(counted(), flush=True)
+            """
+        let out = try runCommand([Paths.python, "-c", script, bus.address, server.name] + batches.map(String.init))
+        XCTAssertEqual(out.status, 0, out.stderr)
+        return out.stdout.split(separator: "\n").compactMap { Int($0) }
+    }
+
+    func testNoReplyAndRefusedChecksForceNoProbe() throws {
+        try startDaemon(["--interval", "3600000", "--timeout", "2000"])
+        try waitForStatus("ethernet")
+        // The counting rule stays first, so it sees probes that a later rule drops.
+        _ = try server.exec("iptables -A INPUT -p icmp --icmp-type echo-request")
+        XCTAssertEqual(try checksAndProbes([500], noReply: true), [0], "500 NO_REPLY Checks sent no probe")
+        // The host goes silent, so Checks stay pending for a Timeout: after 64 of them, the rest are refused.
+        _ = try server.exec("iptables -A INPUT -p icmp --icmp-type echo-request -j DROP")
+        let counts = try checksAndProbes([64, 300], noReply: false)
+        XCTAssertEqual(counts.count, 2)
+        XCTAssertEqual(counts.last, counts.first, "300 Checks refused with LimitsExceeded sent no probe")
+        // One forced probe per Timeout, plus at most the engine's own early follow-up of it.
+        XCTAssertLessThanOrEqual(counts.first ?? 99, 2, "64 Checks share one forced probe")
+        print("probes sent for 64 pending Checks: \(counts.first ?? -1)")
+    }
+
     func testLinkDownThenUp() throws {
         try startDaemon()
         try waitForStatus("ethernet")
