@@ -182,14 +182,20 @@ final class Service {
         let monitor = MonitorObject(model: model, server: server)
         self.monitor = monitor
         connectivity.onVerdictReady = { monitor.verdictReady() }
-        monitor.onStatusChanged = { state, host in
-            let detail = state.status.isConnected ? "via \(state.interface), \(state.address)" : state.reason
-            Log.notice("status \(state.status.rawValue) for \(host): \(detail)")
+        // Logging and retargeting the engines wait until this turn's signals are out
+        // (the flush was queued first): clients hear of a change before the work it causes.
+        monitor.onStatusChanged = { [loop] state, host in
+            loop.atEndOfTurn {
+                let detail = state.status.isConnected ? "via \(state.interface), \(state.address)" : state.reason
+                Log.notice("status \(state.status.rawValue) for \(host): \(detail)")
+            }
         }
         monitor.persist = { [unowned self] key, call in persist(key, call) }
         model.onSettingChanged = { [unowned self] key in
-            Log.info("\(key.rawValue) set to \(model.settings.text(key))")
-            connectivity.settingChanged(key)
+            loop.atEndOfTurn { [unowned self] in
+                Log.info("\(key.rawValue) set to \(model.settings.text(key))")
+                connectivity.settingChanged(key)
+            }
         }
         connection.onSignal = { [unowned self] message in busSignal(message) }
         // Learn of clients leaving the bus, to drop their pending calls.
@@ -203,10 +209,13 @@ final class Service {
         persisted[key] = model.settings.text(key)
         guard let saver else { return .reply([]) }
         let path = saver.store.path
-        saver.save(persisted) { error in
-            guard let error else { return call.reply([]) }
-            Log.warning("cannot save settings in \(path): \(error)")
-            call.fail(.failed("\(key.rawValue) is in effect until the service stops, but could not be saved in \(path): \(error)"))
+        // After this turn's signals, like the rest of the work a Set causes.
+        loop.atEndOfTurn { [persisted] in
+            saver.save(persisted) { error in
+                guard let error else { return call.reply([]) }
+                Log.warning("cannot save settings in \(path): \(error)")
+                call.fail(.failed("\(key.rawValue) is in effect until the service stops, but could not be saved in \(path): \(error)"))
+            }
         }
         return .later
     }

@@ -22,9 +22,13 @@ public enum Log {
     public static func debug(_ message: String) { if verbose { write(.debug, message) } }
 
     private static func write(_ level: Level, _ message: String) {
-        let line = (prefixLevels ? "<\(level.rawValue)>" : "") + message.replacingNewlines() + "\n"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(message.utf8.count + 4)
+        if prefixLevels { bytes += "<\(level.rawValue)>".utf8 }
+        // A message is one line: newlines inside it become spaces (bytes, not Characters: no segmentation).
+        for byte in message.utf8 { bytes.append(byte == UInt8(ascii: "\n") ? UInt8(ascii: " ") : byte) }
+        bytes.append(UInt8(ascii: "\n"))
         // One write per line, so lines from concurrent writers never interleave.
-        var bytes = Array(line.utf8)
         _ = Glibc.write(2, &bytes, bytes.count)
     }
 
@@ -34,11 +38,5 @@ public enum Log {
         var info = stat()
         guard fstat(2, &info) == 0 else { return false }
         return value == "\(info.st_dev):\(info.st_ino)"
-    }
-}
-
-extension String {
-    fileprivate func replacingNewlines() -> String {
-        String(map { $0 == "\n" ? " " : $0 })
     }
 }

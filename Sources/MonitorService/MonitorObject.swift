@@ -63,16 +63,16 @@ public final class MonitorObject {
     private func check(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
         // Nobody would hear the verdict: nothing to keep, nothing to probe for.
         guard call.expectsReply else { return .reply([]) }
-        try checks.checkRoom(for: call.sender)
-        guard model.probeNow?() == true else {
-            // Nothing to probe (no engine, no address, no route): the current verdict is the answer.
-            return .reply([.string(model.state.status.rawValue)])
-        }
-        // The verdict is in within two Timeouts (a forced probe may wait one Timeout
-        // for the previous one); the margin covers scheduling.
+        // Pending before the probe goes out: a probe that fails at once delivers its verdict right away.
+        // The verdict is in within two Timeouts (a forced probe may wait one Timeout for the
+        // previous one); the margin covers scheduling.
         let deadline = (2 * UInt64(model.settings.timeout) + 100) * 1_000_000
         try checks.add(call, timeoutNanoseconds: deadline) { [unowned self] call in
             call.reply([.string(model.state.status.rawValue)])
+        }
+        if model.probeNow?() != true, checks.remove(call) {
+            // Nothing to probe (no engine, no address, no route): the current verdict is the answer.
+            return .reply([.string(model.state.status.rawValue)])
         }
         return .later
     }

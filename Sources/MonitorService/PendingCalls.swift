@@ -82,6 +82,14 @@ public final class PendingCalls {
         }
     }
 
+    /// Forgets `call` without answering it; false when it is not (or no longer) pending.
+    public func remove(_ call: MethodCall) -> Bool {
+        guard let entry = byClient[call.sender]?.first(where: { $0.call === call }) else { return false }
+        if let timer = entry.timer { loop.cancel(timer) }
+        remove(entry)
+        return true
+    }
+
     /// Drops the calls of a client that left the bus; returns how many there were.
     @discardableResult
     public func clientVanished(_ client: String) -> Int {

@@ -52,7 +52,7 @@ public struct ProbeVerdict: Equatable, Sendable {
             push(true)
             roundTripMicroseconds = rtt
             consecutiveFailures = 0
-            consecutiveAnswers += 1
+            consecutiveAnswers = consecutiveAnswers.saturatingSuccessor
             tooSlow = false
             // The first verdict for a target needs one answer; a recovery needs RecoveryThreshold.
             if answering == nil || (answering == false && consecutiveAnswers >= recoveryThreshold) {
@@ -62,7 +62,7 @@ public struct ProbeVerdict: Equatable, Sendable {
         case .lost, .timeExceeded:
             push(false)
             consecutiveAnswers = 0
-            consecutiveFailures += 1
+            consecutiveFailures = consecutiveFailures.saturatingSuccessor
             if answering != false && consecutiveFailures >= failureThreshold { answering = false }
             if answering == false {
                 if case .timeExceeded(let router) = outcome {
@@ -76,7 +76,7 @@ public struct ProbeVerdict: Equatable, Sendable {
         case .refused(let why):
             push(false)
             consecutiveAnswers = 0
-            consecutiveFailures += 1
+            consecutiveFailures = consecutiveFailures.saturatingSuccessor
             answering = false
             reason = why
         }
@@ -101,4 +101,9 @@ public struct ProbeVerdict: Equatable, Sendable {
         history.append(answered)
         if history.count > Self.window { history.removeFirst(history.count - Self.window) }
     }
+}
+
+private extension UInt32 {
+    /// One more, staying at the maximum instead of trapping (a host silent for years).
+    var saturatingSuccessor: UInt32 { self == .max ? self : self + 1 }
 }

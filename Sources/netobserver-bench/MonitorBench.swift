@@ -72,13 +72,6 @@ final class MonitorBench {
               + "3>\(directory)/address 4>\(directory)/bus.pid")
         busPID = readNumber("\(directory)/bus.pid")
         let address = readLine("\(directory)/address")
-        // sh writes its PID, then execs ip, which execs the daemon: the PID stays the daemon's.
-        shell("sh -c 'echo $$ > \(directory)/daemon.pid; exec ip netns exec \(topology.client) \(daemonPath) "
-              + "--address \"\(address)\" --state-dir \(directory)/state --host 198.18.2.2 --interval 200 --timeout 200 "
-              + "2>\(directory)/daemon.log' &")
-        for _ in 0..<100 where readNumber("\(directory)/daemon.pid") == 0 { usleep(10_000) }
-        daemonPID = readNumber("\(directory)/daemon.pid")
-
         let connection = try BusConnection(.address(address), loop: loop)
         connection.addMatch("type='signal',interface='org.netobserver.Monitor',member='StatusChanged'")
         connection.onSignal = { [unowned self] message in
@@ -88,6 +81,17 @@ final class MonitorBench {
             lastStatus = status
             if status == waitingFor { loop.quit(status: 0) }
         }
+        // Subscribed before the daemon starts: a round trip to the bus puts the match in force.
+        _ = try connection.callBlocking(try Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                               interface: "org.freedesktop.DBus", member: "GetId"),
+                                        timeoutMilliseconds: 5000)
+        // sh writes its PID, then execs ip, which execs the daemon: the PID stays the daemon's.
+        shell("sh -c 'echo $$ > \(directory)/daemon.pid; exec ip netns exec \(topology.client) \(daemonPath) "
+              + "--address \"\(address)\" --state-dir \(directory)/state --host 198.18.2.2 --interval 200 --timeout 200 "
+              + "2>\(directory)/daemon.log' &")
+        for _ in 0..<100 where readNumber("\(directory)/daemon.pid") == 0 { usleep(10_000) }
+        daemonPID = readNumber("\(directory)/daemon.pid")
+
         _ = waitForStatus("ethernet", timeout: 10)
 
         let control = try inNamespace(topology.client) { try NetlinkSocket(groups: 0) }

@@ -155,6 +155,19 @@ final class MonitorNamespaceTests: XCTestCase {
         print("probes sent for 64 pending Checks: \(counts.first ?? -1)")
     }
 
+    func testACheckWhoseProbeCannotBeSentAnswersAtOnce() throws {
+        try startDaemon(["--interval", "3600000", "--timeout", "10000"])
+        try waitForStatus("ethernet")
+        // The local firewall refuses our probes: sendmsg fails at once (EPERM).
+        _ = try client.exec("iptables -A OUTPUT -p icmp --icmp-type echo-request -j REJECT")
+        let started = Date()
+        let check = try client(["check"])
+        let took = Date().timeIntervalSince(started)
+        XCTAssertEqual(check.stdout, "none\n")
+        XCTAssertLessThan(took, 5, "answered when the send failed, not after the 10 s Timeout")
+        print("Check with a failed send answered after \(String(format: "%.3f", took)) s")
+    }
+
     func testLinkDownThenUp() throws {
         try startDaemon()
         try waitForStatus("ethernet")
