@@ -1,6 +1,7 @@
 import EventLoop
 import Glibc
 import NetCore
+import Synchronization
 
 /// Resolves host names on a worker thread and answers on the loop, so a slow
 /// resolver never stalls D-Bus or the probes.
@@ -23,6 +24,13 @@ public final class HostResolver {
     private var channel: LoopChannel<Answer>!
     private var pending: [UInt64: (Result<[IPAddress], Failure>) -> Void] = [:]
     private var nextID: UInt64 = 0
+    /// Lookups with this id or lower were cancelled: the worker skips those not yet started,
+    /// so a new Host never waits behind a queue of stale lookups (only the one under way).
+    private let cancelled = CancellationMark()
+
+    private final class CancellationMark: Sendable {
+        let through = Atomic<UInt64>(0)
+    }
 
     public init(loop: MainLoop, lookup: @escaping Lookup = HostResolver.systemLookup) throws(SystemError) {
         worker = try WorkerThread()
@@ -39,13 +47,23 @@ public final class HostResolver {
         let id = nextID
         pending[id] = completion
         let sender = channel.sender
+        // An address needs no lookup, so it never waits behind one (answered next turn, like any answer).
+        if let literal = IPAddress(host), family == AF_UNSPEC || literal.family == family {
+            sender.send(Answer(id: id, result: .success([literal])))
+            return
+        }
         let lookup = self.lookup
-        worker.async { sender.send(Answer(id: id, result: lookup(host, family))) }
+        let cancelled = self.cancelled
+        worker.async {
+            guard id > cancelled.through.load(ordering: .acquiring) else { return }
+            sender.send(Answer(id: id, result: lookup(host, family)))
+        }
     }
 
-    /// Forgets the answers still to come (a new Host).
+    /// Forgets the answers still to come (a new Host); lookups not yet started are skipped.
     public func cancelAll() {
         pending = [:]
+        cancelled.through.store(nextID, ordering: .releasing)
     }
 
     /// getaddrinfo(3), one address per distinct IP, in the resolver's order.
