@@ -39,6 +39,8 @@ public final class ReachabilityEngine {
     private var ready = false
     private var redumpNeeded = false
     private var lookupSequence: UInt32?
+    /// Lookups given up after an overrun (their answers may come late, or never): ignored if they come.
+    private var abandonedLookups: [UInt32] = []
     private var lookupTarget: IPAddress?
     private var previousInterface: Int32?
     private var evaluationScheduled = false
@@ -131,8 +133,16 @@ public final class ReachabilityEngine {
         }
     }
 
-    /// Events were lost: nothing in the tables can be trusted; dump again.
+    /// Events were lost: nothing in the tables can be trusted; dump again. The answer to
+    /// a route lookup may have been lost with them: forget it, and ask again once the
+    /// tables are whole.
     private func overrun() {
+        if let sequence = lookupSequence {
+            abandonedLookups.append(sequence)
+            if abandonedLookups.count > 8 { abandonedLookups.removeFirst() }
+            lookupSequence = nil
+        }
+        dirty = true
         if dumpSequence != nil {
             redumpNeeded = true
         } else {
@@ -158,6 +168,9 @@ public final class ReachabilityEngine {
             finishLookup(.route(route))
         case .error(let sequence, let code) where sequence == lookupSequence:
             if code != 0 { finishLookup(.failed(errno: code)) }
+        case .newRoute(_, let sequence) where sequence != 0 && abandonedLookups.contains(sequence),
+             .error(let sequence, _) where abandonedLookups.contains(sequence):
+            break
         default:
             if table.apply(message) { invalidate() }
         }
@@ -196,6 +209,11 @@ public final class ReachabilityEngine {
 
     private func finishLookup(_ lookup: RouteLookup) {
         lookupSequence = nil
+        // Mid-dump the tables are half filled: the dump's end evaluates again.
+        guard ready else {
+            dirty = true
+            return
+        }
         if let target = lookupTarget, target == self.target {
             let verdict = ReachabilityEvaluation.verdict(target: target, lookup: lookup, table: table,
                                                          previousInterface: previousInterface, classify: classifier.classify)

@@ -171,6 +171,39 @@ final class ReachabilityNamespaceTests: XCTestCase {
         XCTAssertLessThan(growth, 4096)
     }
 
+    func testOverrunsWhileLookingUpNeverFreezeTheVerdict() throws {
+        wait("initial") { $0.usable }
+        let batch = FileManager.default.temporaryDirectory.appendingPathComponent("flood-\(getpid()).batch").path
+        // Address and route churn: every event makes the engine ask the kernel for a route again.
+        try String(repeating: "addr add 198.18.0.9/24 dev nc0\naddr del 198.18.0.9/24 dev nc0\n", count: 3000)
+            .write(toFile: batch, atomically: true, encoding: .utf8)
+        defer { unlink(batch) }
+        for round in 1...3 {
+            // The loop runs while ip floods, so route lookups are out when the socket overruns; it also
+            // stalls now and then (as on a loaded machine), so events pile up past the socket buffer.
+            let stall = loop.schedule(after: 3_000_000, repeats: true) { usleep(20_000) }
+            let flood = Process()
+            flood.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            flood.arguments = ["-n", client.name, "-batch", batch]
+            try flood.run()
+            let poll = loop.schedule(after: 20_000_000, repeats: true) { [unowned self] in
+                if !flood.isRunning { loop.quit(status: 0) }
+            }
+            _ = loop.run()
+            loop.cancel(poll)
+            loop.cancel(stall)
+            wait("round \(round): usable after the flood") { $0.usable }
+            try client.ip("link set nc0 down")
+            let verdict = wait("round \(round): the link going down is noticed") { !$0.usable }
+            XCTAssertEqual(verdict?.reason, "interface nc0 is down")
+            try client.ip("link set nc0 up")
+            try client.ip("route replace default via 198.18.0.1")
+            wait("round \(round): back") { $0.usable }
+        }
+        print("flood while looking up: \(engine.statistics)")
+        XCTAssertGreaterThan(engine.statistics.overruns, 0, "the flood overran the socket at least once")
+    }
+
     private func residentKilobytes() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
