@@ -331,7 +331,7 @@ public final class ProbeEngine {
                 return
             }
             statistics.errors += 1
-            finish(outcome(failure, router: source))
+            finish(outcome(failure, router: source, quotesWholeProbe: token != nil))
         case .ignored:
             statistics.foreign += 1
         }
@@ -356,18 +356,24 @@ public final class ProbeEngine {
         switch error.origin {
         case CLinux_SO_EE_ORIGIN_ICMP, CLinux_SO_EE_ORIGIN_ICMP6:
             let timeExceeded = (socket.family == .v4 && error.type == 11) || (socket.family == .v6 && error.type == 3)
-            finish(outcome(timeExceeded ? .timeExceeded : .unreachable(code: error.code), router: offender))
+            finish(outcome(timeExceeded ? .timeExceeded : .unreachable(code: error.code), router: offender,
+                           quotesWholeProbe: echo.token != nil))
         default:
             let code = error.error == 0 ? EHOSTUNREACH : Int32(error.error)
             finish(.refused(reason: "cannot reach \(target): \(String(cString: strerror(code)))"))
         }
     }
 
-    private func outcome(_ failure: EchoPacket.Failure, router: IPAddress?) -> ProbeOutcome {
+    /// An Unreachable that quotes our whole probe (its token too) ends it at once. One that
+    /// quotes less proves nothing anyone who learnt the identifier and sequence could not
+    /// forge, so it counts as one failed probe, like silence.
+    private func outcome(_ failure: EchoPacket.Failure, router: IPAddress?, quotesWholeProbe: Bool) -> ProbeOutcome {
         let from = router.map { $0.description } ?? "a router"
         switch failure {
         case .timeExceeded:
             return .timeExceeded(from: from)
+        case .unreachable where !quotesWholeProbe:
+            return .unproven(from: from)
         case .unreachable(let code):
             let family = self.target.map(EchoPacket.Family.init) ?? .v4
             let target = self.target.map { $0.description } ?? "the host"

@@ -5,6 +5,9 @@ public enum ProbeOutcome: Equatable, Sendable {
     case lost
     /// ICMP Time Exceeded about our probe: counts as one failed probe.
     case timeExceeded(from: String)
+    /// An ICMP Destination Unreachable that quotes too little of our probe to prove it is about
+    /// it (no token): counts as one failed probe, never as a refusal.
+    case unproven(from: String)
     /// The network said no (ICMP Destination Unreachable, or the send failed): not answering at once.
     case refused(reason: String)
 }
@@ -22,6 +25,8 @@ public struct ProbeVerdict: Equatable, Sendable {
     public private(set) var reason = ""
     private var history: [Bool] = []
     private var tooSlow = false
+    /// Whether the last failure was silence (a lost probe) rather than an ICMP answer.
+    private var lastFailureWasSilence = false
     /// Set when a route came back: recovery probes then go back to back.
     public var recoveringBackToBack = false
     public static let window = 20
@@ -37,9 +42,11 @@ public struct ProbeVerdict: Equatable, Sendable {
     }
 
     /// True when the next probe should go out now rather than at the next tick:
-    /// a failure while still answering (suspicion), or recovery after a route came back.
+    /// silence while still answering (suspicion), or recovery after a route came back.
+    /// A failure the network answered (Time Exceeded, an unproven Unreachable) has no
+    /// silence to confirm: the next probe waits for its tick.
     public var wantsImmediateProbe: Bool {
-        if answering == true && consecutiveFailures > 0 { return true }
+        if answering == true && consecutiveFailures > 0 && lastFailureWasSilence { return true }
         return answering == false && recoveringBackToBack && consecutiveAnswers > 0
     }
 
@@ -59,14 +66,17 @@ public struct ProbeVerdict: Equatable, Sendable {
                 answering = true
                 recoveringBackToBack = false
             }
-        case .lost, .timeExceeded:
+        case .lost, .timeExceeded, .unproven:
             push(false)
             consecutiveAnswers = 0
             consecutiveFailures = consecutiveFailures.saturatingSuccessor
+            lastFailureWasSilence = outcome == .lost
             if answering != false && consecutiveFailures >= failureThreshold { answering = false }
             if answering == false {
                 if case .timeExceeded(let router) = outcome {
                     reason = "host not answering: time exceeded at \(router) (\(consecutiveFailures) probes lost)"
+                } else if case .unproven(let sender) = outcome {
+                    reason = "host not answering: \(consecutiveFailures) probes failed (ICMP errors from \(sender) that quote too little to be verified)"
                 } else if tooSlow {
                     reason = "host too slow: no reply within \(timeoutMilliseconds) ms (\(consecutiveFailures) probes)"
                 } else {

@@ -101,4 +101,23 @@ final class ProbeVerdictTests: XCTestCase {
         XCTAssertGreaterThan(low, high)
         XCTAssertLessThan(high, 2000 / 20)
     }
+
+    func testOnlySilenceIsReprobedAtOnceAndAnUnprovenErrorIsOneFailure() {
+        var v = ProbeVerdict(failureThreshold: 3, recoveryThreshold: 1)
+        v.record(.answered(roundTripMicroseconds: 100), timeoutMilliseconds: 1000)
+        v.record(.timeExceeded(from: "198.18.0.1"), timeoutMilliseconds: 1000)
+        XCTAssertFalse(v.wantsImmediateProbe, "the network answered: the next probe waits for its tick")
+        v.record(.lost, timeoutMilliseconds: 1000)
+        XCTAssertTrue(v.wantsImmediateProbe, "silence: confirm it at once")
+        XCTAssertEqual(v.answering, true)
+
+        var u = ProbeVerdict(failureThreshold: 3, recoveryThreshold: 1)
+        u.record(.answered(roundTripMicroseconds: 100), timeoutMilliseconds: 1000)
+        for failure in 1...2 {
+            XCTAssertFalse(u.record(.unproven(from: "198.18.2.2"), timeoutMilliseconds: 1000), "failure \(failure) is not an outage")
+            XCTAssertFalse(u.wantsImmediateProbe)
+        }
+        XCTAssertTrue(u.record(.unproven(from: "198.18.2.2"), timeoutMilliseconds: 1000))
+        XCTAssertEqual(u.reason, "host not answering: 3 probes failed (ICMP errors from 198.18.2.2 that quote too little to be verified)")
+    }
 }
