@@ -108,10 +108,6 @@ public final class Message: @unchecked Sendable {
         return Message(taking: raw)
     }
 
-    public func makeReply(_ values: [DBusValue] = []) throws(DBusError) -> Message {
-        try Self.reply(to: raw, values)
-    }
-
     public func makeError(_ error: DBusError) -> Message? {
         Self.error(answering: raw, error)
     }

@@ -20,8 +20,6 @@ public final class MethodCall {
         dbus_message_unref(raw)
     }
 
-    public var message: Message { Message(retaining: raw) }
-
     /// The caller's unique bus name.
     public private(set) lazy var sender: String = dbus_message_get_sender(raw).map { String(cString: $0) } ?? ""
 

@@ -13,10 +13,7 @@ final class StateStoreTests: XCTestCase {
     }
 
     override func tearDown() {
-        unlink(directory + "/nested/settings")
-        rmdir(directory + "/nested")
-        unlink(directory + "/settings")
-        rmdir(directory)
+        _ = try? FileManager.default.removeItem(atPath: directory)
     }
 
     func testSaveThenLoad() throws {
@@ -38,20 +35,6 @@ final class StateStoreTests: XCTestCase {
         let (values, problems) = store.load()
         XCTAssertEqual(values, [.host: "example.org", .interval: "250"])
         XCTAssertEqual(problems.count, 2)
-    }
-}
-
-final class StateStoreSafetyTests: XCTestCase {
-    private var directory = ""
-
-    override func setUpWithError() throws {
-        var template = Array("/tmp/netobserver-state-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw XCTSkip("mkdtemp failed") }
-        directory = String(cString: made)
-    }
-
-    override func tearDown() {
-        _ = try? FileManager.default.removeItem(atPath: directory)
     }
 
     func testSavingNeverFollowsAPlantedTemporaryLink() throws {

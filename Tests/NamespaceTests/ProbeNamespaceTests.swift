@@ -195,31 +195,33 @@ final class ProbeNamespaceTests: XCTestCase {
         XCTAssertEqual(probe.report.reason, "cannot send to 198.18.2.2: Network is unreachable")
     }
 
+    /// An engine that sees the server answer, after which every probe gets a Destination
+    /// Unreachable quoting `quote` of it ("short": only its ICMP header; "whole": all of it).
+    private func answeringThenUnreachable(quote: String) throws -> ProbeEngine {
+        _ = try server.exec("sysctl -qw net.ipv4.icmp_echo_ignore_all=0")
+        let probe = try engine(ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 1000, failureThreshold: 3))
+        try start(probe, server4)
+        run(until: "answering") { probe.report.answering == true }
+        _ = try server.exec("sysctl -qw net.ipv4.icmp_echo_ignore_all=1")
+        try helper(server, "unreachable_responder.py", [quote])
+        return probe
+    }
+
     func testAnUnreachableQuotingLessThanTheProbeCountsAsOneFailure() throws {
         for datagram in [false, true] {
             if datagram { try allowDatagramSockets() }
-            _ = try server.exec("sysctl -qw net.ipv4.icmp_echo_ignore_all=0")
-            let probe = try engine(ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 1000, failureThreshold: 3))
-            try start(probe, server4)
-            run(until: "answering") { probe.report.answering == true }
-            // From now on every probe gets an Unreachable quoting only its ICMP header: no token.
-            _ = try server.exec("sysctl -qw net.ipv4.icmp_echo_ignore_all=1")
-            try helper(server, "unreachable_responder.py", ["short"])
+            let probe = try answeringThenUnreachable(quote: "short")
             run(until: "the first short error") { probe.statistics.errors >= 1 }
             XCTAssertEqual(probe.report.answering, true, "one unproven Unreachable is one failed probe, not an outage")
             run(until: "the threshold", timeout: 5) { probe.report.answering == false }
             XCTAssertGreaterThanOrEqual(probe.statistics.errors, 3, "three failures, as FailureThreshold says")
-            XCTAssertTrue(probe.report.reason.hasPrefix("host not answering: 3 probes failed (ICMP errors from"), "not the forger's verdict: \(probe.report.reason)")
+            XCTAssertTrue(probe.report.reason.hasPrefix("host not answering: 3 probes failed (ICMP errors from"),
+                          "not the forger's verdict: \(probe.report.reason)")
             probe.target = nil
             stopHelpers()
 
             // The control: the same error quoting the whole probe, token included, counts at once.
-            _ = try server.exec("sysctl -qw net.ipv4.icmp_echo_ignore_all=0")
-            let proven = try engine(ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 1000, failureThreshold: 3))
-            try start(proven, server4)
-            run(until: "answering again") { proven.report.answering == true }
-            _ = try server.exec("sysctl -qw net.ipv4.icmp_echo_ignore_all=1")
-            try helper(server, "unreachable_responder.py", ["whole"])
+            let proven = try answeringThenUnreachable(quote: "whole")
             run(until: "refused at once") { proven.report.answering == false }
             XCTAssertEqual(proven.statistics.errors, 1, "the first whole-quote Unreachable decided")
             XCTAssertTrue(proven.report.reason.contains("unreachable (host unreachable)"), proven.report.reason)

@@ -10,3 +10,13 @@ def checksum(data):
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF
+
+
+def echo_requests(sock):
+    """Yields (source, ip_packet, ihl, icmp_message) for each IPv4 echo request the raw socket sees."""
+    while True:
+        packet, (source, _) = sock.recvfrom(2048)
+        ihl = (packet[0] & 0x0F) * 4
+        icmp = packet[ihl:]
+        if len(icmp) >= 8 and icmp[0] == 8:
+            yield source, packet, ihl, icmp

@@ -5,17 +5,12 @@ import struct
 import sys
 import threading
 
-from icmp import checksum
+from icmp import checksum, echo_requests
 
 delay = float(sys.argv[1])
 sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 print("ready", flush=True)
-while True:
-    packet, (source, _) = sock.recvfrom(2048)
-    ihl = (packet[0] & 0x0F) * 4
-    icmp = packet[ihl:]
-    if len(icmp) < 8 or icmp[0] != 8:
-        continue
+for source, _, _, icmp in echo_requests(sock):
     reply = b"\0\0\0\0" + icmp[4:]
     reply = reply[:2] + struct.pack("!H", checksum(reply)) + reply[4:]
     threading.Timer(delay, sock.sendto, (reply, (source, 0))).start()

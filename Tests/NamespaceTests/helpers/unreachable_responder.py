@@ -6,17 +6,12 @@ import socket
 import struct
 import sys
 
-from icmp import checksum
+from icmp import checksum, echo_requests
 
 whole = sys.argv[1] == "whole"
 sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 print("ready", flush=True)
-while True:
-    packet, (source, _) = sock.recvfrom(2048)
-    ihl = (packet[0] & 0x0F) * 4
-    icmp = packet[ihl:]
-    if len(icmp) < 8 or icmp[0] != 8:
-        continue
+for source, packet, ihl, _ in echo_requests(sock):
     quoted = packet if whole else packet[:ihl + 8]
     error = struct.pack("!BBHI", 3, 1, 0, 0) + quoted
     error = error[:2] + struct.pack("!H", checksum(error)) + error[4:]
