@@ -197,7 +197,7 @@ public final class ProbeEngine {
         guard let target else { return }
         let now = MonotonicClock.now()
         let token = UInt64.random(in: 0...UInt64.max)
-        let sequence = tracker.send(token: token, now: now, timeout: UInt64(settings.timeoutMilliseconds) * 1_000_000)
+        let sequence = tracker.send(token: token, now: now, timeout: UInt64(settings.timeoutMilliseconds) * 1_000_000, extra: early)
         statistics.sent += 1
         if !early { scheduleNextProbe() }
         armDeadline()
@@ -278,7 +278,13 @@ public final class ProbeEngine {
             for probe in tracker.expire(now: MonotonicClock.now()) {
                 tcpProbes[probe.sequence] = nil
                 statistics.lost += 1
-                finish(.lost)
+                if probe.isExtra {
+                    // Its silence is the silence of the probe it was sent beside: no second failure.
+                    onProbeFinished?()
+                    if verdict.wantsImmediateProbe && tracker.outstanding.isEmpty { sendProbe() }
+                } else {
+                    finish(.lost)
+                }
             }
             armDeadline()
         }

@@ -6,6 +6,8 @@ public struct ProbeTracker: Sendable {
         public let token: UInt64
         public let sentAt: UInt64
         public let deadline: UInt64
+        /// Sent early beside a probe that counts: its loss is not a failure of its own.
+        public let isExtra: Bool
     }
 
     public enum ReplyOutcome: Equatable, Sendable {
@@ -49,12 +51,12 @@ public struct ProbeTracker: Sendable {
     }
 
     /// Records a probe sent at `now`; returns its sequence number.
-    public mutating func send(token: UInt64, now: UInt64, timeout: UInt64) -> UInt16 {
+    public mutating func send(token: UInt64, now: UInt64, timeout: UInt64, extra: Bool = false) -> UInt16 {
         let sequence = nextSequence
         nextSequence &+= 1
         // A sequence 65,536 probes old may still be remembered; the new probe replaces it.
         forget(sequence)
-        outstanding[sequence] = Outstanding(sequence: sequence, token: token, sentAt: now, deadline: now &+ timeout)
+        outstanding[sequence] = Outstanding(sequence: sequence, token: token, sentAt: now, deadline: now &+ timeout, isExtra: extra)
         return sequence
     }
 

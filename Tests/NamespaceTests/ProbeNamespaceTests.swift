@@ -156,6 +156,21 @@ final class ProbeNamespaceTests: XCTestCase {
         }
     }
 
+    func testProbesInFlightTogetherAreOneFailure() throws {
+        // INTERFACE.md: never sooner than (FailureThreshold − 1) × min(Interval, Timeout) + Timeout after the
+        // first unanswered probe was sent; here 3 × 500 + 500 = 2,000 ms. That probe goes out after the DROP.
+        let probe = try engine(ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500, failureThreshold: 4))
+        try start(probe, server4)
+        run(until: "answering") { probe.report.answering == true }
+        spin(0.6)  // a round trip is known, so overdue probes get their early follow-up
+        _ = try router.exec("iptables -I FORWARD -p icmp -j DROP")
+        let took = run(until: "silence confirmed", timeout: 5) { probe.report.answering == false }
+        XCTAssertGreaterThanOrEqual(took, 2.0, "an early follow-up in flight beside a probe is not a second failure")
+        XCTAssertGreaterThan(probe.statistics.early, 0, "early follow-ups went out")
+        XCTAssertEqual(probe.report.reason, "host not answering: 4 probes lost")
+        print("threshold 4 at 500/500: silence confirmed after \(String(format: "%.3f", took)) s, \(probe.statistics)")
+    }
+
     func testRejectIsCountedAtOnceAndNamesTheRouter() throws {
         for datagram in [false, true] {
             if datagram { try allowDatagramSockets() }
