@@ -26,11 +26,6 @@ public final class MethodCall {
     /// False for calls sent with NO_REPLY_EXPECTED: no answer goes out, not even an error.
     public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
 
-    /// The string argument at `index`; nil when there is none of that type.
-    public func string(at index: Int) -> String? {
-        MessageReader.withString(at: index, in: raw) { String(cString: $0) }
-    }
-
     /// The uint32 argument at `index`; nil when there is none of that type.
     public func uint32(at index: Int) -> UInt32? {
         MessageReader.uint32(at: index, in: raw)

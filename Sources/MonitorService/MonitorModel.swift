@@ -15,8 +15,7 @@ public final class MonitorModel {
     /// Called after a setting was changed from outside (D-Bus Set).
     public var onSettingChanged: ((MonitorSettings.Key) -> Void)?
     /// Asks the engines for a fresh verdict; returns false when there is nothing to
-    /// probe (no address, no route) or the current verdict is fresh enough, so Check
-    /// answers at once. nil while no engine runs.
+    /// probe (no address, no route), so Check answers at once. nil while no engine runs.
     public var probeNow: (() -> Bool)?
 
     public static let noEngineReason = "no verdict: the reachability and probe engines are not running"

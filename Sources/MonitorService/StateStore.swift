@@ -18,16 +18,16 @@ public struct StateStore: Sendable {
 
     /// The stored values, and a line for each problem found (never fatal).
     public func load() -> (values: [MonitorSettings.Key: String], problems: [String]) {
-        let text: String
+        let contents: ArraySlice<UInt8>
         switch read() {
         case .success(nil): return ([:], [])
-        case .success(let contents?): text = contents
+        case .success(let bytes?): contents = bytes
         case .failure(let problem): return ([:], ["\(path): \(problem), ignoring it"])
         }
         var values: [MonitorSettings.Key: String] = [:]
         var problems: [String] = []
         // Split on bytes: Swift counts "\r\n" as one Character, which a split on "\n" would not see.
-        for (number, bytes) in Array(text.utf8).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+        for (number, bytes) in contents.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
             let line = Substring(decoding: bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes, as: UTF8.self)
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let equals = line.firstIndex(of: "="),
@@ -44,8 +44,8 @@ public struct StateStore: Sendable {
         let description: String
     }
 
-    /// The file's text; nil when there is none.
-    private func read() -> Result<String?, Refused> {
+    /// The file's bytes; nil when there is none.
+    private func read() -> Result<ArraySlice<UInt8>?, Refused> {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             switch errno {
@@ -76,7 +76,7 @@ public struct StateStore: Sendable {
         guard length <= Self.maximumSize else {
             return .failure(Refused(description: "is larger than \(Self.maximumSize / 1024) KiB"))
         }
-        return .success(String(decoding: buffer[..<length], as: UTF8.self))
+        return .success(buffer[..<length])
     }
 
     /// Writes `values`: a new, uniquely named temporary file beside the real one
