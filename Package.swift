@@ -31,15 +31,18 @@ let package = Package(
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
         .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "EventLoop", "NetCore", "Reachability", "Probe"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
+        // The engines' cores on a virtual clock against a simulated kernel, far host and resolver (tests and bench).
+        .target(name: "Simulation", dependencies: ["CLinux", "MonitorService", "Probe", "Reachability", "NetCore"]),
         // One fuzz input through the real dispatch of a complete Monitor object; the fuzzer and its replay test share it.
         .target(name: "DBusFuzzHarness", dependencies: ["DBusKit", "EventLoop", "MonitorService"]),
         // The command-line client for people and scripts.
         .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop"]),
         // `make bench` measurements that need root and network namespaces.
-        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit"]),
+        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation"]),
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
         .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "NetCore", "Reachability", "Probe", "DBusFuzzHarness"]),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.

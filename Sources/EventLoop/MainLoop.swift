@@ -9,13 +9,25 @@ import Glibc
 /// everything that was ready in the same turn, which is where coalesced
 /// notifications are flushed.
 public final class MainLoop {
+    /// One epoll registration: the sources watching a descriptor, under a token that is
+    /// never reused, so an event queued for a descriptor since closed (and its number
+    /// reused by a new socket) reaches nobody.
+    private struct Registration {
+        let token: UInt64
+        var sources: [IOSource]
+        var mask: UInt32?
+    }
+
     private let epollFD: Int32
-    private var sourcesByFD: [Int32: [IOSource]] = [:]
-    private var registeredMask: [Int32: UInt32] = [:]
+    private var registrations: [Int32: Registration] = [:]
+    private var descriptorByToken: [UInt64: Int32] = [:]
+    private var lastToken: UInt64 = 0
     private var timers = TimerHeap()
     private var endOfTurn: [() -> Void] = []
     private var runningBatch: [() -> Void] = []
     private var exitStatus: Int32?
+    /// The loop's time (nanoseconds, monotonic): timers are due by it. Tests pass a clock they advance.
+    public let clock: @Sendable () -> UInt64
 
     /// How the loop waits: `epoll_pwait2` takes a nanosecond timeout; kernels
     /// before 5.11 lack it (ENOSYS) and seccomp filters written before it may
@@ -31,10 +43,11 @@ public final class MainLoop {
     public var slowTurnNanoseconds: UInt64 = 50_000_000
 
     /// `waitCall` nil: decided once here, by trying `epoll_pwait2`.
-    public init(waitCall: WaitCall? = nil) throws(SystemError) {
+    public init(waitCall: WaitCall? = nil, clock: @escaping @Sendable () -> UInt64 = MonotonicClock.now) throws(SystemError) {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard fd >= 0 else { throw SystemError("epoll_create1") }
         epollFD = fd
+        self.clock = clock
         self.waitCall = waitCall ?? Self.probeWaitCall(epollFD: fd)
     }
 
@@ -52,14 +65,27 @@ public final class MainLoop {
         close(epollFD)
     }
 
+    /// The loop's clock now.
+    public func now() -> UInt64 { clock() }
+
     // MARK: Descriptors
 
     /// Watches `fd` for `interest`; the handler receives what is ready.
     @discardableResult
     public func watch(fd: Int32, interest: IOEvents, handler: @escaping (IOEvents) -> Void) throws(SystemError) -> IOSource {
         let source = IOSource(fd: fd, interest: interest, handler: handler)
-        sourcesByFD[fd, default: []].append(source)
-        try updateRegistration(fd)
+        if registrations[fd] == nil {
+            lastToken += 1
+            registrations[fd] = Registration(token: lastToken, sources: [], mask: nil)
+            descriptorByToken[lastToken] = fd
+        }
+        registrations[fd]?.sources.append(source)
+        do {
+            try updateRegistration(fd)
+        } catch {
+            remove(source)
+            throw error
+        }
         return source
     }
 
@@ -70,33 +96,39 @@ public final class MainLoop {
         try updateRegistration(source.fd)
     }
 
-    /// Stops watching; safe to call from the source's own handler.
+    /// Stops watching; safe to call from the source's own handler. Call it before closing the descriptor.
     public func remove(_ source: IOSource) {
         guard source.isActive else { return }
         source.isActive = false
-        sourcesByFD[source.fd]?.removeAll { $0 === source }
-        if sourcesByFD[source.fd]?.isEmpty == true { sourcesByFD[source.fd] = nil }
+        registrations[source.fd]?.sources.removeAll { $0 === source }
         try? updateRegistration(source.fd)
     }
 
     private func updateRegistration(_ fd: Int32) throws(SystemError) {
-        let mask = (sourcesByFD[fd] ?? []).reduce(UInt32(0)) { $0 | $1.interest.rawValue }
-        let old = registeredMask[fd]
+        guard let registration = registrations[fd] else { return }
         var event = epoll_event()
-        event.events = mask
-        event.data.fd = fd
-        if sourcesByFD[fd] == nil {
-            if old != nil {
-                registeredMask[fd] = nil
+        event.data.u64 = registration.token
+        if registration.sources.isEmpty {
+            registrations[fd] = nil
+            descriptorByToken[registration.token] = nil
+            if registration.mask != nil {
                 // The fd may already be closed by its owner; ENOENT/EBADF are fine then.
                 _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event)
             }
             return
         }
-        if old == mask { return }
-        let op = old == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
+        let mask = registration.sources.reduce(UInt32(0)) { $0 | $1.interest.rawValue }
+        if registration.mask == mask { return }
+        event.events = mask
+        let op = registration.mask == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
         guard epoll_ctl(epollFD, op, fd, &event) == 0 else { throw SystemError("epoll_ctl") }
-        registeredMask[fd] = mask
+        registrations[fd]?.mask = mask
+    }
+
+    /// The sources an event with `token` is for; none when that registration has ended.
+    private func sources(for token: UInt64) -> [IOSource]? {
+        guard let fd = descriptorByToken[token], let registration = registrations[fd], registration.token == token else { return nil }
+        return registration.sources
     }
 
     // MARK: Timers
@@ -104,8 +136,16 @@ public final class MainLoop {
     /// Calls `handler` after `nanoseconds`, and every `nanoseconds` after that when `repeats`.
     @discardableResult
     public func schedule(after nanoseconds: UInt64, repeats: Bool = false, handler: @escaping () -> Void) -> LoopTimer {
-        let timer = LoopTimer(deadline: MonotonicClock.now() &+ nanoseconds, interval: nanoseconds,
+        let timer = LoopTimer(deadline: clock() &+ nanoseconds, interval: nanoseconds,
                               repeats: repeats, handler: handler)
+        timers.insert(timer)
+        return timer
+    }
+
+    /// Calls `handler` once the loop's clock reaches `deadline`.
+    @discardableResult
+    public func schedule(at deadline: UInt64, handler: @escaping () -> Void) -> LoopTimer {
+        let timer = LoopTimer(deadline: deadline, interval: 0, repeats: false, handler: handler)
         timers.insert(timer)
         return timer
     }
@@ -121,12 +161,12 @@ public final class MainLoop {
     /// Nanoseconds until the next timer is due; nil when none is scheduled.
     private func nextWait() -> UInt64? {
         guard let first = timers.first else { return nil }
-        let now = MonotonicClock.now()
+        let now = clock()
         return first.deadline > now ? first.deadline - now : 0
     }
 
     private func fireDueTimers() {
-        let now = MonotonicClock.now()
+        let now = clock()
         // Most turns are for descriptors: no allocation unless a timer is due.
         guard let first = timers.first, first.deadline <= now else { return }
         // Take every due timer out first, so handlers that schedule new ones
@@ -178,6 +218,15 @@ public final class MainLoop {
         }
     }
 
+    /// Runs the end-of-turn work and every timer due by the clock, without waiting for
+    /// descriptors: how a test that advances its clock makes time pass.
+    public func runDueWork() {
+        repeat {
+            runEndOfTurn()
+            fireDueTimers()
+        } while !endOfTurn.isEmpty || (timers.first.map { $0.deadline <= clock() } ?? false)
+    }
+
     /// Makes `run()` return `status` at the end of the current turn.
     public func quit(status: Int32) {
         if exitStatus == nil { exitStatus = status }
@@ -207,8 +256,7 @@ public final class MainLoop {
             if onSlowTurn != nil { turnStarted = MonotonicClock.now() }
             for i in 0..<Int(n) {
                 let ready = IOEvents(rawValue: events[i].events)
-                let fd = events[i].data.fd
-                guard let sources = sourcesByFD[fd] else { continue }
+                guard let sources = sources(for: events[i].data.u64) else { continue }
                 for source in sources where source.isActive {
                     let relevant = ready.intersection(source.interest.union([.error, .hangup]))
                     if !relevant.isEmpty && !source.interest.isEmpty { source.handler(relevant) }

@@ -35,6 +35,10 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// AF_INET and AF_INET6, for code that keeps away from Glibc.
+    public static let familyIPv4 = AF_INET
+    public static let familyIPv6 = AF_INET6
+
     /// AF_INET or AF_INET6.
     public var family: Int32 {
         switch self {

@@ -94,7 +94,11 @@ public struct ProbeTracker: Sendable {
         return due
     }
 
-    public var nextDeadline: UInt64? { outstanding.values.map(\.deadline).min() }
+    public var nextDeadline: UInt64? {
+        var earliest: UInt64?
+        for probe in outstanding.values where probe.deadline < earliest ?? .max { earliest = probe.deadline }
+        return earliest
+    }
 
     /// Forgets everything (a new target).
     public mutating func reset() {

@@ -94,6 +94,11 @@ public struct ProbeVerdict: Equatable, Sendable {
         return answering != before
     }
 
+    /// A probe lost after a probe sent later was answered: it counts in PacketLoss only.
+    public mutating func recordOldLoss() {
+        push(false)
+    }
+
     /// A reply came for a probe already counted lost: the host is slow, not silent.
     public mutating func noteLateReply(timeoutMilliseconds: UInt32) {
         tooSlow = true

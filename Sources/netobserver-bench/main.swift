@@ -2,6 +2,11 @@
 // (`make bench` runs it). Traffic stays inside namespaces it creates and removes.
 import Glibc
 
+// `netobserver-bench simulate N`: the cores in virtual time; needs neither root nor a network.
+if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "simulate" {
+    exit(SimulationBench(scenarios: Int(CommandLine.arguments[2]) ?? 1000).run() ? 0 : 1)
+}
+
 guard geteuid() == 0 else {
     print("netobserver-bench: needs root (network namespaces); skipped")
     exit(0)

@@ -1,0 +1,173 @@
+import NetCore
+import Probe
+import Reachability
+
+/// The monitor's combination of name resolution, the route and the probes, without
+/// I/O: settings, resolver answers, route verdicts, probe reports and the clock in;
+/// "resolve", "point the engines at this address", "the route came back" and "the
+/// state changed" out. `state(previous:)` applies StatusRules to what it knows.
+public struct MonitorCore {
+    public enum Output: Equatable, Sendable {
+        /// Look `host` up off the loop; answer with `resolved(generation:…)`.
+        case resolve(host: String, family: AddressFamily, generation: UInt64)
+        /// Lookups for an earlier Host will be ignored: drop them.
+        case cancelResolutions
+        /// Point both engines at this address (nil: none), with these default-route families.
+        case retarget(IPAddress?, families: [Int32])
+        /// A route gained or changed: probe at once, so recovery takes one round trip.
+        case routeRegained
+        /// Something StatusRules reads changed: publish `state(previous:)`.
+        case stateChanged
+    }
+
+    /// How often a resolved name is looked up again.
+    public static let refreshNanoseconds: UInt64 = 300 * 1_000_000_000
+
+    public private(set) var host: String
+    public private(set) var family: AddressFamily
+    public private(set) var resolution: Resolution = .pending
+    /// The reachability engine's verdict for the current target; nil until the kernel answered.
+    public private(set) var route: ReachabilityVerdict?
+    public private(set) var probe = ProbeReport()
+    /// Why there is no reachability engine (it could not start); nil when there is one.
+    public let routeProblem: String?
+    public private(set) var generation: UInt64 = 0
+    private var target: IPAddress?
+    private var addresses: [IPAddress] = []
+    private var failedResolutions = 0
+    private var resolveAt: UInt64?
+    private var outputs: [Output] = []
+
+    public init(host: String, family: AddressFamily, routeProblem: String? = nil) {
+        self.host = host
+        self.family = family
+        self.routeProblem = routeProblem
+    }
+
+    public mutating func takeOutputs() -> [Output] {
+        guard !outputs.isEmpty else { return [] }
+        defer { outputs = [] }
+        return outputs
+    }
+
+    public var nextWakeup: UInt64? { resolveAt }
+
+    /// The default-route families AddressFamily allows.
+    public var families: [Int32] {
+        switch family {
+        case .any: [IPAddress.familyIPv4, IPAddress.familyIPv6]
+        case .ipv4: [IPAddress.familyIPv4]
+        case .ipv6: [IPAddress.familyIPv6]
+        }
+    }
+
+    /// Whether a Check has something to probe: a resolved address and no known-bad route.
+    public var canProbe: Bool {
+        guard case .resolved = resolution else { return false }
+        return route?.usable != false
+    }
+
+    /// Status, Interface, Address, Reason, RoundTripTime and PacketLoss from what is known.
+    public func state(previous: MonitorState) -> MonitorState {
+        let route = routeProblem.map { ReachabilityVerdict(usable: false, reason: $0) } ?? self.route
+        return StatusRules.state(host: host, resolution: resolution, route: route, probe: probe, previous: previous)
+    }
+
+    // MARK: Events
+
+    /// Starts resolving the Host (once the model is exported).
+    public mutating func start(now: UInt64) {
+        resolve()
+        outputs.append(.stateChanged)
+    }
+
+    /// Host or AddressFamily changed: everything about the old target is forgotten.
+    public mutating func targetChanged(host: String, family: AddressFamily, now: UInt64) {
+        self.host = host
+        self.family = family
+        generation &+= 1
+        outputs.append(.cancelResolutions)
+        addresses = []
+        resolution = .pending
+        failedResolutions = 0
+        retarget(nil)
+        resolve()
+        outputs.append(.stateChanged)
+    }
+
+    /// The resolver answered lookup `generation`. `routedFamilies`: the families with a
+    /// default route now (nil when no engine knows).
+    public mutating func resolved(generation: UInt64, _ result: Result<[IPAddress], HostResolver.Failure>,
+                                  routedFamilies: Set<Int32>?, now: UInt64) {
+        guard generation == self.generation else { return }
+        switch result {
+        case .success(let found):
+            failedResolutions = 0
+            addresses = found
+            chooseAddress(routedFamilies: routedFamilies)
+            resolveAt = now &+ Self.refreshNanoseconds
+        case .failure(let failure):
+            failedResolutions += 1
+            // Keep probing a known address through a passing resolver failure.
+            if case .resolved = resolution {} else {
+                resolution = .failed(failure.message)
+                retarget(nil)
+            }
+            let backoff = UInt64(min(60, 5 << min(failedResolutions - 1, 4)))
+            resolveAt = now &+ backoff * 1_000_000_000
+            outputs.append(.stateChanged)
+        }
+    }
+
+    /// The reachability engine's verdict changed.
+    public mutating func routeChanged(_ verdict: ReachabilityVerdict, routedFamilies: Set<Int32>?) {
+        let previous = route
+        route = verdict
+        if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: routedFamilies) }
+        if verdict.usable, case .resolved = resolution, previous?.usable != true || previous?.interface != verdict.interface {
+            outputs.append(.routeRegained)
+        }
+        outputs.append(.stateChanged)
+    }
+
+    /// The probe engine's report changed.
+    public mutating func probeReportChanged(from old: ProbeReport, to new: ProbeReport) {
+        probe = new
+        // A host that stops answering may have moved: look its name up again.
+        if old.answering == true && new.answering == false { resolve() }
+        outputs.append(.stateChanged)
+    }
+
+    public mutating func handleTimeout(now: UInt64) {
+        guard let at = resolveAt, at <= now else { return }
+        resolve()
+    }
+
+    // MARK: Internals
+
+    private mutating func resolve() {
+        resolveAt = nil
+        outputs.append(.resolve(host: host, family: family, generation: generation))
+    }
+
+    /// `any`: the first address, in resolver order, whose family has a default route.
+    private mutating func chooseAddress(routedFamilies: Set<Int32>?) {
+        guard var chosen = addresses.first else { return }
+        if family == .any, let routedFamilies {
+            chosen = addresses.first { routedFamilies.contains($0.family) } ?? chosen
+        }
+        if case .resolved(let current) = resolution, current == chosen { return }
+        resolution = .resolved(chosen)
+        retarget(chosen)
+        outputs.append(.stateChanged)
+    }
+
+    private mutating func retarget(_ address: IPAddress?) {
+        // The engines drop their verdicts when their target changes.
+        if address != target {
+            target = address
+            route = nil
+        }
+        outputs.append(.retarget(address, families: families))
+    }
+}

@@ -1,0 +1,328 @@
+/// The probe schedule and verdict, without I/O (in the manner of quinn-proto).
+///
+/// Events come in as method calls, each with `now` (nanoseconds on a monotonic
+/// clock): a reply, an ICMP error, a refusal, a failed send, a Check, a route
+/// regained, a setting, a new target, or `handleTimeout` once `nextWakeup` has
+/// come. What the driver must do comes out of `takeOutputs()`: send a probe,
+/// tell that a verdict is in, publish a new report. The driver owns the socket
+/// and the one timer; the simulation drives the same core on a virtual clock.
+public struct ProbeCore: Sendable {
+    public enum Output: Equatable, Sendable {
+        /// Send echo request `sequence` carrying `token`, now; `forCheck` when a Check forced it.
+        case send(sequence: UInt16, token: UInt64, forCheck: Bool)
+        /// A probe ended (answered, lost or refused): a verdict is in; pending Checks answer now.
+        case probeFinished
+        /// The report changed.
+        case report(old: ProbeReport, new: ProbeReport)
+    }
+
+    public private(set) var settings: ProbeSettings
+    public private(set) var target: ProbeTarget?
+    public private(set) var report = ProbeReport()
+    public private(set) var statistics = ProbeStatistics()
+    public private(set) var verdict: ProbeVerdict
+    private var tracker: ProbeTracker
+    private var random: SeededRandom
+    private var method: ProbeMethod?
+    /// Smoothed round trip (RFC 6298 style, α = 1/8), nanoseconds; 0 until the first answer.
+    private var smoothedRoundTrip: UInt64 = 0
+    private var nextProbeAt: UInt64?
+    /// When to send a follow-up if probe `sequence` is still unanswered.
+    private var overdue: (at: UInt64, sequence: UInt16)?
+    /// When the probe Checks wait for goes out (one was forced less than a Timeout before).
+    private var deferredProbeAt: UInt64?
+    private var lastForcedProbe: UInt64?
+    /// When the newest probe that got an answer was sent: an older probe lost after that is old news.
+    private var newestAnsweredSentAt: UInt64?
+    private var outputs: [Output] = []
+
+    public init(settings: ProbeSettings = ProbeSettings(), seed: UInt64) {
+        self.settings = settings
+        random = SeededRandom(seed: seed)
+        tracker = ProbeTracker(firstSequence: UInt16(truncatingIfNeeded: random.next()))
+        verdict = ProbeVerdict(failureThreshold: settings.failureThreshold, recoveryThreshold: settings.recoveryThreshold)
+    }
+
+    /// What to do, in order, since the last call.
+    public mutating func takeOutputs() -> [Output] {
+        guard !outputs.isEmpty else { return [] }
+        defer { outputs = [] }
+        return outputs
+    }
+
+    /// When `handleTimeout` is due next; nil when nothing is scheduled.
+    public var nextWakeup: UInt64? {
+        var earliest = nextProbeAt
+        for time in [tracker.nextDeadline, overdue?.at, deferredProbeAt] {
+            if let time, time < earliest ?? .max { earliest = time }
+        }
+        return earliest
+    }
+
+    /// Whether probe `sequence` is still waiting for its answer.
+    public func isOutstanding(_ sequence: UInt16) -> Bool { tracker.outstanding[sequence] != nil }
+    public var outstandingCount: Int { tracker.outstanding.count }
+
+    // MARK: Events from the application
+
+    /// A new target (or none): starts over with no verdict and probes at once.
+    /// `method` is how the driver will send to it.
+    public mutating func start(target: ProbeTarget?, method: ProbeMethod?, now: UInt64) {
+        nextProbeAt = nil
+        overdue = nil
+        deferredProbeAt = nil
+        smoothedRoundTrip = 0
+        newestAnsweredSentAt = nil
+        tracker.reset()
+        verdict.reset()
+        report = ProbeReport()
+        self.target = target
+        self.method = method
+        publish()
+        if target != nil { sendProbe(now: now) }
+    }
+
+    public mutating func updateSettings(_ new: ProbeSettings, now: UInt64) {
+        let old = settings
+        settings = new
+        verdict.failureThreshold = new.failureThreshold
+        verdict.recoveryThreshold = new.recoveryThreshold
+        // A new Interval applies from the next probe on.
+        if new.intervalMilliseconds != old.intervalMilliseconds, target != nil {
+            nextProbeAt = now &+ new.intervalNanoseconds
+        }
+    }
+
+    /// Probes now, outside the schedule; the schedule continues from here. Sent while
+    /// another probe is in flight, it is in flight with it: its loss is no failure of its own.
+    public mutating func probeNow(now: UInt64) {
+        guard target != nil else { return }
+        sendProbe(now: now, extra: !tracker.outstanding.isEmpty)
+    }
+
+    /// A Check wants a fresh verdict. It shares a probe already in flight; else a
+    /// probe is forced now, or, when one was forced within the last Timeout, once
+    /// that Timeout has passed (every Check meanwhile shares it). So no number of
+    /// Checks sends more than one extra probe per Timeout, and each gets a verdict
+    /// from a probe sent after it arrived, within two Timeouts. Returns false when
+    /// there is nothing to probe; else `.probeFinished` follows.
+    public mutating func check(now: UInt64) -> Bool {
+        guard target != nil else { return false }
+        if !tracker.outstanding.isEmpty || deferredProbeAt != nil { return true }
+        let timeout = settings.timeoutNanoseconds
+        if let last = lastForcedProbe, now &- last < timeout {
+            deferredProbeAt = last &+ timeout
+        } else {
+            forceProbe(now: now)
+        }
+        return true
+    }
+
+    /// The route came back: the next probes go back to back until the host counts as answering.
+    public mutating func routeRegained(now: UInt64) {
+        verdict.recoveringBackToBack = verdict.answering != true
+        probeNow(now: now)
+    }
+
+    // MARK: Events from the network
+
+    /// An echo reply with this sequence and token arrived (or a TCP probe connected).
+    @discardableResult
+    public mutating func receiveReply(sequence: UInt16, token: UInt64, now: UInt64) -> ProbeTracker.ReplyOutcome {
+        let outcome = tracker.reply(sequence: sequence, token: token, now: now)
+        switch outcome {
+        case .answered(_, let rtt):
+            statistics.answered += 1
+            newestAnsweredSentAt = max(newestAnsweredSentAt ?? 0, now &- rtt)
+            smoothedRoundTrip = smoothedRoundTrip == 0 ? rtt : (7 * smoothedRoundTrip + rtt) / 8
+            finish(.answered(roundTripMicroseconds: rtt / 1000), now: now)
+        case .late:
+            statistics.late += 1
+            verdict.noteLateReply(timeoutMilliseconds: settings.timeoutMilliseconds)
+            publish()
+        case .duplicate:
+            statistics.duplicates += 1
+        case .foreign:
+            statistics.foreign += 1
+        }
+        return outcome
+    }
+
+    /// An ICMP error quoting our probe `sequence` (and its token when the quote was long
+    /// enough), sent by `router`. An Unreachable that quotes the whole probe ends it at
+    /// once; one that quotes less proves nothing anyone who learnt the identifier and
+    /// sequence could not forge, so it counts as one failed probe, like silence.
+    /// Returns whether the error was about a probe in flight (else it is counted foreign).
+    @discardableResult
+    public mutating func receiveError(sequence: UInt16, token: UInt64?, _ failure: EchoPacket.Failure,
+                                      from router: String?, now: UInt64) -> Bool {
+        guard let target, tracker.error(sequence: sequence, token: token) else {
+            statistics.foreign += 1
+            return false
+        }
+        statistics.errors += 1
+        let from = router ?? "a router"
+        switch failure {
+        case .timeExceeded:
+            finish(.timeExceeded(from: from), now: now)
+        case .unreachable where token == nil:
+            finish(.unproven(from: from), now: now)
+        case .unreachable(let code):
+            let text = Self.unreachableText(code, family: target.family)
+            finish(.refused(reason: "\(target.name) unreachable (\(text)), said \(from)"), now: now)
+        }
+        return true
+    }
+
+    /// The system refused probe `sequence` (a local error from the socket's error queue, a
+    /// TCP connection refused by the network): not answering at once.
+    public mutating func refuse(sequence: UInt16, token: UInt64?, reason: String, now: UInt64) {
+        guard tracker.error(sequence: sequence, token: token) else {
+            statistics.foreign += 1
+            return
+        }
+        statistics.errors += 1
+        finish(.refused(reason: reason), now: now)
+    }
+
+    /// Sending probe `sequence` failed. A transient failure (no buffer space) is a lost
+    /// probe; anything else (no route, not permitted) a refusal. Returns whether it was in flight.
+    @discardableResult
+    public mutating func sendFailed(sequence: UInt16, transient: Bool, reason: String, now: UInt64) -> Bool {
+        guard tracker.error(sequence: sequence, token: nil) else { return false }
+        statistics.errors += 1
+        finish(transient ? .lost : .refused(reason: reason), now: now)
+        return true
+    }
+
+    /// Something arrived that the driver could already tell is not ours.
+    public mutating func countForeign() {
+        statistics.foreign += 1
+    }
+
+    // MARK: Time
+
+    /// Runs everything due at `now`, earliest first.
+    public mutating func handleTimeout(now: UInt64) {
+        while true {
+            let deadline = tracker.nextDeadline.flatMap { $0 <= now ? $0 : nil }
+            let candidates: [(UInt64, Int)] = [
+                deadline.map { ($0, 0) },
+                overdue.flatMap { $0.at <= now ? ($0.at, 1) : nil },
+                deferredProbeAt.flatMap { $0 <= now ? ($0, 2) : nil },
+                nextProbeAt.flatMap { $0 <= now ? ($0, 3) : nil },
+            ].compactMap { $0 }
+            // Equal times: deadlines first, so a probe counts as lost before the next one goes out.
+            guard let due = candidates.min(by: { ($0.0, $0.1) < ($1.0, $1.1) }) else { return }
+            switch due.1 {
+            case 0: expire(now: due.0, clock: now)
+            case 1: followUpIfOverdue(now: now)
+            case 2: deferredProbeDue(now: now)
+            default:
+                nextProbeAt = nil
+                sendProbe(now: now)
+            }
+        }
+    }
+
+    // MARK: Internals
+
+    private mutating func forceProbe(now: UInt64) {
+        lastForcedProbe = now
+        statistics.forced += 1
+        sendProbe(now: now, forCheck: true)
+    }
+
+    private mutating func deferredProbeDue(now: UInt64) {
+        deferredProbeAt = nil
+        if tracker.outstanding.isEmpty { forceProbe(now: now) }
+    }
+
+    /// `early`: a follow-up beside an overdue probe, off the schedule. `extra`: its loss adds no failure.
+    private mutating func sendProbe(now: UInt64, early: Bool = false, extra: Bool = false, forCheck: Bool = false) {
+        guard target != nil else { return }
+        let token = random.next()
+        let sequence = tracker.send(token: token, now: now, timeout: settings.timeoutNanoseconds, extra: extra)
+        statistics.sent += 1
+        if !early {
+            nextProbeAt = now &+ settings.intervalNanoseconds
+            watchForOverdue(sequence, now: now)
+        }
+        outputs.append(.send(sequence: sequence, token: token, forCheck: forCheck))
+    }
+
+    /// While the host answers, a probe with no reply after several round trips is
+    /// probably lost: one follow-up goes out then, so that if the host is gone the
+    /// suspicion re-probe is already under way. Both probes still get their full
+    /// Timeout, and the follow-up's loss is no failure of its own.
+    private mutating func watchForOverdue(_ sequence: UInt16, now: UInt64) {
+        overdue = nil
+        guard verdict.answering == true, smoothedRoundTrip > 0 else { return }
+        let after = min(max(4 * smoothedRoundTrip, 10_000_000), settings.timeoutNanoseconds / 2)
+        overdue = (now &+ after, sequence)
+    }
+
+    private mutating func followUpIfOverdue(now: UInt64) {
+        guard let (_, sequence) = overdue else { return }
+        overdue = nil
+        guard tracker.outstanding[sequence] != nil, verdict.answering == true,
+              tracker.outstanding.keys.allSatisfy({ SequenceNumber.distance(from: sequence, to: $0) <= 0 }) else { return }
+        statistics.early += 1
+        sendProbe(now: now, early: true, extra: true)
+    }
+
+    private mutating func expire(now deadline: UInt64, clock now: UInt64) {
+        for probe in tracker.expire(now: deadline) {
+            statistics.lost += 1
+            if probe.isExtra {
+                // Its silence is the silence of the probe it was sent beside: no second failure.
+                outputs.append(.probeFinished)
+                if verdict.wantsImmediateProbe && tracker.outstanding.isEmpty { sendProbe(now: now) }
+            } else if let answered = newestAnsweredSentAt, probe.sentAt < answered {
+                // A probe sent after it was answered already: its loss shows in PacketLoss, but the
+                // host answering since says more about now than this silence.
+                verdict.recordOldLoss()
+                publish()
+                outputs.append(.probeFinished)
+            } else {
+                finish(.lost, now: now)
+            }
+        }
+    }
+
+    private mutating func finish(_ outcome: ProbeOutcome, now: UInt64) {
+        verdict.record(outcome, timeoutMilliseconds: settings.timeoutMilliseconds)
+        publish()
+        outputs.append(.probeFinished)
+        // A probe already in flight (an early follow-up) serves as the next one.
+        if verdict.wantsImmediateProbe && tracker.outstanding.isEmpty { sendProbe(now: now) }
+    }
+
+    private mutating func publish() {
+        var new = report
+        new.answering = verdict.answering
+        new.roundTripMicroseconds = verdict.roundTripMicroseconds
+        new.packetLoss = verdict.packetLoss
+        new.reason = verdict.reason
+        new.method = method
+        guard new != report else { return }
+        outputs.append(.report(old: report, new: new))
+        report = new
+    }
+
+    static func unreachableText(_ code: UInt8, family: EchoPacket.Family) -> String {
+        switch (family, code) {
+        case (.v4, 0): "network unreachable"
+        case (.v4, 1): "host unreachable"
+        case (.v4, 2): "protocol unreachable"
+        case (.v4, 3): "port unreachable"
+        case (.v4, 9), (.v4, 10), (.v4, 13): "administratively prohibited"
+        case (.v6, 0): "no route"
+        case (.v6, 1): "administratively prohibited"
+        case (.v6, 3): "address unreachable"
+        case (.v6, 4): "port unreachable"
+        case (.v6, 5), (.v6, 6): "rejected by policy"
+        default: "code \(code)"
+        }
+    }
+}

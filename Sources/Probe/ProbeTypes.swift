@@ -1,0 +1,76 @@
+/// The probe settings of INTERFACE.md.
+public struct ProbeSettings: Equatable, Sendable {
+    public var intervalMilliseconds: UInt32
+    public var timeoutMilliseconds: UInt32
+    public var failureThreshold: UInt32
+    public var recoveryThreshold: UInt32
+
+    public init(intervalMilliseconds: UInt32 = 1000, timeoutMilliseconds: UInt32 = 1000,
+                failureThreshold: UInt32 = 2, recoveryThreshold: UInt32 = 1) {
+        self.intervalMilliseconds = intervalMilliseconds
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.failureThreshold = failureThreshold
+        self.recoveryThreshold = recoveryThreshold
+    }
+
+    var intervalNanoseconds: UInt64 { max(UInt64(intervalMilliseconds), 1) * 1_000_000 }
+    var timeoutNanoseconds: UInt64 { max(UInt64(timeoutMilliseconds), 1) * 1_000_000 }
+}
+
+/// What the engine says about the host.
+public struct ProbeReport: Equatable, Sendable {
+    /// nil until the first verdict for the current target.
+    public var answering: Bool?
+    public var roundTripMicroseconds: UInt64 = 0
+    public var packetLoss: Double = 0
+    public var reason = ""
+    public var method: ProbeMethod?
+
+    public init(answering: Bool? = nil) {
+        self.answering = answering
+    }
+}
+
+/// What the probe core counts, for tests, the bench and diagnostics.
+public struct ProbeStatistics: Equatable, Sendable {
+    public var sent = 0
+    public var answered = 0
+    public var lost = 0
+    public var late = 0
+    public var duplicates = 0
+    public var foreign = 0
+    public var errors = 0
+    /// Follow-up probes sent because a probe was overdue.
+    public var early = 0
+    /// Probes forced by Checks.
+    public var forced = 0
+}
+
+/// The host as the probe core needs it: a name for reasons, and the family of its ICMP codes.
+public struct ProbeTarget: Equatable, Sendable {
+    public var name: String
+    public var family: EchoPacket.Family
+
+    public init(name: String, family: EchoPacket.Family) {
+        self.name = name
+        self.family = family
+    }
+}
+
+/// A small, fast, seedable generator (SplitMix64): tokens and first sequence numbers
+/// that the simulation can reproduce from one seed.
+public struct SeededRandom: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) {
+        state = seed
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

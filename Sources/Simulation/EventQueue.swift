@@ -1,0 +1,41 @@
+/// Things due at virtual times, earliest first; equal times in the order they were added.
+struct EventQueue<Event> {
+    private var heap: [(time: UInt64, order: UInt64, event: Event)] = []
+    private var added: UInt64 = 0
+
+    var isEmpty: Bool { heap.isEmpty }
+    var nextTime: UInt64? { heap.first?.time }
+
+    mutating func add(_ event: Event, at time: UInt64) {
+        added += 1
+        heap.append((time, added, event))
+        var child = heap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard precedes(child, parent) else { break }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func removeFirst() -> (time: UInt64, event: Event)? {
+        guard !heap.isEmpty else { return nil }
+        heap.swapAt(0, heap.count - 1)
+        let first = heap.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < heap.count && precedes(left, smallest) { smallest = left }
+            if right < heap.count && precedes(right, smallest) { smallest = right }
+            guard smallest != parent else { break }
+            heap.swapAt(parent, smallest)
+            parent = smallest
+        }
+        return (first.time, first.event)
+    }
+
+    private func precedes(_ a: Int, _ b: Int) -> Bool {
+        (heap[a].time, heap[a].order) < (heap[b].time, heap[b].order)
+    }
+}

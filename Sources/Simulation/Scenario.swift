@@ -1,0 +1,105 @@
+import Glibc
+import MonitorService
+import Probe
+
+/// One simulated run: settings, how the far host behaves over time, and the faults
+/// and callers that hit the service. Everything comes from one seed.
+public struct Scenario: Sendable {
+    /// How the far host (and the path to it) treats probes from some moment on.
+    public enum HostBehaviour: Equatable, Sendable {
+        /// Replies after `minRTT`…`maxRTT` ms (later than Timeout is late); `loss` of them lost; some duplicated.
+        case answering(minRTT: UInt32, maxRTT: UInt32, loss: Double)
+        case silent
+        /// A router answers every probe with Time Exceeded.
+        case timeExceeded
+        /// A router answers with Destination Unreachable, quoting the whole probe or only its header.
+        case unreachable(wholeQuote: Bool)
+    }
+
+    public enum Fault: Equatable, Sendable {
+        case behaviour(HostBehaviour)
+        case linkUp(Int32, Bool)
+        case carrier(Int32, Bool)
+        case route(Int32, present: Bool)
+        /// The reader stalls while `churn` unrelated events arrive: the socket overruns.
+        case overrun(churn: Int)
+        /// `count` Checks spread over `spreadMilliseconds`.
+        case checks(count: Int, spreadMilliseconds: UInt32)
+        case host(String)
+        case settings(ProbeSettings)
+        /// Someone who knows our identifier and sequence, not our token, forges errors and replies.
+        case forgeries(count: Int)
+        /// Everything back to normal: links and routes up, the host answering, a resolvable Host.
+        case heal
+    }
+
+    public var seed: UInt64
+    public var family: AddressFamily
+    public var settings: ProbeSettings
+    public var host: String
+    /// Virtual milliseconds the run lasts.
+    public var duration: UInt64
+    public var timeline: [(at: UInt64, fault: Fault)]
+    /// From here on nothing is wrong: the final verdict must be connected.
+    public var quietFrom: UInt64?
+
+    public init(seed: UInt64, family: AddressFamily = .ipv4, settings: ProbeSettings, host: String = "a.test",
+                duration: UInt64, timeline: [(at: UInt64, fault: Fault)], quietFrom: UInt64? = nil) {
+        self.seed = seed
+        self.family = family
+        self.settings = settings
+        self.host = host
+        self.duration = duration
+        self.timeline = timeline
+        self.quietFrom = quietFrom
+    }
+
+    /// A random scenario: random settings, a run of random faults, then healing and quiet.
+    public static func random(seed: UInt64) -> Scenario {
+        var random = SeededRandom(seed: seed)
+        func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
+        func between(_ low: UInt64, _ high: UInt64) -> UInt64 { low + random.next() % (high - low + 1) }
+
+        let settings = ProbeSettings(intervalMilliseconds: pick([100, 200, 500, 1000, 2000]),
+                                     timeoutMilliseconds: pick([100, 200, 500, 1000, 2000]),
+                                     failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)))
+        let family: AddressFamily = random.next() % 4 == 0 ? .ipv6 : .ipv4
+        let faultTime = between(2_000, 15_000)
+        var timeline: [(at: UInt64, fault: Fault)] = []
+        for _ in 0..<between(2, 14) {
+            let at = between(0, faultTime)
+            let index = Int32(between(2, 3))
+            let fault: Fault = switch random.next() % 12 {
+            case 0: .behaviour(.answering(minRTT: UInt32(between(1, 50)), maxRTT: UInt32(between(50, 2500)),
+                                          loss: Double(random.next() % 100) / 100))
+            case 1: .behaviour(.silent)
+            case 2: .behaviour(pick([.timeExceeded, .unreachable(wholeQuote: true), .unreachable(wholeQuote: false)]))
+            case 3: .linkUp(index, random.next() % 2 == 0)
+            case 4: .carrier(index, random.next() % 2 == 0)
+            case 5: .route(index, present: random.next() % 2 == 0)
+            case 6: .overrun(churn: Int(between(0, 40)))
+            case 7: .checks(count: Int(between(1, 3000)), spreadMilliseconds: UInt32(between(0, 3000)))
+            case 8: .host(pick(["a.test", "b.test", "hang.test", "fail.test", family == .ipv6 ? "fd00::2" : "198.18.0.2"]))
+            case 9: .settings(ProbeSettings(intervalMilliseconds: pick([100, 500, 1000]), timeoutMilliseconds: pick([100, 500, 1000]),
+                                            failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4))))
+            case 10: .forgeries(count: Int(between(1, 200)))
+            default: .behaviour(.answering(minRTT: 1, maxRTT: 20, loss: 0))
+            }
+            timeline.append((at, fault))
+        }
+        timeline.sort { $0.at < $1.at }
+        let healAt = faultTime + 1
+        timeline.append((healAt, .heal))
+        // Long enough for the slowest settings in the run to recover: RecoveryThreshold answers at the interval.
+        var slowest = settings
+        for case (_, .settings(let other)) in timeline {
+            slowest.intervalMilliseconds = max(slowest.intervalMilliseconds, other.intervalMilliseconds)
+            slowest.timeoutMilliseconds = max(slowest.timeoutMilliseconds, other.timeoutMilliseconds)
+            slowest.recoveryThreshold = max(slowest.recoveryThreshold, other.recoveryThreshold)
+        }
+        let recovery = UInt64(slowest.recoveryThreshold + 2) * UInt64(slowest.intervalMilliseconds + slowest.timeoutMilliseconds)
+        let quiet = healAt + recovery + 500
+        return Scenario(seed: seed, family: family, settings: settings, host: pick(["a.test", "b.test"]),
+                        duration: quiet + 500, timeline: timeline, quietFrom: quiet)
+    }
+}

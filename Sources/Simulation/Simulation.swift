@@ -1,0 +1,497 @@
+import Glibc
+import MonitorService
+import NetCore
+import Probe
+import Reachability
+
+/// Drives the real probe, reachability and monitor cores, wired as the daemon's
+/// drivers wire them, on a virtual clock, against a simulated kernel, far host and
+/// resolver, and checks INTERFACE.md's rules after every step. Deterministic: one
+/// seed reproduces a run.
+public final class Simulation {
+    public struct Violation: Error, CustomStringConvertible, Sendable {
+        public let seed: UInt64
+        public let at: UInt64
+        public let rule: String
+        public var description: String {
+            "seed \(seed), at \(Double(at) / 1e9) s: \(rule)"
+        }
+    }
+
+    public struct Summary: Sendable {
+        public var probesSent = 0
+        public var checks = 0
+        public var flips = 0
+        public var overruns = 0
+        public var events = 0
+        public var finalStatus: Status = .unknown
+    }
+
+    private enum Event {
+        case reply(sequence: UInt16, token: UInt64)
+        case icmpError(sequence: UInt16, token: UInt64?, EchoPacket.Failure)
+        case kernelReadable
+        case resolverAnswer(generation: UInt64, Result<[IPAddress], HostResolver.Failure>)
+        case fault(Scenario.Fault)
+    }
+
+    private struct SentProbe {
+        let sentAt: UInt64
+        let deadline: UInt64
+        var finished = false
+        var answered = false
+    }
+
+    private let scenario: Scenario
+    private var random: SeededRandom
+    private var now: UInt64 = 0
+    private var queue = EventQueue<Event>()
+    /// Arrival times of Checks still to come, latest first (floods are thousands; the queue stays small).
+    private var checkArrivals: [UInt64] = []
+    private var kernel: SimulatedKernel
+    private var probe: ProbeCore
+    private var reach: ReachabilityCore
+    private var monitor: MonitorCore
+    public private(set) var state = MonitorState()
+    public private(set) var summary = Summary()
+    /// The probe settings in force (the simulation changes them, so it knows them without asking).
+    private var settings: ProbeSettings
+    private var behaviour: Scenario.HostBehaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
+    private var probeTarget: IPAddress?
+    private var kernelReadScheduled = false
+    private var evaluationDue = false
+    private var quiet = false
+    /// Something the reachability core sees changed since its agreement with the kernel was last checked.
+    private var routeNewsSinceCheck = true
+
+    // What the invariants need, kept independently of the cores.
+    private var sent: [UInt16: SentProbe] = [:]
+    private var lastAnswerAt: UInt64 = 0
+    private var failureKindsSinceAnswer: Set<String> = []
+    private var answersInRow = 0
+    private var lastForcedAt: UInt64?
+    private var lastSettingsChange: UInt64 = 0
+    private var lastRetarget: UInt64 = 0
+    /// Pending Checks: when each arrived, and by when its verdict must be in.
+    private var pendingChecks: [(arrival: UInt64, limit: UInt64)] = []
+    private var timeoutBeforeSettingsChange: UInt64 = 0
+    public private(set) var violations: [Violation] = []
+    /// Told every step, when set: for reading a failing seed's run.
+    public var trace: ((String) -> Void)?
+
+    private func log(_ text: @autoclosure () -> String) {
+        trace?("\(Double(now / 1000) / 1000) ms  \(text())")
+    }
+
+    public init(_ scenario: Scenario) {
+        self.scenario = scenario
+        random = SeededRandom(seed: scenario.seed ^ 0x5EED)
+        kernel = SimulatedKernel(family: scenario.family == .ipv6 ? AF_INET6 : AF_INET)
+        probe = ProbeCore(settings: scenario.settings, seed: scenario.seed)
+        settings = scenario.settings
+        reach = ReachabilityCore(families: [AF_INET, AF_INET6]) { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
+        monitor = MonitorCore(host: scenario.host, family: scenario.family)
+        for (at, fault) in scenario.timeline { queue.add(.fault(fault), at: at * 1_000_000) }
+    }
+
+    /// Runs the scenario to its end; returns the violations found (none when every rule held).
+    @discardableResult
+    public func run() -> [Violation] {
+        reach.start()
+        monitor.start(now: now)
+        pump()
+        let end = scenario.duration * 1_000_000
+        while violations.isEmpty {
+            let probeWake = probe.nextWakeup
+            var next = queue.nextTime ?? end
+            if let check = checkArrivals.last, check < next { next = check }
+            for wake in [probeWake, reach.nextWakeup, monitor.nextWakeup] {
+                if let wake, wake < next { next = wake }
+            }
+            guard next <= end else { break }
+            now = max(now, next)
+            if let wake = probeWake, wake <= now {
+                log("probe timeout")
+                probe.handleTimeout(now: now)
+            } else if let wake = reach.nextWakeup, wake <= now {
+                reach.handleTimeout(now: now)
+            } else if let wake = monitor.nextWakeup, wake <= now {
+                monitor.handleTimeout(now: now)
+            } else if let arrival = checkArrivals.last, arrival <= now, arrival < queue.nextTime ?? .max {
+                checkArrivals.removeLast()
+                check()
+            } else if let first = queue.nextTime, first <= now, let (_, event) = queue.removeFirst() {
+                handle(event)
+            } else {
+                break  // nothing left before the end
+            }
+            summary.events += 1
+            pump()
+            endOfTurn()
+            checkKernelAgreement()
+        }
+        now = end
+        finish()
+        summary.finalStatus = state.status
+        return violations
+    }
+
+    // MARK: Events
+
+    private func handle(_ event: Event) {
+        log("\(event)")
+        switch event {
+        case .reply(let sequence, let token):
+            if case .answered = probe.receiveReply(sequence: sequence, token: token, now: now) {
+                sent[sequence]?.finished = true
+                sent[sequence]?.answered = true
+                lastAnswerAt = now
+                failureKindsSinceAnswer = []
+                answersInRow += 1
+            }
+        case .icmpError(let sequence, let token, let failure):
+            if probe.receiveError(sequence: sequence, token: token, failure, from: "198.18.200.1", now: now) {
+                sent[sequence]?.finished = true
+                failureKindsSinceAnswer.insert(failure == .timeExceeded ? "time exceeded" : token == nil ? "unproven" : "refused")
+                answersInRow = 0
+            }
+        case .kernelReadable:
+            routeNewsSinceCheck = true
+            kernelReadScheduled = false
+            for _ in 0..<64 {
+                switch kernel.read() {
+                case .overrun:
+                    summary.overruns += 1
+                    reach.overrun()
+                case .datagram(let messages):
+                    reach.receive(messages, malformed: 0, now: now)
+                case nil:
+                    break
+                }
+                if !kernel.hasQueued { break }
+            }
+            if kernel.hasQueued { scheduleKernelRead() }
+        case .resolverAnswer(let generation, let result):
+            monitor.resolved(generation: generation, result,
+                             routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) }), now: now)
+        case .fault(let fault):
+            apply(fault)
+        }
+    }
+
+    private func check() {
+        summary.checks += 1
+        if monitor.canProbe && probe.check(now: now) {
+            // Within two Timeouts; a probe in flight that was sent under an older, longer Timeout keeps it.
+            var timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+            if now - lastSettingsChange < timeoutBeforeSettingsChange { timeout = max(timeout, timeoutBeforeSettingsChange) }
+            pendingChecks.append((now, now + 2 * timeout))
+        }
+    }
+
+    private func apply(_ fault: Scenario.Fault) {
+        switch fault {
+        case .behaviour(let new):
+            behaviour = new
+        case .linkUp(let index, let up):
+            kernel.setAdministrativelyUp(index, up)
+        case .carrier(let index, let on):
+            kernel.setCarrier(index, on)
+        case .route(let index, let present):
+            kernel.setRoute(index, present: present)
+        case .overrun(let churn):
+            for n in 0..<churn { kernel.churn(UInt8(truncatingIfNeeded: n)) }
+            kernel.overflow()
+        case .checks(let count, let spread):
+            for _ in 0..<count { checkArrivals.append(now + random.next() % (UInt64(spread) * 1_000_000 + 1)) }
+            checkArrivals.sort(by: >)
+        case .host(let name):
+            monitor.targetChanged(host: name, family: scenario.family, now: now)
+        case .settings(let new):
+            timeoutBeforeSettingsChange = UInt64(settings.timeoutMilliseconds) * 1_000_000
+            lastSettingsChange = now
+            settings = new
+            probe.updateSettings(new, now: now)
+        case .forgeries(let count):
+            // They know what /proc/net/icmp shows and can guess sequences near ours; never the token.
+            let outstanding = sent.filter { !$0.value.finished && $0.value.deadline > now }.map(\.key)
+            for _ in 0..<count {
+                let sequence = outstanding.isEmpty ? UInt16(truncatingIfNeeded: random.next()) : outstanding[Int(random.next() % UInt64(outstanding.count))]
+                let at = now + random.next() % 500_000_000
+                if random.next() % 2 == 0 {
+                    queue.add(.icmpError(sequence: sequence, token: nil, .unreachable(code: 1)), at: at)
+                } else {
+                    queue.add(.reply(sequence: sequence, token: random.next()), at: at)
+                }
+            }
+        case .heal:
+            quiet = true
+            behaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
+            for index: Int32 in [2, 3] {
+                kernel.setAdministrativelyUp(index, true)
+                kernel.setCarrier(index, true)
+                kernel.setRoute(index, present: true)
+            }
+            if monitor.host == "hang.test" || monitor.host == "fail.test" {
+                monitor.targetChanged(host: "a.test", family: scenario.family, now: now)
+            }
+        }
+        scheduleKernelRead()
+    }
+
+    // MARK: Outputs of the cores, carried out as the drivers do
+
+    private func pump() {
+        var busy = true
+        while busy {
+            busy = false
+            for output in probe.takeOutputs() {
+                busy = true
+                carryOut(output)
+            }
+            for output in reach.takeOutputs() {
+                busy = true
+                carryOut(output)
+            }
+            for output in monitor.takeOutputs() {
+                busy = true
+                carryOut(output)
+            }
+        }
+    }
+
+    private func endOfTurn() {
+        while evaluationDue {
+            evaluationDue = false
+            reach.evaluate()
+            pump()
+        }
+    }
+
+    private func carryOut(_ output: ProbeCore.Output) {
+        switch output {
+        case .send(let sequence, let token, let forCheck):
+            log("send \(sequence) (outstanding \(probe.outstandingCount), next wake \(probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
+            summary.probesSent += 1
+            sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000)
+            if sent.count > 4096 { sent = sent.filter { $0.value.deadline + 10_000_000_000 > now } }
+            if forCheck { noteForcedProbe() }
+            transmit(sequence, token)
+        case .probeFinished:
+            answerChecks()
+        case .report(let old, let new):
+            log("report \(String(describing: new.answering)) \(new.reason)")
+            checkFlip(from: old, to: new)
+            monitor.probeReportChanged(from: old, to: new)
+        }
+    }
+
+    private func carryOut(_ output: ReachabilityCore.Output) {
+        switch output {
+        case .send(let request):
+            kernel.answer(request, target: scenario.family == .ipv6 ? AF_INET6 : AF_INET)
+            scheduleKernelRead()
+        case .evaluateAtEndOfTurn:
+            evaluationDue = true
+        case .verdict(let verdict):
+            monitor.routeChanged(verdict, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) }))
+        }
+    }
+
+    private func carryOut(_ output: MonitorCore.Output) {
+        log("monitor: \(output)")
+        switch output {
+        case .resolve(let host, _, let generation):
+            resolve(host, generation)
+        case .cancelResolutions:
+            break  // answers to earlier generations still arrive: the core must ignore them
+        case .retarget(let address, let families):
+            routeNewsSinceCheck = true
+            reach.setTarget(address)
+            reach.setFamilies(families)
+            if address != probeTarget {
+                probeTarget = address
+                lastRetarget = now
+                pendingChecks = []
+                sent = [:]
+                failureKindsSinceAnswer = []
+                answersInRow = 0
+                lastAnswerAt = now
+                let target = address.map { ProbeTarget(name: $0.description, family: $0.family == AF_INET ? .v4 : .v6) }
+                probe.start(target: target, method: .icmpDatagram, now: now)
+            }
+        case .routeRegained:
+            probe.routeRegained(now: now)
+        case .stateChanged:
+            state = monitor.state(previous: state)
+            checkResolution()
+        }
+    }
+
+    private func scheduleKernelRead() {
+        guard kernel.hasQueued, !kernelReadScheduled else { return }
+        kernelReadScheduled = true
+        queue.add(.kernelReadable, at: now + 50_000)
+    }
+
+    private func resolve(_ host: String, _ generation: UInt64) {
+        let v6 = scenario.family == .ipv6
+        let answer: Result<[IPAddress], HostResolver.Failure>?
+        switch host {
+        case "a.test": answer = .success([v6 ? Self.v6(0, 2) : .v4([198, 18, 0, 2])])
+        case "b.test": answer = .success([v6 ? Self.v6(1, 2) : .v4([198, 18, 1, 2])])
+        case "fail.test": answer = .failure(HostResolver.Failure(message: "cannot resolve fail.test: Name or service not known"))
+        case "hang.test": answer = nil
+        default: answer = IPAddress(host).map { .success([$0]) }
+        }
+        guard let answer else { return }
+        let delay = IPAddress(host) != nil ? 0 : random.next() % 30_000_000
+        queue.add(.resolverAnswer(generation: generation, answer), at: now + delay)
+    }
+
+    static func v6(_ subnet: UInt8, _ host: UInt8) -> IPAddress {
+        .v6([0xfd, 0, 0, 0, 0, 0, 0, subnet, 0, 0, 0, 0, 0, 0, 0, host])
+    }
+
+    static func addresses(of host: String, v6 six: Bool) -> [IPAddress] {
+        switch host {
+        case "a.test": [six ? v6(0, 2) : .v4([198, 18, 0, 2])]
+        case "b.test": [six ? v6(1, 2) : .v4([198, 18, 1, 2])]
+        default: IPAddress(host).map { [$0] } ?? []
+        }
+    }
+
+    /// The far host's answer to one probe, by the behaviour of the moment.
+    private func transmit(_ sequence: UInt16, _ token: UInt64) {
+        guard let target = probeTarget else { return }
+        guard kernel.canSend(to: target) else {
+            if probe.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(target): Network is unreachable", now: now) {
+                sent[sequence]?.finished = true
+                failureKindsSinceAnswer.insert("send failed")
+                answersInRow = 0
+            }
+            return
+        }
+        guard kernel.delivers(to: target) else { return }
+        switch behaviour {
+        case .answering(let minRTT, let maxRTT, let loss):
+            guard Double(random.next() % 1000) / 1000 >= loss else { return }
+            let rtt = UInt64(minRTT) * 1_000_000 + random.next() % (UInt64(max(maxRTT, minRTT) - minRTT) * 1_000_000 + 1)
+            queue.add(.reply(sequence: sequence, token: token), at: now + rtt)
+            if random.next() % 50 == 0 { queue.add(.reply(sequence: sequence, token: token), at: now + rtt + 1_000) }
+        case .silent:
+            break
+        case .timeExceeded:
+            queue.add(.icmpError(sequence: sequence, token: token, .timeExceeded), at: now + 2_000_000)
+        case .unreachable(let whole):
+            queue.add(.icmpError(sequence: sequence, token: whole ? token : nil, .unreachable(code: 1)), at: now + 2_000_000)
+        }
+    }
+
+    // MARK: Invariants
+
+    private func violation(_ rule: String) {
+        guard violations.isEmpty else { return }
+        log("VIOLATION \(rule)")
+        violations.append(Violation(seed: scenario.seed, at: now, rule: rule))
+    }
+
+    /// Probes whose deadline passed unanswered are failures the simulation counts itself.
+    private func noteExpiries() {
+        for (sequence, probe) in sent where !probe.finished && probe.deadline <= now {
+            sent[sequence]?.finished = true
+            failureKindsSinceAnswer.insert("silence")
+            answersInRow = 0
+        }
+    }
+
+    private func checkFlip(from old: ProbeReport, to new: ProbeReport) {
+        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+        let interval = UInt64(settings.intervalMilliseconds) * 1_000_000
+        if old.answering == true && new.answering == false {
+            summary.flips += 1
+            noteExpiries()
+            let refused = failureKindsSinceAnswer.contains("refused") || failureKindsSinceAnswer.contains("send failed")
+            if !refused && probe.verdict.consecutiveFailures < settings.failureThreshold {
+                violation("not answering after \(probe.verdict.consecutiveFailures) failures without a proven refusal "
+                          + "(FailureThreshold \(settings.failureThreshold); failures: \(failureKindsSinceAnswer.sorted()))")
+            }
+            if failureKindsSinceAnswer == ["silence"] {
+                // Thresholds count silence: never sooner than (F − 1) × min(Interval, Timeout) + Timeout.
+                let firstSilent = sent.values.filter { !$0.answered && $0.deadline >= lastAnswerAt }
+                    .map(\.sentAt).min()
+                if let firstSilent, firstSilent >= lastSettingsChange, firstSilent >= lastRetarget {
+                    let bound = UInt64(settings.failureThreshold - 1) * min(interval, timeout) + timeout
+                    if now - firstSilent < bound {
+                        violation("silence confirmed after \(Double(now - firstSilent) / 1e6) ms, sooner than \(Double(bound) / 1e6) ms "
+                                  + "(Interval \(settings.intervalMilliseconds), Timeout \(settings.timeoutMilliseconds), "
+                                  + "FailureThreshold \(settings.failureThreshold))")
+                    }
+                }
+            }
+        }
+        if old.answering == false && new.answering == true {
+            summary.flips += 1
+            if answersInRow < Int(settings.recoveryThreshold) {
+                violation("answering again after \(answersInRow) answers in a row (RecoveryThreshold \(settings.recoveryThreshold))")
+            }
+        }
+    }
+
+    private func noteForcedProbe() {
+        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+        if let last = lastForcedAt, last >= lastSettingsChange, now - last < timeout {
+            violation("Checks forced two probes \(Double(now - last) / 1e6) ms apart (Timeout \(settings.timeoutMilliseconds))")
+        }
+        lastForcedAt = now
+    }
+
+    private func answerChecks() {
+        // A Timeout changed while a Check waited: the probe it waits for may run on either.
+        for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange {
+            violation("a Check waited \(Double(now - check.arrival) / 1e6) ms for a verdict (allowed: \(Double(check.limit - check.arrival) / 1e6) ms)")
+        }
+        pendingChecks = []
+    }
+
+    private func checkResolution() {
+        if case .resolved(let address) = monitor.resolution,
+           !Self.addresses(of: monitor.host, v6: scenario.family == .ipv6).contains(address) {
+            violation("Host \(monitor.host) resolved to \(address), an answer for an earlier Host")
+        }
+    }
+
+    /// Whenever the reachability core is at rest (nothing queued, no lookup out, the table
+    /// whole), its verdict is the one a reader that missed nothing would reach.
+    private func checkKernelAgreement() {
+        guard routeNewsSinceCheck, !kernel.hasQueued, !evaluationDue, reach.ready, !reach.isLookingUp else { return }
+        routeNewsSinceCheck = false
+        let table = kernel.wholeTable
+        let truth: ReachabilityVerdict
+        let classify: (Link) -> InterfaceKind = { $0.name.hasPrefix("wlan") ? .wifi : .ethernet }
+        if let target = reach.target {
+            truth = ReachabilityEvaluation.verdict(target: target, lookup: kernel.lookup(target), table: table, classify: classify)
+        } else {
+            truth = ReachabilityEvaluation.defaultRouteVerdict(families: reach.families, table: table, classify: classify)
+        }
+        guard let verdict = reach.verdict else {
+            return violation("no route verdict although the kernel has said everything (truth: \(truth.usable ? truth.interface : truth.reason))")
+        }
+        if verdict.usable != truth.usable || verdict.interface != truth.interface {
+            violation("route verdict \(verdict.usable ? "usable over \(verdict.interface)" : "unusable: \(verdict.reason)") "
+                      + "but the kernel says \(truth.usable ? "usable over \(truth.interface)" : "unusable: \(truth.reason)")")
+        }
+    }
+
+    private func finish() {
+        noteExpiries()
+        for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange {
+            violation("a Check never got its verdict (arrived at \(Double(check.arrival) / 1e9) s)")
+        }
+        if scenario.quietFrom != nil, quiet, violations.isEmpty {
+            if state.status != .ethernet {
+                violation("after everything healed, Status is \(state.status) (\(state.reason)), not ethernet")
+            }
+        }
+    }
+}
