@@ -246,7 +246,8 @@ public struct ProbeCore: Sendable {
         statistics.sent += 1
         if !early {
             nextProbeAt = now &+ settings.intervalNanoseconds
-            watchForOverdue(sequence, now: now)
+            // A probe a Check forced gets no follow-up: Checks may add one probe per Timeout, no more.
+            if !forCheck { watchForOverdue(sequence, now: now) }
         }
         outputs.append(.send(sequence: sequence, token: token, forCheck: forCheck))
     }

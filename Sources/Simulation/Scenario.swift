@@ -23,6 +23,8 @@ public struct Scenario: Sendable {
         case route(Int32, present: Bool)
         /// The reader stalls while `churn` unrelated events arrive: the socket overruns.
         case overrun(churn: Int)
+        /// The socket overruns just as the kernel answers the next route lookup: the answer is lost.
+        case overrunWhileLookingUp
         /// `count` Checks spread over `spreadMilliseconds`.
         case checks(count: Int, spreadMilliseconds: UInt32)
         case host(String)
@@ -77,7 +79,7 @@ public struct Scenario: Sendable {
             case 3: .linkUp(index, random.next() % 2 == 0)
             case 4: .carrier(index, random.next() % 2 == 0)
             case 5: .route(index, present: random.next() % 2 == 0)
-            case 6: .overrun(churn: Int(between(0, 40)))
+            case 6: random.next() % 2 == 0 ? .overrun(churn: Int(between(0, 40))) : .overrunWhileLookingUp
             case 7: .checks(count: Int(between(1, 3000)), spreadMilliseconds: UInt32(between(0, 3000)))
             case 8: .host(pick(["a.test", "b.test", "hang.test", "fail.test", family == .ipv6 ? "fd00::2" : "198.18.0.2"]))
             case 9: .settings(ProbeSettings(intervalMilliseconds: pick([100, 500, 1000]), timeoutMilliseconds: pick([100, 500, 1000]),

@@ -24,6 +24,11 @@ public final class Simulation {
         public var flips = 0
         public var overruns = 0
         public var events = 0
+        public var forcedProbes = 0
+        /// The longest any Check waited for its verdict, nanoseconds.
+        public var longestCheckWait: UInt64 = 0
+        /// Every Status the monitor published, with when.
+        public var statuses: [(at: UInt64, status: Status, reason: String)] = []
         public var finalStatus: Status = .unknown
     }
 
@@ -59,6 +64,7 @@ public final class Simulation {
     private var behaviour: Scenario.HostBehaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
     private var probeTarget: IPAddress?
     private var kernelReadScheduled = false
+    private var overflowOnNextLookup = false
     private var evaluationDue = false
     private var quiet = false
     /// Something the reachability core sees changed since its agreement with the kernel was last checked.
@@ -199,12 +205,22 @@ public final class Simulation {
             kernel.setCarrier(index, on)
         case .route(let index, let present):
             kernel.setRoute(index, present: present)
+        case .overrunWhileLookingUp:
+            overflowOnNextLookup = true
         case .overrun(let churn):
             for n in 0..<churn { kernel.churn(UInt8(truncatingIfNeeded: n)) }
             kernel.overflow()
         case .checks(let count, let spread):
-            for _ in 0..<count { checkArrivals.append(now + random.next() % (UInt64(spread) * 1_000_000 + 1)) }
-            checkArrivals.sort(by: >)
+            // Arrivals in order, at random gaps averaging spread / count.
+            var arrivals: [UInt64] = []
+            arrivals.reserveCapacity(count)
+            let meanGap = UInt64(spread) * 1_000_000 / UInt64(max(count, 1))
+            var at = now
+            for _ in 0..<count {
+                at += random.next() % (2 * meanGap + 1)
+                arrivals.append(at)
+            }
+            checkArrivals = (checkArrivals + arrivals).sorted(by: >)
         case .host(let name):
             monitor.targetChanged(host: name, family: scenario.family, now: now)
         case .settings(let new):
@@ -275,7 +291,10 @@ public final class Simulation {
             summary.probesSent += 1
             sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000)
             if sent.count > 4096 { sent = sent.filter { $0.value.deadline + 10_000_000_000 > now } }
-            if forCheck { noteForcedProbe() }
+            if forCheck {
+                summary.forcedProbes += 1
+                noteForcedProbe()
+            }
             transmit(sequence, token)
         case .probeFinished:
             answerChecks()
@@ -290,6 +309,11 @@ public final class Simulation {
         switch output {
         case .send(let request):
             kernel.answer(request, target: scenario.family == .ipv6 ? AF_INET6 : AF_INET)
+            if overflowOnNextLookup, case .routeLookup = request {
+                // The reader stalls just as the kernel answers: the answer is lost with the events.
+                overflowOnNextLookup = false
+                kernel.overflow()
+            }
             scheduleKernelRead()
         case .evaluateAtEndOfTurn:
             evaluationDue = true
@@ -323,7 +347,9 @@ public final class Simulation {
         case .routeRegained:
             probe.routeRegained(now: now)
         case .stateChanged:
+            let before = state.status
             state = monitor.state(previous: state)
+            if state.status != before { summary.statuses.append((now, state.status, state.reason)) }
             checkResolution()
         }
     }
@@ -447,6 +473,7 @@ public final class Simulation {
     }
 
     private func answerChecks() {
+        if let oldest = pendingChecks.first { summary.longestCheckWait = max(summary.longestCheckWait, now - oldest.arrival) }
         // A Timeout changed while a Check waited: the probe it waits for may run on either.
         for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange {
             violation("a Check waited \(Double(now - check.arrival) / 1e6) ms for a verdict (allowed: \(Double(check.limit - check.arrival) / 1e6) ms)")

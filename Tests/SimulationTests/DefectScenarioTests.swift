@@ -1,0 +1,133 @@
+import MonitorService
+import Probe
+import Simulation
+import XCTest
+
+/// The defects of the engines issue, each as a scenario on the virtual clock: the rule
+/// the old engines broke is asserted here, besides the invariants every run checks.
+final class DefectScenarioTests: XCTestCase {
+    private func run(_ scenario: Scenario, file: StaticString = #filePath, line: UInt = #line) -> Simulation {
+        let simulation = Simulation(scenario)
+        for violation in simulation.run() { XCTFail("\(violation)", file: file, line: line) }
+        return simulation
+    }
+
+    private func firstTime(_ simulation: Simulation, _ status: Status, after: UInt64 = 0) -> UInt64? {
+        simulation.summary.statuses.first { $0.status == status && $0.at >= after }?.at
+    }
+
+    /// 1: Checks share the probe in flight and force at most one probe per Timeout.
+    func testAFloodOfChecksForcesAtMostOneProbePerTimeout() {
+        let settings = ProbeSettings(intervalMilliseconds: 10_000, timeoutMilliseconds: 1000)
+        let simulation = run(Scenario(seed: 1, settings: settings, duration: 4_000, timeline: [
+            (0, .behaviour(.answering(minRTT: 1, maxRTT: 2, loss: 0))),
+            (1_000, .checks(count: 2_000, spreadMilliseconds: 2_000)),
+        ]))
+        XCTAssertEqual(simulation.summary.checks, 2_000)
+        // 2 s of Checks at Timeout 1 s: at most three forced probes (at the start of each Timeout).
+        XCTAssertLessThanOrEqual(simulation.summary.forcedProbes, 3)
+        XCTAssertGreaterThanOrEqual(simulation.summary.forcedProbes, 1)
+        // Interval 10 s over 4 s: the first probe and the one when the route is first known, plus the forced ones.
+        XCTAssertLessThanOrEqual(simulation.summary.probesSent, 2 + simulation.summary.forcedProbes)
+        XCTAssertLessThanOrEqual(simulation.summary.longestCheckWait, 2_000_000_000)
+    }
+
+    /// 2: an overrun that swallows the answer to a route lookup does not freeze the verdict:
+    /// the lookup is asked again once the table is whole, and a later link loss is noticed.
+    func testAnOverrunThatLosesTheLookupAnswerDoesNotFreezeTheVerdict() {
+        let simulation = run(Scenario(seed: 2, settings: ProbeSettings(), duration: 6_000, timeline: [
+            (1_000, .overrunWhileLookingUp),
+            (1_000, .route(2, present: false)),
+            (3_000, .linkUp(3, false)),
+        ]))
+        XCTAssertGreaterThan(simulation.summary.overruns, 0)
+        let wifi = firstTime(simulation, .wifi)
+        XCTAssertNotNil(wifi, "the route over wlan0 was noticed after the overrun: \(simulation.summary.statuses)")
+        let none = firstTime(simulation, .none, after: 3_000_000_000)
+        XCTAssertNotNil(none, "the link loss after the overrun was noticed")
+        if let none { XCTAssertLessThan(none - 3_000_000_000, 1_000_000, "at once, not by probes") }
+        XCTAssertEqual(simulation.state.status, .none)
+    }
+
+    /// 3: a new Host never waits for lookups of earlier ones that hang.
+    func testANewHostNeverWaitsForStaleLookups() {
+        var timeline: [(at: UInt64, fault: Scenario.Fault)] = (0..<8).map { (1_000 + UInt64($0), .host("hang.test")) }
+        timeline.append((1_010, .host("198.18.0.2")))
+        let simulation = run(Scenario(seed: 3, settings: ProbeSettings(), duration: 1_040, timeline: timeline))
+        XCTAssertEqual(simulation.state.address, "198.18.0.2")
+        XCTAssertEqual(simulation.state.status, .ethernet, simulation.state.reason)
+    }
+
+    /// 5: an Unreachable that quotes only the header (forgeable by anyone who knows identifier and
+    /// sequence) is one failed probe, not a refusal.
+    func testAForgedShortUnreachableIsOneFailureNotARefusal() {
+        let settings = ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3)
+        let simulation = run(Scenario(seed: 5, settings: settings, duration: 4_000, timeline: [
+            (1_500, .behaviour(.answering(minRTT: 400, maxRTT: 400, loss: 0))),
+            (2_001, .forgeries(count: 1)),
+        ]))
+        XCTAssertNil(firstTime(simulation, .none), "\(simulation.summary.statuses)")
+        XCTAssertEqual(simulation.state.status, .ethernet)
+    }
+
+    /// 5, the other side: an Unreachable quoting the whole probe is the network saying no, at once.
+    func testAnUnreachableQuotingTheWholeProbeRefusesAtOnce() {
+        let settings = ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3)
+        let simulation = run(Scenario(seed: 5, settings: settings, duration: 3_000,
+                                      timeline: [(1_500, .behaviour(.unreachable(wholeQuote: true)))]))
+        let none = firstTime(simulation, .none)
+        XCTAssertNotNil(none)
+        if let none { XCTAssertLessThan(none, 2_100_000_000, "the first probe after 1.5 s (at ~2 s) decided") }
+    }
+
+    /// 7: a Check whose probe cannot be sent (the route went, the engine has not read it yet)
+    /// is answered at once, not after Timeout.
+    func testACheckWhoseProbeCannotBeSentIsAnsweredAtOnce() {
+        let settings = ProbeSettings(intervalMilliseconds: 10_000, timeoutMilliseconds: 5_000)
+        let simulation = run(Scenario(seed: 7, settings: settings, duration: 2_000, timeline: [
+            (1_000, .route(2, present: false)),
+            (1_000, .route(3, present: false)),
+            (1_000, .checks(count: 1, spreadMilliseconds: 0)),
+        ]))
+        XCTAssertEqual(simulation.summary.checks, 1)
+        XCTAssertEqual(simulation.summary.longestCheckWait, 0)
+        XCTAssertEqual(simulation.state.status, .none)
+    }
+
+    /// 8: probes in flight together are one failure: Interval = Timeout = 500, threshold 4, a
+    /// silent host: not before (4 − 1) × 500 + 500 = 2,000 ms after the first unanswered probe.
+    func testProbesInFlightTogetherAreOneFailure() {
+        let settings = ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500, failureThreshold: 4)
+        let simulation = run(Scenario(seed: 8, settings: settings, duration: 6_000, timeline: [
+            (1_000, .behaviour(.answering(minRTT: 5, maxRTT: 5, loss: 0))),
+            (2_001, .behaviour(.silent)),
+        ]))
+        let none = firstTime(simulation, .none)
+        XCTAssertNotNil(none)
+        // The first unanswered probe went out after 2.001 s.
+        if let none { XCTAssertGreaterThanOrEqual(none, 2_001_000_000 + 2_000_000_000) }
+    }
+
+    /// 8: Time Exceeded is answered by the network: no suspicion re-probe, so FailureThreshold
+    /// answers take about (FailureThreshold − 1) × Interval.
+    func testTimeExceededWaitsForTheIntervalBetweenFailures() {
+        let settings = ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3)
+        let simulation = run(Scenario(seed: 8, settings: settings, duration: 6_000,
+                                      timeline: [(1_500, .behaviour(.timeExceeded))]))
+        let none = firstTime(simulation, .none)
+        XCTAssertNotNil(none)
+        // Probes at 2, 3 and 4 s are answered with Time Exceeded 2 ms later.
+        if let none { XCTAssertGreaterThanOrEqual(none, 4_000_000_000) }
+    }
+
+    /// The same seed gives the same run.
+    func testARunIsReproducibleFromItsSeed() {
+        let first = Simulation(Scenario.random(seed: 42)), second = Simulation(Scenario.random(seed: 42))
+        first.run()
+        second.run()
+        XCTAssertEqual(first.summary.events, second.summary.events)
+        XCTAssertEqual(first.summary.probesSent, second.summary.probesSent)
+        XCTAssertEqual(first.summary.statuses.map(\.status), second.summary.statuses.map(\.status))
+        XCTAssertEqual(first.summary.statuses.map(\.at), second.summary.statuses.map(\.at))
+    }
+}
