@@ -91,6 +91,10 @@ public struct ProbeCore: Sendable {
         if new.intervalMilliseconds != old.intervalMilliseconds, target != nil {
             nextProbeAt = now &+ new.intervalNanoseconds
         }
+        // The probe Checks wait for goes out one (new) Timeout after the last forced one.
+        if deferredProbeAt != nil, let last = lastForcedProbe {
+            deferredProbeAt = max(last &+ new.timeoutNanoseconds, now)
+        }
     }
 
     /// Probes now, outside the schedule; the schedule continues from here. Sent while
