@@ -28,30 +28,33 @@ let package = Package(
         .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore"]),
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
+        // org.netobserver.Monitor's names, types, access and change modes, typed once for daemon, client and tests.
+        .target(name: "MonitorContract", dependencies: ["DBusKit"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
-        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "EventLoop", "NetCore", "Reachability", "Probe"]),
+        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "EventLoop", "NetCore", "Reachability", "Probe"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
         // The engines' cores on a virtual clock against a simulated kernel, far host and resolver (tests and bench).
         .target(name: "Simulation", dependencies: ["CLinux", "MonitorService", "Probe", "Reachability", "NetCore"]),
         // One fuzz input through the real dispatch of a complete Monitor object; the fuzzer and its replay test share it.
         .target(name: "DBusFuzzHarness", dependencies: ["DBusKit", "EventLoop", "MonitorService"]),
         // The command-line client for people and scripts.
-        .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop"]),
+        .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop", "MonitorContract"]),
         // `make bench` measurements that need root and network namespaces.
         .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation"]),
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
-        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "NetCore", "Reachability", "Probe", "DBusFuzzHarness"]),
+        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
-        .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore", "IntegrationSupport"],
+        .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore", "IntegrationSupport",
+                                                         "MonitorContract"],
                     exclude: ["helpers"]),
         // Private buses, daemon processes, network namespaces: shared by the integration tests.
-        .target(name: "IntegrationSupport", dependencies: ["CLinux"], path: "Tests/IntegrationSupport"),
+        .target(name: "IntegrationSupport", dependencies: ["CLinux", "MonitorContract"], path: "Tests/IntegrationSupport"),
         // Needs dbus-daemon and real clients (busctl, gdbus, qdbus, python3-dbus, python3-gi); no root.
-        .testTarget(name: "DaemonIntegrationTests", dependencies: ["IntegrationSupport"], exclude: ["clients"]),
+        .testTarget(name: "DaemonIntegrationTests", dependencies: ["IntegrationSupport", "MonitorContract"], exclude: ["clients"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -77,6 +77,11 @@ public enum DBusValue: Hashable, Sendable {
         return nil
     }
 
+    public var doubleValue: Double? {
+        if case .double(let v) = self { return v }
+        return nil
+    }
+
     /// The value inside a variant (or the value itself when it is not one).
     public var unwrappedVariant: DBusValue {
         if case .variant(let inner) = self { return inner.unwrappedVariant }

@@ -2,6 +2,7 @@ import CLinux
 import DBusKit
 import EventLoop
 import Glibc
+import MonitorContract
 
 /// netobserverd: the bus connection, the Monitor object and the loop.
 public enum Daemon {
@@ -193,7 +194,7 @@ final class Service {
         monitor.persist = { [unowned self] key, call in persist(key, call) }
         model.onSettingChanged = { [unowned self] key in
             loop.atEndOfTurn { [unowned self] in
-                Log.info("\(key.rawValue) set to \(model.settings.text(key))")
+                Log.info("\(key.name) set to \(model.settings.text(key))")
                 connectivity.settingChanged(key)
             }
         }
@@ -214,7 +215,7 @@ final class Service {
             saver.save(persisted) { error in
                 guard let error else { return call.reply([]) }
                 Log.warning("cannot save settings in \(path): \(error)")
-                call.fail(.failed("\(key.rawValue) is in effect until the service stops, but could not be saved in \(path): \(error)"))
+                call.fail(.failed("\(key.name) is in effect until the service stops, but could not be saved in \(path): \(error)"))
             }
         }
         return .later
@@ -229,7 +230,7 @@ final class Service {
         saver.reload { [unowned self] values, problems in
             problems.forEach { Log.warning($0) }
             let changed = apply(values, from: saver.store.path)
-            let names = changed.map { "\($0.rawValue)=\(model.settings.text($0))" }
+            let names = changed.map { "\($0.name)=\(model.settings.text($0))" }
             Log.notice("SIGHUP: re-read \(saver.store.path): \(names.isEmpty ? "nothing changed" : names.joined(separator: ", "))")
         }
     }
@@ -241,8 +242,8 @@ final class Service {
            let name = arguments[0].stringValue, arguments[2].stringValue == "", name.hasPrefix(":") {
             monitor?.clientVanished(name)
         } else if message.isSignal(interface: "org.freedesktop.DBus", member: "NameLost"),
-                  (try? message.arguments())?.first?.stringValue == MonitorInterface.busName {
-            Log.notice("another instance took over \(MonitorInterface.busName): exiting")
+                  (try? message.arguments())?.first?.stringValue == MonitorContract.busName {
+            Log.notice("another instance took over \(MonitorContract.busName): exiting")
             loop.quit(status: 0)
         }
     }
@@ -250,21 +251,21 @@ final class Service {
     func claimName() throws(StartFailure) {
         let result: NameRequestResult
         do {
-            result = try connection.requestName(MonitorInterface.busName, allowReplacement: true, replaceExisting: options.replace)
+            result = try connection.requestName(MonitorContract.busName, allowReplacement: true, replaceExisting: options.replace)
         } catch {
-            throw StartFailure(status: 1, message: "cannot request \(MonitorInterface.busName): \(error.message)")
+            throw StartFailure(status: 1, message: "cannot request \(MonitorContract.busName): \(error.message)")
         }
         guard result == .primaryOwner || result == .alreadyOwner else {
-            throw StartFailure(status: 1, message: "\(MonitorInterface.busName) is already owned by another instance (use --replace to take it over)")
+            throw StartFailure(status: 1, message: "\(MonitorContract.busName) is already owned by another instance (use --replace to take it over)")
         }
-        Log.info("serving \(MonitorInterface.busName) at \(MonitorInterface.objectPath) as \(connection.uniqueName), host \(model.settings.host)")
+        Log.info("serving \(MonitorContract.busName) at \(MonitorContract.objectPath) as \(connection.uniqueName), host \(model.settings.host)")
     }
 
     /// Serves until a signal or a lost bus; returns the exit status.
     func run() -> Int32 {
         connectivity.start()
         let notifier = SystemdNotifier()
-        notifier?.notify("READY=1\nSTATUS=serving \(MonitorInterface.busName)")
+        notifier?.notify("READY=1\nSTATUS=serving \(MonitorContract.busName)")
         if let notifier, let period = notifier.watchdogPeriod {
             // The loop itself answers the watchdog: a stuck loop stops the keep-alives.
             loop.schedule(after: period, repeats: true) { notifier.notify("WATCHDOG=1") }
@@ -272,7 +273,7 @@ final class Service {
         let status = loop.run()
         notifier?.notify("STOPPING=1")
         if connection.isConnected {
-            connection.callBus("ReleaseName", [.string(MonitorInterface.busName)])
+            connection.callBus("ReleaseName", [.string(MonitorContract.busName)])
             connection.flush()
         }
         connection.close()

@@ -1,19 +1,18 @@
 import DBusKit
+import MonitorContract
 
-/// org.netobserver.Monitor, declared once: dispatch, Properties, introspection
-/// and dbus/org.netobserver.Monitor.xml all come from this table.
+/// org.netobserver.Monitor bound to a model: MonitorContract says what each property,
+/// method and signal is; this says where each value comes from. Dispatch, Properties,
+/// introspection and dbus/org.netobserver.Monitor.xml all come from the result.
 public enum MonitorInterface {
-    public static let busName = "org.netobserver.Monitor"
-    public static let objectPath = "/org/netobserver/Monitor"
-    public static let name = "org.netobserver.Monitor"
-    public static let waitTimeoutRange: ClosedRange<UInt32> = 0...3_600_000
-
     public static func declaration(model: MonitorModel,
                                    check: @escaping (MethodCall) throws(DBusError) -> MethodOutcome,
                                    wait: @escaping (MethodCall) throws(DBusError) -> MethodOutcome,
                                    persist: @escaping (MonitorSettings.Key, MethodCall) -> MethodOutcome) -> DBusInterface {
-        func setting(_ key: MonitorSettings.Key, _ type: DBusType, get: @escaping (MonitorSettings) -> DBusValue) -> DBusProperty {
-            DBusProperty(key.rawValue, type, access: .readwrite, get: { get(model.settings) }, answeringSet: { value, call throws(DBusError) in
+        func setting(_ key: MonitorSettings.Key) -> DBusProperty {
+            let property = key.property
+            return DBusProperty(property.name, property.type, access: property.access, changeMode: property.changeMode,
+                                get: { model.value(property) }, answeringSet: { value, call throws(DBusError) in
                 do throws(SettingError) {
                     try model.set(key) { (settings: inout MonitorSettings) throws(SettingError) in
                         if let number = value.uint32Value {
@@ -28,31 +27,44 @@ public enum MonitorInterface {
                 return persist(key, call)
             })
         }
-        func state(_ name: String, _ type: DBusType, _ mode: PropertyChangeMode = .emits,
-                   get: @escaping (MonitorState) -> DBusValue) -> DBusProperty {
-            DBusProperty(name, type, changeMode: mode, get: { get(model.state) })
+        func state(_ property: MonitorContract.Property) -> DBusProperty {
+            DBusProperty(property.name, property.type, access: property.access, changeMode: property.changeMode,
+                         get: { model.value(property) })
         }
-        return DBusInterface(name, methods: [
-            DBusMethod("Check", outputs: [DBusArgument("status", .string)], handler: check),
-            DBusMethod("Wait", inputs: [DBusArgument("timeout_ms", .uint32)], outputs: [DBusArgument("reachable", .boolean)],
-                       handler: wait),
-        ], properties: [
-            state("Status", .string) { .string($0.status.rawValue) },
-            setting(.host, .string) { .string($0.host) },
-            state("Reachable", .boolean) { .boolean($0.reachable) },
-            state("Interface", .string) { .string($0.interface) },
-            state("Address", .string) { .string($0.address) },
-            state("Reason", .string) { .string($0.reason) },
-            state("RoundTripTime", .uint64, .quiet) { .uint64($0.roundTripTime) },
-            state("PacketLoss", .double, .quiet) { .double($0.packetLoss) },
-            state("LastChange", .uint64) { .uint64($0.lastChange) },
-            setting(.interval, .uint32) { .uint32($0.interval) },
-            setting(.timeout, .uint32) { .uint32($0.timeout) },
-            setting(.failureThreshold, .uint32) { .uint32($0.failureThreshold) },
-            setting(.recoveryThreshold, .uint32) { .uint32($0.recoveryThreshold) },
-            setting(.family, .string) { .string($0.family.rawValue) },
-        ], signals: [
-            DBusSignal("StatusChanged", [DBusArgument("status", .string), DBusArgument("host", .string)]),
-        ])
+        let handlers: [MonitorContract.Method: (MethodCall) throws(DBusError) -> MethodOutcome] = [.check: check, .wait: wait]
+        return DBusInterface(MonitorContract.interface, methods: MonitorContract.Method.allCases.map { method in
+            DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, handler: handlers[method] ?? check)
+        }, properties: MonitorContract.Property.allCases.map { property in
+            MonitorSettings.Key(property).map(setting) ?? state(property)
+        }, signals: MonitorContract.Signal.allCases.map { DBusSignal($0.name, $0.arguments) })
+    }
+}
+
+extension MonitorSettings.Key {
+    init?(_ property: MonitorContract.Property) {
+        guard let key = Self.allCases.first(where: { $0.property == property }) else { return nil }
+        self = key
+    }
+}
+
+extension MonitorModel {
+    /// A property's current value, typed as the contract says.
+    func value(_ property: MonitorContract.Property) -> DBusValue {
+        switch property {
+        case .status: .string(state.status.rawValue)
+        case .host: .string(settings.host)
+        case .reachable: .boolean(state.reachable)
+        case .interface: .string(state.interface)
+        case .address: .string(state.address)
+        case .reason: .string(state.reason)
+        case .roundTripTime: .uint64(state.roundTripTime)
+        case .packetLoss: .double(state.packetLoss)
+        case .lastChange: .uint64(state.lastChange)
+        case .interval: .uint32(settings.interval)
+        case .timeout: .uint32(settings.timeout)
+        case .failureThreshold: .uint32(settings.failureThreshold)
+        case .recoveryThreshold: .uint32(settings.recoveryThreshold)
+        case .addressFamily: .string(settings.family.rawValue)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import EventLoop
+import MonitorContract
 
 /// The service's state and settings, and the single place they change.
 ///
@@ -11,7 +12,7 @@ public final class MonitorModel {
 
     /// Called after each change with the changed property names, and whether
     /// StatusChanged is due: Status changed, or Host did (a new target's status starts over).
-    public var onChange: ((_ properties: [String], _ announceStatus: Bool) -> Void)?
+    public var onChange: ((_ properties: [MonitorContract.Property], _ announceStatus: Bool) -> Void)?
     /// Called after a setting was changed from outside (D-Bus Set).
     public var onSettingChanged: ((MonitorSettings.Key) -> Void)?
     /// Asks the engines for a fresh verdict; returns false when there is nothing to
@@ -60,7 +61,7 @@ public final class MonitorModel {
                 state.reason = probeNow == nil ? Self.noEngineReason : "resolving \(new.host)"
             }
         }
-        onChange?([key.rawValue], false)
+        onChange?([key.property], false)
         onSettingChanged?(key)
     }
 }

@@ -1,5 +1,6 @@
 import DBusKit
 import EventLoop
+import MonitorContract
 
 /// The exported /org/netobserver/Monitor: binds the model to the bus, turns
 /// model changes into PropertiesChanged and StatusChanged, and keeps the
@@ -29,7 +30,7 @@ public final class MonitorObject {
             check: { [unowned self] call throws(DBusError) in try check(call) },
             wait: { [unowned self] call throws(DBusError) in try wait(call) },
             persist: { [unowned self] key, call in persist?(key, call) ?? .reply([]) })
-        server.export(path: MonitorInterface.objectPath, interfaces: [declaration])
+        server.export(path: MonitorContract.objectPath, interfaces: [declaration])
         model.onChange = { [unowned self] properties, announceStatus in
             modelChanged(properties, announceStatus: announceStatus)
         }
@@ -47,12 +48,13 @@ public final class MonitorObject {
         checks.resolveAll { $0.reply([.string(status)]) }
     }
 
-    private func modelChanged(_ properties: [String], announceStatus: Bool) {
+    private func modelChanged(_ properties: [MonitorContract.Property], announceStatus: Bool) {
         if !properties.isEmpty {
-            server.propertiesChanged(path: MonitorInterface.objectPath, interface: MonitorInterface.name, properties)
+            server.propertiesChanged(path: MonitorContract.objectPath, interface: MonitorContract.interface, properties.map(\.name))
         }
         guard announceStatus else { return }
-        try? server.emit(path: MonitorInterface.objectPath, interface: MonitorInterface.name, signal: "StatusChanged",
+        try? server.emit(path: MonitorContract.objectPath, interface: MonitorContract.interface,
+                         signal: MonitorContract.Signal.statusChanged.name,
                          [.string(model.state.status.rawValue), .string(model.settings.host)])
         onStatusChanged?(model.state, model.settings.host)
         if model.state.reachable {
@@ -78,8 +80,8 @@ public final class MonitorObject {
     }
 
     private func wait(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
-        guard let timeout = call.uint32(at: 0), MonitorInterface.waitTimeoutRange.contains(timeout) else {
-            let r = MonitorInterface.waitTimeoutRange
+        guard let timeout = call.uint32(at: 0), MonitorContract.waitTimeoutRange.contains(timeout) else {
+            let r = MonitorContract.waitTimeoutRange
             throw .invalidArgs("timeout_ms: out of range (accepted: \(r.lowerBound)–\(r.upperBound) ms)")
         }
         if model.state.reachable { return .reply([.boolean(true)]) }

@@ -1,3 +1,5 @@
+import MonitorContract
+
 /// What the Monitor reports: the verdict and how it was reached.
 public enum Status: String, CaseIterable, Sendable {
     case unknown, none, ethernet, wifi, cellular, vpn, other
@@ -25,16 +27,16 @@ public struct MonitorState: Equatable, Sendable {
 
     public var reachable: Bool { status.isConnected }
 
-    /// The property names whose values differ between two states.
-    public func changedProperties(from old: MonitorState) -> [String] {
-        var names: [String] = []
-        if status != old.status { names += ["Status", "Reachable"] }
-        if interface != old.interface { names.append("Interface") }
-        if address != old.address { names.append("Address") }
-        if reason != old.reason { names.append("Reason") }
-        if roundTripTime != old.roundTripTime { names.append("RoundTripTime") }
-        if packetLoss != old.packetLoss { names.append("PacketLoss") }
-        if lastChange != old.lastChange { names.append("LastChange") }
-        return names
+    /// The properties whose values differ between two states.
+    public func changedProperties(from old: MonitorState) -> [MonitorContract.Property] {
+        var changed: [MonitorContract.Property] = []
+        if status != old.status { changed += [.status, .reachable] }
+        if interface != old.interface { changed.append(.interface) }
+        if address != old.address { changed.append(.address) }
+        if reason != old.reason { changed.append(.reason) }
+        if roundTripTime != old.roundTripTime { changed.append(.roundTripTime) }
+        if packetLoss != old.packetLoss { changed.append(.packetLoss) }
+        if lastChange != old.lastChange { changed.append(.lastChange) }
+        return changed
     }
 }

@@ -1,3 +1,5 @@
+import MonitorContract
+
 /// Which address family the probe uses.
 public enum AddressFamily: String, CaseIterable, Sendable {
     case any, ipv4, ipv6
@@ -23,25 +25,30 @@ public struct MonitorSettings: Equatable, Sendable {
     public static let timeoutRange: ClosedRange<UInt32> = 10...60_000
     public static let thresholdRange: ClosedRange<UInt32> = 1...100
 
-    /// One writable setting: its D-Bus property name, command-line flag and range.
-    public enum Key: String, CaseIterable, Sendable {
-        case host = "Host"
-        case interval = "Interval"
-        case timeout = "Timeout"
-        case failureThreshold = "FailureThreshold"
-        case recoveryThreshold = "RecoveryThreshold"
-        case family = "AddressFamily"
+    /// One writable setting: its D-Bus property (name, type), command-line flag and range.
+    public enum Key: CaseIterable, Sendable {
+        case host, interval, timeout, failureThreshold, recoveryThreshold, family
 
-        public var flag: String {
+        public var property: MonitorContract.Property {
             switch self {
-            case .host: "--host"
-            case .interval: "--interval"
-            case .timeout: "--timeout"
-            case .failureThreshold: "--failures"
-            case .recoveryThreshold: "--recoveries"
-            case .family: "--family"
+            case .host: .host
+            case .interval: .interval
+            case .timeout: .timeout
+            case .failureThreshold: .failureThreshold
+            case .recoveryThreshold: .recoveryThreshold
+            case .family: .addressFamily
             }
         }
+
+        /// The D-Bus property name, which is also the state file's key.
+        public var name: String { property.name }
+
+        public init?(name: String) {
+            guard let key = Self.allCases.first(where: { $0.name == name }) else { return nil }
+            self = key
+        }
+
+        public var flag: String { "--" + (property.settingName ?? name) }
 
         public var accepted: String {
             switch self {
@@ -67,7 +74,7 @@ public struct MonitorSettings: Equatable, Sendable {
     /// Sets `key` from its text form (command line, state file); `name` says
     /// how the caller refers to it in the error.
     public mutating func set(_ key: Key, text: String, name: String? = nil) throws(SettingError) {
-        let label = name ?? key.rawValue
+        let label = name ?? key.name
         if key.range != nil {
             guard let value = UInt32(text) else {
                 throw SettingError(message: "\(label): '\(Self.printable(text))' is not a number (accepted: \(key.accepted))")
@@ -93,7 +100,7 @@ public struct MonitorSettings: Equatable, Sendable {
 
     /// Sets a numeric `key`, checking its range.
     public mutating func set(_ key: Key, number: UInt32, name: String? = nil) throws(SettingError) {
-        let label = name ?? key.rawValue
+        let label = name ?? key.name
         guard let range = key.range else {
             throw SettingError(message: "\(label) is not a number")
         }

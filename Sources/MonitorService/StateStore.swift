@@ -31,7 +31,7 @@ public struct StateStore: Sendable {
             let line = Substring(decoding: bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes, as: UTF8.self)
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let equals = line.firstIndex(of: "="),
-                  let key = MonitorSettings.Key(rawValue: String(line[..<equals])) else {
+                  let key = MonitorSettings.Key(name: String(line[..<equals])) else {
                 problems.append("\(path):\(number + 1): not a setting, ignored")
                 continue
             }
@@ -87,7 +87,7 @@ public struct StateStore: Sendable {
         try makeDirectory(directory)
         var text = "# netobserverd: settings Set over D-Bus\n"
         for key in MonitorSettings.Key.allCases {
-            if let value = values[key] { text += "\(key.rawValue)=\(value)\n" }
+            if let value = values[key] { text += "\(key.name)=\(value)\n" }
         }
         let (temporary, fd) = try createTemporary()
         do throws(SystemError) {

@@ -75,6 +75,10 @@ public final class Simulation {
     private var lastAnswerAt: UInt64 = 0
     private var failureKindsSinceAnswer: Set<String> = []
     private var answersInRow = 0
+    /// When the probe whose failure was the first since the last answer was sent.
+    private var firstFailureSentAt: UInt64?
+    /// No probe since the last answer was sent off the schedule (for a Check, a route regained).
+    private var onScheduleSinceAnswer = true
     private var lastForcedAt: UInt64?
     private var lastSettingsChange: UInt64 = 0
     private var lastRetarget: UInt64 = 0
@@ -152,10 +156,13 @@ public final class Simulation {
                 sent[sequence]?.answered = true
                 lastAnswerAt = now
                 failureKindsSinceAnswer = []
+                firstFailureSentAt = nil
+                onScheduleSinceAnswer = true
                 answersInRow += 1
             }
         case .icmpError(let sequence, let token, let failure):
             if probe.receiveError(sequence: sequence, token: token, failure, from: "198.18.200.1", now: now) {
+                if firstFailureSentAt == nil { firstFailureSentAt = sent[sequence]?.sentAt }
                 sent[sequence]?.finished = true
                 failureKindsSinceAnswer.insert(failure == .timeExceeded ? "time exceeded" : token == nil ? "unproven" : "refused")
                 answersInRow = 0
@@ -287,6 +294,7 @@ public final class Simulation {
             sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000)
             if sent.count > 4096 { sent = sent.filter { $0.value.deadline + 10_000_000_000 > now } }
             if forCheck {
+                onScheduleSinceAnswer = false
                 summary.forcedProbes += 1
                 noteForcedProbe()
             }
@@ -334,12 +342,15 @@ public final class Simulation {
                 pendingChecks = []
                 sent = [:]
                 failureKindsSinceAnswer = []
+                firstFailureSentAt = nil
+                onScheduleSinceAnswer = true
                 answersInRow = 0
                 lastAnswerAt = now
                 let target = address.map { ProbeTarget(name: $0.description, family: $0.family == AF_INET ? .v4 : .v6) }
                 probe.start(target: target, method: .icmpDatagram, now: now)
             }
         case .routeRegained:
+            onScheduleSinceAnswer = false
             probe.routeRegained(now: now)
         case .stateChanged:
             let before = state.status
@@ -436,6 +447,15 @@ public final class Simulation {
             if !refused && probe.verdict.consecutiveFailures < settings.failureThreshold {
                 violation("not answering after \(probe.verdict.consecutiveFailures) failures without a proven refusal "
                           + "(FailureThreshold \(settings.failureThreshold); failures: \(failureKindsSinceAnswer.sorted()))")
+            }
+            if failureKindsSinceAnswer == ["time exceeded"], onScheduleSinceAnswer,
+               let first = firstFailureSentAt, first >= lastSettingsChange, first >= lastRetarget {
+                // The network answered: no silence to confirm, so the next probe waits for its tick.
+                let bound = UInt64(settings.failureThreshold - 1) * interval
+                if now - first < bound {
+                    violation("\(settings.failureThreshold) Time Exceeded answers took \(Double(now - first) / 1e6) ms, "
+                              + "sooner than (FailureThreshold − 1) × Interval = \(Double(bound) / 1e6) ms")
+                }
             }
             if failureKindsSinceAnswer == ["silence"] {
                 // Thresholds count silence: never sooner than (F − 1) × min(Interval, Timeout) + Timeout.

@@ -1,4 +1,5 @@
 import DBusKit
+import MonitorContract
 
 /// `netobserver` command lines (INTERFACE.md, "The client").
 struct ClientOptions {
@@ -7,7 +8,7 @@ struct ClientOptions {
         case monitor(json: Bool)
         case check
         case wait(seconds: UInt32)
-        case set(property: String, value: String)
+        case set(MonitorContract.Property, value: String)
     }
 
     var bus: BusAddress = .session
@@ -17,21 +18,17 @@ struct ClientOptions {
         let message: String
     }
 
+    static let settingNames = MonitorContract.Property.settings.compactMap(\.settingName).joined(separator: ", ")
+
     static let usage = """
         Usage: netobserver [--system | --session | --address ADDRESS] COMMAND
           status [--json]            one screen: status, host, interface, round trip, loss, reason
           monitor [--json]           a line per change until interrupted
           check                      probe now, print the status (exit 0 when reachable, 1 when not)
           wait [--timeout SECONDS]   exit 0 once reachable, 1 on timeout (default 30 s)
-          set PROPERTY VALUE         host, interval, timeout, failures, recoveries or family
+          set PROPERTY VALUE         \(settingNames)
         Exit status: 0 as above, 1 when the service is not running or refuses a value, 2 for a usage error.
         """
-
-    /// The writable settings by their command-line names: D-Bus property and type.
-    static let settable: [String: (property: String, numeric: Bool)] = [
-        "host": ("Host", false), "interval": ("Interval", true), "timeout": ("Timeout", true),
-        "failures": ("FailureThreshold", true), "recoveries": ("RecoveryThreshold", true), "family": ("AddressFamily", false),
-    ]
 
     static func parse(_ arguments: [String]) throws(UsageError) -> ClientOptions? {
         var bus: BusAddress = .session
@@ -74,10 +71,10 @@ struct ClientOptions {
             command = .wait(seconds: seconds)
         case "set":
             guard flags.count == 2 else { throw UsageError(message: "set takes PROPERTY VALUE") }
-            guard settable[flags[0]] != nil else {
-                throw UsageError(message: "set: unknown property '\(flags[0])' (host, interval, timeout, failures, recoveries, family)")
+            guard let property = MonitorContract.Property(settingName: flags[0]) else {
+                throw UsageError(message: "set: unknown property '\(flags[0])' (\(settingNames))")
             }
-            command = .set(property: flags[0], value: flags[1])
+            command = .set(property, value: flags[1])
         case "help", "--help":
             return nil
         default:

@@ -1,13 +1,10 @@
 import DBusKit
 import EventLoop
 import Glibc
+import MonitorContract
 
 /// Talks to org.netobserver.Monitor for the command line.
 struct MonitorClient {
-    static let name = "org.netobserver.Monitor"
-    static let path = "/org/netobserver/Monitor"
-    static let interface = "org.netobserver.Monitor"
-
     let connection: BusConnection
     let bus: BusAddress
 
@@ -36,7 +33,8 @@ struct MonitorClient {
 
     func call(_ interface: String, _ member: String, _ arguments: [DBusValue], timeoutMilliseconds: Int32 = 25_000) throws(Failure) -> [DBusValue] {
         do {
-            let message = try Message.methodCall(destination: Self.name, path: Self.path, interface: interface, member: member)
+            let message = try Message.methodCall(destination: MonitorContract.busName, path: MonitorContract.objectPath,
+                                                 interface: interface, member: member)
             try message.append(arguments)
             return try connection.callBlocking(message, timeoutMilliseconds: timeoutMilliseconds).arguments()
         } catch {
@@ -44,8 +42,14 @@ struct MonitorClient {
         }
     }
 
+    /// A method of org.netobserver.Monitor.
+    func call(_ method: MonitorContract.Method, _ arguments: [DBusValue], timeoutMilliseconds: Int32) throws(Failure) -> [DBusValue] {
+        try call(MonitorContract.interface, method.name, arguments, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
     func properties() throws(Failure) -> [String: DBusValue] {
-        guard case .dictionary(_, _, let entries)? = try call("org.freedesktop.DBus.Properties", "GetAll", [.string(Self.interface)]).first else {
+        guard case .dictionary(_, _, let entries)? = try call(MonitorContract.propertiesInterface, "GetAll",
+                                                              [.string(MonitorContract.interface)]).first else {
             throw Failure(message: "the service answered GetAll with something else")
         }
         var result: [String: DBusValue] = [:]
@@ -55,7 +59,8 @@ struct MonitorClient {
         return result
     }
 
-    func set(_ property: String, _ value: DBusValue) throws(Failure) {
-        _ = try call("org.freedesktop.DBus.Properties", "Set", [.string(Self.interface), .string(property), .variant(value)])
+    func set(_ property: MonitorContract.Property, _ value: DBusValue) throws(Failure) {
+        _ = try call(MonitorContract.propertiesInterface, "Set",
+                     [.string(MonitorContract.interface), .string(property.name), .variant(value)])
     }
 }

@@ -1,46 +1,65 @@
 import DBusKit
 import FoundationEssentials
 import Glibc
+import MonitorContract
 
-/// The properties as people and scripts read them.
+/// The properties as people and scripts read them: each value kept only when its type
+/// is the one the contract gives the property.
 struct Snapshot: Encodable {
-    var Status = ""
-    var Reachable = false
-    var Host = ""
-    var Address = ""
-    var Interface = ""
-    var Reason = ""
-    var RoundTripTime: UInt64 = 0
-    var PacketLoss: Double = 0
-    var LastChange: UInt64 = 0
-    var Interval: UInt32 = 0
-    var Timeout: UInt32 = 0
-    var FailureThreshold: UInt32 = 0
-    var RecoveryThreshold: UInt32 = 0
-    var AddressFamily = ""
+    private var values: [MonitorContract.Property: DBusValue] = [:]
 
     init(_ values: [String: DBusValue]) {
         update(values)
     }
 
-    mutating func update(_ values: [String: DBusValue]) {
-        for (key, value) in values {
-            switch (key, value) {
-            case ("Status", .string(let v)): Status = v
-            case ("Reachable", .boolean(let v)): Reachable = v
-            case ("Host", .string(let v)): Host = v
-            case ("Address", .string(let v)): Address = v
-            case ("Interface", .string(let v)): Interface = v
-            case ("Reason", .string(let v)): Reason = v
-            case ("RoundTripTime", .uint64(let v)): RoundTripTime = v
-            case ("PacketLoss", .double(let v)): PacketLoss = v
-            case ("LastChange", .uint64(let v)): LastChange = v
-            case ("Interval", .uint32(let v)): Interval = v
-            case ("Timeout", .uint32(let v)): Timeout = v
-            case ("FailureThreshold", .uint32(let v)): FailureThreshold = v
-            case ("RecoveryThreshold", .uint32(let v)): RecoveryThreshold = v
-            case ("AddressFamily", .string(let v)): AddressFamily = v
-            default: break
+    mutating func update(_ changed: [String: DBusValue]) {
+        for (name, value) in changed {
+            guard let property = MonitorContract.Property(rawValue: name), value.type == property.type else { continue }
+            values[property] = value
+        }
+    }
+
+    private func string(_ property: MonitorContract.Property) -> String { values[property]?.stringValue ?? "" }
+    private func number(_ property: MonitorContract.Property) -> UInt64 {
+        switch values[property] {
+        case .uint32(let value): UInt64(value)
+        case .uint64(let value): value
+        default: 0
+        }
+    }
+
+    var Status: String { string(.status) }
+    var Reachable: Bool { values[.reachable]?.boolValue ?? false }
+    var Host: String { string(.host) }
+    var Address: String { string(.address) }
+    var Interface: String { string(.interface) }
+    var Reason: String { string(.reason) }
+    var RoundTripTime: UInt64 { number(.roundTripTime) }
+    var PacketLoss: Double { values[.packetLoss]?.doubleValue ?? 0 }
+    var LastChange: UInt64 { number(.lastChange) }
+    var Interval: UInt64 { number(.interval) }
+    var Timeout: UInt64 { number(.timeout) }
+    var FailureThreshold: UInt64 { number(.failureThreshold) }
+    var RecoveryThreshold: UInt64 { number(.recoveryThreshold) }
+    var AddressFamily: String { string(.addressFamily) }
+
+    private struct Key: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
+    }
+
+    /// Every property under its D-Bus name, with the type's zero when the service did not say.
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        for property in MonitorContract.Property.allCases {
+            let key = Key(stringValue: property.name)
+            switch property.type {
+            case .boolean: try container.encode(values[property]?.boolValue ?? false, forKey: key)
+            case .uint32, .uint64: try container.encode(number(property), forKey: key)
+            case .double: try container.encode(values[property]?.doubleValue ?? 0, forKey: key)
+            default: try container.encode(string(property), forKey: key)
             }
         }
     }

@@ -1,6 +1,7 @@
 import DBusKit
 import EventLoop
 import Glibc
+import MonitorContract
 
 func fail(_ message: String, status: Int32) -> Never {
     writeLine("netobserver: \(message)", to: 2)
@@ -36,20 +37,18 @@ do {
         let snapshot = Snapshot(try client.properties())
         writeLine(json ? snapshot.json() : snapshot.screen())
     case .check:
-        guard let status = try client.call(MonitorClient.interface, "Check", [], timeoutMilliseconds: 70_000).first?.stringValue else {
+        guard let status = try client.call(.check, [], timeoutMilliseconds: 70_000).first?.stringValue else {
             fail("the service answered Check with something else", status: 1)
         }
         writeLine(status)
         exit(["unknown", "none"].contains(status) ? 1 : 0)
     case .wait(let seconds):
-        let reply = try client.call(MonitorClient.interface, "Wait", [.uint32(seconds * 1000)],
-                                    timeoutMilliseconds: Int32(seconds) * 1000 + 5000)
+        let reply = try client.call(.wait, [.uint32(seconds * 1000)], timeoutMilliseconds: Int32(seconds) * 1000 + 5000)
         exit(reply.first?.boolValue == true ? 0 : 1)
-    case .set(let name, let text):
-        guard let (property, numeric) = ClientOptions.settable[name] else { fail("unknown property", status: 2) }
+    case .set(let property, let text):
         let value: DBusValue
-        if numeric {
-            guard let number = UInt32(text) else { fail("set \(name): '\(text)' is not a number", status: 2) }
+        if property.type == .uint32 {
+            guard let number = UInt32(text) else { fail("set \(property.settingName ?? property.name): '\(text)' is not a number", status: 2) }
             value = .uint32(number)
         } else {
             value = .string(text)
@@ -58,13 +57,13 @@ do {
     case .monitor(let json):
         var snapshot = Snapshot(try client.properties())
         writeLine(json ? snapshot.json() : snapshot.line())
-        client.connection.addMatch("type='signal',sender='\(MonitorClient.name)',path='\(MonitorClient.path)',"
-                                   + "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+        client.connection.addMatch("type='signal',sender='\(MonitorContract.busName)',path='\(MonitorContract.objectPath)',"
+                                   + "interface='\(MonitorContract.propertiesInterface)',member='PropertiesChanged'")
         client.connection.onSignal = { message in
-            guard message.isSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"),
-                  message.path == MonitorClient.path,
+            guard message.isSignal(interface: MonitorContract.propertiesInterface, member: "PropertiesChanged"),
+                  message.path == MonitorContract.objectPath,
                   let arguments = try? message.arguments(), arguments.count == 3,
-                  arguments[0].stringValue == MonitorClient.interface,
+                  arguments[0].stringValue == MonitorContract.interface,
                   case .dictionary(_, _, let entries) = arguments[1] else { return }
             var changed: [String: DBusValue] = [:]
             for entry in entries { if let key = entry.key.stringValue { changed[key] = entry.value.unwrappedVariant } }

@@ -1,5 +1,6 @@
 import Foundation
 import IntegrationSupport
+import MonitorContract
 import XCTest
 
 /// busctl, gdbus and qdbus against a running daemon.
@@ -7,7 +8,7 @@ final class BusClientTests: DaemonTestCase {
     func testBusctlTree() throws {
         let tree = try busctl(["tree", Self.destination])
         XCTAssertEqual(tree.status, 0, tree.stderr)
-        for path in ["/org", "/org/netobserver", "/org/netobserver/Monitor"] {
+        for path in ["/org", "/org/netobserver", MonitorContract.objectPath] {
             XCTAssertTrue(tree.stdout.contains(path), tree.stdout)
         }
     }
@@ -20,11 +21,8 @@ final class BusClientTests: DaemonTestCase {
         XCTAssertEqual(row(".Check")?[1...2], ["method", "-"])
         XCTAssertEqual(row(".Wait")?[1...2], ["method", "u"])
         XCTAssertEqual(row(".StatusChanged")?[1...2], ["signal", "ss"])
-        for (name, type, writable) in [("Status", "s", false), ("Host", "s", true), ("Reachable", "b", false),
-                                       ("Interface", "s", false), ("Address", "s", false), ("Reason", "s", false),
-                                       ("RoundTripTime", "t", false), ("PacketLoss", "d", false), ("LastChange", "t", false),
-                                       ("Interval", "u", true), ("Timeout", "u", true), ("FailureThreshold", "u", true),
-                                       ("RecoveryThreshold", "u", true), ("AddressFamily", "s", true)] {
+        for property in MonitorContract.Property.allCases {
+            let (name, type, writable) = (property.name, property.type.signature, property.access == .readwrite)
             let cells = try XCTUnwrap(row("." + name), name)
             XCTAssertEqual(cells[1], "property", name)
             XCTAssertEqual(cells[2], type, name)
@@ -49,16 +47,16 @@ final class BusClientTests: DaemonTestCase {
     }
 
     func testBusctlGetSetAndCall() throws {
-        let status = try busctl(["get-property", Self.destination, Self.path, Self.interface, "Status", "Host", "Interval", "Reachable",
-                                 "RoundTripTime", "PacketLoss"])
+        let status = try busctl(["get-property", Self.destination, Self.path, Self.interface, P.status.name, P.host.name, P.interval.name, P.reachable.name,
+                                 P.roundTripTime.name, P.packetLoss.name])
         // No route in its namespace: every probe fails to send, so PacketLoss is 1.
         XCTAssertEqual(status.stdout, "s \"none\"\ns \"198.18.0.1\"\nu 1000\nb false\nt 0\nd 1\n", status.stderr)
-        XCTAssertEqual(try busctl(["set-property", Self.destination, Self.path, Self.interface, "Timeout", "u", "250"]).status, 0)
-        XCTAssertEqual(try busctl(["get-property", Self.destination, Self.path, Self.interface, "Timeout"]).stdout, "u 250\n")
-        let bad = try busctl(["set-property", Self.destination, Self.path, Self.interface, "Timeout", "u", "5"])
+        XCTAssertEqual(try busctl(["set-property", Self.destination, Self.path, Self.interface, P.timeout.name, "u", "250"]).status, 0)
+        XCTAssertEqual(try busctl(["get-property", Self.destination, Self.path, Self.interface, P.timeout.name]).stdout, "u 250\n")
+        let bad = try busctl(["set-property", Self.destination, Self.path, Self.interface, P.timeout.name, "u", "5"])
         XCTAssertNotEqual(bad.status, 0)
-        XCTAssertTrue(bad.stderr.contains("Timeout: 5 is out of range (accepted: 10–60000 ms)"), bad.stderr)
-        let readOnly = try busctl(["set-property", Self.destination, Self.path, Self.interface, "Status", "s", "wifi"])
+        XCTAssertTrue(bad.stderr.contains("\(P.timeout): 5 is out of range (accepted: 10–60000 ms)"), bad.stderr)
+        let readOnly = try busctl(["set-property", Self.destination, Self.path, Self.interface, P.status.name, "s", "wifi"])
         XCTAssertTrue(readOnly.stderr.contains("read-only"), readOnly.stderr)
         XCTAssertEqual(try busctl(["call", Self.destination, Self.path, Self.interface, "Check"]).stdout, "s \"none\"\n")
         XCTAssertEqual(try busctl(["call", Self.destination, Self.path, Self.interface, "Wait", "u", "50"]).stdout, "b false\n")
@@ -69,15 +67,15 @@ final class BusClientTests: DaemonTestCase {
     func testGdbusIntrospectRecurseAndCall() throws {
         let out = try gdbus(["introspect", "--session", "--dest", Self.destination, "--object-path", "/", "--recurse"])
         XCTAssertEqual(out.status, 0, out.stderr)
-        for text in ["node /org/netobserver/Monitor", "interface org.netobserver.Monitor", "readwrite s Host",
-                     "readonly s Status", "readonly t RoundTripTime", "Wait(in  u timeout_ms,", "StatusChanged(s status,"] {
+        for text in ["node /org/netobserver/Monitor", "interface org.netobserver.Monitor", "readwrite s \(P.host)",
+                     "readonly s \(P.status)", "readonly t \(P.roundTripTime)", "Wait(in  u timeout_ms,", "StatusChanged(s status,"] {
             XCTAssertTrue(out.stdout.contains(text), "missing \(text) in:\n\(out.stdout)")
         }
         let check = try gdbus(["call", "--session", "--dest", Self.destination, "--object-path", Self.path,
                                "--method", "org.netobserver.Monitor.Check"])
         XCTAssertEqual(check.stdout, "('none',)\n", check.stderr)
         let bad = try gdbus(["call", "--session", "--dest", Self.destination, "--object-path", Self.path,
-                             "--method", "org.freedesktop.DBus.Properties.Set", "org.netobserver.Monitor", "Host", "<'bad host'>"])
+                             "--method", "org.freedesktop.DBus.Properties.Set", MonitorContract.interface, P.host.name, "<'bad host'>"])
         XCTAssertTrue(bad.stderr.contains("org.freedesktop.DBus.Error.InvalidArgs"), bad.stderr)
     }
 
@@ -92,22 +90,22 @@ final class BusClientTests: DaemonTestCase {
         try monitor.run()
         defer { if monitor.isRunning { kill(monitor.processIdentifier, SIGTERM); monitor.waitUntilExit() } }
         usleep(500_000)  // its AddMatch must reach the bus first
-        XCTAssertEqual(try busctl(["set-property", Self.destination, Self.path, Self.interface, "Host", "s", "example.org"]).status, 0)
-        XCTAssertEqual(try busctl(["set-property", Self.destination, Self.path, Self.interface, "Interval", "u", "300"]).status, 0)
+        XCTAssertEqual(try busctl(["set-property", Self.destination, Self.path, Self.interface, P.host.name, "s", "example.org"]).status, 0)
+        XCTAssertEqual(try busctl(["set-property", Self.destination, Self.path, Self.interface, P.interval.name, "u", "300"]).status, 0)
         usleep(500_000)
         kill(monitor.processIdentifier, SIGTERM)
         monitor.waitUntilExit()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         // The Host and the Status reset it causes come in one PropertiesChanged.
-        XCTAssertTrue(text.contains("org.freedesktop.DBus.Properties.PropertiesChanged ('org.netobserver.Monitor', {'Status': <'unknown'>, 'Host': <'example.org'>"), text)
+        XCTAssertTrue(text.contains("org.freedesktop.DBus.Properties.PropertiesChanged ('org.netobserver.Monitor', {'\(P.status)': <'unknown'>, '\(P.host)': <'example.org'>"), text)
         XCTAssertTrue(text.contains("org.netobserver.Monitor.StatusChanged ('unknown', 'example.org')"), text)
-        XCTAssertTrue(text.contains("{'Interval': <uint32 300>}"), text)
+        XCTAssertTrue(text.contains("{'\(P.interval)': <uint32 300>}"), text)
     }
 
     func testQdbus() throws {
         let env = bus.environment
         let paths = try runCommand(["qdbus", Self.destination], environment: env)
-        XCTAssertEqual(paths.stdout.split(separator: "\n"), ["/", "/org", "/org/netobserver", "/org/netobserver/Monitor"], paths.stderr)
+        XCTAssertEqual(paths.stdout.split(separator: "\n").map(String.init), ["/", "/org", "/org/netobserver", MonitorContract.objectPath], paths.stderr)
         let members = try runCommand(["qdbus", Self.destination, Self.path], environment: env)
         for member in ["property read QString org.netobserver.Monitor.Status", "property readwrite uint org.netobserver.Monitor.Interval",
                        "method bool org.netobserver.Monitor.Wait(uint timeout_ms)", "signal void org.netobserver.Monitor.StatusChanged(QString status, QString host)"] {
@@ -116,7 +114,7 @@ final class BusClientTests: DaemonTestCase {
         let check = try runCommand(["qdbus", Self.destination, Self.path, "org.netobserver.Monitor.Check"], environment: env)
         XCTAssertEqual(check.stdout, "none\n", check.stderr)
         let get = try runCommand(["qdbus", Self.destination, Self.path, "org.freedesktop.DBus.Properties.Get",
-                                  "org.netobserver.Monitor", "FailureThreshold"], environment: env)
+                                  MonitorContract.interface, P.failureThreshold.name], environment: env)
         XCTAssertEqual(get.stdout, "2\n", get.stderr)
     }
 }
@@ -162,6 +160,6 @@ final class PythonClientTests: DaemonTestCase {
         let after = daemon.rssKilobytes
         print("load: RSS \(before) kB before, \(after) kB after 5000 Gets and 200 Sets from 4 clients")
         XCTAssertLessThan(after - before, 1024, "RSS grew from \(before) kB to \(after) kB")
-        XCTAssertEqual(try busctl(["get-property", Self.destination, Self.path, Self.interface, "Status"]).stdout, "s \"none\"\n")
+        XCTAssertEqual(try busctl(["get-property", Self.destination, Self.path, Self.interface, P.status.name]).stdout, "s \"none\"\n")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IntegrationSupport
+import MonitorContract
 import XCTest
 
 /// A bus and a daemon on it, set up and torn down around each test.
@@ -10,9 +11,9 @@ class DaemonTestCase: XCTestCase {
     /// Extra daemon flags for this test class.
     var daemonArguments: [String] { [] }
 
-    static let destination = "org.netobserver.Monitor"
-    static let path = "/org/netobserver/Monitor"
-    static let interface = "org.netobserver.Monitor"
+    static let destination = MonitorContract.busName
+    static let path = MonitorContract.objectPath
+    static let interface = MonitorContract.interface
 
     override func setUpWithError() throws {
         bus = try PrivateBus()

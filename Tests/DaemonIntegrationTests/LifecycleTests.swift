@@ -1,5 +1,6 @@
 import Foundation
 import IntegrationSupport
+import MonitorContract
 import XCTest
 
 /// Start, name ownership, replacement, signals, a lost bus, usage errors, and settings kept across restarts.
@@ -16,7 +17,7 @@ final class LifecycleTests: XCTestCase {
 
     private func nameHasOwner() throws -> Bool {
         let out = try runCommand(["busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                  "org.freedesktop.DBus", "NameHasOwner", "s", "org.netobserver.Monitor"])
+                                  "org.freedesktop.DBus", "NameHasOwner", "s", MonitorContract.busName])
         return out.stdout == "b true\n"
     }
 
@@ -68,12 +69,12 @@ final class LifecycleTests: XCTestCase {
             let daemon = try DaemonProcess(bus: bus, launcher: [Paths.python, Paths.clients + "/forbid_syscall.py", "epoll_pwait2", error])
             XCTAssertTrue(daemon.log.contains("waiting with epoll_pwait"), daemon.log)
             let started = Date()
-            let wait = try runCommand(["busctl", "--address=\(bus.address)", "call", "org.netobserver.Monitor", "/org/netobserver/Monitor",
-                                       "org.netobserver.Monitor", "Wait", "u", "300"])
+            let wait = try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
+                                       MonitorContract.interface, MonitorContract.Method.wait.name, "u", "300"])
             XCTAssertEqual(wait.stdout, "b false\n", "\(error): a timer on the fallback wait: \(wait.stderr)")
             XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.3)
-            XCTAssertEqual(try runCommand(["busctl", "--address=\(bus.address)", "call", "org.netobserver.Monitor", "/org/netobserver/Monitor",
-                                           "org.netobserver.Monitor", "Check"]).stdout, "s \"none\"\n")
+            XCTAssertEqual(try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
+                                           MonitorContract.interface, MonitorContract.Method.check.name]).stdout, "s \"none\"\n")
             daemon.stop()
             XCTAssertEqual(daemon.waitForExit(), 0, "\(error): \(daemon.log)")
         }
@@ -114,37 +115,38 @@ final class LifecycleTests: XCTestCase {
     func testSetValuesSurviveARestartAndFlagsWin() throws {
         let state = bus.directory + "/kept"
         var daemon = try DaemonProcess(bus: bus, stateDirectory: state)
-        let set = { (name: String, type: String, value: String) throws -> Void in
-            let out = try runCommand(["busctl", "--address=\(self.bus.address)", "set-property", "org.netobserver.Monitor",
-                                      "/org/netobserver/Monitor", "org.netobserver.Monitor", name, type, value])
+        let set = { (property: P, value: String) throws -> Void in
+            let out = try runCommand(["busctl", "--address=\(self.bus.address)", "set-property", MonitorContract.busName,
+                                      MonitorContract.objectPath, MonitorContract.interface, property.name,
+                                      property.type.signature, value])
             XCTAssertEqual(out.status, 0, out.stderr)
         }
-        let get = { (name: String) throws -> String in
-            try runCommand(["busctl", "--address=\(self.bus.address)", "get-property", "org.netobserver.Monitor",
-                            "/org/netobserver/Monitor", "org.netobserver.Monitor", name]).stdout
+        let get = { (property: P) throws -> String in
+            try runCommand(["busctl", "--address=\(self.bus.address)", "get-property", MonitorContract.busName,
+                            MonitorContract.objectPath, MonitorContract.interface, property.name]).stdout
         }
-        try set("Interval", "u", "4321")
-        try set("AddressFamily", "s", "ipv4")
+        try set(.interval, "4321")
+        try set(.addressFamily, "ipv4")
         daemon.stop()
         // DaemonProcess always passes --host 198.18.0.1, so Host comes from the flag here.
         daemon = try DaemonProcess(bus: bus, arguments: ["--family", "ipv6"], stateDirectory: state)
-        XCTAssertEqual(try get("Interval"), "u 4321\n", "restored from the state file")
-        XCTAssertEqual(try get("AddressFamily"), "s \"ipv6\"\n", "the flag wins over the state file")
+        XCTAssertEqual(try get(.interval), "u 4321\n", "restored from the state file")
+        XCTAssertEqual(try get(.addressFamily), "s \"ipv6\"\n", "the flag wins over the state file")
         daemon.stop()
         let saved = try String(contentsOfFile: state + "/settings", encoding: .utf8)
-        XCTAssertTrue(saved.contains("Interval=4321\n") && saved.contains("AddressFamily=ipv4\n"), saved)
-        XCTAssertFalse(saved.contains("Host="), "flags are not persisted")
+        XCTAssertTrue(saved.contains("\(P.interval)=4321\n") && saved.contains("\(P.addressFamily)=ipv4\n"), saved)
+        XCTAssertFalse(saved.contains("\(P.host)="), "flags are not persisted")
     }
 
     func testCorruptStateFileIsSurvived() throws {
         let state = bus.directory + "/corrupt"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        try Data([0xFF, 0xFE, 0x00, 0x0A] + Array("Interval=99\nTimeout=250\njunk\n".utf8)).write(to: URL(fileURLWithPath: state + "/settings"))
+        try Data([0xFF, 0xFE, 0x00, 0x0A] + Array("\(P.interval)=99\nTimeout=250\njunk\n".utf8)).write(to: URL(fileURLWithPath: state + "/settings"))
         let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
-        let get = try runCommand(["busctl", "--address=\(bus.address)", "get-property", "org.netobserver.Monitor",
-                                  "/org/netobserver/Monitor", "org.netobserver.Monitor", "Interval", "Timeout"])
+        let get = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+                                  MonitorContract.objectPath, MonitorContract.interface, P.interval.name, P.timeout.name])
         XCTAssertEqual(get.stdout, "u 1000\nu 250\n", "bad values ignored, good ones kept")
-        XCTAssertTrue(daemon.log.contains("Interval: 99 is out of range"), daemon.log)
+        XCTAssertTrue(daemon.log.contains("\(P.interval): 99 is out of range"), daemon.log)
         XCTAssertTrue(daemon.log.contains("not a setting, ignored"), daemon.log)
         daemon.stop()
     }

@@ -1,5 +1,6 @@
 import Foundation
 import IntegrationSupport
+import MonitorContract
 import XCTest
 
 /// The state file under hostile or unlucky conditions: Sets answered once saved,
@@ -19,21 +20,21 @@ final class StateFileTests: XCTestCase {
         try runCommand(["busctl", "--address=\(bus.address)"] + arguments)
     }
 
-    private func set(_ name: String, _ type: String, _ value: String) throws -> Outcome {
-        try busctl(["set-property", "org.netobserver.Monitor", "/org/netobserver/Monitor", "org.netobserver.Monitor", name, type, value])
+    private func set(_ property: P, _ value: String) throws -> Outcome {
+        try busctl(["set-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.interface, property.name, property.type.signature, value])
     }
 
-    private func get(_ names: String...) throws -> String {
-        try busctl(["get-property", "org.netobserver.Monitor", "/org/netobserver/Monitor", "org.netobserver.Monitor"] + names).stdout
+    private func get(_ properties: P...) throws -> String {
+        try busctl(["get-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.interface] + properties.map(\.name)).stdout
     }
 
     func testASetIsAnsweredOnceItsValueIsSaved() throws {
         let state = bus.directory + "/kept"
         let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
         for interval in 1_001...1_020 {
-            XCTAssertEqual(try set("Interval", "u", String(interval)).status, 0)
+            XCTAssertEqual(try set(.interval, String(interval)).status, 0)
             let saved = try String(contentsOfFile: state + "/settings", encoding: .utf8)
-            XCTAssertTrue(saved.contains("Interval=\(interval)\n"), "on disk when the Set returned: \(saved)")
+            XCTAssertTrue(saved.contains("\(P.interval)=\(interval)\n"), "on disk when the Set returned: \(saved)")
         }
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: state).filter { $0 != "settings" }
         XCTAssertEqual(leftovers, [], "no temporary files left")
@@ -45,10 +46,10 @@ final class StateFileTests: XCTestCase {
         let blocker = bus.directory + "/blocker"
         XCTAssertTrue(FileManager.default.createFile(atPath: blocker, contents: Data("x".utf8)))
         let daemon = try DaemonProcess(bus: bus, stateDirectory: blocker + "/state")
-        let out = try set("Interval", "u", "2500")
+        let out = try set(.interval, "2500")
         XCTAssertNotEqual(out.status, 0, "the caller learns the value was not saved")
-        XCTAssertTrue(out.stderr.contains("Interval is in effect until the service stops, but could not be saved"), out.stderr)
-        XCTAssertEqual(try get("Interval"), "u 2500\n", "in effect for this run")
+        XCTAssertTrue(out.stderr.contains("\(P.interval) is in effect until the service stops, but could not be saved"), out.stderr)
+        XCTAssertEqual(try get(.interval), "u 2500\n", "in effect for this run")
         XCTAssertTrue(daemon.log.contains("cannot save settings"), daemon.log)
         XCTAssertTrue(daemon.process.isRunning)
         daemon.stop()
@@ -57,13 +58,13 @@ final class StateFileTests: XCTestCase {
     func testSighupRereadsTheStateFileAndFlagsStillWin() throws {
         let state = bus.directory + "/hup"
         let daemon = try DaemonProcess(bus: bus, arguments: ["--timeout", "700"], stateDirectory: state)
-        XCTAssertEqual(try set("FailureThreshold", "u", "3").status, 0)
-        try "Interval=250\nTimeout=300\nFailureThreshold=4\n".write(toFile: state + "/settings", atomically: true, encoding: .utf8)
+        XCTAssertEqual(try set(.failureThreshold, "3").status, 0)
+        try "\(P.interval)=250\nTimeout=300\nFailureThreshold=4\n".write(toFile: state + "/settings", atomically: true, encoding: .utf8)
         kill(daemon.pid, SIGHUP)
         try daemon.waitUntil("SIGHUP: re-read")
         XCTAssertTrue(daemon.process.isRunning, "SIGHUP never stops the service")
-        XCTAssertEqual(try get("Interval", "Timeout", "FailureThreshold"), "u 250\nu 700\nu 4\n", "the file, except what a flag says")
-        XCTAssertTrue(daemon.log.contains("SIGHUP: re-read \(state)/settings: Interval=250, FailureThreshold=4"), daemon.log)
+        XCTAssertEqual(try get(.interval, .timeout, .failureThreshold), "u 250\nu 700\nu 4\n", "the file, except what a flag says")
+        XCTAssertTrue(daemon.log.contains("SIGHUP: re-read \(state)/settings: \(P.interval)=250, \(P.failureThreshold)=4"), daemon.log)
         kill(daemon.pid, SIGHUP)
         try daemon.waitUntil("nothing changed")
         XCTAssertTrue(daemon.process.isRunning)
@@ -84,7 +85,7 @@ final class StateFileTests: XCTestCase {
             let started = Date()
             let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
             XCTAssertTrue(daemon.log.contains("\(state)/settings: \(message), ignoring it"), daemon.log)
-            XCTAssertEqual(try get("Interval"), "u 1000\n")
+            XCTAssertEqual(try get(.interval), "u 1000\n")
             print("state file that \(message): serving after \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
             daemon.stop()
         }

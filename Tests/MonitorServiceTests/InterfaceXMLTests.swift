@@ -1,4 +1,6 @@
 import DBusKit
+import Foundation
+import MonitorContract
 import MonitorService
 import XCTest
 
@@ -13,24 +15,34 @@ final class InterfaceXMLTests: XCTestCase {
         XCTAssertEqual(shipped, Introspection.document(interfaces: [declaration], children: []))
     }
 
-    func testEveryPropertyOfTheSpecIsDeclaredWithItsTypeAndAccess() {
+    /// The contract against the shipped XML (the file reviewed against INTERFACE.md), and the
+    /// daemon's declaration against the contract: names, order, types, access, change modes.
+    func testEveryPropertyOfTheContractIsDeclaredWithItsTypeAndAccess() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let shipped = try String(contentsOf: root.appendingPathComponent("dbus/org.netobserver.Monitor.xml"), encoding: .utf8)
+        let pattern = try NSRegularExpression(pattern: #"<property name="(\w+)" type="(\w+)" access="(\w+)""#)
+        let inXML = pattern.matches(in: shipped, range: NSRange(shipped.startIndex..., in: shipped)).map { match in
+            (1...3).map { String(shipped[Range(match.range(at: $0), in: shipped)!]) }
+        }
+        XCTAssertEqual(inXML.map { $0[0] }, MonitorContract.Property.allCases.map(\.name))
+        for (row, property) in zip(inXML, MonitorContract.Property.allCases) {
+            XCTAssertEqual(row[1], property.type.signature, property.name)
+            XCTAssertEqual(row[2], property.access.rawValue, property.name)
+        }
+
         let model = MonitorModel(settings: MonitorSettings())
         let declaration = MonitorInterface.declaration(model: model, check: { _ throws(DBusError) in .later },
                                                        wait: { _ throws(DBusError) in .later }, persist: { _, _ in .later })
-        let expected: [(String, String, PropertyAccess)] = [
-            ("Status", "s", .read), ("Host", "s", .readwrite), ("Reachable", "b", .read), ("Interface", "s", .read),
-            ("Address", "s", .read), ("Reason", "s", .read), ("RoundTripTime", "t", .read), ("PacketLoss", "d", .read),
-            ("LastChange", "t", .read), ("Interval", "u", .readwrite), ("Timeout", "u", .readwrite),
-            ("FailureThreshold", "u", .readwrite), ("RecoveryThreshold", "u", .readwrite), ("AddressFamily", "s", .readwrite),
-        ]
-        XCTAssertEqual(declaration.properties.map(\.name), expected.map(\.0))
-        for (name, signature, access) in expected {
-            let property = declaration.property(named: name)
-            XCTAssertEqual(property?.type.signature, signature, name)
-            XCTAssertEqual(property?.access, access, name)
-            XCTAssertEqual(property?.get().type.signature, signature, "\(name) getter returns its declared type")
+        XCTAssertEqual(declaration.properties.map(\.name), MonitorContract.Property.allCases.map(\.name))
+        for property in MonitorContract.Property.allCases {
+            let declared = declaration.property(named: property.name)
+            XCTAssertEqual(declared?.type, property.type, property.name)
+            XCTAssertEqual(declared?.access, property.access, property.name)
+            XCTAssertEqual(declared?.changeMode, property.changeMode, property.name)
+            XCTAssertEqual(declared?.get().type, property.type, "\(property.name) getter returns its declared type")
         }
-        XCTAssertEqual(declaration.property(named: "RoundTripTime")?.changeMode, .quiet)
-        XCTAssertEqual(declaration.property(named: "PacketLoss")?.changeMode, .quiet)
+        XCTAssertEqual(MonitorContract.Property.allCases.filter { $0.changeMode == .quiet }, [.roundTripTime, .packetLoss])
+        XCTAssertEqual(declaration.methods.map(\.name), MonitorContract.Method.allCases.map(\.name))
+        XCTAssertEqual(declaration.signals.map(\.name), MonitorContract.Signal.allCases.map(\.name))
     }
 }

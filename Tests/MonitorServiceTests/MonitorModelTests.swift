@@ -1,3 +1,4 @@
+import MonitorContract
 import MonitorService
 import XCTest
 
@@ -12,15 +13,15 @@ final class MonitorModelTests: XCTestCase {
 
     func testUpdateReportsExactlyWhatChanged() {
         let model = MonitorModel(settings: MonitorSettings(), now: 1)
-        var reports: [([String], Bool)] = []
+        var reports: [([MonitorContract.Property], Bool)] = []
         model.onChange = { reports.append(($0, $1)) }
         model.update(now: 5) { $0.status = .ethernet; $0.interface = "veth0" }
-        XCTAssertEqual(reports.map(\.0), [["Status", "Reachable", "Interface", "Reason", "LastChange"]])
+        XCTAssertEqual(reports.map(\.0), [[.status, .reachable, .interface, .reason, .lastChange]])
         XCTAssertEqual(reports.map(\.1), [true])
         XCTAssertEqual(model.state.lastChange, 5)
         XCTAssertEqual(model.state.reason, "", "connected means no reason")
         model.update(now: 6) { $0.roundTripTime = 900 }
-        XCTAssertEqual(reports.last?.0, ["RoundTripTime"])
+        XCTAssertEqual(reports.last?.0, [.roundTripTime])
         XCTAssertEqual(reports.last?.1, false)
         XCTAssertEqual(model.state.lastChange, 5, "only a Status change moves LastChange")
         let count = reports.count
@@ -31,7 +32,7 @@ final class MonitorModelTests: XCTestCase {
     func testNewHostResetsTheVerdictAndAnnouncesIt() throws {
         let model = MonitorModel(settings: MonitorSettings())
         model.update { $0.status = .wifi; $0.address = "198.18.0.1"; $0.roundTripTime = 500; $0.packetLoss = 0.1 }
-        var reports: [([String], Bool)] = []
+        var reports: [([MonitorContract.Property], Bool)] = []
         var changedKeys: [MonitorSettings.Key] = []
         model.onChange = { reports.append(($0, $1)) }
         model.onSettingChanged = { changedKeys.append($0) }
@@ -43,7 +44,7 @@ final class MonitorModelTests: XCTestCase {
         XCTAssertEqual(model.state.packetLoss, 0)
         XCTAssertEqual(changedKeys, [.host])
         XCTAssertEqual(reports.map(\.1), [true, false], "StatusChanged once, with the reset; then Host")
-        XCTAssertEqual(reports.last?.0, ["Host"])
+        XCTAssertEqual(reports.last?.0, [.host])
 
         // Still unknown, but a new Host is a new {status, host} pair: announced again.
         reports = []

@@ -31,7 +31,7 @@ final class SettingsTests: XCTestCase {
                 var copy = settings
                 XCTAssertThrowsError(try copy.set(key, number: bad)) { error in
                     let message = (error as? SettingError)?.message ?? ""
-                    XCTAssertTrue(message.contains(key.rawValue) && message.contains(range), message)
+                    XCTAssertTrue(message.contains(key.name) && message.contains(range), message)
                 }
                 XCTAssertEqual(copy, settings, "unchanged after a refused value")
             }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import IntegrationSupport
+import MonitorContract
 import XCTest
 
 /// netobserverd end to end: the daemon in a client namespace behind a router,
@@ -72,17 +73,18 @@ final class MonitorNamespaceTests: XCTestCase {
         }
     }
 
-    func get(_ property: String) throws -> String {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", "org.netobserver.Monitor",
-                                  "/org/netobserver/Monitor", "org.netobserver.Monitor", property])
+    func get(_ property: P) throws -> String {
+        let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+                                  MonitorContract.objectPath, MonitorContract.interface, property.name])
         // `s "ethernet"` → ethernet; `t 420` → 420
         let value = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).last ?? ""
         return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
     }
 
-    func set(_ property: String, _ type: String, _ value: String) throws {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "set-property", "org.netobserver.Monitor",
-                                  "/org/netobserver/Monitor", "org.netobserver.Monitor", property, type, value])
+    func set(_ property: P, _ value: String) throws {
+        let out = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
+                                  MonitorContract.objectPath, MonitorContract.interface, property.name,
+                                  property.type.signature, value])
         XCTAssertEqual(out.status, 0, out.stderr)
     }
 
@@ -91,10 +93,10 @@ final class MonitorNamespaceTests: XCTestCase {
     func waitForStatus(_ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
         let start = Date()
         while Date().timeIntervalSince(start) < timeout {
-            if try get("Status") == expected { return Date().timeIntervalSince(start) }
+            if try get(.status) == expected { return Date().timeIntervalSince(start) }
             usleep(20_000)
         }
-        XCTFail("Status did not become \(expected) in \(timeout) s; it is \(try get("Status")): \(try get("Reason"))\n\(daemon.log)",
+        XCTFail("\(P.status) did not become \(expected) in \(timeout) s; it is \(try get(.status)): \(try get(.reason))\n\(daemon.log)",
                 file: file, line: line)
         return timeout
     }
@@ -108,11 +110,11 @@ final class MonitorNamespaceTests: XCTestCase {
     func testStartsConnectedOverTheVeth() throws {
         try startDaemon()
         try waitForStatus("ethernet")
-        XCTAssertEqual(try get("Interface"), "mc0")
-        XCTAssertEqual(try get("Address"), "198.18.2.2")
-        XCTAssertEqual(try get("Reason"), "")
-        XCTAssertEqual(try get("Reachable"), "true")
-        XCTAssertGreaterThan(Int(try get("RoundTripTime")) ?? 0, 0)
+        XCTAssertEqual(try get(.interface), "mc0")
+        XCTAssertEqual(try get(.address), "198.18.2.2")
+        XCTAssertEqual(try get(.reason), "")
+        XCTAssertEqual(try get(.reachable), "true")
+        XCTAssertGreaterThan(Int(try get(.roundTripTime)) ?? 0, 0)
     }
 
     /// Sends batches of Checks from one connection (NO_REPLY when asked), waiting for the bus to
@@ -126,10 +128,10 @@ final class MonitorNamespaceTests: XCTestCase {
                 return [int(l.split()[0]) for l in listing.splitlines() if "icmptype 8" in l][0]
             for count in map(int, sys.argv[3:]):
                 for _ in range(count):
-                    m = dbus.lowlevel.MethodCallMessage("org.netobserver.Monitor", "/org/netobserver/Monitor", "org.netobserver.Monitor", "Check")
+                    m = dbus.lowlevel.MethodCallMessage("\(MonitorContract.busName)", "\(MonitorContract.objectPath)", "\(MonitorContract.interface)", "Check")
                     m.set_no_reply(\(noReply ? "True" : "False"))
                     bus.send_message(m)
-                ping = dbus.lowlevel.MethodCallMessage("org.netobserver.Monitor", "/org/netobserver/Monitor", "org.freedesktop.DBus.Peer", "Ping")
+                ping = dbus.lowlevel.MethodCallMessage("\(MonitorContract.busName)", "\(MonitorContract.objectPath)", "org.freedesktop.DBus.Peer", "Ping")
                 bus.send_message_with_reply_and_block(ping, 10)
                 time.sleep(0.3)
                 print(counted(), flush=True)
@@ -164,7 +166,7 @@ final class MonitorNamespaceTests: XCTestCase {
         let check = try client(["check"])
         let took = Date().timeIntervalSince(started)
         XCTAssertEqual(check.stdout, "none\n")
-        XCTAssertLessThan(took, 5, "answered when the send failed, not after the 10 s Timeout")
+        XCTAssertLessThan(took, 5, "answered when the send failed, not after the 10 s timeout")
         print("Check with a failed send answered after \(String(format: "%.3f", took)) s")
     }
 
@@ -174,8 +176,8 @@ final class MonitorNamespaceTests: XCTestCase {
         try startWatcher()
         try client.ip("link set mc0 down")
         let took = try waitForStatus("none")
-        XCTAssertEqual(try get("Reason"), "interface mc0 is down")
-        XCTAssertEqual(try get("Interface"), "")
+        XCTAssertEqual(try get(.reason), "interface mc0 is down")
+        XCTAssertEqual(try get(.interface), "")
         XCTAssertLessThan(took, 1.0, "no waiting for probes")
         try client.ip("link set mc0 up")
         try client.ip("route add default via 198.18.0.1")
@@ -190,7 +192,7 @@ final class MonitorNamespaceTests: XCTestCase {
         try waitForStatus("ethernet")
         try client.ip("route del default")
         try waitForStatus("none")
-        XCTAssertEqual(try get("Reason"), "no route to 198.18.2.2")
+        XCTAssertEqual(try get(.reason), "no route to 198.18.2.2")
         try client.ip("route add default via 198.18.0.1")
         try waitForStatus("ethernet", timeout: 1)
     }
@@ -200,9 +202,9 @@ final class MonitorNamespaceTests: XCTestCase {
         try waitForStatus("ethernet")
         _ = try router.exec("iptables -I FORWARD -p icmp -j DROP")
         let took = try waitForStatus("none", timeout: 3)
-        XCTAssertLessThan(took, 2 * 0.2 + 0.2 + 0.3, "FailureThreshold × Interval + Timeout")
-        XCTAssertEqual(try get("Reason"), "host not answering: 2 probes lost")
-        XCTAssertEqual(try get("Interface"), "mc0", "the route is still there")
+        XCTAssertLessThan(took, 2 * 0.2 + 0.2 + 0.3, "failure threshold × interval + timeout")
+        XCTAssertEqual(try get(.reason), "host not answering: 2 probes lost")
+        XCTAssertEqual(try get(.interface), "mc0", "the route is still there")
         _ = try router.exec("iptables -D FORWARD -p icmp -j DROP")
         try waitForStatus("ethernet")
     }
@@ -213,7 +215,7 @@ final class MonitorNamespaceTests: XCTestCase {
         _ = try router.exec("iptables -I FORWARD -p icmp --icmp-type echo-request -j REJECT")
         let took = try waitForStatus("none", timeout: 2.5)
         XCTAssertLessThan(took, 1.3, "at the next probe, not after 3 timeouts")
-        XCTAssertEqual(try get("Reason"), "198.18.2.2 unreachable (port unreachable), said 198.18.0.1")
+        XCTAssertEqual(try get(.reason), "198.18.2.2 unreachable (port unreachable), said 198.18.0.1")
     }
 
     func testReplyDelayBeyondAndBelowTimeout() throws {
@@ -229,11 +231,11 @@ final class MonitorNamespaceTests: XCTestCase {
         try startDaemon(["--interval", "200", "--timeout", "200"])
         try waitForStatus("none", timeout: 5)
         usleep(500_000)
-        let slowReason = try get("Reason")
+        let slowReason = try get(.reason)
         XCTAssertTrue(slowReason.hasPrefix("host too slow: no reply within 200 ms"), slowReason)
-        try set("Timeout", "u", "1000")
+        try set(.timeout, "1000")
         try waitForStatus("ethernet", timeout: 5)
-        XCTAssertGreaterThanOrEqual(Int(try get("RoundTripTime")) ?? 0, 300_000, "the higher round trip shows")
+        XCTAssertGreaterThanOrEqual(Int(try get(.roundTripTime)) ?? 0, 300_000, "the higher round trip shows")
     }
 
     func testRandomLossWithThresholdsThreeAndTwoFlapsBoundedly() throws {
@@ -243,38 +245,38 @@ final class MonitorNamespaceTests: XCTestCase {
         _ = try router.exec("iptables -I FORWARD -p icmp --icmp-type echo-request -m statistic --mode random --probability 0.3 -j DROP")
         sleep(10)
         let flaps = statusSignals().count
-        print("30 % loss, 10 s at 100 ms, thresholds 3/2: \(flaps) StatusChanged, PacketLoss \(try get("PacketLoss"))")
+        print("30 % loss, 10 s at 100 ms, thresholds 3/2: \(flaps) StatusChanged, \(P.packetLoss) \(try get(.packetLoss))")
         XCTAssertLessThan(flaps, 20, "about 100 probes must not make more than a few flaps")
-        XCTAssertGreaterThan(Double(try get("PacketLoss")) ?? 0, 0)
+        XCTAssertGreaterThan(Double(try get(.packetLoss)) ?? 0, 0)
     }
 
     func testUnresolvableHostAndIPv6OnlyPath() throws {
         try startDaemon(host: "nowhere.invalid")
         try waitForStatus("none", timeout: 8)
-        let reason = try get("Reason")
+        let reason = try get(.reason)
         XCTAssertTrue(reason.hasPrefix("cannot resolve nowhere.invalid: "), reason)
         try client.ip("route del default")
-        try set("AddressFamily", "s", "ipv6")
-        try set("Host", "s", "server.test")
+        try set(.addressFamily, "ipv6")
+        try set(.host, "server.test")
         try waitForStatus("ethernet")
-        XCTAssertEqual(try get("Address"), "fd00:2::2")
-        XCTAssertEqual(try get("Interface"), "mc0")
+        XCTAssertEqual(try get(.address), "fd00:2::2")
+        XCTAssertEqual(try get(.interface), "mc0")
     }
 
     func testAnyPicksTheFamilyThatHasARoute() throws {
         try client.ip("route del default")
         try startDaemon(host: "server.test")
         try waitForStatus("ethernet")
-        XCTAssertEqual(try get("Address"), "fd00:2::2", "no IPv4 default route: the IPv6 address")
+        XCTAssertEqual(try get(.address), "fd00:2::2", "no IPv4 default route: the IPv6 address")
     }
 
     func testSetHostAtRuntimeAndCheck() throws {
         try startDaemon()
         try waitForStatus("ethernet")
         try startWatcher()
-        try set("Host", "s", "other.test")
+        try set(.host, "other.test")
         try waitForStatus("ethernet")
-        XCTAssertEqual(try get("Address"), "198.18.2.3")
+        XCTAssertEqual(try get(.address), "198.18.2.3")
         usleep(300_000)
         let signals = statusSignals()
         XCTAssertEqual(signals.first?.0, "unknown")
@@ -319,14 +321,14 @@ final class MonitorNamespaceTests: XCTestCase {
         XCTAssertTrue(screen.stdout.contains("Interface:    mc0"), screen.stdout)
         let json = try client(["status", "--json"])
         let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
-        XCTAssertEqual(object?["Status"] as? String, "ethernet")
-        XCTAssertEqual(object?["Interface"] as? String, "mc0")
-        XCTAssertEqual(object?["Reachable"] as? Bool, true)
+        XCTAssertEqual(object?[P.status.name] as? String, "ethernet")
+        XCTAssertEqual(object?[P.interface.name] as? String, "mc0")
+        XCTAssertEqual(object?[P.reachable.name] as? Bool, true)
         XCTAssertEqual(try client(["set", "interval", "300"]).status, 0)
-        XCTAssertEqual(try get("Interval"), "300")
+        XCTAssertEqual(try get(.interval), "300")
         let refused = try client(["set", "interval", "5"])
         XCTAssertEqual(refused.status, 1)
-        XCTAssertTrue(refused.stderr.contains("Interval: 5 is out of range"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("\(P.interval): 5 is out of range"), refused.stderr)
         XCTAssertEqual(try client(["set", "colour", "red"]).status, 2)
         XCTAssertEqual(try client(["wait"]).status, 0)
 
@@ -345,8 +347,8 @@ final class MonitorNamespaceTests: XCTestCase {
         XCTAssertEqual(monitor.terminationStatus, 0, "monitor ends cleanly on SIGINT")
         let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
         XCTAssertGreaterThanOrEqual(lines.count, 2)
-        XCTAssertTrue(lines.first?.contains("\"Status\":\"ethernet\"") ?? false, "\(lines)")
-        XCTAssertTrue(lines.last?.contains("\"Status\":\"none\"") ?? false, "\(lines)")
+        XCTAssertTrue(lines.first?.contains("\"\(P.status)\":\"ethernet\"") ?? false, "\(lines)")
+        XCTAssertTrue(lines.last?.contains("\"\(P.status)\":\"none\"") ?? false, "\(lines)")
     }
 
     func testGDBusProxyCacheTracksRealChanges() throws {
@@ -358,15 +360,15 @@ final class MonitorNamespaceTests: XCTestCase {
             import sys, time
             from gi.repository import Gio, GLib
             c = Gio.DBusConnection.new_for_address_sync(sys.argv[1], Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
-            p = Gio.DBusProxy.new_sync(c, 0, None, "org.netobserver.Monitor", "/org/netobserver/Monitor", "org.netobserver.Monitor", None)
+            p = Gio.DBusProxy.new_sync(c, 0, None, "\(MonitorContract.busName)", "\(MonitorContract.objectPath)", "\(MonitorContract.interface)", None)
             ctx = GLib.MainContext.default()
             def until(f, s):
                 end = time.monotonic() + s
                 while not f() and time.monotonic() < end: ctx.iteration(False); time.sleep(0.005)
                 return f()
-            print("start", p.get_cached_property("Status").unpack(), flush=True)
-            ok = until(lambda: p.get_cached_property("Status").unpack() == "none", 10)
-            print("cached", p.get_cached_property("Status").unpack(), p.get_cached_property("Reason").unpack(), flush=True)
+            print("start", p.get_cached_property("\(P.status)").unpack(), flush=True)
+            ok = until(lambda: p.get_cached_property("\(P.status)").unpack() == "none", 10)
+            print("cached", p.get_cached_property("\(P.status)").unpack(), p.get_cached_property("\(P.reason)").unpack(), flush=True)
             sys.exit(0 if ok else 1)
             """, bus.address]
         let output = Pipe()
@@ -385,7 +387,7 @@ final class MonitorNamespaceTests: XCTestCase {
         daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200"], stateDirectory: state, namespace: client.name,
                                    host: "198.18.2.2")
         try waitForStatus("ethernet")
-        try set("Host", "s", "198.18.2.3")
+        try set(.host, "198.18.2.3")
         daemon.stop()
         // No --host this time: the Host Set over D-Bus comes back from the state file.
         let restarted = Process()
@@ -395,6 +397,6 @@ final class MonitorNamespaceTests: XCTestCase {
         try restarted.run()
         defer { restarted.terminate(); restarted.waitUntilExit() }
         try waitForStatus("ethernet")
-        XCTAssertEqual(try get("Host"), "198.18.2.3")
+        XCTAssertEqual(try get(.host), "198.18.2.3")
     }
 }

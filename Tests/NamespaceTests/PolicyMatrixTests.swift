@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import IntegrationSupport
+import MonitorContract
 import XCTest
 
 /// dbus/org.netobserver.Monitor.conf on a bus running the system bus's own
@@ -43,8 +44,8 @@ final class PolicyMatrixTests: XCTestCase {
     }
 
     func host() throws -> String {
-        try runCommand(["busctl", "--address=\(bus.address)", "get-property", "org.netobserver.Monitor",
-                        "/org/netobserver/Monitor", "org.netobserver.Monitor", "Host"]).stdout
+        try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+                        MonitorContract.objectPath, MonitorContract.interface, P.host.name]).stdout
     }
 
     func testEveryCellMatchesThePolicy() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import IntegrationSupport
+import MonitorContract
 import XCTest
 
 /// Least privilege: the daemon as an unprivileged user, with CAP_NET_RAW only,
@@ -67,14 +68,14 @@ final class PrivilegeTests: XCTestCase {
         XCTAssertEqual(fields["NoNewPrivs"], "1")
         XCTAssertTrue(log.contains("running as nobody"), log)
         XCTAssertTrue(log.contains("probing 127.0.0.1 with ICMP (raw socket)"), log)
-        XCTAssertTrue(try status().contains("\"Status\":\"other\""), log)
+        XCTAssertTrue(try status().contains("\"\(P.status)\":\"other\""), log)
     }
 
     func testUnprivilegedUserWithOnlyNetRawWorks() throws {
         try start(launcher: "setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all,+net_raw --ambient-caps=+net_raw")
         XCTAssertEqual(capabilities()["CapEff"], "0000000000002000")
         XCTAssertTrue(log.contains("probing 127.0.0.1 with ICMP (raw socket)"), log)
-        XCTAssertTrue(try status().contains("\"Status\":\"other\""), log)
+        XCTAssertTrue(try status().contains("\"\(P.status)\":\"other\""), log)
     }
 
     func testNoCapabilityUsesDatagramSocketsWhereAllowed() throws {
@@ -82,27 +83,27 @@ final class PrivilegeTests: XCTestCase {
                   launcher: "setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all --bounding-set=-all")
         XCTAssertEqual(capabilities()["CapEff"], "0000000000000000")
         XCTAssertTrue(log.contains("probing 127.0.0.1 with ICMP (datagram socket)"), log)
-        XCTAssertTrue(try status().contains("\"Status\":\"other\""), log)
+        XCTAssertTrue(try status().contains("\"\(P.status)\":\"other\""), log)
     }
 
     func testNeitherFallsBackToTCPAndSaysSo() throws {
         try start(launcher: "setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all --bounding-set=-all")
         XCTAssertTrue(log.contains("probing 127.0.0.1 with TCP connect to port 443"), log)
         // A refused connection is an answer: loopback counts as reachable.
-        XCTAssertTrue(try status().contains("\"Status\":\"other\""), log)
+        XCTAssertTrue(try status().contains("\"\(P.status)\":\"other\""), log)
     }
 
     func testTheStateFileIsReadAsTheUserNotAsRoot() throws {
         // Only root may read this file: a daemon that read it before dropping to nobody would apply it.
         let state = bus.directory + "/root-only"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        try "Timeout=321\n".write(toFile: state + "/settings", atomically: false, encoding: .utf8)
+        try "\(P.timeout)=321\n".write(toFile: state + "/settings", atomically: false, encoding: .utf8)
         XCTAssertEqual(chmod(state, 0o700), 0)
         XCTAssertEqual(chmod(state + "/settings", 0o600), 0)
         try start(launcher: "", arguments: "--user nobody --state-dir \(state)")
         XCTAssertTrue(log.contains("\(state)/settings: open: Permission denied, ignoring it"), log)
-        let timeout = try runCommand(["busctl", "--address=\(bus.address)", "get-property", "org.netobserver.Monitor",
-                                      "/org/netobserver/Monitor", "org.netobserver.Monitor", "Timeout"])
+        let timeout = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+                                      MonitorContract.objectPath, MonitorContract.interface, P.timeout.name])
         XCTAssertEqual(timeout.stdout, "u 1000\n", "not read with root's rights")
     }
 }

@@ -1,0 +1,106 @@
+import DBusKit
+
+/// org.netobserver.Monitor as INTERFACE.md defines it, typed once: the names, every
+/// property's type, access and change mode, the methods and the signal. The daemon's
+/// declaration, the client and the tests all read it from here.
+public enum MonitorContract {
+    public static let busName = "org.netobserver.Monitor"
+    public static let objectPath = "/org/netobserver/Monitor"
+    public static let interface = "org.netobserver.Monitor"
+    public static let propertiesInterface = "org.freedesktop.DBus.Properties"
+
+    /// The properties, in the order INTERFACE.md (and introspection) lists them.
+    public enum Property: String, CaseIterable, Sendable {
+        case status = "Status"
+        case host = "Host"
+        case reachable = "Reachable"
+        case interface = "Interface"
+        case address = "Address"
+        case reason = "Reason"
+        case roundTripTime = "RoundTripTime"
+        case packetLoss = "PacketLoss"
+        case lastChange = "LastChange"
+        case interval = "Interval"
+        case timeout = "Timeout"
+        case failureThreshold = "FailureThreshold"
+        case recoveryThreshold = "RecoveryThreshold"
+        case addressFamily = "AddressFamily"
+
+        public var name: String { rawValue }
+
+        public var type: DBusType {
+            switch self {
+            case .status, .host, .interface, .address, .reason, .addressFamily: .string
+            case .reachable: .boolean
+            case .roundTripTime, .lastChange: .uint64
+            case .packetLoss: .double
+            case .interval, .timeout, .failureThreshold, .recoveryThreshold: .uint32
+            }
+        }
+
+        public var access: PropertyAccess { isSetting ? .readwrite : .read }
+
+        /// RoundTripTime and PacketLoss change with every probe: they ride along with loud changes only.
+        public var changeMode: PropertyChangeMode {
+            switch self {
+            case .roundTripTime, .packetLoss: .quiet
+            default: .emits
+            }
+        }
+
+        public var isSetting: Bool { settingName != nil }
+
+        /// The word `netobserver set` and the command lines use for a writable property.
+        public var settingName: String? {
+            switch self {
+            case .host: "host"
+            case .interval: "interval"
+            case .timeout: "timeout"
+            case .failureThreshold: "failures"
+            case .recoveryThreshold: "recoveries"
+            case .addressFamily: "family"
+            default: nil
+            }
+        }
+
+        public init?(settingName: String) {
+            guard let found = Self.allCases.first(where: { $0.settingName == settingName }) else { return nil }
+            self = found
+        }
+
+        public static var settings: [Property] { allCases.filter(\.isSetting) }
+    }
+
+    public enum Method: String, CaseIterable, Sendable {
+        case check = "Check"
+        case wait = "Wait"
+
+        public var name: String { rawValue }
+        public var inputs: [DBusArgument] {
+            switch self {
+            case .check: []
+            case .wait: [DBusArgument("timeout_ms", .uint32)]
+            }
+        }
+        public var outputs: [DBusArgument] {
+            switch self {
+            case .check: [DBusArgument("status", .string)]
+            case .wait: [DBusArgument("reachable", .boolean)]
+            }
+        }
+    }
+
+    public enum Signal: String, CaseIterable, Sendable {
+        case statusChanged = "StatusChanged"
+
+        public var name: String { rawValue }
+        public var arguments: [DBusArgument] { [DBusArgument("status", .string), DBusArgument("host", .string)] }
+    }
+
+    /// Wait's timeout_ms bounds.
+    public static let waitTimeoutRange: ClosedRange<UInt32> = 0...3_600_000
+}
+
+extension MonitorContract.Property: CustomStringConvertible {
+    public var description: String { name }
+}
