@@ -6,15 +6,15 @@ import Synchronization
 public final class LoopChannel<Value: Sendable> {
     /// The thread-safe end: hand it to workers.
     public final class Sender: Sendable {
-        fileprivate let fd: Int32
+        fileprivate let descriptor: Descriptor
         fileprivate let queue = Mutex<[Value]>([])
 
-        fileprivate init(fd: Int32) { self.fd = fd }
+        fileprivate init(_ descriptor: consuming Descriptor) { self.descriptor = descriptor }
 
         public func send(_ value: Value) {
             queue.withLock { $0.append(value) }
             var one: UInt64 = 1
-            _ = write(fd, &one, 8)
+            _ = try? Syscall.retrying("write(eventfd)") { write(descriptor.raw, &one, 8) }
         }
     }
 
@@ -23,14 +23,13 @@ public final class LoopChannel<Value: Sendable> {
     private let loop: MainLoop
 
     public init(loop: MainLoop, handler: @escaping (Value) -> Void) throws(SystemError) {
-        let fd = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard fd >= 0 else { throw SystemError("eventfd") }
-        let sender = Sender(fd: fd)
+        let sender = Sender(try Syscall.descriptor("eventfd") { eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK)) })
+        let fd = sender.descriptor.raw
         self.sender = sender
         self.loop = loop
         source = try loop.watch(fd: fd, interest: .readable) { _ in
             var count: UInt64 = 0
-            _ = read(fd, &count, 8)
+            _ = try? Syscall.retrying("read(eventfd)") { read(fd, &count, 8) }
             let values = sender.queue.withLock { queue in
                 let taken = queue
                 queue.removeAll()
@@ -41,7 +40,7 @@ public final class LoopChannel<Value: Sendable> {
     }
 
     deinit {
+        // The descriptor closes with the Sender, once no worker holds it.
         loop.remove(source)
-        close(sender.fd)
     }
 }

@@ -18,7 +18,10 @@ public final class MainLoop {
         var mask: UInt32?
     }
 
-    private let epollFD: Int32
+    private let epoll: Descriptor
+    private var epollFD: Int32 { epoll.raw }
+    /// The signalfd `handleSignals` opened, closed with the loop.
+    private var signalDescriptor: Descriptor?
     private var registrations: [Int32: Registration] = [:]
     private var descriptorByToken: [UInt64: Int32] = [:]
     private var lastToken: UInt64 = 0
@@ -44,11 +47,9 @@ public final class MainLoop {
 
     /// `waitCall` nil: decided once here, by trying `epoll_pwait2`.
     public init(waitCall: WaitCall? = nil, clock: @escaping @Sendable () -> UInt64 = MonotonicClock.now) throws(SystemError) {
-        let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
-        guard fd >= 0 else { throw SystemError("epoll_create1") }
-        epollFD = fd
+        epoll = try Syscall.descriptor("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
         self.clock = clock
-        self.waitCall = waitCall ?? Self.probeWaitCall(epollFD: fd)
+        self.waitCall = waitCall ?? Self.probeWaitCall(epollFD: epoll.raw)
     }
 
     private static func probeWaitCall(epollFD: Int32) -> WaitCall {
@@ -59,10 +60,6 @@ public final class MainLoop {
             return .epollPwait
         }
         return .epollPwait2
-    }
-
-    deinit {
-        close(epollFD)
     }
 
     /// The loop's clock now.
@@ -275,8 +272,10 @@ public final class MainLoop {
         sigemptyset(&mask)
         for signal in signals { sigaddset(&mask, signal) }
         guard pthread_sigmask(SIG_BLOCK, &mask, nil) == 0 else { throw SystemError("pthread_sigmask") }
-        let fd = signalfd(-1, &mask, Int32(SFD_CLOEXEC | SFD_NONBLOCK))
-        guard fd >= 0 else { throw SystemError("signalfd") }
+        precondition(signalDescriptor == nil, "handleSignals is called once")
+        let descriptor = try Syscall.descriptor("signalfd") { signalfd(-1, &mask, Int32(SFD_CLOEXEC | SFD_NONBLOCK)) }
+        let fd = descriptor.raw
+        signalDescriptor = consume descriptor
         try watch(fd: fd, interest: .readable) { _ in
             var info = signalfd_siginfo()
             while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {

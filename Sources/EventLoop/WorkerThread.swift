@@ -8,16 +8,10 @@ import Synchronization
 public final class WorkerThread: Sendable {
     private let jobs = Mutex<[@Sendable () -> Void]>([])
     private let started = Atomic<Bool>(false)
-    private let wakeFD: Int32
+    private let wake: Descriptor
 
     public init() throws(SystemError) {
-        let fd = eventfd(0, Int32(EFD_CLOEXEC))
-        guard fd >= 0 else { throw SystemError("eventfd") }
-        wakeFD = fd
-    }
-
-    deinit {
-        close(wakeFD)
+        wake = try Syscall.descriptor("eventfd") { eventfd(0, Int32(EFD_CLOEXEC)) }
     }
 
     /// Queues `job`; returns at once.
@@ -25,7 +19,7 @@ public final class WorkerThread: Sendable {
         jobs.withLock { $0.append(job) }
         startIfNeeded()
         var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
+        _ = try? Syscall.retrying("write(eventfd)") { write(wake.raw, &one, 8) }
     }
 
     /// Waits until every job queued before this call has run.
@@ -34,15 +28,15 @@ public final class WorkerThread: Sendable {
             // Never started: nothing was queued.
             return
         }
-        let done = eventfd(0, Int32(EFD_CLOEXEC))
-        guard done >= 0 else { return }
+        guard let done = try? Syscall.descriptor("eventfd", { eventfd(0, Int32(EFD_CLOEXEC)) }) else { return }
+        let raw = done.raw
         async {
             var one: UInt64 = 1
-            _ = write(done, &one, 8)
+            _ = try? Syscall.retrying("write(eventfd)") { write(raw, &one, 8) }
         }
         var value: UInt64 = 0
-        while read(done, &value, 8) < 0 && errno == EINTR {}
-        close(done)
+        _ = try? Syscall.retrying("read(eventfd)") { read(raw, &value, 8) }
+        _ = consume done
     }
 
     private func startIfNeeded() {
@@ -65,10 +59,7 @@ public final class WorkerThread: Sendable {
     private func runJobs() {
         while true {
             var value: UInt64 = 0
-            if read(wakeFD, &value, 8) < 0 {
-                if errno == EINTR { continue }
-                return
-            }
+            guard (try? Syscall.retrying("read(eventfd)") { read(wake.raw, &value, 8) }) != nil else { return }
             while true {
                 let batch = jobs.withLock { queue in
                     defer { queue.removeAll() }

@@ -46,15 +46,17 @@ public struct StateStore: Sendable {
 
     /// The file's bytes; nil when there is none.
     private func read() -> Result<ArraySlice<UInt8>?, Refused> {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            switch errno {
+        let file: Descriptor
+        do throws(SystemError) {
+            file = try Syscall.descriptor("open") { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        } catch {
+            switch error.errno {
             case ENOENT: return .success(nil)
             case ELOOP: return .failure(Refused(description: "is a symbolic link"))
-            default: return .failure(Refused(description: SystemError("open").description))
+            default: return .failure(Refused(description: error.description))
             }
         }
-        defer { close(fd) }
+        let fd = file.raw
         var status = stat()
         guard fstat(fd, &status) == 0 else { return .failure(Refused(description: SystemError("fstat").description)) }
         guard status.st_mode & S_IFMT == S_IFREG else { return .failure(Refused(description: "is not a regular file")) }
@@ -65,10 +67,11 @@ public struct StateStore: Sendable {
         var buffer = [UInt8](repeating: 0, count: Self.maximumSize + 1)
         var length = 0
         while length < buffer.count {
-            let got = buffer[length...].withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if got < 0 {
-                if errno == EINTR { continue }
-                return .failure(Refused(description: SystemError("read").description))
+            let got: Int
+            do throws(SystemError) {
+                got = try Syscall.retrying("read") { buffer[length...].withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+            } catch {
+                return .failure(Refused(description: error.description))
             }
             if got == 0 { break }
             length += got
@@ -89,35 +92,52 @@ public struct StateStore: Sendable {
         for key in MonitorSettings.Key.allCases {
             if let value = values[key] { text += "\(key.name)=\(value)\n" }
         }
-        let (temporary, fd) = try createTemporary()
+        let temporary = try createTemporary()
+        let name = temporary.name
         do throws(SystemError) {
-            try writeAll(fd, Array(text.utf8), name: temporary)
-            guard fsync(fd) == 0 else { throw SystemError("fsync \(temporary)") }
-            guard close(fd) == 0 else { throw SystemError("close \(temporary)") }
+            try writeAll(temporary.descriptor.raw, Array(text.utf8), name: name)
+            try Syscall.retrying("fsync \(name)") { fsync(temporary.descriptor.raw) }
+            try temporary.close()
         } catch {
-            close(fd)
-            unlink(temporary)
+            unlink(name)
             throw error
         }
-        guard rename(temporary, path) == 0 else {
+        let temporaryName = name
+        guard rename(temporaryName, path) == 0 else {
             let error = SystemError("rename \(path)")
-            unlink(temporary)
+            unlink(temporaryName)
             throw error
         }
-        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dir >= 0 {
-            _ = fsync(dir)
-            close(dir)
+        if let dir = try? Syscall.descriptor("open \(directory)", { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) {
+            _ = try? Syscall.retrying("fsync \(directory)") { fsync(dir.raw) }
         }
     }
 
-    private func createTemporary() throws(SystemError) -> (String, Int32) {
+    /// A new file beside the real one, open for writing.
+    private struct TemporaryFile: ~Copyable {
+        let name: String
+        let descriptor: Descriptor
+
+        consuming func close() throws(SystemError) {
+            let name = self.name
+            do throws(SystemError) {
+                try descriptor.close()
+            } catch {
+                throw SystemError("close \(name)", errno: error.errno)
+            }
+        }
+    }
+
+    private func createTemporary() throws(SystemError) -> TemporaryFile {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<16 {
             let name = path + ".tmp-" + String(generator.next() as UInt64, radix: 36)
-            let fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-            if fd >= 0 { return (name, fd) }
-            if errno != EEXIST { throw SystemError("open \(name)") }
+            do throws(SystemError) {
+                let descriptor = try Syscall.descriptor("open \(name)") { open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
+                return TemporaryFile(name: name, descriptor: descriptor)
+            } catch where error.errno == EEXIST {
+                continue
+            }
         }
         throw SystemError("open \(path).tmp-…", errno: EEXIST)
     }
@@ -125,11 +145,7 @@ public struct StateStore: Sendable {
     private func writeAll(_ fd: Int32, _ bytes: [UInt8], name: String) throws(SystemError) {
         var rest = bytes[...]
         while !rest.isEmpty {
-            let written = rest.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw SystemError("write \(name)")
-            }
+            let written = try Syscall.retrying("write \(name)") { rest.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
             rest = rest.dropFirst(written)
         }
     }

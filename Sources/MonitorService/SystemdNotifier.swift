@@ -1,9 +1,10 @@
+import EventLoop
 import Glibc
 
 /// sd_notify(3) without libsystemd: datagrams to $NOTIFY_SOCKET (READY=1,
 /// WATCHDOG=1, STOPPING=1, STATUS=…), and the watchdog period from $WATCHDOG_USEC.
-public struct SystemdNotifier {
-    private let fd: Int32
+public final class SystemdNotifier {
+    private let socket: Descriptor
     private let address: sockaddr_un
     private let length: socklen_t
     /// Half of WATCHDOG_USEC, in nanoseconds, when systemd wants keep-alives from this process.
@@ -18,9 +19,10 @@ public struct SystemdNotifier {
         // "@name" is an abstract socket: a leading NUL instead of the '@'.
         if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        self.fd = fd
+        guard let opened = try? Syscall.descriptor("socket(AF_UNIX)", {
+            Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }) else { return nil }
+        socket = opened
         self.address = address
         length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
         let pidMatches = environment("WATCHDOG_PID").map { $0 == String(getpid()) } ?? true
@@ -34,10 +36,13 @@ public struct SystemdNotifier {
     public func notify(_ state: String) {
         var address = self.address
         let bytes = Array(state.utf8)
-        _ = bytes.withUnsafeBytes { buffer in
-            withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), $0, length)
+        let fd = socket.raw, length = self.length
+        _ = try? Syscall.retrying("sendto(NOTIFY_SOCKET)") {
+            bytes.withUnsafeBytes { buffer in
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), $0, length)
+                    }
                 }
             }
         }

@@ -16,7 +16,8 @@ public enum ProbeMethod: String, Sendable, Equatable {
 /// An ICMP socket for one address family: datagram where the system allows,
 /// raw otherwise.
 final class ICMPSocket {
-    let fd: Int32
+    private let descriptor: Descriptor
+    var fd: Int32 { descriptor.raw }
     let family: EchoPacket.Family
     let method: ProbeMethod
     private var buffer = [UInt8](repeating: 0, count: 2048)
@@ -28,8 +29,9 @@ final class ICMPSocket {
         let domain = family == .v4 ? AF_INET : AF_INET6
         let proto = family == .v4 ? Int32(IPPROTO_ICMP) : Int32(IPPROTO_ICMPV6)
         let flags = Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
-        var fd = socket(domain, Int32(SOCK_DGRAM.rawValue) | flags, proto)
-        if fd >= 0 {
+        if let datagram = try? Syscall.descriptor("socket(SOCK_DGRAM, ICMP)", { socket(domain, Int32(SOCK_DGRAM.rawValue) | flags, proto) }) {
+            let fd = datagram.raw
+            descriptor = datagram
             method = .icmpDatagram
             var one: Int32 = 1
             // ICMP errors about our echoes arrive on the error queue.
@@ -39,19 +41,14 @@ final class ICMPSocket {
                 _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVERR, &one, socklen_t(MemoryLayout<Int32>.size))
             }
         } else {
-            fd = socket(domain, Int32(SOCK_RAW.rawValue) | flags, proto)
-            guard fd >= 0 else { throw SystemError("socket(SOCK_RAW, ICMP)") }
+            descriptor = try Syscall.descriptor("socket(SOCK_RAW, ICMP)") { socket(domain, Int32(SOCK_RAW.rawValue) | flags, proto) }
+            let fd = descriptor.raw
             method = .icmpRaw
             // Raw sockets see every ICMP packet; keep only the types that can be about us.
             _ = family == .v4 ? CLinux_set_icmp_filter(fd) : CLinux_set_icmp6_filter(fd)
             _ = CLinux_attach_echo_filter(fd, family == .v4 ? 1 : 0, identifier)
         }
-        self.fd = fd
         self.family = family
-    }
-
-    deinit {
-        close(fd)
     }
 
     /// The identifier the kernel gave a datagram socket (its port), once it has sent.
@@ -69,10 +66,16 @@ final class ICMPSocket {
 
     /// Sends; returns errno on failure.
     func send(_ packet: [UInt8], to address: IPAddress) -> Int32? {
-        let sent = packet.withUnsafeBytes { bytes in
-            address.withSocketAddress { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, $1) }
+        do throws(SystemError) {
+            let sent = try Syscall.retrying("sendto") {
+                packet.withUnsafeBytes { bytes in
+                    address.withSocketAddress { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, $1) }
+                }
+            }
+            return sent == packet.count ? nil : EMSGSIZE
+        } catch {
+            return error.errno
         }
-        return sent == packet.count ? nil : (sent < 0 ? errno : EMSGSIZE)
     }
 
     enum Received {
@@ -85,13 +88,15 @@ final class ICMPSocket {
     func receive() -> Received {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let count = buffer.withUnsafeMutableBytes { bytes in
-            withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    recvfrom(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
+        let count = (try? Syscall.retrying("recvfrom") {
+            buffer.withUnsafeMutableBytes { bytes in
+                withUnsafeMutablePointer(to: &storage) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        recvfrom(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
+                    }
                 }
             }
-        }
+        }) ?? -1
         if count >= 0 {
             let source = withUnsafeBytes(of: storage) { raw in
                 raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: Int(length)) }

@@ -8,8 +8,9 @@
 /// and the one timer; the simulation drives the same core on a virtual clock.
 public struct ProbeCore: Sendable {
     public enum Output: Equatable, Sendable {
-        /// Send echo request `sequence` carrying `token`, now; `forCheck` when a Check forced it.
-        case send(sequence: UInt16, token: UInt64, forCheck: Bool)
+        /// Send echo request `sequence` carrying `token`, now. `forCheck`: a Check forced it;
+        /// `extra`: sent beside a probe in flight, its silence adds no failure of its own.
+        case send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool)
         /// A probe ended (answered, lost or refused): a verdict is in; pending Checks answer now.
         case probeFinished
         /// The report changed.
@@ -160,11 +161,18 @@ public struct ProbeCore: Sendable {
     @discardableResult
     public mutating func receiveError(sequence: UInt16, token: UInt64?, _ failure: EchoPacket.Failure,
                                       from router: String?, now: UInt64) -> Bool {
-        guard let target, tracker.error(sequence: sequence, token: token) else {
+        guard let target, let probe = tracker.error(sequence: sequence, token: token) else {
             statistics.foreign += 1
             return false
         }
         statistics.errors += 1
+        if isOldNews(probe) { return true }
+        if probe.isExtra, token == nil || failure == .timeExceeded {
+            // Sent beside a probe that counts: like its silence, its unproven failure is not one of its own.
+            outputs.append(.probeFinished)
+            if verdict.wantsImmediateProbe && tracker.outstanding.isEmpty { sendProbe(now: now) }
+            return true
+        }
         let from = router ?? "a router"
         switch failure {
         case .timeExceeded:
@@ -181,11 +189,12 @@ public struct ProbeCore: Sendable {
     /// The system refused probe `sequence` (a local error from the socket's error queue, a
     /// TCP connection refused by the network): not answering at once.
     public mutating func refuse(sequence: UInt16, token: UInt64?, reason: String, now: UInt64) {
-        guard tracker.error(sequence: sequence, token: token) else {
+        guard let probe = tracker.error(sequence: sequence, token: token) else {
             statistics.foreign += 1
             return
         }
         statistics.errors += 1
+        if isOldNews(probe) { return }
         finish(.refused(reason: reason), now: now)
     }
 
@@ -193,7 +202,7 @@ public struct ProbeCore: Sendable {
     /// probe; anything else (no route, not permitted) a refusal. Returns whether it was in flight.
     @discardableResult
     public mutating func sendFailed(sequence: UInt16, transient: Bool, reason: String, now: UInt64) -> Bool {
-        guard tracker.error(sequence: sequence, token: nil) else { return false }
+        guard tracker.error(sequence: sequence, token: nil) != nil else { return false }
         statistics.errors += 1
         finish(transient ? .lost : .refused(reason: reason), now: now)
         return true
@@ -253,7 +262,7 @@ public struct ProbeCore: Sendable {
             // A probe a Check forced gets no follow-up: Checks may add one probe per Timeout, no more.
             if !forCheck { watchForOverdue(sequence, now: now) }
         }
-        outputs.append(.send(sequence: sequence, token: token, forCheck: forCheck))
+        outputs.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra))
     }
 
     /// While the host answers, a probe with no reply after several round trips is
@@ -264,6 +273,8 @@ public struct ProbeCore: Sendable {
         overdue = nil
         guard verdict.answering == true, smoothedRoundTrip > 0 else { return }
         let after = min(max(4 * smoothedRoundTrip, 10_000_000), settings.timeoutNanoseconds / 2)
+        // The next scheduled probe would go out first (or with it): it serves as the follow-up.
+        guard after < settings.intervalNanoseconds else { return }
         overdue = (now &+ after, sequence)
     }
 
@@ -283,16 +294,23 @@ public struct ProbeCore: Sendable {
                 // Its silence is the silence of the probe it was sent beside: no second failure.
                 outputs.append(.probeFinished)
                 if verdict.wantsImmediateProbe && tracker.outstanding.isEmpty { sendProbe(now: now) }
-            } else if let answered = newestAnsweredSentAt, probe.sentAt < answered {
-                // A probe sent after it was answered already: its loss shows in PacketLoss, but the
-                // host answering since says more about now than this silence.
-                verdict.recordOldLoss()
-                publish()
-                outputs.append(.probeFinished)
+            } else if isOldNews(probe) {
+                // Its loss shows in PacketLoss only.
             } else {
                 finish(.lost, now: now)
             }
         }
+    }
+
+    /// A probe that failed after a probe sent later (or with it) was answered: the answer is the newer
+    /// news, so the failure counts in PacketLoss but adds no failure (nor refusal). Records it
+    /// so when it is.
+    private mutating func isOldNews(_ probe: ProbeTracker.Outstanding) -> Bool {
+        guard let answered = newestAnsweredSentAt, probe.sentAt <= answered else { return false }
+        verdict.recordOldLoss()
+        publish()
+        outputs.append(.probeFinished)
+        return true
     }
 
     private mutating func finish(_ outcome: ProbeOutcome, now: UInt64) {

@@ -92,7 +92,7 @@ public final class ProbeEngine {
         while case let outputs = core.takeOutputs(), !outputs.isEmpty {
             for output in outputs {
                 switch output {
-                case .send(let sequence, let token, _):
+                case .send(let sequence, let token, _, _):
                     transmit(sequence, token)
                 case .probeFinished:
                     onProbeFinished?()

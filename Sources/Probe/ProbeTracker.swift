@@ -77,11 +77,11 @@ public struct ProbeTracker: Sendable {
     }
 
     /// Matches an ICMP error about a probe; a quoted token, when present, must be ours.
-    /// The probe is finished by it (true) or the error is not about an outstanding probe (false).
-    public mutating func error(sequence: UInt16, token: UInt64?) -> Bool {
-        guard let probe = outstanding[sequence], token == nil || token == probe.token else { return false }
+    /// Returns the probe it finished, or nil when the error is not about an outstanding probe.
+    public mutating func error(sequence: UInt16, token: UInt64?) -> Outstanding? {
+        guard let probe = outstanding[sequence], token == nil || token == probe.token else { return nil }
         outstanding[sequence] = nil
-        return true
+        return probe
     }
 
     /// Removes and returns the probes whose deadline has passed.

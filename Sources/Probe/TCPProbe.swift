@@ -11,18 +11,22 @@ final class TCPProbe {
         case failed(errno: Int32)
     }
 
-    private let fd: Int32
+    private let descriptor: Descriptor
     private var source: IOSource?
     private unowned let loop: MainLoop
 
     /// Starts connecting; `completion` runs on the loop once, unless cancelled first.
     init?(loop: MainLoop, to address: IPAddress, port: UInt16, completion: @escaping (Result) -> Void) {
         self.loop = loop
-        fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard let opened = try? Syscall.descriptor("socket(SOCK_STREAM)", {
+            socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        }) else { return nil }
+        descriptor = opened
+        let fd = descriptor.raw
         let started = address.withSocketAddress(port: port) { connect(fd, $0, $1) }
         let code = started == 0 ? 0 : errno
-        if started == 0 || code != EINPROGRESS {
+        // An interrupted connect goes on in the background, as one in progress does.
+        if started == 0 || (code != EINPROGRESS && code != EINTR) {
             // Finished at once (loopback) or failed at once: still answer from the loop.
             loop.atEndOfTurn { completion(Self.result(code)) }
             return
@@ -38,8 +42,8 @@ final class TCPProbe {
     }
 
     deinit {
+        // Out of the loop before the descriptor closes (after deinit), so its number can be reused safely.
         cancel()
-        close(fd)
     }
 
     func cancel() {

@@ -1,4 +1,5 @@
 import CLinux
+import EventLoop
 import Glibc
 
 /// What kind of link carries the route (INTERFACE.md, "Interface kinds").
@@ -54,11 +55,9 @@ public struct InterfaceClassifier: Sendable {
     }
 
     private func read(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+        guard let file = try? Syscall.descriptor("open", { open(path, O_RDONLY | O_CLOEXEC) }) else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        let count = (try? Syscall.retrying("read") { buffer.withUnsafeMutableBytes { Glibc.read(file.raw, $0.baseAddress, $0.count) } }) ?? 0
         guard count > 0 else { return nil }
         return String(decoding: buffer[..<count], as: UTF8.self)
     }

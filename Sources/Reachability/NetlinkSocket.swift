@@ -5,7 +5,8 @@ import Glibc
 /// A NETLINK_ROUTE socket: subscribe, send requests, receive datagrams
 /// from the kernel only.
 public final class NetlinkSocket {
-    public let fd: Int32
+    private let descriptor: Descriptor
+    public var fd: Int32 { descriptor.raw }
     private var buffer: UnsafeMutableRawBufferPointer
 
     /// What one receive produced.
@@ -19,8 +20,10 @@ public final class NetlinkSocket {
     }
 
     public init(groups: UInt32) throws(SystemError) {
-        fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), NETLINK_ROUTE)
-        guard fd >= 0 else { throw SystemError("socket(AF_NETLINK)") }
+        descriptor = try Syscall.descriptor("socket(AF_NETLINK)") {
+            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), NETLINK_ROUTE)
+        }
+        let fd = descriptor.raw
         buffer = .allocate(byteCount: 64 * 1024, alignment: 8)
         // Room for bursts; the kernel still reports an overrun if it is not enough.
         var size: Int32 = 1 << 20
@@ -37,28 +40,28 @@ public final class NetlinkSocket {
         }
         guard bound == 0 else {
             let error = SystemError("bind(AF_NETLINK)")
-            close(fd)
             buffer.deallocate()
             throw error
         }
     }
 
     deinit {
-        close(fd)
         buffer.deallocate()
     }
 
     public func send(_ request: [UInt8]) throws(SystemError) {
         var kernel = sockaddr_nl()
         kernel.nl_family = sa_family_t(AF_NETLINK)
-        let sent = request.withUnsafeBytes { bytes in
-            withUnsafePointer(to: &kernel) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+        let sent = try Syscall.retrying("sendto(AF_NETLINK)") {
+            request.withUnsafeBytes { bytes in
+                withUnsafePointer(to: &kernel) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        sendto(fd, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+                    }
                 }
             }
         }
-        guard sent == request.count else { throw SystemError("sendto(AF_NETLINK)") }
+        guard sent == request.count else { throw SystemError("sendto(AF_NETLINK)", errno: EMSGSIZE) }
     }
 
     /// Receives one datagram; the returned bytes are valid until the next call.
@@ -66,21 +69,25 @@ public final class NetlinkSocket {
         var sender = sockaddr_nl()
         var vector = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
         var header = msghdr()
-        let count = withUnsafeMutablePointer(to: &sender) { senderPointer in
-            withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                header.msg_name = UnsafeMutableRawPointer(senderPointer)
-                header.msg_namelen = socklen_t(MemoryLayout<sockaddr_nl>.size)
-                header.msg_iov = vectorPointer
-                header.msg_iovlen = 1
-                return recvmsg(fd, &header, Int32(MSG_TRUNC))
+        let received = Result { () throws(SystemError) in
+            try Syscall.retrying("recvmsg(AF_NETLINK)") {
+                withUnsafeMutablePointer(to: &sender) { senderPointer in
+                    withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                        header.msg_name = UnsafeMutableRawPointer(senderPointer)
+                        header.msg_namelen = socklen_t(MemoryLayout<sockaddr_nl>.size)
+                        header.msg_iov = vectorPointer
+                        header.msg_iovlen = 1
+                        return recvmsg(fd, &header, Int32(MSG_TRUNC))
+                    }
+                }
             }
         }
-        if count < 0 {
-            switch errno {
-            case EAGAIN, EINTR: return .wouldBlock
-            case ENOBUFS: return .overrun
-            default: return .wouldBlock
-            }
+        let count: Int
+        switch received {
+        case .success(let value):
+            count = value
+        case .failure(let error):
+            return error.errno == ENOBUFS ? .overrun : .wouldBlock
         }
         // Only the kernel may speak; a truncated datagram cannot be trusted either.
         guard sender.nl_pid == 0, count <= buffer.count, header.msg_flags & Int32(MSG_TRUNC) == 0 else {

@@ -43,6 +43,8 @@ public final class Simulation {
     private struct SentProbe {
         let sentAt: UInt64
         let deadline: UInt64
+        /// Sent beside a probe in flight: its silence or unproven error is no failure of its own.
+        let extra: Bool
         var finished = false
         var answered = false
     }
@@ -65,6 +67,8 @@ public final class Simulation {
     private var probeTarget: IPAddress?
     private var kernelReadScheduled = false
     private var overflowOnNextLookup = false
+    /// Every (usable, interface) the kernel's truth took for the reachability core's current target.
+    private var truthsSinceRetarget: Set<String> = []
     private var evaluationDue = false
     private var quiet = false
     /// Something the reachability core sees changed since its agreement with the kernel was last checked.
@@ -75,6 +79,8 @@ public final class Simulation {
     private var lastAnswerAt: UInt64 = 0
     private var failureKindsSinceAnswer: Set<String> = []
     private var answersInRow = 0
+    /// When the newest probe that got its answer was sent.
+    private var newestAnsweredSentAt: UInt64 = 0
     /// When the probe whose failure was the first since the last answer was sent.
     private var firstFailureSentAt: UInt64?
     /// No probe since the last answer was sent off the schedule (for a Check, a route regained).
@@ -106,6 +112,7 @@ public final class Simulation {
     /// Runs the scenario to its end; returns the violations found (none when every rule held).
     @discardableResult
     public func run() -> [Violation] {
+        noteKernelTruth(reset: true)
         reach.start()
         monitor.start(now: now)
         pump()
@@ -154,6 +161,7 @@ public final class Simulation {
             if case .answered = probe.receiveReply(sequence: sequence, token: token, now: now) {
                 sent[sequence]?.finished = true
                 sent[sequence]?.answered = true
+                newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? 0)
                 lastAnswerAt = now
                 failureKindsSinceAnswer = []
                 firstFailureSentAt = nil
@@ -162,8 +170,11 @@ public final class Simulation {
             }
         case .icmpError(let sequence, let token, let failure):
             if probe.receiveError(sequence: sequence, token: token, failure, from: "198.18.200.1", now: now) {
-                if firstFailureSentAt == nil { firstFailureSentAt = sent[sequence]?.sentAt }
                 sent[sequence]?.finished = true
+                // A probe older than the newest answered one: old news, no failure.
+                guard let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt,
+                      !probe.extra || (token != nil && failure != .timeExceeded) else { return }
+                if firstFailureSentAt == nil { firstFailureSentAt = probe.sentAt }
                 failureKindsSinceAnswer.insert(failure == .timeExceeded ? "time exceeded" : token == nil ? "unproven" : "refused")
                 answersInRow = 0
             }
@@ -254,6 +265,7 @@ public final class Simulation {
                 monitor.targetChanged(host: "a.test", family: scenario.family, now: now)
             }
         }
+        noteKernelTruth(reset: false)
         scheduleKernelRead()
     }
 
@@ -288,10 +300,10 @@ public final class Simulation {
 
     private func carryOut(_ output: ProbeCore.Output) {
         switch output {
-        case .send(let sequence, let token, let forCheck):
-            log("send \(sequence) (outstanding \(probe.outstandingCount), next wake \(probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
+        case .send(let sequence, let token, let forCheck, let extra):
+            log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(probe.outstandingCount), next wake \(probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
             summary.probesSent += 1
-            sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000)
+            sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000, extra: extra)
             if sent.count > 4096 { sent = sent.filter { $0.value.deadline + 10_000_000_000 > now } }
             if forCheck {
                 onScheduleSinceAnswer = false
@@ -321,6 +333,7 @@ public final class Simulation {
         case .evaluateAtEndOfTurn:
             evaluationDue = true
         case .verdict(let verdict):
+            checkVerdictHeld(verdict)
             monitor.routeChanged(verdict, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) }))
         }
     }
@@ -334,8 +347,10 @@ public final class Simulation {
             break  // answers to earlier generations still arrive: the core must ignore them
         case .retarget(let address, let families):
             routeNewsSinceCheck = true
+            let changed = address != reach.target || families != reach.families
             reach.setTarget(address)
             reach.setFamilies(families)
+            if changed { noteKernelTruth(reset: true) }
             if address != probeTarget {
                 probeTarget = address
                 lastRetarget = now
@@ -346,6 +361,7 @@ public final class Simulation {
                 onScheduleSinceAnswer = true
                 answersInRow = 0
                 lastAnswerAt = now
+                newestAnsweredSentAt = 0
                 let target = address.map { ProbeTarget(name: $0.description, family: $0.family == AF_INET ? .v4 : .v6) }
                 probe.start(target: target, method: .icmpDatagram, now: now)
             }
@@ -432,17 +448,24 @@ public final class Simulation {
     private func noteExpiries() {
         for (sequence, probe) in sent where !probe.finished && probe.deadline <= now {
             sent[sequence]?.finished = true
+            guard probe.sentAt > newestAnsweredSentAt, !probe.extra else { continue }
             failureKindsSinceAnswer.insert("silence")
             answersInRow = 0
         }
     }
 
     private func checkFlip(from old: ProbeReport, to new: ProbeReport) {
+        if old.answering != new.answering { noteExpiries() }
         let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
         let interval = UInt64(settings.intervalMilliseconds) * 1_000_000
         if old.answering == true && new.answering == false {
             summary.flips += 1
             noteExpiries()
+            // Consecutive failures are counted in the order probes were sent: a host that answered a
+            // probe is not silent until a probe sent after that one has failed.
+            if !sent.values.contains(where: { $0.finished && !$0.answered && $0.sentAt > newestAnsweredSentAt }) {
+                violation("not answering, though no probe sent after the newest answered one has failed")
+            }
             let refused = failureKindsSinceAnswer.contains("refused") || failureKindsSinceAnswer.contains("send failed")
             if !refused && probe.verdict.consecutiveFailures < settings.failureThreshold {
                 violation("not answering after \(probe.verdict.consecutiveFailures) failures without a proven refusal "
@@ -507,17 +530,38 @@ public final class Simulation {
 
     /// Whenever the reachability core is at rest (nothing queued, no lookup out, the table
     /// whole), its verdict is the one a reader that missed nothing would reach.
+    /// What a reader that missed nothing would conclude about the reachability core's target now.
+    private func kernelTruth() -> ReachabilityVerdict {
+        let table = kernel.wholeTable
+        let classify: (Link) -> InterfaceKind = { $0.name.hasPrefix("wlan") ? .wifi : .ethernet }
+        if let target = reach.target {
+            return ReachabilityEvaluation.verdict(target: target, lookup: kernel.lookup(target), table: table, classify: classify)
+        }
+        return ReachabilityEvaluation.defaultRouteVerdict(families: reach.families, table: table, classify: classify)
+    }
+
+    private static func key(_ verdict: ReachabilityVerdict) -> String {
+        verdict.usable ? "usable over \(verdict.interface)" : "unusable (\(verdict.interface))"
+    }
+
+    /// The kernel changed, or the core's target did: remember what is true now. A verdict may lag
+    /// the kernel, but it must be something that was true at some moment for this target.
+    private func noteKernelTruth(reset: Bool) {
+        if reset { truthsSinceRetarget = [] }
+        truthsSinceRetarget.insert(Self.key(kernelTruth()))
+    }
+
+    private func checkVerdictHeld(_ verdict: ReachabilityVerdict) {
+        if !truthsSinceRetarget.contains(Self.key(verdict)) {
+            violation("route verdict \(Self.key(verdict)): \(verdict.reason) — never true for this target "
+                      + "(true since: \(truthsSinceRetarget.sorted()))")
+        }
+    }
+
     private func checkKernelAgreement() {
         guard routeNewsSinceCheck, !kernel.hasQueued, !evaluationDue, reach.ready, !reach.isLookingUp else { return }
         routeNewsSinceCheck = false
-        let table = kernel.wholeTable
-        let truth: ReachabilityVerdict
-        let classify: (Link) -> InterfaceKind = { $0.name.hasPrefix("wlan") ? .wifi : .ethernet }
-        if let target = reach.target {
-            truth = ReachabilityEvaluation.verdict(target: target, lookup: kernel.lookup(target), table: table, classify: classify)
-        } else {
-            truth = ReachabilityEvaluation.defaultRouteVerdict(families: reach.families, table: table, classify: classify)
-        }
+        let truth = kernelTruth()
         guard let verdict = reach.verdict else {
             return violation("no route verdict although the kernel has said everything (truth: \(truth.usable ? truth.interface : truth.reason))")
         }

@@ -159,3 +159,86 @@ final class WorkerThreadTests: XCTestCase {
         XCTAssertTrue(offThread.load(ordering: .relaxed))
     }
 }
+
+extension MainLoopTests {
+    /// Defect 6: an event queued for a descriptor that was closed in the same turn must not
+    /// reach a new source whose descriptor got the same number (in TCP mode, a stale EPOLLOUT
+    /// read as "connected").
+    func testAnEventForAClosedDescriptorNeverReachesItsReusedNumber() throws {
+        let loop = try MainLoop()
+        var first: [Int32] = [0, 0], second: [Int32] = [0, 0], fresh: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&first), 0)
+        XCTAssertEqual(pipe(&second), 0)
+        XCTAssertEqual(pipe(&fresh), 0)
+        defer { for fd in first + fresh + [second[1]] { close(fd) } }
+        var staleCalls = 0
+        var secondSource: IOSource?
+        // Both become readable, the first one first, so epoll returns them in that order.
+        var byte: UInt8 = 1
+        XCTAssertEqual(write(first[1], &byte, 1), 1)
+        XCTAssertEqual(write(second[1], &byte, 1), 1)
+        try loop.watch(fd: first[0], interest: .readable) { _ in
+            guard let source = secondSource else { return }
+            // The owner of the second pipe goes: out of the loop, then closed; a new, empty
+            // pipe takes the very same descriptor number and is watched.
+            loop.remove(source)
+            secondSource = nil
+            let reused = second[0]
+            XCTAssertEqual(dup2(fresh[0], reused), reused)
+            _ = try? loop.watch(fd: reused, interest: .readable) { _ in staleCalls += 1 }
+            loop.atEndOfTurn { loop.quit(status: 0) }
+        }
+        secondSource = try loop.watch(fd: second[0], interest: .readable) { _ in }
+        XCTAssertEqual(loop.run(), 0)
+        XCTAssertEqual(staleCalls, 0, "the new, empty pipe was told it is readable")
+        close(second[0])
+    }
+
+    /// A loop on a clock the test advances: timers fire when virtual time reaches them, not before.
+    func testTimersFollowAnInjectedClock() throws {
+        let now = Atomic<UInt64>(1_000)
+        let loop = try MainLoop(clock: { now.load(ordering: .relaxed) })
+        var fired: [String] = []
+        loop.schedule(after: 500) { fired.append("after 500") }
+        loop.schedule(at: 2_000) { fired.append("at 2000") }
+        loop.runDueWork()
+        XCTAssertEqual(fired, [])
+        now.store(1_499, ordering: .relaxed)
+        loop.runDueWork()
+        XCTAssertEqual(fired, [])
+        now.store(1_500, ordering: .relaxed)
+        loop.runDueWork()
+        XCTAssertEqual(fired, ["after 500"])
+        now.store(10_000, ordering: .relaxed)
+        loop.runDueWork()
+        XCTAssertEqual(fired, ["after 500", "at 2000"])
+        XCTAssertEqual(loop.now(), 10_000)
+    }
+
+    func testDescriptorsCloseOnceWithTheirOwnerAndSyscallsRetryInterrupts() throws {
+        var ends: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&ends), 0)
+        do {
+            let owned = Descriptor(owning: ends[0])
+            XCTAssertEqual(fcntl(owned.raw, F_GETFD), FD_CLOEXEC == 0 ? 0 : fcntl(owned.raw, F_GETFD))
+        }
+        XCTAssertEqual(fcntl(ends[0], F_GETFD), -1, "closed when its owner went")
+        XCTAssertEqual(errno, EBADF)
+        close(ends[1])
+        var calls = 0
+        let result = try Syscall.retrying("test") { () -> Int32 in
+            calls += 1
+            if calls < 3 {
+                errno = EINTR
+                return -1
+            }
+            return 42
+        }
+        XCTAssertEqual(result, 42)
+        XCTAssertEqual(calls, 3)
+        XCTAssertThrowsError(try Syscall.retrying("open") { open("/nonexistent/netobserver", O_RDONLY) }) { error in
+            XCTAssertEqual((error as? SystemError)?.errno, ENOENT)
+            XCTAssertEqual((error as? SystemError)?.call, "open")
+        }
+    }
+}

@@ -42,10 +42,10 @@ final class ProbeTrackerTests: XCTestCase {
     func testErrorsMatchOnlyOutstandingProbes() {
         var tracker = ProbeTracker(firstSequence: 5)
         _ = tracker.send(token: 99, now: 0, timeout: 100)
-        XCTAssertFalse(tracker.error(sequence: 5, token: 98), "quoted token not ours")
-        XCTAssertFalse(tracker.error(sequence: 6, token: nil))
-        XCTAssertTrue(tracker.error(sequence: 5, token: nil), "a short quote still names our sequence")
-        XCTAssertFalse(tracker.error(sequence: 5, token: 99), "already finished")
+        XCTAssertNil(tracker.error(sequence: 5, token: 98), "quoted token not ours")
+        XCTAssertNil(tracker.error(sequence: 6, token: nil))
+        XCTAssertEqual(tracker.error(sequence: 5, token: nil)?.sequence, 5, "a short quote still names our sequence")
+        XCTAssertNil(tracker.error(sequence: 5, token: 99), "already finished")
     }
 
     func testMemoryStaysBounded() {
