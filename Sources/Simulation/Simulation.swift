@@ -158,6 +158,8 @@ public final class Simulation {
         log("\(event)")
         switch event {
         case .reply(let sequence, let token):
+            // Silence that ended before this answer came first.
+            noteExpiries()
             if case .answered = probe.receiveReply(sequence: sequence, token: token, now: now) {
                 sent[sequence]?.finished = true
                 sent[sequence]?.answered = true
