@@ -1,9 +1,11 @@
 import Glibc
 
-/// An IPv4 or IPv6 address as network-order bytes.
+/// An IPv4 or IPv6 address as network-order bytes. An IPv6 address may carry a zone:
+/// the index of the interface a link-local address belongs to (`fe80::1%eth0`), without
+/// which it cannot be sent to nor routed.
 public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     case v4([UInt8])
-    case v6([UInt8])
+    case v6([UInt8], zone: UInt32 = 0)
 
     /// From raw bytes: 4 make IPv4, 16 make IPv6, anything else nil.
     public init?(bytes: some Collection<UInt8>) {
@@ -14,25 +16,35 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Parses a numeric address (no zone).
+    /// Parses a numeric address; an IPv6 one may end in `%zone`, an interface name or index.
     public init?(_ text: String) {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
             self = withUnsafeBytes(of: &v4) { .v4(Array($0)) }
             return
         }
+        let parts = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
         var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            self = withUnsafeBytes(of: &v6) { .v6(Array($0)) }
-            return
+        guard let first = parts.first, inet_pton(AF_INET6, String(first), &v6) == 1 else { return nil }
+        var zone: UInt32 = 0
+        if parts.count == 2 {
+            let name = String(parts[1])
+            zone = UInt32(name) ?? if_nametoindex(name)
+            guard zone != 0 else { return nil }
         }
-        return nil
+        self = withUnsafeBytes(of: &v6) { .v6(Array($0), zone: zone) }
     }
 
     public var bytes: [UInt8] {
         switch self {
-        case .v4(let b), .v6(let b): b
+        case .v4(let b), .v6(let b, _): b
         }
+    }
+
+    /// The interface index of an IPv6 address's zone; 0 when it has none.
+    public var zone: UInt32 {
+        if case .v6(_, let zone) = self { return zone }
+        return 0
     }
 
     /// AF_INET and AF_INET6, for code that keeps away from Glibc.
@@ -58,6 +70,10 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let ok = bytes.withUnsafeBytes { raw in inet_ntop(family, raw.baseAddress, &buffer, socklen_t(buffer.count)) }
         guard ok != nil else { return "?" }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard zone != 0 else { return text }
+        var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard if_indextoname(zone, &name) != nil else { return text + "%\(zone)" }
+        return text + "%" + String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

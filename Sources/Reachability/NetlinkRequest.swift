@@ -19,13 +19,17 @@ public enum NetlinkRequest {
     }
 
     /// RTM_GETROUTE for one destination: the kernel answers with the route it
-    /// would really use (policy rules and the most specific route included).
+    /// would really use (policy rules and the most specific route included). A zoned
+    /// (link-local) destination is looked up on its interface (RTA_OIF), as sending does.
     public static func routeLookup(to destination: IPAddress, sequence: UInt32) -> [UInt8] {
         var body = rtmsg()
         body.rtm_family = UInt8(destination.family)
         body.rtm_dst_len = destination.bitLength
-        return message(type: Int32(RTM_GETROUTE), flags: NLM_F_REQUEST, sequence: sequence, body: body,
-                       attributes: [(UInt16(RTA_DST.rawValue), destination.bytes)])
+        var attributes = [(UInt16(RTA_DST.rawValue), destination.bytes)]
+        if destination.zone != 0 {
+            attributes.append((UInt16(RTA_OIF.rawValue), withUnsafeBytes(of: destination.zone) { Array($0) }))
+        }
+        return message(type: Int32(RTM_GETROUTE), flags: NLM_F_REQUEST, sequence: sequence, body: body, attributes: attributes)
     }
 
     /// RTM_NEWLINK setting a link administratively up or down (what `ip link set … up|down` sends).

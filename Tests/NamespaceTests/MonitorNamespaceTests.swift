@@ -107,6 +107,29 @@ final class MonitorNamespaceTests: XCTestCase {
 
     // MARK: Tests
 
+    /// Defect 4: a link-local Host with its zone is probed on that link (the zone reaches the
+    /// socket) and its route is looked up there (RTA_OIF), even with another link beside it.
+    func testALinkLocalHostWithAZoneIsProbedOnItsLink() throws {
+        try router.ip("-6 addr add fe80::1/64 dev mr0 nodad")
+        // Datagram ICMP sockets, which refuse a link-local destination without its zone (EINVAL).
+        _ = try client.exec("sysctl -qw net.ipv4.ping_group_range='0 2147483647'")
+        // A second link with its own fe80::/64 route (a veth pair inside the client).
+        try client.ip("link add mz0 type veth peer name mz1")
+        try client.ip("link set mz0 up")
+        try client.ip("link set mz1 up")
+        try startDaemon(host: "fe80::1%mc0")
+        try waitForStatus("ethernet")
+        XCTAssertEqual(try get(.interface), "mc0")
+        XCTAssertEqual(try get(.address), "fe80::1%mc0")
+        XCTAssertGreaterThan(Int(try get(.roundTripTime)) ?? 0, 0)
+        XCTAssertTrue(daemon.log.contains("with ICMP (datagram socket)"), daemon.log)
+        // A zone naming no interface here is refused with a reason, not probed without it.
+        try set(.host, "fe80::1%nosuch0")
+        try waitForStatus("none")
+        let reason = try get(.reason)
+        XCTAssertTrue(reason.contains("fe80::1%nosuch0"), reason)
+    }
+
     func testStartsConnectedOverTheVeth() throws {
         try startDaemon()
         try waitForStatus("ethernet")

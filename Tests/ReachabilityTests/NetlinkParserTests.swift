@@ -109,3 +109,29 @@ final class NetlinkParserTests: XCTestCase {
         XCTAssertEqual(route.destinationLength, 128)
     }
 }
+
+final class ZonedAddressTests: XCTestCase {
+    func testAZoneIsParsedShownAndCarriedIntoTheRouteLookup() throws {
+        let zoned = try XCTUnwrap(IPAddress("fe80::1%lo"))
+        XCTAssertEqual(zoned.zone, 1, "lo is interface 1")
+        XCTAssertEqual(zoned.description, "fe80::1%lo")
+        XCTAssertEqual(IPAddress("fe80::1%1"), zoned, "a numeric zone is the same interface")
+        XCTAssertNil(IPAddress("fe80::1%nosuch0"), "a zone naming no interface is not an address here")
+        XCTAssertNotEqual(IPAddress("fe80::1"), zoned)
+        XCTAssertNil(IPAddress("198.18.0.1%lo"), "IPv4 has no zones")
+
+        let plain = NetlinkRequest.routeLookup(to: try XCTUnwrap(IPAddress("fd00::2")), sequence: 1)
+        let lookup = NetlinkRequest.routeLookup(to: zoned, sequence: 1)
+        XCTAssertEqual(lookup.count, plain.count + 8, "one more attribute: RTA_OIF, 4 bytes of header, 4 of index")
+        let oif = Array(lookup.suffix(8))
+        XCTAssertEqual(oif[0..<4], [8, 0, UInt8(RTA_OIF.rawValue), 0])
+        XCTAssertEqual(oif[4..<8], withUnsafeBytes(of: UInt32(1)) { Array($0) }[...])
+
+        // The zone reaches the socket address.
+        zoned.withSocketAddress { pointer, length in
+            let address = UnsafeRawPointer(pointer).loadUnaligned(as: sockaddr_in6.self)
+            XCTAssertEqual(address.sin6_scope_id, 1)
+            XCTAssertEqual(IPAddress(socketAddress: UnsafeRawPointer(pointer), length: Int(length)), zoned)
+        }
+    }
+}
