@@ -60,7 +60,8 @@ test: deps-test
 bench: deps-bench release
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^nob-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; \
-	  "$$bin/netobserver-bench" && tools/bench.sh "$$bin/netobserverd"
+	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" simulate 20000 && tools/pure-lines.sh && \
+	  tools/bench.sh "$$bin/netobserverd"
 
 # libFuzzer on the rtnetlink parser, the ICMP reply parser and the D-Bus surface: FUZZ_RUNS
 # executions each (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
