@@ -9,7 +9,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 BUILD_PACKAGES := libdbus-1-dev pkg-config dbus-daemon
 TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 python3 python3-dbus python3-gi \
-                 iproute2 iptables libxml2-utils procps util-linux passwd python3-seccomp
+                 iproute2 iptables libxml2-utils procps util-linux passwd python3-seccomp \
+                 prometheus zsh fish
 BENCH_PACKAGES := $(BUILD_PACKAGES) gcc make libsystemd-dev dbus-bin python3-dbus python3-gi
 
 # Warnings are errors wherever `make` builds: the standard is none.
@@ -108,7 +109,11 @@ INSTALLED := $(SBINDIR)/netobserverd $(PREFIX)/bin/netobserver \
   $(PREFIX)/share/dbus-1/interfaces/org.netobserver.Monitor.xml \
   $(PREFIX)/lib/systemd/system/netobserver.service \
   $(PREFIX)/lib/sysusers.d/netobserver.conf \
-  $(PREFIX)/share/man/man8/netobserverd.8 $(PREFIX)/share/man/man1/netobserver.1
+  $(PREFIX)/share/man/man8/netobserverd.8 $(PREFIX)/share/man/man1/netobserver.1 \
+  $(PREFIX)/share/bash-completion/completions/netobserver \
+  $(PREFIX)/share/zsh/vendor-completions/_netobserver \
+  $(PREFIX)/share/fish/vendor_completions.d/netobserver.fish \
+  $(PREFIX)/share/doc/netobserver/netobserver-metrics.service
 
 install: release
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; set -e; \
@@ -119,6 +124,12 @@ install: release
 	install -D -m 644 dbus/netobserver.sysusers "$(DESTDIR)$(PREFIX)/lib/sysusers.d/netobserver.conf"
 	install -D -m 644 man/netobserverd.8 "$(DESTDIR)$(PREFIX)/share/man/man8/netobserverd.8"
 	install -D -m 644 man/netobserver.1 "$(DESTDIR)$(PREFIX)/share/man/man1/netobserver.1"
+	install -D -m 644 completions/netobserver.bash "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/netobserver"
+	install -D -m 644 completions/_netobserver "$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_netobserver"
+	install -D -m 644 completions/netobserver.fish "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/netobserver.fish"
+	mkdir -p "$(DESTDIR)$(PREFIX)/share/doc/netobserver"
+	sed 's|@bindir@|$(PREFIX)/bin|g' dbus/netobserver-metrics.service.in > "$(DESTDIR)$(PREFIX)/share/doc/netobserver/netobserver-metrics.service"
+	chmod 644 "$(DESTDIR)$(PREFIX)/share/doc/netobserver/netobserver-metrics.service"
 	for f in "dbus/netobserver.service.in:lib/systemd/system/netobserver.service" \
 	         "dbus/system-services.service.in:share/dbus-1/system-services/org.netobserver.Monitor.service" \
 	         "dbus/session-services.service.in:share/dbus-1/services/org.netobserver.Monitor.service"; do \

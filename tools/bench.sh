@@ -30,6 +30,8 @@ nsenter --net=/run/netns/$netns "$daemon" --address "$DBUS_SESSION_BUS_ADDRESS" 
 pid=$!
 sleep 1
 memory=$(awk '/^Rss:/ {r=$2} /^Private_Dirty:/ {d=$2} END {printf "rss_kb=%d private_dirty_kb=%d", r, d}' /proc/$pid/smaps_rollup)
+# Status bars and Prometheus: monitor --format waybar latency, the textfile writer's cost.
+/usr/bin/python3 "$root/tools/bench_bars.py" "$DBUS_SESSION_BUS_ADDRESS" "$(dirname "$daemon")/netobserver"
 kill $pid; wait $pid 2>/dev/null || true
 "$work/bus.sh" stop
 echo "idle netobserverd: $memory"

@@ -29,6 +29,11 @@ expect lib/systemd/system/netobserver.service 644
 expect lib/sysusers.d/netobserver.conf 644
 expect share/man/man8/netobserverd.8 644
 expect share/man/man1/netobserver.1 644
+expect share/bash-completion/completions/netobserver 644
+expect share/zsh/vendor-completions/_netobserver 644
+expect share/fish/vendor_completions.d/netobserver.fish 644
+expect share/doc/netobserver/netobserver-metrics.service 644
+grep -q '^ExecStart=/usr/bin/netobserver --system metrics --textfile ' "$root/usr/share/doc/netobserver/netobserver-metrics.service" || fail "metrics example ExecStart"
 grep -q '^ExecStart=/usr/sbin/netobserverd --system$' "$root/usr/lib/systemd/system/netobserver.service" || fail "ExecStart path"
 grep -q '^Exec=/usr/sbin/netobserverd --session$' "$root/usr/share/dbus-1/services/org.netobserver.Monitor.service" || fail "session Exec"
 # The bus starts the service as the user the unit runs it as, never as root.

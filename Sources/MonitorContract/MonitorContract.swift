@@ -25,6 +25,8 @@ public enum MonitorContract {
         case failureThreshold = "FailureThreshold"
         case recoveryThreshold = "RecoveryThreshold"
         case addressFamily = "AddressFamily"
+        case probesSent = "ProbesSent"
+        case probesAnswered = "ProbesAnswered"
 
         public var name: String { rawValue }
 
@@ -32,7 +34,7 @@ public enum MonitorContract {
             switch self {
             case .status, .host, .interface, .address, .reason, .addressFamily: .string
             case .reachable: .boolean
-            case .roundTripTime, .lastChange: .uint64
+            case .roundTripTime, .lastChange, .probesSent, .probesAnswered: .uint64
             case .packetLoss: .double
             case .interval, .timeout, .failureThreshold, .recoveryThreshold: .uint32
             }
@@ -40,10 +42,11 @@ public enum MonitorContract {
 
         public var access: PropertyAccess { isSetting ? .readwrite : .read }
 
-        /// RoundTripTime and PacketLoss change with every probe: they ride along with loud changes only.
+        /// RoundTripTime, PacketLoss and the probe counters change with every probe: they ride
+        /// along with loud changes only.
         public var changeMode: PropertyChangeMode {
             switch self {
-            case .roundTripTime, .packetLoss: .quiet
+            case .roundTripTime, .packetLoss, .probesSent, .probesAnswered: .quiet
             default: .emits
             }
         }
@@ -95,6 +98,19 @@ public enum MonitorContract {
 
         public var name: String { rawValue }
         public var arguments: [DBusArgument] { [DBusArgument("status", .string), DBusArgument("host", .string)] }
+    }
+
+    /// Status's values: `unknown` (no verdict yet), `none`, or the kind of the route's interface.
+    public enum Status: String, CaseIterable, Sendable {
+        case unknown, none, ethernet, wifi, cellular, vpn, other
+
+        /// True for the kinds that mean "connected".
+        public var isConnected: Bool {
+            switch self {
+            case .unknown, .none: false
+            default: true
+            }
+        }
     }
 
     /// Wait's timeout_ms bounds.

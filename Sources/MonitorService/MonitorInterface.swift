@@ -65,6 +65,8 @@ extension MonitorModel {
         case .failureThreshold: .uint32(settings.failureThreshold)
         case .recoveryThreshold: .uint32(settings.recoveryThreshold)
         case .addressFamily: .string(settings.family.rawValue)
+        case .probesSent: .uint64(state.probesSent)
+        case .probesAnswered: .uint64(state.probesAnswered)
         }
     }
 }

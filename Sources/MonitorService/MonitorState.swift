@@ -1,17 +1,7 @@
 import MonitorContract
 
-/// What the Monitor reports: the verdict and how it was reached.
-public enum Status: String, CaseIterable, Sendable {
-    case unknown, none, ethernet, wifi, cellular, vpn, other
-
-    /// True for the kinds that mean "connected".
-    public var isConnected: Bool {
-        switch self {
-        case .unknown, .none: false
-        default: true
-        }
-    }
-}
+/// What the Monitor reports: the verdict, as the contract lists its values.
+public typealias Status = MonitorContract.Status
 
 /// The read-only properties of org.netobserver.Monitor, as one value.
 public struct MonitorState: Equatable, Sendable {
@@ -22,6 +12,9 @@ public struct MonitorState: Equatable, Sendable {
     public var roundTripTime: UInt64 = 0
     public var packetLoss: Double = 0
     public var lastChange: UInt64 = 0
+    /// Probes sent and answered since the daemon started; they only grow.
+    public var probesSent: UInt64 = 0
+    public var probesAnswered: UInt64 = 0
 
     public init() {}
 
@@ -37,6 +30,8 @@ public struct MonitorState: Equatable, Sendable {
         if roundTripTime != old.roundTripTime { changed.append(.roundTripTime) }
         if packetLoss != old.packetLoss { changed.append(.packetLoss) }
         if lastChange != old.lastChange { changed.append(.lastChange) }
+        if probesSent != old.probesSent { changed.append(.probesSent) }
+        if probesAnswered != old.probesAnswered { changed.append(.probesAnswered) }
         return changed
     }
 }

@@ -17,6 +17,8 @@ public enum StatusRules {
         var state = previous
         state.roundTripTime = probe.roundTripMicroseconds
         state.packetLoss = probe.packetLoss
+        state.probesSent = probe.probesSent
+        state.probesAnswered = probe.probesAnswered
         switch resolution {
         case .pending:
             state.status = .unknown

@@ -77,6 +77,8 @@ public struct ProbeCore: Sendable {
         tracker.reset()
         verdict.reset()
         report = ProbeReport()
+        report.probesSent = UInt64(statistics.sent)
+        report.probesAnswered = UInt64(statistics.answered)
         self.target = target
         self.method = method
         publish()
@@ -263,6 +265,7 @@ public struct ProbeCore: Sendable {
             if !forCheck { watchForOverdue(sequence, now: now) }
         }
         outputs.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra))
+        publish()
     }
 
     /// While the host answers, a probe with no reply after several round trips is
@@ -328,6 +331,8 @@ public struct ProbeCore: Sendable {
         new.packetLoss = verdict.packetLoss
         new.reason = verdict.reason
         new.method = method
+        new.probesSent = UInt64(statistics.sent)
+        new.probesAnswered = UInt64(statistics.answered)
         guard new != report else { return }
         outputs.append(.report(old: report, new: new))
         report = new

@@ -25,6 +25,9 @@ public struct ProbeReport: Equatable, Sendable {
     public var packetLoss: Double = 0
     public var reason = ""
     public var method: ProbeMethod?
+    /// Probes sent and answered since the engine started (not reset with the target).
+    public var probesSent: UInt64 = 0
+    public var probesAnswered: UInt64 = 0
 
     public init(answering: Bool? = nil) {
         self.answering = answering

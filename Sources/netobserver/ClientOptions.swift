@@ -5,7 +5,8 @@ import MonitorContract
 struct ClientOptions {
     enum Command: Equatable {
         case status(json: Bool)
-        case monitor(json: Bool)
+        case monitor(MonitorFormat)
+        case metrics(textfile: String?)
         case check
         case wait(seconds: UInt32)
         case set(MonitorContract.Property, value: String)
@@ -23,7 +24,8 @@ struct ClientOptions {
     static let usage = """
         Usage: netobserver [--system | --session | --address ADDRESS] COMMAND
           status [--json]            one screen: status, host, interface, round trip, loss, reason
-          monitor [--json]           a line per change until interrupted
+          monitor [--json | --format F]  a line per change until interrupted; F: \(MonitorFormat.barNames.joined(separator: ", "))
+          metrics [--textfile PATH]  Prometheus text format; with --textfile, rewritten atomically on every change
           check                      probe now, print the status (exit 0 when reachable, 1 when not)
           wait [--timeout SECONDS]   exit 0 once reachable, 1 on timeout (default 30 s)
           set PROPERTY VALUE         \(settingNames)
@@ -56,7 +58,30 @@ struct ClientOptions {
         let command: Command
         switch name {
         case "status": command = .status(json: try jsonFlag())
-        case "monitor": command = .monitor(json: try jsonFlag())
+        case "monitor":
+            var format = MonitorFormat.plain
+            var rest = flags[...]
+            while let flag = rest.popFirst() {
+                switch flag {
+                case "--json": format = .json
+                case "--format":
+                    guard let name = rest.popFirst(), let chosen = MonitorFormat(rawValue: name), chosen != .plain else {
+                        throw UsageError(message: "monitor: --format takes one of \(MonitorFormat.barNames.joined(separator: ", "))")
+                    }
+                    format = chosen
+                default: throw UsageError(message: "monitor takes --json or --format FORMAT")
+                }
+            }
+            command = .monitor(format)
+        case "metrics":
+            var textfile: String?
+            if !flags.isEmpty {
+                guard flags.count == 2, flags[0] == "--textfile", !flags[1].isEmpty else {
+                    throw UsageError(message: "metrics takes only --textfile PATH")
+                }
+                textfile = flags[1]
+            }
+            command = .metrics(textfile: textfile)
         case "check":
             guard flags.isEmpty else { throw UsageError(message: "check takes no arguments") }
             command = .check

@@ -59,6 +59,27 @@ struct MonitorClient {
         return result
     }
 
+    /// Calls `handler` with the changed values of every PropertiesChanged of the Monitor;
+    /// quits the loop (status 1) when the bus goes away.
+    func onPropertiesChanged(loop: MainLoop, _ handler: @escaping ([String: DBusValue]) -> Void) {
+        connection.addMatch("type='signal',sender='\(MonitorContract.busName)',path='\(MonitorContract.objectPath)',"
+                            + "interface='\(MonitorContract.propertiesInterface)',member='PropertiesChanged'")
+        connection.onSignal = { message in
+            guard message.isSignal(interface: MonitorContract.propertiesInterface, member: "PropertiesChanged"),
+                  message.path == MonitorContract.objectPath,
+                  let arguments = try? message.arguments(), arguments.count == 3,
+                  arguments[0].stringValue == MonitorContract.interface,
+                  case .dictionary(_, _, let entries) = arguments[1] else { return }
+            var changed: [String: DBusValue] = [:]
+            for entry in entries { if let key = entry.key.stringValue { changed[key] = entry.value.unwrappedVariant } }
+            handler(changed)
+        }
+        connection.onDisconnected = {
+            writeLine("netobserver: the bus went away", to: 2)
+            loop.quit(status: 1)
+        }
+    }
+
     func set(_ property: MonitorContract.Property, _ value: DBusValue) throws(Failure) {
         _ = try call(MonitorContract.propertiesInterface, "Set",
                      [.string(MonitorContract.interface), .string(property.name), .variant(value)])

@@ -42,6 +42,8 @@ struct Snapshot: Encodable {
     var FailureThreshold: UInt64 { number(.failureThreshold) }
     var RecoveryThreshold: UInt64 { number(.recoveryThreshold) }
     var AddressFamily: String { string(.addressFamily) }
+    var ProbesSent: UInt64 { number(.probesSent) }
+    var ProbesAnswered: UInt64 { number(.probesAnswered) }
 
     private struct Key: CodingKey {
         let stringValue: String
@@ -116,8 +118,8 @@ struct Snapshot: Encodable {
 }
 
 /// Writes one line straight to a descriptor: no stdio buffer to flush, whole lines to pipes.
-func writeLine(_ text: String, to fd: Int32 = 1) {
-    let bytes = Array((text + "\n").utf8)
+func writeLine(_ text: String, to fd: Int32 = 1, terminator: String = "\n") {
+    let bytes = Array((text + terminator).utf8)
     var offset = 0
     while offset < bytes.count {
         let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

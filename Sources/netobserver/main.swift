@@ -54,26 +54,37 @@ do {
             value = .string(text)
         }
         try client.set(property, value)
-    case .monitor(let json):
+    case .monitor(let format):
         var snapshot = Snapshot(try client.properties())
-        writeLine(json ? snapshot.json() : snapshot.line())
-        client.connection.addMatch("type='signal',sender='\(MonitorContract.busName)',path='\(MonitorContract.objectPath)',"
-                                   + "interface='\(MonitorContract.propertiesInterface)',member='PropertiesChanged'")
-        client.connection.onSignal = { message in
-            guard message.isSignal(interface: MonitorContract.propertiesInterface, member: "PropertiesChanged"),
-                  message.path == MonitorContract.objectPath,
-                  let arguments = try? message.arguments(), arguments.count == 3,
-                  arguments[0].stringValue == MonitorContract.interface,
-                  case .dictionary(_, _, let entries) = arguments[1] else { return }
-            var changed: [String: DBusValue] = [:]
-            for entry in entries { if let key = entry.key.stringValue { changed[key] = entry.value.unwrappedVariant } }
+        var last = format.line(snapshot)
+        writeLine(last)
+        client.onPropertiesChanged(loop: loop) { changed in
             snapshot.update(changed)
-            writeLine(json ? snapshot.json() : snapshot.line())
+            // A bar redraws per line: a change it would not show is no line.
+            let line = format.line(snapshot)
+            guard line != last else { return }
+            last = line
+            writeLine(line)
         }
-        client.connection.onDisconnected = {
-            writeLine("netobserver: the bus went away", to: 2)
-            loop.quit(status: 1)
+        exit(loop.run())
+    case .metrics(nil):
+        writeLine(PrometheusText.render([(MonitorContract.objectPath, Snapshot(try client.properties()))]), terminator: "")
+    case .metrics(let path?):
+        let writer = TextfileWriter(path: path)
+        // Rewritten on every change, and every 15 s so the counters (which change quietly) move.
+        func refresh() {
+            do {
+                try writer.write(PrometheusText.render([(MonitorContract.objectPath, Snapshot(try client.properties()))]))
+            } catch let failure as TextfileWriter.Failure {
+                writeLine("netobserver: \(failure.message)", to: 2)
+            } catch {
+                writeLine("netobserver: \(error)", to: 2)
+            }
         }
+        _ = try client.properties()
+        refresh()
+        loop.schedule(after: 15_000_000_000, repeats: true) { refresh() }
+        client.onPropertiesChanged(loop: loop) { _ in refresh() }
         exit(loop.run())
     }
 } catch {

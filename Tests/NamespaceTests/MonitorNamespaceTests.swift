@@ -210,6 +210,44 @@ final class MonitorNamespaceTests: XCTestCase {
         XCTAssertEqual(signals, ["none", "ethernet"], "StatusChanged exactly once per change")
     }
 
+    /// A waybar module sees a fault as exactly one new line.
+    func testAStatusBarGetsOneLinePerChange() throws {
+        try startDaemon()
+        try waitForStatus("ethernet")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.client)
+        process.arguments = ["--address", bus.address, "monitor", "--format", "waybar"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer { if process.isRunning { process.terminate() }; process.waitUntilExit() }
+        var text = ""
+        func lines(after seconds: Double) -> [[String: String]] {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                let handle = output.fileHandleForReading
+                var poll = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+                if Glibc.poll(&poll, 1, 50) > 0 { text += String(decoding: handle.availableData, as: UTF8.self) }
+            }
+            return text.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String]
+            }
+        }
+        XCTAssertEqual(lines(after: 0.5).map { $0["class"] ?? "" }, ["ethernet"])
+        try client.ip("link set mc0 down")
+        let down = lines(after: 1.5)
+        XCTAssertEqual(down.map { $0["class"] ?? "" }, ["ethernet", "none"], "one line for the fault: \(text)")
+        XCTAssertTrue(down.last?["tooltip"]?.contains("interface mc0 is down") ?? false, text)
+        try client.ip("link set mc0 up")
+        try client.ip("route add default via 198.18.0.1")
+        try waitForStatus("ethernet")
+        // The repair takes two steps (link, then route), each with its own Reason: a line each,
+        // ending connected; never the same line twice.
+        let all = lines(after: 0.5)
+        XCTAssertEqual(all.last?["class"], "ethernet", text)
+        XCTAssertTrue(zip(all, all.dropFirst()).allSatisfy { $0 != $1 }, text)
+    }
+
     func testDefaultRouteDeletedThenRestored() throws {
         try startDaemon()
         try waitForStatus("ethernet")

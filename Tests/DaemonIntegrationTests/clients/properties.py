@@ -17,6 +17,7 @@ expected = {
     "RoundTripTime": (dbus.UInt64, False), "PacketLoss": (dbus.Double, False), "LastChange": (dbus.UInt64, False),
     "Interval": (dbus.UInt32, True), "Timeout": (dbus.UInt32, True), "FailureThreshold": (dbus.UInt32, True),
     "RecoveryThreshold": (dbus.UInt32, True), "AddressFamily": (dbus.String, True),
+    "ProbesSent": (dbus.UInt64, False), "ProbesAnswered": (dbus.UInt64, False),
 }
 all_props = props.GetAll(IFACE)
 check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))
@@ -37,6 +38,9 @@ check(props.Get(IFACE, "Address") == "198.18.0.1", "the literal is the address")
 check(props.Get(IFACE, "Interface") == "", "no route, no interface")
 check(props.Get(IFACE, "Reachable") == False, "not reachable")
 check(props.Get(IFACE, "LastChange") > 1_600_000_000_000_000, "LastChange is realtime microseconds")
+# Every probe fails to send here, and each one counts; the counters only grow.
+sent = props.Get(IFACE, "ProbesSent")
+check(sent >= 1 and props.Get(IFACE, "ProbesAnswered") == 0, "probes counted: %d sent, none answered" % sent)
 
 # Invalid sets: exact error, old value kept, nothing emitted.
 invalid = [

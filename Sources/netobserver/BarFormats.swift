@@ -1,0 +1,72 @@
+import FoundationEssentials
+import MonitorContract
+
+/// One line per state for a status bar's persistent custom module, in that bar's own
+/// format (waybar `return-type: json`; i3blocks `interval=persist` with `format=json`;
+/// polybar `custom/script` with `tail = true`), or the `--json` object.
+enum MonitorFormat: String, CaseIterable {
+    case plain, json, waybar, i3blocks, polybar
+
+    static let barNames = allCases.filter { $0 != .plain }.map(\.rawValue)
+
+    func line(_ snapshot: Snapshot) -> String {
+        switch self {
+        case .plain: snapshot.line()
+        case .json: snapshot.json()
+        case .waybar: Self.object(["text": Self.markup(snapshot.barText), "tooltip": Self.markup(snapshot.tooltip("\r")),
+                                   "class": snapshot.Status, "alt": snapshot.Status])
+        case .i3blocks: Self.object(["full_text": snapshot.barText, "short_text": snapshot.Status,
+                                     "color": Self.colour(snapshot.Status)])
+        case .polybar: "%{F\(Self.colour(snapshot.Status))}\(snapshot.barText)%{F-}"
+        }
+    }
+
+    /// Status colours, the usual traffic lights.
+    static func colour(_ status: String) -> String {
+        switch status {
+        case "none": "#E06C75"
+        case "unknown", "": "#E5C07B"
+        default: "#98C379"
+        }
+    }
+
+    /// One JSON object on one line, keys sorted.
+    private static func object(_ fields: [String: String]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(fields) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// waybar reads text and tooltip as Pango markup: the service's words must not become tags.
+    private static func markup(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+}
+
+extension Snapshot {
+    /// What a bar shows: the status, and the round trip while connected.
+    var barText: String {
+        guard Reachable, RoundTripTime > 0 else { return Status }
+        return "\(Status) \(Self.milliseconds(RoundTripTime))"
+    }
+
+    /// Host, interface, round trip, loss and reason, one per line.
+    func tooltip(_ separator: String) -> String {
+        var lines = ["\(Host)" + (Address.isEmpty || Address == Host ? "" : " (\(Address))")]
+        lines.append("interface: " + (Interface.isEmpty ? "—" : Interface))
+        if RoundTripTime > 0 { lines.append("round trip: " + Self.milliseconds(RoundTripTime)) }
+        lines.append("loss: \(Int((PacketLoss * 100).rounded())) %")
+        if !Reason.isEmpty { lines.append(Reason) }
+        return lines.joined(separator: separator)
+    }
+}

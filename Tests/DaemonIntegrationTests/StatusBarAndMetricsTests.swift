@@ -1,0 +1,155 @@
+import Foundation
+import IntegrationSupport
+import MonitorContract
+import XCTest
+
+/// `netobserver monitor --format …` and `netobserver metrics` against a running daemon.
+final class StatusBarAndMetricsTests: DaemonTestCase {
+    private func client(_ arguments: [String]) throws -> Outcome {
+        try runCommand([Paths.client, "--address", bus.address] + arguments)
+    }
+
+    private func get(_ property: P) throws -> String {
+        let out = try busctl(["get-property", Self.destination, Self.path, Self.interface, property.name]).stdout
+        // `s "none"` → none; `t 42` → 42
+        let value = out.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).last ?? ""
+        return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+    }
+
+    private func set(_ property: P, _ value: String) throws {
+        XCTAssertEqual(try busctl(["set-property", Self.destination, Self.path, Self.interface, property.name,
+                                   property.type.signature, value]).status, 0)
+    }
+
+    /// The samples of `metrics` output, by metric name and labels.
+    private func samples(_ text: String) -> [String: String] {
+        var result: [String: String] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " ") else { continue }
+            result[String(line[..<space])] = String(line[line.index(after: space)...])
+        }
+        return result
+    }
+
+    func testMetricsPassPromtoolAndMatchThePropertiesReadAtTheSameMoment() throws {
+        // Hold the counters still: no probe for an hour from now.
+        try set(.interval, "3600000")
+        usleep(200_000)
+        let metrics = try client(["metrics"])
+        XCTAssertEqual(metrics.status, 0, metrics.stderr)
+        let check = try runCommand(["sh", "-c", "promtool check metrics < \"$0\"", try file(metrics.stdout)])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+
+        let values = samples(metrics.stdout)
+        let labels = "host=\"\(try get(.host))\",target=\"\(MonitorContract.objectPath)\""
+        XCTAssertEqual(values["netobserver_up{\(labels)}"], try get(.reachable) == "true" ? "1" : "0")
+        for status in MonitorContract.Status.allCases {
+            XCTAssertEqual(values["netobserver_status{\(labels),status=\"\(status.rawValue)\"}"],
+                           status.rawValue == (try get(.status)) ? "1" : "0", status.rawValue)
+        }
+        XCTAssertEqual(values["netobserver_probes_sent_total{\(labels)}"], try get(.probesSent))
+        XCTAssertEqual(values["netobserver_probes_answered_total{\(labels)}"], try get(.probesAnswered))
+        XCTAssertEqual(values["netobserver_packet_loss_ratio{\(labels)}"].flatMap(Double.init), Double(try get(.packetLoss)))
+        let lastChange = try XCTUnwrap(values["netobserver_last_change_timestamp_seconds{\(labels)}"].flatMap(Double.init))
+        XCTAssertEqual(lastChange, (Double(try get(.lastChange)) ?? 0) / 1e6, accuracy: 1e-6)
+        XCTAssertGreaterThan(Int(try get(.probesSent)) ?? 0, 0, "probes fail to send here, and count")
+    }
+
+    private func file(_ text: String) throws -> String {
+        let path = bus.directory + "/metrics-\(UUID().uuidString).txt"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    func testTheTextfileIsNeverSeenPartWritten() throws {
+        let directory = bus.directory + "/textfile"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        print(try python("textfile.py", [Paths.client, directory], timeout: 120))
+        let check = try runCommand(["sh", "-c", "promtool check metrics < \"$0\"", directory + "/netobserver.prom"])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+    }
+
+    /// Runs `monitor` with `arguments` until `lines` lines arrived (or 10 s passed), doing `then` after the first.
+    private func monitorLines(_ arguments: [String], lines: Int, then: () throws -> Void) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.client)
+        process.arguments = ["--address", bus.address, "monitor"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer { if process.isRunning { process.terminate() }; process.waitUntilExit() }
+        var text = ""
+        var didThen = false
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let got = text.split(separator: "\n", omittingEmptySubsequences: true).count
+            if got >= lines { break }
+            if got >= 1 && !didThen {
+                didThen = true
+                try then()
+            }
+            let chunk = output.fileHandleForReading.availableData
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    func testEachBarFormatPrintsOneParsableLinePerChange() throws {
+        for (format, keys) in [("waybar", ["alt", "class", "text", "tooltip"]), ("i3blocks", ["color", "full_text", "short_text"]),
+                               ("json", MonitorContract.Property.allCases.map(\.name).sorted())] {
+            let host = "example-\(format).test"
+            let lines = try monitorLines(["--format", format], lines: 2) { try set(.host, host) }
+            XCTAssertGreaterThanOrEqual(lines.count, 2, format)
+            for line in lines {
+                let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)
+                XCTAssertEqual(object.keys.sorted(), keys, line)
+            }
+            if format == "waybar" {
+                let first = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: String])
+                XCTAssertEqual(first["class"], "none")
+                XCTAssertTrue(first["tooltip"]?.contains("\r") ?? false, "tooltip lines are separated by \\r: \(lines[0])")
+                let second = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: String])
+                XCTAssertTrue(second["tooltip"]?.hasPrefix(host) ?? false, lines[1])
+            }
+        }
+        let polybar = try monitorLines(["--format", "polybar"], lines: 1) {}
+        XCTAssertEqual(polybar.first, "%{F#E06C75}none%{F-}")
+        XCTAssertEqual(try client(["monitor", "--format", "lemonbar"]).status, 2)
+    }
+}
+
+/// The shell completions: syntax, and what they offer.
+final class CompletionTests: XCTestCase {
+    private let directory = Paths.repository.appendingPathComponent("completions").path
+
+    func testEveryShellAcceptsItsCompletionFile() throws {
+        for command in [["bash", "-n", directory + "/netobserver.bash"], ["zsh", "-n", directory + "/_netobserver"],
+                        ["fish", "--no-execute", directory + "/netobserver.fish"]] {
+            let out = try runCommand(command)
+            XCTAssertEqual(out.status, 0, "\(command): \(out.stderr)")
+        }
+    }
+
+    private func bashCompletions(_ words: [String]) throws -> [String] {
+        let script = """
+            source "$0"
+            COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " ")))
+            COMP_CWORD=\(words.count - 1)
+            _netobserver
+            printf '%s\\n' "${COMPREPLY[@]}"
+            """
+        let out = try runCommand(["bash", "-c", script, directory + "/netobserver.bash"])
+        XCTAssertEqual(out.status, 0, out.stderr)
+        return out.stdout.split(separator: "\n").map(String.init)
+    }
+
+    func testBashOffersSubcommandsSettingsAndFormats() throws {
+        XCTAssertEqual(try bashCompletions(["netobserver", "s"]).sorted(), ["set", "status"])
+        XCTAssertEqual(try bashCompletions(["netobserver", "--system", "m"]).sorted(), ["metrics", "monitor"])
+        XCTAssertEqual(try bashCompletions(["netobserver", "set", ""]).sorted(),
+                       MonitorContract.Property.settings.compactMap(\.settingName).sorted(), "the contract's settings")
+        XCTAssertEqual(try bashCompletions(["netobserver", "monitor", "--format", ""]).sorted(),
+                       ["i3blocks", "json", "polybar", "waybar"])
+        XCTAssertEqual(try bashCompletions(["netobserver", "set", "family", ""]).sorted(), ["any", "ipv4", "ipv6"])
+    }
+}
