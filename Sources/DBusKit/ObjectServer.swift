@@ -21,6 +21,8 @@ public final class ObjectServer {
     }
     private var objects: [ExportedObject] = []
     private let peer: DBusInterface
+    /// Paths that are an ObjectManager for the objects below them.
+    private var managerRoots: [String] = []
 
     private struct ChangeKey: Hashable {
         let path: String
@@ -47,13 +49,57 @@ public final class ObjectServer {
         peer = StandardInterfaces.peerInterface(machineID: machineID)
     }
 
-    /// Exports `interfaces` at `path`, with Properties, Introspectable and Peer added.
+    /// Exports `interfaces` at `path`, with Properties, Introspectable and Peer added. Below
+    /// an ObjectManager, a new object is announced with InterfacesAdded.
     public func export(path: String, interfaces: [DBusInterface]) {
         precondition(Validation.isValidObjectPath(path), "invalid object path \(path)")
         let properties = StandardInterfaces.propertiesInterface(interfaces)
         let introspectable = StandardInterfaces.introspectableInterface { [unowned self] in introspect(path) }
+        let isNew = !objects.contains { $0.path == path }
         objects.removeAll { $0.path == path }
-        objects.append(ExportedObject(path: path, own: interfaces, all: interfaces + [properties, introspectable, peer]))
+        let object = ExportedObject(path: path, own: interfaces, all: interfaces + [properties, introspectable, peer])
+        objects.append(object)
+        if isNew, let root = manager(of: path) {
+            queueManagerSignal(root, "InterfacesAdded", [.objectPath(path), ObjectManager.interfacesAndProperties(object.all)])
+        }
+    }
+
+    /// Stops serving `path`; below an ObjectManager, InterfacesRemoved says so. Calls to it
+    /// get UnknownObject from then on.
+    public func unexport(path: String) {
+        guard let object = objects.first(where: { $0.path == path }) else { return }
+        objects.removeAll { $0.path == path }
+        changeOrder.removeAll { $0.path == path }
+        changedNames = changedNames.filter { $0.key.path != path }
+        if let root = manager(of: path) {
+            queueManagerSignal(root, "InterfacesRemoved", [.objectPath(path), .stringArray(object.all.map(\.name))])
+        }
+    }
+
+    /// Makes the object at `root` an org.freedesktop.DBus.ObjectManager for every object
+    /// exported below it (not itself): GetManagedObjects, InterfacesAdded, InterfacesRemoved.
+    public func manageObjects(under root: String) {
+        guard let object = objects.first(where: { $0.path == root }) else {
+            preconditionFailure("export \(root) before making it an ObjectManager")
+        }
+        managerRoots.append(root)
+        let manager = ObjectManager.interface { [unowned self] in
+            let prefix = root == "/" ? "/" : root + "/"
+            return objects.filter { $0.path.hasPrefix(prefix) }.map { ($0.path, $0.all) }
+        }
+        export(path: root, interfaces: object.own + [manager])
+    }
+
+    /// The ObjectManager `path` is below, if any (the nearest).
+    private func manager(of path: String) -> String? {
+        managerRoots.filter { path.hasPrefix($0 == "/" ? "/" : $0 + "/") && path != $0 }.max { $0.count < $1.count }
+    }
+
+    private func queueManagerSignal(_ root: String, _ name: String, _ arguments: [DBusValue]) {
+        guard let message = try? Message.signal(path: root, interface: ObjectManager.name, name: name),
+              (try? message.append(arguments)) != nil else { return }
+        queuedSignals.append(message)
+        scheduleFlush()
     }
 
     /// The introspection document of `path` (an exported object or a parent of one).

@@ -113,6 +113,28 @@ public enum MonitorContract {
         }
     }
 
+    /// org.netobserver.Targets, on the default target's object: more targets, each a full
+    /// org.netobserver.Monitor at `objectPath/N`.
+    public enum Targets {
+        public static let interface = "org.netobserver.Targets"
+        public static let addTarget = "AddTarget"
+        public static let removeTarget = "RemoveTarget"
+        /// The added targets' paths, in the order they were added.
+        public static let targetsProperty = "Targets"
+        /// At most this many added targets.
+        public static let limit = 64
+
+        public static func path(_ number: UInt32) -> String { objectPath + "/\(number)" }
+
+        /// N of `objectPath/N`; nil for any other path.
+        public static func number(of path: String) -> UInt32? {
+            let prefix = objectPath + "/"
+            guard path.hasPrefix(prefix), let number = UInt32(path.dropFirst(prefix.count)), number >= 1,
+                  path == Self.path(number) else { return nil }
+            return number
+        }
+    }
+
     /// Wait's timeout_ms bounds.
     public static let waitTimeoutRange: ClosedRange<UInt32> = 0...3_600_000
 }

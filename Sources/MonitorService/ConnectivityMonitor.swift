@@ -14,6 +14,7 @@ public final class ConnectivityMonitor {
     private let reachability: ReachabilityEngine?
     private let probe: ProbeEngine
     private let resolver: HostResolver
+    private let resolverOwner: UInt64
     private var core: MonitorCore
     private var resolveTimer: LoopTimer?
     private var resolveTimerDeadline: UInt64?
@@ -30,6 +31,7 @@ public final class ConnectivityMonitor {
         } else {
             self.resolver = try HostResolver(loop: loop)
         }
+        resolverOwner = self.resolver.newOwner()
         probe = ProbeEngine(loop: loop, settings: Self.probeSettings(model.settings)) { _ in }
         var problem: String?
         do {
@@ -40,6 +42,11 @@ public final class ConnectivityMonitor {
         }
         core = MonitorCore(host: model.settings.host, family: model.settings.family, routeProblem: problem)
         wireUp()
+    }
+
+    deinit {
+        resolver.cancelAll(owner: resolverOwner)
+        if let resolveTimer { loop.cancel(resolveTimer) }
     }
 
     private func wireUp() {
@@ -102,7 +109,7 @@ public final class ConnectivityMonitor {
                 case .resolve(let host, let family, let generation):
                     resolve(host, family, generation)
                 case .cancelResolutions:
-                    resolver.cancelAll()
+                    resolver.cancelAll(owner: resolverOwner)
                 case .retarget(let address, let families):
                     reachability?.target = address
                     reachability?.families = families
@@ -124,7 +131,7 @@ public final class ConnectivityMonitor {
         case .ipv4: AF_INET
         case .ipv6: AF_INET6
         }
-        resolver.resolve(host, family: code) { [weak self] result in
+        resolver.resolve(host, family: code, owner: resolverOwner) { [weak self] result in
             guard let self else { return }
             core.resolved(generation: generation, result, routedFamilies: routedFamilies, now: loop.now())
             drive()

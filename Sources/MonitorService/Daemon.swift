@@ -3,6 +3,7 @@ import DBusKit
 import EventLoop
 import Glibc
 import MonitorContract
+import Probe
 
 /// netobserverd: the bus connection, the Monitor object and the loop.
 public enum Daemon {
@@ -74,10 +75,17 @@ final class Service {
     private let connection: BusConnection
     private let model: MonitorModel
     private let connectivity: ConnectivityMonitor
+    /// One resolver thread for every target.
+    private let resolver: HostResolver
+    /// The pending Waits and Checks of every target together.
+    private let budget = PendingBudget(limit: MonitorObject.pendingLimitInAll)
     private var monitor: MonitorObject?
+    private var targets: TargetSet?
     private var saver: StateSaver?
     /// What the state file holds (or will once saved): values Set over D-Bus, never flags.
     private var persisted: [MonitorSettings.Key: String] = [:]
+    /// The added targets the state file held at start, restored once the objects exist.
+    private var restoredState = StoredState()
 
     typealias StartFailure = Daemon.StartFailure
 
@@ -98,7 +106,8 @@ final class Service {
         }
         model = MonitorModel(settings: options.settings)
         do {
-            connectivity = try ConnectivityMonitor(loop: loop, model: model)
+            resolver = try HostResolver(loop: loop)
+            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver)
         } catch {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
         }
@@ -126,6 +135,7 @@ final class Service {
         // apart while it still exists.
         connection.close()
         saver = nil
+        targets = nil
         monitor = nil
     }
 
@@ -144,9 +154,10 @@ final class Service {
     func restoreSettings() {
         guard let directory = options.stateDirectory ?? options.defaultStateDirectory() else { return }
         let store = StateStore(directory: directory)
-        let (values, problems) = store.load()
+        let (state, problems) = store.loadState()
         problems.forEach { Log.warning($0) }
-        apply(values, from: store.path)
+        apply(state.values, from: store.path)
+        restoredState = state
         connectivity.settingsRestored()
         do {
             saver = try StateSaver(store: store, loop: loop)
@@ -180,8 +191,11 @@ final class Service {
     /// Exports the Monitor object and connects it to the engines and the bus.
     func export() {
         let server = ObjectServer(connection: connection)
-        let monitor = MonitorObject(model: model, server: server)
+        let targets = TargetSet(loop: loop, server: server, resolver: resolver, budget: budget)
+        self.targets = targets
+        let monitor = MonitorObject(model: model, server: server, budget: budget, extraInterfaces: [targets.declaration()])
         self.monitor = monitor
+        server.manageObjects(under: MonitorContract.objectPath)
         connectivity.onVerdictReady = { monitor.verdictReady() }
         // Logging and retargeting the engines wait until this turn's signals are out
         // (the flush was queued first): clients hear of a change before the work it causes.
@@ -192,6 +206,7 @@ final class Service {
             }
         }
         monitor.persist = { [unowned self] key, call in persist(key, call) }
+        exportTargets(targets)
         model.onSettingChanged = { [unowned self] key in
             loop.atEndOfTurn { [unowned self] in
                 Log.info("\(key.name) set to \(model.settings.text(key))")
@@ -204,21 +219,59 @@ final class Service {
                             + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
     }
 
+    /// The added targets: those the state file kept, then those of --target.
+    private func exportTargets(_ targets: TargetSet) {
+        targets.restore(restoredState).forEach { Log.warning("\(saver?.store.path ?? "state"): \($0)") }
+        for host in options.targets {
+            var settings = MonitorSettings()
+            settings.host = host
+            do {
+                try targets.add(settings: settings, fromCommandLine: true, persisted: [:])
+            } catch {
+                Log.warning("--target \(host): \(error.message)")
+            }
+        }
+        targets.persist = { [unowned self] target, key, call in save(answering: call, key: key) }
+        targets.onChange = { [unowned self] in save(answering: nil, key: nil) }
+        targets.onStatusChanged = { [loop] target, state in
+            loop.atEndOfTurn {
+                let detail = state.status.isConnected ? "via \(state.interface), \(state.address)" : state.reason
+                Log.notice("target \(target.number): status \(state.status.rawValue) for \(target.model.settings.host): \(detail)")
+            }
+        }
+    }
+
+    /// Everything the state file keeps: the default target's values and the added targets.
+    private var storedState: StoredState {
+        StoredState(values: persisted, targets: targets?.stored ?? [], nextTarget: targets?.nextNumber ?? restoredState.nextTarget)
+    }
+
     /// A value was just Set over D-Bus: the Set is answered once it is saved,
     /// or with Failed when it cannot be (the value stays in effect for this run).
     private func persist(_ key: MonitorSettings.Key, _ call: MethodCall) -> MethodOutcome {
         persisted[key] = model.settings.text(key)
+        return save(answering: call, key: key)
+    }
+
+    /// Saves the whole state after this turn's signals; `call` (a Set of `key`) is answered
+    /// once it is on disk.
+    @discardableResult
+    private func save(answering call: MethodCall?, key: MonitorSettings.Key?) -> MethodOutcome {
         guard let saver else { return .reply([]) }
         let path = saver.store.path
         // After this turn's signals, like the rest of the work a Set causes.
-        loop.atEndOfTurn { [persisted] in
-            saver.save(persisted) { error in
-                guard let error else { return call.reply([]) }
+        loop.atEndOfTurn { [unowned self] in
+            saver.save(storedState) { error in
+                guard let error else {
+                    call?.reply([])
+                    return
+                }
                 Log.warning("cannot save settings in \(path): \(error)")
-                call.fail(.failed("\(key.name) is in effect until the service stops, but could not be saved in \(path): \(error)"))
+                let what = key?.name ?? "The targets"
+                call?.fail(.failed("\(what) is in effect until the service stops, but could not be saved in \(path): \(error)"))
             }
         }
-        return .later
+        return call == nil ? .reply([]) : .later
     }
 
     /// SIGHUP: the file again, as at start-up, after any write still under way.
@@ -227,9 +280,9 @@ final class Service {
             Log.notice("SIGHUP: no state file to re-read")
             return
         }
-        saver.reload { [unowned self] values, problems in
+        saver.reload { [unowned self] state, problems in
             problems.forEach { Log.warning($0) }
-            let changed = apply(values, from: saver.store.path)
+            let changed = apply(state.values, from: saver.store.path)
             let names = changed.map { "\($0.name)=\(model.settings.text($0))" }
             Log.notice("SIGHUP: re-read \(saver.store.path): \(names.isEmpty ? "nothing changed" : names.joined(separator: ", "))")
         }
@@ -241,6 +294,7 @@ final class Service {
            let arguments = try? message.arguments(), arguments.count == 3,
            let name = arguments[0].stringValue, arguments[2].stringValue == "", name.hasPrefix(":") {
             monitor?.clientVanished(name)
+            targets?.clientVanished(name)
         } else if message.isSignal(interface: "org.freedesktop.DBus", member: "NameLost"),
                   (try? message.arguments())?.first?.stringValue == MonitorContract.busName {
             Log.notice("another instance took over \(MonitorContract.busName): exiting")

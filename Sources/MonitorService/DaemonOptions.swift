@@ -11,6 +11,8 @@ public struct DaemonOptions: Equatable, Sendable {
     public var user: String?
     public var replace = false
     public var verbose = false
+    /// --target: more targets for this run, not kept in the state file.
+    public var targets: [String] = []
 
     public init() {}
 
@@ -30,7 +32,7 @@ public struct DaemonOptions: Equatable, Sendable {
     public static let usage = """
         Usage: netobserverd [--system | --session | --address ADDRESS]
                             [--host HOST] [--interval MS] [--timeout MS] [--failures N] [--recoveries N]
-                            [--family any|ipv4|ipv6] [--state-dir DIR] [--user NAME]
+                            [--family any|ipv4|ipv6] [--target HOST]... [--state-dir DIR] [--user NAME]
                             [--replace] [--verbose] [--version] [--help]
 
         Exports org.netobserver.Monitor: whether this machine can reach HOST, and over what.
@@ -44,6 +46,7 @@ public struct DaemonOptions: Equatable, Sendable {
           --failures N         lost probes that make the host not answering, 1–100 (default 2)
           --recoveries N       answered probes that make it answer again, 1–100 (default 1)
           --family FAMILY      any, ipv4 or ipv6 (default any)
+          --target HOST        one more target to watch, at /org/netobserver/Monitor/N (repeatable; not kept)
           --state-dir DIR      where values Set over D-Bus are kept
                                (default /var/lib/netobserver with --system, else $XDG_STATE_HOME/netobserver)
           --user NAME          started as root: switch to NAME after opening sockets, keeping CAP_NET_RAW
@@ -100,6 +103,16 @@ public struct DaemonOptions: Equatable, Sendable {
                 let user = try value(for: flag, inline: inline)
                 guard !user.isEmpty else { throw UsageError(message: "--user: the user name is empty") }
                 options.user = user
+            case "--target":
+                let host = try value(for: flag, inline: inline)
+                var settings = MonitorSettings()
+                do {
+                    try settings.set(.host, text: host)
+                } catch {
+                    throw UsageError(message: "--target: " + error.message)
+                }
+                guard options.targets.count < 64 else { throw UsageError(message: "--target: at most 64 targets") }
+                options.targets.append(settings.host)
             case "--replace": options.replace = true
             case "--verbose": options.verbose = true
             default:

@@ -11,6 +11,8 @@ public final class MonitorObject {
 
     private let model: MonitorModel
     private let server: ObjectServer
+    /// Where this target is exported: the default target at MonitorContract.objectPath, added ones below it.
+    public let path: String
     private let waits: PendingCalls
     private let checks: PendingCalls
 
@@ -19,10 +21,13 @@ public final class MonitorObject {
     /// Keeps a value just Set over D-Bus and answers the Set (when saved); nil: answered at once.
     public var persist: ((MonitorSettings.Key, MethodCall) -> MethodOutcome)?
 
-    public init(model: MonitorModel, server: ObjectServer) {
+    /// `budget`: the pending calls of every target together.
+    public init(model: MonitorModel, server: ObjectServer, path: String = MonitorContract.objectPath,
+                budget: PendingBudget = PendingBudget(limit: MonitorObject.pendingLimitInAll),
+                extraInterfaces: [DBusInterface] = []) {
         self.model = model
         self.server = server
-        let budget = PendingBudget(limit: Self.pendingLimitInAll)
+        self.path = path
         waits = PendingCalls(loop: server.loop, limitPerClient: Self.pendingLimitPerClient, budget: budget)
         checks = PendingCalls(loop: server.loop, limitPerClient: Self.pendingLimitPerClient, budget: budget)
         let declaration = MonitorInterface.declaration(
@@ -30,10 +35,20 @@ public final class MonitorObject {
             check: { [unowned self] call throws(DBusError) in try check(call) },
             wait: { [unowned self] call throws(DBusError) in try wait(call) },
             persist: { [unowned self] key, call in persist?(key, call) ?? .reply([]) })
-        server.export(path: MonitorContract.objectPath, interfaces: [declaration])
+        server.export(path: path, interfaces: [declaration] + extraInterfaces)
         model.onChange = { [unowned self] properties, announceStatus in
             modelChanged(properties, announceStatus: announceStatus)
         }
+    }
+
+    /// The target is removed: its pending calls are answered with UnknownObject, and it
+    /// leaves the bus (InterfacesRemoved below an ObjectManager).
+    public func remove() {
+        let gone = DBusError.unknownObject("\(path) was removed")
+        waits.resolveAll { $0.fail(gone) }
+        checks.resolveAll { $0.fail(gone) }
+        model.onChange = nil
+        server.unexport(path: path)
     }
 
     /// A client left the bus: its pending calls go without an answer.
@@ -50,10 +65,10 @@ public final class MonitorObject {
 
     private func modelChanged(_ properties: [MonitorContract.Property], announceStatus: Bool) {
         if !properties.isEmpty {
-            server.propertiesChanged(path: MonitorContract.objectPath, interface: MonitorContract.interface, properties.map(\.name))
+            server.propertiesChanged(path: path, interface: MonitorContract.interface, properties.map(\.name))
         }
         guard announceStatus else { return }
-        try? server.emit(path: MonitorContract.objectPath, interface: MonitorContract.interface,
+        try? server.emit(path: path, interface: MonitorContract.interface,
                          signal: MonitorContract.Signal.statusChanged.name,
                          [.string(model.state.status.rawValue), .string(model.settings.host)])
         onStatusChanged?(model.state, model.settings.host)

@@ -12,14 +12,14 @@ public final class StateSaver {
 
     private enum Outcome: Sendable {
         case saved(generation: Int, error: SystemError?)
-        case loaded(values: [MonitorSettings.Key: String], problems: [String])
+        case loaded(state: StoredState, problems: [String])
     }
 
-    private var latest: [MonitorSettings.Key: String] = [:]
+    private var latest = StoredState()
     private var requested = 0
     private var writing: Int?
     private var waiting: [(generation: Int, completion: (SystemError?) -> Void)] = []
-    private var reloads: [(_ values: [MonitorSettings.Key: String], _ problems: [String]) -> Void] = []
+    private var reloads: [(_ state: StoredState, _ problems: [String]) -> Void] = []
 
     public init(store: StateStore, loop: MainLoop) throws(SystemError) {
         self.store = store
@@ -27,22 +27,22 @@ public final class StateSaver {
         results = try LoopChannel(loop: loop) { [unowned self] outcome in finished(outcome) }
     }
 
-    /// Writes `values` (the whole file); `completion` gets nil once they are on disk, or the error.
-    public func save(_ values: [MonitorSettings.Key: String], completion: @escaping (SystemError?) -> Void) {
-        latest = values
+    /// Writes `state` (the whole file); `completion` gets nil once it is on disk, or the error.
+    public func save(_ state: StoredState, completion: @escaping (SystemError?) -> Void) {
+        latest = state
         requested += 1
         waiting.append((requested, completion))
         if writing == nil { startWrite() }
     }
 
     /// Re-reads the file after every write asked for so far.
-    public func reload(_ completion: @escaping (_ values: [MonitorSettings.Key: String], _ problems: [String]) -> Void) {
+    public func reload(_ completion: @escaping (_ state: StoredState, _ problems: [String]) -> Void) {
         reloads.append(completion)
         let store = store
         let sender = results.sender
         worker.async {
-            let (values, problems) = store.load()
-            sender.send(.loaded(values: values, problems: problems))
+            let (state, problems) = store.loadState()
+            sender.send(.loaded(state: state, problems: problems))
         }
     }
 
@@ -53,13 +53,13 @@ public final class StateSaver {
 
     private func startWrite() {
         let generation = requested
-        let values = latest
+        let state = latest
         let store = store
         let sender = results.sender
         writing = generation
         worker.async {
             do throws(SystemError) {
-                try store.save(values)
+                try store.save(state)
                 sender.send(.saved(generation: generation, error: nil))
             } catch {
                 sender.send(.saved(generation: generation, error: error))
@@ -75,9 +75,9 @@ public final class StateSaver {
             waiting.removeAll { $0.generation <= generation }
             if requested > generation { startWrite() }
             for entry in done { entry.completion(error) }
-        case .loaded(let values, let problems):
+        case .loaded(let state, let problems):
             guard !reloads.isEmpty else { return }
-            reloads.removeFirst()(values, problems)
+            reloads.removeFirst()(state, problems)
         }
     }
 }

@@ -1,8 +1,35 @@
 import EventLoop
 import Glibc
 
-/// The settings Set over D-Bus, kept in `<directory>/settings` as
-/// `Key=Value` lines (D-Bus property names), written atomically.
+/// What the state file keeps: the default target's values Set over D-Bus, and the added
+/// targets (their numbers, never reused, and the values Set on each).
+public struct StoredState: Equatable, Sendable {
+    public struct Target: Equatable, Sendable {
+        public var number: UInt32
+        public var values: [MonitorSettings.Key: String]
+
+        public init(number: UInt32, values: [MonitorSettings.Key: String]) {
+            self.number = number
+            self.values = values
+        }
+    }
+
+    public var values: [MonitorSettings.Key: String]
+    /// In the order they were added (rising numbers).
+    public var targets: [Target]
+    /// The number the next added target gets.
+    public var nextTarget: UInt32
+
+    public init(values: [MonitorSettings.Key: String] = [:], targets: [Target] = [], nextTarget: UInt32 = 1) {
+        self.values = values
+        self.targets = targets
+        self.nextTarget = nextTarget
+    }
+}
+
+/// The settings Set over D-Bus, kept in `<directory>/settings` as `Key=Value` lines
+/// (D-Bus property names), an added target's as `Target.N.Key=Value`, and
+/// `NextTarget=N`; written atomically.
 ///
 /// The file is read as what it is: a small regular file of ours. A link, a
 /// FIFO, a device or anything over `maximumSize` is refused, never followed,
@@ -16,28 +43,63 @@ public struct StateStore: Sendable {
         self.directory = directory
     }
 
-    /// The stored values, and a line for each problem found (never fatal).
+    /// The default target's stored values, and a line for each problem found (never fatal).
     public func load() -> (values: [MonitorSettings.Key: String], problems: [String]) {
+        let (state, problems) = loadState()
+        return (state.values, problems)
+    }
+
+    /// Everything stored, and a line for each problem found (never fatal).
+    public func loadState() -> (state: StoredState, problems: [String]) {
         let contents: ArraySlice<UInt8>
         switch read() {
-        case .success(nil): return ([:], [])
+        case .success(nil): return (StoredState(), [])
         case .success(let bytes?): contents = bytes
-        case .failure(let problem): return ([:], ["\(path): \(problem), ignoring it"])
+        case .failure(let problem): return (StoredState(), ["\(path): \(problem), ignoring it"])
         }
-        var values: [MonitorSettings.Key: String] = [:]
+        var state = StoredState()
+        var targets: [UInt32: [MonitorSettings.Key: String]] = [:]
         var problems: [String] = []
         // Split on bytes: Swift counts "\r\n" as one Character, which a split on "\n" would not see.
         for (number, bytes) in contents.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
             let line = Substring(decoding: bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes, as: UTF8.self)
             if line.isEmpty || line.hasPrefix("#") { continue }
-            guard let equals = line.firstIndex(of: "="),
-                  let key = MonitorSettings.Key(name: String(line[..<equals])) else {
+            guard let equals = line.firstIndex(of: "=") else {
                 problems.append("\(path):\(number + 1): not a setting, ignored")
                 continue
             }
-            values[key] = String(line[line.index(after: equals)...])
+            let name = line[..<equals], value = String(line[line.index(after: equals)...])
+            if name == "NextTarget", let next = UInt32(value), next >= 1 {
+                state.nextTarget = next
+            } else if let key = MonitorSettings.Key(name: String(name)) {
+                state.values[key] = value
+            } else if let (target, key) = Self.targetKey(name), targets.count < Self.maximumTargets || targets[target] != nil {
+                targets[target, default: [:]][key] = value
+            } else {
+                problems.append("\(path):\(number + 1): not a setting, ignored")
+            }
         }
-        return (values, problems)
+        // A target is known by its Host; numbers stay below NextTarget, so none is reused.
+        for (target, values) in targets.sorted(by: { $0.key < $1.key }) {
+            guard values[.host] != nil else {
+                problems.append("\(path): target \(target) has no Host, ignored")
+                continue
+            }
+            state.targets.append(StoredState.Target(number: target, values: values))
+            state.nextTarget = max(state.nextTarget, target &+ 1)
+        }
+        return (state, problems)
+    }
+
+    /// At most this many added targets are read back (the service's own limit).
+    public static let maximumTargets = 64
+
+    /// `Target.N.Key` → (N, Key).
+    private static func targetKey(_ name: Substring) -> (UInt32, MonitorSettings.Key)? {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "Target", let number = UInt32(parts[1]), number >= 1, number < UInt32.max,
+              let key = MonitorSettings.Key(name: String(parts[2])) else { return nil }
+        return (number, key)
     }
 
     private struct Refused: Error, CustomStringConvertible {
@@ -87,10 +149,20 @@ public struct StateStore: Sendable {
     /// so a crash leaves either the old file or the new one. On failure the
     /// temporary file is removed and the old file stays as it was.
     public func save(_ values: [MonitorSettings.Key: String]) throws(SystemError) {
+        try save(StoredState(values: values))
+    }
+
+    public func save(_ state: StoredState) throws(SystemError) {
         try makeDirectory(directory)
         var text = "# netobserverd: settings Set over D-Bus\n"
         for key in MonitorSettings.Key.allCases {
-            if let value = values[key] { text += "\(key.name)=\(value)\n" }
+            if let value = state.values[key] { text += "\(key.name)=\(value)\n" }
+        }
+        if !state.targets.isEmpty || state.nextTarget > 1 { text += "NextTarget=\(state.nextTarget)\n" }
+        for target in state.targets {
+            for key in MonitorSettings.Key.allCases {
+                if let value = target.values[key] { text += "Target.\(target.number).\(key.name)=\(value)\n" }
+            }
         }
         let temporary = try createTemporary()
         let name = temporary.name

@@ -4,7 +4,8 @@ import NetCore
 import Synchronization
 
 /// Resolves host names on a worker thread and answers on the loop, so a slow
-/// resolver never stalls D-Bus or the probes.
+/// resolver never stalls D-Bus or the probes. One resolver serves every target:
+/// each asks under its own owner number and cancels only its own lookups.
 public final class HostResolver {
     /// Why a name did not resolve, in words for Reason.
     public struct Failure: Error, Equatable, Sendable {
@@ -22,30 +23,43 @@ public final class HostResolver {
     private let worker: WorkerThread
     private let lookup: Lookup
     private var channel: LoopChannel<Answer>!
-    private var pending: [UInt64: (Result<[IPAddress], Failure>) -> Void] = [:]
+    private struct Pending {
+        let owner: UInt64
+        let ticket: Ticket
+        let completion: (Result<[IPAddress], Failure>) -> Void
+    }
+    private var pending: [UInt64: Pending] = [:]
     private var nextID: UInt64 = 0
-    /// Lookups with this id or lower were cancelled: the worker skips those not yet started,
-    /// so a new Host never waits behind a queue of stale lookups (only the one under way).
-    private let cancelled = CancellationMark()
+    private var nextOwner: UInt64 = 0
 
-    private final class CancellationMark: Sendable {
-        let through = Atomic<UInt64>(0)
+    /// A cancelled lookup not yet started is skipped by the worker, so a new Host never
+    /// waits behind a queue of stale lookups (only behind the one under way).
+    private final class Ticket: Sendable {
+        let cancelled = Atomic<Bool>(false)
     }
 
     public init(loop: MainLoop, lookup: @escaping Lookup = HostResolver.systemLookup) throws(SystemError) {
         worker = try WorkerThread()
         self.lookup = lookup
         channel = try LoopChannel(loop: loop) { [unowned self] answer in
-            pending.removeValue(forKey: answer.id)?(answer.result)
+            pending.removeValue(forKey: answer.id)?.completion(answer.result)
         }
     }
 
     /// Resolves `host` for `family` (AF_UNSPEC, AF_INET or AF_INET6); `completion`
     /// runs on the loop with the addresses in resolver order.
-    public func resolve(_ host: String, family: Int32, completion: @escaping (Result<[IPAddress], Failure>) -> Void) {
+    /// A number to ask and cancel under, for one more user of this resolver.
+    public func newOwner() -> UInt64 {
+        nextOwner += 1
+        return nextOwner
+    }
+
+    public func resolve(_ host: String, family: Int32, owner: UInt64 = 0,
+                        completion: @escaping (Result<[IPAddress], Failure>) -> Void) {
         nextID += 1
         let id = nextID
-        pending[id] = completion
+        let ticket = Ticket()
+        pending[id] = Pending(owner: owner, ticket: ticket, completion: completion)
         let sender = channel.sender
         // An address needs no lookup, so it never waits behind one (answered next turn, like any answer).
         if let literal = IPAddress(host), family == AF_UNSPEC || literal.family == family {
@@ -53,17 +67,18 @@ public final class HostResolver {
             return
         }
         let lookup = self.lookup
-        let cancelled = self.cancelled
         worker.async {
-            guard id > cancelled.through.load(ordering: .acquiring) else { return }
+            guard !ticket.cancelled.load(ordering: .acquiring) else { return }
             sender.send(Answer(id: id, result: lookup(host, family)))
         }
     }
 
     /// Forgets the answers still to come (a new Host); lookups not yet started are skipped.
-    public func cancelAll() {
-        pending = [:]
-        cancelled.through.store(nextID, ordering: .releasing)
+    public func cancelAll(owner: UInt64 = 0) {
+        for (id, lookup) in pending where lookup.owner == owner {
+            lookup.ticket.cancelled.store(true, ordering: .releasing)
+            pending[id] = nil
+        }
     }
 
     /// getaddrinfo(3), one address per distinct IP, in the resolver's order.

@@ -5,7 +5,10 @@ import MonitorContract
 struct ClientOptions {
     enum Command: Equatable {
         case status(json: Bool)
-        case monitor(MonitorFormat)
+        case monitor(MonitorFormat, all: Bool)
+        case targets
+        case add(host: String)
+        case remove(path: String)
         case metrics(textfile: String?)
         case check
         case wait(seconds: UInt32)
@@ -13,6 +16,8 @@ struct ClientOptions {
     }
 
     var bus: BusAddress = .session
+    /// The target addressed (--target N|PATH); the default one otherwise.
+    var path = MonitorContract.objectPath
     var command: Command
 
     struct UsageError: Error {
@@ -22,9 +27,12 @@ struct ClientOptions {
     static let settingNames = MonitorContract.Property.settings.compactMap(\.settingName).joined(separator: ", ")
 
     static let usage = """
-        Usage: netobserver [--system | --session | --address ADDRESS] COMMAND
+        Usage: netobserver [--system | --session | --address ADDRESS] [--target N|PATH] COMMAND
           status [--json]            one screen: status, host, interface, round trip, loss, reason
           monitor [--json | --format F]  a line per change until interrupted; F: \(MonitorFormat.barNames.joined(separator: ", "))
+          targets                    every target, the default first: path, host, status
+          add HOST                   a new target probing HOST; prints its path
+          remove N|PATH              removes an added target
           metrics [--textfile PATH]  Prometheus text format; with --textfile, rewritten atomically on every change
           check                      probe now, print the status (exit 0 when reachable, 1 when not)
           wait [--timeout SECONDS]   exit 0 once reachable, 1 on timeout (default 30 s)
@@ -32,8 +40,17 @@ struct ClientOptions {
         Exit status: 0 as above, 1 when the service is not running or refuses a value, 2 for a usage error.
         """
 
+    /// `2` → …/Monitor/2; a path is taken as it is (0 is the default target).
+    static func targetPath(_ text: String) -> String? {
+        if text == "0" { return MonitorContract.objectPath }
+        if let number = UInt32(text), number >= 1 { return MonitorContract.Targets.path(number) }
+        if text == MonitorContract.objectPath || MonitorContract.Targets.number(of: text) != nil { return text }
+        return nil
+    }
+
     static func parse(_ arguments: [String]) throws(UsageError) -> ClientOptions? {
         var bus: BusAddress = .session
+        var path = MonitorContract.objectPath
         var rest = arguments[...]
         while let first = rest.first, first.hasPrefix("--") {
             rest = rest.dropFirst()
@@ -43,6 +60,11 @@ struct ClientOptions {
             case "--address":
                 guard let address = rest.popFirst(), !address.isEmpty else { throw UsageError(message: "--address needs a value") }
                 bus = .address(address)
+            case "--target":
+                guard let target = rest.popFirst(), let chosen = targetPath(target) else {
+                    throw UsageError(message: "--target takes a target number or its object path")
+                }
+                path = chosen
             case "--help": return nil
             default: throw UsageError(message: "unknown option '\(first)' (see --help)")
             }
@@ -60,19 +82,32 @@ struct ClientOptions {
         case "status": command = .status(json: try jsonFlag())
         case "monitor":
             var format = MonitorFormat.plain
+            var all = false
             var rest = flags[...]
             while let flag = rest.popFirst() {
                 switch flag {
                 case "--json": format = .json
+                case "--all": all = true
                 case "--format":
                     guard let name = rest.popFirst(), let chosen = MonitorFormat(rawValue: name), chosen != .plain else {
                         throw UsageError(message: "monitor: --format takes one of \(MonitorFormat.barNames.joined(separator: ", "))")
                     }
                     format = chosen
-                default: throw UsageError(message: "monitor takes --json or --format FORMAT")
+                default: throw UsageError(message: "monitor takes --json, --format FORMAT or --all")
                 }
             }
-            command = .monitor(format)
+            command = .monitor(format, all: all)
+        case "targets":
+            guard flags.isEmpty else { throw UsageError(message: "targets takes no arguments") }
+            command = .targets
+        case "add":
+            guard flags.count == 1, !flags[0].isEmpty else { throw UsageError(message: "add takes HOST") }
+            command = .add(host: flags[0])
+        case "remove":
+            guard flags.count == 1, let target = targetPath(flags[0]), target != MonitorContract.objectPath else {
+                throw UsageError(message: "remove takes the number or path of an added target")
+            }
+            command = .remove(path: target)
         case "metrics":
             var textfile: String?
             if !flags.isEmpty {
@@ -105,6 +140,6 @@ struct ClientOptions {
         default:
             throw UsageError(message: "unknown command '\(name)' (see --help)")
         }
-        return ClientOptions(bus: bus, command: command)
+        return ClientOptions(bus: bus, path: path, command: command)
     }
 }

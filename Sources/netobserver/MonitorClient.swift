@@ -7,6 +7,8 @@ import MonitorContract
 struct MonitorClient {
     let connection: BusConnection
     let bus: BusAddress
+    /// The target's object: the default one, or an added one.
+    var path = MonitorContract.objectPath
 
     /// Why the service could not be used, in words for the user (exit status 1).
     struct Failure: Error {
@@ -33,7 +35,7 @@ struct MonitorClient {
 
     func call(_ interface: String, _ member: String, _ arguments: [DBusValue], timeoutMilliseconds: Int32 = 25_000) throws(Failure) -> [DBusValue] {
         do {
-            let message = try Message.methodCall(destination: MonitorContract.busName, path: MonitorContract.objectPath,
+            let message = try Message.methodCall(destination: MonitorContract.busName, path: path,
                                                  interface: interface, member: member)
             try message.append(arguments)
             return try connection.callBlocking(message, timeoutMilliseconds: timeoutMilliseconds).arguments()
@@ -59,20 +61,46 @@ struct MonitorClient {
         return result
     }
 
-    /// Calls `handler` with the changed values of every PropertiesChanged of the Monitor;
-    /// quits the loop (status 1) when the bus goes away.
-    func onPropertiesChanged(loop: MainLoop, _ handler: @escaping ([String: DBusValue]) -> Void) {
-        connection.addMatch("type='signal',sender='\(MonitorContract.busName)',path='\(MonitorContract.objectPath)',"
+    /// The same client, for another target's object.
+    func at(_ path: String) -> MonitorClient {
+        var copy = self
+        copy.path = path
+        return copy
+    }
+
+    /// Every target's path, the default first.
+    func targetPaths() throws(Failure) -> [String] {
+        let reply = try at(MonitorContract.objectPath).call(MonitorContract.propertiesInterface, "Get",
+                                                            [.string(MonitorContract.Targets.interface),
+                                                             .string(MonitorContract.Targets.targetsProperty)])
+        guard case .array(_, let paths)? = reply.first?.unwrappedVariant else { return [MonitorContract.objectPath] }
+        return [MonitorContract.objectPath] + paths.compactMap { if case .objectPath(let p) = $0 { p } else { nil } }
+    }
+
+    /// Every target's path and properties, the default first.
+    func allSnapshots() throws(Failure) -> [(path: String, snapshot: Snapshot)] {
+        var result: [(path: String, snapshot: Snapshot)] = []
+        for path in try targetPaths() { result.append((path, Snapshot(try at(path).properties()))) }
+        return result
+    }
+
+    /// Calls `handler` with the path and changed values of every PropertiesChanged of this
+    /// target (of every target with `allTargets`); quits the loop (status 1) when the bus goes away.
+    func onPropertiesChanged(loop: MainLoop, allTargets: Bool = false,
+                             _ handler: @escaping (_ path: String, _ changed: [String: DBusValue]) -> Void) {
+        let scope = allTargets ? "path_namespace='\(MonitorContract.objectPath)'" : "path='\(path)'"
+        connection.addMatch("type='signal',sender='\(MonitorContract.busName)',\(scope),"
                             + "interface='\(MonitorContract.propertiesInterface)',member='PropertiesChanged'")
+        let own = path
         connection.onSignal = { message in
             guard message.isSignal(interface: MonitorContract.propertiesInterface, member: "PropertiesChanged"),
-                  message.path == MonitorContract.objectPath,
+                  let from = message.path, allTargets || from == own,
                   let arguments = try? message.arguments(), arguments.count == 3,
                   arguments[0].stringValue == MonitorContract.interface,
                   case .dictionary(_, _, let entries) = arguments[1] else { return }
             var changed: [String: DBusValue] = [:]
             for entry in entries { if let key = entry.key.stringValue { changed[key] = entry.value.unwrappedVariant } }
-            handler(changed)
+            handler(from, changed)
         }
         connection.onDisconnected = {
             writeLine("netobserver: the bus went away", to: 2)

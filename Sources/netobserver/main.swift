@@ -24,7 +24,7 @@ let client: MonitorClient
 do {
     loop = try MainLoop()
     try loop.handleSignals([SIGINT, SIGTERM]) { _ in loop.quit(status: 0) }
-    client = MonitorClient(connection: try BusConnection(options.bus, loop: loop), bus: options.bus)
+    client = MonitorClient(connection: try BusConnection(options.bus, loop: loop), bus: options.bus, path: options.path)
 } catch let error as DBusError {
     fail("cannot connect to the bus: \(error.message)", status: 1)
 } catch {
@@ -54,27 +54,54 @@ do {
             value = .string(text)
         }
         try client.set(property, value)
-    case .monitor(let format):
-        var snapshot = Snapshot(try client.properties())
-        var last = format.line(snapshot)
-        writeLine(last)
-        client.onPropertiesChanged(loop: loop) { changed in
-            snapshot.update(changed)
+    case .monitor(let format, let all):
+        // Every target with --all (each line then starts with its host), else the one addressed.
+        var snapshots: [String: Snapshot] = [:]
+        var last: [String: String] = [:]
+        func show(_ path: String) {
+            guard let snapshot = snapshots[path] else { return }
+            var line = format.line(snapshot)
+            if all && format == .plain { line = snapshot.Host + " " + line }
             // A bar redraws per line: a change it would not show is no line.
-            let line = format.line(snapshot)
-            guard line != last else { return }
-            last = line
+            guard line != last[path] else { return }
+            last[path] = line
             writeLine(line)
         }
+        for path in all ? try client.targetPaths() : [client.path] {
+            snapshots[path] = Snapshot(try client.at(path).properties())
+            show(path)
+        }
+        client.onPropertiesChanged(loop: loop, allTargets: all) { path, changed in
+            if snapshots[path] == nil {
+                // A target added since: its first line needs all of its properties.
+                guard let values = try? client.at(path).properties() else { return }
+                snapshots[path] = Snapshot(values)
+            }
+            snapshots[path]?.update(changed)
+            show(path)
+        }
         exit(loop.run())
+    case .targets:
+        for path in try client.targetPaths() {
+            let snapshot = Snapshot(try client.at(path).properties())
+            writeLine("\(path) \(snapshot.Host) \(snapshot.Status)")
+        }
+    case .add(let host):
+        let reply = try client.at(MonitorContract.objectPath).call(MonitorContract.Targets.interface,
+                                                                   MonitorContract.Targets.addTarget, [.string(host)])
+        guard case .objectPath(let path)? = reply.first else { fail("the service answered AddTarget with something else", status: 1) }
+        writeLine(path)
+    case .remove(let path):
+        _ = try client.at(MonitorContract.objectPath).call(MonitorContract.Targets.interface,
+                                                           MonitorContract.Targets.removeTarget, [.objectPath(path)])
     case .metrics(nil):
-        writeLine(PrometheusText.render([(MonitorContract.objectPath, Snapshot(try client.properties()))]), terminator: "")
+        writeLine(PrometheusText.render(try client.allSnapshots()), terminator: "")
     case .metrics(let path?):
         let writer = TextfileWriter(path: path)
         // Rewritten on every change, and every 15 s so the counters (which change quietly) move.
         func refresh() {
             do {
-                try writer.write(PrometheusText.render([(MonitorContract.objectPath, Snapshot(try client.properties()))]))
+                try writer.write(PrometheusText.render(try client.allSnapshots()))
             } catch let failure as TextfileWriter.Failure {
                 writeLine("netobserver: \(failure.message)", to: 2)
             } catch {
@@ -84,7 +111,7 @@ do {
         _ = try client.properties()
         refresh()
         loop.schedule(after: 15_000_000_000, repeats: true) { refresh() }
-        client.onPropertiesChanged(loop: loop) { _ in refresh() }
+        client.onPropertiesChanged(loop: loop, allTargets: true) { _, _ in refresh() }
         exit(loop.run())
     }
 } catch {

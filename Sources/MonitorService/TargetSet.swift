@@ -1,0 +1,169 @@
+import DBusKit
+import EventLoop
+import MonitorContract
+import Probe
+
+/// The added targets: each a complete org.netobserver.Monitor at `…/Monitor/N`, with
+/// its own settings and state, sharing the resolver and the pending-call budget with
+/// the default target. Numbers are never reused, across restarts too.
+final class TargetSet {
+    final class Target {
+        let number: UInt32
+        let model: MonitorModel
+        let object: MonitorObject
+        let connectivity: ConnectivityMonitor
+        /// From --target: neither it nor what is Set on it is kept in the state file.
+        let fromCommandLine: Bool
+        /// The values Set over D-Bus on it (kept in the state file unless from the command line).
+        var persisted: [MonitorSettings.Key: String]
+
+        init(number: UInt32, model: MonitorModel, object: MonitorObject, connectivity: ConnectivityMonitor,
+             fromCommandLine: Bool, persisted: [MonitorSettings.Key: String]) {
+            self.number = number
+            self.model = model
+            self.object = object
+            self.connectivity = connectivity
+            self.fromCommandLine = fromCommandLine
+            self.persisted = persisted
+        }
+    }
+
+    private let loop: MainLoop
+    private let server: ObjectServer
+    private let resolver: HostResolver
+    private let budget: PendingBudget
+    private(set) var targets: [Target] = []
+    private(set) var nextNumber: UInt32 = 1
+
+    /// The set of targets changed (Targets, and what the state file keeps).
+    var onChange: (() -> Void)?
+    /// A value was Set on target `number` over D-Bus: keep it, and answer the Set.
+    var persist: ((_ target: Target, _ key: MonitorSettings.Key, _ call: MethodCall) -> MethodOutcome)?
+    /// A target's Status changed (for the log).
+    var onStatusChanged: ((Target, MonitorState) -> Void)?
+
+    init(loop: MainLoop, server: ObjectServer, resolver: HostResolver, budget: PendingBudget) {
+        self.loop = loop
+        self.server = server
+        self.resolver = resolver
+        self.budget = budget
+    }
+
+    var paths: [String] { targets.map { MonitorContract.Targets.path($0.number) } }
+
+    /// org.netobserver.Targets, for the default target's object.
+    func declaration() -> DBusInterface {
+        DBusInterface(MonitorContract.Targets.interface, methods: [
+            DBusMethod(MonitorContract.Targets.addTarget, inputs: [DBusArgument("host", .string)],
+                       outputs: [DBusArgument("path", .objectPath)]) { [unowned self] call throws(DBusError) in
+                guard let host = try call.arguments().first?.stringValue else { throw .invalidArgs("expected a host") }
+                var settings = MonitorSettings()
+                do throws(SettingError) {
+                    try settings.set(.host, text: host)
+                } catch {
+                    throw .invalidArgs(error.message)
+                }
+                let target = try add(settings: settings, persisted: [.host: settings.host])
+                return .reply([.objectPath(MonitorContract.Targets.path(target.number))])
+            },
+            DBusMethod(MonitorContract.Targets.removeTarget, inputs: [DBusArgument("path", .objectPath)]) { [unowned self] call throws(DBusError) in
+                guard case .objectPath(let path)? = try call.arguments().first else { throw .invalidArgs("expected an object path") }
+                try remove(path: path)
+                return .reply([])
+            },
+        ], properties: [
+            DBusProperty(MonitorContract.Targets.targetsProperty, .array(.objectPath)) { [unowned self] in
+                .array(.objectPath, paths.map { .objectPath($0) })
+            },
+        ])
+    }
+
+    /// Adds a target with `settings`; `number` when restoring one from the state file.
+    @discardableResult
+    func add(settings: MonitorSettings, number: UInt32? = nil, fromCommandLine: Bool = false,
+             persisted: [MonitorSettings.Key: String]) throws(DBusError) -> Target {
+        guard targets.count < MonitorContract.Targets.limit else {
+            throw .limitsExceeded("at most \(MonitorContract.Targets.limit) targets (remove one first)")
+        }
+        let number = number ?? nextNumber
+        nextNumber = max(nextNumber, number &+ 1)
+        let path = MonitorContract.Targets.path(number)
+        let model = MonitorModel(settings: settings)
+        let object = MonitorObject(model: model, server: server, path: path, budget: budget)
+        let connectivity: ConnectivityMonitor
+        do {
+            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver)
+        } catch {
+            object.remove()
+            throw .failed("cannot start the engines for \(settings.host): \(error)")
+        }
+        let target = Target(number: number, model: model, object: object, connectivity: connectivity,
+                            fromCommandLine: fromCommandLine, persisted: persisted)
+        connectivity.onVerdictReady = { [unowned object] in object.verdictReady() }
+        object.persist = { [unowned self, unowned target] key, call in
+            target.persisted[key] = target.model.settings.text(key)
+            return target.fromCommandLine ? .reply([]) : persist?(target, key, call) ?? .reply([])
+        }
+        object.onStatusChanged = { [unowned self, unowned target] state, _ in onStatusChanged?(target, state) }
+        model.onSettingChanged = { [unowned self, unowned target] key in
+            loop.atEndOfTurn { [weak target] in target?.connectivity.settingChanged(key) }
+        }
+        targets.append(target)
+        connectivity.start()
+        changed()
+        return target
+    }
+
+    func remove(path: String) throws(DBusError) {
+        if path == MonitorContract.objectPath { throw .invalidArgs("the default target cannot be removed") }
+        guard let index = targets.firstIndex(where: { MonitorContract.Targets.path($0.number) == path }) else {
+            throw .invalidArgs("no target at \(path)")
+        }
+        let target = targets.remove(at: index)
+        target.object.remove()
+        // The engines go with the last reference, after this turn's signals.
+        loop.atEndOfTurn { _ = target }
+        changed()
+    }
+
+    func clientVanished(_ client: String) {
+        for target in targets { target.object.clientVanished(client) }
+    }
+
+    /// What the state file keeps of the added targets.
+    var stored: [StoredState.Target] {
+        targets.filter { !$0.fromCommandLine }.map { StoredState.Target(number: $0.number, values: $0.persisted) }
+    }
+
+    private func changed() {
+        server.propertiesChanged(path: MonitorContract.objectPath, interface: MonitorContract.Targets.interface,
+                                 [MonitorContract.Targets.targetsProperty])
+        onChange?()
+    }
+
+    /// Restores the targets from the state file (and never reuses a number it has seen).
+    func restore(_ state: StoredState, flagged: Set<MonitorSettings.Key> = []) -> [String] {
+        nextNumber = max(nextNumber, state.nextTarget)
+        var problems: [String] = []
+        for stored in state.targets {
+            var settings = MonitorSettings()
+            var kept: [MonitorSettings.Key: String] = [:]
+            for key in MonitorSettings.Key.allCases {
+                guard let text = stored.values[key] else { continue }
+                do throws(SettingError) {
+                    try settings.set(key, text: text)
+                    kept[key] = text
+                } catch {
+                    problems.append("target \(stored.number): \(error.message), ignored")
+                }
+            }
+            guard kept[.host] != nil else { continue }
+            do throws(DBusError) {
+                try add(settings: settings, number: stored.number, persisted: kept)
+            } catch {
+                problems.append("target \(stored.number): \(error.message)")
+            }
+        }
+        return problems
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import IntegrationSupport
+import MonitorContract
+import XCTest
+
+/// Several targets: org.netobserver.Targets, ObjectManager, each target a full Monitor.
+final class TargetsTests: DaemonTestCase {
+    private let targets = MonitorContract.Targets.interface
+
+    private func add(_ host: String) throws -> Outcome {
+        try busctl(["call", Self.destination, Self.path, targets, MonitorContract.Targets.addTarget, "s", host])
+    }
+
+    private func client(_ arguments: [String]) throws -> Outcome {
+        try runCommand([Paths.client, "--address", bus.address] + arguments)
+    }
+
+    func testAddedTargetsAreFullMonitorsInTheTreeAndTheirOwnSettings() throws {
+        XCTAssertEqual(try add("198.18.0.5").stdout, "o \"\(MonitorContract.Targets.path(1))\"\n")
+        XCTAssertEqual(try add("198.18.0.6").stdout, "o \"\(MonitorContract.Targets.path(2))\"\n")
+        XCTAssertEqual(try busctl(["get-property", Self.destination, Self.path, targets, MonitorContract.Targets.targetsProperty]).stdout,
+                       "ao 2 \"\(MonitorContract.Targets.path(1))\" \"\(MonitorContract.Targets.path(2))\"\n")
+        let tree = try busctl(["tree", Self.destination]).stdout
+        XCTAssertTrue(tree.contains(MonitorContract.Targets.path(2)), tree)
+        let introspection = try gdbus(["introspect", "--session", "--dest", Self.destination, "--object-path", "/", "--recurse"]).stdout
+        XCTAssertTrue(introspection.contains("node \(MonitorContract.Targets.path(1))"), introspection)
+        XCTAssertTrue(introspection.contains("interface org.freedesktop.DBus.ObjectManager"), introspection)
+
+        // Its own settings, starting at the contract's defaults, not the default target's.
+        let second = MonitorContract.Targets.path(2)
+        XCTAssertEqual(try busctl(["set-property", Self.destination, Self.path, Self.interface, P.interval.name, "u", "700"]).status, 0)
+        XCTAssertEqual(try busctl(["get-property", Self.destination, second, Self.interface, P.interval.name]).stdout, "u 1000\n")
+        XCTAssertEqual(try busctl(["set-property", Self.destination, second, Self.interface, P.interval.name, "u", "2500"]).status, 0)
+        XCTAssertEqual(try busctl(["get-property", Self.destination, second, Self.interface, P.interval.name]).stdout, "u 2500\n")
+        XCTAssertEqual(try busctl(["get-property", Self.destination, second, Self.interface, P.host.name]).stdout, "s \"198.18.0.6\"\n")
+        XCTAssertEqual(try busctl(["call", Self.destination, second, Self.interface, MonitorContract.Method.check.name]).stdout, "s \"none\"\n")
+        XCTAssertEqual(try busctl(["call", Self.destination, second, "org.freedesktop.DBus.Peer", "Ping"]).status, 0)
+        let managed = try busctl(["call", Self.destination, Self.path, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"]).stdout
+        XCTAssertTrue(managed.hasPrefix("a{oa{sa{sv}}} 2 "), managed)
+        XCTAssertTrue(managed.contains("\"198.18.0.6\""), managed)
+
+        // The client: targets, --target, remove.
+        let list = try client(["targets"]).stdout
+        XCTAssertEqual(list.split(separator: "\n").count, 3, list)
+        XCTAssertTrue(list.hasPrefix("\(MonitorContract.objectPath) 198.18.0.1 "), list)
+        XCTAssertEqual(try client(["--target", "2", "set", "timeout", "300"]).status, 0)
+        XCTAssertEqual(try busctl(["get-property", Self.destination, second, Self.interface, P.timeout.name]).stdout, "u 300\n")
+        XCTAssertEqual(try client(["remove", "1"]).status, 0)
+        let gone = try busctl(["get-property", Self.destination, MonitorContract.Targets.path(1), Self.interface, P.host.name])
+        XCTAssertNotEqual(gone.status, 0)
+        XCTAssertTrue(gone.stderr.contains("No such object path"), gone.stderr)
+        XCTAssertEqual(try client(["add", "198.18.0.7"]).stdout, MonitorContract.Targets.path(3) + "\n", "numbers are not reused")
+    }
+
+    func testLimitsAndRefusals() throws {
+        for i in 1...MonitorContract.Targets.limit {
+            XCTAssertEqual(try add("198.18.1.\(i)").status, 0, "target \(i)")
+        }
+        let over = try add("198.18.2.1")
+        XCTAssertNotEqual(over.status, 0)
+        XCTAssertTrue(over.stderr.contains("at most 64 targets"), over.stderr)
+        let bad = try add("bad..host")
+        XCTAssertTrue(bad.stderr.contains("is not valid"), bad.stderr)
+        let removeDefault = try busctl(["call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o", Self.path])
+        XCTAssertTrue(removeDefault.stderr.contains("cannot be removed"), removeDefault.stderr)
+        let unknown = try busctl(["call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o",
+                                  MonitorContract.Targets.path(999)])
+        XCTAssertTrue(unknown.stderr.contains("no target at"), unknown.stderr)
+    }
+
+    func testAGDBusObjectManagerClientFollowsTargets() throws {
+        print(try python("object_manager.py"))
+    }
+
+    /// A removed target's pending Wait gets an error at once; adding and removing
+    /// leaves no descriptor, thread or pending call behind.
+    func testRemovingATargetAnswersItsWaitAndLeaksNothing() throws {
+        XCTAssertEqual(try add("198.18.0.5").status, 0)
+        let path = MonitorContract.Targets.path(1)
+        let wait = Process()
+        wait.executableURL = URL(fileURLWithPath: "/usr/bin/busctl")
+        wait.arguments = ["--address=\(bus.address)", "call", Self.destination, path, Self.interface,
+                          MonitorContract.Method.wait.name, "u", "60000"]
+        let errors = Pipe()
+        wait.standardError = errors
+        try wait.run()
+        usleep(300_000)
+        let started = Date()
+        XCTAssertEqual(try busctl(["call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o", path]).status, 0)
+        wait.waitUntilExit()
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(message.contains("was removed"), message)
+
+        let descriptors = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(self.daemon.pid)/fd").count) ?? -1 }
+        let threads = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(self.daemon.pid)/task").count) ?? -1 }
+        let before = (descriptors(), threads())
+        for i in 0..<100 {
+            let out = try add("198.18.3.\(i % 200 + 1)")
+            guard case let path = out.stdout.split(separator: "\"").dropFirst().first.map(String.init) ?? "", !path.isEmpty else {
+                return XCTFail(out.stderr)
+            }
+            XCTAssertEqual(try busctl(["call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o", path]).status, 0)
+        }
+        usleep(300_000)
+        XCTAssertEqual(descriptors(), before.0, "descriptors after 100 targets added and removed")
+        XCTAssertEqual(threads(), before.1, "threads: one resolver for all targets")
+    }
+}
+
+/// Added targets and what was Set on them outlive a restart, with their paths.
+final class TargetsPersistenceTests: XCTestCase {
+    func testTargetsComeBackAfterARestartWithTheirPathsAndValues() throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let state = bus.directory + "/kept"
+        var daemon = try DaemonProcess(bus: bus, stateDirectory: state)
+        func busctl(_ arguments: [String]) throws -> Outcome { try runCommand(["busctl", "--address=\(bus.address)"] + arguments) }
+        let targets = MonitorContract.Targets.interface
+        for host in ["198.18.0.5", "198.18.0.6", "198.18.0.7"] {
+            XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
+                                       MonitorContract.Targets.addTarget, "s", host]).status, 0)
+        }
+        XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
+                                   MonitorContract.Targets.removeTarget, "o", MonitorContract.Targets.path(2)]).status, 0)
+        XCTAssertEqual(try busctl(["set-property", MonitorContract.busName, MonitorContract.Targets.path(3),
+                                   MonitorContract.interface, P.interval.name, "u", "4321"]).status, 0)
+        daemon.stop()
+        daemon = try DaemonProcess(bus: bus, stateDirectory: state)
+        defer { daemon.stop() }
+        XCTAssertEqual(try busctl(["get-property", MonitorContract.busName, MonitorContract.objectPath, targets,
+                                   MonitorContract.Targets.targetsProperty]).stdout,
+                       "ao 2 \"\(MonitorContract.Targets.path(1))\" \"\(MonitorContract.Targets.path(3))\"\n")
+        XCTAssertEqual(try busctl(["get-property", MonitorContract.busName, MonitorContract.Targets.path(3), MonitorContract.interface,
+                                   P.interval.name, P.host.name]).stdout, "u 4321\ns \"198.18.0.7\"\n")
+        XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
+                                   MonitorContract.Targets.addTarget, "s", "198.18.0.8"]).stdout,
+                       "o \"\(MonitorContract.Targets.path(4))\"\n", "a removed number is never reused, across restarts too")
+    }
+}
