@@ -52,6 +52,30 @@ final class TargetsTests: DaemonTestCase {
         XCTAssertEqual(try client(["add", "198.18.0.7"]).stdout, MonitorContract.Targets.path(3) + "\n", "numbers are not reused")
     }
 
+    /// `monitor --all`: a line per change of any target, first word its host, targets added since included.
+    func testMonitorAllFollowsEveryTarget() throws {
+        XCTAssertEqual(try add("198.18.0.5").status, 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.client)
+        process.arguments = ["--address", bus.address, "monitor", "--all"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer { if process.isRunning { process.terminate() }; process.waitUntilExit() }
+        usleep(500_000)
+        XCTAssertEqual(try add("198.18.0.6").status, 0)
+        XCTAssertEqual(try busctl(["set-property", Self.destination, MonitorContract.Targets.path(1), Self.interface,
+                                   P.host.name, "s", "198.18.0.7"]).status, 0)
+        usleep(500_000)
+        process.terminate()
+        process.waitUntilExit()
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        let hosts = lines.map { $0.split(separator: " ").first.map(String.init) ?? "" }
+        XCTAssertEqual(Array(hosts.prefix(2)), ["198.18.0.1", "198.18.0.5"], "a line for each target at start: \(lines)")
+        XCTAssertTrue(hosts.contains("198.18.0.6"), "the target added since: \(lines)")
+        XCTAssertTrue(hosts.contains("198.18.0.7"), "the new Host of the first added target: \(lines)")
+    }
+
     func testLimitsAndRefusals() throws {
         for i in 1...MonitorContract.Targets.limit {
             XCTAssertEqual(try add("198.18.1.\(i)").status, 0, "target \(i)")

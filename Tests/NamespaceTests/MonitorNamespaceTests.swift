@@ -210,6 +210,68 @@ final class MonitorNamespaceTests: XCTestCase {
         XCTAssertEqual(signals, ["none", "ethernet"], "StatusChanged exactly once per change")
     }
 
+    /// Two targets, one behind a fault: that one says `none` with its own StatusChanged, the
+    /// other is untouched; a Check pending on a target that is removed gets an error at once.
+    func testTwoTargetsOneBehindAFault() throws {
+        try startDaemon(host: "198.18.2.2", ["--interval", "200", "--timeout", "200", "--target", "198.18.2.3"])
+        try waitForStatus("ethernet")
+        let second = MonitorContract.Targets.path(1)
+        func status(_ path: String) throws -> String {
+            let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName, path,
+                                      MonitorContract.interface, P.status.name]).stdout
+            return out.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "s ", with: "")
+                .trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        }
+        func until(_ path: String, _ expected: String) throws {
+            for _ in 0..<250 where try status(path) != expected { usleep(20_000) }
+            XCTAssertEqual(try status(path), expected, "\(path)\n\(daemon.log)")
+        }
+        try until(second, "ethernet")
+        let signals = Process()
+        signals.executableURL = URL(fileURLWithPath: "/usr/bin/busctl")
+        signals.arguments = ["--address=\(bus.address)", "monitor", "--match",
+                             "type='signal',interface='\(MonitorContract.interface)',member='\(MonitorContract.Signal.statusChanged.name)'"]
+        let output = Pipe()
+        signals.standardOutput = output
+        try signals.run()
+        usleep(300_000)
+        _ = try router.exec("iptables -A FORWARD -d 198.18.2.3 -j DROP")
+        try until(second, "none")
+        usleep(500_000)
+        XCTAssertEqual(try status(MonitorContract.objectPath), "ethernet", "the other target is untouched")
+        signals.terminate()
+        signals.waitUntilExit()
+        let seen = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(seen.contains("Path=\(second)") || seen.contains("Path \(second)"), seen)
+        XCTAssertFalse(seen.contains("Path=\(MonitorContract.objectPath);") || seen.contains("Path=\(MonitorContract.objectPath)\n"), seen)
+
+        // A Check on the silent target waits for the probe it forces (Timeout 5 s, no other probe
+        // due for 10 s once those in flight have expired); removing the target answers it.
+        for (property, value) in [(P.timeout, "5000"), (P.interval, "10000")] {
+            XCTAssertEqual(try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, second,
+                                           MonitorContract.interface, property.name, "u", value]).status, 0)
+        }
+        usleep(700_000)
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: "/usr/bin/busctl")
+        check.arguments = ["--address=\(bus.address)", "call", MonitorContract.busName, second, MonitorContract.interface,
+                           MonitorContract.Method.check.name]
+        let errors = Pipe()
+        check.standardError = errors
+        try check.run()
+        usleep(300_000)
+        XCTAssertTrue(check.isRunning, "the Check waits for a probe: "
+                      + (check.isRunning ? "" : String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)))
+        let removed = Date()
+        XCTAssertEqual(try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
+                                       MonitorContract.Targets.interface, MonitorContract.Targets.removeTarget, "o", second]).status, 0)
+        check.waitUntilExit()
+        XCTAssertLessThan(Date().timeIntervalSince(removed), 1)
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(message.contains("was removed"), message)
+        XCTAssertEqual(try status(MonitorContract.objectPath), "ethernet")
+    }
+
     /// A waybar module sees a fault as exactly one new line.
     func testAStatusBarGetsOneLinePerChange() throws {
         try startDaemon()

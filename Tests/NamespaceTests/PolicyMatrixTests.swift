@@ -48,9 +48,16 @@ final class PolicyMatrixTests: XCTestCase {
                         MonitorContract.objectPath, MonitorContract.interface, P.host.name]).stdout
     }
 
+    /// The added targets' paths (busctl prints `ao 2 "/…/1" "/…/2"`).
+    func targetPaths() throws -> [String] {
+        let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName, MonitorContract.objectPath,
+                                  MonitorContract.Targets.interface, MonitorContract.Targets.targetsProperty]).stdout
+        return out.split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+    }
+
     func testEveryCellMatchesThePolicy() throws {
         let denied = "org.freedesktop.DBus.Error.AccessDenied"
-        let reads = ["get", "getall", "introspect", "ping", "check", "wait"]
+        let reads = ["get", "getall", "introspect", "ping", "check", "wait", "managed"]
         var matrix: [String] = []
         for (caller, user, canSet, canOwn) in [("root", nil as String?, true, true), ("netdev", admin, true, false),
                                                ("user", ordinary, false, false)] {
@@ -64,6 +71,18 @@ final class PolicyMatrixTests: XCTestCase {
             let set = try attempt("set", as: user)
             XCTAssertEqual(set, canSet ? "ok" : denied, "\(caller) set")
             if !canSet { XCTAssertEqual(try host(), before, "a denied Set changes nothing") }
+            // Adding and removing targets: whoever may Set. A denied caller's attempt changes nothing.
+            let targetsBefore = try targetPaths()
+            let add = try attempt("add", as: user)
+            XCTAssertEqual(add, canSet ? "ok" : denied, "\(caller) add")
+            if !canSet {
+                XCTAssertEqual(try targetPaths(), targetsBefore)
+                _ = try attempt("add", as: nil)
+            }
+            let remove = try attempt("remove", as: user)
+            XCTAssertEqual(remove, canSet ? "ok" : denied, "\(caller) remove")
+            if !canSet { XCTAssertEqual(try targetPaths().count, targetsBefore.count + 1, "a denied RemoveTarget removes nothing") }
+            row += ["add=\(add == "ok" ? "allowed" : "denied")", "remove=\(remove == "ok" ? "allowed" : "denied")"]
             let own = try attempt("own", as: user)
             XCTAssertEqual(own, canOwn ? "ok" : denied, "\(caller) own")
             row += ["set=\(set == "ok" ? "allowed" : "denied")", "own=\(own == "ok" ? "allowed" : "denied")"]

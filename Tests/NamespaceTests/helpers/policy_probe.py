@@ -1,5 +1,5 @@
 """Tries one action on the Monitor as whoever runs it; prints "ok" or the D-Bus error name.
-Usage: policy_probe.py BUS_ADDRESS get|getall|introspect|ping|check|wait|set|own"""
+Usage: policy_probe.py BUS_ADDRESS get|getall|introspect|ping|check|wait|managed|set|add|remove|own"""
 import sys
 
 import dbus
@@ -26,6 +26,15 @@ try:
         call("org.netobserver.Monitor", "Check")
     elif action == "wait":
         call("org.netobserver.Monitor", "Wait", "u", [0])
+    elif action == "managed":
+        call("org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
+    elif action == "add":
+        call("org.netobserver.Targets", "AddTarget", "s", ["policy-target.test"])
+    elif action == "remove":
+        # The newest target there is (one this caller or root added), else a path that is none.
+        paths = call("org.freedesktop.DBus.Properties", "Get", "ss", ["org.netobserver.Targets", "Targets"])
+        call("org.netobserver.Targets", "RemoveTarget", "o",
+             [paths[-1] if paths else dbus.ObjectPath("/org/netobserver/Monitor/999")])
     elif action == "set":
         call("org.freedesktop.DBus.Properties", "Set", "ssv", ["org.netobserver.Monitor", "Host", dbus.String("policy.test")])
     elif action == "own":
