@@ -11,7 +11,9 @@ import Reachability
 public final class ConnectivityMonitor {
     private let loop: MainLoop
     private let model: MonitorModel
-    private let reachability: ReachabilityEngine?
+    private let reachability: (any RouteWatch)?
+    /// The engine this monitor's route watch is on: its own, or one shared with other targets.
+    public let reachabilityEngine: ReachabilityEngine?
     private let probe: ProbeEngine
     private let resolver: HostResolver
     private let resolverOwner: UInt64
@@ -22,7 +24,10 @@ public final class ConnectivityMonitor {
     /// After every finished probe: a verdict is in (pending Checks answer then).
     public var onVerdictReady: (() -> Void)?
 
+    /// `sharedReachability`: an engine already watching the kernel's routes (another
+    /// target's); this monitor then adds a watch to it instead of opening its own socket.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
+                sharedReachability: ReachabilityEngine? = nil,
                 classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
         self.loop = loop
         self.model = model
@@ -34,11 +39,19 @@ public final class ConnectivityMonitor {
         resolverOwner = self.resolver.newOwner()
         probe = ProbeEngine(loop: loop, settings: Self.probeSettings(model.settings)) { _ in }
         var problem: String?
-        do {
-            reachability = try ReachabilityEngine(loop: loop, classifier: classifier) { _ in }
-        } catch {
-            reachability = nil
-            problem = "cannot watch the kernel's routes: \(error)"
+        if let sharedReachability {
+            reachabilityEngine = sharedReachability
+            reachability = sharedReachability.watch()
+        } else {
+            do {
+                let engine = try ReachabilityEngine(loop: loop, classifier: classifier) { _ in }
+                reachabilityEngine = engine
+                reachability = engine
+            } catch {
+                reachabilityEngine = nil
+                reachability = nil
+                problem = "cannot watch the kernel's routes: \(error)"
+            }
         }
         core = MonitorCore(host: model.settings.host, family: model.settings.family, routeProblem: problem)
         wireUp()

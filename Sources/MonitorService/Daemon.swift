@@ -191,7 +191,8 @@ final class Service {
     /// Exports the Monitor object and connects it to the engines and the bus.
     func export() {
         let server = ObjectServer(connection: connection)
-        let targets = TargetSet(loop: loop, server: server, resolver: resolver, budget: budget)
+        let targets = TargetSet(loop: loop, server: server, resolver: resolver, reachability: connectivity.reachabilityEngine,
+                                budget: budget)
         self.targets = targets
         let monitor = MonitorObject(model: model, server: server, budget: budget, extraInterfaces: [targets.declaration()])
         self.monitor = monitor

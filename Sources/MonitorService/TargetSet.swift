@@ -2,6 +2,7 @@ import DBusKit
 import EventLoop
 import MonitorContract
 import Probe
+import Reachability
 
 /// The added targets: each a complete org.netobserver.Monitor at `…/Monitor/N`, with
 /// its own settings and state, sharing the resolver and the pending-call budget with
@@ -31,6 +32,8 @@ final class TargetSet {
     private let loop: MainLoop
     private let server: ObjectServer
     private let resolver: HostResolver
+    /// The default target's reachability engine: every target watches the routes through it.
+    private let reachability: ReachabilityEngine?
     private let budget: PendingBudget
     private(set) var targets: [Target] = []
     private(set) var nextNumber: UInt32 = 1
@@ -42,10 +45,11 @@ final class TargetSet {
     /// A target's Status changed (for the log).
     var onStatusChanged: ((Target, MonitorState) -> Void)?
 
-    init(loop: MainLoop, server: ObjectServer, resolver: HostResolver, budget: PendingBudget) {
+    init(loop: MainLoop, server: ObjectServer, resolver: HostResolver, reachability: ReachabilityEngine?, budget: PendingBudget) {
         self.loop = loop
         self.server = server
         self.resolver = resolver
+        self.reachability = reachability
         self.budget = budget
     }
 
@@ -92,7 +96,7 @@ final class TargetSet {
         let object = MonitorObject(model: model, server: server, path: path, budget: budget)
         let connectivity: ConnectivityMonitor
         do {
-            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver)
+            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: reachability)
         } catch {
             object.remove()
             throw .failed("cannot start the engines for \(settings.host): \(error)")

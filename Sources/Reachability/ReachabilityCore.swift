@@ -8,10 +8,16 @@ import NetCore
 /// (through `classify`); the simulation drives the same core with a fake kernel.
 ///
 /// Dumps (links, addresses, routes) fill the table; after an overrun nothing in it
-/// can be trusted, so it is dumped again, the route lookup in flight is abandoned
-/// (its answer may have been lost with the events) and asked again once the table
+/// can be trusted, so it is dumped again, the route lookups in flight are abandoned
+/// (their answers may have been lost with the events) and asked again once the table
 /// is whole. No verdict comes from a half-filled table.
+///
+/// One core serves every target (one netlink socket for all): each has its own
+/// address, families, lookup and verdict, and every change costs one lookup per target.
+/// Target 0 always exists; the unlabelled accessors are about it.
 public struct ReachabilityCore {
+    public typealias TargetID = Int
+
     public enum Dump: Equatable, Sendable, CaseIterable {
         case links, addresses, routes
     }
@@ -25,7 +31,18 @@ public struct ReachabilityCore {
         case send(Request)
         /// Call `evaluate()` once everything ready in this loop turn has been handled.
         case evaluateAtEndOfTurn
-        case verdict(ReachabilityVerdict)
+        case verdict(ReachabilityVerdict, target: TargetID)
+    }
+
+    /// What one target needs: its address, its lookup, its verdict.
+    private struct TargetState {
+        var address: IPAddress?
+        var families: [Int32]
+        var lookupSequence: UInt32?
+        var lookupAddress: IPAddress?
+        var previousInterface: Int32?
+        var verdict: ReachabilityVerdict?
+        var dirty = true
     }
 
     public struct Statistics: Equatable, Sendable {
@@ -42,13 +59,12 @@ public struct ReachabilityCore {
     public static let dumpRetryNanoseconds: UInt64 = 10_000_000
 
     public private(set) var table = LinkTable()
-    public private(set) var verdict: ReachabilityVerdict?
     public private(set) var statistics = Statistics()
-    /// The address to route to; nil until the host resolves.
-    public private(set) var target: IPAddress?
-    /// The families (AF_INET, AF_INET6) whose default routes count while there is no target.
-    public private(set) var families: [Int32]
+    private var targets: [TargetID: TargetState]
+    /// Which target a lookup in flight is for.
+    private var lookupOwners: [UInt32: TargetID] = [:]
     private let classify: (Link) -> InterfaceKind
+    private var nextTargetID: TargetID = 1
 
     private var sequence: UInt32 = 0
     private var pendingDumps: [Dump] = []
@@ -57,19 +73,42 @@ public struct ReachabilityCore {
     /// The table is whole: every dump of the current round has ended.
     public private(set) var ready = false
     private var redumpNeeded = false
-    private var lookupSequence: UInt32?
     /// Lookups given up after an overrun (their answers may come late, or never): ignored if they come.
     private var abandonedLookups: [UInt32] = []
-    private var lookupTarget: IPAddress?
-    private var previousInterface: Int32?
     private var evaluationScheduled = false
-    private var dirty = true
     private var outputs: [Output] = []
 
     public init(families: [Int32], classify: @escaping (Link) -> InterfaceKind) {
-        self.families = families
+        targets = [0: TargetState(families: families)]
         self.classify = classify
     }
+
+    // MARK: Targets
+
+    /// A new target (no address yet: the default-route verdict with `families`).
+    public mutating func addTarget(families: [Int32]) -> TargetID {
+        let id = nextTargetID
+        nextTargetID += 1
+        targets[id] = TargetState(families: families)
+        invalidate(id)
+        return id
+    }
+
+    public mutating func removeTarget(_ id: TargetID) {
+        guard id != 0, let state = targets.removeValue(forKey: id) else { return }
+        if let sequence = state.lookupSequence { lookupOwners[sequence] = nil }
+    }
+
+    /// Target 0's address (nil until the host resolves).
+    public var target: IPAddress? { targets[0]?.address }
+    /// Target 0's families (AF_INET, AF_INET6) whose default routes count while it has no address.
+    public var families: [Int32] { targets[0]?.families ?? [] }
+    public var verdict: ReachabilityVerdict? { targets[0]?.verdict }
+
+    public func target(_ id: TargetID) -> IPAddress? { targets[id]?.address }
+    public func families(_ id: TargetID) -> [Int32] { targets[id]?.families ?? [] }
+    public func verdict(_ id: TargetID) -> ReachabilityVerdict? { targets[id]?.verdict }
+    public var targetIDs: [TargetID] { targets.keys.sorted() }
 
     public mutating func takeOutputs() -> [Output] {
         guard !outputs.isEmpty else { return [] }
@@ -78,7 +117,7 @@ public struct ReachabilityCore {
     }
 
     /// Whether a route lookup is out and not yet answered.
-    public var isLookingUp: Bool { lookupSequence != nil }
+    public var isLookingUp: Bool { !lookupOwners.isEmpty }
 
     /// When `handleTimeout` is due; nil when nothing waits for time.
     public var nextWakeup: UInt64? { dumpRetryAt }
@@ -90,19 +129,20 @@ public struct ReachabilityCore {
         startDump()
     }
 
-    public mutating func setTarget(_ new: IPAddress?) {
-        guard new != target else { return }
-        target = new
-        previousInterface = nil
+    public mutating func setTarget(_ new: IPAddress?, for id: TargetID = 0) {
+        guard var state = targets[id], new != state.address else { return }
+        state.address = new
+        state.previousInterface = nil
         // The old verdict was about another destination.
-        verdict = nil
-        invalidate()
+        state.verdict = nil
+        targets[id] = state
+        invalidate(id)
     }
 
-    public mutating func setFamilies(_ new: [Int32]) {
-        guard new != families else { return }
-        families = new
-        invalidate()
+    public mutating func setFamilies(_ new: [Int32], for id: TargetID = 0) {
+        guard targets[id] != nil, new != targets[id]?.families else { return }
+        targets[id]?.families = new
+        invalidate(id)
     }
 
     /// One datagram's messages, as `NetlinkParser` read them.
@@ -121,12 +161,13 @@ public struct ReachabilityCore {
     /// Events were lost (ENOBUFS): nothing in the table can be trusted; dump again.
     public mutating func overrun() {
         statistics.overruns += 1
-        if let sequence = lookupSequence {
+        for (sequence, id) in lookupOwners {
             abandonedLookups.append(sequence)
-            if abandonedLookups.count > 8 { abandonedLookups.removeFirst() }
-            lookupSequence = nil
+            targets[id]?.lookupSequence = nil
         }
-        dirty = true
+        lookupOwners = [:]
+        if abandonedLookups.count > 8 + targets.count { abandonedLookups.removeFirst(abandonedLookups.count - 8 - targets.count) }
+        for id in targets.keys { targets[id]?.dirty = true }
         if dumpSequence != nil {
             redumpNeeded = true
         } else {
@@ -140,9 +181,10 @@ public struct ReachabilityCore {
         case .dump(_, let sequence) where sequence == dumpSequence:
             dumpSequence = nil
             dumpRetryAt = now &+ Self.dumpRetryNanoseconds
-        case .routeLookup(let target, let sequence) where sequence == lookupSequence:
-            lookupSequence = nil
-            deliver(.unusable("cannot ask the kernel for a route to \(target): \(reason)"))
+        case .routeLookup(let target, let sequence):
+            guard let id = lookupOwners.removeValue(forKey: sequence) else { return }
+            targets[id]?.lookupSequence = nil
+            deliver(.unusable("cannot ask the kernel for a route to \(target): \(reason)"), to: id)
         default:
             break
         }
@@ -154,21 +196,27 @@ public struct ReachabilityCore {
         startDump()
     }
 
-    /// The coalesced evaluation asked for by `.evaluateAtEndOfTurn`: a route lookup for
-    /// the target, or the default-route verdict while there is none.
+    /// The coalesced evaluation asked for by `.evaluateAtEndOfTurn`: for every target that
+    /// needs one, a route lookup, or the default-route verdict while it has no address.
     public mutating func evaluate() {
         evaluationScheduled = false
-        guard ready, dirty, lookupSequence == nil else { return }
-        dirty = false
-        guard let target else {
-            deliver(ReachabilityEvaluation.defaultRouteVerdict(families: families, table: table, classify: classify))
-            return
+        guard ready else { return }
+        for id in targets.keys.sorted() {
+            guard var state = targets[id], state.dirty, state.lookupSequence == nil else { continue }
+            state.dirty = false
+            guard let address = state.address else {
+                targets[id] = state
+                deliver(ReachabilityEvaluation.defaultRouteVerdict(families: state.families, table: table, classify: classify), to: id)
+                continue
+            }
+            let sequence = nextSequence()
+            state.lookupSequence = sequence
+            state.lookupAddress = address
+            targets[id] = state
+            lookupOwners[sequence] = id
+            statistics.lookups += 1
+            outputs.append(.send(.routeLookup(to: address, sequence: sequence)))
         }
-        let sequence = nextSequence()
-        lookupSequence = sequence
-        lookupTarget = target
-        statistics.lookups += 1
-        outputs.append(.send(.routeLookup(to: target, sequence: sequence)))
     }
 
     // MARK: Internals
@@ -192,7 +240,7 @@ public struct ReachabilityCore {
         guard !pendingDumps.isEmpty else {
             dumpSequence = nil
             ready = true
-            invalidate()
+            invalidateAll()
             return
         }
         let dump = pendingDumps.removeFirst()
@@ -210,45 +258,58 @@ public struct ReachabilityCore {
             dumpSequence = nil
             redumpNeeded = true
             dumpRetryAt = now &+ Self.dumpRetryNanoseconds
-        case .newRoute(let route, let sequence) where sequence != 0 && sequence == lookupSequence:
-            finishLookup(.route(route))
-        case .error(let sequence, let code) where sequence == lookupSequence:
-            if code != 0 { finishLookup(.failed(errno: code)) }
+        case .newRoute(let route, let sequence) where sequence != 0 && lookupOwners[sequence] != nil:
+            finishLookup(sequence, .route(route))
+        case .error(let sequence, let code) where lookupOwners[sequence] != nil:
+            if code != 0 { finishLookup(sequence, .failed(errno: code)) }
         case .newRoute(_, let sequence) where sequence != 0 && abandonedLookups.contains(sequence),
              .error(let sequence, _) where abandonedLookups.contains(sequence):
             break
         default:
-            if table.apply(message) { invalidate() }
+            if table.apply(message) { invalidateAll() }
         }
     }
 
+    private mutating func invalidateAll() {
+        for id in targets.keys { targets[id]?.dirty = true }
+        invalidate()
+    }
+
+    private mutating func invalidate(_ id: TargetID) {
+        targets[id]?.dirty = true
+        invalidate()
+    }
+
     private mutating func invalidate() {
-        dirty = true
         guard !evaluationScheduled else { return }
         evaluationScheduled = true
         outputs.append(.evaluateAtEndOfTurn)
     }
 
-    private mutating func finishLookup(_ lookup: RouteLookup) {
-        lookupSequence = nil
+    private mutating func finishLookup(_ sequence: UInt32, _ lookup: RouteLookup) {
+        guard let id = lookupOwners.removeValue(forKey: sequence), var state = targets[id] else { return }
+        state.lookupSequence = nil
         // Mid-dump the table is half filled: the dump's end evaluates again.
         guard ready else {
-            dirty = true
+            state.dirty = true
+            targets[id] = state
             return
         }
-        if let target = lookupTarget, target == self.target {
-            let new = ReachabilityEvaluation.verdict(target: target, lookup: lookup, table: table,
-                                                     previousInterface: previousInterface, classify: classify)
-            if case .route(let route) = lookup { previousInterface = route.outputInterface }
-            deliver(new)
+        var new: ReachabilityVerdict?
+        if let asked = state.lookupAddress, asked == state.address {
+            new = ReachabilityEvaluation.verdict(target: asked, lookup: lookup, table: table,
+                                                 previousInterface: state.previousInterface, classify: classify)
+            if case .route(let route) = lookup { state.previousInterface = route.outputInterface }
         }
+        targets[id] = state
+        if let new { deliver(new, to: id) }
         // Changes that arrived while the lookup was out need another one.
-        if dirty { invalidate() }
+        if state.dirty { invalidate() }
     }
 
-    private mutating func deliver(_ new: ReachabilityVerdict) {
-        guard new != verdict else { return }
-        verdict = new
-        outputs.append(.verdict(new))
+    private mutating func deliver(_ new: ReachabilityVerdict, to id: TargetID) {
+        guard targets[id] != nil, new != targets[id]?.verdict else { return }
+        targets[id]?.verdict = new
+        outputs.append(.verdict(new, target: id))
     }
 }

@@ -5,6 +5,16 @@ import Glibc
 import NetCore
 #endif
 
+/// What a monitor needs of the reachability engine for its target: the engine itself
+/// (its own target) or a `Watch` on it (one more target on the same socket).
+public protocol RouteWatch: AnyObject {
+    var target: IPAddress? { get set }
+    var families: [Int32] { get set }
+    var verdict: ReachabilityVerdict? { get }
+    var table: LinkTable { get }
+    var onChange: (ReachabilityVerdict) -> Void { get set }
+}
+
 /// Knows at once whether the kernel can route to the target, and over what: the
 /// driver around `ReachabilityCore`.
 ///
@@ -12,7 +22,7 @@ import NetCore
 /// carries the initial dumps, the events and the route lookups, so they
 /// arrive in the order the kernel produced them. Events are coalesced into one
 /// route lookup per loop turn; the verdict is delivered only when it changes.
-public final class ReachabilityEngine {
+public final class ReachabilityEngine: RouteWatch {
     public typealias Statistics = ReachabilityCore.Statistics
 
     private let loop: MainLoop
@@ -20,8 +30,10 @@ public final class ReachabilityEngine {
     private var source: IOSource?
     private var core: ReachabilityCore
     private var retryTimer: LoopTimer?
-    /// Called on the loop when the verdict changes.
+    /// Called on the loop when the verdict (of the engine's own target) changes.
     public var onChange: (ReachabilityVerdict) -> Void
+    /// The other targets' watches, by their id in the core.
+    private var watches: [ReachabilityCore.TargetID: (ReachabilityVerdict) -> Void] = [:]
 
     public var table: LinkTable { core.table }
     public var verdict: ReachabilityVerdict? { core.verdict }
@@ -43,6 +55,53 @@ public final class ReachabilityEngine {
             core.setFamilies(newValue)
             drive()
         }
+    }
+
+    /// One more target on the same socket and table: its own address, families and verdict.
+    public final class Watch: RouteWatch {
+        private unowned let engine: ReachabilityEngine
+        private let id: ReachabilityCore.TargetID
+        public var onChange: (ReachabilityVerdict) -> Void = { _ in }
+
+        fileprivate init(engine: ReachabilityEngine, id: ReachabilityCore.TargetID) {
+            self.engine = engine
+            self.id = id
+        }
+
+        deinit {
+            engine.unwatch(id)
+        }
+
+        public var table: LinkTable { engine.core.table }
+        public var verdict: ReachabilityVerdict? { engine.core.verdict(id) }
+        public var target: IPAddress? {
+            get { engine.core.target(id) }
+            set {
+                engine.core.setTarget(newValue, for: id)
+                engine.drive()
+            }
+        }
+        public var families: [Int32] {
+            get { engine.core.families(id) }
+            set {
+                engine.core.setFamilies(newValue, for: id)
+                engine.drive()
+            }
+        }
+    }
+
+    /// A watch for one more target; it ends with the returned object.
+    public func watch(families: [Int32] = [AF_INET, AF_INET6]) -> Watch {
+        let id = core.addTarget(families: families)
+        let watch = Watch(engine: self, id: id)
+        watches[id] = { [unowned watch] verdict in watch.onChange(verdict) }
+        drive()
+        return watch
+    }
+
+    private func unwatch(_ id: ReachabilityCore.TargetID) {
+        watches[id] = nil
+        core.removeTarget(id)
     }
 
     public init(loop: MainLoop, classifier: InterfaceClassifier = InterfaceClassifier(),
@@ -104,8 +163,8 @@ public final class ReachabilityEngine {
                         core.evaluate()
                         drive()
                     }
-                case .verdict(let verdict):
-                    onChange(verdict)
+                case .verdict(let verdict, let id):
+                    if id == 0 { onChange(verdict) } else { watches[id]?(verdict) }
                 }
             }
         }

@@ -334,7 +334,7 @@ public final class Simulation {
             scheduleKernelRead()
         case .evaluateAtEndOfTurn:
             evaluationDue = true
-        case .verdict(let verdict):
+        case .verdict(let verdict, _):
             checkVerdictHeld(verdict)
             monitor.routeChanged(verdict, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) }))
         }

@@ -256,8 +256,9 @@ final class MonitorNamespaceTests: XCTestCase {
         check.executableURL = URL(fileURLWithPath: "/usr/bin/busctl")
         check.arguments = ["--address=\(bus.address)", "call", MonitorContract.busName, second, MonitorContract.interface,
                            MonitorContract.Method.check.name]
-        let errors = Pipe()
+        let errors = Pipe(), answer = Pipe()
         check.standardError = errors
+        check.standardOutput = answer
         try check.run()
         usleep(300_000)
         XCTAssertTrue(check.isRunning, "the Check waits for a probe: "
@@ -268,7 +269,8 @@ final class MonitorNamespaceTests: XCTestCase {
         check.waitUntilExit()
         XCTAssertLessThan(Date().timeIntervalSince(removed), 1)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        XCTAssertTrue(message.contains("was removed"), message)
+        XCTAssertTrue(message.contains("was removed"),
+                      message + String(decoding: answer.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) + daemon.log)
         XCTAssertEqual(try status(MonitorContract.objectPath), "ethernet")
     }
 
