@@ -32,6 +32,8 @@ sleep 1
 memory=$(awk '/^Rss:/ {r=$2} /^Private_Dirty:/ {d=$2} END {printf "rss_kb=%d private_dirty_kb=%d", r, d}' /proc/$pid/smaps_rollup)
 # Status bars and Prometheus: monitor --format waybar latency, the textfile writer's cost.
 /usr/bin/python3 "$root/tools/bench_bars.py" "$DBUS_SESSION_BUS_ADDRESS" "$(dirname "$daemon")/netobserver"
+# Several targets: 64 of them on one daemon (its netns has only loopback; lo down is the fault).
+/usr/bin/python3 "$root/tools/bench_targets64.py" "$DBUS_SESSION_BUS_ADDRESS" "$pid" "$netns"
 kill $pid; wait $pid 2>/dev/null || true
 "$work/bus.sh" stop
 echo "idle netobserverd: $memory"

@@ -27,7 +27,7 @@ public final class ConnectivityMonitor {
     /// `sharedReachability`: an engine already watching the kernel's routes (another
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
-                sharedReachability: ReachabilityEngine? = nil,
+                sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil,
                 classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
         self.loop = loop
         self.model = model
@@ -37,7 +37,7 @@ public final class ConnectivityMonitor {
             self.resolver = try HostResolver(loop: loop)
         }
         resolverOwner = self.resolver.newOwner()
-        probe = ProbeEngine(loop: loop, settings: Self.probeSettings(model.settings)) { _ in }
+        probe = ProbeEngine(loop: loop, settings: Self.probeSettings(model.settings), sockets: probeSockets) { _ in }
         var problem: String?
         if let sharedReachability {
             reachabilityEngine = sharedReachability

@@ -77,6 +77,8 @@ final class Service {
     private let connectivity: ConnectivityMonitor
     /// One resolver thread for every target.
     private let resolver: HostResolver
+    /// One ICMP socket per family for every target.
+    private let probeSockets: ProbeSockets
     /// The pending Waits and Checks of every target together.
     private let budget = PendingBudget(limit: MonitorObject.pendingLimitInAll)
     private var monitor: MonitorObject?
@@ -107,7 +109,8 @@ final class Service {
         model = MonitorModel(settings: options.settings)
         do {
             resolver = try HostResolver(loop: loop)
-            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver)
+            probeSockets = ProbeSockets(loop: loop)
+            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, probeSockets: probeSockets)
         } catch {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
         }
@@ -192,7 +195,7 @@ final class Service {
     func export() {
         let server = ObjectServer(connection: connection)
         let targets = TargetSet(loop: loop, server: server, resolver: resolver, reachability: connectivity.reachabilityEngine,
-                                budget: budget)
+                                probeSockets: probeSockets, budget: budget)
         self.targets = targets
         let monitor = MonitorObject(model: model, server: server, budget: budget, extraInterfaces: [targets.declaration()])
         self.monitor = monitor

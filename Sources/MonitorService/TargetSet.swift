@@ -34,6 +34,8 @@ final class TargetSet {
     private let resolver: HostResolver
     /// The default target's reachability engine: every target watches the routes through it.
     private let reachability: ReachabilityEngine?
+    /// The ICMP sockets every target's probes share.
+    private let probeSockets: ProbeSockets
     private let budget: PendingBudget
     private(set) var targets: [Target] = []
     private(set) var nextNumber: UInt32 = 1
@@ -45,7 +47,9 @@ final class TargetSet {
     /// A target's Status changed (for the log).
     var onStatusChanged: ((Target, MonitorState) -> Void)?
 
-    init(loop: MainLoop, server: ObjectServer, resolver: HostResolver, reachability: ReachabilityEngine?, budget: PendingBudget) {
+    init(loop: MainLoop, server: ObjectServer, resolver: HostResolver, reachability: ReachabilityEngine?,
+         probeSockets: ProbeSockets, budget: PendingBudget) {
+        self.probeSockets = probeSockets
         self.loop = loop
         self.server = server
         self.resolver = resolver
@@ -96,7 +100,8 @@ final class TargetSet {
         let object = MonitorObject(model: model, server: server, path: path, budget: budget)
         let connectivity: ConnectivityMonitor
         do {
-            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: reachability)
+            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: reachability,
+                                                   probeSockets: probeSockets)
         } catch {
             object.remove()
             throw .failed("cannot start the engines for \(settings.host): \(error)")

@@ -37,10 +37,13 @@ public struct ProbeCore: Sendable {
     private var newestAnsweredSentAt: UInt64?
     private var outputs: [Output] = []
 
-    public init(settings: ProbeSettings = ProbeSettings(), seed: UInt64) {
+    /// `slot` and `stride` (a power of two): this core's sequences are those ≡ slot mod stride,
+    /// so cores sharing one socket never use the same sequence.
+    public init(settings: ProbeSettings = ProbeSettings(), seed: UInt64, slot: UInt16 = 0, stride: UInt16 = 1) {
         self.settings = settings
         random = SeededRandom(seed: seed)
-        tracker = ProbeTracker(firstSequence: UInt16(truncatingIfNeeded: random.next()))
+        let first = UInt16(truncatingIfNeeded: random.next()) & ~(max(stride, 1) - 1) | (slot & (max(stride, 1) - 1))
+        tracker = ProbeTracker(firstSequence: first, stride: stride)
         verdict = ProbeVerdict(failureThreshold: settings.failureThreshold, recoveryThreshold: settings.recoveryThreshold)
     }
 

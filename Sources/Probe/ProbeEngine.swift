@@ -19,9 +19,12 @@ public final class ProbeEngine {
     private let tcpPort: UInt16
     private var socket: ICMPSocket?
     private var socketSource: IOSource?
+    /// Sockets shared with the other targets' engines, and this engine's slot in them.
+    private let shared: ProbeSockets?
+    private var slot: UInt16?
     private var tcpProbes: [UInt16: TCPProbe] = [:]
     private var core: ProbeCore
-    private let identifier = UInt16.random(in: 1...UInt16.max)
+    private let identifier: UInt16
     private var wakeTimer: LoopTimer?
     private var wakeAt: UInt64?
 
@@ -51,19 +54,28 @@ public final class ProbeEngine {
     }
     private var method: ProbeMethod?
 
+    /// `sockets`: ICMP sockets shared with other engines (one per family for every target);
+    /// without them, or when all their slots are taken, the engine opens its own.
     public init(loop: MainLoop, settings: ProbeSettings = ProbeSettings(),
                 allowedMethods: Set<ProbeMethod> = [.icmpDatagram, .icmpRaw, .tcp], tcpPort: UInt16 = 443,
-                onReport: @escaping (ProbeReport) -> Void) {
+                sockets: ProbeSockets? = nil, onReport: @escaping (ProbeReport) -> Void) {
         self.loop = loop
         self.allowedMethods = allowedMethods
         self.tcpPort = tcpPort
         self.onReport = onReport
+        shared = sockets
+        identifier = sockets?.identifier ?? UInt16.random(in: 1...UInt16.max)
         core = ProbeCore(settings: settings, seed: UInt64.random(in: 0...UInt64.max))
+        if let sockets, let claimed = sockets.claimSlot({ [weak self] received, socket in self?.receive(received, on: socket) }) {
+            slot = claimed
+            core = ProbeCore(settings: settings, seed: UInt64.random(in: 0...UInt64.max), slot: claimed, stride: ProbeSockets.slots)
+        }
     }
 
     deinit {
         if let wakeTimer { loop.cancel(wakeTimer) }
         if let socketSource { loop.remove(socketSource) }
+        if let slot { shared?.release(slot) }
     }
 
     /// Probes now, outside the schedule (a changed route); the schedule continues from here.
@@ -127,6 +139,11 @@ public final class ProbeEngine {
         if let socketSource { loop.remove(socketSource) }
         socketSource = nil
         socket = nil
+        if let shared, slot != nil {
+            socket = shared.socket(for: family, allowed: allowedMethods)
+            method = socket?.method ?? (allowedMethods.contains(.tcp) ? .tcp : nil)
+            return
+        }
         guard allowedMethods.contains(.icmpDatagram) || allowedMethods.contains(.icmpRaw),
               let opened = try? ICMPSocket(family: family, identifier: identifier), allowedMethods.contains(opened.method) else {
             method = allowedMethods.contains(.tcp) ? .tcp : nil
@@ -179,19 +196,36 @@ public final class ProbeEngine {
                 drive()
                 return
             case .packet(let bytes, let source):
-                handlePacket(bytes, from: source, socket: socket)
+                let raw = socket.method == .icmpRaw
+                handle(EchoPacket.parse(bytes, family: socket.family, includesIPHeader: raw && socket.family == .v4),
+                       from: source, socket: socket)
             case .queuedError(let error, let payload):
-                handleQueuedError(error, payload: payload, socket: socket)
+                guard let echo = EchoPacket.echoFields(payload[...], family: socket.family, type: socket.family.echoRequest) else {
+                    core.countForeign()
+                    continue
+                }
+                handleQueuedError(error, echo: echo, socket: socket)
             }
         }
         drive()
     }
 
-    private func handlePacket(_ bytes: [UInt8], from source: IPAddress?, socket: ICMPSocket) {
+    /// From the shared sockets: something whose sequence is in this engine's slot.
+    private func receive(_ received: ProbeSockets.Received, on socket: ICMPSocket) {
+        // Only what concerns the socket this engine sends on now (a new target may have another family).
+        guard socket === self.socket else { return core.countForeign() }
+        switch received {
+        case .packet(let parsed, let source): handle(parsed, from: source, socket: socket)
+        case .queuedError(let error, let echo): handleQueuedError(error, echo: echo, socket: socket)
+        }
+        drive()
+    }
+
+    private func handle(_ parsed: EchoPacket.Parsed, from source: IPAddress?, socket: ICMPSocket) {
         guard let target else { return }
         let raw = socket.method == .icmpRaw
         let now = loop.now()
-        switch EchoPacket.parse(bytes, family: socket.family, includesIPHeader: raw && socket.family == .v4) {
+        switch parsed {
         case .reply(let identifier, let sequence, let token):
             // On datagram sockets the kernel already matched the identifier (it is the socket's port).
             guard source == target, !raw || identifier == self.identifier else { return core.countForeign() }
@@ -204,12 +238,10 @@ public final class ProbeEngine {
         }
     }
 
-    private func handleQueuedError(_ error: CLinux_queued_error, payload: [UInt8], socket: ICMPSocket) {
+    /// The queue returns the echo request we sent; its sequence and token say which probe.
+    private func handleQueuedError(_ error: CLinux_queued_error, echo: (identifier: UInt16, sequence: UInt16, token: UInt64?),
+                                   socket: ICMPSocket) {
         guard let target else { return }
-        // The queue returns the echo request we sent; its sequence and token say which probe.
-        guard let echo = EchoPacket.echoFields(payload[...], family: socket.family, type: socket.family.echoRequest) else {
-            return core.countForeign()
-        }
         let now = loop.now()
         switch error.origin {
         case CLinux_SO_EE_ORIGIN_ICMP, CLinux_SO_EE_ORIGIN_ICMP6:

@@ -45,15 +45,19 @@ public struct ProbeTracker: Sendable {
     private var expired = Recent()
     private var answered = Recent()
     private var nextSequence: UInt16
+    /// Sequences go up by this much: a tracker sharing a socket with others keeps to its own
+    /// residue class (a power of two, so the classes survive the wrap at 65,536).
+    private let stride: UInt16
 
-    public init(firstSequence: UInt16 = .random(in: 0...UInt16.max)) {
+    public init(firstSequence: UInt16 = .random(in: 0...UInt16.max), stride: UInt16 = 1) {
         nextSequence = firstSequence
+        self.stride = max(stride, 1)
     }
 
     /// Records a probe sent at `now`; returns its sequence number.
     public mutating func send(token: UInt64, now: UInt64, timeout: UInt64, extra: Bool = false) -> UInt16 {
         let sequence = nextSequence
-        nextSequence &+= 1
+        nextSequence &+= stride
         // A sequence 65,536 probes old may still be remembered; the new probe replaces it.
         forget(sequence)
         outstanding[sequence] = Outstanding(sequence: sequence, token: token, sentAt: now, deadline: now &+ timeout, isExtra: extra)

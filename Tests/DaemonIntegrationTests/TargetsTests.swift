@@ -128,6 +128,11 @@ final class TargetsTests: DaemonTestCase {
         }
         usleep(300_000)
         XCTAssertEqual(descriptors(), before.0, "descriptors after 100 targets added and removed")
+        // The engines are shared: ten more targets open no socket and start no thread.
+        for i in 1...10 { XCTAssertEqual(try add("198.18.4.\(i)").status, 0) }
+        usleep(500_000)
+        XCTAssertEqual(descriptors(), before.0, "one netlink socket and one ICMP socket per family for every target")
+        XCTAssertEqual(threads(), before.1, "one resolver thread for every target")
         XCTAssertEqual(threads(), before.1, "threads: one resolver for all targets")
     }
 }

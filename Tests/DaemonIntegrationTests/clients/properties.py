@@ -21,7 +21,10 @@ expected = {
 }
 all_props = props.GetAll(IFACE)
 check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))
-check(dict(props.GetAll("")) == dict(all_props), "GetAll('') is every interface's properties")
+everything = dict(props.GetAll(""))
+targets_props = dict(props.GetAll("org.netobserver.Targets"))
+check(set(targets_props) == {"Targets"}, "org.netobserver.Targets has Targets: %s" % sorted(targets_props))
+check(everything == {**dict(all_props), **targets_props}, "GetAll('') is every interface's properties")
 for name, (kind, writable) in expected.items():
     value = props.Get(IFACE, name)
     check(type(value) is kind, "%s is %s, expected %s" % (name, type(value).__name__, kind.__name__))
