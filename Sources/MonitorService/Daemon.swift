@@ -287,7 +287,8 @@ final class Service {
         saver.reload { [unowned self] state, problems in
             problems.forEach { Log.warning($0) }
             let changed = apply(state.values, from: saver.store.path)
-            let names = changed.map { "\($0.name)=\(model.settings.text($0))" }
+            var names = changed.map { "\($0.name)=\(model.settings.text($0))" }
+            names += targets?.reload(state) ?? []
             Log.notice("SIGHUP: re-read \(saver.store.path): \(names.isEmpty ? "nothing changed" : names.joined(separator: ", "))")
         }
     }

@@ -150,6 +150,41 @@ final class TargetSet {
         onChange?()
     }
 
+    /// SIGHUP: the file's targets as at start-up. Those it no longer lists go (not those of
+    /// --target), those it adds come, and the others take its values. Returns what changed.
+    func reload(_ state: StoredState) -> [String] {
+        var changes: [String] = []
+        let listed = Set(state.targets.map(\.number))
+        for target in targets where !target.fromCommandLine && !listed.contains(target.number) {
+            try? remove(path: MonitorContract.Targets.path(target.number))
+            changes.append("target \(target.number) removed")
+        }
+        for stored in state.targets {
+            guard let target = targets.first(where: { $0.number == stored.number }) else {
+                let before = targets.count
+                _ = restore(StoredState(targets: [stored], nextTarget: nextNumber))
+                if targets.count > before { changes.append("target \(stored.number) added") }
+                continue
+            }
+            var kept: [MonitorSettings.Key: String] = [:]
+            for key in MonitorSettings.Key.allCases {
+                guard let text = stored.values[key] else { continue }
+                var candidate = target.model.settings
+                guard (try? candidate.set(key, text: text)) != nil else { continue }
+                kept[key] = text
+                guard candidate != target.model.settings else { continue }
+                if (try? target.model.set(key, { (settings: inout MonitorSettings) throws(SettingError) in
+                    try settings.set(key, text: text)
+                })) != nil {
+                    changes.append("target \(target.number) \(key.name)=\(text)")
+                }
+            }
+            target.persisted = kept
+        }
+        nextNumber = max(nextNumber, state.nextTarget)
+        return changes
+    }
+
     /// Restores the targets from the state file (and never reuses a number it has seen).
     func restore(_ state: StoredState, flagged: Set<MonitorSettings.Key> = []) -> [String] {
         nextNumber = max(nextNumber, state.nextTarget)

@@ -166,4 +166,34 @@ final class TargetsPersistenceTests: XCTestCase {
                                    MonitorContract.Targets.addTarget, "s", "198.18.0.8"]).stdout,
                        "o \"\(MonitorContract.Targets.path(4))\"\n", "a removed number is never reused, across restarts too")
     }
+
+    func testSIGHUPTakesTheFilesTargetsAsAtStartUp() throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let state = bus.directory + "/kept"
+        let daemon = try DaemonProcess(bus: bus, arguments: ["--target", "198.18.0.9"], stateDirectory: state)
+        defer { daemon.stop() }
+        func busctl(_ arguments: [String]) throws -> Outcome { try runCommand(["busctl", "--address=\(bus.address)"] + arguments) }
+        let targets = MonitorContract.Targets.interface
+        XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
+                                   MonitorContract.Targets.addTarget, "s", "198.18.0.5"]).stdout,
+                       "o \"\(MonitorContract.Targets.path(2))\"\n", "--target took number 1")
+        usleep(300_000)
+        // The file now says: target 2 with another Interval, and a target 7.
+        try "NextTarget=8\nTarget.2.Host=198.18.0.5\nTarget.2.Interval=3000\nTarget.7.Host=198.18.0.7\n"
+            .write(toFile: state + "/settings", atomically: true, encoding: .utf8)
+        kill(daemon.pid, SIGHUP)
+        try daemon.waitUntil("SIGHUP: re-read")
+        XCTAssertTrue(daemon.log.contains("target 2 Interval=3000"), daemon.log)
+        XCTAssertTrue(daemon.log.contains("target 7 added"), daemon.log)
+        XCTAssertEqual(try busctl(["get-property", MonitorContract.busName, MonitorContract.objectPath, targets,
+                                   MonitorContract.Targets.targetsProperty]).stdout,
+                       "ao 3 \"\(MonitorContract.Targets.path(1))\" \"\(MonitorContract.Targets.path(2))\" \"\(MonitorContract.Targets.path(7))\"\n",
+                       "--target's stays; the file's come")
+        XCTAssertEqual(try busctl(["get-property", MonitorContract.busName, MonitorContract.Targets.path(2), MonitorContract.interface,
+                                   P.interval.name]).stdout, "u 3000\n")
+        XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
+                                   MonitorContract.Targets.addTarget, "s", "198.18.0.8"]).stdout,
+                       "o \"\(MonitorContract.Targets.path(8))\"\n", "NextTarget from the file")
+    }
 }
