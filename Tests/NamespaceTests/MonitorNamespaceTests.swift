@@ -251,7 +251,7 @@ final class MonitorNamespaceTests: XCTestCase {
             XCTAssertEqual(try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, second,
                                            MonitorContract.interface, property.name, "u", value]).status, 0)
         }
-        usleep(700_000)
+        usleep(1_500_000)
         let check = Process()
         check.executableURL = URL(fileURLWithPath: "/usr/bin/busctl")
         check.arguments = ["--address=\(bus.address)", "call", MonitorContract.busName, second, MonitorContract.interface,
