@@ -54,13 +54,16 @@ public struct ProbeCore: Sendable {
         return outputs
     }
 
-    /// When `handleTimeout` is due next; nil when nothing is scheduled.
-    public var nextWakeup: UInt64? {
+    /// When `handleTimeout` is due next; nil when nothing is scheduled. Kept up to date by
+    /// every event (a stored value: drivers read it after each one).
+    public private(set) var nextWakeup: UInt64?
+
+    private mutating func refreshWakeup() {
         var earliest = nextProbeAt
         for time in [tracker.nextDeadline, overdue?.at, deferredProbeAt] {
             if let time, time < earliest ?? .max { earliest = time }
         }
-        return earliest
+        nextWakeup = earliest
     }
 
     /// Whether probe `sequence` is still waiting for its answer.
@@ -72,6 +75,7 @@ public struct ProbeCore: Sendable {
     /// A new target (or none): starts over with no verdict and probes at once.
     /// `method` is how the driver will send to it.
     public mutating func start(target: ProbeTarget?, method: ProbeMethod?, now: UInt64) {
+        defer { refreshWakeup() }
         nextProbeAt = nil
         overdue = nil
         deferredProbeAt = nil
@@ -89,6 +93,7 @@ public struct ProbeCore: Sendable {
     }
 
     public mutating func updateSettings(_ new: ProbeSettings, now: UInt64) {
+        defer { refreshWakeup() }
         let old = settings
         settings = new
         verdict.failureThreshold = new.failureThreshold
@@ -106,6 +111,7 @@ public struct ProbeCore: Sendable {
     /// Probes now, outside the schedule; the schedule continues from here. Sent while
     /// another probe is in flight, it is in flight with it: its loss is no failure of its own.
     public mutating func probeNow(now: UInt64) {
+        defer { refreshWakeup() }
         guard target != nil else { return }
         sendProbe(now: now, extra: !tracker.outstanding.isEmpty)
     }
@@ -117,6 +123,7 @@ public struct ProbeCore: Sendable {
     /// from a probe sent after it arrived, within two Timeouts. Returns false when
     /// there is nothing to probe; else `.probeFinished` follows.
     public mutating func check(now: UInt64) -> Bool {
+        defer { refreshWakeup() }
         guard target != nil else { return false }
         if !tracker.outstanding.isEmpty || deferredProbeAt != nil { return true }
         let timeout = settings.timeoutNanoseconds
@@ -130,6 +137,7 @@ public struct ProbeCore: Sendable {
 
     /// The route came back: the next probes go back to back until the host counts as answering.
     public mutating func routeRegained(now: UInt64) {
+        defer { refreshWakeup() }
         verdict.recoveringBackToBack = verdict.answering != true
         probeNow(now: now)
     }
@@ -139,6 +147,7 @@ public struct ProbeCore: Sendable {
     /// An echo reply with this sequence and token arrived (or a TCP probe connected).
     @discardableResult
     public mutating func receiveReply(sequence: UInt16, token: UInt64, now: UInt64) -> ProbeTracker.ReplyOutcome {
+        defer { refreshWakeup() }
         let outcome = tracker.reply(sequence: sequence, token: token, now: now)
         switch outcome {
         case .answered(_, let rtt):
@@ -166,6 +175,7 @@ public struct ProbeCore: Sendable {
     @discardableResult
     public mutating func receiveError(sequence: UInt16, token: UInt64?, _ failure: EchoPacket.Failure,
                                       from router: String?, now: UInt64) -> Bool {
+        defer { refreshWakeup() }
         guard let target, let probe = tracker.error(sequence: sequence, token: token) else {
             statistics.foreign += 1
             return false
@@ -194,6 +204,7 @@ public struct ProbeCore: Sendable {
     /// The system refused probe `sequence` (a local error from the socket's error queue, a
     /// TCP connection refused by the network): not answering at once.
     public mutating func refuse(sequence: UInt16, token: UInt64?, reason: String, now: UInt64) {
+        defer { refreshWakeup() }
         guard let probe = tracker.error(sequence: sequence, token: token) else {
             statistics.foreign += 1
             return
@@ -207,6 +218,7 @@ public struct ProbeCore: Sendable {
     /// probe; anything else (no route, not permitted) a refusal. Returns whether it was in flight.
     @discardableResult
     public mutating func sendFailed(sequence: UInt16, transient: Bool, reason: String, now: UInt64) -> Bool {
+        defer { refreshWakeup() }
         guard tracker.error(sequence: sequence, token: nil) != nil else { return false }
         statistics.errors += 1
         finish(transient ? .lost : .refused(reason: reason), now: now)
@@ -222,6 +234,7 @@ public struct ProbeCore: Sendable {
 
     /// Runs everything due at `now`, earliest first.
     public mutating func handleTimeout(now: UInt64) {
+        defer { refreshWakeup() }
         while true {
             let deadline = tracker.nextDeadline.flatMap { $0 <= now ? $0 : nil }
             let candidates: [(UInt64, Int)] = [

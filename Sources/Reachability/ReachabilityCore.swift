@@ -161,7 +161,7 @@ public struct ReachabilityCore {
     /// Events were lost (ENOBUFS): nothing in the table can be trusted; dump again.
     public mutating func overrun() {
         statistics.overruns += 1
-        for (sequence, id) in lookupOwners {
+        for (sequence, id) in lookupOwners.sorted(by: { $0.key < $1.key }) {
             abandonedLookups.append(sequence)
             targets[id]?.lookupSequence = nil
         }

@@ -66,9 +66,14 @@ public final class Simulation {
     private var behaviour: Scenario.HostBehaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
     private var probeTarget: IPAddress?
     private var kernelReadScheduled = false
+    private var stateDue = false
     private var overflowOnNextLookup = false
-    /// Every (usable, interface) the kernel's truth took for the reachability core's current target.
-    private var truthsSinceRetarget: Set<String> = []
+    /// Every (usable, interface) the kernel's truth took for each of the reachability core's targets
+    /// (target 0's since its address last changed).
+    private var truthsSinceRetarget: [ReachabilityCore.TargetID: Set<String>] = [:]
+    /// A second target on the same core, with a fixed address: lookups for two targets share
+    /// every overrun and dump.
+    private var secondTarget: ReachabilityCore.TargetID = 0
     private var evaluationDue = false
     private var quiet = false
     /// Something the reachability core sees changed since its agreement with the kernel was last checked.
@@ -112,6 +117,8 @@ public final class Simulation {
     /// Runs the scenario to its end; returns the violations found (none when every rule held).
     @discardableResult
     public func run() -> [Violation] {
+        secondTarget = reach.addTarget(families: [AF_INET, AF_INET6])
+        reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: secondTarget)
         noteKernelTruth(reset: true)
         reach.start()
         monitor.start(now: now)
@@ -245,7 +252,8 @@ public final class Simulation {
             probe.updateSettings(new, now: now)
         case .forgeries(let count):
             // They know what /proc/net/icmp shows and can guess sequences near ours; never the token.
-            let outstanding = sent.filter { !$0.value.finished && $0.value.deadline > now }.map(\.key)
+            // Sorted: a dictionary's order changes from process to process, and a seed must replay anywhere.
+            let outstanding = sent.filter { !$0.value.finished && $0.value.deadline > now }.map(\.key).sorted()
             for _ in 0..<count {
                 let sequence = outstanding.isEmpty ? UInt16(truncatingIfNeeded: random.next()) : outstanding[Int(random.next() % UInt64(outstanding.count))]
                 let at = now + random.next() % 500_000_000
@@ -267,7 +275,10 @@ public final class Simulation {
                 monitor.targetChanged(host: "a.test", family: scenario.family, now: now)
             }
         }
-        noteKernelTruth(reset: false)
+        switch fault {
+        case .linkUp, .carrier, .route, .heal: noteKernelTruth(reset: false)
+        default: break
+        }
         scheduleKernelRead()
     }
 
@@ -289,6 +300,13 @@ public final class Simulation {
                 busy = true
                 carryOut(output)
             }
+        }
+        if stateDue {
+            stateDue = false
+            let before = state.status
+            state = monitor.state(previous: state)
+            if state.status != before { summary.statuses.append((now, state.status, state.reason)) }
+            checkResolution()
         }
     }
 
@@ -334,8 +352,9 @@ public final class Simulation {
             scheduleKernelRead()
         case .evaluateAtEndOfTurn:
             evaluationDue = true
-        case .verdict(let verdict, _):
-            checkVerdictHeld(verdict)
+        case .verdict(let verdict, let id):
+            checkVerdictHeld(verdict, id)
+            guard id == 0 else { return }
             monitor.routeChanged(verdict, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) }))
         }
     }
@@ -371,10 +390,8 @@ public final class Simulation {
             onScheduleSinceAnswer = false
             probe.routeRegained(now: now)
         case .stateChanged:
-            let before = state.status
-            state = monitor.state(previous: state)
-            if state.status != before { summary.statuses.append((now, state.status, state.reason)) }
-            checkResolution()
+            // Published once the outputs of this step are all carried out, as a loop turn would.
+            stateDue = true
         }
     }
 
@@ -530,16 +547,13 @@ public final class Simulation {
         }
     }
 
-    /// Whenever the reachability core is at rest (nothing queued, no lookup out, the table
-    /// whole), its verdict is the one a reader that missed nothing would reach.
-    /// What a reader that missed nothing would conclude about the reachability core's target now.
-    private func kernelTruth() -> ReachabilityVerdict {
-        let table = kernel.wholeTable
+    /// What a reader that missed nothing would conclude about one of the reachability core's targets now.
+    private func kernelTruth(_ id: ReachabilityCore.TargetID, _ table: LinkTable) -> ReachabilityVerdict {
         let classify: (Link) -> InterfaceKind = { $0.name.hasPrefix("wlan") ? .wifi : .ethernet }
-        if let target = reach.target {
+        if let target = reach.target(id) {
             return ReachabilityEvaluation.verdict(target: target, lookup: kernel.lookup(target), table: table, classify: classify)
         }
-        return ReachabilityEvaluation.defaultRouteVerdict(families: reach.families, table: table, classify: classify)
+        return ReachabilityEvaluation.defaultRouteVerdict(families: reach.families(id), table: table, classify: classify)
     }
 
     private static func key(_ verdict: ReachabilityVerdict) -> String {
@@ -549,27 +563,34 @@ public final class Simulation {
     /// The kernel changed, or the core's target did: remember what is true now. A verdict may lag
     /// the kernel, but it must be something that was true at some moment for this target.
     private func noteKernelTruth(reset: Bool) {
-        if reset { truthsSinceRetarget = [] }
-        truthsSinceRetarget.insert(Self.key(kernelTruth()))
+        if reset { truthsSinceRetarget[0] = [] }
+        let table = kernel.wholeTable
+        for id in [0, secondTarget] { truthsSinceRetarget[id, default: []].insert(Self.key(kernelTruth(id, table))) }
     }
 
-    private func checkVerdictHeld(_ verdict: ReachabilityVerdict) {
-        if !truthsSinceRetarget.contains(Self.key(verdict)) {
-            violation("route verdict \(Self.key(verdict)): \(verdict.reason) — never true for this target "
-                      + "(true since: \(truthsSinceRetarget.sorted()))")
+    private func checkVerdictHeld(_ verdict: ReachabilityVerdict, _ id: ReachabilityCore.TargetID) {
+        if truthsSinceRetarget[id]?.contains(Self.key(verdict)) != true {
+            violation("route verdict \(Self.key(verdict)) for target \(id): \(verdict.reason) — never true for it "
+                      + "(true since: \((truthsSinceRetarget[id] ?? []).sorted()))")
         }
     }
 
+    /// Whenever the reachability core is at rest (nothing queued, no lookup out, the table whole),
+    /// each target's verdict is the one a reader that missed nothing would reach.
     private func checkKernelAgreement() {
         guard routeNewsSinceCheck, !kernel.hasQueued, !evaluationDue, reach.ready, !reach.isLookingUp else { return }
         routeNewsSinceCheck = false
-        let truth = kernelTruth()
-        guard let verdict = reach.verdict else {
-            return violation("no route verdict although the kernel has said everything (truth: \(truth.usable ? truth.interface : truth.reason))")
-        }
-        if verdict.usable != truth.usable || verdict.interface != truth.interface {
-            violation("route verdict \(verdict.usable ? "usable over \(verdict.interface)" : "unusable: \(verdict.reason)") "
-                      + "but the kernel says \(truth.usable ? "usable over \(truth.interface)" : "unusable: \(truth.reason)")")
+        let table = kernel.wholeTable
+        for id in [0, secondTarget] {
+            let truth = kernelTruth(id, table)
+            guard let verdict = reach.verdict(id) else {
+                return violation("no route verdict for target \(id) although the kernel has said everything "
+                                 + "(truth: \(truth.usable ? truth.interface : truth.reason))")
+            }
+            if verdict.usable != truth.usable || verdict.interface != truth.interface {
+                violation("target \(id): route verdict \(verdict.usable ? "usable over \(verdict.interface)" : "unusable: \(verdict.reason)") "
+                          + "but the kernel says \(truth.usable ? "usable over \(truth.interface)" : "unusable: \(truth.reason)")")
+            }
         }
     }
 
