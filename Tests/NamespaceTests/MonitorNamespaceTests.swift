@@ -246,7 +246,8 @@ final class MonitorNamespaceTests: XCTestCase {
         XCTAssertFalse(seen.contains("Path=\(MonitorContract.objectPath);") || seen.contains("Path=\(MonitorContract.objectPath)\n"), seen)
 
         // A Check on the silent target waits for the probe it forces (Timeout 5 s, no other probe
-        // due for 10 s once those in flight have expired); removing the target answers it.
+        // due for 10 s); removing the target answers it. The target ran at the defaults (Interval
+        // and Timeout 1 s): after 1.5 s no probe sent before the change is in flight to be shared.
         for (property, value) in [(P.timeout, "5000"), (P.interval, "10000")] {
             XCTAssertEqual(try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, second,
                                            MonitorContract.interface, property.name, "u", value]).status, 0)
