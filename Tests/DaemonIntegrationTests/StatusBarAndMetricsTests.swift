@@ -118,6 +118,19 @@ final class StatusBarAndMetricsTests: DaemonTestCase {
     }
 }
 
+/// What completions/netobserver.bash offers for `words` (the last one being completed), as bash would.
+func completeInBash(_ words: [String], environment: [String: String] = [:]) throws -> Outcome {
+    let script = """
+        source "$0"
+        COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " ")))
+        COMP_CWORD=\(words.count - 1)
+        _netobserver
+        printf '%s\\n' "${COMPREPLY[@]}"
+        """
+    let completion = Paths.repository.appendingPathComponent("completions/netobserver.bash").path
+    return try runCommand(["bash", "-c", script, completion], environment: environment)
+}
+
 /// The shell completions: syntax, and what they offer.
 final class CompletionTests: XCTestCase {
     private let directory = Paths.repository.appendingPathComponent("completions").path
@@ -131,14 +144,7 @@ final class CompletionTests: XCTestCase {
     }
 
     private func bashCompletions(_ words: [String]) throws -> [String] {
-        let script = """
-            source "$0"
-            COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " ")))
-            COMP_CWORD=\(words.count - 1)
-            _netobserver
-            printf '%s\\n' "${COMPREPLY[@]}"
-            """
-        let out = try runCommand(["bash", "-c", script, directory + "/netobserver.bash"])
+        let out = try completeInBash(words)
         XCTAssertEqual(out.status, 0, out.stderr)
         return out.stdout.split(separator: "\n").map(String.init)
     }

@@ -80,17 +80,9 @@ final class TargetsTests: DaemonTestCase {
     func testBashCompletesTargetNumbersFromTheService() throws {
         XCTAssertEqual(try add("198.18.0.5").status, 0)
         XCTAssertEqual(try add("198.18.0.6").status, 0)
-        let completion = Paths.repository.appendingPathComponent("completions/netobserver.bash").path
         let directory = (Paths.client as NSString).deletingLastPathComponent
         for words in [["netobserver", "--address", bus.address, "remove", ""], ["netobserver", "--address", bus.address, "--target", ""]] {
-            let script = """
-                source "$0"
-                COMP_WORDS=(\(words.map { "'\($0)'" }.joined(separator: " ")))
-                COMP_CWORD=\(words.count - 1)
-                _netobserver
-                printf '%s\\n' "${COMPREPLY[@]}"
-                """
-            let out = try runCommand(["bash", "-c", script, completion], environment: ["PATH": directory + ":/usr/bin:/bin"])
+            let out = try completeInBash(words, environment: ["PATH": directory + ":/usr/bin:/bin"])
             XCTAssertEqual(out.stdout.split(separator: "\n").map(String.init).sorted(), ["1", "2"], "\(words): \(out.stderr)")
         }
     }
