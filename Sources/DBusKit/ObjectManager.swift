@@ -2,6 +2,10 @@
 /// exported below a root, each with its interfaces and their readable properties.
 enum ObjectManager {
     static let name = "org.freedesktop.DBus.ObjectManager"
+    /// `a{sa{sv}}`: interfaces by name, each with its properties.
+    static let interfacesType = DBusType.dictionary(key: .string, value: .dictionary(key: .string, value: .variant))
+    /// `a{oa{sa{sv}}}`: objects by path, each with its interfaces.
+    static let objectsType = DBusType.dictionary(key: .objectPath, value: interfacesType)
 
     /// `a{sa{sv}}`: every interface of an object, with its readable properties' values
     /// (the standard interfaces too, with none, as GDBus lists them).
@@ -13,20 +17,17 @@ enum ObjectManager {
     }
 
     static func interface(managedObjects: @escaping () -> [(path: String, interfaces: [DBusInterface])]) -> DBusInterface {
-        let objectsType = DBusType.dictionary(key: .objectPath,
-                                              value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))
-        return DBusInterface(name, methods: [
+        DBusInterface(name, methods: [
             DBusMethod("GetManagedObjects", outputs: [DBusArgument("object_paths_interfaces_and_properties", objectsType)]) {
                 _ throws(DBusError) in
                 let entries = managedObjects().map { object in
                     DBusDictEntry(key: .objectPath(object.path), value: interfacesAndProperties(object.interfaces))
                 }
-                return .reply([.dictionary(key: .objectPath, value: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)), entries)])
+                return .reply([.dictionary(key: .objectPath, value: interfacesType, entries)])
             },
         ], signals: [
             DBusSignal("InterfacesAdded", [DBusArgument("object_path", .objectPath),
-                                           DBusArgument("interfaces_and_properties",
-                                                        .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]),
+                                           DBusArgument("interfaces_and_properties", interfacesType)]),
             DBusSignal("InterfacesRemoved", [DBusArgument("object_path", .objectPath), DBusArgument("interfaces", .array(.string))]),
         ])
     }

@@ -181,7 +181,7 @@ public struct ProbeCore: Sendable {
             return false
         }
         statistics.errors += 1
-        if isOldNews(probe) { return true }
+        if finishedAsOldNews(probe) { return true }
         if probe.isExtra, token == nil || failure == .timeExceeded {
             // Sent beside a probe that counts: like its silence, its unproven failure is not one of its own.
             outputs.append(.probeFinished)
@@ -210,7 +210,7 @@ public struct ProbeCore: Sendable {
             return
         }
         statistics.errors += 1
-        if isOldNews(probe) { return }
+        if finishedAsOldNews(probe) { return }
         finish(.refused(reason: reason), now: now)
     }
 
@@ -313,7 +313,7 @@ public struct ProbeCore: Sendable {
                 // Its silence is the silence of the probe it was sent beside: no second failure.
                 outputs.append(.probeFinished)
                 if verdict.wantsImmediateProbe && tracker.outstanding.isEmpty { sendProbe(now: now) }
-            } else if isOldNews(probe) {
+            } else if finishedAsOldNews(probe) {
                 // Its loss shows in PacketLoss only.
             } else {
                 finish(.lost, now: now)
@@ -322,9 +322,9 @@ public struct ProbeCore: Sendable {
     }
 
     /// A probe that failed after a probe sent later (or with it) was answered: the answer is the newer
-    /// news, so the failure counts in PacketLoss but adds no failure (nor refusal). Records it
-    /// so when it is.
-    private mutating func isOldNews(_ probe: ProbeTracker.Outstanding) -> Bool {
+    /// news, so the failure counts in PacketLoss but adds no failure (nor refusal). Finishes the
+    /// probe so when it is, and says whether it did.
+    private mutating func finishedAsOldNews(_ probe: ProbeTracker.Outstanding) -> Bool {
         guard let answered = newestAnsweredSentAt, probe.sentAt <= answered else { return false }
         verdict.recordOldLoss()
         publish()

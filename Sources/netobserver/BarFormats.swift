@@ -40,13 +40,19 @@ enum MonitorFormat: String, CaseIterable {
 
     /// waybar reads text and tooltip as Pango markup: the service's words must not become tags.
     private static func markup(_ text: String) -> String {
+        text.escaping(["&": "&amp;", "<": "&lt;", ">": "&gt;"])
+    }
+}
+
+extension String {
+    /// This text with each character in `replacements` written as its replacement.
+    func escaping(_ replacements: [Character: String]) -> String {
         var escaped = ""
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            default: escaped.append(character)
+        for character in self {
+            if let replacement = replacements[character] {
+                escaped += replacement
+            } else {
+                escaped.append(character)
             }
         }
         return escaped

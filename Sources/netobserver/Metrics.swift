@@ -41,16 +41,7 @@ enum PrometheusText {
 
     /// Label values escape backslash, double quote and newline.
     static func escape(_ value: String) -> String {
-        var escaped = ""
-        for character in value {
-            switch character {
-            case "\\": escaped += "\\\\"
-            case "\"": escaped += "\\\""
-            case "\n": escaped += "\\n"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
+        value.escaping(["\\": "\\\\", "\"": "\\\"", "\n": "\\n"])
     }
 
     /// A sample value: integers without a fraction, others as Swift prints them (a Go float).
