@@ -28,10 +28,12 @@ let package = Package(
         .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore"]),
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
+        // What ModemManager and NetworkManager say about links: modem generation, metered.
+        .target(name: "Cellular", dependencies: ["DBusKit", "EventLoop"]),
         // org.netobserver.Monitor's names, types, access and change modes, typed once for daemon, client and tests.
         .target(name: "MonitorContract", dependencies: ["DBusKit"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
-        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "EventLoop", "NetCore", "Reachability", "Probe"]),
+        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
         // The engines' cores on a virtual clock against a simulated kernel, far host and resolver (tests and bench).
         .target(name: "Simulation", dependencies: ["CLinux", "MonitorService", "Probe", "Reachability", "NetCore"]),
@@ -42,8 +44,8 @@ let package = Package(
         // `make bench` measurements that need root and network namespaces.
         .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation"]),
 
-        .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop"]),
-        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness"]),
+        .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport"]),
+        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore"]),

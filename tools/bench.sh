@@ -36,5 +36,7 @@ memory=$(awk '/^Rss:/ {r=$2} /^Private_Dirty:/ {d=$2} END {printf "rss_kb=%d pri
 /usr/bin/python3 "$root/tools/bench_targets64.py" "$DBUS_SESSION_BUS_ADDRESS" "$pid" "$netns"
 kill $pid; wait $pid 2>/dev/null || true
 "$work/bus.sh" stop
+# ModemManager and NetworkManager (python3-dbusmock): generation change latency, start-up, idle wake-ups.
+/usr/bin/python3 "$root/tools/bench_cellular.py" "$daemon" "$netns" 2> >(grep -v "fd limit" >&2)
 echo "idle netobserverd: $memory"
 python3 "$root/tools/bench_targets.py" "$memory" "$work"/results/raw-*.txt

@@ -29,6 +29,18 @@ public final class BusConnection {
         var onDisconnected: (() -> Void)?
         var onSignal: ((Message) -> Void)?
         var onMethodCall: ((OpaquePointer) -> Bool)?
+        var subscriptions: [UInt64: (rule: MatchRule, handler: (Message) -> Void)] = [:]
+        var nextSubscription: UInt64 = 0
+
+        func deliver(_ message: Message) {
+            onSignal?(message)
+            guard !subscriptions.isEmpty else { return }
+            for (id, subscription) in subscriptions.sorted(by: { $0.key < $1.key }) where subscription.rule.matches(message) {
+                // An earlier handler may have cancelled this one.
+                guard subscriptions[id] != nil else { continue }
+                subscription.handler(message)
+            }
+        }
     }
 
     public var onDisconnected: (() -> Void)? {
@@ -125,6 +137,13 @@ public final class BusConnection {
         dbus_connection_unref(raw)
     }
 
+    /// A message larger than `bytes` makes libdbus drop the connection instead of
+    /// buffering it; reading pauses while twice that waits to be dispatched.
+    public func limitIncomingMessages(toBytes bytes: Int) {
+        dbus_connection_set_max_message_size(raw, bytes)
+        dbus_connection_set_max_received_size(raw, bytes * 2)
+    }
+
     public var isConnected: Bool { !isClosed && dbus_connection_get_is_connected(raw) != 0 }
 
     /// Hands Peer calls addressed to us to our own object handlers instead of
@@ -192,6 +211,23 @@ public final class BusConnection {
 
     public func addMatch(_ rule: String) { callBus("AddMatch", [.string(rule)]) }
 
+    /// Asks the bus for the signals `rule` matches and hands each one, on the loop,
+    /// to `handler` until the subscription is cancelled or released. nil when the
+    /// rule has an invalid part.
+    public func subscribe(_ rule: MatchRule, _ handler: @escaping (Message) -> Void) -> SignalSubscription? {
+        guard let text = rule.text else { return nil }
+        handlers.nextSubscription += 1
+        let id = handlers.nextSubscription
+        handlers.subscriptions[id] = (rule, handler)
+        addMatch(text)
+        return SignalSubscription(connection: self, id: id, rule: text)
+    }
+
+    func unsubscribe(_ id: UInt64, rule: String) {
+        guard handlers.subscriptions.removeValue(forKey: id) != nil, isConnected else { return }
+        callBus("RemoveMatch", [.string(rule)])
+    }
+
     /// This machine's D-Bus machine id.
     public static func machineID() -> String? {
         var error = CDBus.DBusError()
@@ -222,7 +258,7 @@ private func filterMessage(_ connection: OpaquePointer?, _ raw: OpaquePointer?, 
         handlers.onDisconnected?()
         return DBUS_HANDLER_RESULT_HANDLED
     }
-    handlers.onSignal?(message)
+    handlers.deliver(message)
     return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
 }
 

@@ -48,6 +48,11 @@ public final class Message: @unchecked Sendable {
         dbus_message_is_signal(raw, interface, member) != 0
     }
 
+    /// The first argument when it is a string.
+    public var firstStringArgument: String? {
+        MessageReader.withString(at: 0, in: raw) { String(cString: $0) }
+    }
+
     /// The arguments as typed values.
     public func arguments() throws(DBusError) -> [DBusValue] {
         try MessageReader.read(raw)

@@ -27,13 +27,15 @@ public enum MonitorContract {
         case addressFamily = "AddressFamily"
         case probesSent = "ProbesSent"
         case probesAnswered = "ProbesAnswered"
+        case accessTechnology = "AccessTechnology"
+        case metered = "Metered"
 
         public var name: String { rawValue }
 
         public var type: DBusType {
             switch self {
-            case .status, .host, .interface, .address, .reason, .addressFamily: .string
-            case .reachable: .boolean
+            case .status, .host, .interface, .address, .reason, .addressFamily, .accessTechnology: .string
+            case .reachable, .metered: .boolean
             case .roundTripTime, .lastChange, .probesSent, .probesAnswered: .uint64
             case .packetLoss: .double
             case .interval, .timeout, .failureThreshold, .recoveryThreshold: .uint32

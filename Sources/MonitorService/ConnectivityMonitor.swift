@@ -1,3 +1,4 @@
+import Cellular
 import EventLoop
 import Glibc
 import NetCore
@@ -85,10 +86,18 @@ public final class ConnectivityMonitor {
         drive()
     }
 
+    /// ModemManager or NetworkManager changed what they say about links.
+    public func linkFactsChanged(_ table: LinkFactsTable) {
+        core.linkFactsChanged(table)
+        drive()
+    }
+
     /// The settings were restored from the state file before `start`: take them
     /// without looking anything up yet.
     public func settingsRestored() {
+        let facts = core.linkFacts
         core = MonitorCore(host: model.settings.host, family: model.settings.family, routeProblem: core.routeProblem)
+        core.linkFactsChanged(facts)
         probe.settings = Self.probeSettings(model.settings)
         reachability?.families = core.families
     }

@@ -1,3 +1,4 @@
+import Cellular
 import CLinux
 import DBusKit
 import EventLoop
@@ -82,6 +83,8 @@ final class Service {
     /// The pending Waits and Checks of every target together.
     private let budget = PendingBudget(limit: MonitorObject.pendingLimitInAll)
     private var monitor: MonitorObject?
+    /// ModemManager and NetworkManager on the system bus; nil when it cannot be reached.
+    private var linkFacts: LinkFactsWatch?
     private var targets: TargetSet?
     private var saver: StateSaver?
     /// What the state file holds (or will once saved): values Set over D-Bus, never flags.
@@ -131,12 +134,18 @@ final class Service {
             Log.error("lost the connection to the bus")
             loop.quit(status: 1)
         }
+        do {
+            linkFacts = try LinkFactsWatch(loop: loop)
+        } catch {
+            Log.info("cannot reach the system bus (\(error.message)): modems and metered links are not followed")
+        }
     }
 
     deinit {
         // Everything below holds the loop unowned or is attached to it: take them
         // apart while it still exists.
         connection.close()
+        linkFacts = nil
         saver = nil
         targets = nil
         monitor = nil
@@ -211,6 +220,12 @@ final class Service {
         }
         monitor.persist = { [unowned self] key, call in persist(key, call) }
         exportTargets(targets)
+        linkFacts?.onChange = { [unowned self] table in
+            connectivity.linkFactsChanged(table)
+            self.targets?.linkFactsChanged(table)
+        }
+        linkFacts?.onNews = { Log.info($0) }
+        linkFacts?.onReady = { Log.info("modems and metered links: first view complete") }
         model.onSettingChanged = { [unowned self] key in
             loop.atEndOfTurn { [unowned self] in
                 Log.info("\(key.name) set to \(model.settings.text(key))")

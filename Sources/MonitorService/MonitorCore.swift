@@ -1,3 +1,4 @@
+import Cellular
 import NetCore
 import Probe
 import Reachability
@@ -29,6 +30,8 @@ public struct MonitorCore {
     /// The reachability engine's verdict for the current target; nil until the kernel answered.
     public private(set) var route: ReachabilityVerdict?
     public private(set) var probe = ProbeReport()
+    /// What ModemManager and NetworkManager say about links.
+    public private(set) var linkFacts = LinkFactsTable()
     /// Why there is no reachability engine (it could not start); nil when there is one.
     public let routeProblem: String?
     public private(set) var generation: UInt64 = 0
@@ -70,7 +73,8 @@ public struct MonitorCore {
     /// Status, Interface, Address, Reason, RoundTripTime and PacketLoss from what is known.
     public func state(previous: MonitorState) -> MonitorState {
         let route = routeProblem.map { ReachabilityVerdict(usable: false, reason: $0) } ?? self.route
-        return StatusRules.state(host: host, resolution: resolution, route: route, probe: probe, previous: previous)
+        return StatusRules.state(host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts,
+                                 previous: previous)
     }
 
     // MARK: Events
@@ -135,6 +139,13 @@ public struct MonitorCore {
         probe = new
         // A host that stops answering may have moved: look its name up again.
         if old.answering == true && new.answering == false { resolve() }
+        outputs.append(.stateChanged)
+    }
+
+    /// ModemManager or NetworkManager changed what they say about some link.
+    public mutating func linkFactsChanged(_ table: LinkFactsTable) {
+        guard table != linkFacts else { return }
+        linkFacts = table
         outputs.append(.stateChanged)
     }
 

@@ -67,6 +67,8 @@ extension MonitorModel {
         case .addressFamily: .string(settings.family.rawValue)
         case .probesSent: .uint64(state.probesSent)
         case .probesAnswered: .uint64(state.probesAnswered)
+        case .accessTechnology: .string(state.accessTechnology)
+        case .metered: .boolean(state.metered)
         }
     }
 }

@@ -15,6 +15,10 @@ public struct MonitorState: Equatable, Sendable {
     /// Probes sent and answered since the daemon started; they only grow.
     public var probesSent: UInt64 = 0
     public var probesAnswered: UInt64 = 0
+    /// The route's modem generation ("2g" … "5g"), "" when unknown or not a modem.
+    public var accessTechnology = ""
+    /// The route's link costs money by the byte.
+    public var metered = false
 
     public init() {}
 
@@ -32,6 +36,8 @@ public struct MonitorState: Equatable, Sendable {
         if lastChange != old.lastChange { changed.append(.lastChange) }
         if probesSent != old.probesSent { changed.append(.probesSent) }
         if probesAnswered != old.probesAnswered { changed.append(.probesAnswered) }
+        if accessTechnology != old.accessTechnology { changed.append(.accessTechnology) }
+        if metered != old.metered { changed.append(.metered) }
         return changed
     }
 }

@@ -1,3 +1,4 @@
+import Cellular
 import NetCore
 import Probe
 import Reachability
@@ -13,7 +14,21 @@ public enum Resolution: Equatable, Sendable {
 /// the route and the probes in; Status, Interface, Address and Reason out.
 public enum StatusRules {
     public static func state(host: String, resolution: Resolution, route: ReachabilityVerdict?,
-                             probe: ProbeReport, previous: MonitorState) -> MonitorState {
+                             probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
+                             previous: MonitorState) -> MonitorState {
+        var state = pathState(host: host, resolution: resolution, route: route, probe: probe, previous: previous)
+        // The services' word on the route's link: a modem is cellular whatever its link type.
+        let facts = linkFacts[state.interface]
+        if state.status.isConnected, facts?.isModem == true { state.status = .cellular }
+        state.accessTechnology = facts?.generation?.rawValue ?? ""
+        state.metered = facts?.meteredByNetworkManager == true || facts?.isModem == true || state.status == .cellular
+            || (route?.kind == .cellular && !state.interface.isEmpty)
+        return state
+    }
+
+    /// Status, Interface, Address and Reason from resolution, route and probes alone.
+    private static func pathState(host: String, resolution: Resolution, route: ReachabilityVerdict?,
+                                  probe: ProbeReport, previous: MonitorState) -> MonitorState {
         var state = previous
         state.roundTripTime = probe.roundTripMicroseconds
         state.packetLoss = probe.packetLoss

@@ -1,3 +1,4 @@
+import Cellular
 import DBusKit
 import EventLoop
 import MonitorContract
@@ -39,6 +40,8 @@ final class TargetSet {
     private let budget: PendingBudget
     private(set) var targets: [Target] = []
     private(set) var nextNumber: UInt32 = 1
+    /// What ModemManager and NetworkManager say now: every target starts with it.
+    private var linkFacts = LinkFactsTable()
 
     /// The set of targets changed (Targets, and what the state file keeps).
     var onChange: (() -> Void)?
@@ -118,6 +121,7 @@ final class TargetSet {
             loop.atEndOfTurn { [weak target] in target?.connectivity.settingChanged(key) }
         }
         targets.append(target)
+        connectivity.linkFactsChanged(linkFacts)
         connectivity.start()
         changed()
         return target
@@ -133,6 +137,11 @@ final class TargetSet {
         // The engines go with the last reference, after this turn's signals.
         loop.atEndOfTurn { _ = target }
         changed()
+    }
+
+    func linkFactsChanged(_ table: LinkFactsTable) {
+        linkFacts = table
+        for target in targets { target.connectivity.linkFactsChanged(table) }
     }
 
     func clientVanished(_ client: String) {

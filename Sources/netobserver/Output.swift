@@ -44,6 +44,14 @@ struct Snapshot: Encodable {
     var AddressFamily: String { string(.addressFamily) }
     var ProbesSent: UInt64 { number(.probesSent) }
     var ProbesAnswered: UInt64 { number(.probesAnswered) }
+    var AccessTechnology: String { string(.accessTechnology) }
+    var Metered: Bool { values[.metered]?.boolValue ?? false }
+
+    /// Status with what the link is: `cellular (4g, metered)`.
+    var statusWithLink: String {
+        let details = [AccessTechnology, Metered ? "metered" : ""].filter { !$0.isEmpty }
+        return details.isEmpty ? Status : "\(Status) (\(details.joined(separator: ", ")))"
+    }
 
     private struct Key: CodingKey {
         let stringValue: String
@@ -77,7 +85,7 @@ struct Snapshot: Encodable {
     func screen() -> String {
         let dash = "—"
         var lines = [
-            "Status:       \(Status)" + (Reachable ? " (reachable)" : ""),
+            "Status:       \(statusWithLink)" + (Reachable ? " (reachable)" : ""),
             "Host:         \(Host)" + (AddressFamily == "any" ? "" : " (\(AddressFamily))"),
             "Address:      \(Address.isEmpty ? dash : Address)",
             "Interface:    \(Interface.isEmpty ? dash : Interface)",
@@ -92,7 +100,7 @@ struct Snapshot: Encodable {
 
     /// One line for `monitor`.
     func line() -> String {
-        var text = "\(Self.timestamp(LastChange)) \(Status) \(Host)"
+        var text = "\(Self.timestamp(LastChange)) \(statusWithLink) \(Host)"
         if !Address.isEmpty && Address != Host { text += " (\(Address))" }
         if !Interface.isEmpty { text += " via \(Interface)" }
         if RoundTripTime > 0 && Reachable { text += " rtt \(Self.milliseconds(RoundTripTime))" }

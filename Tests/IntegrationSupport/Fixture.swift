@@ -155,9 +155,9 @@ public final class DaemonProcess {
     public init(bus: PrivateBus, arguments: [String] = [], stateDirectory: String? = nil, waitForName: Bool = true,
                 namespace: String? = nil, host: String = "198.18.0.1", environment: [String: String] = [:],
                 launcher: [String] = []) throws {
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
+        // ModemManager and NetworkManager are looked for on the test's own bus, never the machine's.
+        process.environment = ProcessInfo.processInfo.environment
+            .merging(["DBUS_SYSTEM_BUS_ADDRESS": bus.address]) { $1 }.merging(environment) { $1 }
         logPath = bus.directory + "/daemon-\(UUID().uuidString.prefix(6)).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         // The daemon really resolves and probes, so it runs in a network namespace of

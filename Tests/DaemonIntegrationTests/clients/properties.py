@@ -18,6 +18,7 @@ expected = {
     "Interval": (dbus.UInt32, True), "Timeout": (dbus.UInt32, True), "FailureThreshold": (dbus.UInt32, True),
     "RecoveryThreshold": (dbus.UInt32, True), "AddressFamily": (dbus.String, True),
     "ProbesSent": (dbus.UInt64, False), "ProbesAnswered": (dbus.UInt64, False),
+    "AccessTechnology": (dbus.String, False), "Metered": (dbus.Boolean, False),
 }
 all_props = props.GetAll(IFACE)
 check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))

@@ -1,0 +1,72 @@
+import DBusKit
+
+/// What ModemManager and NetworkManager say about one network interface.
+public struct LinkFacts: Equatable, Sendable {
+    /// A ModemManager modem lists the interface as its net port.
+    public var isModem = false
+    /// That modem's generation, when it says.
+    public var generation: CellularGeneration?
+    /// NetworkManager's device for the interface is metered (yes or guess-yes).
+    public var meteredByNetworkManager = false
+
+    public init(isModem: Bool = false, generation: CellularGeneration? = nil, meteredByNetworkManager: Bool = false) {
+        self.isModem = isModem
+        self.generation = generation
+        self.meteredByNetworkManager = meteredByNetworkManager
+    }
+}
+
+/// The facts for every interface either service knows something about, by name. Pure:
+/// built from the two services' cached objects.
+public struct LinkFactsTable: Equatable, Sendable {
+    public private(set) var byInterface: [String: LinkFacts] = [:]
+
+    public init(_ byInterface: [String: LinkFacts] = [:]) {
+        self.byInterface = byInterface
+    }
+
+    public subscript(interface: String) -> LinkFacts? {
+        interface.isEmpty ? nil : byInterface[interface]
+    }
+
+    public static let modemInterface = "org.freedesktop.ModemManager1.Modem"
+    public static let deviceInterface = "org.freedesktop.NetworkManager.Device"
+    /// MM_MODEM_PORT_TYPE_NET
+    static let netPortType: UInt32 = 2
+    /// NM_METERED_YES and NM_METERED_GUESS_YES
+    static let meteredValues: Set<UInt32> = [1, 3]
+
+    /// From ModemManager's modems (`Ports` a(su), `AccessTechnologies` u) and
+    /// NetworkManager's devices (`Interface`, `IpInterface` s, `Metered` u). Values of
+    /// another type count as absent.
+    public init(modems: some Collection<RemoteObject>, devices: some Collection<RemoteObject>) {
+        for modem in modems.sorted(by: { $0.path < $1.path }) {
+            guard case .array(_, let ports)? = modem.property("Ports", of: Self.modemInterface) else { continue }
+            let mask = modem.property("AccessTechnologies", of: Self.modemInterface)?.uint32Value ?? 0
+            for port in ports {
+                guard case .structure(let fields) = port, fields.count == 2, let name = fields[0].stringValue,
+                      fields[1].uint32Value == Self.netPortType, !name.isEmpty else { continue }
+                var facts = byInterface[name] ?? LinkFacts()
+                facts.isModem = true
+                facts.generation = max(facts.generation, CellularGeneration(accessTechnologies: mask))
+                byInterface[name] = facts
+            }
+        }
+        for device in devices {
+            guard let metered = device.property("Metered", of: Self.deviceInterface)?.uint32Value,
+                  Self.meteredValues.contains(metered) else { continue }
+            // A modem's device names its control port in Interface and the data port in IpInterface.
+            let names = ["Interface", "IpInterface"].compactMap { device.property($0, of: Self.deviceInterface)?.stringValue }
+            for name in Set(names) where !name.isEmpty {
+                byInterface[name, default: LinkFacts()].meteredByNetworkManager = true
+            }
+        }
+    }
+}
+
+private func max(_ a: CellularGeneration?, _ b: CellularGeneration?) -> CellularGeneration? {
+    switch (a, b) {
+    case (nil, let other), (let other, nil): other
+    case (let a?, let b?): Swift.max(a, b)
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import Glibc
+import IntegrationSupport
+import MonitorContract
+import XCTest
+
+/// AccessTechnology and Metered end to end: the daemon in a client namespace whose
+/// route goes over a veth (an Ethernet-looking link), ModemManager and NetworkManager
+/// played by python3-dbusmock on the test's bus, handed to the daemon as its system bus.
+final class CellularNamespaceTests: XCTestCase {
+    var hosts: ThreeHosts!
+    var bus: PrivateBus!
+    var daemon: DaemonProcess?
+    var watcher: Process?
+    var watchLog = ""
+
+    override func setUpWithError() throws {
+        try requireRoot()
+        hosts = try ThreeHosts(tag: "cl")
+        bus = try PrivateBus()
+    }
+
+    override func tearDown() {
+        watcher?.terminate()
+        watcher?.waitUntilExit()
+        daemon?.stop()
+        bus?.stop()
+        hosts = nil
+    }
+
+    var link: String { hosts.clientLink }
+
+    func startDaemon() throws {
+        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200", "--timeout", "200"], namespace: hosts.client.name,
+                                   host: "198.18.2.2")
+    }
+
+    func get(_ property: P, path: String = MonitorContract.objectPath) throws -> String {
+        let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+                                  path, MonitorContract.interface, property.name])
+        let value = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).last ?? ""
+        return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+    }
+
+    /// Polls until `property` reads `expected`.
+    func wait(_ property: P, _ expected: String, path: String = MonitorContract.objectPath, timeout: Double = 5,
+              file: StaticString = #filePath, line: UInt = #line) throws {
+        let start = Date()
+        while Date().timeIntervalSince(start) < timeout {
+            if try get(property, path: path) == expected { return }
+            usleep(10_000)
+        }
+        XCTFail("\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(try get(property))'\n\(daemon?.log ?? "")",
+                file: file, line: line)
+    }
+
+    func startWatcher() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.python)
+        process.arguments = [Paths.namespaceHelpers + "/watch.py", bus.address]
+        watchLog = bus.directory + "/watch.log"
+        _ = FileManager.default.createFile(atPath: watchLog, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: watchLog)
+        try process.run()
+        watcher = process
+        for _ in 0..<200 where !((try? String(contentsOfFile: watchLog, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
+    }
+
+    /// The `changed` maps of the PropertiesChanged signals the watcher saw.
+    func propertyChanges() -> [[String: Any]] {
+        let text = (try? String(contentsOfFile: watchLog, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  object["kind"] as? String == "props" else { return nil }
+            return object["changed"] as? [String: Any]
+        }
+    }
+
+    func testAModemsNetPortIsCellularAtEveryGeneration() throws {
+        let modemManager = try MockService.modemManager(bus: bus)
+        try modemManager.addModem(0, netPorts: [link], accessTechnologies: 1 << 14)
+        try startDaemon()
+        try wait(.status, "cellular")
+        XCTAssertEqual(try get(.accessTechnology), "4g")
+        XCTAssertEqual(try get(.metered), "true")
+        XCTAssertTrue(daemon?.log.contains("ModemManager: 1 modem") == true, daemon?.log ?? "")
+
+        let generations: [(UInt32, String)] = [
+            (1 << 1, "2g"), (1 << 4, "2g"), (1 << 10, "2g"), (1 << 5, "3g"), (1 << 9, "3g"), (1 << 13, "3g"),
+            (1 << 16, "4g"), (1 << 17, "4g"), (1 << 15, "5g"), (1 << 14 | 1 << 15, "5g"), (0, ""), (1 << 5, "3g"),
+        ]
+        for (mask, generation) in generations {
+            try modemManager.setAccessTechnologies(modem: 0, mask)
+            try wait(.accessTechnology, generation)
+            XCTAssertEqual(try get(.status), "cellular", "mask \(mask)")
+        }
+
+        // 3G → 4G is one PropertiesChanged of AccessTechnology; Status stays.
+        try startWatcher()
+        try modemManager.setAccessTechnologies(modem: 0, 1 << 14)
+        try wait(.accessTechnology, "4g")
+        usleep(200_000)
+        let changes = propertyChanges().filter { $0["AccessTechnology"] != nil }
+        XCTAssertEqual(changes.count, 1, "\(propertyChanges())")
+        XCTAssertEqual(changes.first?["AccessTechnology"] as? String, "4g")
+        XCTAssertNil(changes.first?["Status"])
+
+        let screen = try runCommand([Paths.client, "--address", bus.address, "status"])
+        XCTAssertTrue(screen.stdout.contains("Status:       cellular (4g, metered) (reachable)"), screen.stdout)
+        // An added target over the same route hears the same.
+        let added = try runCommand([Paths.client, "--address", bus.address, "add", "198.18.2.3"])
+        let path = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(added.status, 0, added.stderr)
+        try wait(.status, "cellular", path: path)
+        XCTAssertEqual(try get(.accessTechnology, path: path), "4g")
+
+        // Unplugged: the link is the kernel's again.
+        try modemManager.removeModem(0)
+        try wait(.status, "ethernet")
+        XCTAssertEqual(try get(.accessTechnology), "")
+        XCTAssertEqual(try get(.metered), "false")
+        try wait(.accessTechnology, "", path: path)
+        XCTAssertEqual(try get(.status, path: path), "ethernet")
+    }
+
+    func testModemManagerStartingAfterTheDaemonAndLeaving() throws {
+        try startDaemon()
+        try wait(.status, "ethernet")
+        XCTAssertEqual(try get(.metered), "false")
+        let modemManager = try MockService.modemManager(bus: bus)
+        try modemManager.addModem(3, netPorts: ["wwan9", link], accessTechnologies: 1 << 9)
+        try wait(.status, "cellular")
+        XCTAssertEqual(try get(.accessTechnology), "3g")
+        modemManager.stop()
+        try wait(.status, "ethernet")
+        XCTAssertEqual(try get(.accessTechnology), "")
+        XCTAssertEqual(try get(.metered), "false")
+        XCTAssertTrue(daemon?.log.contains("ModemManager: not running") == true, daemon?.log ?? "")
+    }
+
+    func testNetworkManagerSaysWhetherAnEthernetLinkIsMetered() throws {
+        let networkManager = try MockService.networkManager(bus: bus)
+        try networkManager.addEthernetDevice("veth", interface: link, metered: 1)
+        try startDaemon()
+        try wait(.status, "ethernet")
+        try wait(.metered, "true")
+        XCTAssertEqual(try get(.accessTechnology), "")
+        for (value, metered) in [(2, "false"), (3, "true"), (4, "false"), (0, "false"), (1, "true")] as [(UInt32, String)] {
+            try networkManager.setMetered("veth", value)
+            try wait(.metered, metered)
+            XCTAssertEqual(try get(.status), "ethernet")
+        }
+        let screen = try runCommand([Paths.client, "--address", bus.address, "status"])
+        XCTAssertTrue(screen.stdout.contains("Status:       ethernet (metered) (reachable)"), screen.stdout)
+        networkManager.stop()
+        try wait(.metered, "false")
+    }
+
+    /// A ModemManager whose GetManagedObjects hangs for 8 s: the service answers as ever.
+    func testAModemManagerThatNeverAnswersStallsNothing() throws {
+        let name = "org.freedesktop.ModemManager1"
+        let hanging = try MockService(bus: bus, name: name, arguments: [name, "/org/freedesktop/ModemManager1", name])
+        try hanging.call("/org/freedesktop/ModemManager1", "org.freedesktop.DBus.Mock", "AddMethod", "sssss",
+                         ["org.freedesktop.DBus.ObjectManager", "GetManagedObjects", "", "a{oa{sa{sv}}}",
+                          "__import__('time').sleep(8); ret = {}"])
+        try startDaemon()
+        try wait(.status, "ethernet")
+        var slowest = 0.0
+        for _ in 0..<20 {
+            let start = Date()
+            XCTAssertEqual(try get(.status), "ethernet")
+            slowest = max(slowest, Date().timeIntervalSince(start))
+            usleep(50_000)
+        }
+        XCTAssertLessThan(slowest, 1.0, "a Get took \(slowest) s while ModemManager hung")
+        XCTAssertEqual(try get(.accessTechnology), "")
+    }
+}
