@@ -7,7 +7,7 @@ SHELL := /bin/bash
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-BUILD_PACKAGES := libdbus-1-dev pkg-config dbus-daemon
+BUILD_PACKAGES := libdbus-1-dev libcurl4-openssl-dev pkg-config dbus-daemon
 TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 python3 python3-dbus python3-gi \
                  iproute2 iptables libxml2-utils procps util-linux passwd python3-seccomp \
                  prometheus zsh fish python3-dbusmock

@@ -16,6 +16,12 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
+        // libcurl, for CheckURL's plain HTTP GET, with a shim for its variadic setopt/getinfo.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         // A single-threaded epoll loop: fd sources, timers, end-of-turn work, cross-thread posts.
         // Linux headers and macros Swift cannot import (epoll, eventfd, signalfd, later netlink/ICMP).
         .target(name: "CLinux"),
@@ -30,10 +36,12 @@ let package = Package(
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
         // What ModemManager and NetworkManager say about links: modem generation, metered.
         .target(name: "Cellular", dependencies: ["DBusKit", "EventLoop"]),
+        // CheckURL: libcurl's multi-socket interface on the MainLoop, and what an answer means.
+        .target(name: "HTTPCheck", dependencies: ["CCurl", "EventLoop"]),
         // org.netobserver.Monitor's names, types, access and change modes, typed once for daemon, client and tests.
         .target(name: "MonitorContract", dependencies: ["DBusKit"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
-        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular"]),
+        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
         // The engines' cores on a virtual clock against a simulated kernel, far host and resolver (tests and bench).
         .target(name: "Simulation", dependencies: ["CLinux", "MonitorService", "Probe", "Reachability", "NetCore"]),
@@ -45,8 +53,9 @@ let package = Package(
         .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation"]),
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport"]),
-        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit"]),
+        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe"]),
+        .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "EventLoop"], exclude: ["server.py"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.

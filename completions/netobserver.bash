@@ -46,7 +46,7 @@ _netobserver() {
         metrics) COMPREPLY=($(compgen -W "--textfile" -- "$cur")) ;;
         set)
             if [ "$prev" = set ]; then
-                COMPREPLY=($(compgen -W "host interval timeout failures recoveries family" -- "$cur"))
+                COMPREPLY=($(compgen -W "host interval timeout failures recoveries family check-url" -- "$cur"))
             elif [ "$prev" = family ]; then
                 COMPREPLY=($(compgen -W "any ipv4 ipv6" -- "$cur"))
             fi

@@ -29,12 +29,17 @@ public enum MonitorContract {
         case probesAnswered = "ProbesAnswered"
         case accessTechnology = "AccessTechnology"
         case metered = "Metered"
+        case connectivity = "Connectivity"
+        case probeMethod = "ProbeMethod"
+        case checkURL = "CheckURL"
+        case portalURL = "PortalURL"
 
         public var name: String { rawValue }
 
         public var type: DBusType {
             switch self {
-            case .status, .host, .interface, .address, .reason, .addressFamily, .accessTechnology: .string
+            case .status, .host, .interface, .address, .reason, .addressFamily, .accessTechnology,
+                 .connectivity, .probeMethod, .checkURL, .portalURL: .string
             case .reachable, .metered: .boolean
             case .roundTripTime, .lastChange, .probesSent, .probesAnswered: .uint64
             case .packetLoss: .double
@@ -64,6 +69,7 @@ public enum MonitorContract {
             case .failureThreshold: "failures"
             case .recoveryThreshold: "recoveries"
             case .addressFamily: "family"
+            case .checkURL: "check-url"
             default: nil
             }
         }
@@ -113,6 +119,11 @@ public enum MonitorContract {
             default: true
             }
         }
+    }
+
+    /// What the network gives (INTERFACE.md, "Connectivity"); Status is connected only when `full`.
+    public enum Connectivity: String, CaseIterable, Sendable {
+        case unknown, none, portal, limited, full
     }
 
     /// org.netobserver.Targets, on the default target's object: more targets, each a full

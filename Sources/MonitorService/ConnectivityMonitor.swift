@@ -1,6 +1,7 @@
 import Cellular
 import EventLoop
 import Glibc
+import HTTPCheck
 import NetCore
 import Probe
 import Reachability
@@ -19,6 +20,9 @@ public final class ConnectivityMonitor {
     private let resolver: HostResolver
     private let resolverOwner: UInt64
     private var core: MonitorCore
+    /// Shared by every target; nil when libcurl could not start (CheckURL then always fails).
+    private let http: HTTPClient?
+    private var check: HTTPRequest?
     private var resolveTimer: LoopTimer?
     private var resolveTimerDeadline: UInt64?
 
@@ -28,10 +32,11 @@ public final class ConnectivityMonitor {
     /// `sharedReachability`: an engine already watching the kernel's routes (another
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
-                sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil,
+                sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: HTTPClient? = nil,
                 classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
         self.loop = loop
         self.model = model
+        self.http = http
         if let resolver {
             self.resolver = resolver
         } else {
@@ -60,6 +65,7 @@ public final class ConnectivityMonitor {
 
     deinit {
         resolver.cancelAll(owner: resolverOwner)
+        check?.cancel()
         if let resolveTimer { loop.cancel(resolveTimer) }
     }
 
@@ -68,12 +74,12 @@ public final class ConnectivityMonitor {
             if let method = new.method, method != old.method, let target = probe.target {
                 Log.info("probing \(target) with \(method.rawValue)")
             }
-            core.probeReportChanged(from: old, to: new)
+            core.probeReportChanged(from: old, to: new, now: loop.now())
             drive()
         }
         probe.onProbeFinished = { [unowned self] in onVerdictReady?() }
         reachability?.onChange = { [unowned self] verdict in
-            core.routeChanged(verdict, routedFamilies: routedFamilies)
+            core.routeChanged(verdict, routedFamilies: routedFamilies, now: loop.now())
             drive()
         }
         model.probeNow = { [unowned self] in core.canProbe && probe.probeForCheck() }
@@ -83,6 +89,7 @@ public final class ConnectivityMonitor {
     /// Starts resolving the Host; call once the model is exported.
     public func start() {
         core.start(now: loop.now())
+        if !model.settings.checkURL.isEmpty { core.checkURLChanged(model.settings.checkURL, now: loop.now()) }
         drive()
     }
 
@@ -110,6 +117,9 @@ public final class ConnectivityMonitor {
             drive()
         case .interval, .timeout, .failureThreshold, .recoveryThreshold:
             probe.settings = Self.probeSettings(model.settings)
+        case .checkURL:
+            core.checkURLChanged(model.settings.checkURL, now: loop.now())
+            drive()
         }
     }
 
@@ -141,10 +151,45 @@ public final class ConnectivityMonitor {
                 case .stateChanged:
                     let core = self.core
                     model.update { state in state = core.state(previous: state) }
+                case .startCheck(let url, let generation):
+                    startCheck(url, generation)
+                case .cancelCheck:
+                    check?.cancel()
+                    check = nil
                 }
             }
         }
         armResolveTimer()
+    }
+
+    /// One GET of CheckURL, within max(5 s, Timeout).
+    private func startCheck(_ url: String, _ generation: UInt64) {
+        check?.cancel()
+        let limit = max(5_000, Int(model.settings.timeout))
+        check = http?.get(url, timeoutMilliseconds: limit) { [weak self] answer in
+            guard let self else { return }
+            check = nil
+            let meaning = answer.meaning(checkURL: url)
+            Log.info("check \(url): \(Self.describe(answer, meaning))")
+            core.checkAnswered(generation: generation, meaning, now: loop.now())
+            drive()
+        }
+        if check == nil {
+            // Answer from the loop, never from inside the core's own turn.
+            loop.atEndOfTurn { [weak self] in
+                guard let self else { return }
+                core.checkAnswered(generation: generation, .failed("libcurl is not available"), now: loop.now())
+                drive()
+            }
+        }
+    }
+
+    private static func describe(_ answer: CheckAnswer, _ meaning: CheckAnswer.Meaning) -> String {
+        switch meaning {
+        case .expected: "HTTP \(answer.status), as expected"
+        case .portal(let url): "HTTP \(answer.status): captive portal at \(url)"
+        case .failed(let why): why
+        }
     }
 
     private func resolve(_ host: String, _ family: AddressFamily, _ generation: UInt64) {

@@ -3,6 +3,7 @@ import CLinux
 import DBusKit
 import EventLoop
 import Glibc
+import HTTPCheck
 import MonitorContract
 import Probe
 
@@ -80,6 +81,8 @@ final class Service {
     private let resolver: HostResolver
     /// One ICMP socket per family for every target.
     private let probeSockets: ProbeSockets
+    /// One libcurl multi handle for every target's CheckURL.
+    private let http: HTTPClient?
     /// The pending Waits and Checks of every target together.
     private let budget = PendingBudget(limit: MonitorObject.pendingLimitInAll)
     private var monitor: MonitorObject?
@@ -113,7 +116,14 @@ final class Service {
         do {
             resolver = try HostResolver(loop: loop)
             probeSockets = ProbeSockets(loop: loop)
-            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, probeSockets: probeSockets)
+            do {
+                http = try HTTPClient(loop: loop)
+            } catch {
+                Log.warning("CheckURL will fail: \(error)")
+                http = nil
+            }
+            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, probeSockets: probeSockets,
+                                                   http: http)
         } catch {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
         }
@@ -204,7 +214,7 @@ final class Service {
     func export() {
         let server = ObjectServer(connection: connection)
         let targets = TargetSet(loop: loop, server: server, resolver: resolver, reachability: connectivity.reachabilityEngine,
-                                probeSockets: probeSockets, budget: budget)
+                                probeSockets: probeSockets, budget: budget, http: http)
         self.targets = targets
         let monitor = MonitorObject(model: model, server: server, budget: budget, extraInterfaces: [targets.declaration()])
         self.monitor = monitor

@@ -1,4 +1,5 @@
 import Cellular
+import HTTPCheck
 import NetCore
 import Probe
 import Reachability
@@ -19,6 +20,10 @@ public struct MonitorCore {
         case routeRegained
         /// Something StatusRules reads changed: publish `state(previous:)`.
         case stateChanged
+        /// GET `url` (CheckURL); answer with `checkAnswered(generation:…)`.
+        case startCheck(url: String, generation: UInt64)
+        /// The check under way is no longer wanted.
+        case cancelCheck
     }
 
     /// How often a resolved name is looked up again.
@@ -32,6 +37,12 @@ public struct MonitorCore {
     public private(set) var probe = ProbeReport()
     /// What ModemManager and NetworkManager say about links.
     public private(set) var linkFacts = LinkFactsTable()
+    public private(set) var portalCheck = PortalCheck()
+    /// Lookups of Host failed in a row while its known address kept answering.
+    public private(set) var failedLookupsWhileAnswering = 0
+    private var lookupFailure = ""
+    /// After this many, the resolver counts as broken (DNS health).
+    public static let brokenResolverFailures = 2
     /// Why there is no reachability engine (it could not start); nil when there is one.
     public let routeProblem: String?
     public private(set) var generation: UInt64 = 0
@@ -53,7 +64,12 @@ public struct MonitorCore {
         return outputs
     }
 
-    public var nextWakeup: UInt64? { resolveAt }
+    public var nextWakeup: UInt64? {
+        switch (resolveAt, portalCheck.nextAt) {
+        case (nil, let at), (let at, nil): at
+        case (let a?, let b?): min(a, b)
+        }
+    }
 
     /// The default-route families AddressFamily allows.
     public var families: [Int32] {
@@ -73,8 +89,12 @@ public struct MonitorCore {
     /// Status, Interface, Address, Reason, RoundTripTime and PacketLoss from what is known.
     public func state(previous: MonitorState) -> MonitorState {
         let route = routeProblem.map { ReachabilityVerdict(usable: false, reason: $0) } ?? self.route
+        let dns = failedLookupsWhileAnswering >= Self.brokenResolverFailures
+            ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : nil
+        let beyond = BeyondTheHost(checkOn: portalCheck.isOn, checkURL: portalCheck.url, check: portalCheck.meaning,
+                                   resolverProblem: dns)
         return StatusRules.state(host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts,
-                                 previous: previous)
+                                 beyond: beyond, previous: previous)
     }
 
     // MARK: Events
@@ -94,6 +114,7 @@ public struct MonitorCore {
         addresses = []
         resolution = .pending
         failedResolutions = 0
+        failedLookupsWhileAnswering = 0
         retarget(nil)
         resolve()
         outputs.append(.stateChanged)
@@ -107,11 +128,19 @@ public struct MonitorCore {
         switch result {
         case .success(let found):
             failedResolutions = 0
+            if failedLookupsWhileAnswering > 0 { outputs.append(.stateChanged) }
+            failedLookupsWhileAnswering = 0
             addresses = found
             chooseAddress(routedFamilies: routedFamilies)
             resolveAt = now &+ Self.refreshNanoseconds
         case .failure(let failure):
             failedResolutions += 1
+            // Only while the known address answers does a failed lookup say the resolver is broken.
+            if case .resolved = resolution, probe.answering == true {
+                failedLookupsWhileAnswering += 1
+                let prefix = "cannot resolve \(host): "
+                lookupFailure = failure.message.hasPrefix(prefix) ? String(failure.message.dropFirst(prefix.count)) : failure.message
+            }
             // Keep probing a known address through a passing resolver failure.
             if case .resolved = resolution {} else {
                 resolution = .failed(failure.message)
@@ -124,21 +153,28 @@ public struct MonitorCore {
     }
 
     /// The reachability engine's verdict changed.
-    public mutating func routeChanged(_ verdict: ReachabilityVerdict, routedFamilies: Set<Int32>?) {
+    public mutating func routeChanged(_ verdict: ReachabilityVerdict, routedFamilies: Set<Int32>?, now: UInt64) {
         let previous = route
         route = verdict
         if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: routedFamilies) }
         if verdict.usable, case .resolved = resolution, previous?.usable != true || previous?.interface != verdict.interface {
             outputs.append(.routeRegained)
         }
+        // Another network (or none): what the check said is about the old one.
+        if previous?.usable != verdict.usable || previous?.interface != verdict.interface {
+            carryOut(portalCheck.trigger(newNetwork: true, now: now))
+        }
         outputs.append(.stateChanged)
     }
 
     /// The probe engine's report changed.
-    public mutating func probeReportChanged(from old: ProbeReport, to new: ProbeReport) {
+    public mutating func probeReportChanged(from old: ProbeReport, to new: ProbeReport, now: UInt64) {
         probe = new
         // A host that stops answering may have moved: look its name up again.
         if old.answering == true && new.answering == false { resolve() }
+        if (old.answering == true) != (new.answering == true) {
+            carryOut(portalCheck.trigger(newNetwork: false, now: now))
+        }
         outputs.append(.stateChanged)
     }
 
@@ -149,9 +185,31 @@ public struct MonitorCore {
         outputs.append(.stateChanged)
     }
 
+    /// CheckURL changed (or was restored).
+    public mutating func checkURLChanged(_ url: String, now: UInt64) {
+        carryOut(portalCheck.setURL(url, now: now))
+        outputs.append(.stateChanged)
+    }
+
+    /// The check `generation` answered.
+    public mutating func checkAnswered(generation: UInt64, _ meaning: CheckAnswer.Meaning, now: UInt64) {
+        guard portalCheck.answered(generation: generation, meaning, now: now) else { return }
+        outputs.append(.stateChanged)
+    }
+
     public mutating func handleTimeout(now: UInt64) {
+        carryOut(portalCheck.handleTimeout(now: now))
         guard let at = resolveAt, at <= now else { return }
         resolve()
+    }
+
+    private mutating func carryOut(_ actions: [PortalCheck.Action]) {
+        for action in actions {
+            switch action {
+            case .start(let url, let generation): outputs.append(.startCheck(url: url, generation: generation))
+            case .cancel: outputs.append(.cancelCheck)
+            }
+        }
     }
 
     // MARK: Internals

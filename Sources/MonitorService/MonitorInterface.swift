@@ -69,6 +69,10 @@ extension MonitorModel {
         case .probesAnswered: .uint64(state.probesAnswered)
         case .accessTechnology: .string(state.accessTechnology)
         case .metered: .boolean(state.metered)
+        case .connectivity: .string(state.connectivity.rawValue)
+        case .probeMethod: .string(state.probeMethod)
+        case .checkURL: .string(settings.checkURL)
+        case .portalURL: .string(state.portalURL)
         }
     }
 }

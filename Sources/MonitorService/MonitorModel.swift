@@ -55,6 +55,9 @@ public final class MonitorModel {
             // engines hear of it, so StatusChanged goes out once.
             update(now: MonotonicClock.wallMicroseconds(), announce: new.host != old.host) { state in
                 state.status = .unknown
+                state.connectivity = .unknown
+                state.probeMethod = ""
+                state.portalURL = ""
                 state.address = ""
                 state.roundTripTime = 0
                 state.packetLoss = 0

@@ -2,6 +2,7 @@ import MonitorContract
 
 /// What the Monitor reports: the verdict, as the contract lists its values.
 public typealias Status = MonitorContract.Status
+public typealias Connectivity = MonitorContract.Connectivity
 
 /// The read-only properties of org.netobserver.Monitor, as one value.
 public struct MonitorState: Equatable, Sendable {
@@ -19,6 +20,11 @@ public struct MonitorState: Equatable, Sendable {
     public var accessTechnology = ""
     /// The route's link costs money by the byte.
     public var metered = false
+    public var connectivity: Connectivity = .unknown
+    /// How the host was last heard from: "icmp", "tcp", or "" before its first answer.
+    public var probeMethod = ""
+    /// Where a captive portal wants the user to sign in; "" unless Connectivity is `portal`.
+    public var portalURL = ""
 
     public init() {}
 
@@ -38,6 +44,9 @@ public struct MonitorState: Equatable, Sendable {
         if probesAnswered != old.probesAnswered { changed.append(.probesAnswered) }
         if accessTechnology != old.accessTechnology { changed.append(.accessTechnology) }
         if metered != old.metered { changed.append(.metered) }
+        if connectivity != old.connectivity { changed.append(.connectivity) }
+        if probeMethod != old.probeMethod { changed.append(.probeMethod) }
+        if portalURL != old.portalURL { changed.append(.portalURL) }
         return changed
     }
 }

@@ -18,6 +18,8 @@ public struct MonitorSettings: Equatable, Sendable {
     public var failureThreshold: UInt32 = 2
     public var recoveryThreshold: UInt32 = 1
     public var family: AddressFamily = .any
+    /// "" turns the HTTP check off.
+    public var checkURL = ""
 
     public init() {}
 
@@ -27,7 +29,7 @@ public struct MonitorSettings: Equatable, Sendable {
 
     /// One writable setting: its D-Bus property (name, type), command-line flag and range.
     public enum Key: CaseIterable, Sendable {
-        case host, interval, timeout, failureThreshold, recoveryThreshold, family
+        case host, interval, timeout, failureThreshold, recoveryThreshold, family, checkURL
 
         public var property: MonitorContract.Property {
             switch self {
@@ -37,6 +39,7 @@ public struct MonitorSettings: Equatable, Sendable {
             case .failureThreshold: .failureThreshold
             case .recoveryThreshold: .recoveryThreshold
             case .family: .addressFamily
+            case .checkURL: .checkURL
             }
         }
 
@@ -58,6 +61,7 @@ public struct MonitorSettings: Equatable, Sendable {
             case .failureThreshold, .recoveryThreshold:
                 "\(MonitorSettings.thresholdRange.lowerBound)–\(MonitorSettings.thresholdRange.upperBound)"
             case .family: AddressFamily.allCases.map(\.rawValue).joined(separator: ", ")
+            case .checkURL: "\"\" (off) or an http:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
             }
         }
 
@@ -66,7 +70,7 @@ public struct MonitorSettings: Equatable, Sendable {
             case .interval: MonitorSettings.intervalRange
             case .timeout: MonitorSettings.timeoutRange
             case .failureThreshold, .recoveryThreshold: MonitorSettings.thresholdRange
-            case .host, .family: nil
+            case .host, .family, .checkURL: nil
             }
         }
     }
@@ -93,6 +97,11 @@ public struct MonitorSettings: Equatable, Sendable {
                 throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             self.family = family
+        case .checkURL:
+            guard CheckURL.isValid(text) else {
+                throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+            }
+            checkURL = text
         default:
             break
         }
@@ -112,7 +121,7 @@ public struct MonitorSettings: Equatable, Sendable {
         case .timeout: timeout = number
         case .failureThreshold: failureThreshold = number
         case .recoveryThreshold: recoveryThreshold = number
-        case .host, .family: break
+        case .host, .family, .checkURL: break
         }
     }
 
@@ -125,6 +134,7 @@ public struct MonitorSettings: Equatable, Sendable {
         case .failureThreshold: String(failureThreshold)
         case .recoveryThreshold: String(recoveryThreshold)
         case .family: family.rawValue
+        case .checkURL: checkURL
         }
     }
 

@@ -1,4 +1,5 @@
 import Cellular
+import HTTPCheck
 import NetCore
 import Probe
 import Reachability
@@ -10,13 +11,32 @@ public enum Resolution: Equatable, Sendable {
     case resolved(IPAddress)
 }
 
+/// What decides Connectivity beyond the route and the probes: the HTTP check and DNS health.
+public struct BeyondTheHost: Equatable, Sendable {
+    public var checkOn = false
+    public var checkURL = ""
+    /// The check's answer for the current network; nil while it runs (or when off).
+    public var check: CheckAnswer.Meaning?
+    /// Set while Host's name fails to resolve though its address answers.
+    public var resolverProblem: String?
+
+    public init(checkOn: Bool = false, checkURL: String = "", check: CheckAnswer.Meaning? = nil, resolverProblem: String? = nil) {
+        self.checkOn = checkOn
+        self.checkURL = checkURL
+        self.check = check
+        self.resolverProblem = resolverProblem
+    }
+}
+
 /// INTERFACE.md's "What connected means", as one pure function: resolution,
 /// the route and the probes in; Status, Interface, Address and Reason out.
 public enum StatusRules {
     public static func state(host: String, resolution: Resolution, route: ReachabilityVerdict?,
                              probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
-                             previous: MonitorState) -> MonitorState {
+                             beyond: BeyondTheHost = BeyondTheHost(), previous: MonitorState) -> MonitorState {
         var state = pathState(host: host, resolution: resolution, route: route, probe: probe, previous: previous)
+        state.probeMethod = probe.answeredBy?.rawValue ?? ""
+        connectivity(&state, resolution: resolution, route: route, beyond: beyond)
         // The services' word on the route's link: a modem is cellular whatever its link type.
         let facts = linkFacts[state.interface]
         if state.status.isConnected, facts?.isModem == true { state.status = .cellular }
@@ -74,6 +94,51 @@ public enum StatusRules {
             state.reason = "waiting for the first answer from \(state.address)" + methodNote(probe.method)
         }
         return state
+    }
+
+    /// Connectivity from the path's verdict, the check and DNS health; Status and Reason follow it.
+    /// `none` wins, then `portal`, then `limited`.
+    private static func connectivity(_ state: inout MonitorState, resolution: Resolution, route: ReachabilityVerdict?,
+                                     beyond: BeyondTheHost) {
+        state.portalURL = ""
+        var connectivity: Connectivity
+        switch state.status {
+        case .unknown:
+            connectivity = .unknown
+        case .none:
+            // No address, or no usable route: none. A route and a silent host: limited.
+            if case .resolved = resolution, route?.usable == true { connectivity = .limited } else { connectivity = .none }
+        default:
+            connectivity = .full
+        }
+        guard connectivity != .none else {
+            state.connectivity = .none
+            return
+        }
+        if case .portal(let url)? = beyond.check {
+            state.connectivity = .portal
+            state.portalURL = url
+            state.status = .none
+            state.reason = "captive portal: sign in at \(url)"
+            return
+        }
+        guard connectivity == .full else {
+            state.connectivity = connectivity
+            return
+        }
+        if let problem = beyond.resolverProblem {
+            connectivity = .limited
+            state.reason = problem
+        } else if case .failed(let why)? = beyond.check {
+            connectivity = .limited
+            state.reason = "check \(beyond.checkURL) failed: \(why)"
+        } else if beyond.checkOn && beyond.check == nil {
+            connectivity = .unknown
+            state.reason = "checking \(beyond.checkURL)"
+        }
+        state.connectivity = connectivity
+        if connectivity == .limited { state.status = .none }
+        if connectivity == .unknown { state.status = .unknown }
     }
 
     static func status(for kind: InterfaceKind?) -> Status {

@@ -1,6 +1,7 @@
 import Cellular
 import DBusKit
 import EventLoop
+import HTTPCheck
 import MonitorContract
 import Probe
 import Reachability
@@ -38,6 +39,7 @@ final class TargetSet {
     /// The ICMP sockets every target's probes share.
     private let probeSockets: ProbeSockets
     private let budget: PendingBudget
+    private let http: HTTPClient?
     private(set) var targets: [Target] = []
     private(set) var nextNumber: UInt32 = 1
     /// What ModemManager and NetworkManager say now: every target starts with it.
@@ -51,8 +53,9 @@ final class TargetSet {
     var onStatusChanged: ((Target, MonitorState) -> Void)?
 
     init(loop: MainLoop, server: ObjectServer, resolver: HostResolver, reachability: ReachabilityEngine?,
-         probeSockets: ProbeSockets, budget: PendingBudget) {
+         probeSockets: ProbeSockets, budget: PendingBudget, http: HTTPClient?) {
         self.probeSockets = probeSockets
+        self.http = http
         self.loop = loop
         self.server = server
         self.resolver = resolver
@@ -104,7 +107,7 @@ final class TargetSet {
         let connectivity: ConnectivityMonitor
         do {
             connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: reachability,
-                                                   probeSockets: probeSockets)
+                                                   probeSockets: probeSockets, http: http)
         } catch {
             object.remove()
             throw .failed("cannot start the engines for \(settings.host): \(error)")

@@ -9,8 +9,10 @@
 public struct ProbeCore: Sendable {
     public enum Output: Equatable, Sendable {
         /// Send echo request `sequence` carrying `token`, now. `forCheck`: a Check forced it;
-        /// `extra`: sent beside a probe in flight, its silence adds no failure of its own.
-        case send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool)
+        /// `extra`: sent beside a probe in flight, its silence adds no failure of its own;
+        /// `alsoTCP`: open a TCP connection to the host at the same moment (the probe ladder),
+        /// whose acceptance or refusal answers the probe as well.
+        case send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
         /// A probe ended (answered, lost or refused): a verdict is in; pending Checks answer now.
         case probeFinished
         /// The report changed.
@@ -25,6 +27,9 @@ public struct ProbeCore: Sendable {
     private var tracker: ProbeTracker
     private var random: SeededRandom
     private var method: ProbeMethod?
+    /// The last probe that finished was answered by ICMP: until then, each probe also tries TCP.
+    private var icmpAnsweredLast = false
+    private var answeredBy: AnswerPath?
     /// Smoothed round trip (RFC 6298 style, α = 1/8), nanoseconds; 0 until the first answer.
     private var smoothedRoundTrip: UInt64 = 0
     private var nextProbeAt: UInt64?
@@ -81,6 +86,8 @@ public struct ProbeCore: Sendable {
         deferredProbeAt = nil
         smoothedRoundTrip = 0
         newestAnsweredSentAt = nil
+        icmpAnsweredLast = false
+        answeredBy = nil
         tracker.reset()
         verdict.reset()
         report = ProbeReport()
@@ -144,14 +151,18 @@ public struct ProbeCore: Sendable {
 
     // MARK: Events from the network
 
-    /// An echo reply with this sequence and token arrived (or a TCP probe connected).
+    /// An echo reply with this sequence and token arrived (`via` .icmp), or the host
+    /// accepted or refused the probe's TCP connection (`via` .tcp).
     @discardableResult
-    public mutating func receiveReply(sequence: UInt16, token: UInt64, now: UInt64) -> ProbeTracker.ReplyOutcome {
+    public mutating func receiveReply(sequence: UInt16, token: UInt64, now: UInt64, via path: AnswerPath = .icmp)
+        -> ProbeTracker.ReplyOutcome {
         defer { refreshWakeup() }
         let outcome = tracker.reply(sequence: sequence, token: token, now: now)
         switch outcome {
         case .answered(_, let rtt):
             statistics.answered += 1
+            icmpAnsweredLast = path == .icmp
+            answeredBy = path
             newestAnsweredSentAt = max(newestAnsweredSentAt ?? 0, now &- rtt)
             smoothedRoundTrip = smoothedRoundTrip == 0 ? rtt : (7 * smoothedRoundTrip + rtt) / 8
             finish(.answered(roundTripMicroseconds: rtt / 1000), now: now)
@@ -280,7 +291,8 @@ public struct ProbeCore: Sendable {
             // A probe a Check forced gets no follow-up: Checks may add one probe per Timeout, no more.
             if !forCheck { watchForOverdue(sequence, now: now) }
         }
-        outputs.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra))
+        let ladder = method != nil && method != .tcp && !icmpAnsweredLast
+        outputs.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: ladder))
         publish()
     }
 
@@ -333,6 +345,7 @@ public struct ProbeCore: Sendable {
     }
 
     private mutating func finish(_ outcome: ProbeOutcome, now: UInt64) {
+        if case .answered = outcome {} else { icmpAnsweredLast = false }
         verdict.record(outcome, timeoutMilliseconds: settings.timeoutMilliseconds)
         publish()
         outputs.append(.probeFinished)
@@ -347,6 +360,7 @@ public struct ProbeCore: Sendable {
         new.packetLoss = verdict.packetLoss
         new.reason = verdict.reason
         new.method = method
+        new.answeredBy = answeredBy
         new.probesSent = UInt64(statistics.sent)
         new.probesAnswered = UInt64(statistics.answered)
         guard new != report else { return }

@@ -104,8 +104,8 @@ public final class ProbeEngine {
         while case let outputs = core.takeOutputs(), !outputs.isEmpty {
             for output in outputs {
                 switch output {
-                case .send(let sequence, let token, _, _):
-                    transmit(sequence, token)
+                case .send(let sequence, let token, _, _, let alsoTCP):
+                    transmit(sequence, token, alsoTCP: alsoTCP)
                 case .probeFinished:
                     onProbeFinished?()
                 case .report(let old, let new):
@@ -154,17 +154,18 @@ public final class ProbeEngine {
         socketSource = try? loop.watch(fd: opened.fd, interest: .readable) { [unowned self] _ in receiveAll() }
     }
 
-    private func transmit(_ sequence: UInt16, _ token: UInt64) {
+    private func transmit(_ sequence: UInt16, _ token: UInt64, alsoTCP: Bool) {
         guard let target else { return }
         if let socket {
             let packet = EchoPacket.request(family: EchoPacket.Family(target), identifier: identifier, sequence: sequence, token: token)
+            if alsoTCP && allowedMethods.contains(.tcp) { connectBeside(sequence, token, to: target) }
             if let code = socket.send(packet, to: target) { sendFailed(sequence, code) }
         } else if allowedMethods.contains(.tcp) {
             let probe = TCPProbe(loop: loop, to: target, port: tcpPort) { [unowned self] result in
                 tcpProbes[sequence] = nil
                 switch result {
                 case .answered:
-                    core.receiveReply(sequence: sequence, token: token, now: loop.now())
+                    core.receiveReply(sequence: sequence, token: token, now: loop.now(), via: .tcp)
                 case .refused(let code):
                     core.refuse(sequence: sequence, token: token, reason: "cannot reach \(target): \(Self.text(code))", now: loop.now())
                 case .failed:
@@ -176,6 +177,18 @@ public final class ProbeEngine {
         } else {
             sendFailed(sequence, EPERM)
         }
+    }
+
+    /// The ladder's TCP attempt beside an echo request: an accepted or refused connection
+    /// answers the probe; anything else is left to the echo (its reply, error or deadline).
+    private func connectBeside(_ sequence: UInt16, _ token: UInt64, to target: IPAddress) {
+        let probe = TCPProbe(loop: loop, to: target, port: tcpPort) { [unowned self] result in
+            tcpProbes[sequence] = nil
+            guard case .answered = result, core.isOutstanding(sequence) else { return }
+            core.receiveReply(sequence: sequence, token: token, now: loop.now(), via: .tcp)
+            drive()
+        }
+        if let probe { tcpProbes[sequence] = probe }
     }
 
     private func sendFailed(_ sequence: UInt16, _ code: Int32) {

@@ -25,6 +25,8 @@ public struct ProbeReport: Equatable, Sendable {
     public var packetLoss: Double = 0
     public var reason = ""
     public var method: ProbeMethod?
+    /// How the host was last heard from (the contract's ProbeMethod); nil before its first answer.
+    public var answeredBy: AnswerPath?
     /// Probes sent and answered since the engine started (not reset with the target).
     public var probesSent: UInt64 = 0
     public var probesAnswered: UInt64 = 0
@@ -32,6 +34,11 @@ public struct ProbeReport: Equatable, Sendable {
     public init(answering: Bool? = nil) {
         self.answering = answering
     }
+}
+
+/// How a probe was answered: an ICMP echo reply, or a TCP connection accepted or refused by the host.
+public enum AnswerPath: String, Sendable, Equatable {
+    case icmp, tcp
 }
 
 /// What the probe core counts, for tests, the bench and diagnostics.

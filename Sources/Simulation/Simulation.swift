@@ -320,7 +320,7 @@ public final class Simulation {
 
     private func carryOut(_ output: ProbeCore.Output) {
         switch output {
-        case .send(let sequence, let token, let forCheck, let extra):
+        case .send(let sequence, let token, let forCheck, let extra, _):
             log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(probe.outstandingCount), next wake \(probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
             summary.probesSent += 1
             sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000, extra: extra)
@@ -336,7 +336,7 @@ public final class Simulation {
         case .report(let old, let new):
             log("report \(String(describing: new.answering)) \(new.reason)")
             checkFlip(from: old, to: new)
-            monitor.probeReportChanged(from: old, to: new)
+            monitor.probeReportChanged(from: old, to: new, now: now)
         }
     }
 
@@ -355,7 +355,7 @@ public final class Simulation {
         case .verdict(let verdict, let id):
             checkVerdictHeld(verdict, id)
             guard id == 0 else { return }
-            monitor.routeChanged(verdict, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) }))
+            monitor.routeChanged(verdict, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) }), now: now)
         }
     }
 
@@ -392,6 +392,8 @@ public final class Simulation {
         case .stateChanged:
             // Published once the outputs of this step are all carried out, as a loop turn would.
             stateDue = true
+        case .startCheck, .cancelCheck:
+            break  // CheckURL stays off here: the check's timing is PortalCheck's, tested on its own
         }
     }
 

@@ -14,7 +14,7 @@ enum MonitorFormat: String, CaseIterable {
         case .plain: snapshot.line()
         case .json: snapshot.json()
         case .waybar: Self.object(["text": Self.markup(snapshot.barText), "tooltip": Self.markup(snapshot.tooltip("\r")),
-                                   "class": snapshot.Status, "alt": snapshot.Status])
+                                   "class": snapshot.Status, "alt": snapshot.Connectivity])
         case .i3blocks: Self.object(["full_text": snapshot.barText, "short_text": snapshot.Status,
                                      "color": Self.colour(snapshot.Status)])
         case .polybar: "%{F\(Self.colour(snapshot.Status))}\(snapshot.barText)%{F-}"

@@ -21,6 +21,11 @@ enum PrometheusText {
         family("netobserver_status", "gauge", "The target's Status: 1 for the current value, 0 for the others.") { labels, s in
             MonitorContract.Status.allCases.map { "{\(labels),status=\"\($0.rawValue)\"} \(s.Status == $0.rawValue ? 1 : 0)" }
         }
+        family("netobserver_connectivity", "gauge", "The target's Connectivity: 1 for the current value, 0 for the others.") { labels, s in
+            MonitorContract.Connectivity.allCases.map {
+                "{\(labels),connectivity=\"\($0.rawValue)\"} \(s.Connectivity == $0.rawValue ? 1 : 0)"
+            }
+        }
         family("netobserver_round_trip_seconds", "gauge", "The last successful round trip to the target.") { labels, s in
             ["{\(labels)} \(number(Double(s.RoundTripTime) / 1e6))"]
         }

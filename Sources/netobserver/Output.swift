@@ -46,6 +46,10 @@ struct Snapshot: Encodable {
     var ProbesAnswered: UInt64 { number(.probesAnswered) }
     var AccessTechnology: String { string(.accessTechnology) }
     var Metered: Bool { values[.metered]?.boolValue ?? false }
+    var Connectivity: String { string(.connectivity) }
+    var ProbeMethod: String { string(.probeMethod) }
+    var CheckURL: String { string(.checkURL) }
+    var PortalURL: String { string(.portalURL) }
 
     /// Status with what the link is: `cellular (4g, metered)`.
     var statusWithLink: String {
@@ -86,14 +90,17 @@ struct Snapshot: Encodable {
         let dash = "—"
         var lines = [
             "Status:       \(statusWithLink)" + (Reachable ? " (reachable)" : ""),
+            "Connectivity: \(Connectivity)" + (ProbeMethod.isEmpty ? "" : ", heard by \(ProbeMethod)"),
             "Host:         \(Host)" + (AddressFamily == "any" ? "" : " (\(AddressFamily))"),
             "Address:      \(Address.isEmpty ? dash : Address)",
             "Interface:    \(Interface.isEmpty ? dash : Interface)",
             "Round trip:   \(RoundTripTime == 0 ? dash : Self.milliseconds(RoundTripTime))",
             "Packet loss:  \(Int((PacketLoss * 100).rounded())) % of the last 20 probes",
         ]
+        if !PortalURL.isEmpty { lines.append("Sign in at:   \(PortalURL)") }
         if !Reason.isEmpty { lines.append("Reason:       \(Reason)") }
         lines.append("Since:        \(Self.timestamp(LastChange))")
+        lines.append("Check URL:    \(CheckURL.isEmpty ? "off" : CheckURL)")
         lines.append("Probing:      every \(Interval) ms, timeout \(Timeout) ms, down after \(FailureThreshold), up after \(RecoveryThreshold)")
         return lines.joined(separator: "\n")
     }

@@ -47,6 +47,10 @@ final class StatusBarAndMetricsTests: DaemonTestCase {
             XCTAssertEqual(values["netobserver_status{\(labels),status=\"\(status.rawValue)\"}"],
                            status.rawValue == (try get(.status)) ? "1" : "0", status.rawValue)
         }
+        for connectivity in MonitorContract.Connectivity.allCases {
+            XCTAssertEqual(values["netobserver_connectivity{\(labels),connectivity=\"\(connectivity.rawValue)\"}"],
+                           connectivity.rawValue == (try get(.connectivity)) ? "1" : "0", connectivity.rawValue)
+        }
         XCTAssertEqual(values["netobserver_probes_sent_total{\(labels)}"], try get(.probesSent))
         XCTAssertEqual(values["netobserver_probes_answered_total{\(labels)}"], try get(.probesAnswered))
         XCTAssertEqual(values["netobserver_packet_loss_ratio{\(labels)}"].flatMap(Double.init), Double(try get(.packetLoss)))

@@ -19,6 +19,8 @@ expected = {
     "RecoveryThreshold": (dbus.UInt32, True), "AddressFamily": (dbus.String, True),
     "ProbesSent": (dbus.UInt64, False), "ProbesAnswered": (dbus.UInt64, False),
     "AccessTechnology": (dbus.String, False), "Metered": (dbus.Boolean, False),
+    "Connectivity": (dbus.String, False), "ProbeMethod": (dbus.String, False), "CheckURL": (dbus.String, True),
+    "PortalURL": (dbus.String, False),
 }
 all_props = props.GetAll(IFACE)
 check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))

@@ -1,0 +1,235 @@
+import CCurl
+import EventLoop
+
+/// Plain HTTP GETs with libcurl's multi-socket interface, driven by the MainLoop
+/// (as libdbus's watches and timeouts are): curl says which sockets to watch and
+/// when to wake it; no thread of ours, no blocking call, no polling timer. Names
+/// are resolved by curl's own resolver thread, off the loop.
+public final class HTTPClient {
+    private let loop: MainLoop
+    private let multi: UnsafeMutableRawPointer
+    private var sources: [Int32: IOSource] = [:]
+    private var timer: LoopTimer?
+    private var transfers: [UnsafeMutableRawPointer: HTTPRequest] = [:]
+    private var headers: UnsafeMutablePointer<curl_slist>?
+
+    public static let userAgent = "netobserver"
+
+    public enum Failure: Error, Sendable { case unavailable(String) }
+
+    public init(loop: MainLoop) throws(Failure) {
+        self.loop = loop
+        guard HTTPClient.globalInit == CURLE_OK, let multi = curl_multi_init() else {
+            throw .unavailable("libcurl could not be initialised")
+        }
+        self.multi = multi
+        // Nothing beyond the request line, Host, User-Agent and this: no Accept, no cookies.
+        headers = curl_slist_append(nil, "Connection: close")
+        headers = curl_slist_append(headers, "Accept:")
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        guard CCurl_multi_set_callbacks(multi, socketCallback, timerCallback, context) == CURLM_OK else {
+            curl_multi_cleanup(multi)
+            throw .unavailable("libcurl refused the socket callbacks")
+        }
+    }
+
+    deinit {
+        for (easy, request) in transfers {
+            request.detach()
+            curl_multi_remove_handle(multi, easy)
+            curl_easy_cleanup(easy)
+        }
+        if let timer { loop.cancel(timer) }
+        sources.values.forEach { loop.remove($0) }
+        curl_multi_cleanup(multi)
+        curl_slist_free_all(headers)
+    }
+
+    /// Once per process, before any other curl call (thread-safe in the libcurl Debian ships).
+    private static let globalInit: CURLcode = curl_global_init(CCurl_GLOBAL_DEFAULT)
+
+    /// Whether curl resolves names off the calling thread (its threaded resolver or c-ares).
+    public static var resolvesAsynchronously: Bool {
+        guard let info = curl_version_info(CCurl_VERSION_NOW) else { return false }
+        return UInt32(bitPattern: info.pointee.features) & CCurl_VERSION_ASYNCHDNS != 0
+    }
+
+    public var activeTransfers: Int { transfers.count }
+
+    /// One GET of `url` (http only, no redirect followed, at most `bodyLimit` body bytes read,
+    /// `timeoutMilliseconds` in all); `completion` runs on the loop once, unless cancelled.
+    public func get(_ url: String, timeoutMilliseconds: Int, bodyLimit: Int = 64 * 1024,
+                    completion: @escaping (CheckAnswer) -> Void) -> HTTPRequest? {
+        guard let easy = curl_easy_init() else { return nil }
+        let request = HTTPRequest(client: self, easy: easy, bodyLimit: bodyLimit, completion: completion)
+        let context = Unmanaged.passUnretained(request).toOpaque()
+        let options: [CURLcode] = [
+            CCurl_easy_setopt_string(easy, CURLOPT_URL, url),
+            CCurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http"),
+            CCurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
+            CCurl_easy_setopt_string(easy, CURLOPT_USERAGENT, Self.userAgent),
+            CCurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers),
+            CCurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CCurl_HTTP_VERSION_1_1),
+            CCurl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1),
+            CCurl_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1),
+            CCurl_easy_setopt_long(easy, CURLOPT_DNS_CACHE_TIMEOUT, 0),
+            // No proxy from the environment: the check is about this network's own path.
+            CCurl_easy_setopt_string(easy, CURLOPT_PROXY, ""),
+            CCurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds),
+            CCurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
+            CCurl_easy_set_write(easy, writeCallback, context),
+        ]
+        guard options.allSatisfy({ $0 == CURLE_OK }), curl_multi_add_handle(multi, easy) == CURLM_OK else {
+            curl_easy_cleanup(easy)
+            return nil
+        }
+        transfers[easy] = request
+        return request
+    }
+
+    /// Drops a transfer: its completion will not run.
+    func cancel(_ easy: UnsafeMutableRawPointer) {
+        guard transfers.removeValue(forKey: easy) != nil else { return }
+        curl_multi_remove_handle(multi, easy)
+        curl_easy_cleanup(easy)
+    }
+
+    // MARK: curl's callbacks
+
+    fileprivate func watch(_ fd: Int32, what: Int32) {
+        if what == CCurl_POLL_REMOVE {
+            if let source = sources.removeValue(forKey: fd) { loop.remove(source) }
+            return
+        }
+        var interest: IOEvents = []
+        if what == CCurl_POLL_IN || what == CCurl_POLL_INOUT { interest.insert(.readable) }
+        if what == CCurl_POLL_OUT || what == CCurl_POLL_INOUT { interest.insert(.writable) }
+        if let source = sources[fd] {
+            try? loop.setInterest(source, interest)
+            return
+        }
+        sources[fd] = try? loop.watch(fd: fd, interest: interest) { [unowned self] events in
+            var flags: Int32 = 0
+            if events.contains(.readable) { flags |= CCurl_CSELECT_IN }
+            if events.contains(.writable) { flags |= CCurl_CSELECT_OUT }
+            if !events.isDisjoint(with: [.error, .hangup]) { flags |= CCurl_CSELECT_ERR }
+            act(on: fd, flags)
+        }
+    }
+
+    fileprivate func arm(afterMilliseconds milliseconds: Int) {
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        guard milliseconds >= 0 else { return }
+        // Never from inside curl's own call: the loop runs it on a later turn.
+        timer = loop.schedule(after: UInt64(milliseconds) * 1_000_000) { [unowned self] in
+            timer = nil
+            act(on: CCurl_SOCKET_TIMEOUT, 0)
+        }
+    }
+
+    private func act(on fd: Int32, _ flags: Int32) {
+        var running: Int32 = 0
+        _ = curl_multi_socket_action(multi, fd, flags, &running)
+        finishTransfers()
+    }
+
+    private func finishTransfers() {
+        var left: Int32 = 0
+        while let message = curl_multi_info_read(multi, &left) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                  let request = transfers.removeValue(forKey: easy) else { continue }
+            let answer = Self.answer(easy, CCurl_message_result(message), request)
+            curl_multi_remove_handle(multi, easy)
+            curl_easy_cleanup(easy)
+            request.finish(answer)
+        }
+    }
+
+    private static func answer(_ easy: UnsafeMutableRawPointer, _ code: CURLcode, _ request: HTTPRequest) -> CheckAnswer {
+        var status = 0
+        CCurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        var location: UnsafePointer<CChar>? = nil
+        CCurl_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &location)
+        // Stopping at the body cap is ours, not a failure.
+        let error = code == CURLE_OK || (code == CURLE_WRITE_ERROR && request.truncated) ? "" : describe(code)
+        return CheckAnswer(transportError: error, status: status, location: location.map { String(cString: $0) } ?? "",
+                           bodyBytes: request.bodyBytes)
+    }
+
+    static func describe(_ code: CURLcode) -> String {
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT: "timed out"
+        case CURLE_COULDNT_CONNECT: "connection refused or unreachable"
+        case CURLE_COULDNT_RESOLVE_HOST: "cannot resolve the check's host"
+        case CURLE_GOT_NOTHING: "the server closed the connection without an answer"
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR: "the connection failed"
+        default: curl_easy_strerror(code).map { String(cString: $0) } ?? "curl error \(code.rawValue)"
+        }
+    }
+}
+
+/// One GET under way; `cancel()` drops it.
+public final class HTTPRequest {
+    private weak var client: HTTPClient?
+    private var easy: UnsafeMutableRawPointer?
+    private var completion: ((CheckAnswer) -> Void)?
+    let bodyLimit: Int
+    fileprivate(set) var bodyBytes = 0
+    fileprivate(set) var truncated = false
+
+    init(client: HTTPClient, easy: UnsafeMutableRawPointer, bodyLimit: Int, completion: @escaping (CheckAnswer) -> Void) {
+        self.client = client
+        self.easy = easy
+        self.bodyLimit = bodyLimit
+        self.completion = completion
+    }
+
+    public func cancel() {
+        completion = nil
+        if let easy { client?.cancel(easy) }
+        easy = nil
+    }
+
+    func detach() {
+        completion = nil
+        easy = nil
+    }
+
+    func finish(_ answer: CheckAnswer) {
+        easy = nil
+        let completion = self.completion
+        self.completion = nil
+        completion?(answer)
+    }
+
+    /// Counts body bytes; past the limit, stops the transfer (curl then reports a write error).
+    fileprivate func received(_ count: Int) -> Bool {
+        bodyBytes += count
+        guard bodyBytes <= bodyLimit else {
+            truncated = true
+            return false
+        }
+        return true
+    }
+}
+
+private func socketCallback(_ easy: UnsafeMutableRawPointer?, _ fd: curl_socket_t, _ what: Int32, _ context: UnsafeMutableRawPointer?,
+                            _ socketContext: UnsafeMutableRawPointer?) -> Int32 {
+    guard let context else { return 0 }
+    Unmanaged<HTTPClient>.fromOpaque(context).takeUnretainedValue().watch(fd, what: what)
+    return 0
+}
+
+private func timerCallback(_ multi: UnsafeMutableRawPointer?, _ milliseconds: Int, _ context: UnsafeMutableRawPointer?) -> Int32 {
+    guard let context else { return 0 }
+    Unmanaged<HTTPClient>.fromOpaque(context).takeUnretainedValue().arm(afterMilliseconds: milliseconds)
+    return 0
+}
+
+private func writeCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let context else { return 0 }
+    let request = Unmanaged<HTTPRequest>.fromOpaque(context).takeUnretainedValue()
+    let bytes = size * count
+    return request.received(bytes) ? bytes : 0
+}

@@ -1,0 +1,71 @@
+import HTTPCheck
+
+/// When the HTTP check of CheckURL runs, and what it last said (INTERFACE.md, "The
+/// HTTP check"). Pure: MonitorCore feeds it events and the clock, and carries out
+/// the starts and cancellations it asks for.
+public struct PortalCheck: Equatable, Sendable {
+    /// While Connectivity is `portal` or the check failed: so signing in is noticed within this.
+    public static let retryNanoseconds: UInt64 = 10_000_000_000
+    /// While everything answers as expected.
+    public static let refreshNanoseconds: UInt64 = 300_000_000_000
+
+    public enum Action: Equatable, Sendable {
+        case start(url: String, generation: UInt64)
+        case cancel
+    }
+
+    public private(set) var url = ""
+    /// The answer for the current network; nil while its first check runs, or when off.
+    public private(set) var meaning: CheckAnswer.Meaning?
+    /// The generation of the check under way.
+    public private(set) var running: UInt64?
+    public private(set) var nextAt: UInt64?
+    private var generation: UInt64 = 0
+
+    public init() {}
+
+    public var isOn: Bool { !url.isEmpty }
+
+    /// CheckURL set: what the old one said is forgotten, and the new one runs at once.
+    public mutating func setURL(_ new: String, now: UInt64) -> [Action] {
+        url = new
+        meaning = nil
+        nextAt = nil
+        var actions: [Action] = running == nil ? [] : [.cancel]
+        running = nil
+        if isOn { actions += start() }
+        return actions
+    }
+
+    /// Something happened that the check should look at again now (the host started or
+    /// stopped answering, the route changed). `newNetwork`: what was said is about another network.
+    public mutating func trigger(newNetwork: Bool, now: UInt64) -> [Action] {
+        if newNetwork { meaning = nil }
+        guard isOn else { return [] }
+        var actions: [Action] = running == nil ? [] : [.cancel]
+        running = nil
+        actions += start()
+        return actions
+    }
+
+    /// Check `generation` answered; false when it was not the one under way.
+    public mutating func answered(generation: UInt64, _ answer: CheckAnswer.Meaning, now: UInt64) -> Bool {
+        guard running == generation else { return false }
+        running = nil
+        meaning = answer
+        nextAt = now &+ (answer == .expected ? Self.refreshNanoseconds : Self.retryNanoseconds)
+        return true
+    }
+
+    public mutating func handleTimeout(now: UInt64) -> [Action] {
+        guard let at = nextAt, at <= now, isOn, running == nil else { return [] }
+        return start()
+    }
+
+    private mutating func start() -> [Action] {
+        nextAt = nil
+        generation &+= 1
+        running = generation
+        return [.start(url: url, generation: generation)]
+    }
+}

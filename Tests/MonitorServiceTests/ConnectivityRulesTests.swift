@@ -1,0 +1,182 @@
+import HTTPCheck
+@testable import MonitorService
+import NetCore
+import Probe
+import Reachability
+import XCTest
+
+/// Connectivity, pure: what a CheckURL is, what an answer means, when the check
+/// runs, DNS health, and how Status and Reason follow Connectivity.
+final class ConnectivityRulesTests: XCTestCase {
+    func testCheckURLAcceptsPlainHTTPURLsOnly() throws {
+        for good in ["", "http://connectivity.test/generate_204", "http://198.18.2.2/", "http://198.18.2.2:8080/a/b?c=d&e=%20",
+                     "http://[fd00:2::2]/generate_204", "http://[fd00::1]:80", "http://example.test", "http://a.b.c."] {
+            XCTAssertTrue(CheckURL.isValid(good), good)
+            var settings = MonitorSettings()
+            try settings.set(.checkURL, text: good)
+            XCTAssertEqual(settings.checkURL, good)
+        }
+        let long = "http://h.test/" + String(repeating: "a", count: 1024 - 14)
+        XCTAssertTrue(CheckURL.isValid(long))
+        for bad in ["https://h.test/", "HTTP://h.test/", "ftp://h.test", "http://", "http:///path", "http://user@h.test/",
+                    "http://h.test:0/", "http://h.test:65536/", "http://h.test:/", "http://h.test:80a/", "http://-h.test/",
+                    "http://h .test/", "http://h.test/a b", "http://h.test/#frag", "http://[fe80::1%25eth0]/", "http://[nonsense]/",
+                    "http://256.1.1.1/", "http://h.test/\u{7}", "http://h.test/ü", long + "a", "h.test/generate_204"] {
+            XCTAssertFalse(CheckURL.isValid(bad), bad)
+            var settings = MonitorSettings()
+            XCTAssertThrowsError(try settings.set(.checkURL, text: bad)) { error in
+                XCTAssertTrue((error as? SettingError)?.message.hasPrefix("CheckURL: ") == true)
+            }
+            XCTAssertEqual(settings.checkURL, "")
+        }
+    }
+
+    func testWhatAnAnswerMeans() {
+        let url = "http://check.test/generate_204"
+        let cases: [(CheckAnswer, CheckAnswer.Meaning)] = [
+            (CheckAnswer(status: 204), .expected),
+            (CheckAnswer(status: 200), .expected),
+            (CheckAnswer(status: 200, bodyBytes: 120), .portal(url)),
+            (CheckAnswer(status: 302, location: "http://portal.test/login?x=1"), .portal("http://portal.test/login?x=1")),
+            (CheckAnswer(status: 301, location: "https://portal.test/"), .portal("https://portal.test/")),
+            (CheckAnswer(status: 303, location: ""), .portal(url)),
+            (CheckAnswer(status: 307, location: "javascript:alert(1)"), .portal(url)),
+            (CheckAnswer(status: 308, location: "http://portal.test/\u{1b}[31m"), .portal(url)),
+            (CheckAnswer(status: 308, location: "http://portal.test/" + String(repeating: "x", count: 3000)), .portal(url)),
+            (CheckAnswer(status: 511), .portal(url)),
+            (CheckAnswer(status: 511, location: "http://portal.test/"), .portal("http://portal.test/")),
+            (CheckAnswer(status: 500), .failed("HTTP 500")),
+            (CheckAnswer(status: 404), .failed("HTTP 404")),
+            (CheckAnswer(status: 0), .failed("no HTTP answer")),
+            (CheckAnswer(transportError: "timed out"), .failed("timed out")),
+            (CheckAnswer(transportError: "timed out", status: 302, location: "http://p.test/"), .failed("timed out")),
+            (CheckAnswer(transportError: "the connection failed", status: 200, bodyBytes: 10), .portal(url)),
+        ]
+        for (answer, meaning) in cases {
+            XCTAssertEqual(answer.meaning(checkURL: url), meaning, "\(answer)")
+        }
+    }
+
+    func testTheCheckRunsWhenItShouldAndNoMore() {
+        var check = PortalCheck()
+        XCTAssertEqual(check.trigger(newNetwork: true, now: 0), [], "off: nothing runs")
+        XCTAssertEqual(check.setURL("http://c.test/", now: 0), [.start(url: "http://c.test/", generation: 1)])
+        XCTAssertNil(check.meaning)
+        // A stale answer is ignored.
+        XCTAssertFalse(check.answered(generation: 7, .expected, now: 1))
+        XCTAssertTrue(check.answered(generation: 1, .expected, now: 1_000))
+        XCTAssertEqual(check.meaning, .expected)
+        XCTAssertEqual(check.nextAt, 1_000 + PortalCheck.refreshNanoseconds)
+        XCTAssertEqual(check.handleTimeout(now: 2_000), [])
+        XCTAssertEqual(check.handleTimeout(now: 1_000 + PortalCheck.refreshNanoseconds), [.start(url: "http://c.test/", generation: 2)])
+        XCTAssertTrue(check.answered(generation: 2, .portal("http://p.test/"), now: 5_000))
+        XCTAssertEqual(check.nextAt, 5_000 + PortalCheck.retryNanoseconds)
+        // The host stopped answering: again at once, the answer kept meanwhile.
+        XCTAssertEqual(check.trigger(newNetwork: false, now: 6_000), [.start(url: "http://c.test/", generation: 3)])
+        XCTAssertEqual(check.meaning, .portal("http://p.test/"))
+        // A new network while one runs: cancelled, forgotten, started again.
+        XCTAssertEqual(check.trigger(newNetwork: true, now: 7_000), [.cancel, .start(url: "http://c.test/", generation: 4)])
+        XCTAssertNil(check.meaning)
+        XCTAssertTrue(check.answered(generation: 4, .failed("HTTP 500"), now: 8_000))
+        XCTAssertEqual(check.nextAt, 8_000 + PortalCheck.retryNanoseconds)
+        XCTAssertEqual(check.setURL("", now: 9_000), [])
+        XCTAssertNil(check.nextAt)
+        XCTAssertEqual(check.handleTimeout(now: .max), [])
+    }
+
+    let address = IPAddress("198.18.2.2")!
+    let route = ReachabilityVerdict(usable: true, interface: "c0", kind: .ethernet, source: "198.18.0.2")
+
+    func state(route: ReachabilityVerdict?, answering: Bool?, _ beyond: BeyondTheHost, resolution: Resolution? = nil) -> MonitorState {
+        var probe = ProbeReport(answering: answering)
+        probe.reason = answering == false ? "host not answering: 2 probes lost" : ""
+        return StatusRules.state(host: "h.test", resolution: resolution ?? .resolved(address), route: route, probe: probe,
+                                 beyond: beyond, previous: MonitorState())
+    }
+
+    func testConnectivityAndWhatStatusAndReasonSay() {
+        let off = BeyondTheHost()
+        var s = state(route: route, answering: true, off)
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason], ["full", "ethernet", ""])
+        s = state(route: route, answering: false, off)
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason], ["limited", "none", "host not answering: 2 probes lost"])
+        s = state(route: ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2"), answering: false, off)
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue], ["none", "none"])
+        s = state(route: route, answering: true, off, resolution: .failed("cannot resolve h.test: no address"))
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue], ["none", "none"])
+        s = state(route: route, answering: nil, off)
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue], ["unknown", "unknown"])
+
+        let url = "http://c.test/generate_204"
+        s = state(route: route, answering: true, BeyondTheHost(checkOn: true, checkURL: url))
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason], ["unknown", "unknown", "checking \(url)"])
+        s = state(route: route, answering: true, BeyondTheHost(checkOn: true, checkURL: url, check: .expected))
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue], ["full", "ethernet"])
+        s = state(route: route, answering: true, BeyondTheHost(checkOn: true, checkURL: url, check: .failed("HTTP 500")))
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason], ["limited", "none", "check \(url) failed: HTTP 500"])
+        // Portal beats limited (a silent host), but not none.
+        for answering in [true, false] {
+            s = state(route: route, answering: answering, BeyondTheHost(checkOn: true, checkURL: url, check: .portal("http://p.test/")))
+            XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.portalURL, s.reason],
+                           ["portal", "none", "http://p.test/", "captive portal: sign in at http://p.test/"])
+        }
+        s = state(route: ReachabilityVerdict(usable: false, reason: "interface c0 is down"), answering: true,
+                  BeyondTheHost(checkOn: true, checkURL: url, check: .portal("http://p.test/")))
+        XCTAssertEqual([s.connectivity.rawValue, s.portalURL], ["none", ""])
+        // DNS health: limited though the address answers; before a failed check's reason.
+        s = state(route: route, answering: true, BeyondTheHost(checkOn: true, checkURL: url, check: .failed("timed out"),
+                                                               resolverProblem: "host answers, but h.test no longer resolves: x"))
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason],
+                       ["limited", "none", "host answers, but h.test no longer resolves: x"])
+    }
+
+    func testTwoFailedLookupsWhileTheAddressAnswersMakeItLimited() {
+        var core = MonitorCore(host: "h.test", family: .any)
+        core.start(now: 0)
+        core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 0)
+        core.routeChanged(route, routedFamilies: nil, now: 0)
+        var answering = ProbeReport(answering: true)
+        answering.answeredBy = .icmp
+        core.probeReportChanged(from: ProbeReport(), to: answering, now: 1)
+        XCTAssertEqual(core.state(previous: MonitorState()).connectivity, .full)
+        XCTAssertEqual(core.state(previous: MonitorState()).probeMethod, "icmp")
+        let failure = HostResolver.Failure(message: "cannot resolve h.test: Temporary failure in name resolution")
+        core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 2)
+        XCTAssertEqual(core.state(previous: MonitorState()).connectivity, .full, "one failure is not enough")
+        XCTAssertEqual(core.nextWakeup, 2 + 5_000_000_000, "retried after 5 s")
+        core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 3)
+        var s = core.state(previous: MonitorState())
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason],
+                       ["limited", "none", "host answers, but h.test no longer resolves: Temporary failure in name resolution"])
+        core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 4)
+        s = core.state(previous: MonitorState())
+        XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue], ["full", "ethernet"])
+        // Failures while the host is silent do not count.
+        core.probeReportChanged(from: answering, to: ProbeReport(answering: false), now: 5)
+        core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 6)
+        core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 7)
+        core.probeReportChanged(from: ProbeReport(answering: false), to: answering, now: 8)
+        XCTAssertEqual(core.failedLookupsWhileAnswering, 0)
+        XCTAssertEqual(core.state(previous: MonitorState()).connectivity, .full)
+    }
+
+    func testTheCheckFollowsTheHostAndTheRoute() {
+        var core = MonitorCore(host: "198.18.2.2", family: .any)
+        core.start(now: 0)
+        core.checkURLChanged("http://c.test/", now: 0)
+        XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 1)))
+        core.checkAnswered(generation: 1, .expected, now: 10)
+        core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 10)
+        _ = core.takeOutputs()
+        core.routeChanged(route, routedFamilies: nil, now: 11)
+        XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 2)), "a new route: check again")
+        core.probeReportChanged(from: ProbeReport(), to: ProbeReport(answering: true), now: 12)
+        XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 3)))
+        core.probeReportChanged(from: ProbeReport(answering: true), to: ProbeReport(answering: true), now: 13)
+        XCTAssertFalse(core.takeOutputs().contains { if case .startCheck = $0 { true } else { false } })
+        core.checkAnswered(generation: 3, .portal("http://p.test/"), now: 20)
+        XCTAssertEqual(core.nextWakeup, 20 + PortalCheck.retryNanoseconds)
+        core.handleTimeout(now: 20 + PortalCheck.retryNanoseconds)
+        XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 4)))
+    }
+}
