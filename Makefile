@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_PACKAGES := libdbus-1-dev libcurl4-openssl-dev pkg-config dbus-daemon
 TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 python3 python3-dbus python3-gi \
                  iproute2 iptables libxml2-utils procps util-linux passwd python3-seccomp \
-                 prometheus zsh fish python3-dbusmock
+                 prometheus zsh fish python3-dbusmock nftables dnsmasq-base
 BENCH_PACKAGES := $(BUILD_PACKAGES) gcc make libsystemd-dev dbus-bin python3-dbus python3-gi python3-dbusmock iproute2 procps
 
 # Warnings are errors wherever `make` builds: the standard is none.

@@ -33,6 +33,7 @@ public final class ConnectivityMonitor {
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
                 sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: HTTPClient? = nil,
+                dnsRefreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds,
                 classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
         self.loop = loop
         self.model = model
@@ -59,7 +60,8 @@ public final class ConnectivityMonitor {
                 problem = "cannot watch the kernel's routes: \(error)"
             }
         }
-        core = MonitorCore(host: model.settings.host, family: model.settings.family, routeProblem: problem)
+        core = MonitorCore(host: model.settings.host, family: model.settings.family, routeProblem: problem,
+                           refreshNanoseconds: dnsRefreshNanoseconds)
         wireUp()
     }
 
@@ -103,7 +105,8 @@ public final class ConnectivityMonitor {
     /// without looking anything up yet.
     public func settingsRestored() {
         let facts = core.linkFacts
-        core = MonitorCore(host: model.settings.host, family: model.settings.family, routeProblem: core.routeProblem)
+        core = MonitorCore(host: model.settings.host, family: model.settings.family, routeProblem: core.routeProblem,
+                           refreshNanoseconds: core.refreshNanoseconds)
         core.linkFactsChanged(facts)
         probe.settings = Self.probeSettings(model.settings)
         reachability?.families = core.families

@@ -123,7 +123,7 @@ final class Service {
                 http = nil
             }
             connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, probeSockets: probeSockets,
-                                                   http: http)
+                                                   http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds)
         } catch {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
         }
@@ -214,7 +214,8 @@ final class Service {
     func export() {
         let server = ObjectServer(connection: connection)
         let targets = TargetSet(loop: loop, server: server, resolver: resolver, reachability: connectivity.reachabilityEngine,
-                                probeSockets: probeSockets, budget: budget, http: http)
+                                probeSockets: probeSockets, budget: budget, http: http,
+                                dnsRefreshNanoseconds: options.dnsRefreshNanoseconds)
         self.targets = targets
         let monitor = MonitorObject(model: model, server: server, budget: budget, extraInterfaces: [targets.declaration()])
         self.monitor = monitor

@@ -13,6 +13,8 @@ public struct DaemonOptions: Equatable, Sendable {
     public var verbose = false
     /// --target: more targets for this run, not kept in the state file.
     public var targets: [String] = []
+    /// How often a Host name that answers is looked up again (DNS health).
+    public var dnsRefreshSeconds: UInt32 = 300
 
     public init() {}
 
@@ -32,7 +34,8 @@ public struct DaemonOptions: Equatable, Sendable {
     public static let usage = """
         Usage: netobserverd [--system | --session | --address ADDRESS]
                             [--host HOST] [--interval MS] [--timeout MS] [--failures N] [--recoveries N]
-                            [--family any|ipv4|ipv6] [--target HOST]... [--state-dir DIR] [--user NAME]
+                            [--family any|ipv4|ipv6] [--check-url URL] [--target HOST]... [--dns-refresh S]
+                            [--state-dir DIR] [--user NAME]
                             [--replace] [--verbose] [--version] [--help]
 
         Exports org.netobserver.Monitor: whether this machine can reach HOST, and over what.
@@ -46,7 +49,11 @@ public struct DaemonOptions: Equatable, Sendable {
           --failures N         lost probes that make the host not answering, 1–100 (default 2)
           --recoveries N       answered probes that make it answer again, 1–100 (default 1)
           --family FAMILY      any, ipv4 or ipv6 (default any)
+          --check-url URL      an http:// URL answering 204, to tell the Internet from a captive portal
+                               (default "": off)
           --target HOST        one more target to watch, at /org/netobserver/Monitor/N (repeatable; not kept)
+          --dns-refresh S      look the host's name up again every S seconds while it answers, 1–86400
+                               (default 300)
           --state-dir DIR      where values Set over D-Bus are kept
                                (default /var/lib/netobserver with --system, else $XDG_STATE_HOME/netobserver)
           --user NAME          started as root: switch to NAME after opening sockets, keeping CAP_NET_RAW
@@ -113,6 +120,12 @@ public struct DaemonOptions: Equatable, Sendable {
                 }
                 guard options.targets.count < 64 else { throw UsageError(message: "--target: at most 64 targets") }
                 options.targets.append(settings.host)
+            case "--dns-refresh":
+                let text = try value(for: flag, inline: inline)
+                guard let seconds = UInt32(text), (1...86_400).contains(seconds) else {
+                    throw UsageError(message: "--dns-refresh: '\(MonitorSettings.printable(text))' is not 1–86400 seconds")
+                }
+                options.dnsRefreshSeconds = seconds
             case "--replace": options.replace = true
             case "--verbose": options.verbose = true
             default:
@@ -127,7 +140,7 @@ public struct DaemonOptions: Equatable, Sendable {
                 }
                 options.flagged.insert(key)
             }
-            if inline != nil && !["--address", "--state-dir", "--user"].contains(flag)
+            if inline != nil && !["--address", "--state-dir", "--user", "--target", "--dns-refresh"].contains(flag)
                 && MonitorSettings.Key.allCases.first(where: { $0.flag == flag }) == nil {
                 throw UsageError(message: "\(flag) takes no value")
             }
@@ -135,6 +148,8 @@ public struct DaemonOptions: Equatable, Sendable {
         }
         return .run(options)
     }
+
+    var dnsRefreshNanoseconds: UInt64 { UInt64(dnsRefreshSeconds) * 1_000_000_000 }
 
     /// Where the state file lives when --state-dir is not given.
     public func defaultStateDirectory(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> String? {

@@ -26,8 +26,9 @@ public struct MonitorCore {
         case cancelCheck
     }
 
-    /// How often a resolved name is looked up again.
+    /// How often a resolved name is looked up again, by default.
     public static let refreshNanoseconds: UInt64 = 300 * 1_000_000_000
+    public let refreshNanoseconds: UInt64
 
     public private(set) var host: String
     public private(set) var family: AddressFamily
@@ -52,7 +53,9 @@ public struct MonitorCore {
     private var resolveAt: UInt64?
     private var outputs: [Output] = []
 
-    public init(host: String, family: AddressFamily, routeProblem: String? = nil) {
+    public init(host: String, family: AddressFamily, routeProblem: String? = nil,
+                refreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds) {
+        self.refreshNanoseconds = refreshNanoseconds
         self.host = host
         self.family = family
         self.routeProblem = routeProblem
@@ -132,7 +135,7 @@ public struct MonitorCore {
             failedLookupsWhileAnswering = 0
             addresses = found
             chooseAddress(routedFamilies: routedFamilies)
-            resolveAt = now &+ Self.refreshNanoseconds
+            resolveAt = now &+ refreshNanoseconds
         case .failure(let failure):
             failedResolutions += 1
             // Only while the known address answers does a failed lookup say the resolver is broken.

@@ -40,6 +40,7 @@ final class TargetSet {
     private let probeSockets: ProbeSockets
     private let budget: PendingBudget
     private let http: HTTPClient?
+    private let dnsRefreshNanoseconds: UInt64
     private(set) var targets: [Target] = []
     private(set) var nextNumber: UInt32 = 1
     /// What ModemManager and NetworkManager say now: every target starts with it.
@@ -53,7 +54,8 @@ final class TargetSet {
     var onStatusChanged: ((Target, MonitorState) -> Void)?
 
     init(loop: MainLoop, server: ObjectServer, resolver: HostResolver, reachability: ReachabilityEngine?,
-         probeSockets: ProbeSockets, budget: PendingBudget, http: HTTPClient?) {
+         probeSockets: ProbeSockets, budget: PendingBudget, http: HTTPClient?, dnsRefreshNanoseconds: UInt64) {
+        self.dnsRefreshNanoseconds = dnsRefreshNanoseconds
         self.probeSockets = probeSockets
         self.http = http
         self.loop = loop
@@ -107,7 +109,8 @@ final class TargetSet {
         let connectivity: ConnectivityMonitor
         do {
             connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: reachability,
-                                                   probeSockets: probeSockets, http: http)
+                                                   probeSockets: probeSockets, http: http,
+                                                   dnsRefreshNanoseconds: dnsRefreshNanoseconds)
         } catch {
             object.remove()
             throw .failed("cannot start the engines for \(settings.host): \(error)")

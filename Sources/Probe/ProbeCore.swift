@@ -172,6 +172,12 @@ public struct ProbeCore: Sendable {
             publish()
         case .duplicate:
             statistics.duplicates += 1
+            // The echo reply to a probe its TCP connection answered first: ICMP works again.
+            if path == .icmp && answeredBy == .tcp {
+                icmpAnsweredLast = true
+                answeredBy = .icmp
+                publish()
+            }
         case .foreign:
             statistics.foreign += 1
         }

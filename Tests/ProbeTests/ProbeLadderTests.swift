@@ -48,3 +48,19 @@ final class ProbeLadderTests: XCTestCase {
         XCTAssertEqual(core.report.answeredBy, .tcp)
     }
 }
+
+extension ProbeLadderTests {
+    /// Both answer the same probe, TCP first: the echo reply that follows says ICMP works.
+    func testAnEchoReplyAfterTheTCPAnswerReturnsToICMP() throws {
+        var core = ProbeCore(seed: 3)
+        core.start(target: ProbeTarget(name: "h", family: .v4), method: .icmpRaw, now: 0)
+        let probe = try XCTUnwrap(sends(&core).first)
+        core.receiveReply(sequence: probe.sequence, token: probe.token, now: ms, via: .tcp)
+        XCTAssertEqual(core.report.answeredBy, .tcp)
+        core.receiveReply(sequence: probe.sequence, token: probe.token, now: 2 * ms, via: .icmp)
+        XCTAssertEqual(core.report.answeredBy, .icmp)
+        core.handleTimeout(now: 1000 * ms)
+        XCTAssertEqual(sends(&core).first?.alsoTCP, false)
+        XCTAssertEqual(core.statistics.answered, 1)
+    }
+}

@@ -1,0 +1,290 @@
+import Foundation
+import Glibc
+import IntegrationSupport
+import MonitorContract
+import XCTest
+
+/// Connectivity end to end: the daemon in a client namespace behind a router, a real
+/// HTTP server (and dnsmasq) in the server namespace, a captive portal made of
+/// nftables rules and a portal server on the router. Nothing leaves the machine.
+final class ConnectivityNamespaceTests: XCTestCase {
+    var hosts: ThreeHosts!
+    var bus: PrivateBus!
+    var daemon: DaemonProcess?
+    var helpers: [Process] = []
+    var watcher: Process?
+    var watchLog = ""
+    let checkURL = "http://198.18.2.2/generate_204"
+    let portalLogin = "http://198.18.0.1:8080/login?from=netobserver"
+    var dnsPIDFile: String?
+
+    override func setUpWithError() throws {
+        try requireRoot()
+        hosts = try ThreeHosts(tag: "cn")
+        try FileManager.default.createDirectory(atPath: "/etc/netns/\(hosts.client.name)", withIntermediateDirectories: true)
+        try "127.0.0.1 localhost\n".write(toFile: "/etc/netns/\(hosts.client.name)/hosts", atomically: true, encoding: .utf8)
+        try "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n"
+            .write(toFile: "/etc/netns/\(hosts.client.name)/resolv.conf", atomically: true, encoding: .utf8)
+        bus = try PrivateBus()
+    }
+
+    override func tearDown() {
+        watcher?.terminate()
+        watcher?.waitUntilExit()
+        for helper in helpers where helper.isRunning {
+            helper.terminate()
+            helper.waitUntilExit()
+        }
+        daemon?.stop()
+        if let dnsPIDFile, let pid = (try? String(contentsOfFile: dnsPIDFile, encoding: .utf8))
+            .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { kill(pid, SIGKILL) }
+        bus?.stop()
+        if let hosts { try? FileManager.default.removeItem(atPath: "/etc/netns/\(hosts.client.name)") }
+        hosts = nil
+    }
+
+    // MARK: Helpers
+
+    /// Runs `arguments` in `namespace` until the test ends; waits for `ready` on its output when asked.
+    @discardableResult
+    func run(in namespace: NetworkNamespace, _ arguments: [String], waitForReady: Bool = true) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", namespace.name] + arguments
+        let log = bus.directory + "/helper-\(helpers.count).log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        helpers.append(process)
+        if waitForReady {
+            for _ in 0..<300 where !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
+        }
+        return process
+    }
+
+    @discardableResult
+    func checkServer(in namespace: NetworkNamespace, _ address: String, _ port: Int, _ mode: String, location: String = "") throws -> Process {
+        try run(in: namespace, [Paths.python, Paths.namespaceHelpers + "/check_server.py", address, "\(port)", mode, location])
+    }
+
+    func startDaemon(host: String = "198.18.2.2", _ extra: [String] = []) throws {
+        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200", "--timeout", "200"] + extra,
+                                   namespace: hosts.client.name, host: host)
+    }
+
+    func get(_ property: P) throws -> String {
+        let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+                                  MonitorContract.objectPath, MonitorContract.interface, property.name])
+        let value = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).last ?? ""
+        return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+    }
+
+    func set(_ property: P, _ value: String) throws {
+        let out = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
+                                  MonitorContract.objectPath, MonitorContract.interface, property.name, "s", value])
+        XCTAssertEqual(out.status, 0, out.stderr)
+    }
+
+    /// Polls until `property` reads `expected`; returns the seconds it took.
+    @discardableResult
+    func wait(_ property: P, _ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
+        let start = Date()
+        while Date().timeIntervalSince(start) < timeout {
+            if try get(property) == expected { return Date().timeIntervalSince(start) }
+            usleep(10_000)
+        }
+        XCTFail("\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(try get(property))', "
+                + "Reason '\(try get(.reason))'\n\(daemon?.log ?? "")", file: file, line: line)
+        return timeout
+    }
+
+    func startWatcher() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Paths.python)
+        process.arguments = [Paths.namespaceHelpers + "/watch.py", bus.address]
+        watchLog = bus.directory + "/watch.log"
+        _ = FileManager.default.createFile(atPath: watchLog, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: watchLog)
+        try process.run()
+        watcher = process
+        for _ in 0..<200 where !((try? String(contentsOfFile: watchLog, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
+    }
+
+    /// What the watcher saw: StatusChanged statuses, and PropertiesChanged maps.
+    func seen() -> (statuses: [String], changes: [[String: Any]]) {
+        let text = (try? String(contentsOfFile: watchLog, encoding: .utf8)) ?? ""
+        var statuses: [String] = []
+        var changes: [[String: Any]] = []
+        for line in text.split(separator: "\n") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+            if object["kind"] as? String == "status", let status = object["status"] as? String { statuses.append(status) }
+            if object["kind"] as? String == "props", let changed = object["changed"] as? [String: Any] { changes.append(changed) }
+        }
+        return (statuses, changes)
+    }
+
+    func router(_ command: String) throws { _ = try hosts.router.exec(command) }
+
+    /// The portal: the router sends the client's port 80 to its own portal server and drops the rest.
+    func closePortal() throws {
+        try router("nft add table ip portal")
+        try router("nft add chain ip portal portal_nat { type nat hook prerouting priority -100 \\; }")
+        try router("nft add rule ip portal portal_nat iifname cnr0 tcp dport 80 dnat to 198.18.0.1:8080")
+        try router("nft add chain ip portal portal_filter { type filter hook forward priority 0 \\; }")
+        try router("nft add rule ip portal portal_filter iifname cnr0 drop")
+    }
+
+    func signIn() throws { try router("nft delete table ip portal") }
+
+    // MARK: Tests
+
+    func testICMPFilteredStaysConnectedByTCPAndReturnsToICMP() throws {
+        try startDaemon()
+        try wait(.status, "ethernet")
+        XCTAssertEqual(try get(.connectivity), "full")
+        try wait(.probeMethod, "icmp")
+        try startWatcher()
+        try router("iptables -I FORWARD -p icmp -j DROP")
+        try wait(.probeMethod, "tcp")
+        usleep(1_500_000)
+        XCTAssertEqual(try get(.status), "ethernet")
+        XCTAssertEqual(try get(.connectivity), "full")
+        XCTAssertEqual(seen().statuses, [], "no Status change while ICMP was filtered: \(seen())")
+        try router("iptables -D FORWARD -p icmp -j DROP")
+        try wait(.probeMethod, "icmp")
+        XCTAssertEqual(seen().statuses, [])
+        XCTAssertTrue(seen().changes.contains { $0["ProbeMethod"] as? String == "tcp" }, "\(seen().changes)")
+
+        // Everything dropped: limited, then none once the route goes.
+        try router("iptables -I FORWARD -j DROP")
+        try wait(.connectivity, "limited")
+        XCTAssertEqual(try get(.status), "none")
+        let silent = try get(.reason)
+        XCTAssertTrue(silent.hasPrefix("host not answering"), silent)
+        try hosts.client.ip("route del default")
+        try wait(.connectivity, "none")
+        let gone = try get(.reason)
+        XCTAssertTrue(gone.contains("no route"), gone)
+    }
+
+    func testICMPFilteredFromTheStartIsFullAtTheFirstProbe() throws {
+        try router("iptables -I FORWARD -p icmp -j DROP")
+        try startDaemon()
+        try wait(.connectivity, "full", timeout: 2)
+        XCTAssertEqual(try get(.probeMethod), "tcp")
+        XCTAssertEqual(try get(.status), "ethernet")
+    }
+
+    func testCaptivePortalsOfEveryKindAndSigningIn() throws {
+        _ = try checkServer(in: hosts.server, "198.18.2.2", 80, "204")
+        try startDaemon(["--check-url", checkURL])
+        try wait(.connectivity, "full")
+        XCTAssertEqual(try get(.checkURL), checkURL)
+        XCTAssertEqual(try get(.portalURL), "")
+        try startWatcher()
+
+        // A portal that redirects.
+        let portal = try checkServer(in: hosts.router, "198.18.0.1", 8080, "302", location: portalLogin)
+        try closePortal()
+        try wait(.connectivity, "portal", timeout: 5)
+        XCTAssertEqual(try get(.portalURL), portalLogin)
+        XCTAssertEqual(try get(.status), "none")
+        XCTAssertEqual(try get(.reason), "captive portal: sign in at \(portalLogin)")
+        let portalSignal = seen().changes.first { $0["Connectivity"] as? String == "portal" }
+        XCTAssertEqual(portalSignal?["PortalURL"] as? String, portalLogin, "\(seen().changes)")
+        XCTAssertTrue(seen().statuses.contains("none"))
+
+        // A login page answering 200, then a 511: the portal is CheckURL itself.
+        for mode in ["200body", "511"] {
+            portal.terminate()
+            portal.waitUntilExit()
+            _ = try checkServer(in: hosts.router, "198.18.0.1", 8080, mode)
+            try set(.checkURL, "")
+            try wait(.connectivity, "limited")
+            try set(.checkURL, checkURL)
+            try wait(.connectivity, "portal")
+            XCTAssertEqual(try get(.portalURL), checkURL, mode)
+        }
+
+        // Signing in is noticed within the 10 s retry.
+        try signIn()
+        let took = try wait(.connectivity, "full", timeout: 12)
+        XCTAssertLessThanOrEqual(took, 11)
+        XCTAssertEqual(try get(.portalURL), "")
+        XCTAssertEqual(try get(.status), "ethernet")
+        XCTAssertEqual(seen().statuses.last, "ethernet")
+
+        // A portal that lets ICMP through: the host never stops answering, so only the
+        // 10 s retry can notice the sign-in.
+        try router("nft add table ip portal")
+        try router("nft add chain ip portal portal_nat { type nat hook prerouting priority -100 \\; }")
+        try router("nft add rule ip portal portal_nat iifname cnr0 tcp dport 80 dnat to 198.18.0.1:8080")
+        try set(.checkURL, "")
+        try set(.checkURL, checkURL)
+        try wait(.connectivity, "portal")
+        XCTAssertEqual(try get(.probeMethod), "icmp")
+        try signIn()
+        let retried = try wait(.connectivity, "full", timeout: 12)
+        XCTAssertLessThanOrEqual(retried, 10.5)
+    }
+
+    func testACheckThatFailsIsLimited() throws {
+        let server = try checkServer(in: hosts.server, "198.18.2.2", 80, "500")
+        try startDaemon(["--check-url", checkURL])
+        try wait(.connectivity, "limited")
+        XCTAssertEqual(try get(.status), "none")
+        XCTAssertEqual(try get(.reason), "check \(checkURL) failed: HTTP 500")
+        server.terminate()
+        server.waitUntilExit()
+        _ = try checkServer(in: hosts.server, "198.18.2.2", 80, "hang")
+        try set(.checkURL, "")
+        try wait(.connectivity, "full")
+        try set(.checkURL, checkURL)
+        try wait(.connectivity, "unknown")
+        XCTAssertEqual(try get(.reason), "checking \(checkURL)")
+        try wait(.connectivity, "limited", timeout: 8)
+        XCTAssertEqual(try get(.reason), "check \(checkURL) failed: timed out")
+        // Invalid values are refused, and change nothing.
+        for bad in ["https://198.18.2.2/", "http://bad host/", "ftp://x"] {
+            let out = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
+                                      MonitorContract.objectPath, MonitorContract.interface, "CheckURL", "s", bad])
+            XCTAssertNotEqual(out.status, 0)
+            XCTAssertTrue(out.stderr.contains("CheckURL"), out.stderr)
+        }
+        XCTAssertEqual(try get(.checkURL), checkURL)
+    }
+
+    func testAResolverThatFailsTwiceIsLimitedUntilItHeals() throws {
+        try startDNS(answering: true)
+        try startDaemon(host: "server.test", ["--dns-refresh", "1"])
+        try wait(.connectivity, "full")
+        try startWatcher()
+        // NXDOMAIN from now on, while 198.18.2.2 keeps answering.
+        try startDNS(answering: false)
+        try wait(.connectivity, "limited", timeout: 10)
+        XCTAssertEqual(try get(.status), "none")
+        let reason = try get(.reason)
+        XCTAssertTrue(reason.hasPrefix("host answers, but server.test no longer resolves: "), reason)
+        XCTAssertEqual(try get(.address), "198.18.2.2")
+        try startDNS(answering: true)
+        try wait(.connectivity, "full", timeout: 25)
+        XCTAssertEqual(try get(.status), "ethernet")
+        XCTAssertEqual(seen().statuses, ["none", "ethernet"])
+    }
+
+    /// dnsmasq on the server, answering for server.test or saying it does not exist. It runs
+    /// as a daemon, stopped by the PID in its file (it closes every inherited descriptor,
+    /// which Foundation's Process would take for its exit).
+    func startDNS(answering: Bool) throws {
+        let pidFile = bus.directory + "/dnsmasq.pid"
+        if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) {
+            kill(pid, SIGKILL)
+            try? FileManager.default.removeItem(atPath: pidFile)
+            usleep(100_000)
+        }
+        try sh("ip netns exec \(hosts.server.name) dnsmasq --no-resolv --no-hosts --listen-address=198.18.2.2 --bind-interfaces "
+               + "--user=root --pid-file=\(pidFile) --address=/server.test/\(answering ? "198.18.2.2" : "")")
+        dnsPIDFile = pidFile
+    }
+}
