@@ -27,8 +27,9 @@ public struct ProbeCore: Sendable {
     private var tracker: ProbeTracker
     private var random: SeededRandom
     private var method: ProbeMethod?
-    /// The last probe that finished was answered by ICMP: until then, each probe also tries TCP.
-    private var icmpAnsweredLast = false
+    /// The probe sent last, and whether an echo reply answered it: each probe sent while the
+    /// previous one has no echo reply (lost, answered by TCP only, or still waiting) also tries TCP.
+    private var lastSent: (sequence: UInt16, echoReplied: Bool)?
     private var answeredBy: AnswerPath?
     /// Smoothed round trip (RFC 6298 style, α = 1/8), nanoseconds; 0 until the first answer.
     private var smoothedRoundTrip: UInt64 = 0
@@ -86,7 +87,7 @@ public struct ProbeCore: Sendable {
         deferredProbeAt = nil
         smoothedRoundTrip = 0
         newestAnsweredSentAt = nil
-        icmpAnsweredLast = false
+        lastSent = nil
         answeredBy = nil
         tracker.reset()
         verdict.reset()
@@ -161,7 +162,7 @@ public struct ProbeCore: Sendable {
         switch outcome {
         case .answered(_, let rtt):
             statistics.answered += 1
-            icmpAnsweredLast = path == .icmp
+            if path == .icmp, lastSent?.sequence == sequence { lastSent?.echoReplied = true }
             answeredBy = path
             newestAnsweredSentAt = max(newestAnsweredSentAt ?? 0, now &- rtt)
             smoothedRoundTrip = smoothedRoundTrip == 0 ? rtt : (7 * smoothedRoundTrip + rtt) / 8
@@ -174,7 +175,7 @@ public struct ProbeCore: Sendable {
             statistics.duplicates += 1
             // The echo reply to a probe its TCP connection answered first: ICMP works again.
             if path == .icmp && answeredBy == .tcp {
-                icmpAnsweredLast = true
+                if lastSent?.sequence == sequence { lastSent?.echoReplied = true }
                 answeredBy = .icmp
                 publish()
             }
@@ -297,7 +298,8 @@ public struct ProbeCore: Sendable {
             // A probe a Check forced gets no follow-up: Checks may add one probe per Timeout, no more.
             if !forCheck { watchForOverdue(sequence, now: now) }
         }
-        let ladder = method != nil && method != .tcp && !icmpAnsweredLast
+        let ladder = method != nil && method != .tcp && lastSent?.echoReplied != true
+        lastSent = (sequence, false)
         outputs.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: ladder))
         publish()
     }
@@ -351,7 +353,6 @@ public struct ProbeCore: Sendable {
     }
 
     private mutating func finish(_ outcome: ProbeOutcome, now: UInt64) {
-        if case .answered = outcome {} else { icmpAnsweredLast = false }
         verdict.record(outcome, timeoutMilliseconds: settings.timeoutMilliseconds)
         publish()
         outputs.append(.probeFinished)

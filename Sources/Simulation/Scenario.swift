@@ -14,6 +14,8 @@ public struct Scenario: Sendable {
         case timeExceeded
         /// A router answers with Destination Unreachable, quoting the whole probe or only its header.
         case unreachable(wholeQuote: Bool)
+        /// ICMP is filtered on the path; the host accepts (or refuses) TCP connections after `rtt` ms.
+        case icmpFiltered(rtt: UInt32)
     }
 
     public enum Fault: Equatable, Sendable {
@@ -75,7 +77,8 @@ public struct Scenario: Sendable {
             case 0: .behaviour(.answering(minRTT: UInt32(between(1, 50)), maxRTT: UInt32(between(50, 2500)),
                                           loss: Double(random.next() % 100) / 100))
             case 1: .behaviour(.silent)
-            case 2: .behaviour(pick([.timeExceeded, .unreachable(wholeQuote: true), .unreachable(wholeQuote: false)]))
+            case 2: .behaviour(pick([.timeExceeded, .unreachable(wholeQuote: true), .unreachable(wholeQuote: false),
+                                     .icmpFiltered(rtt: UInt32(between(1, 50)))]))
             case 3: .linkUp(index, random.next() % 2 == 0)
             case 4: .carrier(index, random.next() % 2 == 0)
             case 5: .route(index, present: random.next() % 2 == 0)

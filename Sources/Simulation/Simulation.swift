@@ -33,7 +33,7 @@ public final class Simulation {
     }
 
     private enum Event {
-        case reply(sequence: UInt16, token: UInt64)
+        case reply(sequence: UInt16, token: UInt64, via: AnswerPath)
         case icmpError(sequence: UInt16, token: UInt64?, EchoPacket.Failure)
         case kernelReadable
         case resolverAnswer(generation: UInt64, Result<[IPAddress], HostResolver.Failure>)
@@ -64,6 +64,9 @@ public final class Simulation {
     /// The probe settings in force (the simulation changes them, so it knows them without asking).
     private var settings: ProbeSettings
     private var behaviour: Scenario.HostBehaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
+    /// Since when the far host filters ICMP (and answers TCP); whether its path failed meanwhile.
+    private var filteredSince: UInt64?
+    private var pathTroubleSinceFiltered = false
     private var probeTarget: IPAddress?
     private var kernelReadScheduled = false
     private var stateDue = false
@@ -164,10 +167,12 @@ public final class Simulation {
     private func handle(_ event: Event) {
         log("\(event)")
         switch event {
-        case .reply(let sequence, let token):
+        case .reply(let sequence, let token, let path):
+            // The driver forwards a TCP answer only while its probe waits (an echo reply always).
+            if path == .tcp && !probe.isOutstanding(sequence) { return }
             // Silence that ended before this answer came first.
             noteExpiries()
-            if case .answered = probe.receiveReply(sequence: sequence, token: token, now: now) {
+            if case .answered = probe.receiveReply(sequence: sequence, token: token, now: now, via: path) {
                 sent[sequence]?.finished = true
                 sent[sequence]?.answered = true
                 newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? 0)
@@ -222,6 +227,12 @@ public final class Simulation {
         switch fault {
         case .behaviour(let new):
             behaviour = new
+            if case .icmpFiltered = new {
+                if filteredSince == nil { filteredSince = now }
+            } else {
+                filteredSince = nil
+                pathTroubleSinceFiltered = false
+            }
         case .linkUp(let index, let up):
             kernel.setAdministrativelyUp(index, up)
         case .carrier(let index, let on):
@@ -260,12 +271,14 @@ public final class Simulation {
                 if random.next() % 2 == 0 {
                     queue.add(.icmpError(sequence: sequence, token: nil, .unreachable(code: 1)), at: at)
                 } else {
-                    queue.add(.reply(sequence: sequence, token: random.next()), at: at)
+                    queue.add(.reply(sequence: sequence, token: random.next(), via: .icmp), at: at)
                 }
             }
         case .heal:
             quiet = true
             behaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
+            filteredSince = nil
+            pathTroubleSinceFiltered = false
             for index: Int32 in [2, 3] {
                 kernel.setAdministrativelyUp(index, true)
                 kernel.setCarrier(index, true)
@@ -320,7 +333,7 @@ public final class Simulation {
 
     private func carryOut(_ output: ProbeCore.Output) {
         switch output {
-        case .send(let sequence, let token, let forCheck, let extra, _):
+        case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
             log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(probe.outstandingCount), next wake \(probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
             summary.probesSent += 1
             sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000, extra: extra)
@@ -330,7 +343,7 @@ public final class Simulation {
                 summary.forcedProbes += 1
                 noteForcedProbe()
             }
-            transmit(sequence, token)
+            transmit(sequence, token, alsoTCP: alsoTCP)
         case .probeFinished:
             answerChecks()
         case .report(let old, let new):
@@ -431,8 +444,9 @@ public final class Simulation {
     }
 
     /// The far host's answer to one probe, by the behaviour of the moment.
-    private func transmit(_ sequence: UInt16, _ token: UInt64) {
+    private func transmit(_ sequence: UInt16, _ token: UInt64, alsoTCP: Bool) {
         guard let target = probeTarget else { return }
+        if filteredSince != nil && !(kernel.canSend(to: target) && kernel.delivers(to: target)) { pathTroubleSinceFiltered = true }
         guard kernel.canSend(to: target) else {
             if probe.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(target): Network is unreachable", now: now) {
                 sent[sequence]?.finished = true
@@ -446,8 +460,12 @@ public final class Simulation {
         case .answering(let minRTT, let maxRTT, let loss):
             guard Double(random.next() % 1000) / 1000 >= loss else { return }
             let rtt = UInt64(minRTT) * 1_000_000 + random.next() % (UInt64(max(maxRTT, minRTT) - minRTT) * 1_000_000 + 1)
-            queue.add(.reply(sequence: sequence, token: token), at: now + rtt)
-            if random.next() % 50 == 0 { queue.add(.reply(sequence: sequence, token: token), at: now + rtt + 1_000) }
+            queue.add(.reply(sequence: sequence, token: token, via: .icmp), at: now + rtt)
+            if random.next() % 50 == 0 { queue.add(.reply(sequence: sequence, token: token, via: .icmp), at: now + rtt + 1_000) }
+            // The ladder's connection races the echo, a little slower or faster.
+            if alsoTCP { queue.add(.reply(sequence: sequence, token: token, via: .tcp), at: now + rtt + random.next() % 2_000_000) }
+        case .icmpFiltered(let rtt):
+            if alsoTCP { queue.add(.reply(sequence: sequence, token: token, via: .tcp), at: now + UInt64(rtt) * 1_000_000) }
         case .silent:
             break
         case .timeExceeded:
@@ -486,6 +504,12 @@ public final class Simulation {
             // probe is not silent until a probe sent after that one has failed.
             if !sent.values.contains(where: { $0.finished && !$0.answered && $0.sentAt > newestAnsweredSentAt }) {
                 violation("not answering, though no probe sent after the newest answered one has failed")
+            }
+            if let since = filteredSince, !pathTroubleSinceFiltered, settings.failureThreshold >= 2,
+               failureKindsSinceAnswer == ["silence"],
+               sent.values.filter({ $0.finished && !$0.answered && !$0.extra && $0.sentAt > newestAnsweredSentAt })
+                   .allSatisfy({ $0.sentAt >= since }) {
+                violation("not answering while ICMP was filtered and the host answered TCP within Timeout (the ladder)")
             }
             let refused = failureKindsSinceAnswer.contains("refused") || failureKindsSinceAnswer.contains("send failed")
             if !refused && probe.verdict.consecutiveFailures < settings.failureThreshold {
