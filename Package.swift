@@ -16,12 +16,8 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
-        // libcurl, for CheckURL's plain HTTP GET, with a shim for its variadic setopt/getinfo.
-        .systemLibrary(
-            name: "CCurl",
-            pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]
-        ),
+        // libcurl, loaded on first use (dlopen), with typed wrappers for its variadic setopt/getinfo.
+        .target(name: "CCurl"),
         // A single-threaded epoll loop: fd sources, timers, end-of-turn work, cross-thread posts.
         // Linux headers and macros Swift cannot import (epoll, eventfd, signalfd, later netlink/ICMP).
         .target(name: "CLinux"),

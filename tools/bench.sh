@@ -38,5 +38,7 @@ kill $pid; wait $pid 2>/dev/null || true
 "$work/bus.sh" stop
 # ModemManager and NetworkManager (python3-dbusmock): generation change latency, start-up, idle wake-ups.
 /usr/bin/python3 "$root/tools/bench_cellular.py" "$daemon" "$netns" 2> >(grep -v "fd limit" >&2)
+# Connectivity (namespaces of its own): portal appearing and sign-in latency, ICMP-filtered start, libcurl's memory.
+/usr/bin/python3 "$root/tools/bench_connectivity.py" "$daemon" 2> >(grep -v "fd limit" >&2)
 echo "idle netobserverd: $memory"
 python3 "$root/tools/bench_targets.py" "$memory" "$work"/results/raw-*.txt

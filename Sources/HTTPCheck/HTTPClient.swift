@@ -19,16 +19,15 @@ public final class HTTPClient {
 
     public init(loop: MainLoop) throws(Failure) {
         self.loop = loop
-        guard HTTPClient.globalInit == CURLE_OK, let multi = curl_multi_init() else {
-            throw .unavailable("libcurl could not be initialised")
-        }
+        guard CCurl_load() != 0 else { throw .unavailable(String(cString: CCurl_load_error())) }
+        guard let multi = CCurl_multi_init() else { throw .unavailable("curl_multi_init failed") }
         self.multi = multi
         // Nothing beyond the request line, Host, User-Agent and this: no Accept, no cookies.
-        headers = curl_slist_append(nil, "Connection: close")
-        headers = curl_slist_append(headers, "Accept:")
+        headers = CCurl_slist_append(nil, "Connection: close")
+        headers = CCurl_slist_append(headers, "Accept:")
         let context = Unmanaged.passUnretained(self).toOpaque()
         guard CCurl_multi_set_callbacks(multi, socketCallback, timerCallback, context) == CURLM_OK else {
-            curl_multi_cleanup(multi)
+            CCurl_multi_cleanup(multi)
             throw .unavailable("libcurl refused the socket callbacks")
         }
     }
@@ -36,23 +35,17 @@ public final class HTTPClient {
     deinit {
         for (easy, request) in transfers {
             request.detach()
-            curl_multi_remove_handle(multi, easy)
-            curl_easy_cleanup(easy)
+            CCurl_multi_remove_handle(multi, easy)
+            CCurl_easy_cleanup(easy)
         }
         if let timer { loop.cancel(timer) }
         sources.values.forEach { loop.remove($0) }
-        curl_multi_cleanup(multi)
-        curl_slist_free_all(headers)
+        CCurl_multi_cleanup(multi)
+        CCurl_slist_free_all(headers)
     }
 
-    /// Once per process, before any other curl call (thread-safe in the libcurl Debian ships).
-    private static let globalInit: CURLcode = curl_global_init(CCurl_GLOBAL_DEFAULT)
-
-    /// Whether curl resolves names off the calling thread (its threaded resolver or c-ares).
-    public static var resolvesAsynchronously: Bool {
-        guard let info = curl_version_info(CCurl_VERSION_NOW) else { return false }
-        return UInt32(bitPattern: info.pointee.features) & CCurl_VERSION_ASYNCHDNS != 0
-    }
+    /// Whether curl resolves names off the loop's thread (its threaded resolver or c-ares).
+    public var resolvesAsynchronously: Bool { CCurl_resolves_asynchronously() != 0 }
 
     public var activeTransfers: Int { transfers.count }
 
@@ -60,7 +53,7 @@ public final class HTTPClient {
     /// `timeoutMilliseconds` in all); `completion` runs on the loop once, unless cancelled.
     public func get(_ url: String, timeoutMilliseconds: Int, bodyLimit: Int = 64 * 1024,
                     completion: @escaping (CheckAnswer) -> Void) -> HTTPRequest? {
-        guard let easy = curl_easy_init() else { return nil }
+        guard let easy = CCurl_easy_init() else { return nil }
         let request = HTTPRequest(client: self, easy: easy, bodyLimit: bodyLimit, completion: completion)
         let context = Unmanaged.passUnretained(request).toOpaque()
         let options: [CURLcode] = [
@@ -79,8 +72,8 @@ public final class HTTPClient {
             CCurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
             CCurl_easy_set_write(easy, writeCallback, context),
         ]
-        guard options.allSatisfy({ $0 == CURLE_OK }), curl_multi_add_handle(multi, easy) == CURLM_OK else {
-            curl_easy_cleanup(easy)
+        guard options.allSatisfy({ $0 == CURLE_OK }), CCurl_multi_add_handle(multi, easy) == CURLM_OK else {
+            CCurl_easy_cleanup(easy)
             return nil
         }
         transfers[easy] = request
@@ -90,8 +83,8 @@ public final class HTTPClient {
     /// Drops a transfer: its completion will not run.
     func cancel(_ easy: UnsafeMutableRawPointer) {
         guard transfers.removeValue(forKey: easy) != nil else { return }
-        curl_multi_remove_handle(multi, easy)
-        curl_easy_cleanup(easy)
+        CCurl_multi_remove_handle(multi, easy)
+        CCurl_easy_cleanup(easy)
     }
 
     // MARK: curl's callbacks
@@ -130,18 +123,18 @@ public final class HTTPClient {
 
     private func act(on fd: Int32, _ flags: Int32) {
         var running: Int32 = 0
-        _ = curl_multi_socket_action(multi, fd, flags, &running)
+        _ = CCurl_multi_socket_action(multi, fd, flags, &running)
         finishTransfers()
     }
 
     private func finishTransfers() {
         var left: Int32 = 0
-        while let message = curl_multi_info_read(multi, &left) {
+        while let message = CCurl_multi_info_read(multi, &left) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
                   let request = transfers.removeValue(forKey: easy) else { continue }
             let answer = Self.answer(easy, CCurl_message_result(message), request)
-            curl_multi_remove_handle(multi, easy)
-            curl_easy_cleanup(easy)
+            CCurl_multi_remove_handle(multi, easy)
+            CCurl_easy_cleanup(easy)
             request.finish(answer)
         }
     }
@@ -164,7 +157,7 @@ public final class HTTPClient {
         case CURLE_COULDNT_RESOLVE_HOST: "cannot resolve the check's host"
         case CURLE_GOT_NOTHING: "the server closed the connection without an answer"
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR: "the connection failed"
-        default: curl_easy_strerror(code).map { String(cString: $0) } ?? "curl error \(code.rawValue)"
+        default: CCurl_easy_strerror(code).map { String(cString: $0) } ?? "curl error \(code.rawValue)"
         }
     }
 }

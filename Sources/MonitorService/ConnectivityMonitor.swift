@@ -20,8 +20,8 @@ public final class ConnectivityMonitor {
     private let resolver: HostResolver
     private let resolverOwner: UInt64
     private var core: MonitorCore
-    /// Shared by every target; nil when libcurl could not start (CheckURL then always fails).
-    private let http: HTTPClient?
+    /// Shared by every target; libcurl is loaded on the first check.
+    private let http: LazyHTTPClient?
     private var check: HTTPRequest?
     private var resolveTimer: LoopTimer?
     private var resolveTimerDeadline: UInt64?
@@ -32,7 +32,7 @@ public final class ConnectivityMonitor {
     /// `sharedReachability`: an engine already watching the kernel's routes (another
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
-                sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: HTTPClient? = nil,
+                sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: LazyHTTPClient? = nil,
                 dnsRefreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds,
                 classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
         self.loop = loop
@@ -169,7 +169,7 @@ public final class ConnectivityMonitor {
     private func startCheck(_ url: String, _ generation: UInt64) {
         check?.cancel()
         let limit = max(5_000, Int(model.settings.timeout))
-        check = http?.get(url, timeoutMilliseconds: limit) { [weak self] answer in
+        check = http?.client?.get(url, timeoutMilliseconds: limit) { [weak self] answer in
             guard let self else { return }
             check = nil
             let meaning = answer.meaning(checkURL: url)
@@ -181,7 +181,8 @@ public final class ConnectivityMonitor {
             // Answer from the loop, never from inside the core's own turn.
             loop.atEndOfTurn { [weak self] in
                 guard let self else { return }
-                core.checkAnswered(generation: generation, .failed("libcurl is not available"), now: loop.now())
+                let why = http?.failure.map { "libcurl is not available: \($0)" } ?? "the check could not start"
+                core.checkAnswered(generation: generation, .failed(why), now: loop.now())
                 drive()
             }
         }

@@ -81,8 +81,8 @@ final class Service {
     private let resolver: HostResolver
     /// One ICMP socket per family for every target.
     private let probeSockets: ProbeSockets
-    /// One libcurl multi handle for every target's CheckURL.
-    private let http: HTTPClient?
+    /// One libcurl multi handle for every target's CheckURL, made on the first check.
+    private let http: LazyHTTPClient
     /// The pending Waits and Checks of every target together.
     private let budget = PendingBudget(limit: MonitorObject.pendingLimitInAll)
     private var monitor: MonitorObject?
@@ -116,12 +116,7 @@ final class Service {
         do {
             resolver = try HostResolver(loop: loop)
             probeSockets = ProbeSockets(loop: loop)
-            do {
-                http = try HTTPClient(loop: loop)
-            } catch {
-                Log.warning("CheckURL will fail: \(error)")
-                http = nil
-            }
+            http = LazyHTTPClient(loop: loop)
             connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, probeSockets: probeSockets,
                                                    http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds)
         } catch {

@@ -39,7 +39,7 @@ final class TargetSet {
     /// The ICMP sockets every target's probes share.
     private let probeSockets: ProbeSockets
     private let budget: PendingBudget
-    private let http: HTTPClient?
+    private let http: LazyHTTPClient?
     private let dnsRefreshNanoseconds: UInt64
     private(set) var targets: [Target] = []
     private(set) var nextNumber: UInt32 = 1
@@ -54,7 +54,7 @@ final class TargetSet {
     var onStatusChanged: ((Target, MonitorState) -> Void)?
 
     init(loop: MainLoop, server: ObjectServer, resolver: HostResolver, reachability: ReachabilityEngine?,
-         probeSockets: ProbeSockets, budget: PendingBudget, http: HTTPClient?, dnsRefreshNanoseconds: UInt64) {
+         probeSockets: ProbeSockets, budget: PendingBudget, http: LazyHTTPClient?, dnsRefreshNanoseconds: UInt64) {
         self.dnsRefreshNanoseconds = dnsRefreshNanoseconds
         self.probeSockets = probeSockets
         self.http = http

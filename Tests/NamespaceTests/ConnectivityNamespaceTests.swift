@@ -124,6 +124,12 @@ final class ConnectivityNamespaceTests: XCTestCase {
         return (statuses, changes)
     }
 
+    /// The files the daemon has mapped (its libraries).
+    func mappedFiles() throws -> String {
+        // Foundation reads a file up to its size, which /proc reports as 0.
+        try sh("cat /proc/\(daemon?.pid ?? 0)/maps")
+    }
+
     func router(_ command: String) throws { _ = try hosts.router.exec(command) }
 
     /// The portal: the router sends the client's port 80 to its own portal server and drops the rest.
@@ -144,6 +150,7 @@ final class ConnectivityNamespaceTests: XCTestCase {
         try wait(.status, "ethernet")
         XCTAssertEqual(try get(.connectivity), "full")
         try wait(.probeMethod, "icmp")
+        XCTAssertFalse(try mappedFiles().contains("libcurl"), "CheckURL off: libcurl is never loaded")
         try startWatcher()
         try router("iptables -I FORWARD -p icmp -j DROP")
         try wait(.probeMethod, "tcp")
@@ -182,6 +189,7 @@ final class ConnectivityNamespaceTests: XCTestCase {
         try wait(.connectivity, "full")
         XCTAssertEqual(try get(.checkURL), checkURL)
         XCTAssertEqual(try get(.portalURL), "")
+        XCTAssertTrue(try mappedFiles().contains("libcurl"))
         try startWatcher()
 
         // A portal that redirects.
