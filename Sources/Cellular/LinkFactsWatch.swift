@@ -15,8 +15,9 @@ public final class LinkFactsWatch {
     public var onNews: ((String) -> Void)?
 
     private let connection: BusConnection
-    private let modems: RemoteObjectManager
-    private let devices: RemoteObjectManager
+    /// nil once the system bus is lost: nothing is followed any more.
+    private var modems: RemoteObjectManager?
+    private var devices: RemoteObjectManager?
     private var wasReady = false
     private var described: [String: String] = [:]
 
@@ -29,23 +30,33 @@ public final class LinkFactsWatch {
     public init(loop: MainLoop, bus: BusAddress = .system) throws(DBusError) {
         connection = try BusConnection(bus, loop: loop)
         connection.limitIncomingMessages(toBytes: Self.largestMessage)
-        modems = RemoteObjectManager(connection: connection, service: Self.modemManager, path: "/org/freedesktop/ModemManager1",
-                                     interfaces: [LinkFactsTable.modemInterface], objectLimit: 256)
-        devices = RemoteObjectManager(connection: connection, service: Self.networkManager, path: "/org/freedesktop",
-                                      interfaces: [LinkFactsTable.deviceInterface], objectLimit: 1024)
+        let modems = RemoteObjectManager(connection: connection, service: Self.modemManager,
+                                         path: "/org/freedesktop/ModemManager1", interfaces: [LinkFactsTable.modemInterface],
+                                         objectLimit: 256)
+        let devices = RemoteObjectManager(connection: connection, service: Self.networkManager, path: "/org/freedesktop",
+                                          interfaces: [LinkFactsTable.deviceInterface], objectLimit: 1024)
         modems.onChange = { [unowned self] in update() }
         devices.onChange = { [unowned self] in update() }
+        self.modems = modems
+        self.devices = devices
         connection.onDisconnected = { [unowned self] in
             onNews?("lost the system bus: modems and metered links are no longer followed")
-            connection.close()
-            table = LinkFactsTable()
-            onChange?(table)
+            // Not from inside libdbus's dispatch of the Disconnected message.
+            connection.loop.atEndOfTurn { [weak self] in
+                guard let self else { return }
+                self.modems = nil
+                self.devices = nil
+                connection.close()
+                table = LinkFactsTable()
+                onChange?(table)
+            }
         }
     }
 
-    public var isReady: Bool { modems.isReady && devices.isReady }
+    public var isReady: Bool { modems?.isReady == true && devices?.isReady == true }
 
     private func update() {
+        guard let modems, let devices else { return }
         describe("ModemManager", modems, noun: "modem")
         describe("NetworkManager", devices, noun: "device")
         let new = LinkFactsTable(modems: modems.objects.values, devices: devices.objects.values)
