@@ -91,8 +91,10 @@ fuzz: deps-build
 	mkdir -p .build/fuzz
 	$(call run_fuzzer,netlink,$(FUZZ_NETLINK_SOURCES))
 	$(call run_fuzzer,echo,$(FUZZ_ECHO_SOURCES))
-	cd Fuzz/dbus && $(SWIFT) build -c release --scratch-path ../../.build/fuzz/dbus-spm --product DBusFuzzer \
-	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1 | grep -E "error|warning:" || true
+	@# A failed build must stop here, not fuzz a stale binary.
+	cd Fuzz/dbus && out=$$($(SWIFT) build -c release --scratch-path ../../.build/fuzz/dbus-spm --product DBusFuzzer \
+	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1) || { echo "$$out"; exit 1; }; \
+	  echo "$$out" | grep -E "error|warning:" || true
 	mkdir -p .build/fuzz/dbus-corpus
 	cp Fuzz/dbus/corpus/* .build/fuzz/dbus-corpus/
 	SWIFT_BACKTRACE=enable=no $(DBUS_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
