@@ -163,8 +163,9 @@ public struct MonitorCore {
         if verdict.usable, case .resolved = resolution, previous?.usable != true || previous?.interface != verdict.interface {
             outputs.append(.routeRegained)
         }
-        // Another network (or none): what the check said is about the old one.
-        if previous?.usable != verdict.usable || previous?.interface != verdict.interface {
+        // Another network (or none): what the check said is about the old one. A new source
+        // address on the same link (another Wi-Fi network, a new lease) is another network too.
+        if previous?.usable != verdict.usable || previous?.interface != verdict.interface || previous?.source != verdict.source {
             carryOut(portalCheck.trigger(newNetwork: true, now: now))
         }
         outputs.append(.stateChanged)

@@ -326,12 +326,14 @@ final class MonitorNamespaceTests: XCTestCase {
     func testSilentLossThenHealing() throws {
         try startDaemon()
         try waitForStatus("ethernet")
-        _ = try router.exec("iptables -I FORWARD -p icmp -j DROP")
+        // Silent to ICMP and to the ladder's TCP connections alike (ICMP alone: ConnectivityNamespaceTests).
+        _ = try router.exec("iptables -I FORWARD -d 198.18.2.2 -j DROP")
         let took = try waitForStatus("none", timeout: 3)
         XCTAssertLessThan(took, 2 * 0.2 + 0.2 + 0.3, "failure threshold × interval + timeout")
         XCTAssertEqual(try get(.reason), "host not answering: 2 probes lost")
         XCTAssertEqual(try get(.interface), "mc0", "the route is still there")
-        _ = try router.exec("iptables -D FORWARD -p icmp -j DROP")
+        XCTAssertEqual(try get(.connectivity), "limited")
+        _ = try router.exec("iptables -D FORWARD -d 198.18.2.2 -j DROP")
         try waitForStatus("ethernet")
     }
 
@@ -346,6 +348,8 @@ final class MonitorNamespaceTests: XCTestCase {
 
     func testReplyDelayBeyondAndBelowTimeout() throws {
         _ = try server.exec("sysctl -qw net.ipv4.icmp_echo_ignore_all=1")
+        // "Too slow" is for a host that answers neither the echo nor the ladder's TCP connection in time.
+        _ = try server.exec("iptables -I INPUT -p tcp --dport 443 -j DROP")
         let responder = Process()
         responder.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         responder.arguments = ["netns", "exec", server.name, Paths.python, Paths.namespaceHelpers + "/slow_responder.py", "0.3"]

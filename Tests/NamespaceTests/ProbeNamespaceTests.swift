@@ -46,9 +46,11 @@ final class ProbeNamespaceTests: XCTestCase {
         hosts = nil
     }
 
-    /// An engine whose sockets live in the client namespace.
+    /// An engine whose sockets live in the client namespace. ICMP alone by default: these tests
+    /// drop or delay echoes, and the ladder's TCP connections (ConnectivityNamespaceTests) would
+    /// answer for the host.
     func engine(_ settings: ProbeSettings = ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 200),
-                methods: Set<ProbeMethod> = [.icmpDatagram, .icmpRaw, .tcp], tcpPort: UInt16 = 443,
+                methods: Set<ProbeMethod> = [.icmpDatagram, .icmpRaw], tcpPort: UInt16 = 443,
                 reports: UnsafeMutablePointer<[ProbeReport]>? = nil) throws -> ProbeEngine {
         let engine = ProbeEngine(loop: loop, settings: settings, allowedMethods: methods, tcpPort: tcpPort) { report in
             reports?.pointee.append(report)
