@@ -68,6 +68,7 @@ final class HTTPClientTests: XCTestCase {
             XCTAssertEqual(answer.meaning(checkURL: base + path), meaning, "\(path): \(answer)")
         }
         XCTAssertLessThanOrEqual(try get("/200big").bodyBytes, 64 * 1024 + 16 * 1024, "stops reading past the cap")
+        XCTAssertTrue(client.resolvesAsynchronously, "the check's name is resolved off the loop (curl's resolver thread)")
         XCTAssertEqual(client.activeTransfers, 0)
     }
 

@@ -199,6 +199,9 @@ final class ConnectivityNamespaceTests: XCTestCase {
         XCTAssertEqual(try get(.portalURL), portalLogin)
         XCTAssertEqual(try get(.status), "none")
         XCTAssertEqual(try get(.reason), "captive portal: sign in at \(portalLogin)")
+        let screen = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
+        XCTAssertTrue(screen.contains("Sign in at:   \(portalLogin)"), screen)
+        XCTAssertTrue(screen.contains("Connectivity: portal"), screen)
         let portalSignal = seen().changes.first { $0["Connectivity"] as? String == "portal" }
         XCTAssertEqual(portalSignal?["PortalURL"] as? String, portalLogin, "\(seen().changes)")
         XCTAssertTrue(seen().statuses.contains("none"))
@@ -246,13 +249,20 @@ final class ConnectivityNamespaceTests: XCTestCase {
         server.terminate()
         server.waitUntilExit()
         _ = try checkServer(in: hosts.server, "198.18.2.2", 80, "hang")
-        try set(.checkURL, "")
+        let off = try runCommand([Paths.client, "--address", bus.address, "set", "check-url", ""])
+        XCTAssertEqual(off.status, 0, off.stderr)
         try wait(.connectivity, "full")
-        try set(.checkURL, checkURL)
+        let on = try runCommand([Paths.client, "--address", bus.address, "set", "check-url", checkURL])
+        XCTAssertEqual(on.status, 0, on.stderr)
         try wait(.connectivity, "unknown")
         XCTAssertEqual(try get(.reason), "checking \(checkURL)")
         try wait(.connectivity, "limited", timeout: 8)
         XCTAssertEqual(try get(.reason), "check \(checkURL) failed: timed out")
+        let screen = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
+        for line in ["Status:       none", "Connectivity: limited, heard by icmp", "Check URL:    \(checkURL)",
+                     "Reason:       check \(checkURL) failed: timed out"] {
+            XCTAssertTrue(screen.contains(line), screen)
+        }
         // Invalid values are refused, and change nothing.
         for bad in ["https://198.18.2.2/", "http://bad host/", "ftp://x"] {
             let out = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
