@@ -587,9 +587,11 @@ public final class Simulation {
     }
 
     /// The kernel changed, or the core's target did: remember what is true now. A verdict may lag
-    /// the kernel, but it must be something that was true at some moment for this target.
+    /// the kernel, but it must be something that was true at some moment for this target. On a new
+    /// target, the core's own table (the kernel's at a moment before, its news still in flight) is
+    /// such a moment too: a route deleted just before the new Host shows until its deletion is read.
     private func noteKernelTruth(reset: Bool) {
-        if reset { truthsSinceRetarget[0] = [] }
+        if reset { truthsSinceRetarget[0] = [Self.key(kernelTruth(0, reach.table))] }
         let table = kernel.wholeTable
         for id in [0, secondTarget] { truthsSinceRetarget[id, default: []].insert(Self.key(kernelTruth(id, table))) }
     }

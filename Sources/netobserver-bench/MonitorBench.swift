@@ -133,10 +133,10 @@ final class MonitorBench {
             let phase = loop.schedule(after: UInt64(Double.random(in: 0..<0.2) * 1e9)) { [loop] in loop.quit(status: 0) }
             _ = loop.run()
             loop.cancel(phase)
-            shell("ip netns exec \(topology.router) iptables -I FORWARD -p icmp -j DROP")
+            shell("ip netns exec \(topology.router) iptables -I FORWARD -d 198.18.2.2 -j DROP")
             let start = MonotonicClock.now()
             silent.append(Double(waitForStatus("none") - start) / 1000)
-            shell("ip netns exec \(topology.router) iptables -D FORWARD -p icmp -j DROP")
+            shell("ip netns exec \(topology.router) iptables -D FORWARD -d 198.18.2.2 -j DROP")
             _ = waitForStatus("ethernet")
         }
         reportMilliseconds("monitor silent_loss_to_StatusChanged (interval 200, timeout 200, 2/1)", silent)

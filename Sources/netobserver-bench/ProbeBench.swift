@@ -58,13 +58,14 @@ final class ProbeBench {
         var samples: [Double] = []
         for _ in 0..<20 {
             _ = runUntil { engine.report.answering == true }
-            // The fault starts at a random point of the probe cycle, as real ones do.
+            // The fault starts at a random point of the probe cycle, as real ones do. The host goes
+            // silent to the echo and the ladder's TCP connection alike.
             spin(Double.random(in: 0..<0.2))
-            shell("ip netns exec \(router) iptables -I FORWARD -p icmp -j DROP")
+            shell("ip netns exec \(router) iptables -I FORWARD -d 198.18.2.2 -j DROP")
             let start = MonotonicClock.now()
             let seen = runUntil { engine.report.answering == false }
             samples.append(Double(seen - start) / 1000)
-            shell("ip netns exec \(router) iptables -D FORWARD -p icmp -j DROP")
+            shell("ip netns exec \(router) iptables -D FORWARD -d 198.18.2.2 -j DROP")
         }
         report2("probe silent_loss_to_verdict (interval 200 ms, timeout 200 ms, threshold 2)", samples)
     }
