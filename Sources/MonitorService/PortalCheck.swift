@@ -8,6 +8,9 @@ public struct PortalCheck: Equatable, Sendable {
     public static let retryNanoseconds: UInt64 = 10_000_000_000
     /// While everything answers as expected.
     public static let refreshNanoseconds: UInt64 = 300_000_000_000
+    /// Checks start at most this often, however many Sets of CheckURL or flaps of the host ask:
+    /// a start asked for sooner waits for it.
+    public static let spacingNanoseconds: UInt64 = 1_000_000_000
 
     public enum Action: Equatable, Sendable {
         case start(url: String, generation: UInt64)
@@ -21,6 +24,7 @@ public struct PortalCheck: Equatable, Sendable {
     public private(set) var running: UInt64?
     public private(set) var nextAt: UInt64?
     private var generation: UInt64 = 0
+    private var lastStartAt: UInt64?
 
     public init() {}
 
@@ -33,7 +37,7 @@ public struct PortalCheck: Equatable, Sendable {
         nextAt = nil
         var actions: [Action] = running == nil ? [] : [.cancel]
         running = nil
-        if isOn { actions += start() }
+        if isOn { actions += start(now: now) }
         return actions
     }
 
@@ -44,7 +48,7 @@ public struct PortalCheck: Equatable, Sendable {
         guard isOn else { return [] }
         var actions: [Action] = running == nil ? [] : [.cancel]
         running = nil
-        actions += start()
+        actions += start(now: now)
         return actions
     }
 
@@ -59,10 +63,15 @@ public struct PortalCheck: Equatable, Sendable {
 
     public mutating func handleTimeout(now: UInt64) -> [Action] {
         guard let at = nextAt, at <= now, isOn, running == nil else { return [] }
-        return start()
+        return start(now: now)
     }
 
-    private mutating func start() -> [Action] {
+    private mutating func start(now: UInt64) -> [Action] {
+        if let last = lastStartAt, now &- last < Self.spacingNanoseconds {
+            nextAt = last &+ Self.spacingNanoseconds
+            return []
+        }
+        lastStartAt = now
         nextAt = nil
         generation &+= 1
         running = generation

@@ -57,6 +57,8 @@ final class ConnectivityRulesTests: XCTestCase {
         }
     }
 
+    let second: UInt64 = 1_000_000_000
+
     func testTheCheckRunsWhenItShouldAndNoMore() {
         var check = PortalCheck()
         XCTAssertEqual(check.trigger(newNetwork: true, now: 0), [], "off: nothing runs")
@@ -64,24 +66,42 @@ final class ConnectivityRulesTests: XCTestCase {
         XCTAssertNil(check.meaning)
         // A stale answer is ignored.
         XCTAssertFalse(check.answered(generation: 7, .expected, now: 1))
-        XCTAssertTrue(check.answered(generation: 1, .expected, now: 1_000))
+        XCTAssertTrue(check.answered(generation: 1, .expected, now: second))
         XCTAssertEqual(check.meaning, .expected)
-        XCTAssertEqual(check.nextAt, 1_000 + PortalCheck.refreshNanoseconds)
-        XCTAssertEqual(check.handleTimeout(now: 2_000), [])
-        XCTAssertEqual(check.handleTimeout(now: 1_000 + PortalCheck.refreshNanoseconds), [.start(url: "http://c.test/", generation: 2)])
-        XCTAssertTrue(check.answered(generation: 2, .portal("http://p.test/"), now: 5_000))
-        XCTAssertEqual(check.nextAt, 5_000 + PortalCheck.retryNanoseconds)
+        XCTAssertEqual(check.nextAt, second + PortalCheck.refreshNanoseconds)
+        XCTAssertEqual(check.handleTimeout(now: 2 * second), [])
+        let refresh = second + PortalCheck.refreshNanoseconds
+        XCTAssertEqual(check.handleTimeout(now: refresh), [.start(url: "http://c.test/", generation: 2)])
+        XCTAssertTrue(check.answered(generation: 2, .portal("http://p.test/"), now: refresh + second))
+        XCTAssertEqual(check.nextAt, refresh + second + PortalCheck.retryNanoseconds)
         // The host stopped answering: again at once, the answer kept meanwhile.
-        XCTAssertEqual(check.trigger(newNetwork: false, now: 6_000), [.start(url: "http://c.test/", generation: 3)])
+        XCTAssertEqual(check.trigger(newNetwork: false, now: refresh + 3 * second), [.start(url: "http://c.test/", generation: 3)])
         XCTAssertEqual(check.meaning, .portal("http://p.test/"))
         // A new network while one runs: cancelled, forgotten, started again.
-        XCTAssertEqual(check.trigger(newNetwork: true, now: 7_000), [.cancel, .start(url: "http://c.test/", generation: 4)])
+        XCTAssertEqual(check.trigger(newNetwork: true, now: refresh + 5 * second), [.cancel, .start(url: "http://c.test/", generation: 4)])
         XCTAssertNil(check.meaning)
-        XCTAssertTrue(check.answered(generation: 4, .failed("HTTP 500"), now: 8_000))
-        XCTAssertEqual(check.nextAt, 8_000 + PortalCheck.retryNanoseconds)
-        XCTAssertEqual(check.setURL("", now: 9_000), [])
+        XCTAssertTrue(check.answered(generation: 4, .failed("HTTP 500"), now: refresh + 6 * second))
+        XCTAssertEqual(check.nextAt, refresh + 6 * second + PortalCheck.retryNanoseconds)
+        XCTAssertEqual(check.setURL("", now: refresh + 7 * second), [])
         XCTAssertNil(check.nextAt)
         XCTAssertEqual(check.handleTimeout(now: .max), [])
+    }
+
+    /// However many Sets of CheckURL or host flaps, checks start at most once a second.
+    func testAFloodOfReasonsStartsAtMostOneCheckASecond() {
+        var check = PortalCheck()
+        var starts = 0
+        func count(_ actions: [PortalCheck.Action]) {
+            starts += actions.filter { if case .start = $0 { true } else { false } }.count
+        }
+        for i in 0..<10_000 {
+            let now = UInt64(i) * 1_000_000  // 10 s of one reason per millisecond
+            count(i % 2 == 0 ? check.setURL("http://c\(i % 3).test/", now: now) : check.trigger(newNetwork: i % 5 == 0, now: now))
+            if let at = check.nextAt, at <= now { count(check.handleTimeout(now: now)) }
+        }
+        XCTAssertLessThanOrEqual(starts, 11)
+        XCTAssertGreaterThanOrEqual(starts, 9, "the last reason is still looked at within a second")
+        XCTAssertNotNil(check.nextAt ?? (check.running.map { _ in 0 }), "a start is due or under way")
     }
 
     let address = IPAddress("198.18.2.2")!
@@ -165,18 +185,25 @@ final class ConnectivityRulesTests: XCTestCase {
         core.start(now: 0)
         core.checkURLChanged("http://c.test/", now: 0)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 1)))
-        core.checkAnswered(generation: 1, .expected, now: 10)
-        core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 10)
+        core.checkAnswered(generation: 1, .expected, now: second)
+        core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: second)
         _ = core.takeOutputs()
-        core.routeChanged(route, routedFamilies: nil, now: 11)
+        core.routeChanged(route, routedFamilies: nil, now: 2 * second)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 2)), "a new route: check again")
-        core.probeReportChanged(from: ProbeReport(), to: ProbeReport(answering: true), now: 12)
+        core.probeReportChanged(from: ProbeReport(), to: ProbeReport(answering: true), now: 3 * second)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 3)))
-        core.probeReportChanged(from: ProbeReport(answering: true), to: ProbeReport(answering: true), now: 13)
+        core.probeReportChanged(from: ProbeReport(answering: true), to: ProbeReport(answering: true), now: 4 * second)
         XCTAssertFalse(core.takeOutputs().contains { if case .startCheck = $0 { true } else { false } })
-        core.checkAnswered(generation: 3, .portal("http://p.test/"), now: 20)
-        XCTAssertEqual(core.nextWakeup, 20 + PortalCheck.retryNanoseconds)
-        core.handleTimeout(now: 20 + PortalCheck.retryNanoseconds)
+        core.checkAnswered(generation: 3, .portal("http://p.test/"), now: 5 * second)
+        XCTAssertEqual(core.nextWakeup, 5 * second + PortalCheck.retryNanoseconds)
+        core.handleTimeout(now: 5 * second + PortalCheck.retryNanoseconds)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 4)))
+        // The host stops answering a moment later: that check waits for the spacing, then runs.
+        core.probeReportChanged(from: ProbeReport(answering: true), to: ProbeReport(answering: false),
+                                now: 5 * second + PortalCheck.retryNanoseconds + 1)
+        XCTAssertEqual(core.takeOutputs().filter { if case .startCheck = $0 { true } else { false } }, [])
+        XCTAssertEqual(core.nextWakeup, 6 * second + PortalCheck.retryNanoseconds)
+        core.handleTimeout(now: 6 * second + PortalCheck.retryNanoseconds)
+        XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 5)))
     }
 }
