@@ -8,8 +8,11 @@ public struct PortalCheck: Equatable, Sendable {
     public static let retryNanoseconds: UInt64 = 10_000_000_000
     /// While everything answers as expected.
     public static let refreshNanoseconds: UInt64 = 300_000_000_000
-    /// Checks start at most this often, however many Sets of CheckURL or flaps of the host ask:
-    /// a start asked for sooner waits for it.
+    /// However many Sets of CheckURL or flaps of the host ask, checks start at most `burst` at
+    /// once and then one per `spacingNanoseconds` (a token bucket): a start asked for with no
+    /// token left waits for the next one. Real network changes (a route moved, then moved back)
+    /// stay immediate.
+    public static let burst = 3
     public static let spacingNanoseconds: UInt64 = 1_000_000_000
 
     public enum Action: Equatable, Sendable {
@@ -24,7 +27,9 @@ public struct PortalCheck: Equatable, Sendable {
     public private(set) var running: UInt64?
     public private(set) var nextAt: UInt64?
     private var generation: UInt64 = 0
-    private var lastStartAt: UInt64?
+    private var tokens = PortalCheck.burst
+    /// When the bucket last earned a token (or was last full).
+    private var refilledAt: UInt64 = 0
 
     public init() {}
 
@@ -67,14 +72,26 @@ public struct PortalCheck: Equatable, Sendable {
     }
 
     private mutating func start(now: UInt64) -> [Action] {
-        if let last = lastStartAt, now &- last < Self.spacingNanoseconds {
-            nextAt = last &+ Self.spacingNanoseconds
+        refill(now: now)
+        guard tokens > 0 else {
+            nextAt = refilledAt &+ Self.spacingNanoseconds
             return []
         }
-        lastStartAt = now
+        tokens -= 1
         nextAt = nil
         generation &+= 1
         running = generation
         return [.start(url: url, generation: generation)]
+    }
+
+    private mutating func refill(now: UInt64) {
+        guard tokens < Self.burst else {
+            refilledAt = now
+            return
+        }
+        let earned = (now &- refilledAt) / Self.spacingNanoseconds
+        guard earned > 0 else { return }
+        tokens = min(Self.burst, tokens + Int(min(earned, UInt64(Self.burst))))
+        refilledAt = tokens == Self.burst ? now : refilledAt &+ earned * Self.spacingNanoseconds
     }
 }
