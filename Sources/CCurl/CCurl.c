@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 /* The libcurl functions netobserver uses, found with dlsym. */
 static struct {
@@ -34,8 +33,6 @@ static char failure[256];
     }
 
 static int load(void) {
-    /* GnuTLS (under libcurl's LDAP) initialises itself when loaded unless told not to; nothing here uses it. */
-    setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0);
     void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
     if (!library) {
         snprintf(failure, sizeof failure, "%s", dlerror());

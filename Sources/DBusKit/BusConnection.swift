@@ -202,9 +202,7 @@ public final class BusConnection {
 
     /// Sends a call to the bus daemon without waiting for (or wanting) its reply.
     public func callBus(_ member: String, _ arguments: [DBusValue]) {
-        guard let message = try? Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                    interface: "org.freedesktop.DBus", member: member),
-              (try? message.append(arguments)) != nil else { return }
+        guard let message = try? Message.busCall(member, arguments) else { return }
         dbus_message_set_no_reply(message.raw, 1)
         send(message)
     }

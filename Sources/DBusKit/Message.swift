@@ -104,6 +104,14 @@ public final class Message: @unchecked Sendable {
         return Message(taking: raw)
     }
 
+    /// A call of the bus daemon's own `member` (org.freedesktop.DBus) with `arguments`.
+    public static func busCall(_ member: String, _ arguments: [DBusValue]) throws(DBusError) -> Message {
+        let message = try methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                     interface: "org.freedesktop.DBus", member: member)
+        try message.append(arguments)
+        return message
+    }
+
     public static func signal(path: String, interface: String, name: String) throws(DBusError) -> Message {
         guard Validation.isValidObjectPath(path), Validation.isValidInterfaceName(interface),
               Validation.isValidMemberName(name) else {

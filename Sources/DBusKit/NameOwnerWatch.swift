@@ -22,9 +22,7 @@ public final class NameOwnerWatch {
             query?.cancel()
             settle(newOwner.isEmpty ? nil : newOwner)
         }
-        guard let call = try? Message.methodCall(destination: Self.bus, path: "/org/freedesktop/DBus", interface: Self.bus,
-                                                 member: "GetNameOwner"),
-              (try? call.append([.string(name)])) != nil else {
+        guard let call = try? Message.busCall("GetNameOwner", [.string(name)]) else {
             settle(nil)
             return
         }

@@ -23,8 +23,8 @@ public final class ConnectivityMonitor {
     /// Shared by every target; libcurl is loaded on the first check.
     private let http: LazyHTTPClient?
     private var check: HTTPRequest?
-    private var resolveTimer: LoopTimer?
-    private var resolveTimerDeadline: UInt64?
+    /// At the core's next lookup or check.
+    private let wakeup: WakeupTimer
 
     /// After every finished probe: a verdict is in (pending Checks answer then).
     public var onVerdictReady: (() -> Void)?
@@ -38,6 +38,7 @@ public final class ConnectivityMonitor {
         self.loop = loop
         self.model = model
         self.http = http
+        wakeup = WakeupTimer(loop: loop)
         if let resolver {
             self.resolver = resolver
         } else {
@@ -68,10 +69,13 @@ public final class ConnectivityMonitor {
     deinit {
         resolver.cancelAll(owner: resolverOwner)
         check?.cancel()
-        if let resolveTimer { loop.cancel(resolveTimer) }
     }
 
     private func wireUp() {
+        wakeup.onFire = { [unowned self] in
+            core.handleTimeout(now: loop.now())
+            drive()
+        }
         probe.onReportChange = { [unowned self] old, new in
             if let method = new.method, method != old.method, let target = probe.target {
                 Log.info("probing \(target) with \(method.rawValue)")
@@ -162,7 +166,7 @@ public final class ConnectivityMonitor {
                 }
             }
         }
-        armResolveTimer()
+        wakeup.arm(at: core.nextWakeup)
     }
 
     /// One GET of CheckURL, within max(5 s, Timeout).
@@ -209,18 +213,4 @@ public final class ConnectivityMonitor {
         }
     }
 
-    private func armResolveTimer() {
-        let wake = core.nextWakeup
-        guard wake != resolveTimerDeadline else { return }
-        if let resolveTimer { loop.cancel(resolveTimer) }
-        resolveTimer = nil
-        resolveTimerDeadline = wake
-        guard let wake else { return }
-        resolveTimer = loop.schedule(at: wake) { [unowned self] in
-            resolveTimer = nil
-            resolveTimerDeadline = nil
-            core.handleTimeout(now: loop.now())
-            drive()
-        }
-    }
 }

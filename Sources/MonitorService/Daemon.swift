@@ -67,6 +67,10 @@ public enum Daemon {
         // message's buffers then go back to the system instead of staying in the heap.
         _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
         _ = mallopt(M_TRIM_THRESHOLD, 256 * 1024)
+        // GnuTLS, which libcurl brings along when a CheckURL loads it, initialises itself on
+        // loading unless told not to, and nothing here uses it. Set now, before any thread exists:
+        // setenv is not safe beside the resolver thread's getaddrinfo.
+        setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0)
     }
 }
 

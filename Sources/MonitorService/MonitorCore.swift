@@ -94,8 +94,7 @@ public struct MonitorCore {
         let route = routeProblem.map { ReachabilityVerdict(usable: false, reason: $0) } ?? self.route
         let dns = failedLookupsWhileAnswering >= Self.brokenResolverFailures
             ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : nil
-        let beyond = BeyondTheHost(checkOn: portalCheck.isOn, checkURL: portalCheck.url, check: portalCheck.meaning,
-                                   resolverProblem: dns)
+        let beyond = BeyondTheHost(checkURL: portalCheck.url, check: portalCheck.meaning, resolverProblem: dns)
         return StatusRules.state(host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts,
                                  beyond: beyond, previous: previous)
     }

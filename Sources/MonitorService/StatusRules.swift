@@ -13,15 +13,14 @@ public enum Resolution: Equatable, Sendable {
 
 /// What decides Connectivity beyond the route and the probes: the HTTP check and DNS health.
 public struct BeyondTheHost: Equatable, Sendable {
-    public var checkOn = false
+    /// "" when the check is off.
     public var checkURL = ""
     /// The check's answer for the current network; nil while it runs (or when off).
     public var check: CheckAnswer.Meaning?
     /// Set while Host's name fails to resolve though its address answers.
     public var resolverProblem: String?
 
-    public init(checkOn: Bool = false, checkURL: String = "", check: CheckAnswer.Meaning? = nil, resolverProblem: String? = nil) {
-        self.checkOn = checkOn
+    public init(checkURL: String = "", check: CheckAnswer.Meaning? = nil, resolverProblem: String? = nil) {
         self.checkURL = checkURL
         self.check = check
         self.resolverProblem = resolverProblem
@@ -132,7 +131,7 @@ public enum StatusRules {
         } else if case .failed(let why)? = beyond.check {
             connectivity = .limited
             state.reason = "check \(beyond.checkURL) failed: \(why)"
-        } else if beyond.checkOn && beyond.check == nil {
+        } else if !beyond.checkURL.isEmpty && beyond.check == nil {
             connectivity = .unknown
             state.reason = "checking \(beyond.checkURL)"
         }

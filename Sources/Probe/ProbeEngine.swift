@@ -25,8 +25,7 @@ public final class ProbeEngine {
     private var tcpProbes: [UInt16: TCPProbe] = [:]
     private var core: ProbeCore
     private let identifier: UInt16
-    private var wakeTimer: LoopTimer?
-    private var wakeAt: UInt64?
+    private let wakeup: WakeupTimer
 
     public var report: ProbeReport { core.report }
     public var statistics: Statistics { core.statistics }
@@ -63,6 +62,7 @@ public final class ProbeEngine {
         self.allowedMethods = allowedMethods
         self.tcpPort = tcpPort
         self.onReport = onReport
+        wakeup = WakeupTimer(loop: loop)
         shared = sockets
         identifier = sockets?.identifier ?? UInt16.random(in: 1...UInt16.max)
         core = ProbeCore(settings: settings, seed: UInt64.random(in: 0...UInt64.max))
@@ -70,10 +70,13 @@ public final class ProbeEngine {
             slot = claimed
             core = ProbeCore(settings: settings, seed: UInt64.random(in: 0...UInt64.max), slot: claimed, stride: ProbeSockets.slots)
         }
+        wakeup.onFire = { [unowned self] in
+            core.handleTimeout(now: loop.now())
+            drive()
+        }
     }
 
     deinit {
-        if let wakeTimer { loop.cancel(wakeTimer) }
         if let socketSource { loop.remove(socketSource) }
         if let slot { shared?.release(slot) }
     }
@@ -115,22 +118,7 @@ public final class ProbeEngine {
             }
         }
         if !tcpProbes.isEmpty { tcpProbes = tcpProbes.filter { core.isOutstanding($0.key) } }
-        armWakeTimer()
-    }
-
-    private func armWakeTimer() {
-        let next = core.nextWakeup
-        guard next != wakeAt || (next != nil && wakeTimer == nil) else { return }
-        if let wakeTimer { loop.cancel(wakeTimer) }
-        wakeTimer = nil
-        wakeAt = next
-        guard let next else { return }
-        wakeTimer = loop.schedule(at: next) { [unowned self] in
-            wakeTimer = nil
-            wakeAt = nil
-            core.handleTimeout(now: loop.now())
-            drive()
-        }
+        wakeup.arm(at: core.nextWakeup)
     }
 
     private func openSocket(for target: IPAddress) {

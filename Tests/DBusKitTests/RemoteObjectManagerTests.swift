@@ -106,8 +106,7 @@ final class RemoteObjectManagerTests: XCTestCase {
     }
 
     func testACancelledCallIsNeverAnswered() throws {
-        let message = try Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                             interface: "org.freedesktop.DBus", member: "ListNames")
+        let message = try Message.busCall("ListNames", [])
         var answered = 0
         let cancelled = connection.call(message) { _ in answered += 1 }
         cancelled.cancel()
@@ -119,8 +118,7 @@ final class RemoteObjectManagerTests: XCTestCase {
         XCTAssertEqual(answered, 0)
         XCTAssertTrue(names.contains(.string(connection.uniqueName)))
 
-        let error = connection.call(try Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                           interface: "org.freedesktop.DBus", member: "NoSuchMethod")) { result in
+        let error = connection.call(try Message.busCall("NoSuchMethod", [])) { result in
             if case .failure(let failure) = result { XCTAssertEqual(failure.name, "org.freedesktop.DBus.Error.UnknownMethod") }
             else { XCTFail("expected an error") }
         }

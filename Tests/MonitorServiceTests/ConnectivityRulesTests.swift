@@ -128,23 +128,23 @@ final class ConnectivityRulesTests: XCTestCase {
         XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue], ["unknown", "unknown"])
 
         let url = "http://c.test/generate_204"
-        s = state(route: route, answering: true, BeyondTheHost(checkOn: true, checkURL: url))
+        s = state(route: route, answering: true, BeyondTheHost(checkURL: url))
         XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason], ["unknown", "unknown", "checking \(url)"])
-        s = state(route: route, answering: true, BeyondTheHost(checkOn: true, checkURL: url, check: .expected))
+        s = state(route: route, answering: true, BeyondTheHost(checkURL: url, check: .expected))
         XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue], ["full", "ethernet"])
-        s = state(route: route, answering: true, BeyondTheHost(checkOn: true, checkURL: url, check: .failed("HTTP 500")))
+        s = state(route: route, answering: true, BeyondTheHost(checkURL: url, check: .failed("HTTP 500")))
         XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason], ["limited", "none", "check \(url) failed: HTTP 500"])
         // Portal beats limited (a silent host), but not none.
         for answering in [true, false] {
-            s = state(route: route, answering: answering, BeyondTheHost(checkOn: true, checkURL: url, check: .portal("http://p.test/")))
+            s = state(route: route, answering: answering, BeyondTheHost(checkURL: url, check: .portal("http://p.test/")))
             XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.portalURL, s.reason],
                            ["portal", "none", "http://p.test/", "captive portal: sign in at http://p.test/"])
         }
         s = state(route: ReachabilityVerdict(usable: false, reason: "interface c0 is down"), answering: true,
-                  BeyondTheHost(checkOn: true, checkURL: url, check: .portal("http://p.test/")))
+                  BeyondTheHost(checkURL: url, check: .portal("http://p.test/")))
         XCTAssertEqual([s.connectivity.rawValue, s.portalURL], ["none", ""])
         // DNS health: limited though the address answers; before a failed check's reason.
-        s = state(route: route, answering: true, BeyondTheHost(checkOn: true, checkURL: url, check: .failed("timed out"),
+        s = state(route: route, answering: true, BeyondTheHost(checkURL: url, check: .failed("timed out"),
                                                                resolverProblem: "host answers, but h.test no longer resolves: x"))
         XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason],
                        ["limited", "none", "host answers, but h.test no longer resolves: x"])

@@ -11,8 +11,7 @@ final class CellularNamespaceTests: XCTestCase {
     var hosts: ThreeHosts!
     var bus: PrivateBus!
     var daemon: DaemonProcess?
-    var watcher: Process?
-    var watchLog = ""
+    var watcher: SignalWatcher?
 
     override func setUpWithError() throws {
         try requireRoot()
@@ -21,8 +20,7 @@ final class CellularNamespaceTests: XCTestCase {
     }
 
     override func tearDown() {
-        watcher?.terminate()
-        watcher?.waitUntilExit()
+        watcher?.stop()
         daemon?.stop()
         bus?.stop()
         hosts = nil
@@ -36,44 +34,15 @@ final class CellularNamespaceTests: XCTestCase {
     }
 
     func get(_ property: P, path: String = MonitorContract.objectPath) throws -> String {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
-                                  path, MonitorContract.interface, property.name])
-        let value = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).last ?? ""
-        return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        try readProperty(property, bus: bus, path: path)
     }
 
     /// Polls until `property` reads `expected`.
     func wait(_ property: P, _ expected: String, path: String = MonitorContract.objectPath, timeout: Double = 5,
               file: StaticString = #filePath, line: UInt = #line) throws {
-        let start = Date()
-        while Date().timeIntervalSince(start) < timeout {
-            if try get(property, path: path) == expected { return }
-            usleep(10_000)
-        }
+        guard try waitForProperty(property, expected, bus: bus, path: path, timeout: timeout) == nil else { return }
         XCTFail("\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(try get(property))'\n\(daemon?.log ?? "")",
                 file: file, line: line)
-    }
-
-    func startWatcher() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Paths.python)
-        process.arguments = [Paths.namespaceHelpers + "/watch.py", bus.address]
-        watchLog = bus.directory + "/watch.log"
-        _ = FileManager.default.createFile(atPath: watchLog, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: watchLog)
-        try process.run()
-        watcher = process
-        for _ in 0..<200 where !((try? String(contentsOfFile: watchLog, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
-    }
-
-    /// The `changed` maps of the PropertiesChanged signals the watcher saw.
-    func propertyChanges() -> [[String: Any]] {
-        let text = (try? String(contentsOfFile: watchLog, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  object["kind"] as? String == "props" else { return nil }
-            return object["changed"] as? [String: Any]
-        }
     }
 
     func testAModemsNetPortIsCellularAtEveryGeneration() throws {
@@ -96,12 +65,13 @@ final class CellularNamespaceTests: XCTestCase {
         }
 
         // 3G → 4G is one PropertiesChanged of AccessTechnology; Status stays.
-        try startWatcher()
+        let watcher = try SignalWatcher(bus: bus)
+        self.watcher = watcher
         try modemManager.setAccessTechnologies(modem: 0, 1 << 14)
         try wait(.accessTechnology, "4g")
         usleep(200_000)
-        let changes = propertyChanges().filter { $0["AccessTechnology"] != nil }
-        XCTAssertEqual(changes.count, 1, "\(propertyChanges())")
+        let changes = watcher.propertyChanges.filter { $0["AccessTechnology"] != nil }
+        XCTAssertEqual(changes.count, 1, "\(watcher.propertyChanges)")
         XCTAssertEqual(changes.first?["AccessTechnology"] as? String, "4g")
         XCTAssertNil(changes.first?["Status"])
 

@@ -12,8 +12,7 @@ final class ConnectivityNamespaceTests: XCTestCase {
     var bus: PrivateBus!
     var daemon: DaemonProcess?
     var helpers: [Process] = []
-    var watcher: Process?
-    var watchLog = ""
+    var watcher: SignalWatcher?
     let checkURL = "http://198.18.2.2/generate_204"
     let portalLogin = "http://198.18.0.1:8080/login?from=netobserver"
     var dnsPIDFile: String?
@@ -29,8 +28,7 @@ final class ConnectivityNamespaceTests: XCTestCase {
     }
 
     override func tearDown() {
-        watcher?.terminate()
-        watcher?.waitUntilExit()
+        watcher?.stop()
         for helper in helpers where helper.isRunning {
             helper.terminate()
             helper.waitUntilExit()
@@ -74,10 +72,7 @@ final class ConnectivityNamespaceTests: XCTestCase {
     }
 
     func get(_ property: P) throws -> String {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
-                                  MonitorContract.objectPath, MonitorContract.interface, property.name])
-        let value = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).last ?? ""
-        return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        try readProperty(property, bus: bus)
     }
 
     func set(_ property: P, _ value: String) throws {
@@ -89,39 +84,19 @@ final class ConnectivityNamespaceTests: XCTestCase {
     /// Polls until `property` reads `expected`; returns the seconds it took.
     @discardableResult
     func wait(_ property: P, _ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
-        let start = Date()
-        while Date().timeIntervalSince(start) < timeout {
-            if try get(property) == expected { return Date().timeIntervalSince(start) }
-            usleep(10_000)
-        }
+        if let took = try waitForProperty(property, expected, bus: bus, timeout: timeout) { return took }
         XCTFail("\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(try get(property))', "
                 + "Reason '\(try get(.reason))'\n\(daemon?.log ?? "")", file: file, line: line)
         return timeout
     }
 
     func startWatcher() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Paths.python)
-        process.arguments = [Paths.namespaceHelpers + "/watch.py", bus.address]
-        watchLog = bus.directory + "/watch.log"
-        _ = FileManager.default.createFile(atPath: watchLog, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: watchLog)
-        try process.run()
-        watcher = process
-        for _ in 0..<200 where !((try? String(contentsOfFile: watchLog, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
+        watcher = try SignalWatcher(bus: bus)
     }
 
     /// What the watcher saw: StatusChanged statuses, and PropertiesChanged maps.
     func seen() -> (statuses: [String], changes: [[String: Any]]) {
-        let text = (try? String(contentsOfFile: watchLog, encoding: .utf8)) ?? ""
-        var statuses: [String] = []
-        var changes: [[String: Any]] = []
-        for line in text.split(separator: "\n") {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
-            if object["kind"] as? String == "status", let status = object["status"] as? String { statuses.append(status) }
-            if object["kind"] as? String == "props", let changed = object["changed"] as? [String: Any] { changes.append(changed) }
-        }
-        return (statuses, changes)
+        ((watcher?.statuses ?? []).map(\.status), watcher?.propertyChanges ?? [])
     }
 
     /// The files the daemon has mapped (its libraries).
@@ -132,11 +107,13 @@ final class ConnectivityNamespaceTests: XCTestCase {
 
     func router(_ command: String) throws { _ = try hosts.router.exec(command) }
 
-    /// The portal: the router sends the client's port 80 to its own portal server and drops the rest.
-    func closePortal() throws {
+    /// The portal: the router sends the client's port 80 to its own portal server and, unless
+    /// it lets the rest through, drops everything else.
+    func closePortal(droppingTheRest: Bool = true) throws {
         try router("nft add table ip portal")
         try router("nft add chain ip portal portal_nat { type nat hook prerouting priority -100 \\; }")
         try router("nft add rule ip portal portal_nat iifname cnr0 tcp dport 80 dnat to 198.18.0.1:8080")
+        guard droppingTheRest else { return }
         try router("nft add chain ip portal portal_filter { type filter hook forward priority 0 \\; }")
         try router("nft add rule ip portal portal_filter iifname cnr0 drop")
     }
@@ -228,9 +205,7 @@ final class ConnectivityNamespaceTests: XCTestCase {
 
         // A portal that lets ICMP through: the host never stops answering, so only the
         // 10 s retry can notice the sign-in.
-        try router("nft add table ip portal")
-        try router("nft add chain ip portal portal_nat { type nat hook prerouting priority -100 \\; }")
-        try router("nft add rule ip portal portal_nat iifname cnr0 tcp dport 80 dnat to 198.18.0.1:8080")
+        try closePortal(droppingTheRest: false)
         try set(.checkURL, "")
         try set(.checkURL, checkURL)
         try wait(.connectivity, "portal")

@@ -13,8 +13,7 @@ final class MonitorNamespaceTests: XCTestCase {
     var server: NetworkNamespace!
     var bus: PrivateBus!
     var daemon: DaemonProcess!
-    var watcher: Process?
-    var watchLog = ""
+    var watcher: SignalWatcher?
     private var helpers: [Process] = []
 
     override func setUpWithError() throws {
@@ -34,7 +33,7 @@ final class MonitorNamespaceTests: XCTestCase {
     }
 
     override func tearDown() {
-        watcher?.terminate()
+        watcher?.stop()
         for helper in helpers where helper.isRunning { helper.terminate(); helper.waitUntilExit() }
         daemon?.stop()
         bus?.stop()
@@ -50,35 +49,16 @@ final class MonitorNamespaceTests: XCTestCase {
     }
 
     func startWatcher() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Paths.python)
-        process.arguments = [Paths.namespaceHelpers + "/watch.py", bus.address]
-        let path = bus.directory + "/watch.log"
-        _ = FileManager.default.createFile(atPath: path, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: path)
-        try process.run()
-        watcher = process
-        watchLog = path
-        for _ in 0..<200 where !((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
+        watcher = try SignalWatcher(bus: bus)
     }
 
     /// The StatusChanged signals seen so far, as (status, host).
-    func statusSignals() -> [(String, String)] {
-        let text = (try? String(contentsOfFile: watchLog, encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
-            guard let data = line.data(using: .utf8),
-                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  object["kind"] as? String == "status" else { return nil }
-            return (object["status"] as? String ?? "", object["host"] as? String ?? "")
-        }
+    func statusSignals() -> [(status: String, host: String)] {
+        watcher?.statuses ?? []
     }
 
     func get(_ property: P) throws -> String {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
-                                  MonitorContract.objectPath, MonitorContract.interface, property.name])
-        // `s "ethernet"` → ethernet; `t 420` → 420
-        let value = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).last ?? ""
-        return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        try readProperty(property, bus: bus)
     }
 
     func set(_ property: P, _ value: String) throws {
@@ -91,11 +71,7 @@ final class MonitorNamespaceTests: XCTestCase {
     /// Polls Status until it is `expected`; returns the seconds it took.
     @discardableResult
     func waitForStatus(_ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
-        let start = Date()
-        while Date().timeIntervalSince(start) < timeout {
-            if try get(.status) == expected { return Date().timeIntervalSince(start) }
-            usleep(20_000)
-        }
+        if let took = try waitForProperty(.status, expected, bus: bus, timeout: timeout) { return took }
         XCTFail("\(P.status) did not become \(expected) in \(timeout) s; it is \(try get(.status)): \(try get(.reason))\n\(daemon.log)",
                 file: file, line: line)
         return timeout
