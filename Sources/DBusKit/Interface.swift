@@ -48,12 +48,20 @@ public struct DBusMethod {
     public let outputs: [DBusArgument]
     public let handler: (MethodCall) throws(DBusError) -> MethodOutcome
     let inputSignature: String
+    /// The largest reply this method may send; a larger one is answered with an error instead.
+    /// Only documents that grow with what the service exports (Introspect, GetManagedObjects) may be larger.
+    let replyLimit: Int
+
+    /// Every reply but the exempt documents' stays below this (INTERFACE.md, "Hostile callers").
+    public static let defaultReplyLimit = 64 * 1024
 
     public init(_ name: String, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [],
+                replyLimit: Int = DBusMethod.defaultReplyLimit,
                 handler: @escaping (MethodCall) throws(DBusError) -> MethodOutcome) {
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
+        self.replyLimit = replyLimit
         self.handler = handler
         inputSignature = inputs.map(\.type.signature).joined()
     }

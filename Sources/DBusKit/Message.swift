@@ -132,10 +132,21 @@ public final class Message: @unchecked Sendable {
         return message
     }
 
+    /// The longest error text sent, in bytes.
+    static let maximumErrorText = 4_096
+
     static func error(answering call: OpaquePointer, _ error: DBusError) -> Message? {
         let name = Validation.isValidErrorName(error.name) ? error.name : DBusError.failed("").name
-        // NULs would cut the text in C; everything else in a Swift string is valid UTF-8.
-        let text = String(decoding: error.message.utf8.filter { $0 != 0 }, as: UTF8.self)
+        // NULs would cut the text in C; everything else in a Swift string is valid UTF-8. Our
+        // messages are one line: a longer one was built from something a caller sent, so it is cut.
+        var bytes = Array(error.message.utf8.prefix(maximumErrorText).filter { $0 != 0 })
+        if error.message.utf8.count > maximumErrorText {
+            // Back to the start of a UTF-8 sequence, then the ellipsis.
+            while let last = bytes.last, last & 0xC0 == 0x80 { bytes.removeLast() }
+            if let last = bytes.last, last >= 0xC0 { bytes.removeLast() }
+            bytes += Array("…".utf8)
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
         return dbus_message_new_error(call, name, text).map { Message(taking: $0) }
     }
 }

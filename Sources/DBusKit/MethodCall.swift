@@ -10,6 +10,8 @@ public final class MethodCall {
     let raw: OpaquePointer
     private let transport: MessageTransport
     public private(set) var isAnswered = false
+    /// The largest reply the called method may send (set at dispatch from its declaration).
+    var replyLimit = DBusMethod.defaultReplyLimit
 
     init(raw: OpaquePointer, transport: MessageTransport) {
         self.raw = dbus_message_ref(raw)
@@ -55,6 +57,13 @@ public final class MethodCall {
         guard !isAnswered else { return }
         isAnswered = true
         guard expectsReply else { return }
+        // The header (names, serials, the signature) is bounded by the bus; the body is ours.
+        guard values.reduce(0, { $0 + $1.wireSizeBound }) <= replyLimit - 1_024 else {
+            if let reply = Message.error(answering: raw, .limitsExceeded("the reply would be larger than \(replyLimit / 1024) KiB")) {
+                transport.send(reply)
+            }
+            return
+        }
         do {
             transport.send(try Message.reply(to: raw, values))
         } catch {

@@ -18,7 +18,8 @@ enum ObjectManager {
 
     static func interface(managedObjects: @escaping () -> [(path: String, interfaces: [DBusInterface])]) -> DBusInterface {
         DBusInterface(name, methods: [
-            DBusMethod("GetManagedObjects", outputs: [DBusArgument("object_paths_interfaces_and_properties", objectsType)]) {
+            DBusMethod("GetManagedObjects", outputs: [DBusArgument("object_paths_interfaces_and_properties", objectsType)],
+                       replyLimit: .max) {
                 _ throws(DBusError) in
                 let entries = managedObjects().map { object in
                     DBusDictEntry(key: .objectPath(object.path), value: interfacesAndProperties(object.interfaces))

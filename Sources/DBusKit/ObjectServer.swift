@@ -1,4 +1,5 @@
 import CDBus
+import Glibc
 import EventLoop
 
 /// Exports objects on a connection: routes method calls by path, interface and
@@ -123,8 +124,12 @@ public final class ObjectServer {
         return [introspectable, peer]
     }
 
+    private static let longestPath = 4_096
+
     private func interfaces(at path: UnsafePointer<CChar>) -> [DBusInterface]? {
         for object in objects where object.path.equals(path) { return object.all }
+        // No exported path is this long: a caller's huge path is not copied to find out.
+        guard strnlen(path, Self.longestPath + 1) <= Self.longestPath else { return nil }
         return interfaces(at: String(cString: path))
     }
 
@@ -147,6 +152,7 @@ public final class ObjectServer {
                 let signature = dbus_message_get_signature(raw).map { String(cString: $0) } ?? ""
                 throw .invalidArgs("Method '\(method.name)' takes signature '\(method.inputSignature)', not '\(signature)'")
             }
+            call.replyLimit = method.replyLimit
             switch try method.handler(call) {
             case .reply(let values): call.reply(values)
             case .later: break
@@ -167,21 +173,21 @@ public final class ObjectServer {
             return method
         }
         guard let interfaces = interfaces(at: path) else {
-            throw .unknownObject("No such object path '\(String(cString: path))'")
+            throw .unknownObject("No such object path '\(quotedName(path))'")
         }
         if let interfaceName {
             guard let interface = interfaces.first(where: { $0.name.equals(interfaceName) }) else {
-                throw .unknownInterface("No such interface '\(String(cString: interfaceName))' at object path '\(String(cString: path))'")
+                throw .unknownInterface("No such interface '\(quotedName(interfaceName))' at object path '\(quotedName(path))'")
             }
             guard let method = interface.method(named: member) else {
-                throw .unknownMethod("No such method '\(String(cString: member))' in interface '\(interface.name)' at object path '\(String(cString: path))'")
+                throw .unknownMethod("No such method '\(quotedName(member))' in interface '\(interface.name)' at object path '\(quotedName(path))'")
             }
             return method
         }
         for interface in interfaces {
             if let method = interface.method(named: member) { return method }
         }
-        throw .unknownMethod("No such method '\(String(cString: member))' at object path '\(String(cString: path))'")
+        throw .unknownMethod("No such method '\(quotedName(member))' at object path '\(quotedName(path))'")
     }
 
     // MARK: Notifications

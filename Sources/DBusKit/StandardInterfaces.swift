@@ -16,7 +16,7 @@ enum StandardInterfaces {
 
     static func introspectableInterface(xml: @escaping () -> String) -> DBusInterface {
         DBusInterface(introspectable, methods: [
-            DBusMethod("Introspect", outputs: [DBusArgument("xml_data", .string)]) { _ throws(DBusError) in
+            DBusMethod("Introspect", outputs: [DBusArgument("xml_data", .string)], replyLimit: .max) { _ throws(DBusError) in
                 .reply([.string(xml())])
             },
         ])
@@ -37,7 +37,7 @@ enum StandardInterfaces {
             } else if let property = try named(interfaces, interfaceName).property(named: propertyName) {
                 return property
             }
-            throw .unknownProperty("No such property '\(String(cString: propertyName))' on interface '\(String(cString: interfaceName))'")
+            throw .unknownProperty("No such property '\(quotedName(propertyName))' on interface '\(quotedName(interfaceName))'")
         }
         return DBusInterface(properties, methods: [
             DBusMethod("Get", inputs: [DBusArgument("interface_name", .string), DBusArgument("property_name", .string)],
@@ -85,7 +85,7 @@ enum StandardInterfaces {
 
     private static func named(_ interfaces: [DBusInterface], _ name: UnsafePointer<CChar>) throws(DBusError) -> DBusInterface {
         guard let match = interfaces.first(where: { $0.name.equals(name) }) else {
-            throw .unknownInterface("No such interface '\(String(cString: name))'")
+            throw .unknownInterface("No such interface '\(quotedName(name))'")
         }
         return match
     }

@@ -133,7 +133,7 @@ public final class MainLoop {
     /// Calls `handler` after `nanoseconds`, and every `nanoseconds` after that when `repeats`.
     @discardableResult
     public func schedule(after nanoseconds: UInt64, repeats: Bool = false, handler: @escaping () -> Void) -> LoopTimer {
-        let timer = LoopTimer(deadline: clock() &+ nanoseconds, interval: nanoseconds,
+        let timer = LoopTimer(deadline: Self.saturatingSum(clock(), nanoseconds), interval: nanoseconds,
                               repeats: repeats, handler: handler)
         timers.insert(timer)
         return timer
@@ -145,6 +145,12 @@ public final class MainLoop {
         let timer = LoopTimer(deadline: deadline, interval: 0, repeats: false, handler: handler)
         timers.insert(timer)
         return timer
+    }
+
+    /// A deadline far in the future stays there: it never wraps round to "due now".
+    static func saturatingSum(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : sum
     }
 
     public func cancel(_ timer: LoopTimer) {
@@ -175,7 +181,7 @@ public final class MainLoop {
         }
         for timer in due where timer.isActive {
             if timer.repeats {
-                timer.deadline = max(timer.deadline &+ timer.interval, now &+ 1)
+                timer.deadline = max(Self.saturatingSum(timer.deadline, timer.interval), now &+ 1)
                 timers.insert(timer)
             } else {
                 timer.isActive = false

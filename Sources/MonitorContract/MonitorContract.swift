@@ -136,13 +136,17 @@ public enum MonitorContract {
         public static let targetsProperty = "Targets"
         /// At most this many added targets.
         public static let limit = 64
+        /// The numbers N a target may have. Never reused, so once the last is given out
+        /// AddTarget is refused rather than wrapping around (at 16 additions per 10 s,
+        /// after some 19 years of adding without a pause).
+        public static let numbers: ClosedRange<UInt32> = 1...1_000_000_000
 
         public static func path(_ number: UInt32) -> String { objectPath + "/\(number)" }
 
         /// N of `objectPath/N`; nil for any other path.
         public static func number(of path: String) -> UInt32? {
             let prefix = objectPath + "/"
-            guard path.hasPrefix(prefix), let number = UInt32(path.dropFirst(prefix.count)), number >= 1,
+            guard path.hasPrefix(prefix), let number = UInt32(path.dropFirst(prefix.count)), numbers.contains(number),
                   path == Self.path(number) else { return nil }
             return number
         }

@@ -88,7 +88,7 @@ final class Service {
     /// One libcurl multi handle for every target's CheckURL, made on the first check.
     private let http: LazyHTTPClient
     /// The pending Waits and Checks of every target together.
-    private let budget = PendingBudget(limit: MonitorObject.pendingLimitInAll)
+    private let budget: PendingBudget
     private var monitor: MonitorObject?
     /// ModemManager and NetworkManager on the system bus; nil when it cannot be reached.
     private var linkFacts: LinkFactsWatch?
@@ -117,6 +117,7 @@ final class Service {
             throw StartFailure(status: 1, message: "cannot connect to the bus: \(error.message)")
         }
         model = MonitorModel(settings: options.settings)
+        budget = PendingBudget(identify: PendingBudget.askingBus(connection))
         do {
             resolver = try HostResolver(loop: loop)
             probeSockets = ProbeSockets(loop: loop)
@@ -325,6 +326,7 @@ final class Service {
            let name = arguments[0].stringValue, arguments[2].stringValue == "", name.hasPrefix(":") {
             monitor?.clientVanished(name)
             targets?.clientVanished(name)
+            budget.clientVanished(name)
         } else if message.isSignal(interface: "org.freedesktop.DBus", member: "NameLost"),
                   (try? message.arguments())?.first?.stringValue == MonitorContract.busName {
             Log.notice("another instance took over \(MonitorContract.busName): exiting")

@@ -3,12 +3,18 @@ import Glibc
 /// What INTERFACE.md accepts as a Host: an RFC 1123 name, an IPv4 dotted
 /// quad, or an IPv6 literal with an optional `%zone`.
 public enum HostName {
+    /// No valid Host is longer (a name's 253 bytes and its trailing dot); checked before
+    /// anything splits or copies a caller's string.
+    public static let longest = 254
+
     public static func isValid(_ host: String) -> Bool {
-        isIPv4Literal(host) || isIPv6Literal(host) || isDNSName(host)
+        guard host.utf8.count <= longest else { return false }
+        return isIPv4Literal(host) || isIPv6Literal(host) || isDNSName(host)
     }
 
     /// Four decimal octets 0–255, no leading zeros beyond a lone "0".
     public static func isIPv4Literal(_ s: String) -> Bool {
+        guard s.utf8.count <= 15 else { return false }
         let parts = s.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 4 else { return false }
         for part in parts {
@@ -21,6 +27,7 @@ public enum HostName {
 
     /// An IPv6 address in text form (as inet_pton reads it), optionally with a `%zone`.
     public static func isIPv6Literal(_ s: String) -> Bool {
+        guard s.utf8.count <= 45 + 16 else { return false }
         var address = s
         if let percent = s.firstIndex(of: "%") {
             let zone = s[s.index(after: percent)...]

@@ -6,13 +6,11 @@ import MonitorContract
 /// model changes into PropertiesChanged and StatusChanged, and keeps the
 /// pending Wait and Check calls.
 public final class MonitorObject {
-    public static let pendingLimitPerClient = 64
-    public static let pendingLimitInAll = 4_096
-
     private let model: MonitorModel
     private let server: ObjectServer
     /// Where this target is exported: the default target at MonitorContract.objectPath, added ones below it.
     public let path: String
+    private let budget: PendingBudget
     private let waits: PendingCalls
     private let checks: PendingCalls
 
@@ -23,13 +21,14 @@ public final class MonitorObject {
 
     /// `budget`: the pending calls of every target together.
     public init(model: MonitorModel, server: ObjectServer, path: String = MonitorContract.objectPath,
-                budget: PendingBudget = PendingBudget(limit: MonitorObject.pendingLimitInAll),
+                budget: PendingBudget = PendingBudget(),
                 extraInterfaces: [DBusInterface] = []) {
         self.model = model
         self.server = server
         self.path = path
-        waits = PendingCalls(loop: server.loop, limitPerClient: Self.pendingLimitPerClient, budget: budget)
-        checks = PendingCalls(loop: server.loop, limitPerClient: Self.pendingLimitPerClient, budget: budget)
+        self.budget = budget
+        waits = PendingCalls(loop: server.loop, kind: .wait, budget: budget)
+        checks = PendingCalls(loop: server.loop, kind: .check, budget: budget)
         let declaration = MonitorInterface.declaration(
             model: model,
             check: { [unowned self] call throws(DBusError) in try check(call) },
@@ -80,18 +79,22 @@ public final class MonitorObject {
     private func check(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
         // Nobody would hear the verdict: nothing to keep, nothing to probe for.
         guard call.expectsReply else { return .reply([]) }
+        try budget.admit(call, .check) { [weak self] call in self?.keepCheck(call) }
+        return .later
+    }
+
+    private func keepCheck(_ call: MethodCall) {
         // Pending before the probe goes out: a probe that fails at once delivers its verdict right away.
         // The verdict is in within two Timeouts (a forced probe may wait one Timeout for the
         // previous one); the margin covers scheduling.
         let deadline = (2 * UInt64(model.settings.timeout) + 100) * 1_000_000
-        try checks.add(call, timeoutNanoseconds: deadline) { [unowned self] call in
+        checks.add(call, timeoutNanoseconds: deadline) { [unowned self] call in
             call.reply([.string(model.state.status.rawValue)])
         }
         if model.probeNow?() != true, checks.remove(call) {
             // Nothing to probe (no engine, no address, no route): the current verdict is the answer.
-            return .reply([.string(model.state.status.rawValue)])
+            call.reply([.string(model.state.status.rawValue)])
         }
-        return .later
     }
 
     private func wait(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
@@ -101,8 +104,16 @@ public final class MonitorObject {
         }
         if model.state.reachable { return .reply([.boolean(true)]) }
         if timeout == 0 || !call.expectsReply { return .reply([.boolean(false)]) }
-        try waits.add(call, timeoutNanoseconds: UInt64(timeout) * 1_000_000) { call in
-            call.reply([.boolean(false)])
+        try budget.admit(call, .wait) { [weak self] call in
+            guard let self else { return }
+            // The caller's user may have been asked of the bus meanwhile.
+            guard !model.state.reachable else {
+                call.reply([.boolean(true)])
+                return
+            }
+            waits.add(call, timeoutNanoseconds: UInt64(timeout) * 1_000_000) { call in
+                call.reply([.boolean(false)])
+            }
         }
         return .later
     }

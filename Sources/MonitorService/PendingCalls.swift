@@ -1,20 +1,9 @@
 import DBusKit
 import EventLoop
 
-/// The pending calls of the whole service: every PendingCalls draws on one
-/// budget, so no number of clients can hold more than `limit` calls in all.
-public final class PendingBudget {
-    public let limit: Int
-    public fileprivate(set) var inUse = 0
-
-    public init(limit: Int) {
-        self.limit = limit
-    }
-}
-
-/// Method calls answered later (Wait, Check), per client, with a per-client
-/// limit, a share of the service-wide budget, and each call's own deadline.
-/// A client that leaves the bus has its calls dropped without an answer.
+/// The Waits or the Checks of one target that are answered later, each with its own
+/// deadline, counted in the service's `PendingBudget` (which decides whether a call may
+/// be kept at all). A client that leaves the bus has its calls dropped without an answer.
 public final class PendingCalls {
     public final class Entry {
         let call: MethodCall
@@ -28,39 +17,27 @@ public final class PendingCalls {
     }
 
     private let loop: MainLoop
-    public let limitPerClient: Int
+    private let kind: PendingBudget.Kind
     private let budget: PendingBudget
     private var byClient: [String: [Entry]] = [:]
 
-    public init(loop: MainLoop, limitPerClient: Int, budget: PendingBudget) {
+    public init(loop: MainLoop, kind: PendingBudget.Kind, budget: PendingBudget) {
         self.loop = loop
-        self.limitPerClient = limitPerClient
+        self.kind = kind
         self.budget = budget
     }
 
     deinit {
         for entry in byClient.values.joined() {
             if let timer = entry.timer { loop.cancel(timer) }
+            budget.release(entry.call.sender, kind)
         }
     }
 
     public func count(for client: String) -> Int { byClient[client]?.count ?? 0 }
 
-    /// Throws LimitsExceeded when `client` may not keep one more call: check
-    /// before doing anything on the call's behalf.
-    public func checkRoom(for client: String) throws(DBusError) {
-        guard count(for: client) < limitPerClient else {
-            throw .limitsExceeded("at most \(limitPerClient) pending calls of this kind per client")
-        }
-        guard budget.inUse < budget.limit else {
-            throw .limitsExceeded("the service holds \(budget.limit) pending calls already")
-        }
-    }
-
-    /// Keeps `call` until `resolveAll` or its deadline; throws LimitsExceeded past the limits.
-    public func add(_ call: MethodCall, timeoutNanoseconds: UInt64,
-                    onTimeout: @escaping (MethodCall) -> Void) throws(DBusError) {
-        try checkRoom(for: call.sender)
+    /// Keeps `call` (which the budget admitted) until `resolveAll`, `remove` or its deadline.
+    public func add(_ call: MethodCall, timeoutNanoseconds: UInt64, onTimeout: @escaping (MethodCall) -> Void) {
         let entry = Entry(call: call, onTimeout: onTimeout)
         entry.timer = loop.schedule(after: timeoutNanoseconds) { [weak self, weak entry] in
             guard let self, let entry else { return }
@@ -68,16 +45,16 @@ public final class PendingCalls {
             entry.onTimeout(entry.call)
         }
         byClient[call.sender, default: []].append(entry)
-        budget.inUse += 1
+        budget.take(call.sender, kind)
     }
 
     /// Answers every pending call (and forgets them).
     public func resolveAll(_ answer: (MethodCall) -> Void) {
         let all = byClient.values.flatMap { $0 }
         byClient = [:]
-        budget.inUse -= all.count
         for entry in all {
             if let timer = entry.timer { loop.cancel(timer) }
+            budget.release(entry.call.sender, kind)
             answer(entry.call)
         }
     }
@@ -94,9 +71,9 @@ public final class PendingCalls {
     @discardableResult
     public func clientVanished(_ client: String) -> Int {
         guard let entries = byClient.removeValue(forKey: client) else { return 0 }
-        budget.inUse -= entries.count
         for entry in entries {
             if let timer = entry.timer { loop.cancel(timer) }
+            budget.release(client, kind)
         }
         return entries.count
     }
@@ -105,6 +82,6 @@ public final class PendingCalls {
         guard var entries = byClient[entry.call.sender], let index = entries.firstIndex(where: { $0 === entry }) else { return }
         entries.remove(at: index)
         byClient[entry.call.sender] = entries.isEmpty ? nil : entries
-        budget.inUse -= 1
+        budget.release(entry.call.sender, kind)
     }
 }

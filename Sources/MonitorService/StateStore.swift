@@ -1,5 +1,6 @@
 import EventLoop
 import Glibc
+import MonitorContract
 
 /// What the state file keeps: the default target's values Set over D-Bus, and the added
 /// targets (their numbers, never reused, and the values Set on each).
@@ -69,7 +70,7 @@ public struct StateStore: Sendable {
                 continue
             }
             let name = line[..<equals], value = String(line[line.index(after: equals)...])
-            if name == "NextTarget", let next = UInt32(value), next >= 1 {
+            if name == "NextTarget", let next = UInt32(value), next >= 1, next <= MonitorContract.Targets.numbers.upperBound + 1 {
                 state.nextTarget = next
             } else if let key = MonitorSettings.Key(name: String(name)) {
                 state.values[key] = value
@@ -86,18 +87,18 @@ public struct StateStore: Sendable {
                 continue
             }
             state.targets.append(StoredState.Target(number: target, values: values))
-            state.nextTarget = max(state.nextTarget, target &+ 1)
+            state.nextTarget = max(state.nextTarget, target + 1)
         }
         return (state, problems)
     }
 
     /// At most this many added targets are read back (the service's own limit).
-    public static let maximumTargets = 64
+    public static let maximumTargets = MonitorContract.Targets.limit
 
     /// `Target.N.Key` → (N, Key).
     private static func targetKey(_ name: Substring) -> (UInt32, MonitorSettings.Key)? {
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "Target", let number = UInt32(parts[1]), number >= 1, number < UInt32.max,
+        guard parts.count == 3, parts[0] == "Target", let number = UInt32(parts[1]), MonitorContract.Targets.numbers.contains(number),
               let key = MonitorSettings.Key(name: String(parts[2])) else { return nil }
         return (number, key)
     }

@@ -27,7 +27,9 @@ public final class SystemdNotifier {
         length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
         let pidMatches = environment("WATCHDOG_PID").map { $0 == String(getpid()) } ?? true
         if pidMatches, let text = environment("WATCHDOG_USEC"), let microseconds = UInt64(text), microseconds > 0 {
-            watchdogPeriod = microseconds * 1000 / 2
+            // Saturating: systemd's "infinity" and any other huge value mean a very long period, not a trap.
+            let (nanoseconds, overflow) = microseconds.multipliedReportingOverflow(by: 1000)
+            watchdogPeriod = (overflow ? UInt64.max : nanoseconds) / 2
         } else {
             watchdogPeriod = nil
         }

@@ -45,6 +45,10 @@ final class TargetSet {
     private(set) var nextNumber: UInt32 = 1
     /// What ModemManager and NetworkManager say now: every target starts with it.
     private var linkFacts = LinkFactsTable()
+    /// AddTarget over D-Bus: each new target probes at once, so callers may add only so many so fast.
+    private var recentAdditions = RecentEvents(limit: TargetSet.additionsPerWindow, window: TargetSet.additionWindow)
+    static let additionsPerWindow = 16
+    static let additionWindow: UInt64 = 10_000_000_000
 
     /// The set of targets changed (Targets, and what the state file keeps).
     var onChange: (() -> Void)?
@@ -79,6 +83,12 @@ final class TargetSet {
                 } catch {
                     throw .invalidArgs(error.message)
                 }
+                guard targets.count < MonitorContract.Targets.limit else {
+                    throw .limitsExceeded("at most \(MonitorContract.Targets.limit) targets (remove one first)")
+                }
+                guard recentAdditions.allow(now: loop.now()) else {
+                    throw .limitsExceeded("at most \(Self.additionsPerWindow) targets added in \(Self.additionWindow / 1_000_000_000) s: try again later")
+                }
                 let target = try add(settings: settings, persisted: [.host: settings.host])
                 return .reply([.objectPath(MonitorContract.Targets.path(target.number))])
             },
@@ -102,7 +112,10 @@ final class TargetSet {
             throw .limitsExceeded("at most \(MonitorContract.Targets.limit) targets (remove one first)")
         }
         let number = number ?? nextNumber
-        nextNumber = max(nextNumber, number &+ 1)
+        guard MonitorContract.Targets.numbers.contains(number) else {
+            throw .limitsExceeded("every target number up to \(MonitorContract.Targets.numbers.upperBound) was given out already")
+        }
+        nextNumber = max(nextNumber, number + 1)
         let path = MonitorContract.Targets.path(number)
         let model = MonitorModel(settings: settings)
         let object = MonitorObject(model: model, server: server, path: path, budget: budget)

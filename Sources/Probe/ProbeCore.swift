@@ -97,7 +97,15 @@ public struct ProbeCore: Sendable {
         self.target = target
         self.method = method
         publish()
-        if target != nil { sendProbe(now: now) }
+        guard target != nil else { return }
+        // A new target's first probe is a forced one: however often the target changes,
+        // at most one such probe goes out per Timeout (the next waits for that Timeout).
+        if let last = lastForcedProbe, now &- last < settings.timeoutNanoseconds {
+            deferredProbeAt = last &+ settings.timeoutNanoseconds
+        } else {
+            lastForcedProbe = now
+            sendProbe(now: now)
+        }
     }
 
     public mutating func updateSettings(_ new: ProbeSettings, now: UInt64) {

@@ -23,6 +23,8 @@ public final class ProbeEngine {
     private let shared: ProbeSockets?
     private var slot: UInt16?
     private var tcpProbes: [UInt16: TCPProbe] = [:]
+    /// Shared with the other targets' engines when the sockets are.
+    private let tcpBudget: TCPConnectionBudget
     private var core: ProbeCore
     private let identifier: UInt16
     private let wakeup: WakeupTimer
@@ -64,6 +66,7 @@ public final class ProbeEngine {
         self.onReport = onReport
         wakeup = WakeupTimer(loop: loop)
         shared = sockets
+        tcpBudget = sockets?.tcpConnections ?? TCPConnectionBudget()
         identifier = sockets?.identifier ?? UInt16.random(in: 1...UInt16.max)
         core = ProbeCore(settings: settings, seed: UInt64.random(in: 0...UInt64.max))
         if let sockets, let claimed = sockets.claimSlot({ [weak self] received, socket in self?.receive(received, on: socket) }) {
@@ -149,7 +152,8 @@ public final class ProbeEngine {
             if alsoTCP && allowedMethods.contains(.tcp) { connectBeside(sequence, token, to: target) }
             if let code = socket.send(packet, to: target) { sendFailed(sequence, code) }
         } else if allowedMethods.contains(.tcp) {
-            let probe = TCPProbe(loop: loop, to: target, port: tcpPort) { [unowned self] result in
+            let start = TCPProbe.start(loop: loop, to: target, port: tcpPort, budget: tcpBudget, held: tcpProbes.count) {
+                [unowned self] result in
                 tcpProbes[sequence] = nil
                 switch result {
                 case .answered:
@@ -161,7 +165,12 @@ public final class ProbeEngine {
                 }
                 drive()
             }
-            if let probe { tcpProbes[sequence] = probe } else { sendFailed(sequence, errno) }
+            switch start {
+            case .started(let probe): tcpProbes[sequence] = probe
+            // As many connections are open as allowed, none answered yet: this probe is left to its deadline.
+            case .noRoom: break
+            case .failed(let code): sendFailed(sequence, code)
+            }
         } else {
             sendFailed(sequence, EPERM)
         }
@@ -170,13 +179,15 @@ public final class ProbeEngine {
     /// The ladder's TCP attempt beside an echo request: an accepted or refused connection
     /// answers the probe; anything else is left to the echo (its reply, error or deadline).
     private func connectBeside(_ sequence: UInt16, _ token: UInt64, to target: IPAddress) {
-        let probe = TCPProbe(loop: loop, to: target, port: tcpPort) { [unowned self] result in
+        let start = TCPProbe.start(loop: loop, to: target, port: tcpPort, budget: tcpBudget, held: tcpProbes.count) {
+            [unowned self] result in
             tcpProbes[sequence] = nil
             guard case .answered = result, core.isOutstanding(sequence) else { return }
             core.receiveReply(sequence: sequence, token: token, now: loop.now(), via: .tcp)
             drive()
         }
-        if let probe { tcpProbes[sequence] = probe }
+        // No room: this echo goes without a TCP attempt beside it.
+        if case .started(let probe) = start { tcpProbes[sequence] = probe }
     }
 
     private func sendFailed(_ sequence: UInt16, _ code: Int32) {

@@ -18,6 +18,8 @@ public final class ProbeSockets {
     private var receivers: [UInt16: Receiver] = [:]
     /// Packets and errors for no engine: someone else's, or forged.
     public private(set) var foreign = 0
+    /// The TCP probe connections of every engine these sockets serve.
+    public let tcpConnections = TCPConnectionBudget()
 
     /// What an engine is handed: a parsed packet with its source, or a queued error.
     public enum Received {

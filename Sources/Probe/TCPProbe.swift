@@ -14,13 +14,37 @@ final class TCPProbe {
     private let descriptor: Descriptor
     private var source: IOSource?
     private unowned let loop: MainLoop
+    /// Counted in it from a successful start until this probe is gone.
+    private let budget: TCPConnectionBudget
 
-    /// Starts connecting; `completion` runs on the loop once, unless cancelled first.
-    init?(loop: MainLoop, to address: IPAddress, port: UInt16, completion: @escaping (Result) -> Void) {
+    enum Start {
+        case started(TCPProbe)
+        /// The engine (holding `held`) or the service has as many connections open as allowed.
+        case noRoom
+        case failed(errno: Int32)
+    }
+
+    /// Starts connecting when `budget` has room for one more beside the `held` ones of this
+    /// engine; `completion` runs on the loop once, unless cancelled first.
+    static func start(loop: MainLoop, to address: IPAddress, port: UInt16, budget: TCPConnectionBudget, held: Int,
+                      completion: @escaping (Result) -> Void) -> Start {
+        guard budget.take(holding: held) else { return .noRoom }
+        guard let probe = TCPProbe(loop: loop, to: address, port: port, budget: budget, completion: completion) else {
+            return .failed(errno: errno)
+        }
+        return .started(probe)
+    }
+
+    /// Holds one connection of `budget` (taken by `start`) until it is gone.
+    private init?(loop: MainLoop, to address: IPAddress, port: UInt16, budget: TCPConnectionBudget, completion: @escaping (Result) -> Void) {
         self.loop = loop
+        self.budget = budget
         guard let opened = try? Syscall.descriptor("socket(SOCK_STREAM)", {
             socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        }) else { return nil }
+        }) else {
+            budget.giveBack()
+            return nil
+        }
         descriptor = opened
         let fd = descriptor.raw
         let started = address.withSocketAddress(port: port) { connect(fd, $0, $1) }
@@ -44,6 +68,7 @@ final class TCPProbe {
     deinit {
         // Out of the loop before the descriptor closes (after deinit), so its number can be reused safely.
         cancel()
+        budget.giveBack()
     }
 
     func cancel() {
