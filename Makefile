@@ -15,7 +15,8 @@ BENCH_PACKAGES := $(BUILD_PACKAGES) gcc make libsystemd-dev dbus-bin python3-dbu
 
 # Warnings are errors wherever `make` builds: the standard is none.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
-RELEASE_FLAGS := -c release --static-swift-stdlib $(SWIFT_FLAGS)
+# No $$ORIGIN run path: the installed binaries load no library from beside themselves.
+RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath $(SWIFT_FLAGS)
 
 .PHONY: all build release run test bench fuzz install uninstall deps-build deps-test deps-bench clean
 

@@ -49,6 +49,19 @@ sed "s|^ExecStart=/usr/sbin/|ExecStart=$root/usr/sbin/|" "$root/usr/lib/systemd/
 out=$(systemd-analyze verify --man=no "$root/netobserver.service" 2>&1) || fail "systemd-analyze verify: $out"
 [ -z "$out" ] || fail "systemd-analyze verify says: $out"
 
+# The metrics example, as Debian's node_exporter directory is: verified like the service's unit.
+sed "s|^ExecStart=/usr/bin/|ExecStart=$root/usr/bin/|" "$root/usr/share/doc/netobserver/netobserver-metrics.service" >"$root/netobserver-metrics.service"
+out=$(systemd-analyze verify --man=no "$root/netobserver-metrics.service" 2>&1) || fail "systemd-analyze verify (metrics): $out"
+[ -z "$out" ] || fail "systemd-analyze verify says of the metrics unit: $out"
+! grep -q '^DynamicUser=yes' "$root/netobserver-metrics.service" || fail "a dynamic user cannot write Debian's root-owned textfile directory"
+
+# Libraries come from the system: no run path of the binaries' own ($ORIGIN).
+for binary in sbin/netobserverd bin/netobserver; do
+  if readelf -d "$root/usr/$binary" | grep -E 'R(UN)?PATH' | grep -q 'ORIGIN'; then
+    fail "$binary searches its own directory for libraries: $(readelf -d "$root/usr/$binary" | grep -E 'R(UN)?PATH')"
+  fi
+done
+
 xmllint --noout "$root/usr/share/dbus-1/system.d/org.netobserver.Monitor.conf" || fail "policy is not well-formed"
 cat >"$root/bus.conf" <<CONF
 <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -69,4 +82,4 @@ for _ in $(seq 1 200); do [ -s "$root/address" ] && break; kill -0 "$bus_pid" 2>
 make -s uninstall DESTDIR="$root" PREFIX=/usr >/dev/null || fail "make uninstall"
 left=$(find "$root/usr" -type f | wc -l)
 [ "$left" = 0 ] || fail "make uninstall left $left files"
-echo "install checks: 10 files with their modes, unit verified with its limits, activation user, policy loaded by dbus-daemon, uninstall complete"
+echo "install checks: 10 files with their modes, both units verified, no \$ORIGIN run path, unit limits, activation user, policy loaded by dbus-daemon, uninstall complete"

@@ -1,7 +1,10 @@
+/* dladdr */
+#define _GNU_SOURCE
 #include "CCurl.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
 
 /* The libcurl functions netobserver uses, found with dlsym. */
 static struct {
@@ -32,12 +35,36 @@ static char failure[256];
         return 0; \
     }
 
-static int load(void) {
-    void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (!library) {
-        snprintf(failure, sizeof failure, "%s", dlerror());
-        return 0;
+/* libcurl from the system's library directory only: the one the C library itself was
+ * loaded from (/lib/x86_64-linux-gnu on Debian, also reached as /usr/lib/…), then the
+ * usual ones. Every name is absolute, so neither a run path, LD_LIBRARY_PATH nor the
+ * current directory can put another libcurl in its place. */
+static void *open_system_libcurl(void) {
+    char candidates[4][512];
+    int count = 0;
+    Dl_info info;
+    if (dladdr((void *)&snprintf, &info) && info.dli_fname && info.dli_fname[0] == '/') {
+        const char *slash = strrchr(info.dli_fname, '/');
+        int length = (int)(slash - info.dli_fname);
+        if (length > 0 && length < 400) {
+            snprintf(candidates[count++], sizeof candidates[0], "%.*s/libcurl.so.4", length, info.dli_fname);
+            if (strncmp(info.dli_fname, "/lib", 4) == 0)
+                snprintf(candidates[count++], sizeof candidates[0], "/usr%.*s/libcurl.so.4", length, info.dli_fname);
+        }
     }
+    snprintf(candidates[count++], sizeof candidates[0], "/usr/lib64/libcurl.so.4");
+    snprintf(candidates[count++], sizeof candidates[0], "/usr/lib/libcurl.so.4");
+    for (int i = 0; i < count; i++) {
+        void *library = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+        if (library) return library;
+    }
+    snprintf(failure, sizeof failure, "no libcurl.so.4 in the system's library directories (%s)", candidates[0]);
+    return NULL;
+}
+
+static int load(void) {
+    void *library = open_system_libcurl();
+    if (!library) return 0;
     FIND(global_init, "curl_global_init")
     FIND(version_info, "curl_version_info")
     FIND(multi_init, "curl_multi_init")

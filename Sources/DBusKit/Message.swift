@@ -44,6 +44,24 @@ public final class Message: @unchecked Sendable {
     public var signature: String { Self.string(dbus_message_get_signature(raw)) ?? "" }
     public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
 
+    /// The bus fills the sender in; tests and the fuzzer, which have no bus, set it themselves.
+    public func setSender(_ sender: String) throws(DBusError) {
+        guard Validation.isValidBusName(sender), dbus_message_set_sender(raw, sender) != 0 else {
+            throw .invalidArgs("invalid sender")
+        }
+    }
+
+    /// The bus connection numbers what it sends; without one, a test numbers its calls itself
+    /// (a reply needs the call's serial).
+    public func setSerial(_ serial: UInt32) {
+        dbus_message_set_serial(raw, max(serial, 1))
+    }
+
+    /// Sent with NO_REPLY_EXPECTED (or not).
+    public func setNoReply(_ noReply: Bool) {
+        dbus_message_set_no_reply(raw, noReply ? 1 : 0)
+    }
+
     public func isSignal(interface: String, member: String) -> Bool {
         dbus_message_is_signal(raw, interface, member) != 0
     }

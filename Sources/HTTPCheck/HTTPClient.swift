@@ -3,8 +3,9 @@ import EventLoop
 
 /// Plain HTTP GETs with libcurl's multi-socket interface, driven by the MainLoop
 /// (as libdbus's watches and timeouts are): curl says which sockets to watch and
-/// when to wake it; no thread of ours, no blocking call, no polling timer. Names
-/// are resolved by curl's own resolver thread, off the loop.
+/// when to wake it; no thread of ours, no blocking call, no polling timer. The caller
+/// resolves the URL's host and pins the address, so curl starts no resolver thread
+/// (whose clean-up joins it: a hanging lookup would block the loop).
 public final class HTTPClient {
     private let loop: MainLoop
     private let multi: UnsafeMutableRawPointer
@@ -49,12 +50,30 @@ public final class HTTPClient {
 
     public var activeTransfers: Int { transfers.count }
 
+    /// The address a URL's host name stands for, already resolved.
+    public struct Pin: Sendable {
+        public let host: String
+        public let port: UInt16
+        public let address: String
+
+        public init(host: String, port: UInt16, address: String) {
+            self.host = host
+            self.port = port
+            self.address = address
+        }
+
+        /// CURLOPT_RESOLVE's `HOST:PORT:ADDRESS`, an IPv6 address in brackets.
+        var entry: String { "\(host):\(port):" + (address.contains(":") ? "[\(address)]" : address) }
+    }
+
     /// One GET of `url` (http only, no redirect followed, at most `bodyLimit` body bytes read,
     /// `timeoutMilliseconds` in all); `completion` runs on the loop once, unless cancelled.
-    public func get(_ url: String, timeoutMilliseconds: Int, bodyLimit: Int = 64 * 1024,
+    /// `pinnedTo`: the URL's host name is this address (curl then looks nothing up).
+    public func get(_ url: String, pinnedTo pin: Pin? = nil, timeoutMilliseconds: Int, bodyLimit: Int = 64 * 1024,
                     completion: @escaping (CheckAnswer) -> Void) -> HTTPRequest? {
         guard let easy = CCurl_easy_init() else { return nil }
-        let request = HTTPRequest(client: self, easy: easy, bodyLimit: bodyLimit, completion: completion)
+        let resolve = pin.map { CCurl_slist_append(nil, $0.entry) } ?? nil
+        let request = HTTPRequest(client: self, easy: easy, bodyLimit: bodyLimit, resolve: resolve, completion: completion)
         let context = Unmanaged.passUnretained(request).toOpaque()
         let options: [CURLcode] = [
             CCurl_easy_setopt_string(easy, CURLOPT_URL, url),
@@ -71,9 +90,11 @@ public final class HTTPClient {
             CCurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds),
             CCurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
             CCurl_easy_set_write(easy, writeCallback, context),
+            resolve.map { CCurl_easy_setopt_slist(easy, CURLOPT_RESOLVE, $0) } ?? CURLE_OK,
         ]
         guard options.allSatisfy({ $0 == CURLE_OK }), CCurl_multi_add_handle(multi, easy) == CURLM_OK else {
             CCurl_easy_cleanup(easy)
+            request.detach()
             return nil
         }
         transfers[easy] = request
@@ -170,12 +191,22 @@ public final class HTTPRequest {
     let bodyLimit: Int
     fileprivate(set) var bodyBytes = 0
     fileprivate(set) var truncated = false
+    /// CURLOPT_RESOLVE's list: curl reads it until the handle is cleaned up, so it lives as long as this.
+    private let resolve: UnsafeMutablePointer<curl_slist>?
 
-    init(client: HTTPClient, easy: UnsafeMutableRawPointer, bodyLimit: Int, completion: @escaping (CheckAnswer) -> Void) {
+    init(client: HTTPClient, easy: UnsafeMutableRawPointer, bodyLimit: Int, resolve: UnsafeMutablePointer<curl_slist>?,
+         completion: @escaping (CheckAnswer) -> Void) {
         self.client = client
         self.easy = easy
         self.bodyLimit = bodyLimit
+        self.resolve = resolve
         self.completion = completion
+    }
+
+    deinit {
+        // Every path that ends a transfer cleans its handle up first (or leaves it to the client's deinit,
+        // which detaches this request and cleans up before the list can go).
+        if easy == nil { CCurl_slist_free_all(resolve) }
     }
 
     public func cancel() {

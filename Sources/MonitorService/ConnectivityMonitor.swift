@@ -22,7 +22,7 @@ public final class ConnectivityMonitor {
     private var core: MonitorCore
     /// Shared by every target; libcurl is loaded on the first check.
     private let http: LazyHTTPClient?
-    private var check: HTTPRequest?
+    private var check: CheckRun?
     /// At the core's next lookup or check.
     private let wakeup: WakeupTimer
 
@@ -169,33 +169,24 @@ public final class ConnectivityMonitor {
         wakeup.arm(at: core.nextWakeup)
     }
 
-    /// One GET of CheckURL, within max(5 s, Timeout).
+    /// One run of the check of CheckURL: lookup and GET within max(5 s, Timeout).
     private func startCheck(_ url: String, _ generation: UInt64) {
         check?.cancel()
         let limit = max(5_000, Int(model.settings.timeout))
-        check = http?.client?.get(url, timeoutMilliseconds: limit) { [weak self] answer in
+        check = CheckRun(url: url, limitMilliseconds: limit, mayPointInward: model.settings.checkURLMayPointInward,
+                         loop: loop, resolver: resolver, http: http) { [weak self] meaning in
             guard let self else { return }
             check = nil
-            let meaning = answer.meaning(checkURL: url)
-            Log.info("check \(url): \(Self.describe(answer, meaning))")
+            Log.info("check \(url): \(Self.describe(meaning))")
             core.checkAnswered(generation: generation, meaning, now: loop.now())
             drive()
         }
-        if check == nil {
-            // Answer from the loop, never from inside the core's own turn.
-            loop.atEndOfTurn { [weak self] in
-                guard let self else { return }
-                let why = http?.failure.map { "libcurl is not available: \($0)" } ?? "the check could not start"
-                core.checkAnswered(generation: generation, .failed(why), now: loop.now())
-                drive()
-            }
-        }
     }
 
-    private static func describe(_ answer: CheckAnswer, _ meaning: CheckAnswer.Meaning) -> String {
+    private static func describe(_ meaning: CheckAnswer.Meaning) -> String {
         switch meaning {
-        case .expected: "HTTP \(answer.status), as expected"
-        case .portal(let url): "HTTP \(answer.status): captive portal at \(url)"
+        case .expected: "answered as expected"
+        case .portal(let url): "captive portal at \(url)"
         case .failed(let why): why
         }
     }

@@ -213,13 +213,15 @@ final class Service {
     /// Exports the Monitor object and connects it to the engines and the bus.
     func export() {
         let server = ObjectServer(connection: connection)
-        let targets = TargetSet(loop: loop, server: server, resolver: resolver, reachability: connectivity.reachabilityEngine,
-                                probeSockets: probeSockets, budget: budget, http: http,
-                                dnsRefreshNanoseconds: options.dnsRefreshNanoseconds)
+        let objects = ServiceObjects(server: server, model: model, budget: budget) { [loop, resolver, probeSockets, http, options,
+                                                                                        connectivity] model throws(SystemError) in
+            try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: connectivity.reachabilityEngine,
+                                    probeSockets: probeSockets, http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds)
+        }
+        let targets = objects.targets
         self.targets = targets
-        let monitor = MonitorObject(model: model, server: server, budget: budget, extraInterfaces: [targets.declaration()])
+        let monitor = objects.monitor
         self.monitor = monitor
-        server.manageObjects(under: MonitorContract.objectPath)
         connectivity.onVerdictReady = { monitor.verdictReady() }
         // Logging and retargeting the engines wait until this turn's signals are out
         // (the flush was queued first): clients hear of a change before the work it causes.

@@ -134,7 +134,8 @@ public struct DaemonOptions: Equatable, Sendable {
                 }
                 let text = try value(for: flag, inline: inline)
                 do {
-                    try options.settings.set(key, text: text, name: flag)
+                    // The command line is the administrator's: --check-url may name any address.
+                    try options.settings.set(key, text: text, name: flag, fromAdministrator: true)
                 } catch {
                     throw UsageError(message: error.message)
                 }

@@ -20,6 +20,9 @@ public struct MonitorSettings: Equatable, Sendable {
     public var family: AddressFamily = .any
     /// "" turns the HTTP check off.
     public var checkURL = ""
+    /// CheckURL came from the command line, which may point it at any address; one Set over
+    /// D-Bus (or restored from what was) may not lead into this machine or its link.
+    public var checkURLMayPointInward = false
 
     public init() {}
 
@@ -75,9 +78,10 @@ public struct MonitorSettings: Equatable, Sendable {
         }
     }
 
-    /// Sets `key` from its text form (command line, state file); `name` says
-    /// how the caller refers to it in the error.
-    public mutating func set(_ key: Key, text: String, name: String? = nil) throws(SettingError) {
+    /// Sets `key` from its text form (command line, state file, D-Bus); `name` says
+    /// how the caller refers to it in the error. `fromAdministrator`: the command line,
+    /// whose CheckURL may point anywhere.
+    public mutating func set(_ key: Key, text: String, name: String? = nil, fromAdministrator: Bool = false) throws(SettingError) {
         let label = name ?? key.name
         if key.range != nil {
             guard let value = UInt32(text) else {
@@ -101,7 +105,12 @@ public struct MonitorSettings: Equatable, Sendable {
             guard CheckURL.isValid(text) else {
                 throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
+            if !fromAdministrator, CheckURLTarget(text)?.isInwardLiteral == true {
+                throw SettingError(message: "\(label): '\(Self.printable(text))' points into this machine or its link "
+                                   + "(loopback, link-local, unspecified or multicast addresses are refused)")
+            }
             checkURL = text
+            checkURLMayPointInward = fromAdministrator
         default:
             break
         }

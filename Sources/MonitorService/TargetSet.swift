@@ -14,13 +14,14 @@ final class TargetSet {
         let number: UInt32
         let model: MonitorModel
         let object: MonitorObject
-        let connectivity: ConnectivityMonitor
+        /// nil where the set runs without engines (the fuzzer).
+        let connectivity: ConnectivityMonitor?
         /// From --target: neither it nor what is Set on it is kept in the state file.
         let fromCommandLine: Bool
         /// The values Set over D-Bus on it (kept in the state file unless from the command line).
         var persisted: [MonitorSettings.Key: String]
 
-        init(number: UInt32, model: MonitorModel, object: MonitorObject, connectivity: ConnectivityMonitor,
+        init(number: UInt32, model: MonitorModel, object: MonitorObject, connectivity: ConnectivityMonitor?,
              fromCommandLine: Bool, persisted: [MonitorSettings.Key: String]) {
             self.number = number
             self.model = model
@@ -31,16 +32,14 @@ final class TargetSet {
         }
     }
 
+    /// Makes a target's engines (sharing the resolver, the route watch, the ICMP sockets and
+    /// libcurl with every other target); nil: targets are objects without engines (the fuzzer).
+    typealias EngineFactory = (MonitorModel) throws(SystemError) -> ConnectivityMonitor
+
     private let loop: MainLoop
     private let server: ObjectServer
-    private let resolver: HostResolver
-    /// The default target's reachability engine: every target watches the routes through it.
-    private let reachability: ReachabilityEngine?
-    /// The ICMP sockets every target's probes share.
-    private let probeSockets: ProbeSockets
+    private let makeEngines: EngineFactory?
     private let budget: PendingBudget
-    private let http: LazyHTTPClient?
-    private let dnsRefreshNanoseconds: UInt64
     private(set) var targets: [Target] = []
     private(set) var nextNumber: UInt32 = 1
     /// What ModemManager and NetworkManager say now: every target starts with it.
@@ -57,16 +56,11 @@ final class TargetSet {
     /// A target's Status changed (for the log).
     var onStatusChanged: ((Target, MonitorState) -> Void)?
 
-    init(loop: MainLoop, server: ObjectServer, resolver: HostResolver, reachability: ReachabilityEngine?,
-         probeSockets: ProbeSockets, budget: PendingBudget, http: LazyHTTPClient?, dnsRefreshNanoseconds: UInt64) {
-        self.dnsRefreshNanoseconds = dnsRefreshNanoseconds
-        self.probeSockets = probeSockets
-        self.http = http
+    init(loop: MainLoop, server: ObjectServer, budget: PendingBudget, makeEngines: EngineFactory?) {
         self.loop = loop
         self.server = server
-        self.resolver = resolver
-        self.reachability = reachability
         self.budget = budget
+        self.makeEngines = makeEngines
     }
 
     var paths: [String] { targets.map { MonitorContract.Targets.path($0.number) } }
@@ -119,29 +113,27 @@ final class TargetSet {
         let path = MonitorContract.Targets.path(number)
         let model = MonitorModel(settings: settings)
         let object = MonitorObject(model: model, server: server, path: path, budget: budget)
-        let connectivity: ConnectivityMonitor
+        let connectivity: ConnectivityMonitor?
         do {
-            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: reachability,
-                                                   probeSockets: probeSockets, http: http,
-                                                   dnsRefreshNanoseconds: dnsRefreshNanoseconds)
+            connectivity = try makeEngines?(model)
         } catch {
             object.remove()
             throw .failed("cannot start the engines for \(settings.host): \(error)")
         }
         let target = Target(number: number, model: model, object: object, connectivity: connectivity,
                             fromCommandLine: fromCommandLine, persisted: persisted)
-        connectivity.onVerdictReady = { [unowned object] in object.verdictReady() }
+        connectivity?.onVerdictReady = { [unowned object] in object.verdictReady() }
         object.persist = { [unowned self, unowned target] key, call in
             target.persisted[key] = target.model.settings.text(key)
             return target.fromCommandLine ? .reply([]) : persist?(target, key, call) ?? .reply([])
         }
         object.onStatusChanged = { [unowned self, unowned target] state, _ in onStatusChanged?(target, state) }
         model.onSettingChanged = { [unowned self, unowned target] key in
-            loop.atEndOfTurn { [weak target] in target?.connectivity.settingChanged(key) }
+            loop.atEndOfTurn { [weak target] in target?.connectivity?.settingChanged(key) }
         }
         targets.append(target)
-        connectivity.linkFactsChanged(linkFacts)
-        connectivity.start()
+        connectivity?.linkFactsChanged(linkFacts)
+        connectivity?.start()
         changed()
         return target
     }
@@ -160,7 +152,7 @@ final class TargetSet {
 
     func linkFactsChanged(_ table: LinkFactsTable) {
         linkFacts = table
-        for target in targets { target.connectivity.linkFactsChanged(table) }
+        for target in targets { target.connectivity?.linkFactsChanged(table) }
     }
 
     func clientVanished(_ client: String) {

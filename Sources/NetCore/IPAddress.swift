@@ -77,3 +77,32 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         return text + "%" + String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
+
+extension IPAddress {
+    /// An IPv4 address in any form inet_aton(3) reads (`0x7f000001`, `127.1`, `0177.0.0.1`),
+    /// as getaddrinfo and curl read a URL's host; nil for anything else.
+    public init?(lenientIPv4 text: String) {
+        var address = in_addr()
+        guard !text.isEmpty, text.utf8.count <= 64, inet_aton(text, &address) != 0 else { return nil }
+        self = withUnsafeBytes(of: &address) { .v4(Array($0)) }
+    }
+
+    /// Loopback, link-local, unspecified (or "this network"), multicast or broadcast: an
+    /// address that leads into this machine or its link rather than out to the Internet.
+    /// An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
+    public var pointsInward: Bool {
+        let b = bytes
+        switch self {
+        case .v4:
+            guard b.count == 4 else { return false }
+            return b[0] == 127 || b[0] == 0 || (b[0] == 169 && b[1] == 254) || b[0] >= 224
+        case .v6:
+            guard b.count == 16 else { return false }
+            if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF {
+                return IPAddress.v4(Array(b[12..<16])).pointsInward
+            }
+            let unspecifiedOrLoopback = b[0..<15].allSatisfy { $0 == 0 } && (b[15] == 0 || b[15] == 1)
+            return unspecifiedOrLoopback || (b[0] == 0xFE && b[1] & 0xC0 == 0x80) || b[0] == 0xFF
+        }
+    }
+}

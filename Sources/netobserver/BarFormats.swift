@@ -17,7 +17,8 @@ enum MonitorFormat: String, CaseIterable {
                                    "class": snapshot.Status, "alt": snapshot.Connectivity])
         case .i3blocks: Self.object(["full_text": snapshot.barText, "short_text": snapshot.Status,
                                      "color": Self.colour(snapshot.Status)])
-        case .polybar: "%{F\(Self.colour(snapshot.Status))}\(snapshot.barText)%{F-}"
+        // polybar reads %{…} in the text as its own formatting tags (actions that run commands among them).
+        case .polybar: "%{F\(Self.colour(snapshot.Status))}\(snapshot.barText.escaping(["%": "%%"]))%{F-}"
         }
     }
 

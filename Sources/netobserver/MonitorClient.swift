@@ -86,14 +86,20 @@ struct MonitorClient {
 
     /// Calls `handler` with the path and changed values of every PropertiesChanged of this
     /// target (of every target with `allTargets`); quits the loop (status 1) when the bus goes away.
+    /// Only the current owner of the service's name is heard: on the system bus anyone may send
+    /// a signal to this client's unique name, whatever its match rules say.
     func onPropertiesChanged(loop: MainLoop, allTargets: Bool = false,
                              _ handler: @escaping (_ path: String, _ changed: [String: DBusValue]) -> Void) {
         let scope = allTargets ? "path_namespace='\(MonitorContract.objectPath)'" : "path='\(path)'"
         connection.addMatch("type='signal',sender='\(MonitorContract.busName)',\(scope),"
                             + "interface='\(MonitorContract.propertiesInterface)',member='PropertiesChanged'")
+        let owner = ServiceOwner(connection: connection)
         let own = path
         connection.onSignal = { message in
-            guard message.isSignal(interface: MonitorContract.propertiesInterface, member: "PropertiesChanged"),
+            // Who sent it, from the header, before anything of the body is read.
+            guard let sender = message.sender, sender == owner.uniqueName,
+                  message.isSignal(interface: MonitorContract.propertiesInterface, member: "PropertiesChanged"),
+                  message.signature == "sa{sv}as",
                   let from = message.path, allTargets || from == own,
                   let arguments = try? message.arguments(), arguments.count == 3,
                   arguments[0].stringValue == MonitorContract.interface,
@@ -111,5 +117,27 @@ struct MonitorClient {
     func set(_ property: MonitorContract.Property, _ value: DBusValue) throws(Failure) {
         _ = try call(MonitorContract.propertiesInterface, "Set",
                      [.string(MonitorContract.interface), .string(property.name), .variant(value)])
+    }
+}
+
+/// Which connection owns org.netobserver.Monitor: asked once (before any signal is
+/// heard, so none is lost to the answer's delay), then followed through NameOwnerChanged
+/// from the bus itself.
+final class ServiceOwner {
+    private(set) var uniqueName: String?
+    private var subscription: SignalSubscription?
+
+    init(connection: BusConnection) {
+        subscription = connection.subscribe(MatchRule(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                      interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                                                      arg0: MonitorContract.busName)) { [weak self] message in
+            guard message.signature == "sss", let arguments = try? message.arguments(), arguments.count == 3,
+                  let newOwner = arguments[2].stringValue else { return }
+            self?.uniqueName = newOwner.isEmpty ? nil : newOwner
+        }
+        if let call = try? Message.busCall("GetNameOwner", [.string(MonitorContract.busName)]),
+           let reply = try? connection.callBlocking(call, timeoutMilliseconds: 5_000) {
+            uniqueName = reply.firstStringArgument
+        }
     }
 }

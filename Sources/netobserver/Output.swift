@@ -12,11 +12,34 @@ struct Snapshot: Encodable {
         update(values)
     }
 
+    /// Takes the values of the contract's types; a Status or Connectivity outside its words is
+    /// ignored, and control characters in any text become U+FFFD, so nothing the service (or
+    /// whoever pretends to be it) says can move a terminal's cursor or start a line of its own.
     mutating func update(_ changed: [String: DBusValue]) {
         for (name, value) in changed {
             guard let property = MonitorContract.Property(rawValue: name), value.type == property.type else { continue }
-            values[property] = value
+            guard case .string(let text) = value else {
+                values[property] = value
+                continue
+            }
+            switch property {
+            case .status where MonitorContract.Status(rawValue: text) == nil: continue
+            case .connectivity where MonitorContract.Connectivity(rawValue: text) == nil: continue
+            default: values[property] = .string(Self.withoutControlCharacters(text))
+            }
         }
+    }
+
+    static func withoutControlCharacters(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var clean = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars { clean.append(isControl(scalar) ? "\u{FFFD}" : scalar) }
+        return String(clean)
+    }
+
+    /// C0, DEL and C1: the terminal's and the bars' line and escape controls.
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     private func string(_ property: MonitorContract.Property) -> String { values[property]?.stringValue ?? "" }

@@ -17,6 +17,8 @@ final class HostileCallerTests: DaemonTestCase {
     }
 
     func testOversizedArgumentsAreRefusedWithoutDecoding() throws { try hostile("oversized") }
+    func testHugeNamesAreQuotedCutAndCostNothing() throws { try hostile("huge_names", timeout: 180) }
+    func testACheckURLIntoThisMachineIsRefused() throws { try hostile("check_url_inward") }
     func testDescriptorsAreRefusedAndClosed() throws { try hostile("descriptors") }
     func testNoReplyCallsGetNoAnswerAndKeepNothingPending() throws { try hostile("no_reply") }
     func testPeerTakesNoArgumentsAndSetTakesNoNestedVariant() throws { try hostile("arguments") }

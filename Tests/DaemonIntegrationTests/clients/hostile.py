@@ -289,5 +289,57 @@ def random_calls():
     print("ok random calls")
 
 
-{"oversized": oversized, "descriptors": descriptors, "no_reply": no_reply, "arguments": arguments,
+def huge_names():
+    """Names a caller sends come back cut: a 30 MiB property name costs what a short one does."""
+    bus, _ = connect(ADDRESS)
+    # A 4 MiB Host is refused before anything splits it (it once took the service to 147 MiB).
+    for host in ("1." * (2 << 20) + "1", "a" * (4 << 20)):
+        hwm_before = status_kb("VmHWM")
+        got = blocking(bus, call(bus, PATH, PROPS, "Set", "ssv", [IFACE, "Host", dbus.String(host, variant_level=1)]),
+                       timeout=60)
+        check(got == ERR + "InvalidArgs", "a %d-byte Host: %s" % (len(host), got))
+        growth = status_kb("VmHWM") - hwm_before
+        print("measured %d-byte Host: peak +%d kB" % (len(host), growth))
+        check(growth <= 4 * len(host) // 1024 + 4096, "peak RSS grew %d kB for a %d-byte Host" % (growth, len(host)))
+    for size in (1 << 20, 30 << 20):
+        name = "P" * size
+        hwm_before, rss_before = status_kb("VmHWM"), status_kb("VmRSS")
+        for msg in [call(bus, PATH, PROPS, "Get", "ss", [IFACE, name]), call(bus, PATH, PROPS, "Get", "ss", [name, "Status"]),
+                    call(bus, PATH, PROPS, "GetAll", "s", [name]),
+                    call(bus, PATH, PROPS, "Set", "ssv", [IFACE, name, dbus.String("x", variant_level=1)]),
+                    call(bus, "/" + "p" * size, IFACE, "Check")]:
+            start = time.monotonic()
+            try:
+                bus.send_message_with_reply_and_block(msg, 60)
+                check(False, "a call naming a %d-byte name succeeded" % size)
+            except dbus.DBusException as e:
+                took = (time.monotonic() - start) * 1000
+                text = e.get_dbus_message() or ""
+                check(len(text.encode()) <= 1024, "%s quotes %d bytes of a %d-byte name" % (e.get_dbus_name(), len(text.encode()), size))
+                check(e.get_dbus_name() in (ERR + "UnknownProperty", ERR + "UnknownInterface", ERR + "UnknownObject",
+                                            ERR + "InvalidArgs"), "%s for a %d-byte name" % (e.get_dbus_name(), size))
+        time.sleep(0.2)
+        hwm_after, rss_after = status_kb("VmHWM"), status_kb("VmRSS")
+        print("measured huge names %d MiB: peak +%d kB (%d -> %d), RSS %d -> %d kB, last call %.1f ms" %
+              (size >> 20, hwm_after - hwm_before, hwm_before, hwm_after, rss_before, rss_after, took))
+        # libdbus holds the message it received (its read buffer and the message); nothing of ours copies it.
+        check(hwm_after - hwm_before <= 3 * size // 1024 + 4096, "peak RSS grew %d kB for %d-byte names" %
+              (hwm_after - hwm_before, size))
+        check(rss_after - rss_before <= 2048, "RSS %d -> %d kB" % (rss_before, rss_after))
+    check(blocking(bus, call(bus, PATH, PROPS, "Get", "ss", [IFACE, "Host"])) == ["198.18.0.1"], "Host unchanged")
+    print("ok huge names")
+
+
+def check_url_inward():
+    """A CheckURL into this machine is refused over D-Bus, whatever form its address takes."""
+    bus, _ = connect(ADDRESS)
+    for url in ["http://127.0.0.1/", "http://0x7f000001/generate_204", "http://[::1]:8080/", "http://169.254.169.254/latest",
+                "http://0.0.0.0/", "http://224.0.0.1/", "http://[::ffff:127.0.0.1]/", "http://[fe80::1]/"]:
+        got = blocking(bus, call(bus, PATH, PROPS, "Set", "ssv", [IFACE, "CheckURL", dbus.String(url, variant_level=1)]))
+        check(got == ERR + "InvalidArgs", "Set CheckURL %s: %s" % (url, got))
+    check(blocking(bus, call(bus, PATH, PROPS, "Get", "ss", [IFACE, "CheckURL"])) == [""], "CheckURL unchanged")
+    print("ok check url inward")
+
+
+{"huge_names": huge_names, "check_url_inward": check_url_inward, "oversized": oversized, "descriptors": descriptors, "no_reply": no_reply, "arguments": arguments,
  "pending_cap": pending_cap, "random": random_calls}[GROUP]()

@@ -1,0 +1,112 @@
+import EventLoop
+import Glibc
+import HTTPCheck
+import NetCore
+import Probe
+
+/// One run of the HTTP check, all within its time limit: the URL's host is resolved by
+/// the service's own resolver (off the loop, as Host is), an address leading into this
+/// machine is refused unless the administrator chose the URL, and libcurl is handed the
+/// address, so it never starts a resolver thread of its own (whose clean-up would block
+/// the loop when a lookup hangs).
+final class CheckRun {
+    private let loop: MainLoop
+    private let resolver: HostResolver
+    private let resolverOwner: UInt64
+    private let started: UInt64
+    private let limitMilliseconds: Int
+    private var request: HTTPRequest?
+    private var deadline: LoopTimer?
+    private var completion: ((CheckAnswer.Meaning) -> Void)?
+
+    /// Starts checking `url`; `completion` runs on the loop once, on a later turn, unless cancelled.
+    init(url: String, limitMilliseconds: Int, mayPointInward: Bool, loop: MainLoop, resolver: HostResolver,
+         http: LazyHTTPClient?, completion: @escaping (CheckAnswer.Meaning) -> Void) {
+        self.loop = loop
+        self.resolver = resolver
+        self.limitMilliseconds = limitMilliseconds
+        self.completion = completion
+        resolverOwner = resolver.newOwner()
+        started = loop.now()
+        let target = CheckURLTarget(url)
+        deadline = loop.schedule(after: UInt64(limitMilliseconds) * 1_000_000) { [weak self] in
+            guard let self else { return }
+            deadline = nil
+            let limit = Self.duration(limitMilliseconds)
+            // Still no address: the lookup is what hangs.
+            let why = request == nil && target?.literal == nil ? "cannot resolve \(target?.host ?? url): no answer within \(limit)"
+                                                                : "timed out after \(limit)"
+            finish(.failed(why))
+        }
+        guard let target else {
+            finishLater(.failed("the check URL is not valid"))
+            return
+        }
+        guard let client = http?.client else {
+            finishLater(.failed(http?.failure.map { "libcurl is not available: \($0)" } ?? "the check could not start"))
+            return
+        }
+        if let literal = target.literal {
+            connect(url, target, literal, client, mayPointInward: mayPointInward)
+            return
+        }
+        resolver.resolve(target.host, family: AF_UNSPEC, owner: resolverOwner) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let addresses):
+                // The first address, as getaddrinfo orders them; any inward one makes the name suspect.
+                guard let first = addresses.first else { return finish(.failed("cannot resolve \(target.host): no address")) }
+                if !mayPointInward, addresses.contains(where: \.pointsInward) {
+                    return finish(.failed(Self.inward))
+                }
+                connect(url, target, first, client, mayPointInward: mayPointInward)
+            case .failure(let failure):
+                finish(.failed(failure.message))
+            }
+        }
+    }
+
+    static let inward = "check URL resolves to a local address"
+
+    private static func duration(_ milliseconds: Int) -> String {
+        milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+    }
+
+    deinit {
+        cancel()
+    }
+
+    /// Drops the run: its completion does not run.
+    func cancel() {
+        completion = nil
+        resolver.cancelAll(owner: resolverOwner)
+        request?.cancel()
+        request = nil
+        if let deadline { loop.cancel(deadline) }
+        deadline = nil
+    }
+
+    private func connect(_ url: String, _ target: CheckURLTarget, _ address: IPAddress, _ client: HTTPClient,
+                         mayPointInward: Bool) {
+        guard mayPointInward || !address.pointsInward else { return finishLater(.failed(Self.inward)) }
+        let spent = Int((loop.now() &- started) / 1_000_000)
+        let left = max(1, limitMilliseconds - spent)
+        let pinned = target.literal == nil ? HTTPClient.Pin(host: target.host, port: target.port, address: address.description) : nil
+        request = client.get(url, pinnedTo: pinned, timeoutMilliseconds: left) { [weak self] answer in
+            guard let self else { return }
+            request = nil
+            finish(answer.meaning(checkURL: url))
+        }
+        if request == nil { finishLater(.failed("the check could not start")) }
+    }
+
+    private func finishLater(_ meaning: CheckAnswer.Meaning) {
+        loop.atEndOfTurn { [weak self] in self?.finish(meaning) }
+    }
+
+    private func finish(_ meaning: CheckAnswer.Meaning) {
+        guard let completion else { return }
+        cancel()
+        completion(meaning)
+    }
+}

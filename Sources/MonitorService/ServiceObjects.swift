@@ -1,0 +1,25 @@
+import DBusKit
+import MonitorContract
+
+/// What the service exports, wired the same way for the daemon and the fuzzer: the
+/// default target's Monitor at MonitorContract.objectPath, which also carries
+/// org.netobserver.Targets and the ObjectManager of the added targets below it.
+public final class ServiceObjects {
+    public let monitor: MonitorObject
+    let targets: TargetSet
+
+    init(server: ObjectServer, model: MonitorModel, budget: PendingBudget, makeEngines: TargetSet.EngineFactory?) {
+        targets = TargetSet(loop: server.loop, server: server, budget: budget, makeEngines: makeEngines)
+        monitor = MonitorObject(model: model, server: server, budget: budget, extraInterfaces: [targets.declaration()])
+        server.manageObjects(under: MonitorContract.objectPath)
+    }
+
+    /// The objects alone, with no engine behind any target: nothing is resolved or probed.
+    /// For the fuzzer, which must send no packet whatever Host an input sets.
+    public static func withoutEngines(server: ObjectServer, model: MonitorModel, budget: PendingBudget) -> ServiceObjects {
+        ServiceObjects(server: server, model: model, budget: budget, makeEngines: nil)
+    }
+
+    /// The added targets' paths, in order.
+    public var targetPaths: [String] { targets.paths }
+}
