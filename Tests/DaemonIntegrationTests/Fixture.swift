@@ -10,13 +10,15 @@ class DaemonTestCase: XCTestCase {
 
     /// Extra daemon flags for this test class.
     var daemonArguments: [String] { [] }
+    /// Whether users other than the test's may connect to its bus.
+    var busAllowsAnyUser: Bool { false }
 
     static let destination = MonitorContract.busName
     static let path = MonitorContract.objectPath
     static let interface = MonitorContract.interface
 
     override func setUpWithError() throws {
-        bus = try PrivateBus()
+        bus = try PrivateBus(anyUser: busAllowsAnyUser)
         daemon = try DaemonProcess(bus: bus, arguments: daemonArguments)
     }
 

@@ -5,6 +5,8 @@ import XCTest
 /// INTERFACE.md "Hostile callers", each bullet tried as a local attacker would
 /// (clients/hostile.py). Its `measured` lines go to the test log.
 final class HostileCallerTests: DaemonTestCase {
+    override var busAllowsAnyUser: Bool { true }
+
     private func hostile(_ group: String, timeout: TimeInterval = 120, file: StaticString = #filePath, line: UInt = #line) throws {
         let output = try python("hostile.py", [String(daemon.pid), group], timeout: timeout, file: file, line: line)
         for text in output.split(separator: "\n") where text.hasPrefix("measured") || text.hasPrefix("seed") {
@@ -17,6 +19,13 @@ final class HostileCallerTests: DaemonTestCase {
     }
 
     func testOversizedArgumentsAreRefusedWithoutDecoding() throws { try hostile("oversized") }
+    func testOneUserCannotTakeEveryPendingCall() throws {
+        guard geteuid() == 0 else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { return XCTFail("needs root, and CI runs as root") }
+            throw XCTSkip("acting as other users needs root; skipped as uid \(geteuid())")
+        }
+        try hostile("per_user", timeout: 120)
+    }
     func testHugeNamesAreQuotedCutAndCostNothing() throws { try hostile("huge_names", timeout: 180) }
     func testACheckURLIntoThisMachineIsRefused() throws { try hostile("check_url_inward") }
     func testDescriptorsAreRefusedAndClosed() throws { try hostile("descriptors") }

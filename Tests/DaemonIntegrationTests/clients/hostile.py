@@ -4,6 +4,7 @@ Each group acts as a local attacker would and checks INTERFACE.md's "Hostile
 callers" numbers that are not timings; timings are printed as `measured ...`
 lines for the test log and the closing note, never asserted."""
 import os
+import pwd
 import random
 import sys
 import time
@@ -341,5 +342,57 @@ def check_url_inward():
     print("ok check url inward")
 
 
-{"huge_names": huge_names, "check_url_inward": check_url_inward, "oversized": oversized, "descriptors": descriptors, "no_reply": no_reply, "arguments": arguments,
+def as_user(uid, connections, waits):
+    """In a child running as `uid`: `connections` connections × `waits` Waits; prints how many were refused."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+        buses, refused = [], 0
+        for _ in range(connections):
+            bus = dbus.bus.BusConnection(ADDRESS)
+            replies = Replies(bus)
+            serials = [bus.send_message(call(bus, PATH, IFACE, "Wait", "u", [dbus.UInt32(600000)])) for _ in range(waits)]
+            blocking(bus, call(bus, PATH, PEER, "Ping"))
+            buses.append((bus, replies, serials))
+        pump(1.0)
+        for bus, replies, serials in buses:
+            refused += sum(1 for s in serials if s in replies.by_serial and
+                           replies.by_serial[s][0].get_error_name() == ERR + "LimitsExceeded")
+        os.write(write_end, b"%d\n" % refused)
+        os.close(write_end)
+        time.sleep(30)  # holds its Waits until killed
+        os._exit(0)
+    os.close(write_end)
+    refused = int(os.fdopen(read_end).readline())
+    return pid, refused
+
+
+def per_user():
+    """One uid cannot take every pending call: 1,024 per user, 256 kept for root (the uid asked of the bus)."""
+    if os.geteuid() != 0:
+        print("skip: needs root to act as other users")
+        return
+    nobody, refused = as_user(65534, 17, 64)
+    check(refused == 64, "uid 65534 with 17 × 64 Waits: %d refused, not 64" % refused)
+    other_uid = pwd.getpwnam("daemon").pw_uid
+    other, refused_other = as_user(other_uid, 2, 64)
+    check(refused_other == 0, "another user still waits: %d refused" % refused_other)
+    bus, _ = connect(ADDRESS)
+    replies = Replies(bus)
+    serials = [bus.send_message(call(bus, PATH, IFACE, "Wait", "u", [dbus.UInt32(600000)])) for _ in range(64)]
+    blocking(bus, call(bus, PATH, PEER, "Ping"))
+    pump(0.3)
+    check(not any(s in replies.by_serial for s in serials), "root's 64 Waits are pending")
+    for pid in (nobody, other):
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    print("measured per user: uid 65534 held 1,024 Waits, 64 refused; user daemon and root still waited")
+    print("ok per user")
+
+
+{"per_user": per_user, "huge_names": huge_names, "check_url_inward": check_url_inward, "oversized": oversized, "descriptors": descriptors, "no_reply": no_reply, "arguments": arguments,
  "pending_cap": pending_cap, "random": random_calls}[GROUP]()
