@@ -30,3 +30,28 @@ final class HostileServiceTests: XCTestCase {
         XCTAssertEqual(outcome.status, 0, outcome.stdout + outcome.stderr)
     }
 }
+
+/// "Libraries come from the system": a library planted where LD_LIBRARY_PATH (or a run path)
+/// would look first is never the libcurl the daemon loads.
+final class LibraryPathTests: XCTestCase {
+    func testLibcurlComesFromTheSystemWhateverTheEnvironmentSays() throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let planted = bus.directory + "/planted-libs"
+        try FileManager.default.createDirectory(atPath: planted, withIntermediateDirectories: true)
+        // A copy of zlib's file itself (not its symbolic link), under libcurl's name.
+        let copied = try runCommand(["sh", "-c", "cp -L \"$(ldconfig -p | awk '/libz.so.1 / {print $NF; exit}')\" \"$0/libcurl.so.4\"",
+                                     planted])
+        XCTAssertEqual(copied.status, 0, copied.stderr)
+        // Loopback answers, so the check runs at once; nothing listens on port 9, so it is refused.
+        let daemon = try DaemonProcess(bus: bus, arguments: ["--check-url", "http://127.0.0.1:9/"], host: "127.0.0.1",
+                                       environment: ["LD_LIBRARY_PATH": planted])
+        defer { daemon.stop() }
+        try daemon.waitUntil("check http://127.0.0.1:9/")
+        XCTAssertFalse(daemon.log.contains("libcurl is not available"), daemon.log)
+        let maps = try runCommand(["cat", "/proc/\(daemon.pid)/maps"]).stdout
+        XCTAssertFalse(maps.contains(planted), "the planted library was loaded")
+        XCTAssertTrue(maps.split(separator: "\n").contains { $0.contains("/libcurl.so.4") && ($0.contains(" /usr/lib") || $0.contains(" /lib")) },
+                      "the system's libcurl is loaded")
+    }
+}
