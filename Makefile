@@ -65,8 +65,9 @@ bench: deps-bench release
 	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" simulate 20000 && tools/pure-lines.sh && \
 	  tools/bench.sh "$$bin/netobserverd"
 
-# libFuzzer on the rtnetlink parser, the ICMP reply parser and the D-Bus surface: FUZZ_RUNS
-# executions each (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
+# libFuzzer on the rtnetlink parser, the ICMP reply parser, the D-Bus surface (the whole service)
+# and the state file, the validators, the client and the system-bus follower: FUZZ_RUNS executions
+# each (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
 FUZZ_RUNS ?= 10000000
 FUZZ_NETLINK_SOURCES := Sources/NetCore/IPAddress.swift Sources/Reachability/RouteMessage.swift \
                         Sources/Reachability/NetlinkParser.swift Fuzz/NetlinkFuzzer.swift
@@ -88,18 +89,28 @@ endef
 # lld, because gold crashes on the sanitizer build.
 DBUS_FUZZER := .build/fuzz/dbus-spm/release/DBusFuzzer
 
+FUZZ_SURFACES := statefile validators client follower
+SURFACE_FUZZER := .build/fuzz/dbus-spm/release/SurfaceFuzzer
+
 fuzz: deps-build
 	mkdir -p .build/fuzz
 	$(call run_fuzzer,netlink,$(FUZZ_NETLINK_SOURCES))
 	$(call run_fuzzer,echo,$(FUZZ_ECHO_SOURCES))
 	@# A failed build must stop here, not fuzz a stale binary.
-	cd Fuzz/dbus && out=$$($(SWIFT) build -c release --scratch-path ../../.build/fuzz/dbus-spm --product DBusFuzzer \
-	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1) || { echo "$$out"; exit 1; }; \
-	  echo "$$out" | grep -E "error|warning:" || true
+	cd Fuzz/dbus && for product in DBusFuzzer SurfaceFuzzer; do \
+	  out=$$($(SWIFT) build -c release --scratch-path ../../.build/fuzz/dbus-spm --product $$product \
+	    -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1) || { echo "$$out"; exit 1; }; \
+	  echo "$$out" | grep -E "error|warning:" || true; done
 	mkdir -p .build/fuzz/dbus-corpus
 	cp Fuzz/dbus/corpus/* .build/fuzz/dbus-corpus/
+	@echo "fuzzing dbus"
 	SWIFT_BACKTRACE=enable=no $(DBUS_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
 	  -artifact_prefix=Fuzz/dbus/crashes/ .build/fuzz/dbus-corpus 2>&1 | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)"
+	@for surface in $(FUZZ_SURFACES); do \
+	  echo "fuzzing $$surface"; mkdir -p .build/fuzz/$$surface-corpus; cp Fuzz/$$surface/corpus/* .build/fuzz/$$surface-corpus/; \
+	  FUZZ_SURFACE=$$surface SWIFT_BACKTRACE=enable=no $(SURFACE_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
+	    -artifact_prefix=Fuzz/$$surface/crashes/ .build/fuzz/$$surface-corpus 2>&1 \
+	    | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)" || exit 1; done
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: binaries, bus policy, activation files, the
 # systemd unit, the sysusers file and the man pages. make uninstall removes exactly those.

@@ -42,9 +42,13 @@ let package = Package(
         // The engines' cores on a virtual clock against a simulated kernel, far host and resolver (tests and bench).
         .target(name: "Simulation", dependencies: ["CLinux", "MonitorService", "Probe", "Reachability", "NetCore"]),
         // One fuzz input through the real dispatch of a complete Monitor object; the fuzzer and its replay test share it.
-        .target(name: "DBusFuzzHarness", dependencies: ["DBusKit", "EventLoop", "MonitorService"]),
+        // The other fuzzed surfaces (state file, validators, the client, the system-bus follower) beside it.
+        .target(name: "DBusFuzzHarness", dependencies: ["DBusKit", "EventLoop", "MonitorService", "MonitorContract", "MonitorClientCore"]),
+        // What the client makes of the service's values: the snapshot, the bar formats, the metrics text,
+        // the signals it believes. A library of its own so the fuzzer reaches it.
+        .target(name: "MonitorClientCore", dependencies: ["DBusKit", "MonitorContract"]),
         // The command-line client for people and scripts.
-        .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop", "MonitorContract"]),
+        .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop", "MonitorContract", "MonitorClientCore"]),
         // `make bench` measurements that need root and network namespaces.
         .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation"]),
 

@@ -8,6 +8,7 @@ let package = Package(
     dependencies: [.package(name: "netobserver", path: "../..")],
     targets: [
         .executableTarget(name: "DBusFuzzer", dependencies: [.product(name: "DBusFuzzHarness", package: "netobserver")]),
+        .executableTarget(name: "SurfaceFuzzer", dependencies: [.product(name: "DBusFuzzHarness", package: "netobserver")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -35,6 +35,18 @@ calls = [
     ("wait-too-long", PATH, IFACE, "Wait", V("(u)", (3600001,)), 0),
     ("no-interface", PATH, None, "Check", None, 0),
     ("unknown-method", PATH, IFACE, "Frobnicate", V("(ay)", (b"xyz",)), 0),
+    # The whole service: added targets, org.netobserver.Targets, the ObjectManager, long names.
+    ("target-get-status", PATH + "/1", PROPS, "Get", V("(ss)", (IFACE, "Status")), 0),
+    ("target-getall", PATH + "/2", PROPS, "GetAll", V("(s)", (IFACE,)), 0),
+    ("target-set-host", PATH + "/1", PROPS, "Set", V("(ssv)", (IFACE, "Host", V("s", "198.18.0.7"))), 0),
+    ("target-wait", PATH + "/2", IFACE, "Wait", V("(u)", (100,)), 0),
+    ("targets-get", PATH, PROPS, "Get", V("(ss)", ("org.netobserver.Targets", "Targets")), 0),
+    ("add-target", PATH, "org.netobserver.Targets", "AddTarget", V("(s)", ("198.18.0.9",)), 0),
+    ("remove-target", PATH, "org.netobserver.Targets", "RemoveTarget", V("(o)", (PATH + "/1",)), 0),
+    ("remove-default", PATH, "org.netobserver.Targets", "RemoveTarget", V("(o)", (PATH,)), 0),
+    ("managed-objects", PATH, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", None, 0),
+    ("set-check-url", PATH, PROPS, "Set", V("(ssv)", (IFACE, "CheckURL", V("s", "http://0x7f000001/"))), 0),
+    ("get-long-name", PATH, PROPS, "Get", V("(ss)", (IFACE, "P" * 5000)), 0),
 ]
 
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus")

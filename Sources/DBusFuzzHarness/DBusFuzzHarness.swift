@@ -1,12 +1,15 @@
 import DBusKit
 import EventLoop
+import MonitorContract
 import MonitorService
 
-/// One fuzz input: bytes turned into a message by libdbus, then, when it is a
-/// method call, through the real ObjectServer dispatch of a complete Monitor
-/// object (every interface, property and method), answering into a recorder
-/// instead of a bus. Checks what must hold for any input; a violation traps,
-/// which is what the fuzzer reports.
+/// One fuzz input: bytes turned into a message by libdbus, then, when it is a method
+/// call, through the real ObjectServer dispatch of the whole service as the daemon
+/// exports it (the default target with org.netobserver.Targets and the ObjectManager,
+/// and two added targets), without engines, so no input makes anything resolve or
+/// probe. Checks what must hold for any input; a violation traps, which is what the
+/// fuzzer reports: one answer at most, none to NO_REPLY, every message sendable, no
+/// reply over 64 KiB but Introspect's and GetManagedObjects', no dispatch over 50 ms.
 public enum DBusFuzzHarness {
     /// Runs one input; returns how many messages the service sent for it.
     @discardableResult
@@ -14,26 +17,44 @@ public enum DBusFuzzHarness {
         guard let message = try? Message(wire: bytes), message.kind == .methodCall else { return 0 }
         let recorder = Recorder.shared
         recorder.sent.removeAll(keepingCapacity: true)
-        let model = MonitorModel(settings: MonitorSettings())
         let server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
-        let monitor = MonitorObject(model: model, server: server)
+        let objects = ServiceObjects.withoutEngines(server: server, model: MonitorModel(settings: MonitorSettings()),
+                                                    budget: PendingBudget())
+        objects.addTarget(host: "198.18.0.2")
+        objects.addTarget(host: "fd00::2")
+        // The InterfacesAdded of the starting state are not the input's doing.
+        recorder.loop.schedule(after: 0) { recorder.loop.quit(status: 0) }
+        _ = recorder.loop.run()
+        recorder.sent.removeAll(keepingCapacity: true)
+
+        let started = recorder.loop.now()
         server.dispatch(message)
         // One turn: end-of-turn work (PropertiesChanged, StatusChanged) goes out; pending calls stay pending.
         recorder.loop.schedule(after: 0) { recorder.loop.quit(status: 0) }
         _ = recorder.loop.run()
-        withExtendedLifetime(monitor) {}
+        let took = recorder.loop.now() - started
+        withExtendedLifetime(objects) {}
 
+        precondition(took < Self.slowestDispatch, "one call kept the loop \(took / 1_000_000) ms")
         let answers = recorder.sent.filter { $0.kind == .methodReturn || $0.kind == .error }
         precondition(answers.count <= 1, "one call, \(answers.count) answers")
         precondition(message.expectsReply || answers.isEmpty, "a NO_REPLY call was answered")
+        let unbounded = ["Introspect", "GetManagedObjects"].contains(message.member ?? "")
         for sent in recorder.sent {
             // Everything sent must be a message libdbus can put on the wire and read back.
             guard let wire = try? sent.serialized(), (try? Message(wire: wire)) != nil else {
                 preconditionFailure("an unsendable \(sent.kind) message")
             }
+            if sent.kind == .methodReturn || sent.kind == .error {
+                precondition(unbounded || wire.count <= DBusMethod.defaultReplyLimit,
+                             "a \(wire.count)-byte answer to \(message.member ?? "?")")
+            }
         }
         return recorder.sent.count
     }
+
+    /// No dispatch may hold the loop longer (INTERFACE.md, "Hostile callers").
+    static let slowestDispatch: UInt64 = 50_000_000
 
     /// Keeps what the server sends; one loop for every input, so a run costs no new descriptors.
     final class Recorder: MessageTransport {

@@ -57,7 +57,7 @@ public struct MatchRule: Equatable, Sendable {
         return true
     }
 
-    static func path(_ path: String, isIn namespace: String) -> Bool {
+    public static func path(_ path: String, isIn namespace: String) -> Bool {
         namespace == "/" || path == namespace || path.hasPrefix(namespace + "/")
     }
 }

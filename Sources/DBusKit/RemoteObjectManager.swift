@@ -12,7 +12,8 @@ public final class RemoteObjectManager {
     public let interfaces: Set<String>
     public let objectLimit: Int
     /// The objects with at least one followed interface, by path.
-    public private(set) var objects: [String: RemoteObject] = [:]
+    public var objects: [String: RemoteObject] { table.objects }
+    private var table: RemoteObjectTable
     /// True once the objects are loaded, or the service is known to be absent.
     public private(set) var isReady = false
     /// Whether the service is on the bus now.
@@ -39,6 +40,7 @@ public final class RemoteObjectManager {
         self.path = path
         self.interfaces = interfaces
         self.objectLimit = objectLimit
+        table = RemoteObjectTable(interfaces: interfaces, objectLimit: objectLimit)
         owner = NameOwnerWatch(connection: connection, name: service)
         // Subscribed before anything is loaded, so no change falls between the load and the signals.
         let rules = [MatchRule(sender: service, path: path, interface: Self.objectManager, member: "InterfacesAdded"),
@@ -69,7 +71,7 @@ public final class RemoteObjectManager {
         if let retryTimer { connection.loop.cancel(retryTimer) }
         retryTimer = nil
         failedLoads = 0
-        objects = [:]
+        table.clear()
         if owner.owner == nil {
             isReady = true
             onChange?()
@@ -89,19 +91,11 @@ public final class RemoteObjectManager {
             load = nil
             switch result {
             case .success(let reply):
-                guard let tree = (try? reply.arguments())?.first,
-                      case .dictionary(.objectPath, _, let entries) = tree else {
+                guard table.load(reply) else {
                     retryLater()
                     return
                 }
-                var loaded: [String: RemoteObject] = [:]
-                for entry in entries where loaded.count < objectLimit {
-                    guard case .objectPath(let objectPath) = entry.key,
-                          let map = RemoteObject.interfaceMap(entry.value, wanted: interfaces), !map.isEmpty else { continue }
-                    loaded[objectPath] = RemoteObject(path: objectPath, interfaces: map)
-                }
                 failedLoads = 0
-                objects = loaded
                 isReady = true
                 onChange?()
             case .failure:
@@ -125,33 +119,11 @@ public final class RemoteObjectManager {
 
     private func signal(_ message: Message) {
         // Only the current owner speaks for the service; nothing counts before it is loaded.
-        guard let owner = owner.owner, message.sender == owner, isReady,
-              let arguments = try? message.arguments() else { return }
-        switch message.member {
-        case "InterfacesAdded":
-            guard arguments.count == 2, case .objectPath(let objectPath) = arguments[0],
-                  let map = RemoteObject.interfaceMap(arguments[1], wanted: interfaces), !map.isEmpty else { return }
-            var object = objects[objectPath] ?? RemoteObject(path: objectPath)
-            guard objects[objectPath] != nil || objects.count < objectLimit else { return }
-            object.interfaces.merge(map) { $1 }
-            objects[objectPath] = object
-        case "InterfacesRemoved":
-            guard arguments.count == 2, case .objectPath(let objectPath) = arguments[0],
-                  case .array(.string, let names) = arguments[1], var object = objects[objectPath] else { return }
-            let removed = names.compactMap(\.stringValue).filter { object.interfaces[$0] != nil }
-            guard !removed.isEmpty else { return }
-            removed.forEach { object.interfaces[$0] = nil }
-            objects[objectPath] = object.interfaces.isEmpty ? nil : object
-        case "PropertiesChanged":
-            guard arguments.count == 3, let interface = arguments[0].stringValue, interfaces.contains(interface),
-                  let objectPath = message.path, var object = objects[objectPath], object.interfaces[interface] != nil,
-                  let changed = RemoteObject.propertyMap(arguments[1]),
-                  case .array(.string, let invalidated) = arguments[2] else { return }
-            object.interfaces[interface]?.merge(changed) { $1 }
-            objects[objectPath] = object
-            if !invalidated.isEmpty { refresh(objectPath, interface) }
-        default:
-            return
+        guard let owner = owner.owner, message.sender == owner, isReady else { return }
+        switch table.apply(message) {
+        case .unchanged: return
+        case .changed: break
+        case .refresh(let objectPath, let interface): refresh(objectPath, interface)
         }
         onChange?()
     }
@@ -166,11 +138,7 @@ public final class RemoteObjectManager {
         refreshes[key] = connection.call(call, timeoutMilliseconds: callTimeoutMilliseconds) { [weak self] result in
             guard let self else { return }
             refreshes[key] = nil
-            guard case .success(let reply) = result, let values = (try? reply.arguments())?.first,
-                  let map = RemoteObject.propertyMap(values), var object = objects[objectPath],
-                  object.interfaces[interface] != nil else { return }
-            object.interfaces[interface] = map
-            objects[objectPath] = object
+            guard case .success(let reply) = result, table.refreshed(reply, path: objectPath, interface: interface) else { return }
             onChange?()
         }
     }

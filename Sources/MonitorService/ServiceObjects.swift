@@ -22,4 +22,13 @@ public final class ServiceObjects {
 
     /// The added targets' paths, in order.
     public var targetPaths: [String] { targets.paths }
+
+    /// Adds a target as --target does (not persisted); for the fuzzer's starting state.
+    @discardableResult
+    public func addTarget(host: String) -> String? {
+        var settings = MonitorSettings()
+        guard (try? settings.set(.host, text: host)) != nil,
+              let target = try? targets.add(settings: settings, fromCommandLine: true, persisted: [:]) else { return nil }
+        return MonitorContract.Targets.path(target.number)
+    }
 }

@@ -68,7 +68,7 @@ public struct MonitorSettings: Equatable, Sendable {
             }
         }
 
-        var range: ClosedRange<UInt32>? {
+        public var range: ClosedRange<UInt32>? {
             switch self {
             case .interval: MonitorSettings.intervalRange
             case .timeout: MonitorSettings.timeoutRange

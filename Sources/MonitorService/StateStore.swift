@@ -58,6 +58,12 @@ public struct StateStore: Sendable {
         case .success(let bytes?): contents = bytes
         case .failure(let problem): return (StoredState(), ["\(path): \(problem), ignoring it"])
         }
+        return Self.parse(contents, path: path)
+    }
+
+    /// A state file's contents (at most `maximumSize` bytes, as read), and a line for each problem,
+    /// `path` naming the file in them.
+    public static func parse(_ contents: ArraySlice<UInt8>, path: String) -> (state: StoredState, problems: [String]) {
         var state = StoredState()
         var targets: [UInt32: [MonitorSettings.Key: String]] = [:]
         var problems: [String] = []

@@ -1,9 +1,13 @@
+import CLinux
 import EventLoop
 import Glibc
 import NetCore
 
-/// One TCP connection attempt used as a probe: an accepted or a refused
-/// connection both mean the host answered.
+/// One TCP connection attempt used as a probe: an accepted connection, or one the
+/// host refused with an RST, means the host answered. Linux reports a router's ICMP
+/// error about the connection (a firewall's REJECT) as a refusal too, so the socket
+/// asks for its error queue (IP_RECVERR): a refusal that came with an ICMP error is
+/// no answer at all.
 final class TCPProbe {
     enum Result {
         case answered
@@ -47,6 +51,12 @@ final class TCPProbe {
         }
         descriptor = opened
         let fd = descriptor.raw
+        var one: Int32 = 1
+        if address.family == AF_INET6 {
+            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVERR, &one, socklen_t(MemoryLayout<Int32>.size))
+        } else {
+            _ = setsockopt(fd, Int32(IPPROTO_IP), IP_RECVERR, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
         let started = address.withSocketAddress(port: port) { connect(fd, $0, $1) }
         let code = started == 0 ? 0 : errno
         // An interrupted connect goes on in the background, as one in progress does.
@@ -59,8 +69,9 @@ final class TCPProbe {
             var error: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            let icmp = error != 0 && Self.cameWithICMPError(fd)
             cancel()
-            completion(Self.result(error))
+            completion(icmp ? .failed(errno: error) : Self.result(error))
         }
         if source == nil { return nil }
     }
@@ -74,6 +85,21 @@ final class TCPProbe {
     func cancel() {
         if let source { loop.remove(source) }
         source = nil
+    }
+
+    /// Whether the socket's error queue holds an ICMP error: someone on the path (or the host's
+    /// own stack, by ICMP rather than TCP) spoke, not the host's TCP.
+    private static func cameWithICMPError(_ fd: Int32) -> Bool {
+        var queued = CLinux_queued_error()
+        var payload = [UInt8](repeating: 0, count: 64)
+        var found = false
+        // A few entries at most (one per ICMP error the kernel queued); the queue is left empty.
+        for _ in 0..<8 {
+            let read = payload.withUnsafeMutableBytes { CLinux_read_error_queue(fd, &queued, $0.baseAddress, UInt($0.count)) }
+            guard read == 1 else { break }
+            if queued.origin == UInt8(SO_EE_ORIGIN_ICMP) || queued.origin == UInt8(SO_EE_ORIGIN_ICMP6) { found = true }
+        }
+        return found
     }
 
     private static func result(_ code: Int32) -> Result {

@@ -1,6 +1,7 @@
 import DBusKit
 import EventLoop
 import Glibc
+import MonitorClientCore
 import MonitorContract
 
 /// Talks to org.netobserver.Monitor for the command line.
@@ -96,17 +97,8 @@ struct MonitorClient {
         let owner = ServiceOwner(connection: connection)
         let own = path
         connection.onSignal = { message in
-            // Who sent it, from the header, before anything of the body is read.
-            guard let sender = message.sender, sender == owner.uniqueName,
-                  message.isSignal(interface: MonitorContract.propertiesInterface, member: "PropertiesChanged"),
-                  message.signature == "sa{sv}as",
-                  let from = message.path, allTargets || from == own,
-                  let arguments = try? message.arguments(), arguments.count == 3,
-                  arguments[0].stringValue == MonitorContract.interface,
-                  case .dictionary(_, _, let entries) = arguments[1] else { return }
-            var changed: [String: DBusValue] = [:]
-            for entry in entries { if let key = entry.key.stringValue { changed[key] = entry.value.unwrappedVariant } }
-            handler(from, changed)
+            guard let signal = ServiceSignal(message, owner: owner.uniqueName, path: own, allTargets: allTargets) else { return }
+            handler(signal.path, signal.changed)
         }
         connection.onDisconnected = {
             writeLine("netobserver: the bus went away", to: 2)

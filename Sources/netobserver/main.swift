@@ -1,3 +1,4 @@
+import MonitorClientCore
 import DBusKit
 import EventLoop
 import Glibc

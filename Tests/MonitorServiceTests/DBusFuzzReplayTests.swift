@@ -20,9 +20,9 @@ final class DBusFuzzReplayTests: XCTestCase {
             let sent = DBusFuzzHarness.run(bytes)
             switch name {
             case "check-noreply": XCTAssertEqual(sent, 0, name)
-            case "wait-100": XCTAssertEqual(sent, 0, "pending: \(name)")
-            case "set-host", "set-host-zone", "set-interval", "set-family":
-                XCTAssertGreaterThanOrEqual(sent, 2, "the reply and PropertiesChanged: \(name)")
+            case "wait-100", "target-wait": XCTAssertEqual(sent, 0, "pending: \(name)")
+            case "set-host", "set-host-zone", "set-interval", "set-family", "target-set-host", "add-target", "remove-target":
+                XCTAssertGreaterThanOrEqual(sent, 2, "the reply and PropertiesChanged (or InterfacesAdded/Removed): \(name)")
             default: XCTAssertEqual(sent, 1, "one answer: \(name)")
             }
         }
@@ -37,6 +37,23 @@ final class DBusFuzzReplayTests: XCTestCase {
                 var mutated = bytes
                 mutated[index] ^= 0xFF
                 DBusFuzzHarness.run(mutated)
+            }
+        }
+    }
+
+    /// The other surfaces' seeds, crash inputs and mutations, through the fuzzer's own harness.
+    func testEverySurfaceTakesItsSeedsCrashesAndMutations() throws {
+        for surface in FuzzSurface.allCases {
+            let seeds = try inputs("Fuzz/\(surface.rawValue)/corpus")
+            XCTAssertGreaterThanOrEqual(seeds.count, 2, surface.rawValue)
+            for (_, bytes) in try inputs("Fuzz/\(surface.rawValue)/crashes") + seeds { surface.run(bytes) }
+            for (_, bytes) in seeds {
+                for length in stride(from: 0, to: bytes.count, by: 5) { surface.run(Array(bytes[..<length])) }
+                for index in bytes.indices {
+                    var mutated = bytes
+                    mutated[index] ^= 0xFF
+                    surface.run(mutated)
+                }
             }
         }
     }

@@ -178,6 +178,28 @@ final class ConnectivityNamespaceTests: XCTestCase {
         XCTAssertTrue(reason.contains("check URL resolves to a local address"), reason)
     }
 
+    func testARejectingRouterNeverAnswersForASilentHost() throws {
+        // Nobody has 198.18.2.99; the router drops echo requests and REJECTs TCP 443 with ICMP,
+        // as firewalls do. Linux reports that REJECT to connect() as a refusal, as it would a host's RST.
+        try router("iptables -I FORWARD -p icmp --icmp-type echo-request -j DROP")
+        for kind in ["icmp-port-unreachable", "icmp-host-unreachable", "icmp-admin-prohibited"] {
+            try router("iptables -I FORWARD -p tcp --dport 443 -j REJECT --reject-with \(kind)")
+            try startDaemon(host: "198.18.2.99")
+            try wait(.connectivity, "limited", timeout: 3)
+            usleep(1_500_000)
+            XCTAssertEqual(try get(.connectivity), "limited", kind)
+            XCTAssertEqual(try get(.status), "none", kind)
+            XCTAssertEqual(try get(.probeMethod), "", "the router's ICMP answered for the host (\(kind))")
+            daemon?.stop()
+            try router("iptables -D FORWARD -p tcp --dport 443 -j REJECT --reject-with \(kind)")
+        }
+        // The host's own RST still answers.
+        try router("iptables -I FORWARD -p tcp --dport 443 -j REJECT --reject-with tcp-reset")
+        try startDaemon(host: "198.18.2.99")
+        try wait(.connectivity, "full", timeout: 3)
+        XCTAssertEqual(try get(.probeMethod), "tcp")
+    }
+
     func testTCPProbesHoldAtMostFourDescriptorsPerTarget() throws {
         try startDaemon()
         try wait(.connectivity, "full")

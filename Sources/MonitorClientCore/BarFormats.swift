@@ -4,12 +4,12 @@ import MonitorContract
 /// One line per state for a status bar's persistent custom module, in that bar's own
 /// format (waybar `return-type: json`; i3blocks `interval=persist` with `format=json`;
 /// polybar `custom/script` with `tail = true`), or the `--json` object.
-enum MonitorFormat: String, CaseIterable {
+public enum MonitorFormat: String, CaseIterable, Sendable {
     case plain, json, waybar, i3blocks, polybar
 
-    static let barNames = allCases.filter { $0 != .plain }.map(\.rawValue)
+    public static let barNames = allCases.filter { $0 != .plain }.map(\.rawValue)
 
-    func line(_ snapshot: Snapshot) -> String {
+    public func line(_ snapshot: Snapshot) -> String {
         switch self {
         case .plain: snapshot.line()
         case .json: snapshot.json()
@@ -23,7 +23,7 @@ enum MonitorFormat: String, CaseIterable {
     }
 
     /// Status colours, the usual traffic lights.
-    static func colour(_ status: String) -> String {
+    public static func colour(_ status: String) -> String {
         switch status {
         case "none": "#E06C75"
         case "unknown", "": "#E5C07B"
@@ -47,7 +47,7 @@ enum MonitorFormat: String, CaseIterable {
 
 extension String {
     /// This text with each character in `replacements` written as its replacement.
-    func escaping(_ replacements: [Character: String]) -> String {
+    public func escaping(_ replacements: [Character: String]) -> String {
         var escaped = ""
         for character in self {
             if let replacement = replacements[character] {
@@ -62,13 +62,13 @@ extension String {
 
 extension Snapshot {
     /// What a bar shows: the status, and the round trip while connected.
-    var barText: String {
+    public var barText: String {
         guard Reachable, RoundTripTime > 0 else { return Status }
         return "\(Status) \(Self.milliseconds(RoundTripTime))"
     }
 
     /// Host, interface, round trip, loss and reason, one per line.
-    func tooltip(_ separator: String) -> String {
+    public func tooltip(_ separator: String) -> String {
         var lines = ["\(Host)" + (Address.isEmpty || Address == Host ? "" : " (\(Address))")]
         lines.append("interface: " + (Interface.isEmpty ? "—" : Interface))
         if RoundTripTime > 0 { lines.append("round trip: " + Self.milliseconds(RoundTripTime)) }

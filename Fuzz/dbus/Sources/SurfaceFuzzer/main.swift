@@ -1,0 +1,29 @@
+// libFuzzer entry for the other surfaces (FUZZ_SURFACE=statefile|validators|client|follower):
+// arbitrary bytes through the same harness the replay tests use. Built by `make fuzz`
+// like the D-Bus fuzzer; crash inputs land in Fuzz/<surface>/crashes and `make test` replays them.
+import DBusFuzzHarness
+import Glibc
+
+typealias Arguments = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<Arguments?>,
+                     _ testOneInput: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+
+nonisolated(unsafe) var surface = FuzzSurface.statefile
+
+@_cdecl("SurfaceFuzzer_main")
+func fuzzerMain(_ argc: CInt, _ argv: Arguments?) -> CInt {
+    guard let name = getenv("FUZZ_SURFACE").map({ String(cString: $0) }), let chosen = FuzzSurface(rawValue: name) else {
+        fputs("set FUZZ_SURFACE to one of: \(FuzzSurface.allCases.map(\.rawValue).joined(separator: ", "))\n", stderr)
+        return 2
+    }
+    surface = chosen
+    var count = argc
+    var arguments = argv
+    return runFuzzerDriver(&count, &arguments) { data, size in
+        guard let data else { return 0 }
+        surface.run(Array(UnsafeBufferPointer(start: data, count: size)))
+        return 0
+    }
+}

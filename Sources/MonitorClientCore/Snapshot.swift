@@ -1,0 +1,156 @@
+import DBusKit
+import FoundationEssentials
+import Glibc
+import MonitorContract
+
+/// The properties as people and scripts read them: each value kept only when its type
+/// is the one the contract gives the property.
+public struct Snapshot: Encodable {
+    private var values: [MonitorContract.Property: DBusValue] = [:]
+
+    public init(_ values: [String: DBusValue]) {
+        update(values)
+    }
+
+    /// Takes the values of the contract's types; a Status or Connectivity outside its words is
+    /// ignored, and control characters in any text become U+FFFD, so nothing the service (or
+    /// whoever pretends to be it) says can move a terminal's cursor or start a line of its own.
+    public mutating func update(_ changed: [String: DBusValue]) {
+        for (name, value) in changed {
+            guard let property = MonitorContract.Property(rawValue: name), value.type == property.type else { continue }
+            guard case .string(let text) = value else {
+                values[property] = value
+                continue
+            }
+            switch property {
+            case .status where MonitorContract.Status(rawValue: text) == nil: continue
+            case .connectivity where MonitorContract.Connectivity(rawValue: text) == nil: continue
+            default: values[property] = .string(Self.withoutControlCharacters(text))
+            }
+        }
+    }
+
+    public static func withoutControlCharacters(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var clean = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars { clean.append(isControl(scalar) ? "\u{FFFD}" : scalar) }
+        return String(clean)
+    }
+
+    /// C0, DEL and C1: the terminal's and the bars' line and escape controls.
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    }
+
+    private func string(_ property: MonitorContract.Property) -> String { values[property]?.stringValue ?? "" }
+    private func number(_ property: MonitorContract.Property) -> UInt64 {
+        switch values[property] {
+        case .uint32(let value): UInt64(value)
+        case .uint64(let value): value
+        default: 0
+        }
+    }
+
+    public var Status: String { string(.status) }
+    public var Reachable: Bool { values[.reachable]?.boolValue ?? false }
+    public var Host: String { string(.host) }
+    public var Address: String { string(.address) }
+    public var Interface: String { string(.interface) }
+    public var Reason: String { string(.reason) }
+    public var RoundTripTime: UInt64 { number(.roundTripTime) }
+    public var PacketLoss: Double { values[.packetLoss]?.doubleValue ?? 0 }
+    public var LastChange: UInt64 { number(.lastChange) }
+    public var Interval: UInt64 { number(.interval) }
+    public var Timeout: UInt64 { number(.timeout) }
+    public var FailureThreshold: UInt64 { number(.failureThreshold) }
+    public var RecoveryThreshold: UInt64 { number(.recoveryThreshold) }
+    public var AddressFamily: String { string(.addressFamily) }
+    public var ProbesSent: UInt64 { number(.probesSent) }
+    public var ProbesAnswered: UInt64 { number(.probesAnswered) }
+    public var AccessTechnology: String { string(.accessTechnology) }
+    public var Metered: Bool { values[.metered]?.boolValue ?? false }
+    public var Connectivity: String { string(.connectivity) }
+    public var ProbeMethod: String { string(.probeMethod) }
+    public var CheckURL: String { string(.checkURL) }
+    public var PortalURL: String { string(.portalURL) }
+
+    /// Status with what the link is: `cellular (4g, metered)`.
+    public var statusWithLink: String {
+        let details = [AccessTechnology, Metered ? "metered" : ""].filter { !$0.isEmpty }
+        return details.isEmpty ? Status : "\(Status) (\(details.joined(separator: ", ")))"
+    }
+
+    private struct Key: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
+    }
+
+    /// Every property under its D-Bus name, with the type's zero when the service did not say.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        for property in MonitorContract.Property.allCases {
+            let key = Key(stringValue: property.name)
+            switch property.type {
+            case .boolean: try container.encode(values[property]?.boolValue ?? false, forKey: key)
+            case .uint32, .uint64: try container.encode(number(property), forKey: key)
+            case .double: try container.encode(values[property]?.doubleValue ?? 0, forKey: key)
+            default: try container.encode(string(property), forKey: key)
+            }
+        }
+    }
+
+    public func json() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(self) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The status screen.
+    public func screen() -> String {
+        let dash = "—"
+        var lines = [
+            "Status:       \(statusWithLink)" + (Reachable ? " (reachable)" : ""),
+            "Connectivity: \(Connectivity)" + (ProbeMethod.isEmpty ? "" : ", heard by \(ProbeMethod)"),
+            "Host:         \(Host)" + (AddressFamily == "any" ? "" : " (\(AddressFamily))"),
+            "Address:      \(Address.isEmpty ? dash : Address)",
+            "Interface:    \(Interface.isEmpty ? dash : Interface)",
+            "Round trip:   \(RoundTripTime == 0 ? dash : Self.milliseconds(RoundTripTime))",
+            "Packet loss:  \(Int((PacketLoss * 100).rounded())) % of the last 20 probes",
+        ]
+        if !PortalURL.isEmpty { lines.append("Sign in at:   \(PortalURL)") }
+        if !Reason.isEmpty { lines.append("Reason:       \(Reason)") }
+        lines.append("Since:        \(Self.timestamp(LastChange))")
+        lines.append("Check URL:    \(CheckURL.isEmpty ? "off" : CheckURL)")
+        lines.append("Probing:      every \(Interval) ms, timeout \(Timeout) ms, down after \(FailureThreshold), up after \(RecoveryThreshold)")
+        return lines.joined(separator: "\n")
+    }
+
+    /// One line for `monitor`.
+    public func line() -> String {
+        var text = "\(Self.timestamp(LastChange)) \(statusWithLink) \(Host)"
+        if !Address.isEmpty && Address != Host { text += " (\(Address))" }
+        if !Interface.isEmpty { text += " via \(Interface)" }
+        if RoundTripTime > 0 && Reachable { text += " rtt \(Self.milliseconds(RoundTripTime))" }
+        if !Reason.isEmpty { text += ": \(Reason)" }
+        return text
+    }
+
+    public static func milliseconds(_ microseconds: UInt64) -> String {
+        let tenths = (microseconds + 50) / 100
+        return "\(tenths / 10).\(tenths % 10) ms"
+    }
+
+    /// CLOCK_REALTIME microseconds as an ISO 8601 UTC time.
+    public static func timestamp(_ microseconds: UInt64) -> String {
+        guard microseconds > 0 else { return "—" }
+        var seconds = time_t(microseconds / 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        var buffer = [CChar](repeating: 0, count: 32)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%SZ", &parts)
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
