@@ -104,11 +104,11 @@ fuzz: deps-build
 	mkdir -p .build/fuzz/dbus-corpus
 	cp Fuzz/dbus/corpus/* .build/fuzz/dbus-corpus/
 	@echo "fuzzing dbus"
-	SWIFT_BACKTRACE=enable=no $(DBUS_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
+	LSAN_OPTIONS=suppressions=Fuzz/lsan.supp SWIFT_BACKTRACE=enable=no $(DBUS_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
 	  -artifact_prefix=Fuzz/dbus/crashes/ .build/fuzz/dbus-corpus 2>&1 | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)"
 	@for surface in $(FUZZ_SURFACES); do \
 	  echo "fuzzing $$surface"; mkdir -p .build/fuzz/$$surface-corpus; cp Fuzz/$$surface/corpus/* .build/fuzz/$$surface-corpus/; \
-	  FUZZ_SURFACE=$$surface SWIFT_BACKTRACE=enable=no $(SURFACE_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
+	  FUZZ_SURFACE=$$surface LSAN_OPTIONS=suppressions=Fuzz/lsan.supp SWIFT_BACKTRACE=enable=no $(SURFACE_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
 	    -artifact_prefix=Fuzz/$$surface/crashes/ .build/fuzz/$$surface-corpus 2>&1 \
 	    | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)" || exit 1; done
 

@@ -148,7 +148,10 @@ public struct MonitorCore {
                 resolution = .failed(failure.message)
                 retarget(nil)
             }
-            let backoff = UInt64(min(60, 5 << min(failedResolutions - 1, 4)))
+            // With a known address, every 5 s: once the name resolves again, `limited` ends within
+            // 5 s. Backing off (5, 10, 20, 40, 60 s) is only for a Host that has no address yet.
+            let knowsAnAddress = if case .resolved = resolution { true } else { false }
+            let backoff = knowsAnAddress ? 5 : UInt64(min(60, 5 << min(failedResolutions - 1, 4)))
             resolveAt = now &+ backoff * 1_000_000_000
             outputs.append(.stateChanged)
         }

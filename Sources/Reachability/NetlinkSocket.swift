@@ -14,17 +14,18 @@ public final class NetlinkSocket {
         case datagram(UnsafeRawBufferPointer)
         /// From a sender other than the kernel (nl_pid != 0), or truncated: dropped.
         case dropped
-        /// The receive buffer overflowed and events were lost (ENOBUFS).
+        /// Events were lost: the receive buffer overflowed (ENOBUFS), or a datagram was truncated.
         case overrun
         case wouldBlock
     }
 
-    public init(groups: UInt32) throws(SystemError) {
+    /// `bufferSize`: where datagrams are read (it grows past a truncated one); tests make it small.
+    public init(groups: UInt32, bufferSize: Int = 64 * 1024) throws(SystemError) {
         descriptor = try Syscall.descriptor("socket(AF_NETLINK)") {
             socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), NETLINK_ROUTE)
         }
         let fd = descriptor.raw
-        buffer = .allocate(byteCount: 64 * 1024, alignment: 8)
+        buffer = .allocate(byteCount: max(bufferSize, 64), alignment: 8)
         // Room for bursts; the kernel still reports an overrun if it is not enough.
         var size: Int32 = 1 << 20
         if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
@@ -89,14 +90,17 @@ public final class NetlinkSocket {
         case .failure(let error):
             return error.errno == ENOBUFS ? .overrun : .wouldBlock
         }
-        // Only the kernel may speak; a truncated datagram cannot be trusted either.
-        guard sender.nl_pid == 0, count <= buffer.count, header.msg_flags & Int32(MSG_TRUNC) == 0 else {
+        // Only the kernel may speak.
+        guard sender.nl_pid == 0 else { return .dropped }
+        // The kernel's datagram was cut short: what it said is lost, as after ENOBUFS, so the
+        // state is dumped again (into a buffer large enough next time).
+        guard count <= buffer.count, header.msg_flags & Int32(MSG_TRUNC) == 0 else {
             if count > buffer.count {
                 let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: min(count + 4096, 1 << 22), alignment: 8)
                 buffer.deallocate()
                 buffer = bigger
             }
-            return .dropped
+            return .overrun
         }
         return .datagram(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
     }

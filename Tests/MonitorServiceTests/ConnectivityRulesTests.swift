@@ -168,14 +168,19 @@ final class ConnectivityRulesTests: XCTestCase {
         var s = core.state(previous: MonitorState())
         XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason],
                        ["limited", "none", "host answers, but h.test no longer resolves: Temporary failure in name resolution"])
-        core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 4)
+        // However long the resolver stays broken, it is asked again every 5 s (never backed off).
+        for attempt in UInt64(1)...6 {
+            core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 3 + attempt)
+            XCTAssertEqual(core.nextWakeup, 3 + attempt + 5_000_000_000, "failure \(attempt + 2): retried after 5 s")
+        }
+        core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 40)
         s = core.state(previous: MonitorState())
         XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue], ["full", "ethernet"])
         // Failures while the host is silent do not count.
-        core.probeReportChanged(from: answering, to: ProbeReport(answering: false), now: 5)
-        core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 6)
-        core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 7)
-        core.probeReportChanged(from: ProbeReport(answering: false), to: answering, now: 8)
+        core.probeReportChanged(from: answering, to: ProbeReport(answering: false), now: 45)
+        core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 46)
+        core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 47)
+        core.probeReportChanged(from: ProbeReport(answering: false), to: answering, now: 48)
         XCTAssertEqual(core.failedLookupsWhileAnswering, 0)
         XCTAssertEqual(core.state(previous: MonitorState()).connectivity, .full)
     }

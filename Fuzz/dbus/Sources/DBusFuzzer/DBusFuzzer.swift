@@ -13,6 +13,7 @@ func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePo
 // SwiftPM links an executable target with main = <target>_main, so libFuzzer's main never runs.
 @_cdecl("DBusFuzzer_main")
 func fuzzerMain(_ argc: CInt, _ argv: Arguments?) -> CInt {
+    DBusFuzzHarness.warmUp()
     var count = argc
     var arguments = argv
     return runFuzzerDriver(&count, &arguments) { data, size in

@@ -15,7 +15,8 @@ nonisolated(unsafe) var surface = FuzzSurface.statefile
 @_cdecl("SurfaceFuzzer_main")
 func fuzzerMain(_ argc: CInt, _ argv: Arguments?) -> CInt {
     guard let name = getenv("FUZZ_SURFACE").map({ String(cString: $0) }), let chosen = FuzzSurface(rawValue: name) else {
-        fputs("set FUZZ_SURFACE to one of: \(FuzzSurface.allCases.map(\.rawValue).joined(separator: ", "))\n", stderr)
+        let usage = "set FUZZ_SURFACE to one of: \(FuzzSurface.allCases.map(\.rawValue).joined(separator: ", "))\n"
+        _ = usage.withCString { write(2, $0, strlen($0)) }
         return 2
     }
     surface = chosen
