@@ -52,7 +52,7 @@ let package = Package(
         // `make bench` measurements that need root and network namespaces.
         .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation"]),
 
-        .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport"]),
+        .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport", "Cellular"]),
         .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe"]),
         .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "EventLoop"], exclude: ["server.py"]),

@@ -34,6 +34,8 @@ memory=$(awk '/^Rss:/ {r=$2} /^Private_Dirty:/ {d=$2} END {printf "rss_kb=%d pri
 /usr/bin/python3 "$root/tools/bench_bars.py" "$DBUS_SESSION_BUS_ADDRESS" "$(dirname "$daemon")/netobserver"
 # Several targets: 64 of them on one daemon (its netns has only loopback; lo down is the fault).
 /usr/bin/python3 "$root/tools/bench_targets64.py" "$DBUS_SESSION_BUS_ADDRESS" "$pid" "$netns"
+# Hostile callers: random and huge calls, a 30 MiB name, AddTarget churn (issue 9's figures are in make test).
+/usr/bin/python3 "$root/tools/bench_hostile.py" "$DBUS_SESSION_BUS_ADDRESS" "$pid" "$netns"
 kill $pid; wait $pid 2>/dev/null || true
 "$work/bus.sh" stop
 # ModemManager and NetworkManager (python3-dbusmock): generation change latency, start-up, idle wake-ups.

@@ -47,6 +47,8 @@ calls = [
     ("managed-objects", PATH, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", None, 0),
     ("set-check-url", PATH, PROPS, "Set", V("(ssv)", (IFACE, "CheckURL", V("s", "http://0x7f000001/"))), 0),
     ("get-long-name", PATH, PROPS, "Get", V("(ss)", (IFACE, "P" * 5000)), 0),
+    # Quoted in full, its error would be over 64 KiB.
+    ("get-huge-name", PATH + "/2", PROPS, "Get", V("(ss)", (IFACE, "P" * 70000)), 0),
 ]
 
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus")

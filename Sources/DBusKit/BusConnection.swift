@@ -1,4 +1,5 @@
 import CDBus
+import Glibc
 import EventLoop
 
 /// Which bus to connect to.
@@ -20,7 +21,8 @@ public enum NameRequestResult: Sendable, Equatable {
 public final class BusConnection {
     let raw: OpaquePointer
     public let loop: MainLoop
-    public let uniqueName: String
+    /// The name the bus gave this connection; "" until a connection opened with `connect` is registered.
+    public private(set) var uniqueName: String
     private var isClosed = false
     private let handlers: Handlers
 
@@ -62,19 +64,10 @@ public final class BusConnection {
     }
 
     /// Connects and registers with the bus (Hello). Blocks only during start-up.
-    public init(_ bus: BusAddress, loop: MainLoop) throws(DBusError) {
+    public convenience init(_ bus: BusAddress, loop: MainLoop) throws(DBusError) {
         var error = CDBus.DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
-        func failure(_ what: String) -> DBusError {
-            if dbus_error_is_set(&error) != 0 {
-                let name = CDBus_error_name(&error).map { String(cString: $0) } ?? DBusError.failed("").name
-                let message = CDBus_error_message(&error).map { String(cString: $0) } ?? what
-                return DBusError(name: name, message: message)
-            }
-            return .failed(what)
-        }
-
         let connection: OpaquePointer?
         switch bus {
         case .system:
@@ -95,7 +88,72 @@ public final class BusConnection {
                 connection = nil
             }
         }
-        guard let connection else { throw failure("cannot connect to the bus") }
+        guard let connection else { throw Self.failure(&error, "cannot connect to the bus") }
+        try self.init(taking: connection, loop: loop)
+    }
+
+    /// Opens a connection without waiting for the bus: the socket at once (a local one connects
+    /// or fails at once), the authentication and Hello later, on the loop. `registered` runs
+    /// there once: with nil when the bus has named the connection, else with why it did not.
+    /// Nothing may be sent on the connection before that.
+    public static func connect(_ bus: BusAddress, loop: MainLoop,
+                               registered: @escaping (DBusError?) -> Void) throws(DBusError) -> BusConnection {
+        let address: String
+        switch bus {
+        case .system:
+            address = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } ?? "unix:path=/run/dbus/system_bus_socket"
+        case .session:
+            guard let session = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }) else {
+                throw .failed("DBUS_SESSION_BUS_ADDRESS is not set")
+            }
+            address = session
+        case .address(let given):
+            address = given
+        }
+        guard Validation.isValidString(address) else { throw .invalidArgs("bad bus address") }
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        guard let opened = dbus_connection_open_private(address, &error) else {
+            throw failure(&error, "cannot connect to the bus")
+        }
+        let connection = try BusConnection(taking: opened, loop: loop)
+        guard let hello = try? Message.busCall("Hello", []) else {
+            connection.close()
+            throw .failed("out of memory")
+        }
+        // The pending call keeps itself until its handler ran; the handler keeps it no longer.
+        var pending: PendingReply?
+        pending = connection.call(hello, timeoutMilliseconds: 25_000) { [weak connection] result in
+            _ = pending
+            pending = nil
+            guard let connection else { return }
+            switch result {
+            case .success(let reply):
+                guard let name = reply.firstStringArgument, Validation.isValidBusName(name),
+                      dbus_bus_set_unique_name(connection.raw, name) != 0 else {
+                    return registered(.failed("the bus answered Hello with no name"))
+                }
+                connection.uniqueName = name
+                registered(nil)
+            case .failure(let error):
+                registered(error)
+            }
+        }
+        return connection
+    }
+
+    private static func failure(_ error: inout CDBus.DBusError, _ what: String) -> DBusError {
+        if dbus_error_is_set(&error) != 0 {
+            let name = CDBus_error_name(&error).map { String(cString: $0) } ?? DBusError.failed("").name
+            let message = CDBus_error_message(&error).map { String(cString: $0) } ?? what
+            return DBusError(name: name, message: message)
+        }
+        return .failed(what)
+    }
+
+    /// Takes over an open connection (registered or not) and attaches it to the loop.
+    private init(taking connection: OpaquePointer, loop: MainLoop) throws(DBusError) {
         raw = connection
         self.loop = loop
         uniqueName = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""

@@ -90,7 +90,7 @@ final class Service {
     /// The pending Waits and Checks of every target together.
     private let budget: PendingBudget
     private var monitor: MonitorObject?
-    /// ModemManager and NetworkManager on the system bus; nil when it cannot be reached.
+    /// ModemManager and NetworkManager on the system bus (followed again whenever it comes back).
     private var linkFacts: LinkFactsWatch?
     private var targets: TargetSet?
     private var saver: StateSaver?
@@ -144,11 +144,7 @@ final class Service {
             Log.error("lost the connection to the bus")
             loop.quit(status: 1)
         }
-        do {
-            linkFacts = try LinkFactsWatch(loop: loop)
-        } catch {
-            Log.info("cannot reach the system bus (\(error.message)): modems and metered links are not followed")
-        }
+        linkFacts = LinkFactsWatch(loop: loop)
     }
 
     deinit {
@@ -239,6 +235,7 @@ final class Service {
         }
         linkFacts?.onNews = { Log.info($0) }
         linkFacts?.onReady = { Log.info("modems and metered links: first view complete") }
+        linkFacts?.start()
         model.onSettingChanged = { [unowned self] key in
             loop.atEndOfTurn { [unowned self] in
                 Log.info("\(key.name) set to \(model.settings.text(key))")

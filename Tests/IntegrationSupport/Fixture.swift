@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// What a finished command left behind.
 public struct Outcome {
@@ -70,8 +71,13 @@ public func runCommand(_ argv: [String], environment: [String: String] = [:], ti
 /// A private dbus-daemon on a socket in a temporary directory, stopped by its PID.
 public final class PrivateBus {
     public let directory: String
-    public let address: String
-    private let process: Process
+    /// Its address as it printed it (with its guid): a new one after `restart`.
+    public private(set) var address: String
+    private var process: Process
+    private var arguments: [String] = []
+
+    /// The socket's address without the bus's guid: what a client that must reach a restarted bus uses.
+    public var socketAddress: String { "unix:path=\(directory)/bus" }
 
     /// `anyUser`: a bus every user may connect to (for daemons and clients run as other users).
     /// `systemPolicy`: instead, the system bus's own configuration plus this policy file (as root).
@@ -115,6 +121,7 @@ public final class PrivateBus {
         }
         process.arguments = configuration + ["--nofork", "--nopidfile", "--nosyslog",
                                              "--address=unix:path=\(directory)/bus", "--print-address=1"]
+        arguments = process.arguments ?? []
         process.standardOutput = FileHandle(forWritingAtPath: addressFile)
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -130,6 +137,36 @@ public final class PrivateBus {
     }
 
     public var pid: Int32 { process.processIdentifier }
+
+    /// Stops the bus without removing its directory: every connection to it is lost.
+    public func halt() {
+        guard process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: directory + "/bus")
+    }
+
+    /// A new dbus-daemon on the same socket (and configuration).
+    public func restart() throws {
+        halt()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        process.arguments = arguments
+        let addressFile = directory + "/address-restarted"
+        _ = FileManager.default.createFile(atPath: addressFile, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: addressFile)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<500 {
+            let printed = (try? String(contentsOfFile: addressFile, encoding: .utf8))?.split(separator: "\n").first.map(String.init) ?? ""
+            if !printed.isEmpty {
+                address = printed
+                return
+            }
+            usleep(10_000)
+        }
+        throw NSError(domain: "dbus-daemon did not start again", code: 1)
+    }
 
     public func stop() {
         if process.isRunning {
