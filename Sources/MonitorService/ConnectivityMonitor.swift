@@ -19,6 +19,8 @@ public final class ConnectivityMonitor {
     private let probe: ProbeEngine
     private let resolver: HostResolver
     private let resolverOwner: UInt64
+    /// The default target's lookups go before the other targets'.
+    private let resolvesFirst: Bool
     private var core: MonitorCore
     /// Shared by every target; libcurl is loaded on the first check.
     private let http: LazyHTTPClient?
@@ -33,9 +35,10 @@ public final class ConnectivityMonitor {
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
                 sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: LazyHTTPClient? = nil,
-                dnsRefreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds,
+                dnsRefreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds, resolvesFirst: Bool = false,
                 classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
         self.loop = loop
+        self.resolvesFirst = resolvesFirst
         self.model = model
         self.http = http
         wakeup = WakeupTimer(loop: loop)
@@ -197,7 +200,7 @@ public final class ConnectivityMonitor {
         case .ipv4: AF_INET
         case .ipv6: AF_INET6
         }
-        resolver.resolve(host, family: code, owner: resolverOwner) { [weak self] result in
+        resolver.resolve(host, family: code, owner: resolverOwner, first: resolvesFirst) { [weak self] result in
             guard let self else { return }
             core.resolved(generation: generation, result, routedFamilies: routedFamilies, now: loop.now())
             drive()

@@ -123,7 +123,8 @@ final class Service {
             probeSockets = ProbeSockets(loop: loop)
             http = LazyHTTPClient(loop: loop)
             connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, probeSockets: probeSockets,
-                                                   http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds)
+                                                   http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
+                                                   resolvesFirst: true)
         } catch {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
         }
@@ -228,6 +229,8 @@ final class Service {
             }
         }
         monitor.persist = { [unowned self] key, call in persist(key, call) }
+        // The default target's first lookup is asked before any added target's.
+        connectivity.start()
         exportTargets(targets)
         linkFacts?.onChange = { [unowned self] table in
             connectivity.linkFactsChanged(table)
@@ -348,7 +351,6 @@ final class Service {
 
     /// Serves until a signal or a lost bus; returns the exit status.
     func run() -> Int32 {
-        connectivity.start()
         let notifier = SystemdNotifier()
         notifier?.notify("READY=1\nSTATUS=serving \(MonitorContract.busName)")
         if let notifier, let period = notifier.watchdogPeriod {

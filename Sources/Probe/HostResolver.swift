@@ -31,11 +31,48 @@ public final class HostResolver {
     private var pending: [UInt64: Pending] = [:]
     private var nextID: UInt64 = 0
     private var nextOwner: UInt64 = 0
+    /// The lookups not yet started, shared with the worker, which takes the next one from it.
+    private let queue = SharedQueue()
+
+    private final class SharedQueue: Sendable {
+        let lookups = Mutex(LookupQueue())
+    }
 
     /// A cancelled lookup not yet started is skipped by the worker, so a new Host never
     /// waits behind a queue of stale lookups (only behind the one under way).
     private final class Ticket: Sendable {
         let cancelled = Atomic<Bool>(false)
+    }
+
+    /// Which lookup the worker starts next: those asked with `first` (the default target's)
+    /// before the rest, each kind in the order asked. An owner has at most one lookup waiting:
+    /// a newer one takes the older one's place.
+    private struct LookupQueue: Sendable {
+        struct Entry: Sendable {
+            let id: UInt64
+            let owner: UInt64
+            let first: Bool
+            let host: String
+            let family: Int32
+            let ticket: Ticket
+        }
+        var entries: [Entry] = []
+
+        /// Queues `entry`; returns the id of the lookup of the same owner it replaces, if any.
+        mutating func add(_ entry: Entry) -> UInt64? {
+            let replaced = entries.firstIndex { $0.owner == entry.owner }.map { entries.remove(at: $0).id }
+            entries.append(entry)
+            return replaced
+        }
+
+        mutating func next() -> Entry? {
+            guard let index = entries.firstIndex(where: \.first) ?? (entries.isEmpty ? nil : 0) else { return nil }
+            return entries.remove(at: index)
+        }
+
+        mutating func remove(owner: UInt64) {
+            entries.removeAll { $0.owner == owner }
+        }
     }
 
     public init(loop: MainLoop, lookup: @escaping Lookup = HostResolver.systemLookup) throws(SystemError) {
@@ -46,15 +83,18 @@ public final class HostResolver {
         }
     }
 
-    /// Resolves `host` for `family` (AF_UNSPEC, AF_INET or AF_INET6); `completion`
-    /// runs on the loop with the addresses in resolver order.
     /// A number to ask and cancel under, for one more user of this resolver.
     public func newOwner() -> UInt64 {
         nextOwner += 1
         return nextOwner
     }
 
-    public func resolve(_ host: String, family: Int32, owner: UInt64 = 0,
+    /// Resolves `host` for `family` (AF_UNSPEC, AF_INET or AF_INET6); `completion`
+    /// runs on the loop with the addresses in resolver order. `first`: before every lookup
+    /// not asked so (the default target's). A lookup of `owner` still waiting is replaced,
+    /// its completion never run: each owner has at most one lookup waiting, so no target's
+    /// lookups pile up behind a resolver that hangs.
+    public func resolve(_ host: String, family: Int32, owner: UInt64 = 0, first: Bool = false,
                         completion: @escaping (Result<[IPAddress], Failure>) -> Void) {
         nextID += 1
         let id = nextID
@@ -66,15 +106,23 @@ public final class HostResolver {
             sender.send(Answer(id: id, result: .success([literal])))
             return
         }
+        let entry = LookupQueue.Entry(id: id, owner: owner, first: first, host: host, family: family, ticket: ticket)
+        if let replaced = queue.lookups.withLock({ $0.add(entry) }) {
+            pending[replaced]?.ticket.cancelled.store(true, ordering: .releasing)
+            pending[replaced] = nil
+        }
         let lookup = self.lookup
+        let queue = self.queue
+        // One job per lookup queued; each starts whichever lookup is next when it runs.
         worker.async {
-            guard !ticket.cancelled.load(ordering: .acquiring) else { return }
-            sender.send(Answer(id: id, result: lookup(host, family)))
+            guard let next = queue.lookups.withLock({ $0.next() }), !next.ticket.cancelled.load(ordering: .acquiring) else { return }
+            sender.send(Answer(id: next.id, result: lookup(next.host, next.family)))
         }
     }
 
     /// Forgets the answers still to come (a new Host); lookups not yet started are skipped.
     public func cancelAll(owner: UInt64 = 0) {
+        queue.lookups.withLock { $0.remove(owner: owner) }
         for (id, lookup) in pending where lookup.owner == owner {
             lookup.ticket.cancelled.store(true, ordering: .releasing)
             pending[id] = nil

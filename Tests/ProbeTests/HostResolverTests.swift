@@ -90,4 +90,43 @@ final class HostResolverTests: XCTestCase {
         // Without the skip all nine would run, one after the other (9 s).
         XCTAssertLessThanOrEqual(started.load(ordering: .relaxed), 2, "at most a stale lookup already under way, and the new one")
     }
+
+    /// "Lookups never wait behind other targets": the default target's lookups go first, and
+    /// each owner has at most one lookup waiting however often it asks.
+    func testTheDefaultTargetGoesFirstAndNoOwnerPilesUp() throws {
+        let loop = try MainLoop()
+        let asked = Mutex<[String]>([])
+        let resolver = try HostResolver(loop: loop) { host, _ in
+            asked.withLock { $0.append(host) }
+            if host.hasPrefix("hang") { usleep(200_000) }
+            return .success([IPAddress("198.18.0.9")!])
+        }
+        var answered: [String] = []
+        let owners = (0..<12).map { _ in resolver.newOwner() }
+        // Eleven targets whose names hang, each asking three times (a Host Set twice more meanwhile).
+        for round in 0..<3 {
+            for (index, owner) in owners.dropFirst().enumerated() {
+                resolver.resolve("hang\(index)-\(round)", family: AF_UNSPEC, owner: owner) { _ in answered.append("hang\(index)-\(round)") }
+            }
+        }
+        let started = loop.now()
+        var defaultAnsweredAfter: UInt64?
+        resolver.resolve("default.test", family: AF_UNSPEC, owner: owners[0], first: true) { _ in
+            answered.append("default.test")
+            defaultAnsweredAfter = loop.now() - started
+        }
+        let limit = loop.schedule(after: 5_000_000_000) { loop.quit(status: 1) }
+        let done = loop.schedule(after: 100_000_000, repeats: true) {
+            if (0..<11).allSatisfy({ answered.contains("hang\($0)-2") }) && answered.contains("default.test") { loop.quit(status: 0) }
+        }
+        XCTAssertEqual(loop.run(), 0, "answered: \(answered)")
+        loop.cancel(limit)
+        loop.cancel(done)
+        let order = asked.withLock { $0 }
+        XCTAssertTrue((12...13).contains(order.count), "one lookup per owner, the latest it asked (and one already started): \(order)")
+        XCTAssertLessThanOrEqual(order.firstIndex(of: "default.test") ?? 99, 1, "the default target's lookup waits for one at most: \(order)")
+        XCTAssertLessThan(defaultAnsweredAfter ?? .max, 400_000_000, "not behind eleven hanging lookups")
+        for index in 0..<11 { XCTAssertTrue(answered.contains("hang\(index)-2"), "each owner's newest ask is answered: \(answered)") }
+        XCTAssertLessThanOrEqual(answered.count, 13, "older asks that never started are never answered: \(answered)")
+    }
 }
