@@ -18,7 +18,7 @@ SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # No $$ORIGIN run path: the installed binaries load no library from beside themselves.
 RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath $(SWIFT_FLAGS)
 
-.PHONY: all build release run test bench fuzz install uninstall deps-build deps-test deps-bench clean
+.PHONY: all build release run test check bench fuzz install uninstall deps-build deps-test deps-bench clean
 
 all: build
 
@@ -58,6 +58,12 @@ test: deps-test
 	tools/check-install.sh
 	NETOBSERVERD="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/netobserverd" \
 	  $(SWIFT) test --disable-swift-testing $(SWIFT_FLAGS)
+
+# The pure parts alone: unit tests and the simulation, no root, no bus, no namespace (under a minute).
+CHECK_SUITES := SimulationTests|ProbeTests|ReachabilityTests|MonitorServiceTests|HTTPCheckTests
+check: deps-build
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build --disable-swift-testing $(SWIFT_FLAGS) --filter '^($(CHECK_SUITES))\.'
 
 bench: deps-bench release
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^nob-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done

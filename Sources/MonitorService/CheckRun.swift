@@ -35,7 +35,7 @@ final class CheckRun {
             let limit = Self.duration(limitMilliseconds)
             // Still no address: the lookup is what hangs.
             let why = request == nil && target?.literal == nil ? "cannot resolve \(target?.host ?? url): no answer within \(limit)"
-                                                                : "timed out after \(limit)"
+                                                                : "timed out"
             finish(.failed(why))
         }
         guard let target else {

@@ -313,7 +313,7 @@ final class ConnectivityNamespaceTests: XCTestCase {
         XCTAssertEqual(on.status, 0, on.stderr)
         try wait(.connectivity, "unknown")
         XCTAssertEqual(try get(.reason), "checking \(checkURL)")
-        try wait(.connectivity, "limited", timeout: 2)
+        try wait(.connectivity, "limited", timeout: 8)
         XCTAssertEqual(try get(.reason), "check \(checkURL) failed: timed out")
         let screen = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
         for line in ["Status:       none", "Connectivity: limited, heard by icmp", "Check URL:    \(checkURL)",
