@@ -42,5 +42,7 @@ kill $pid; wait $pid 2>/dev/null || true
 /usr/bin/python3 "$root/tools/bench_cellular.py" "$daemon" "$netns" 2> >(grep -v "fd limit" >&2)
 # Connectivity (namespaces of its own): portal appearing and sign-in latency, ICMP-filtered start, libcurl's memory.
 /usr/bin/python3 "$root/tools/bench_connectivity.py" "$daemon" 2> >(grep -v "fd limit" >&2)
+# The loop on a bad network: Peer.Ping while the resolver, the check server, a router or the link misbehave.
+/usr/bin/python3 "$root/tools/bench_badnet.py" "$daemon" 12
 echo "idle netobserverd: $memory"
 python3 "$root/tools/bench_targets.py" "$memory" "$work"/results/raw-*.txt
