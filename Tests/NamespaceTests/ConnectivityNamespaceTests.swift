@@ -234,6 +234,23 @@ final class ConnectivityNamespaceTests: XCTestCase {
         XCTAssertTrue(reason.contains("cannot resolve check.example"), reason)
     }
 
+    func testSixtyThreeUnresolvableTargetsNeverDelayTheDefaultOne() throws {
+        // Every query is dropped, and glibc waits 8 s for each; the default Host is in the hosts file.
+        try "nameserver 198.18.2.2\noptions timeout:8 attempts:1\n"
+            .write(toFile: "/etc/netns/\(hosts.client.name)/resolv.conf", atomically: true, encoding: .utf8)
+        try "127.0.0.1 localhost\n198.18.2.2 server.test\n"
+            .write(toFile: "/etc/netns/\(hosts.client.name)/hosts", atomically: true, encoding: .utf8)
+        try router("iptables -I FORWARD -p udp --dport 53 -j DROP")
+        let hanging = (1...63).flatMap { ["--target", "hang\($0).example"] }
+        let started = Date()
+        try startDaemon(host: "server.test", hanging)
+        try wait(.address, "198.18.2.2", timeout: 3)
+        let resolved = Date().timeIntervalSince(started)
+        print("measured default Host resolved \(String(format: "%.2f", resolved)) s after start, beside 63 targets whose names hang")
+        XCTAssertLessThan(resolved, 2.5, "the default target's lookup went first")
+        try wait(.connectivity, "full", timeout: 3)
+    }
+
     func testICMPFilteredFromTheStartIsFullAtTheFirstProbe() throws {
         try router("iptables -I FORWARD -p icmp -j DROP")
         try startDaemon()
@@ -342,8 +359,11 @@ final class ConnectivityNamespaceTests: XCTestCase {
         let reason = try get(.reason)
         XCTAssertTrue(reason.hasPrefix("host answers, but server.test no longer resolves: "), reason)
         XCTAssertEqual(try get(.address), "198.18.2.2")
+        // A resolver broken for a while is still asked every 5 s (it once backed off to a minute).
+        usleep(20_000_000)
         try startDNS(answering: true)
-        try wait(.connectivity, "full", timeout: 25)
+        let healed = try wait(.connectivity, "full", timeout: 7)
+        print("measured repaired resolver -> full: \(String(format: "%.1f", healed)) s (retried every 5 s)")
         XCTAssertEqual(try get(.status), "ethernet")
         XCTAssertEqual(seen().statuses, ["none", "ethernet"])
     }
