@@ -40,7 +40,7 @@ final class LibraryPathTests: XCTestCase {
         let planted = bus.directory + "/planted-libs"
         try FileManager.default.createDirectory(atPath: planted, withIntermediateDirectories: true)
         // A copy of zlib's file itself (not its symbolic link), under libcurl's name.
-        let copied = try runCommand(["sh", "-c", "cp -L \"$(ldconfig -p | awk '/libz.so.1 / {print $NF; exit}')\" \"$0/libcurl.so.4\"",
+        let copied = try runCommand(["sh", "-c", "cp -L \"$(/sbin/ldconfig -p | awk '/libz.so.1 / {print $NF; exit}')\" \"$0/libcurl.so.4\"",
                                      planted])
         XCTAssertEqual(copied.status, 0, copied.stderr)
         // Loopback answers, so the check runs at once; nothing listens on port 9, so it is refused.
