@@ -1,3 +1,4 @@
+import MonitorContract
 import DBusKit
 import Glibc
 
@@ -118,7 +119,8 @@ public struct DaemonOptions: Equatable, Sendable {
                 } catch {
                     throw UsageError(message: "--target: " + error.message)
                 }
-                guard options.targets.count < 64 else { throw UsageError(message: "--target: at most 64 targets") }
+                let limit = MonitorContract.Targets.limit
+                guard options.targets.count < limit else { throw UsageError(message: "--target: at most \(limit) targets") }
                 options.targets.append(settings.host)
             case "--dns-refresh":
                 let text = try value(for: flag, inline: inline)
