@@ -188,23 +188,10 @@ final class Service {
     /// Takes the stored values that are valid; returns the keys whose setting changed.
     @discardableResult
     private func apply(_ values: [MonitorSettings.Key: String], from path: String) -> [MonitorSettings.Key] {
-        var stored: [MonitorSettings.Key: String] = [:]
-        var changed: [MonitorSettings.Key] = []
-        for key in MonitorSettings.Key.allCases {
-            guard let text = values[key] else { continue }
-            do {
-                var candidate = model.settings
-                try candidate.set(key, text: text)
-                stored[key] = text
-                guard !options.flagged.contains(key), candidate != model.settings else { continue }
-                try model.set(key) { (settings: inout MonitorSettings) throws(SettingError) in try settings.set(key, text: text) }
-                changed.append(key)
-            } catch {
-                Log.warning("\(path): \(error.message), ignored")
-            }
-        }
-        persisted = stored
-        return changed
+        let (settings, kept, problems) = model.settings.applying(values, except: options.flagged)
+        problems.forEach { Log.warning("\(path): \($0), ignored") }
+        persisted = kept
+        return model.take(settings)
     }
 
     /// Exports the Monitor object and connects it to the engines and the bus.

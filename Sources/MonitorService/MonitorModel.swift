@@ -67,4 +67,17 @@ public final class MonitorModel {
         onChange?([key.property], false)
         onSettingChanged?(key)
     }
+
+    /// Takes `new` (already validated) one changed key at a time, as a Set of each would;
+    /// returns the keys that changed.
+    @discardableResult
+    public func take(_ new: MonitorSettings) -> [MonitorSettings.Key] {
+        let changed = new.changedKeys(from: settings)
+        for key in changed {
+            try? set(key) { (settings: inout MonitorSettings) throws(SettingError) in
+                try settings.set(key, text: new.text(key), fromAdministrator: new.checkURLMayPointInward)
+            }
+        }
+        return changed
+    }
 }

@@ -160,3 +160,33 @@ public struct MonitorSettings: Equatable, Sendable {
         return text.unicodeScalars.count > 80 ? out + "…" : out
     }
 }
+
+extension MonitorSettings {
+    /// Stored values (the state file's) over these settings, the one way every target takes
+    /// them: each valid value is kept, and taken unless its key is in `except` (a command-line
+    /// flag wins); each invalid one is a problem, in words, and changes nothing.
+    public func applying(_ stored: [Key: String], except: Set<Key> = [])
+        -> (settings: MonitorSettings, kept: [Key: String], problems: [String]) {
+        var settings = self
+        var kept: [Key: String] = [:]
+        var problems: [String] = []
+        for key in Key.allCases {
+            guard let text = stored[key] else { continue }
+            var candidate = settings
+            do throws(SettingError) {
+                try candidate.set(key, text: text)
+            } catch {
+                problems.append(error.message)
+                continue
+            }
+            kept[key] = text
+            if !except.contains(key) { settings = candidate }
+        }
+        return (settings, kept, problems)
+    }
+
+    /// The keys whose values differ from `other`'s.
+    public func changedKeys(from other: MonitorSettings) -> [Key] {
+        Key.allCases.filter { text($0) != other.text($0) || ($0 == .checkURL && checkURLMayPointInward != other.checkURLMayPointInward) }
+    }
+}

@@ -186,19 +186,8 @@ final class TargetSet {
                 if targets.count > before { changes.append("target \(stored.number) added") }
                 continue
             }
-            var kept: [MonitorSettings.Key: String] = [:]
-            for key in MonitorSettings.Key.allCases {
-                guard let text = stored.values[key] else { continue }
-                var candidate = target.model.settings
-                guard (try? candidate.set(key, text: text)) != nil else { continue }
-                kept[key] = text
-                guard candidate != target.model.settings else { continue }
-                if (try? target.model.set(key, { (settings: inout MonitorSettings) throws(SettingError) in
-                    try settings.set(key, text: text)
-                })) != nil {
-                    changes.append("target \(target.number) \(key.name)=\(text)")
-                }
-            }
+            let (settings, kept, _) = target.model.settings.applying(stored.values)
+            changes += target.model.take(settings).map { "target \(target.number) \($0.name)=\(settings.text($0))" }
             target.persisted = kept
         }
         nextNumber = max(nextNumber, state.nextTarget)
@@ -210,17 +199,8 @@ final class TargetSet {
         nextNumber = max(nextNumber, state.nextTarget)
         var problems: [String] = []
         for stored in state.targets {
-            var settings = MonitorSettings()
-            var kept: [MonitorSettings.Key: String] = [:]
-            for key in MonitorSettings.Key.allCases {
-                guard let text = stored.values[key] else { continue }
-                do throws(SettingError) {
-                    try settings.set(key, text: text)
-                    kept[key] = text
-                } catch {
-                    problems.append("target \(stored.number): \(error.message), ignored")
-                }
-            }
+            let (settings, kept, invalid) = MonitorSettings().applying(stored.values)
+            problems += invalid.map { "target \(stored.number): \($0), ignored" }
             guard kept[.host] != nil else { continue }
             do throws(DBusError) {
                 try add(settings: settings, number: stored.number, persisted: kept)

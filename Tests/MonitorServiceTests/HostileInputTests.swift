@@ -93,4 +93,21 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(recent.allow(now: 10_000_000_000), "the first one left the window")
         XCTAssertFalse(recent.allow(now: 10_000_000_001))
     }
+
+    /// Stored values are taken the one way every target takes them.
+    func testStoredValuesAreAppliedOneWayForEveryTarget() {
+        var base = MonitorSettings()
+        base.interval = 500
+        let stored: [MonitorSettings.Key: String] = [.host: "198.18.0.7", .interval: "250", .timeout: "5",
+                                                     .checkURL: "http://127.0.0.1/", .family: "ipv6"]
+        let (settings, kept, problems) = base.applying(stored, except: [.interval])
+        XCTAssertEqual(settings.host, "198.18.0.7")
+        XCTAssertEqual(settings.interval, 500, "a flagged key keeps the command line's value")
+        XCTAssertEqual(settings.family, .ipv6)
+        XCTAssertEqual(settings.timeout, 1000, "an invalid value changes nothing")
+        XCTAssertEqual(settings.checkURL, "", "a stored CheckURL is a D-Bus one: never inward")
+        XCTAssertEqual(Set(kept.keys), [.host, .interval, .family])
+        XCTAssertEqual(problems.count, 2, "\(problems)")
+        XCTAssertEqual(Set(settings.changedKeys(from: base)), [.host, .family])
+    }
 }
