@@ -125,7 +125,7 @@ final class HostResolverTests: XCTestCase {
         let order = asked.withLock { $0 }
         XCTAssertTrue((12...13).contains(order.count), "one lookup per owner, the latest it asked (and one already started): \(order)")
         XCTAssertLessThanOrEqual(order.firstIndex(of: "default.test") ?? 99, 1, "the default target's lookup waits for one at most: \(order)")
-        XCTAssertLessThan(defaultAnsweredAfter ?? .max, 400_000_000, "not behind eleven hanging lookups")
+        XCTAssertLessThan(defaultAnsweredAfter ?? .max, 1_000_000_000, "not behind eleven hanging lookups (2.2 s)")
         for index in 0..<11 { XCTAssertTrue(answered.contains("hang\(index)-2"), "each owner's newest ask is answered: \(answered)") }
         XCTAssertLessThanOrEqual(answered.count, 13, "older asks that never started are never answered: \(answered)")
     }
