@@ -128,6 +128,7 @@ INSTALLED := $(SBINDIR)/netobserverd $(PREFIX)/bin/netobserver \
   $(PREFIX)/share/dbus-1/services/org.netobserver.Monitor.service \
   $(PREFIX)/share/dbus-1/interfaces/org.netobserver.Monitor.xml \
   $(PREFIX)/lib/systemd/system/netobserver.service \
+  $(PREFIX)/lib/systemd/system/netobserver-wait-online.service \
   $(PREFIX)/lib/sysusers.d/netobserver.conf \
   $(PREFIX)/share/man/man8/netobserverd.8 $(PREFIX)/share/man/man1/netobserver.1 \
   $(PREFIX)/share/bash-completion/completions/netobserver \
@@ -149,6 +150,9 @@ install: release
 	install -D -m 644 completions/netobserver.fish "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/netobserver.fish"
 	mkdir -p "$(DESTDIR)$(PREFIX)/share/doc/netobserver"
 	sed 's|@bindir@|$(PREFIX)/bin|g' dbus/netobserver-metrics.service.in > "$(DESTDIR)$(PREFIX)/share/doc/netobserver/netobserver-metrics.service"
+	mkdir -p "$(DESTDIR)$(PREFIX)/lib/systemd/system"
+	sed 's|@bindir@|$(PREFIX)/bin|g' dbus/netobserver-wait-online.service.in > "$(DESTDIR)$(PREFIX)/lib/systemd/system/netobserver-wait-online.service"
+	chmod 644 "$(DESTDIR)$(PREFIX)/lib/systemd/system/netobserver-wait-online.service"
 	chmod 644 "$(DESTDIR)$(PREFIX)/share/doc/netobserver/netobserver-metrics.service"
 	for f in "dbus/netobserver.service.in:lib/systemd/system/netobserver.service" \
 	         "dbus/system-services.service.in:share/dbus-1/system-services/org.netobserver.Monitor.service" \

@@ -35,6 +35,7 @@ _netobserver() {
         --format) COMPREPLY=($(compgen -W "json waybar i3blocks polybar" -- "$cur")); return 0 ;;
         --textfile) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
         --timeout) return 0 ;;
+        --require) COMPREPLY=($(compgen -W "full portal limited" -- "$cur")); return 0 ;;
     esac
 
     case $command in
@@ -42,7 +43,8 @@ _netobserver() {
         status) COMPREPLY=($(compgen -W "--json" -- "$cur")) ;;
         monitor) COMPREPLY=($(compgen -W "--json --format --all" -- "$cur")) ;;
         remove) [ "$prev" = remove ] && COMPREPLY=($(compgen -W "$(_netobserver_targets)" -- "$cur")) ;;
-        wait) COMPREPLY=($(compgen -W "--timeout" -- "$cur")) ;;
+        wait) COMPREPLY=($(compgen -W "--timeout --require" -- "$cur")) ;;
+        check) COMPREPLY=($(compgen -W "--require" -- "$cur")) ;;
         metrics) COMPREPLY=($(compgen -W "--textfile" -- "$cur")) ;;
         set)
             if [ "$prev" = set ]; then

@@ -22,6 +22,7 @@ complete -c netobserver -n "__fish_seen_subcommand_from monitor" -l json -d 'one
 complete -c netobserver -n "__fish_seen_subcommand_from monitor" -l format -x -a 'json waybar i3blocks polybar' -d 'a status bar format'
 complete -c netobserver -n "__fish_seen_subcommand_from monitor" -l all -d 'every target'
 complete -c netobserver -n "__fish_seen_subcommand_from wait" -l timeout -x -d 'seconds'
+complete -c netobserver -n "__fish_seen_subcommand_from wait check" -l require -x -a 'full portal limited' -d 'the least Connectivity that counts'
 complete -c netobserver -n "__fish_seen_subcommand_from metrics" -l textfile -r -F -d 'write atomically to this file'
 complete -c netobserver -n "__fish_seen_subcommand_from set; and not __fish_seen_subcommand_from host interval timeout failures recoveries family check-url" -a 'host interval timeout failures recoveries family check-url'
 complete -c netobserver -n "__fish_seen_subcommand_from set; and __fish_seen_subcommand_from family" -a 'any ipv4 ipv6'

@@ -26,6 +26,7 @@ expect share/dbus-1/system-services/org.netobserver.Monitor.service 644
 expect share/dbus-1/services/org.netobserver.Monitor.service 644
 expect share/dbus-1/interfaces/org.netobserver.Monitor.xml 644
 expect lib/systemd/system/netobserver.service 644
+expect lib/systemd/system/netobserver-wait-online.service 644
 expect lib/sysusers.d/netobserver.conf 644
 expect share/man/man8/netobserverd.8 644
 expect share/man/man1/netobserver.1 644
@@ -44,9 +45,12 @@ for limit in MemoryMax TasksMax LimitNOFILE; do
   grep -q "^$limit=" "$root/usr/lib/systemd/system/netobserver.service" || fail "the unit sets no $limit"
 done
 
-# systemd-analyze checks that ExecStart exists: point it at the installed copy.
+# systemd-analyze checks that ExecStart exists: point it at the installed copy. The wait-online
+# unit is verified beside the service it requires.
 sed "s|^ExecStart=/usr/sbin/|ExecStart=$root/usr/sbin/|" "$root/usr/lib/systemd/system/netobserver.service" >"$root/netobserver.service"
-out=$(systemd-analyze verify --man=no "$root/netobserver.service" 2>&1) || fail "systemd-analyze verify: $out"
+sed "s|^ExecStart=/usr/bin/|ExecStart=$root/usr/bin/|" "$root/usr/lib/systemd/system/netobserver-wait-online.service" >"$root/netobserver-wait-online.service"
+grep -q '^ExecStart=/usr/bin/netobserver --system wait --timeout 60$' "$root/usr/lib/systemd/system/netobserver-wait-online.service" || fail "wait-online ExecStart"
+out=$(systemd-analyze verify --man=no "$root/netobserver.service" "$root/netobserver-wait-online.service" 2>&1) || fail "systemd-analyze verify: $out"
 [ -z "$out" ] || fail "systemd-analyze verify says: $out"
 
 # The metrics example, as Debian's node_exporter directory is: verified like the service's unit.
@@ -82,4 +86,4 @@ for _ in $(seq 1 200); do [ -s "$root/address" ] && break; kill -0 "$bus_pid" 2>
 make -s uninstall DESTDIR="$root" PREFIX=/usr >/dev/null || fail "make uninstall"
 left=$(find "$root/usr" -type f | wc -l)
 [ "$left" = 0 ] || fail "make uninstall left $left files"
-echo "install checks: 10 files with their modes, both units verified, no \$ORIGIN run path, unit limits, activation user, policy loaded by dbus-daemon, uninstall complete"
+echo "install checks: 11 files with their modes, the three units verified, no \$ORIGIN run path, unit limits, activation user, policy loaded by dbus-daemon, uninstall complete"

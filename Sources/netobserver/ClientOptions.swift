@@ -11,8 +11,8 @@ struct ClientOptions {
         case add(host: String)
         case remove(path: String)
         case metrics(textfile: String?)
-        case check
-        case wait(seconds: UInt32)
+        case check(require: Requirement)
+        case wait(seconds: UInt32, require: Requirement)
         case set(MonitorContract.Property, value: String)
     }
 
@@ -35,8 +35,9 @@ struct ClientOptions {
           add HOST                   a new target probing HOST; prints its path
           remove N|PATH              removes an added target
           metrics [--textfile PATH]  Prometheus text format; with --textfile, rewritten atomically on every change
-          check                      probe now, print the status (exit 0 when reachable, 1 when not)
-          wait [--timeout SECONDS]   exit 0 once reachable, 1 on timeout (default 30 s)
+          check [--require R]        probe now, print the status (exit 0 when Connectivity is at least R, 1 when not)
+          wait [--timeout SECONDS] [--require R]  exit 0 once Connectivity is at least R, 1 on timeout (default 30 s)
+                                     R: full (default, which is Reachable), portal or limited
           set PROPERTY VALUE         \(settingNames)
         Exit status: 0 as above, 1 when the service is not running or refuses a value, 2 for a usage error.
         """
@@ -119,17 +120,36 @@ struct ClientOptions {
             }
             command = .metrics(textfile: textfile)
         case "check":
-            guard flags.isEmpty else { throw UsageError(message: "check takes no arguments") }
-            command = .check
+            var require = Requirement.full
+            var rest = flags[...]
+            while let flag = rest.popFirst() {
+                guard flag == "--require", let word = rest.popFirst(), let chosen = Requirement(rawValue: word) else {
+                    throw UsageError(message: "check takes only --require full|portal|limited")
+                }
+                require = chosen
+            }
+            command = .check(require: require)
         case "wait":
             var seconds: UInt32 = 30
-            if !flags.isEmpty {
-                guard flags.count == 2, flags[0] == "--timeout", let value = UInt32(flags[1]), value <= 3600 else {
-                    throw UsageError(message: "wait: --timeout takes a number of seconds, 0–3600")
+            var require = Requirement.full
+            var rest = flags[...]
+            while let flag = rest.popFirst() {
+                switch flag {
+                case "--timeout":
+                    guard let value = rest.popFirst().flatMap({ UInt32($0) }), value <= 3600 else {
+                        throw UsageError(message: "wait: --timeout takes a number of seconds, 0–3600")
+                    }
+                    seconds = value
+                case "--require":
+                    guard let chosen = rest.popFirst().flatMap({ Requirement(rawValue: $0) }) else {
+                        throw UsageError(message: "wait: --require takes full, portal or limited")
+                    }
+                    require = chosen
+                default:
+                    throw UsageError(message: "wait takes --timeout SECONDS and --require full|portal|limited")
                 }
-                seconds = value
             }
-            command = .wait(seconds: seconds)
+            command = .wait(seconds: seconds, require: require)
         case "set":
             guard flags.count == 2 else { throw UsageError(message: "set takes PROPERTY VALUE") }
             guard let property = MonitorContract.Property(settingName: flags[0]) else {
@@ -142,5 +162,19 @@ struct ClientOptions {
             throw UsageError(message: "unknown command '\(name)' (see --help)")
         }
         return ClientOptions(bus: bus, path: path, command: command)
+    }
+}
+
+/// The least Connectivity that counts for `check` and `wait`, in the order
+/// none < limited < portal < full (INTERFACE.md, "Boot and timers").
+enum Requirement: String, Sendable {
+    case limited, portal, full
+
+    private static let order = ["none", "limited", "portal", "full"]
+
+    /// Whether `connectivity` (the property's word) is at least this; `unknown` never is.
+    func isMet(by connectivity: String) -> Bool {
+        guard let have = Self.order.firstIndex(of: connectivity), let need = Self.order.firstIndex(of: rawValue) else { return false }
+        return have >= need
     }
 }

@@ -37,15 +37,34 @@ do {
     case .status(let json):
         let snapshot = Snapshot(try client.properties())
         writeLine(json ? snapshot.json() : snapshot.screen())
-    case .check:
+    case .check(let require):
         guard let status = try client.call(.check, [], timeoutMilliseconds: 70_000).first?.stringValue else {
             fail("the service answered Check with something else", status: 1)
         }
         writeLine(status)
-        exit(["unknown", "none"].contains(status) ? 1 : 0)
-    case .wait(let seconds):
-        let reply = try client.call(.wait, [.uint32(seconds * 1000)], timeoutMilliseconds: Int32(seconds) * 1000 + 5000)
-        exit(reply.first?.boolValue == true ? 0 : 1)
+        if require == .full { exit(["unknown", "none"].contains(status) ? 1 : 0) }
+        exit(require.isMet(by: Snapshot(try client.properties()).Connectivity) ? 0 : 1)
+    case .wait(let seconds, let require):
+        if require == .full {
+            let reply = try client.call(.wait, [.uint32(seconds * 1000)], timeoutMilliseconds: Int32(seconds) * 1000 + 5000)
+            if reply.first?.boolValue == true { exit(0) }
+        } else {
+            // Signals first, then the values: no change can fall between the two.
+            var snapshot = Snapshot([:])
+            client.onPropertiesChanged(loop: loop) { _, changed in
+                snapshot.update(changed)
+                if require.isMet(by: snapshot.Connectivity) { loop.quit(status: 0) }
+            }
+            snapshot.update(try client.properties())
+            if require.isMet(by: snapshot.Connectivity) { exit(0) }
+            loop.schedule(after: UInt64(seconds) * 1_000_000_000) { loop.quit(status: 1) }
+            if loop.run() == 0 { exit(0) }
+        }
+        // One line for the journal: what the service says, and why.
+        let now = Snapshot((try? client.properties()) ?? [:])
+        writeLine("netobserver: not online after \(seconds) s: \(now.Connectivity.isEmpty ? "unknown" : now.Connectivity)"
+                  + (now.Reason.isEmpty ? "" : ": \(now.Reason)"), to: 2)
+        exit(1)
     case .set(let property, let text):
         let value: DBusValue
         if property.type == .uint32 {
