@@ -90,12 +90,11 @@ define run_fuzzer
 	  -artifact_prefix=Fuzz/$(1)/crashes/ .build/fuzz/$(1)-corpus 2>&1 | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)"
 endef
 
-# The D-Bus fuzzer is a package of its own (Fuzz/dbus) over the real DBusKit and MonitorService:
-# libdbus demarshals each input, ObjectServer dispatches it to a complete Monitor object.
+# The fuzzer of the D-Bus surface and the others is a package of its own (Fuzz/dbus) over the
+# real DBusKit, MonitorService and MonitorClientCore; FUZZ_SURFACE picks the surface. libdbus
+# demarshals each D-Bus input and ObjectServer dispatches it to the whole service.
 # lld, because gold crashes on the sanitizer build.
-DBUS_FUZZER := .build/fuzz/dbus-spm/release/DBusFuzzer
-
-FUZZ_SURFACES := statefile validators client follower
+FUZZ_SURFACES := dbus statefile validators client follower
 SURFACE_FUZZER := .build/fuzz/dbus-spm/release/SurfaceFuzzer
 
 fuzz: deps-build
@@ -103,15 +102,9 @@ fuzz: deps-build
 	$(call run_fuzzer,netlink,$(FUZZ_NETLINK_SOURCES))
 	$(call run_fuzzer,echo,$(FUZZ_ECHO_SOURCES))
 	@# A failed build must stop here, not fuzz a stale binary.
-	cd Fuzz/dbus && for product in DBusFuzzer SurfaceFuzzer; do \
-	  out=$$($(SWIFT) build -c release --scratch-path ../../.build/fuzz/dbus-spm --product $$product \
-	    -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1) || { echo "$$out"; exit 1; }; \
-	  echo "$$out" | grep -E "error|warning:" || true; done
-	mkdir -p .build/fuzz/dbus-corpus
-	cp Fuzz/dbus/corpus/* .build/fuzz/dbus-corpus/
-	@echo "fuzzing dbus"
-	LSAN_OPTIONS=suppressions=Fuzz/lsan.supp SWIFT_BACKTRACE=enable=no $(DBUS_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
-	  -artifact_prefix=Fuzz/dbus/crashes/ .build/fuzz/dbus-corpus 2>&1 | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)"
+	cd Fuzz/dbus && out=$$($(SWIFT) build -c release --scratch-path ../../.build/fuzz/dbus-spm --product SurfaceFuzzer \
+	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1) || { echo "$$out"; exit 1; }; \
+	  echo "$$out" | grep -E "error|warning:" || true
 	@for surface in $(FUZZ_SURFACES); do \
 	  echo "fuzzing $$surface"; mkdir -p .build/fuzz/$$surface-corpus; cp Fuzz/$$surface/corpus/* .build/fuzz/$$surface-corpus/; \
 	  FUZZ_SURFACE=$$surface LSAN_OPTIONS=suppressions=Fuzz/lsan.supp SWIFT_BACKTRACE=enable=no $(SURFACE_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \

@@ -7,7 +7,6 @@ let package = Package(
     name: "netobserver-dbus-fuzz",
     dependencies: [.package(name: "netobserver", path: "../..")],
     targets: [
-        .executableTarget(name: "DBusFuzzer", dependencies: [.product(name: "DBusFuzzHarness", package: "netobserver")]),
         .executableTarget(name: "SurfaceFuzzer", dependencies: [.product(name: "DBusFuzzHarness", package: "netobserver")]),
     ],
     swiftLanguageModes: [.v6]

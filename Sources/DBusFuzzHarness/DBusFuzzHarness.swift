@@ -16,22 +16,11 @@ public enum DBusFuzzHarness {
     public static func run(_ bytes: [UInt8]) -> Int {
         guard let message = try? Message(wire: bytes), message.kind == .methodCall else { return 0 }
         let recorder = Recorder.shared
-        recorder.sent.removeAll(keepingCapacity: true)
-        let server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
-        let objects = ServiceObjects.withoutEngines(server: server, model: MonitorModel(settings: MonitorSettings()),
-                                                    budget: PendingBudget())
-        objects.addTarget(host: "198.18.0.2")
-        objects.addTarget(host: "fd00::2")
-        // The InterfacesAdded of the starting state are not the input's doing.
-        recorder.loop.schedule(after: 0) { recorder.loop.quit(status: 0) }
-        _ = recorder.loop.run()
-        recorder.sent.removeAll(keepingCapacity: true)
-
+        let (server, objects) = startingService()
         let started = recorder.loop.now()
         server.dispatch(message)
         // One turn: end-of-turn work (PropertiesChanged, StatusChanged) goes out; pending calls stay pending.
-        recorder.loop.schedule(after: 0) { recorder.loop.quit(status: 0) }
-        _ = recorder.loop.run()
+        recorder.runOneTurn()
         let took = recorder.loop.now() - started
         withExtendedLifetime(objects) {}
 
@@ -53,18 +42,26 @@ public enum DBusFuzzHarness {
         return recorder.sent.count
     }
 
-    /// Initialises the lazy globals a service uses (type signatures, tables) before the fuzzer
-    /// counts allocations: each is made once for the process, which LeakSanitizer would
-    /// otherwise report against the first input that touched it.
-    public static func warmUp() {
+    /// The whole service, as every input finds it: the default target and two added ones, with
+    /// what announcing them sent already forgotten (it is not the input's doing).
+    private static func startingService() -> (ObjectServer, ServiceObjects) {
         let server = ObjectServer(transport: Recorder.shared, machineID: "0123456789abcdef0123456789abcdef")
         let objects = ServiceObjects.withoutEngines(server: server, model: MonitorModel(settings: MonitorSettings()),
                                                     budget: PendingBudget())
         objects.addTarget(host: "198.18.0.2")
+        objects.addTarget(host: "fd00::2")
+        Recorder.shared.runOneTurn()
+        Recorder.shared.sent.removeAll(keepingCapacity: true)
+        return (server, objects)
+    }
+
+    /// Initialises the lazy globals a service uses (type signatures, tables) before the fuzzer
+    /// counts allocations: each is made once for the process, which LeakSanitizer would
+    /// otherwise report against the first input that touched it.
+    public static func warmUp() {
+        let (server, objects) = startingService()
         _ = server.introspect(MonitorContract.objectPath)
-        Recorder.shared.loop.schedule(after: 0) { Recorder.shared.loop.quit(status: 0) }
-        _ = Recorder.shared.loop.run()
-        Recorder.shared.sent.removeAll()
+        withExtendedLifetime(objects) {}
     }
 
     /// No dispatch may hold the loop longer (INTERFACE.md, "Hostile callers").
@@ -85,5 +82,11 @@ public enum DBusFuzzHarness {
         }
 
         func send(_ message: Message) { sent.append(message) }
+
+        /// One loop turn: what the service does at the end of a turn goes out.
+        func runOneTurn() {
+            loop.schedule(after: 0) { [loop] in loop.quit(status: 0) }
+            _ = loop.run()
+        }
     }
 }

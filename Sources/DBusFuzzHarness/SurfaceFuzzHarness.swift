@@ -3,9 +3,11 @@ import MonitorClientCore
 import MonitorContract
 import MonitorService
 
-/// The other surfaces that read what someone else wrote, one fuzz input each. A
-/// violation traps. Shared by the fuzzer (FUZZ_SURFACE picks one) and the replay tests.
+/// The surfaces that read what someone else wrote, one fuzz input each. A violation
+/// traps. Shared by the fuzzer (FUZZ_SURFACE picks one) and the replay tests.
 public enum FuzzSurface: String, CaseIterable, Sendable {
+    /// Method calls to the whole service (`DBusFuzzHarness`).
+    case dbus
     /// The state file as read at start and on SIGHUP.
     case statefile
     /// Host and CheckURL, as Set over D-Bus, on the command line and from the state file.
@@ -17,6 +19,7 @@ public enum FuzzSurface: String, CaseIterable, Sendable {
 
     public func run(_ bytes: [UInt8]) {
         switch self {
+        case .dbus: DBusFuzzHarness.run(bytes)
         case .statefile: Self.stateFile(bytes)
         case .validators: Self.validators(bytes)
         case .client: Self.client(bytes)

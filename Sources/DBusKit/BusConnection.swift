@@ -122,11 +122,7 @@ public final class BusConnection {
             connection.close()
             throw .failed("out of memory")
         }
-        // The pending call keeps itself until its handler ran; the handler keeps it no longer.
-        var pending: PendingReply?
-        pending = connection.call(hello, timeoutMilliseconds: 25_000) { [weak connection] result in
-            _ = pending
-            pending = nil
+        connection.send(hello) { [weak connection] result in
             guard let connection else { return }
             switch result {
             case .success(let reply):

@@ -26,9 +26,3 @@ public func quotedName(_ name: UnsafePointer<CChar>, limit: Int = 255) -> String
     return length > limit ? text + "…" : text
 }
 
-/// The same for a Swift string (for example a path read from a message).
-public func quotedName(_ name: String, limit: Int = 255) -> String {
-    var bytes = Array(name.utf8.prefix(limit + 1)).map { CChar(bitPattern: $0) }
-    bytes.append(0)
-    return bytes.withUnsafeBufferPointer { buffer in buffer.baseAddress.map { quotedName($0, limit: limit) } ?? "" }
-}

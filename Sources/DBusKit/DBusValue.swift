@@ -58,6 +58,17 @@ public enum DBusValue: Hashable, Sendable {
                     entries.map { DBusDictEntry(key: .string($0.0), value: .variant($0.1)) })
     }
 
+    /// An `a{sv}` read back: each value taken out of its variant; nil for another type.
+    public var propertyMap: [String: DBusValue]? {
+        guard case .dictionary(.string, .variant, let entries) = self else { return nil }
+        var map: [String: DBusValue] = [:]
+        for entry in entries {
+            guard let name = entry.key.stringValue else { continue }
+            map[name] = entry.value.unwrappedVariant
+        }
+        return map
+    }
+
     public static func stringArray(_ strings: [String]) -> DBusValue {
         .array(.string, strings.map { .string($0) })
     }

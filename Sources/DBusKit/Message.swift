@@ -57,11 +57,6 @@ public final class Message: @unchecked Sendable {
         dbus_message_set_serial(raw, max(serial, 1))
     }
 
-    /// Sent with NO_REPLY_EXPECTED (or not).
-    public func setNoReply(_ noReply: Bool) {
-        dbus_message_set_no_reply(raw, noReply ? 1 : 0)
-    }
-
     public func isSignal(interface: String, member: String) -> Bool {
         dbus_message_is_signal(raw, interface, member) != 0
     }

@@ -10,11 +10,13 @@ public final class NameOwnerWatch {
     public var onChange: ((_ owner: String?) -> Void)?
     private var subscription: SignalSubscription?
     private var query: PendingReply?
+    private weak var connection: BusConnection?
 
     static let bus = "org.freedesktop.DBus"
 
     public init(connection: BusConnection, name: String) {
         self.name = name
+        self.connection = connection
         subscription = connection.subscribe(MatchRule(sender: Self.bus, path: "/org/freedesktop/DBus", interface: Self.bus,
                                                       member: "NameOwnerChanged", arg0: name)) { [weak self] message in
             guard let self, let arguments = try? message.arguments(), arguments.count == 3,
@@ -33,6 +35,14 @@ public final class NameOwnerWatch {
             case .failure: settle(nil)
             }
         }
+    }
+
+    /// Asks the bus now and waits for the answer, for a program that must know the owner
+    /// before it hears anyone (a command-line client at start-up; never a service's loop).
+    public func askNow(timeoutMilliseconds: Int32 = 5_000) {
+        guard let connection, let call = try? Message.busCall("GetNameOwner", [.string(name)]) else { return }
+        query?.cancel()
+        settle((try? connection.callBlocking(call, timeoutMilliseconds: timeoutMilliseconds))?.firstStringArgument)
     }
 
     private func settle(_ newOwner: String?) {

@@ -7,6 +7,8 @@ import CDBus
 public final class PendingReply {
     private var raw: OpaquePointer?
     fileprivate var handler: ((Result<Message, DBusError>) -> Void)?
+    /// Set for a call whose caller keeps no reference (`BusConnection.send`): until it is answered.
+    private var keptUntilAnswered: PendingReply?
 
     fileprivate init(handler: @escaping (Result<Message, DBusError>) -> Void) {
         self.handler = handler
@@ -22,6 +24,7 @@ public final class PendingReply {
     /// Forgets the call: its reply, when it comes, is discarded.
     public func cancel() {
         handler = nil
+        keptUntilAnswered = nil
         guard let raw else { return }
         self.raw = nil
         dbus_pending_call_cancel(raw)
@@ -32,9 +35,17 @@ public final class PendingReply {
         raw = pending
     }
 
+    fileprivate func keepUntilAnswered() {
+        if isPending { keptUntilAnswered = self }
+    }
+
     fileprivate func complete(_ result: Result<Message, DBusError>) {
         guard let handler else { return }
         self.handler = nil
+        // Released once this returns (the handler may still need what it captured).
+        let kept = keptUntilAnswered
+        keptUntilAnswered = nil
+        defer { _ = kept }
         if let raw {
             self.raw = nil
             dbus_pending_call_unref(raw)
@@ -79,6 +90,13 @@ extension BusConnection {
             return reply
         }
         return reply
+    }
+
+    /// `call` for a caller with nowhere to keep the PendingReply: the call lives until its
+    /// handler has run (a reply, an error, the timeout, or the connection closing).
+    public func send(_ message: Message, timeoutMilliseconds: Int32 = 25_000,
+                     replyHandler handler: @escaping (Result<Message, DBusError>) -> Void) {
+        call(message, timeoutMilliseconds: timeoutMilliseconds, handler).keepUntilAnswered()
     }
 }
 

@@ -14,24 +14,13 @@ public struct RemoteObject: Equatable, Sendable {
         interfaces[interface]?[name]
     }
 
-    /// `a{sv}` as a dictionary, each value taken out of its variant; nil for another type.
-    static func propertyMap(_ value: DBusValue) -> [String: DBusValue]? {
-        guard case .dictionary(.string, .variant, let entries) = value else { return nil }
-        var map: [String: DBusValue] = [:]
-        for entry in entries {
-            guard let name = entry.key.stringValue else { continue }
-            map[name] = entry.value.unwrappedVariant
-        }
-        return map
-    }
-
     /// `a{sa{sv}}`: the interfaces among `wanted` with their properties.
     static func interfaceMap(_ value: DBusValue, wanted: Set<String>) -> [String: [String: DBusValue]]? {
         guard case .dictionary(.string, _, let entries) = value else { return nil }
         var map: [String: [String: DBusValue]] = [:]
         for entry in entries {
             guard let interface = entry.key.stringValue, wanted.contains(interface),
-                  let properties = propertyMap(entry.value) else { continue }
+                  let properties = entry.value.propertyMap else { continue }
             map[interface] = properties
         }
         return map

@@ -9,8 +9,8 @@ import EventLoop
 public final class RemoteObjectManager {
     public let service: String
     public let path: String
-    public let interfaces: Set<String>
-    public let objectLimit: Int
+    public var interfaces: Set<String> { table.interfaces }
+    public var objectLimit: Int { table.objectLimit }
     /// The objects with at least one followed interface, by path.
     public var objects: [String: RemoteObject] { table.objects }
     private var table: RemoteObjectTable
@@ -38,8 +38,6 @@ public final class RemoteObjectManager {
         self.connection = connection
         self.service = service
         self.path = path
-        self.interfaces = interfaces
-        self.objectLimit = objectLimit
         table = RemoteObjectTable(interfaces: interfaces, objectLimit: objectLimit)
         owner = NameOwnerWatch(connection: connection, name: service)
         // Subscribed before anything is loaded, so no change falls between the load and the signals.

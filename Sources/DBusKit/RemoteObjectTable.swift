@@ -65,11 +65,10 @@ public struct RemoteObjectTable: Sendable {
         case "PropertiesChanged":
             // The path and the interface come from the header and the first argument: an object or
             // interface not followed costs no decoding of the rest.
-            guard message.signature == "sa{sv}as", let objectPath = message.path, objects[objectPath] != nil,
-                  let interface = message.firstStringArgument, interfaces.contains(interface),
-                  var object = objects[objectPath], object.interfaces[interface] != nil,
+            guard message.signature == "sa{sv}as", let objectPath = message.path, var object = objects[objectPath],
+                  let interface = message.firstStringArgument, interfaces.contains(interface), object.interfaces[interface] != nil,
                   let arguments = try? message.arguments(), arguments.count == 3,
-                  let changed = RemoteObject.propertyMap(arguments[1]),
+                  let changed = arguments[1].propertyMap,
                   case .array(.string, let invalidated) = arguments[2] else { return .unchanged }
             object.interfaces[interface]?.merge(changed) { $1 }
             objects[objectPath] = object
@@ -82,7 +81,7 @@ public struct RemoteObjectTable: Sendable {
     /// GetAll's answer for `interface` at `path`, read again after an invalidation.
     public mutating func refreshed(_ reply: Message, path: String, interface: String) -> Bool {
         guard reply.signature == "a{sv}", let values = (try? reply.arguments())?.first,
-              let map = RemoteObject.propertyMap(values), var object = objects[path], object.interfaces[interface] != nil
+              let map = values.propertyMap, var object = objects[path], object.interfaces[interface] != nil
         else { return false }
         object.interfaces[interface] = map
         objects[path] = object

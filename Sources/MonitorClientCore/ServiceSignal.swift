@@ -15,10 +15,7 @@ public struct ServiceSignal: Sendable {
               message.signature == "sa{sv}as",
               let from = message.path, allTargets ? MatchRule.path(from, isIn: MonitorContract.objectPath) : from == own,
               let arguments = try? message.arguments(), arguments.count == 3,
-              arguments[0].stringValue == MonitorContract.interface,
-              case .dictionary(_, _, let entries) = arguments[1] else { return nil }
-        var changed: [String: DBusValue] = [:]
-        for entry in entries { if let key = entry.key.stringValue { changed[key] = entry.value.unwrappedVariant } }
+              arguments[0].stringValue == MonitorContract.interface, let changed = arguments[1].propertyMap else { return nil }
         path = from
         self.changed = changed
     }

@@ -25,7 +25,7 @@ public final class PendingBudget {
     public private(set) var inUse = 0
     private var byClient: [ClientKind: Int] = [:]
     private var byUser: [UInt32: Int] = [:]
-    /// The users of the clients that have pending or parked calls (a unique name is never reused).
+    /// Each identified client's user, kept until the client leaves (a unique name is never reused).
     private var users: [String: UInt32] = [:]
     private var parked: [String: [Parked]] = [:]
     private var parkedCount = 0
@@ -148,11 +148,7 @@ extension PendingBudget {
                 answer(nil)
                 return
             }
-            // The reply handler keeps the pending call alive until it runs.
-            var pending: PendingReply?
-            pending = connection.call(message, timeoutMilliseconds: 5_000) { result in
-                _ = pending
-                pending = nil
+            connection.send(message, timeoutMilliseconds: 5_000) { result in
                 guard case .success(let reply) = result, let uid = (try? reply.arguments())?.first?.uint32Value else {
                     answer(nil)
                     return

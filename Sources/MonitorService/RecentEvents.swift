@@ -10,11 +10,14 @@ struct RecentEvents {
         self.window = window
     }
 
-    /// Whether one more event may happen at `now`; counts it when it may.
-    mutating func allow(now: UInt64) -> Bool {
+    /// Whether one more event may happen at `now`.
+    mutating func hasRoom(now: UInt64) -> Bool {
         times.removeAll { now &- $0 >= window }
-        guard times.count < limit else { return false }
+        return times.count < limit
+    }
+
+    /// Counts an event that happened at `now` (after `hasRoom` said it may).
+    mutating func record(now: UInt64) {
         times.append(now)
-        return true
     }
 }

@@ -77,13 +77,12 @@ final class TargetSet {
                 } catch {
                     throw .invalidArgs(error.message)
                 }
-                guard targets.count < MonitorContract.Targets.limit else {
-                    throw .limitsExceeded("at most \(MonitorContract.Targets.limit) targets (remove one first)")
-                }
-                guard recentAdditions.allow(now: loop.now()) else {
+                guard recentAdditions.hasRoom(now: loop.now()) else {
                     throw .limitsExceeded("at most \(Self.additionsPerWindow) targets added in \(Self.additionWindow / 1_000_000_000) s: try again later")
                 }
+                // Only an addition that happened counts toward the limit.
                 let target = try add(settings: settings, persisted: [.host: settings.host])
+                recentAdditions.record(now: loop.now())
                 return .reply([.objectPath(MonitorContract.Targets.path(target.number))])
             },
             DBusMethod(MonitorContract.Targets.removeTarget, inputs: [DBusArgument("path", .objectPath)]) { [unowned self] call throws(DBusError) in

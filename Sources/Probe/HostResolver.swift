@@ -66,7 +66,7 @@ public final class HostResolver {
         }
 
         mutating func next() -> Entry? {
-            guard let index = entries.firstIndex(where: \.first) ?? (entries.isEmpty ? nil : 0) else { return nil }
+            guard let index = entries.firstIndex(where: \.first) ?? entries.indices.first else { return nil }
             return entries.remove(at: index)
         }
 

@@ -33,13 +33,8 @@ final class ICMPSocket {
             let fd = datagram.raw
             descriptor = datagram
             method = .icmpDatagram
-            var one: Int32 = 1
             // ICMP errors about our echoes arrive on the error queue.
-            if family == .v4 {
-                _ = setsockopt(fd, Int32(IPPROTO_IP), IP_RECVERR, &one, socklen_t(MemoryLayout<Int32>.size))
-            } else {
-                _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVERR, &one, socklen_t(MemoryLayout<Int32>.size))
-            }
+            enableErrorQueue(fd, ipv6: family == .v6)
         } else {
             descriptor = try Syscall.descriptor("socket(SOCK_RAW, ICMP)") { socket(domain, Int32(SOCK_RAW.rawValue) | flags, proto) }
             let fd = descriptor.raw

@@ -100,12 +100,7 @@ public struct ProbeCore: Sendable {
         guard target != nil else { return }
         // A new target's first probe is a forced one: however often the target changes,
         // at most one such probe goes out per Timeout (the next waits for that Timeout).
-        if let last = lastForcedProbe, now &- last < settings.timeoutNanoseconds {
-            deferredProbeAt = last &+ settings.timeoutNanoseconds
-        } else {
-            lastForcedProbe = now
-            sendProbe(now: now)
-        }
+        if mayForceProbe(now: now) { sendProbe(now: now) }
     }
 
     public mutating func updateSettings(_ new: ProbeSettings, now: UInt64) {
@@ -142,12 +137,7 @@ public struct ProbeCore: Sendable {
         defer { refreshWakeup() }
         guard target != nil else { return false }
         if !tracker.outstanding.isEmpty || deferredProbeAt != nil { return true }
-        let timeout = settings.timeoutNanoseconds
-        if let last = lastForcedProbe, now &- last < timeout {
-            deferredProbeAt = last &+ timeout
-        } else {
-            forceProbe(now: now)
-        }
+        if mayForceProbe(now: now) { forceProbe(now: now) }
         return true
     }
 
@@ -283,6 +273,18 @@ public struct ProbeCore: Sendable {
     }
 
     // MARK: Internals
+
+    /// At most one forced probe per Timeout: true (the slot taken) when one may go out now,
+    /// else false, the probe deferred to a Timeout after the last forced one.
+    private mutating func mayForceProbe(now: UInt64) -> Bool {
+        let timeout = settings.timeoutNanoseconds
+        if let last = lastForcedProbe, now &- last < timeout {
+            deferredProbeAt = last &+ timeout
+            return false
+        }
+        lastForcedProbe = now
+        return true
+    }
 
     private mutating func forceProbe(now: UInt64) {
         lastForcedProbe = now

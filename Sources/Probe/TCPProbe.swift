@@ -51,12 +51,7 @@ final class TCPProbe {
         }
         descriptor = opened
         let fd = descriptor.raw
-        var one: Int32 = 1
-        if address.family == AF_INET6 {
-            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_RECVERR, &one, socklen_t(MemoryLayout<Int32>.size))
-        } else {
-            _ = setsockopt(fd, Int32(IPPROTO_IP), IP_RECVERR, &one, socklen_t(MemoryLayout<Int32>.size))
-        }
+        enableErrorQueue(fd, ipv6: address.family == AF_INET6)
         let started = address.withSocketAddress(port: port) { connect(fd, $0, $1) }
         let code = started == 0 ? 0 : errno
         // An interrupted connect goes on in the background, as one in progress does.

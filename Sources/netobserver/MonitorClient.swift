@@ -51,15 +51,11 @@ struct MonitorClient {
     }
 
     func properties() throws(Failure) -> [String: DBusValue] {
-        guard case .dictionary(_, _, let entries)? = try call(MonitorContract.propertiesInterface, "GetAll",
-                                                              [.string(MonitorContract.interface)]).first else {
+        guard let values = try call(MonitorContract.propertiesInterface, "GetAll", [.string(MonitorContract.interface)])
+            .first?.propertyMap else {
             throw Failure(message: "the service answered GetAll with something else")
         }
-        var result: [String: DBusValue] = [:]
-        for entry in entries {
-            if let key = entry.key.stringValue { result[key] = entry.value.unwrappedVariant }
-        }
-        return result
+        return values
     }
 
     /// The same client, for another target's object.
@@ -94,10 +90,12 @@ struct MonitorClient {
         let scope = allTargets ? "path_namespace='\(MonitorContract.objectPath)'" : "path='\(path)'"
         connection.addMatch("type='signal',sender='\(MonitorContract.busName)',\(scope),"
                             + "interface='\(MonitorContract.propertiesInterface)',member='PropertiesChanged'")
-        let owner = ServiceOwner(connection: connection)
+        // Known before any signal is heard, so none is lost to the answer's delay; then followed.
+        let owner = NameOwnerWatch(connection: connection, name: MonitorContract.busName)
+        owner.askNow()
         let own = path
         connection.onSignal = { message in
-            guard let signal = ServiceSignal(message, owner: owner.uniqueName, path: own, allTargets: allTargets) else { return }
+            guard let signal = ServiceSignal(message, owner: owner.owner, path: own, allTargets: allTargets) else { return }
             handler(signal.path, signal.changed)
         }
         connection.onDisconnected = {
@@ -112,24 +110,3 @@ struct MonitorClient {
     }
 }
 
-/// Which connection owns org.netobserver.Monitor: asked once (before any signal is
-/// heard, so none is lost to the answer's delay), then followed through NameOwnerChanged
-/// from the bus itself.
-final class ServiceOwner {
-    private(set) var uniqueName: String?
-    private var subscription: SignalSubscription?
-
-    init(connection: BusConnection) {
-        subscription = connection.subscribe(MatchRule(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                      interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
-                                                      arg0: MonitorContract.busName)) { [weak self] message in
-            guard message.signature == "sss", let arguments = try? message.arguments(), arguments.count == 3,
-                  let newOwner = arguments[2].stringValue else { return }
-            self?.uniqueName = newOwner.isEmpty ? nil : newOwner
-        }
-        if let call = try? Message.busCall("GetNameOwner", [.string(MonitorContract.busName)]),
-           let reply = try? connection.callBlocking(call, timeoutMilliseconds: 5_000) {
-            uniqueName = reply.firstStringArgument
-        }
-    }
-}

@@ -10,7 +10,7 @@ final class QuotedNameTests: XCTestCase {
         let odd: [UInt8] = [0x61, 0x1B, 0x5B, 0x32, 0x4A, 0x0A, 0x5C, 0xC3, 0xA9, 0x00]
         let escaped = odd.map { CChar(bitPattern: $0) }.withUnsafeBufferPointer { quotedName($0.baseAddress!) }
         XCTAssertEqual(escaped, "a\\x1b[2J\\x0a\\x5c\\xc3\\xa9")
-        XCTAssertEqual(quotedName("short"), "short")
+        XCTAssertEqual("short".withCString { quotedName($0) }, "short")
     }
 
     func testErrorTextsAndRepliesAreBounded() throws {

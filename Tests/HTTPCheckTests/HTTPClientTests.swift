@@ -1,26 +1,19 @@
 import EventLoop
 import Foundation
 import HTTPCheck
+import IntegrationSupport
 import XCTest
 
 /// libcurl's multi-socket interface on the MainLoop, against a server on loopback.
 final class HTTPClientTests: XCTestCase {
-    var server: Process!
-    var output: FileHandle!
-    var port = ""
+    var server: LoopbackHTTPServer!
+    var port: String { server.port }
     var loop: MainLoop!
     var client: HTTPClient!
     var requests: [String] = []
 
     override func setUpWithError() throws {
-        server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = [URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("server.py").path]
-        let pipe = Pipe()
-        server.standardOutput = pipe
-        try server.run()
-        output = pipe.fileHandleForReading
-        port = try XCTUnwrap(readLine())
+        server = try LoopbackHTTPServer()
         loop = try MainLoop()
         client = try HTTPClient(loop: loop)
     }
@@ -28,23 +21,10 @@ final class HTTPClientTests: XCTestCase {
     override func tearDown() {
         client = nil
         loop = nil
-        server?.terminate()
-        server?.waitUntilExit()
+        server?.stop()
     }
 
-    private var buffered = Data()
-    func readLine() -> String? {
-        while true {
-            if let newline = buffered.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffered[..<newline], as: UTF8.self)
-                buffered.removeSubrange(...newline)
-                return line
-            }
-            let chunk = output.availableData
-            if chunk.isEmpty { return nil }
-            buffered.append(chunk)
-        }
-    }
+    func readLine() -> String? { server.readLine() }
 
     func get(_ path: String, timeoutMilliseconds: Int = 3000) throws -> CheckAnswer {
         var answer: CheckAnswer?
@@ -84,8 +64,7 @@ final class HTTPClientTests: XCTestCase {
         let hang = try get("/hang", timeoutMilliseconds: 300)
         XCTAssertEqual(hang.meaning(checkURL: "x"), .failed("timed out"))
         // A port nothing listens on (the server's own, once it has gone).
-        server.terminate()
-        server.waitUntilExit()
+        server.stop()
         XCTAssertEqual(try get("/204").meaning(checkURL: "x"), .failed("connection refused or unreachable"))
         var called = false
         let request = client.get("http://127.0.0.1:\(port)/204", timeoutMilliseconds: 1000) { _ in called = true }

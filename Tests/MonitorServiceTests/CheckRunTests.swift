@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import HTTPCheck
+import IntegrationSupport
 @testable import MonitorService
 import NetCore
 import Probe
@@ -11,22 +12,13 @@ import XCTest
 /// address into this machine is refused unless the administrator chose the URL, and the
 /// run ends within its limit whatever the resolver or the server do.
 final class CheckRunTests: XCTestCase {
-    private var server: Process!
-    private var serverOutput: FileHandle!
-    private var port = ""
+    private var server: LoopbackHTTPServer!
+    private var port: String { server.port }
     private var loop: MainLoop!
     private var http: LazyHTTPClient!
 
     override func setUpWithError() throws {
-        server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        server.arguments = [URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("HTTPCheckTests/server.py").path]
-        let pipe = Pipe()
-        server.standardOutput = pipe
-        try server.run()
-        serverOutput = pipe.fileHandleForReading
-        port = try XCTUnwrap(readLine())
+        server = try LoopbackHTTPServer()
         loop = try MainLoop()
         http = LazyHTTPClient(loop: loop)
     }
@@ -34,23 +26,10 @@ final class CheckRunTests: XCTestCase {
     override func tearDown() {
         http = nil
         loop = nil
-        server?.terminate()
-        server?.waitUntilExit()
+        server?.stop()
     }
 
-    private var buffered = Data()
-    private func readLine() -> String? {
-        while true {
-            if let newline = buffered.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffered[..<newline], as: UTF8.self)
-                buffered.removeSubrange(...newline)
-                return line
-            }
-            let chunk = serverOutput.availableData
-            if chunk.isEmpty { return nil }
-            buffered.append(chunk)
-        }
-    }
+    private func readLine() -> String? { server.readLine() }
 
     /// Runs one check with `lookup` as the resolver; returns its meaning, how long it took and the longest loop turn.
     private func run(_ url: String, limit: Int = 3_000, mayPointInward: Bool,

@@ -41,9 +41,10 @@ final class DBusFuzzReplayTests: XCTestCase {
         }
     }
 
-    /// The other surfaces' seeds, crash inputs and mutations, through the fuzzer's own harness.
+    /// The other surfaces' seeds, crash inputs and mutations, through the fuzzer's own harness
+    /// (the D-Bus one's above, with what each seed must send).
     func testEverySurfaceTakesItsSeedsCrashesAndMutations() throws {
-        for surface in FuzzSurface.allCases {
+        for surface in FuzzSurface.allCases where surface != .dbus {
             let seeds = try inputs("Fuzz/\(surface.rawValue)/corpus")
             XCTAssertGreaterThanOrEqual(seeds.count, 2, surface.rawValue)
             for (_, bytes) in try inputs("Fuzz/\(surface.rawValue)/crashes") + seeds { surface.run(bytes) }

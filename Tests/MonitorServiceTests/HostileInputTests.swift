@@ -87,11 +87,16 @@ final class HostileInputTests: XCTestCase {
 
     func testAdditionsAreLimitedPerWindow() {
         var recent = RecentEvents(limit: 16, window: 10_000_000_000)
-        for i in 0..<16 { XCTAssertTrue(recent.allow(now: UInt64(i) * 1_000_000)) }
-        XCTAssertFalse(recent.allow(now: 5_000_000_000))
-        XCTAssertFalse(recent.allow(now: 9_999_999_999))
-        XCTAssertTrue(recent.allow(now: 10_000_000_000), "the first one left the window")
-        XCTAssertFalse(recent.allow(now: 10_000_000_001))
+        func allow(_ now: UInt64) -> Bool {
+            guard recent.hasRoom(now: now) else { return false }
+            recent.record(now: now)
+            return true
+        }
+        for i in 0..<16 { XCTAssertTrue(allow(UInt64(i) * 1_000_000)) }
+        XCTAssertFalse(allow(5_000_000_000))
+        XCTAssertFalse(allow(9_999_999_999))
+        XCTAssertTrue(allow(10_000_000_000), "the first one left the window")
+        XCTAssertFalse(allow(10_000_000_001))
     }
 
     /// Stored values are taken the one way every target takes them.

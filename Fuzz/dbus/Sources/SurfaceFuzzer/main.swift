@@ -1,6 +1,7 @@
-// libFuzzer entry for the other surfaces (FUZZ_SURFACE=statefile|validators|client|follower):
-// arbitrary bytes through the same harness the replay tests use. Built by `make fuzz`
-// like the D-Bus fuzzer; crash inputs land in Fuzz/<surface>/crashes and `make test` replays them.
+// libFuzzer entry for every surface (FUZZ_SURFACE=dbus|statefile|validators|client|follower):
+// arbitrary bytes through the same harness the replay tests use. Built by `make fuzz` (this
+// package, with -sanitize=fuzzer,address -parse-as-library: libFuzzer brings its own main);
+// crash inputs land in Fuzz/<surface>/crashes and `make test` replays them.
 import DBusFuzzHarness
 import Glibc
 
@@ -20,6 +21,7 @@ func fuzzerMain(_ argc: CInt, _ argv: Arguments?) -> CInt {
         return 2
     }
     surface = chosen
+    if chosen == .dbus { DBusFuzzHarness.warmUp() }
     var count = argc
     var arguments = argv
     return runFuzzerDriver(&count, &arguments) { data, size in
