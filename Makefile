@@ -7,18 +7,19 @@ SHELL := /bin/bash
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-BUILD_PACKAGES := libdbus-1-dev libcurl4-openssl-dev pkg-config dbus-daemon
+BUILD_PACKAGES := libdbus-1-dev libcurl4-openssl-dev pkg-config dbus-daemon gcc libglib2.0-dev
 TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 python3 python3-dbus python3-gi \
                  iproute2 iptables libxml2-utils procps util-linux passwd python3-seccomp \
-                 prometheus zsh fish python3-dbusmock nftables dnsmasq-base
-BENCH_PACKAGES := $(BUILD_PACKAGES) gcc make libsystemd-dev dbus-bin python3-dbus python3-gi python3-dbusmock iproute2 procps
+                 prometheus zsh fish python3-dbusmock nftables dnsmasq-base xdg-desktop-portal python3-pyqt6
+BENCH_PACKAGES := $(BUILD_PACKAGES) make libsystemd-dev dbus-bin python3-dbus python3-gi python3-dbusmock iproute2 procps \
+                  xdg-desktop-portal
 
 # Warnings are errors wherever `make` builds: the standard is none.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # No $$ORIGIN run path: the installed binaries load no library from beside themselves.
 RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath $(SWIFT_FLAGS)
 
-.PHONY: all build release run test check bench fuzz install uninstall deps-build deps-test deps-bench clean
+.PHONY: all build release run test check bench fuzz install uninstall deps-build deps-test deps-bench gio-module clean
 
 all: build
 
@@ -40,8 +41,18 @@ deps-test:
 deps-bench:
 	$(call apt_install,$(BENCH_PACKAGES))
 
-build: deps-build
+build: deps-build gio-module
 	$(SWIFT) build $(SWIFT_FLAGS)
+
+# The GIO module is C against GIO: it is loaded into every GLib program, so no Swift runtime goes with it.
+GIO_MODULE := .build/gio/libgionetobserver.so
+GIO_MODULE_SOURCES := $(wildcard gio/*.c gio/*.h)
+gio-module: deps-build $(GIO_MODULE)
+
+$(GIO_MODULE): $(GIO_MODULE_SOURCES)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror -fvisibility=hidden \
+	  $$(pkg-config --cflags gio-2.0) $(filter %.c,$^) -o $@ $$(pkg-config --libs gio-2.0) -Wl,-z,defs -Wl,--as-needed
 
 release: deps-build
 	$(SWIFT) build $(RELEASE_FLAGS)
@@ -51,7 +62,7 @@ release: deps-build
 run: release
 	@tools/run.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd" $(ARGS)
 
-test: deps-test
+test: deps-test gio-module
 	@# Namespaces left by an interrupted earlier run (tests name theirs no-*).
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^no-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
@@ -65,7 +76,7 @@ check: deps-build
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --disable-swift-testing $(SWIFT_FLAGS) --filter '^($(CHECK_SUITES))\.'
 
-bench: deps-bench release
+bench: deps-bench release gio-module
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^nob-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; \
 	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" simulate 20000 && tools/pure-lines.sh && \
@@ -115,6 +126,8 @@ fuzz: deps-build
 # systemd unit, the sysusers file and the man pages. make uninstall removes exactly those.
 PREFIX ?= /usr/local
 SBINDIR := $(PREFIX)/sbin
+# GIO's module directory as gio-2.0.pc says, under PREFIX (/usr/lib/<triplet>/gio/modules with PREFIX=/usr).
+GIOMODULEDIR ?= $(shell pkg-config --define-variable=prefix=$(PREFIX) --variable=giomoduledir gio-2.0 2>/dev/null)
 INSTALLED := $(SBINDIR)/netobserverd $(PREFIX)/bin/netobserver \
   $(PREFIX)/share/dbus-1/system.d/org.netobserver.Monitor.conf \
   $(PREFIX)/share/dbus-1/system-services/org.netobserver.Monitor.service \
@@ -127,9 +140,14 @@ INSTALLED := $(SBINDIR)/netobserverd $(PREFIX)/bin/netobserver \
   $(PREFIX)/share/bash-completion/completions/netobserver \
   $(PREFIX)/share/zsh/vendor-completions/_netobserver \
   $(PREFIX)/share/fish/vendor_completions.d/netobserver.fish \
-  $(PREFIX)/share/doc/netobserver/netobserver-metrics.service
+  $(PREFIX)/share/doc/netobserver/netobserver-metrics.service \
+  $(GIOMODULEDIR)/libgionetobserver.so
 
-install: release
+install: release gio-module
+	@[ -n "$(GIOMODULEDIR)" ] || { echo "pkg-config knows no giomoduledir (is libglib2.0-dev installed?)"; exit 1; }
+	install -D -m 644 $(GIO_MODULE) "$(DESTDIR)$(GIOMODULEDIR)/libgionetobserver.so"
+	@# A staged tree (DESTDIR) carries no giomodule.cache: the package's trigger writes it on the target.
+	[ -n "$(DESTDIR)" ] || gio-querymodules "$(GIOMODULEDIR)"
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; set -e; \
 	  install -D -m 755 "$$bin/netobserverd" "$(DESTDIR)$(SBINDIR)/netobserverd"; \
 	  install -D -m 755 "$$bin/netobserver" "$(DESTDIR)$(PREFIX)/bin/netobserver"
@@ -157,6 +175,7 @@ install: release
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	[ -n "$(DESTDIR)" ] || [ ! -d "$(GIOMODULEDIR)" ] || gio-querymodules "$(GIOMODULEDIR)"
 
 clean:
 	rm -rf .build

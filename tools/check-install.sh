@@ -34,6 +34,12 @@ expect share/bash-completion/completions/netobserver 644
 expect share/zsh/vendor-completions/_netobserver 644
 expect share/fish/vendor_completions.d/netobserver.fish 644
 expect share/doc/netobserver/netobserver-metrics.service 644
+gio_modules=$(pkg-config --define-variable=prefix=/usr --variable=giomoduledir gio-2.0)
+expect "${gio_modules#/usr/}/libgionetobserver.so" 644
+# A staged tree must not ship GIO's cache: the target's own gio-querymodules writes it.
+[ ! -e "$root$gio_modules/giomodule.cache" ] || fail "make install with DESTDIR wrote giomodule.cache"
+# The module brings no Swift runtime into the GLib programs that load it.
+! readelf -d "$root$gio_modules/libgionetobserver.so" | grep -qi swift || fail "the GIO module links Swift"
 grep -q '^ExecStart=/usr/bin/netobserver --system metrics --textfile ' "$root/usr/share/doc/netobserver/netobserver-metrics.service" || fail "metrics example ExecStart"
 grep -q '^ExecStart=/usr/sbin/netobserverd --system$' "$root/usr/lib/systemd/system/netobserver.service" || fail "ExecStart path"
 grep -q '^Exec=/usr/sbin/netobserverd --session$' "$root/usr/share/dbus-1/services/org.netobserver.Monitor.service" || fail "session Exec"
@@ -86,4 +92,4 @@ for _ in $(seq 1 200); do [ -s "$root/address" ] && break; kill -0 "$bus_pid" 2>
 make -s uninstall DESTDIR="$root" PREFIX=/usr >/dev/null || fail "make uninstall"
 left=$(find "$root/usr" -type f | wc -l)
 [ "$left" = 0 ] || fail "make uninstall left $left files"
-echo "install checks: 11 files with their modes, the three units verified, no \$ORIGIN run path, unit limits, activation user, policy loaded by dbus-daemon, uninstall complete"
+echo "install checks: 12 files with their modes, the three units verified, no \$ORIGIN run path, unit limits, activation user, policy loaded by dbus-daemon, uninstall complete"

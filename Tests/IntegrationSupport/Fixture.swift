@@ -29,6 +29,8 @@ public enum Paths {
 
     /// Debian's python, which has python3-dbus and python3-gi (not a pyenv one).
     public static let python = "/usr/bin/python3"
+    /// Where `make` builds the GIO module: GIO_EXTRA_MODULES for GLib programs under test.
+    public static let gioModules = repository.appendingPathComponent(".build/gio").path
 }
 
 /// Runs a command to completion, with a deadline.
@@ -81,7 +83,8 @@ public final class PrivateBus {
 
     /// `anyUser`: a bus every user may connect to (for daemons and clients run as other users).
     /// `systemPolicy`: instead, the system bus's own configuration plus this policy file (as root).
-    public init(anyUser: Bool = false, systemPolicy: String? = nil) throws {
+    /// `serviceDirectory`: a bus that activates the services whose files are there, and no others.
+    public init(anyUser: Bool = false, systemPolicy: String? = nil, serviceDirectory: String? = nil) throws {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("netobserver-test-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -107,6 +110,23 @@ public final class PrivateBus {
                 """.write(toFile: file, atomically: true, encoding: .utf8)
             configuration = ["--config-file=\(file)"]
             chmod(directory, 0o755)
+        }
+        if let serviceDirectory {
+            let file = directory + "/bus.conf"
+            try """
+                <busconfig>
+                  <type>session</type>
+                  <listen>unix:path=\(directory)/bus</listen>
+                  <auth>EXTERNAL</auth>
+                  <servicedir>\(serviceDirectory)</servicedir>
+                  <policy context="default">
+                    <allow send_destination="*" eavesdrop="true"/>
+                    <allow eavesdrop="true"/>
+                    <allow own="*"/>
+                  </policy>
+                </busconfig>
+                """.write(toFile: file, atomically: true, encoding: .utf8)
+            configuration = ["--config-file=\(file)"]
         }
         if let systemPolicy {
             let file = directory + "/bus.conf"

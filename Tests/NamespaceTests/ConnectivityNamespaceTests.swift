@@ -121,18 +121,9 @@ final class ConnectivityNamespaceTests: XCTestCase {
 
     func router(_ command: String) throws { _ = try hosts.router.exec(command) }
 
-    /// The portal: the router sends the client's port 80 to its own portal server and, unless
-    /// it lets the rest through, drops everything else.
-    func closePortal(droppingTheRest: Bool = true) throws {
-        try router("nft add table ip portal")
-        try router("nft add chain ip portal portal_nat { type nat hook prerouting priority -100 \\; }")
-        try router("nft add rule ip portal portal_nat iifname cnr0 tcp dport 80 dnat to 198.18.0.1:8080")
-        guard droppingTheRest else { return }
-        try router("nft add chain ip portal portal_filter { type filter hook forward priority 0 \\; }")
-        try router("nft add rule ip portal portal_filter iifname cnr0 drop")
-    }
+    func closePortal(droppingTheRest: Bool = true) throws { try hosts.closePortal(droppingTheRest: droppingTheRest) }
 
-    func signIn() throws { try router("nft delete table ip portal") }
+    func signIn() throws { try hosts.openPortal() }
 
     // MARK: Tests
 
