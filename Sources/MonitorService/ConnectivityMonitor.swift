@@ -6,27 +6,35 @@ import NetCore
 import Probe
 import Reachability
 
-/// Feeds the model from the engines: the driver around `MonitorCore`. It resolves
-/// Host on the resolver's thread, points the reachability and probe engines at the
-/// address the core chooses, hands their verdicts to the core, and publishes the
-/// state the core computes.
+/// The driver around one target's `TargetCore`: it turns what the resolver, the route watch,
+/// the probe transport, the check of CheckURL and the clock say into events, and the core's
+/// actions into calls on them; the state the core computes goes to the model. No policy
+/// here, and no re-entry: what happens while actions are carried out is queued and handed
+/// to the core after them.
 public final class ConnectivityMonitor {
     private let loop: MainLoop
     private let model: MonitorModel
     private let reachability: (any RouteWatch)?
     /// The engine this monitor's route watch is on: its own, or one shared with other targets.
     public let reachabilityEngine: ReachabilityEngine?
-    private let probe: ProbeEngine
+    private let transport: ProbeTransport
     private let resolver: HostResolver
     private let resolverOwner: UInt64
     /// The default target's lookups go before the other targets'.
     private let resolvesFirst: Bool
-    private var core: MonitorCore
+    private var core: TargetCore
     /// Shared by every target; libcurl is loaded on the first check.
     private let http: LazyHTTPClient?
     private var check: CheckRun?
-    /// At the core's next lookup or check.
+    /// At the core's next wake-up.
     private let wakeup: WakeupTimer
+    private var queue: [Work] = []
+    private var driving = false
+
+    private enum Work {
+        case event(TargetCore.Event)
+        case actions([TargetCore.Action])
+    }
 
     /// After every finished probe: a verdict is in (pending Checks answer then).
     public var onVerdictReady: (() -> Void)?
@@ -48,7 +56,7 @@ public final class ConnectivityMonitor {
             self.resolver = try HostResolver(loop: loop)
         }
         resolverOwner = self.resolver.newOwner()
-        probe = ProbeEngine(loop: loop, settings: Self.probeSettings(model.settings), sockets: probeSockets) { _ in }
+        transport = ProbeTransport(loop: loop, sockets: probeSockets)
         var problem: String?
         if let sharedReachability {
             reachabilityEngine = sharedReachability
@@ -64,8 +72,10 @@ public final class ConnectivityMonitor {
                 problem = "cannot watch the kernel's routes: \(error)"
             }
         }
-        core = MonitorCore(host: model.settings.host, family: model.settings.family, routeProblem: problem,
-                           refreshNanoseconds: dnsRefreshNanoseconds)
+        core = TargetCore(host: model.settings.host, family: model.settings.family,
+                          probeSettings: Self.probeSettings(model.settings), seed: UInt64.random(in: 0...UInt64.max),
+                          slot: transport.slot ?? 0, stride: transport.stride, routeProblem: problem,
+                          refreshNanoseconds: dnsRefreshNanoseconds)
         wireUp()
     }
 
@@ -75,47 +85,36 @@ public final class ConnectivityMonitor {
     }
 
     private func wireUp() {
-        wakeup.onFire = { [unowned self] in
-            core.handleTimeout(now: loop.now())
+        wakeup.onFire = { [unowned self] in handle(.timeout) }
+        transport.onInput = { [unowned self] input in handle(.probe(input)) }
+        transport.isOutstanding = { [unowned self] in core.isOutstanding($0) }
+        reachability?.onChange = { [unowned self] verdict in handle(.route(verdict, routedFamilies: routedFamilies)) }
+        model.probeNow = { [unowned self] in
+            let (probing, actions) = core.check(now: loop.now())
+            queue.append(.actions(actions))
             drive()
+            return probing
         }
-        probe.onReportChange = { [unowned self] old, new in
-            if let method = new.method, method != old.method, let target = probe.target {
-                Log.info("probing \(target) with \(method.rawValue)")
-            }
-            core.probeReportChanged(from: old, to: new, now: loop.now())
-            drive()
-        }
-        probe.onProbeFinished = { [unowned self] in onVerdictReady?() }
-        reachability?.onChange = { [unowned self] verdict in
-            core.routeChanged(verdict, routedFamilies: routedFamilies, now: loop.now())
-            drive()
-        }
-        model.probeNow = { [unowned self] in core.canProbe && probe.probeForCheck() }
         reachability?.families = core.families
     }
 
     /// Starts resolving the Host; call once the model is exported.
     public func start() {
-        core.start(now: loop.now())
-        if !model.settings.checkURL.isEmpty { core.checkURLChanged(model.settings.checkURL, now: loop.now()) }
-        drive()
+        handle(.start(checkURL: model.settings.checkURL))
     }
 
     /// ModemManager or NetworkManager changed what they say about links.
     public func linkFactsChanged(_ table: LinkFactsTable) {
-        core.linkFactsChanged(table)
-        drive()
+        handle(.linkFacts(table))
     }
 
     /// The settings were restored from the state file before `start`: take them
     /// without looking anything up yet.
     public func settingsRestored() {
-        let facts = core.linkFacts
-        core = MonitorCore(host: model.settings.host, family: model.settings.family, routeProblem: core.routeProblem,
-                           refreshNanoseconds: core.refreshNanoseconds)
-        core.linkFactsChanged(facts)
-        probe.settings = Self.probeSettings(model.settings)
+        core = TargetCore(host: model.settings.host, family: model.settings.family,
+                          probeSettings: Self.probeSettings(model.settings), seed: UInt64.random(in: 0...UInt64.max),
+                          slot: transport.slot ?? 0, stride: transport.stride, routeProblem: core.monitor.routeProblem,
+                          refreshNanoseconds: core.monitor.refreshNanoseconds, linkFacts: core.monitor.linkFacts)
         reachability?.families = core.families
     }
 
@@ -123,13 +122,11 @@ public final class ConnectivityMonitor {
     public func settingChanged(_ key: MonitorSettings.Key) {
         switch key {
         case .host, .family:
-            core.targetChanged(host: model.settings.host, family: model.settings.family, now: loop.now())
-            drive()
+            handle(.targetChanged(host: model.settings.host, family: model.settings.family))
         case .interval, .timeout, .failureThreshold, .recoveryThreshold:
-            probe.settings = Self.probeSettings(model.settings)
+            handle(.probeSettings(Self.probeSettings(model.settings)))
         case .checkURL:
-            core.checkURLChanged(model.settings.checkURL, now: loop.now())
-            drive()
+            handle(.checkURL(model.settings.checkURL))
         }
     }
 
@@ -142,34 +139,58 @@ public final class ConnectivityMonitor {
         reachability.map { Set($0.table.defaultRoutes.map { Int32($0.family) }) }
     }
 
-    // MARK: Carrying out what the core asks
+    // MARK: Events in, actions out
+
+    private func handle(_ event: TargetCore.Event) {
+        queue.append(.event(event))
+        drive()
+    }
 
     private func drive() {
-        while case let outputs = core.takeOutputs(), !outputs.isEmpty {
-            for output in outputs {
-                switch output {
-                case .resolve(let host, let family, let generation):
-                    resolve(host, family, generation)
-                case .cancelResolutions:
-                    resolver.cancelAll(owner: resolverOwner)
-                case .retarget(let address, let families):
-                    reachability?.target = address
-                    reachability?.families = families
-                    probe.target = address
-                case .routeRegained:
-                    probe.routeRegained()
-                case .stateChanged:
-                    let core = self.core
-                    model.update { state in state = core.state(previous: state) }
-                case .startCheck(let url, let generation):
-                    startCheck(url, generation)
-                case .cancelCheck:
-                    check?.cancel()
-                    check = nil
-                }
+        guard !driving else { return }
+        driving = true
+        defer { driving = false }
+        while !queue.isEmpty {
+            switch queue.removeFirst() {
+            case .event(let event): carryOut(core.handle(event, now: loop.now()))
+            case .actions(let actions): carryOut(actions)
             }
         }
+        transport.forgetFinished()
         wakeup.arm(at: core.nextWakeup)
+    }
+
+    private func carryOut(_ actions: [TargetCore.Action]) {
+        for action in actions {
+            switch action {
+            case .resolve(let host, let family, let generation):
+                resolve(host, family, generation)
+            case .cancelResolutions:
+                resolver.cancelAll(owner: resolverOwner)
+            case .watchRoute(let address, let families):
+                reachability?.target = address
+                reachability?.families = families
+            case .probe(let address):
+                // Before anything else queued: the core sends nothing until it knows how.
+                queue.insert(.event(.probing(transport.retarget(address))), at: 0)
+            case .send(let sequence, let token, _, _, let alsoTCP):
+                transport.send(sequence: sequence, token: token, alsoTCP: alsoTCP)
+            case .startCheck(let url, let generation):
+                startCheck(url, generation)
+            case .cancelCheck:
+                check?.cancel()
+                check = nil
+            case .verdictReady:
+                onVerdictReady?()
+            case .reportChanged(let old, let new):
+                if let method = new.method, method != old.method, let target = transport.target {
+                    Log.info("probing \(target) with \(method.rawValue)")
+                }
+            case .publish:
+                let core = self.core
+                model.update { state in state = core.state(previous: state) }
+            }
+        }
     }
 
     /// One run of the check of CheckURL: lookup and GET within max(5 s, Timeout).
@@ -181,8 +202,7 @@ public final class ConnectivityMonitor {
             guard let self else { return }
             check = nil
             Log.info("check \(url): \(Self.describe(meaning))")
-            core.checkAnswered(generation: generation, meaning, now: loop.now())
-            drive()
+            handle(.checkAnswered(generation: generation, meaning))
         }
     }
 
@@ -202,9 +222,7 @@ public final class ConnectivityMonitor {
         }
         resolver.resolve(host, family: code, owner: resolverOwner, first: resolvesFirst) { [weak self] result in
             guard let self else { return }
-            core.resolved(generation: generation, result, routedFamilies: routedFamilies, now: loop.now())
-            drive()
+            handle(.resolved(generation: generation, result, routedFamilies: routedFamilies))
         }
     }
-
 }

@@ -4,8 +4,8 @@ import NetCore
 import Probe
 import Reachability
 
-/// Drives the real probe, reachability and monitor cores, wired as the daemon's
-/// drivers wire them, on a virtual clock, against a simulated kernel, far host and
+/// Drives the daemon's own `TargetCore` (the monitor and probe cores composed once) and the
+/// reachability core on a virtual clock, against a simulated kernel, far host and
 /// resolver, and checks INTERFACE.md's rules after every step. Deterministic: one
 /// seed reproduces a run.
 public final class Simulation {
@@ -56,9 +56,12 @@ public final class Simulation {
     /// Arrival times of Checks still to come, latest first (floods are thousands; the queue stays small).
     private var checkArrivals: [UInt64] = []
     private var kernel: SimulatedKernel
-    private var probe: ProbeCore
+    private var target: TargetCore
+    /// The target core's actions not yet carried out, in order.
+    private var actions: [TargetCore.Action] = []
+    private var probe: ProbeCore { target.probe }
+    private var monitor: MonitorCore { target.monitor }
     private var reach: ReachabilityCore
-    private var monitor: MonitorCore
     public private(set) var state = MonitorState()
     public private(set) var summary = Summary()
     /// The probe settings in force (the simulation changes them, so it knows them without asking).
@@ -110,10 +113,9 @@ public final class Simulation {
         self.scenario = scenario
         random = SeededRandom(seed: scenario.seed ^ 0x5EED)
         kernel = SimulatedKernel(family: scenario.family == .ipv6 ? AF_INET6 : AF_INET)
-        probe = ProbeCore(settings: scenario.settings, seed: scenario.seed)
+        target = TargetCore(host: scenario.host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed)
         settings = scenario.settings
         reach = ReachabilityCore(families: [AF_INET, AF_INET6]) { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
-        monitor = MonitorCore(host: scenario.host, family: scenario.family)
         for (at, fault) in scenario.timeline { queue.add(.fault(fault), at: at * 1_000_000) }
     }
 
@@ -124,25 +126,23 @@ public final class Simulation {
         reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: secondTarget)
         noteKernelTruth(reset: true)
         reach.start()
-        monitor.start(now: now)
+        take(.start(checkURL: ""))
         pump()
         let end = scenario.duration * 1_000_000
         while violations.isEmpty {
-            let probeWake = probe.nextWakeup
+            let targetWake = target.nextWakeup
             var next = queue.nextTime ?? end
             if let check = checkArrivals.last, check < next { next = check }
-            for wake in [probeWake, reach.nextWakeup, monitor.nextWakeup] {
+            for wake in [targetWake, reach.nextWakeup] {
                 if let wake, wake < next { next = wake }
             }
             guard next <= end else { break }
             now = max(now, next)
-            if let wake = probeWake, wake <= now {
-                log("probe timeout")
-                probe.handleTimeout(now: now)
+            if let wake = targetWake, wake <= now {
+                log("timeout")
+                take(.timeout)
             } else if let wake = reach.nextWakeup, wake <= now {
                 reach.handleTimeout(now: now)
-            } else if let wake = monitor.nextWakeup, wake <= now {
-                monitor.handleTimeout(now: now)
             } else if let arrival = checkArrivals.last, arrival <= now, arrival < queue.nextTime ?? .max {
                 checkArrivals.removeLast()
                 check()
@@ -172,7 +172,9 @@ public final class Simulation {
             if path == .tcp && !probe.isOutstanding(sequence) { return }
             // Silence that ended before this answer came first.
             noteExpiries()
-            if case .answered = probe.receiveReply(sequence: sequence, token: token, now: now, via: path) {
+            let answeredBefore = probe.statistics.answered
+            let answer = target.handle(.probe(.reply(sequence: sequence, token: token, via: path)), now: now)
+            if probe.statistics.answered > answeredBefore {
                 sent[sequence]?.finished = true
                 sent[sequence]?.answered = true
                 newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? 0)
@@ -182,8 +184,13 @@ public final class Simulation {
                 onScheduleSinceAnswer = true
                 answersInRow += 1
             }
+            take(answer)
         case .icmpError(let sequence, let token, let failure):
-            if probe.receiveError(sequence: sequence, token: token, failure, from: "198.18.200.1", now: now) {
+            let foreignBefore = probe.statistics.foreign
+            let answer = target.handle(.probe(.error(sequence: sequence, token: token, failure, from: "198.18.200.1")), now: now)
+            defer { take(answer) }
+            // About a probe in flight (else it was counted foreign).
+            if probe.statistics.foreign == foreignBefore {
                 sent[sequence]?.finished = true
                 // A probe older than the newest answered one: old news, no failure.
                 guard let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt,
@@ -209,8 +216,7 @@ public final class Simulation {
             }
             if kernel.hasQueued { scheduleKernelRead() }
         case .resolverAnswer(let generation, let result):
-            monitor.resolved(generation: generation, result,
-                             routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) }), now: now)
+            take(.resolved(generation: generation, result, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) })))
         case .fault(let fault):
             apply(fault)
         }
@@ -218,9 +224,11 @@ public final class Simulation {
 
     private func check() {
         summary.checks += 1
-        if monitor.canProbe && probe.check(now: now) {
+        let (probing, answer) = target.check(now: now)
+        if probing {
             pendingChecks.append((now, now + 2 * UInt64(settings.timeoutMilliseconds) * 1_000_000))
         }
+        take(answer)
     }
 
     private func apply(_ fault: Scenario.Fault) {
@@ -256,11 +264,11 @@ public final class Simulation {
             }
             checkArrivals = (checkArrivals + arrivals).sorted(by: >)
         case .host(let name):
-            monitor.targetChanged(host: name, family: scenario.family, now: now)
+            take(.targetChanged(host: name, family: scenario.family))
         case .settings(let new):
             lastSettingsChange = now
             settings = new
-            probe.updateSettings(new, now: now)
+            take(.probeSettings(new))
         case .forgeries(let count):
             // They know what /proc/net/icmp shows and can guess sequences near ours; never the token.
             // Sorted: a dictionary's order changes from process to process, and a seed must replay anywhere.
@@ -285,7 +293,7 @@ public final class Simulation {
                 kernel.setRoute(index, present: true)
             }
             if monitor.host == "hang.test" || monitor.host == "fail.test" {
-                monitor.targetChanged(host: "a.test", family: scenario.family, now: now)
+                take(.targetChanged(host: "a.test", family: scenario.family))
             }
         }
         switch fault {
@@ -297,19 +305,28 @@ public final class Simulation {
 
     // MARK: Outputs of the cores, carried out as the drivers do
 
+    /// Hands `event` to the target core; its actions are carried out by `pump`.
+    private func take(_ event: TargetCore.Event) {
+        take(target.handle(event, now: now))
+    }
+
+    private func take(_ new: [TargetCore.Action]) {
+        if new.filter({ $0 == .publish }).count > 1 { violation("one event published the state \(new.filter { $0 == .publish }.count) times") }
+        if let publish = new.firstIndex(of: .publish), publish != new.count - 1 { violation("the state was published before the event's last action") }
+        actions += new
+    }
+
     private func pump() {
         var busy = true
         while busy {
             busy = false
-            for output in probe.takeOutputs() {
+            if !actions.isEmpty {
                 busy = true
-                carryOut(output)
+                let batch = actions
+                actions = []
+                for action in batch { carryOut(action) }
             }
             for output in reach.takeOutputs() {
-                busy = true
-                carryOut(output)
-            }
-            for output in monitor.takeOutputs() {
                 busy = true
                 carryOut(output)
             }
@@ -317,7 +334,7 @@ public final class Simulation {
         if stateDue {
             stateDue = false
             let before = state.status
-            state = monitor.state(previous: state)
+            state = target.state(previous: state)
             if state.status != before { summary.statuses.append((now, state.status, state.reason)) }
             checkResolution()
         }
@@ -331,8 +348,9 @@ public final class Simulation {
         }
     }
 
-    private func carryOut(_ output: ProbeCore.Output) {
-        switch output {
+    private func carryOut(_ action: TargetCore.Action) {
+        log("target: \(action)")
+        switch action {
         case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
             log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(probe.outstandingCount), next wake \(probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
             summary.probesSent += 1
@@ -344,12 +362,38 @@ public final class Simulation {
                 noteForcedProbe()
             }
             transmit(sequence, token, alsoTCP: alsoTCP)
-        case .probeFinished:
+        case .verdictReady:
             answerChecks()
-        case .report(let old, let new):
+        case .reportChanged(let old, let new):
             log("report \(String(describing: new.answering)) \(new.reason)")
             checkFlip(from: old, to: new)
-            monitor.probeReportChanged(from: old, to: new, now: now)
+        case .resolve(let host, _, let generation):
+            resolve(host, generation)
+        case .cancelResolutions:
+            break  // answers to earlier generations still arrive: the core must ignore them
+        case .watchRoute(let address, let families):
+            routeNewsSinceCheck = true
+            let changed = address != reach.target || families != reach.families
+            reach.setTarget(address)
+            reach.setFamilies(families)
+            if changed { noteKernelTruth(reset: true) }
+        case .probe(let address):
+            probeTarget = address
+            lastRetarget = now
+            pendingChecks = []
+            sent = [:]
+            failureKindsSinceAnswer = []
+            firstFailureSentAt = nil
+            onScheduleSinceAnswer = true
+            answersInRow = 0
+            lastAnswerAt = now
+            newestAnsweredSentAt = 0
+            take(.probing(.icmpDatagram))
+        case .publish:
+            // Published once the actions of this step are all carried out, as a loop turn would.
+            stateDue = true
+        case .startCheck, .cancelCheck:
+            break  // CheckURL stays off here: the check's timing is PortalCheck's, tested on its own
         }
     }
 
@@ -368,45 +412,13 @@ public final class Simulation {
         case .verdict(let verdict, let id):
             checkVerdictHeld(verdict, id)
             guard id == 0 else { return }
-            monitor.routeChanged(verdict, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) }), now: now)
-        }
-    }
-
-    private func carryOut(_ output: MonitorCore.Output) {
-        log("monitor: \(output)")
-        switch output {
-        case .resolve(let host, _, let generation):
-            resolve(host, generation)
-        case .cancelResolutions:
-            break  // answers to earlier generations still arrive: the core must ignore them
-        case .retarget(let address, let families):
-            routeNewsSinceCheck = true
-            let changed = address != reach.target || families != reach.families
-            reach.setTarget(address)
-            reach.setFamilies(families)
-            if changed { noteKernelTruth(reset: true) }
-            if address != probeTarget {
-                probeTarget = address
-                lastRetarget = now
-                pendingChecks = []
-                sent = [:]
-                failureKindsSinceAnswer = []
-                firstFailureSentAt = nil
-                onScheduleSinceAnswer = true
-                answersInRow = 0
-                lastAnswerAt = now
-                newestAnsweredSentAt = 0
-                let target = address.map { ProbeTarget(name: $0.description, family: $0.family == AF_INET ? .v4 : .v6) }
-                probe.start(target: target, method: .icmpDatagram, now: now)
+            let previous = monitor.route
+            take(.route(verdict, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) })))
+            // A route gained or changed probes at once: off the schedule.
+            if verdict.usable, case .resolved = monitor.resolution,
+               previous?.usable != true || previous?.interface != verdict.interface {
+                onScheduleSinceAnswer = false
             }
-        case .routeRegained:
-            onScheduleSinceAnswer = false
-            probe.routeRegained(now: now)
-        case .stateChanged:
-            // Published once the outputs of this step are all carried out, as a loop turn would.
-            stateDue = true
-        case .startCheck, .cancelCheck:
-            break  // CheckURL stays off here: the check's timing is PortalCheck's, tested on its own
         }
     }
 
@@ -448,7 +460,9 @@ public final class Simulation {
         guard let target = probeTarget else { return }
         if filteredSince != nil && !(kernel.canSend(to: target) && kernel.delivers(to: target)) { pathTroubleSinceFiltered = true }
         guard kernel.canSend(to: target) else {
-            if probe.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(target): Network is unreachable", now: now) {
+            let inFlight = self.target.isOutstanding(sequence)
+            take(.probe(.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(target): Network is unreachable")))
+            if inFlight {
                 sent[sequence]?.finished = true
                 failureKindsSinceAnswer.insert("send failed")
                 answersInRow = 0

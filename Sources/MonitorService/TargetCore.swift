@@ -1,0 +1,173 @@
+import Cellular
+import HTTPCheck
+import NetCore
+import Probe
+import Reachability
+
+/// One target's whole verdict without I/O: `MonitorCore` (the name, the route, the check of
+/// CheckURL, DNS health, link facts) and `ProbeCore` (the schedule, the tracker, the verdict)
+/// composed once, here. Events come in with `now`; what to do comes out as actions, in order,
+/// with at most one `.publish`, last. The daemon's driver and the simulation drive this same
+/// core: they translate what happened into events and actions into syscalls, nothing more.
+public struct TargetCore {
+    public enum Event: Sendable {
+        /// The model is exported: start resolving Host; check `checkURL` when it is set.
+        case start(checkURL: String)
+        case targetChanged(host: String, family: AddressFamily)
+        case probeSettings(ProbeSettings)
+        case checkURL(String)
+        /// The resolver answered lookup `generation`; `routedFamilies`: the families with a default route now.
+        case resolved(generation: UInt64, Result<[IPAddress], HostResolver.Failure>, routedFamilies: Set<Int32>?)
+        /// The route watch's verdict for the target changed.
+        case route(ReachabilityVerdict, routedFamilies: Set<Int32>?)
+        case linkFacts(LinkFactsTable)
+        /// The transport can send to the address of the last `.probe` this way (nil: not at all).
+        case probing(ProbeMethod?)
+        /// A reply, an error, a refusal or a failed send from the transport.
+        case probe(ProbeInput)
+        /// The check `generation` of CheckURL ended.
+        case checkAnswered(generation: UInt64, CheckAnswer.Meaning)
+        /// `nextWakeup` has come.
+        case timeout
+    }
+
+    public enum Action: Equatable, Sendable {
+        /// Look `host` up off the loop; answer with `.resolved`.
+        case resolve(host: String, family: AddressFamily, generation: UInt64)
+        /// Lookups for an earlier Host are no longer wanted.
+        case cancelResolutions
+        /// Watch the route to `address` (nil: none) and these default-route families.
+        case watchRoute(IPAddress?, families: [Int32])
+        /// Send probes to `address` from now on (nil: stop); answer with `.probing`.
+        case probe(IPAddress?)
+        /// Send probe `sequence` (see `ProbeCore.Output.send`).
+        case send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
+        /// GET CheckURL, lookup included, within its limit; answer with `.checkAnswered`.
+        case startCheck(url: String, generation: UInt64)
+        case cancelCheck
+        /// A probe ended: a verdict is in, pending Checks may answer.
+        case verdictReady
+        /// The probe report changed (for logs; the state to publish follows in `.publish`).
+        case reportChanged(old: ProbeReport, new: ProbeReport)
+        /// What `state(previous:)` computes changed: publish it.
+        case publish
+    }
+
+    public private(set) var monitor: MonitorCore
+    public private(set) var probe: ProbeCore
+    /// Where the transport sends, as last asked by `.probe`; whether its `.probing` is still to come.
+    private var probeAddress: IPAddress?
+    private var awaitingProbing = false
+
+    public init(host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64, slot: UInt16 = 0,
+                stride: UInt16 = 1, routeProblem: String? = nil, refreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds,
+                linkFacts: LinkFactsTable = LinkFactsTable()) {
+        monitor = MonitorCore(host: host, family: family, routeProblem: routeProblem, refreshNanoseconds: refreshNanoseconds)
+        monitor.linkFactsChanged(linkFacts)
+        _ = monitor.takeOutputs()
+        probe = ProbeCore(settings: probeSettings, seed: seed, slot: slot, stride: stride)
+    }
+
+    public var nextWakeup: UInt64? {
+        switch (monitor.nextWakeup, probe.nextWakeup) {
+        case (nil, let at), (let at, nil): at
+        case (let a?, let b?): min(a, b)
+        }
+    }
+
+    /// The default-route families AddressFamily allows.
+    public var families: [Int32] { monitor.families }
+
+    /// Status, Interface, Address, Reason, RoundTripTime, PacketLoss and the rest from what is known.
+    public func state(previous: MonitorState) -> MonitorState { monitor.state(previous: previous) }
+
+    /// Whether probe `sequence` still waits for its answer (the transport keeps its TCP connection so long).
+    public func isOutstanding(_ sequence: UInt16) -> Bool { probe.isOutstanding(sequence) }
+
+    public mutating func handle(_ event: Event, now: UInt64) -> [Action] {
+        switch event {
+        case .start(let checkURL):
+            monitor.start(now: now)
+            if !checkURL.isEmpty { monitor.checkURLChanged(checkURL, now: now) }
+        case .targetChanged(let host, let family):
+            monitor.targetChanged(host: host, family: family, now: now)
+        case .probeSettings(let settings):
+            probe.updateSettings(settings, now: now)
+        case .checkURL(let url):
+            monitor.checkURLChanged(url, now: now)
+        case .resolved(let generation, let result, let routedFamilies):
+            monitor.resolved(generation: generation, result, routedFamilies: routedFamilies, now: now)
+        case .route(let verdict, let routedFamilies):
+            monitor.routeChanged(verdict, routedFamilies: routedFamilies, now: now)
+        case .linkFacts(let table):
+            monitor.linkFactsChanged(table)
+        case .probing(let method):
+            awaitingProbing = false
+            probe.start(target: probeAddress.map { ProbeTarget(name: $0.description, family: $0.family == IPAddress.familyIPv4 ? .v4 : .v6) },
+                        method: method, now: now)
+        case .probe(let input):
+            probe.handle(input, now: now)
+        case .checkAnswered(let generation, let meaning):
+            monitor.checkAnswered(generation: generation, meaning, now: now)
+        case .timeout:
+            monitor.handleTimeout(now: now)
+            if let due = probe.nextWakeup, due <= now { probe.handleTimeout(now: now) }
+        }
+        return settle(now: now)
+    }
+
+    /// A Check wants a fresh verdict: false when there is nothing to probe (no address, a
+    /// known-bad route); else `.verdictReady` follows within two Timeouts (see `ProbeCore.check`).
+    public mutating func check(now: UInt64) -> (probing: Bool, actions: [Action]) {
+        let probing = monitor.canProbe && probe.check(now: now)
+        return (probing, settle(now: now))
+    }
+
+    /// Feeds each core's outputs to the other until both are quiet; the state is published once, last.
+    private mutating func settle(now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        var publishDue = false
+        while true {
+            let fromMonitor = monitor.takeOutputs()
+            let fromProbe = probe.takeOutputs()
+            if fromMonitor.isEmpty && fromProbe.isEmpty { break }
+            for output in fromMonitor {
+                switch output {
+                case .resolve(let host, let family, let generation):
+                    actions.append(.resolve(host: host, family: family, generation: generation))
+                case .cancelResolutions:
+                    actions.append(.cancelResolutions)
+                case .retarget(let address, let families):
+                    actions.append(.watchRoute(address, families: families))
+                    if address != probeAddress {
+                        probeAddress = address
+                        awaitingProbing = true
+                        actions.append(.probe(address))
+                    }
+                case .routeRegained:
+                    // A new address probes at once when its transport is ready.
+                    if !awaitingProbing { probe.routeRegained(now: now) }
+                case .stateChanged:
+                    publishDue = true
+                case .startCheck(let url, let generation):
+                    actions.append(.startCheck(url: url, generation: generation))
+                case .cancelCheck:
+                    actions.append(.cancelCheck)
+                }
+            }
+            for output in fromProbe {
+                switch output {
+                case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
+                    actions.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP))
+                case .probeFinished:
+                    actions.append(.verdictReady)
+                case .report(let old, let new):
+                    actions.append(.reportChanged(old: old, new: new))
+                    monitor.probeReportChanged(from: old, to: new, now: now)
+                }
+            }
+        }
+        if publishDue { actions.append(.publish) }
+        return actions
+    }
+}
