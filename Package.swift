@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
         // The engines' cores on a virtual clock against a simulated kernel, far host and resolver (tests and bench).
-        .target(name: "Simulation", dependencies: ["CLinux", "MonitorService", "Probe", "Reachability", "NetCore"]),
+        .target(name: "Simulation", dependencies: ["CLinux", "MonitorService", "Probe", "Reachability", "NetCore", "HTTPCheck"]),
         // One fuzz input through the real dispatch of a complete Monitor object; the fuzzer and its replay test share it.
         // The other fuzzed surfaces (state file, validators, the client, the system-bus follower) beside it.
         .target(name: "DBusFuzzHarness", dependencies: ["DBusKit", "EventLoop", "MonitorService", "MonitorContract", "MonitorClientCore"]),

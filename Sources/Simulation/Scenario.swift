@@ -18,8 +18,35 @@ public struct Scenario: Sendable {
         case icmpFiltered(rtt: UInt32)
     }
 
+    /// How the resolver treats lookups of a.test and b.test from some moment on.
+    public enum ResolverBehaviour: Equatable, Sendable {
+        /// Answers within 30 ms.
+        case answering
+        /// Answers after `milliseconds`.
+        case slow(milliseconds: UInt32)
+        /// Fails (NXDOMAIN, SERVFAIL) within 30 ms.
+        case failing(String)
+        /// Says nothing until glibc's own timeout, 5 to 10 s, then fails.
+        case hanging
+    }
+
+    /// How the check of CheckURL (lookup, connect, GET) goes from some moment on, as the
+    /// driver's CheckRun reports it: never later than its limit, max(5 s, Timeout).
+    public enum CheckBehaviour: Equatable, Sendable {
+        /// 204 after `milliseconds`.
+        case expected(milliseconds: UInt32)
+        /// A portal redirects.
+        case portal
+        /// Refused, a 5xx, a partial answer.
+        case failing
+        /// Lookup or server never answers: the limit ends it.
+        case hanging
+    }
+
     public enum Fault: Equatable, Sendable {
         case behaviour(HostBehaviour)
+        case resolver(ResolverBehaviour)
+        case check(CheckBehaviour)
         case linkUp(Int32, Bool)
         case carrier(Int32, Bool)
         case route(Int32, present: Bool)
@@ -33,7 +60,8 @@ public struct Scenario: Sendable {
         case settings(ProbeSettings)
         /// Someone who knows our identifier and sequence, not our token, forges errors and replies.
         case forgeries(count: Int)
-        /// Everything back to normal: links and routes up, the host answering, a resolvable Host.
+        /// Everything back to normal: links and routes up, the host answering, a resolvable Host,
+        /// the resolver and the check answering.
         case heal
     }
 
@@ -46,6 +74,10 @@ public struct Scenario: Sendable {
     public var timeline: [(at: UInt64, fault: Fault)]
     /// From here on nothing is wrong: the final verdict must be connected.
     public var quietFrom: UInt64?
+    /// Whether CheckURL is set (to http://check.test/generate_204).
+    public var checkURL = false
+    /// How often the name is looked up again while its address answers, milliseconds.
+    public var dnsRefreshMilliseconds: UInt64 = 300_000
 
     public init(seed: UInt64, family: AddressFamily = .ipv4, settings: ProbeSettings, host: String = "a.test",
                 duration: UInt64, timeline: [(at: UInt64, fault: Fault)], quietFrom: UInt64? = nil) {
@@ -73,7 +105,7 @@ public struct Scenario: Sendable {
         for _ in 0..<between(2, 14) {
             let at = between(0, faultTime)
             let index = Int32(between(2, 3))
-            let fault: Fault = switch random.next() % 12 {
+            let fault: Fault = switch random.next() % 14 {
             case 0: .behaviour(.answering(minRTT: UInt32(between(1, 50)), maxRTT: UInt32(between(50, 2500)),
                                           loss: Double(random.next() % 100) / 100))
             case 1: .behaviour(.silent)
@@ -88,6 +120,9 @@ public struct Scenario: Sendable {
             case 9: .settings(ProbeSettings(intervalMilliseconds: pick([100, 500, 1000]), timeoutMilliseconds: pick([100, 500, 1000]),
                                             failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4))))
             case 10: .forgeries(count: Int(between(1, 200)))
+            case 11: .resolver(pick([.answering, .slow(milliseconds: UInt32(between(100, 4000))), .failing("SERVFAIL"),
+                                     .failing("Name or service not known"), .hanging]))
+            case 12: .check(pick([.expected(milliseconds: UInt32(between(1, 300))), .portal, .failing, .hanging]))
             default: .behaviour(.answering(minRTT: 1, maxRTT: 20, loss: 0))
             }
             timeline.append((at, fault))
@@ -103,8 +138,19 @@ public struct Scenario: Sendable {
             slowest.recoveryThreshold = max(slowest.recoveryThreshold, other.recoveryThreshold)
         }
         let recovery = UInt64(slowest.recoveryThreshold + 2) * UInt64(slowest.intervalMilliseconds + slowest.timeoutMilliseconds)
-        let quiet = healAt + recovery + 500
-        return Scenario(seed: seed, family: family, settings: settings, host: pick(["a.test", "b.test"]),
-                        duration: quiet + 500, timeline: timeline, quietFrom: quiet)
+        var quiet = healAt + recovery + 500
+        var scenario = Scenario(seed: seed, family: family, settings: settings, host: pick(["a.test", "b.test"]),
+                                duration: quiet + 500, timeline: timeline, quietFrom: quiet)
+        scenario.checkURL = random.next() % 2 == 0
+        scenario.dnsRefreshMilliseconds = pick([1_000, 3_000, 300_000])
+        // A lookup hung before healing fails up to 10 s later and is retried 5 s after that; a check
+        // that failed is retried after 10 s and may take its whole limit.
+        let settled = healAt + 16_000 + UInt64(slowest.timeoutMilliseconds)
+        if quiet < settled && (scenario.checkURL || timeline.contains { if case .resolver = $0.fault { true } else { false } }) {
+            quiet = settled
+            scenario.quietFrom = quiet
+            scenario.duration = quiet + 500
+        }
+        return scenario
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import HTTPCheck
 import MonitorService
 import NetCore
 import Probe
@@ -37,6 +38,7 @@ public final class Simulation {
         case icmpError(sequence: UInt16, token: UInt64?, EchoPacket.Failure)
         case kernelReadable
         case resolverAnswer(generation: UInt64, Result<[IPAddress], HostResolver.Failure>)
+        case checkAnswer(generation: UInt64, CheckAnswer.Meaning)
         case fault(Scenario.Fault)
     }
 
@@ -67,6 +69,14 @@ public final class Simulation {
     /// The probe settings in force (the simulation changes them, so it knows them without asking).
     private var settings: ProbeSettings
     private var behaviour: Scenario.HostBehaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
+    private var resolverBehaviour: Scenario.ResolverBehaviour = .answering
+    /// Since when the resolver answers again; when it last failed a lookup of Host's name.
+    private var resolverAnsweringSince: UInt64? = 0
+    private var lastLookupFailureAt: UInt64 = 0
+    private var checkBehaviour: Scenario.CheckBehaviour = .expected(milliseconds: 20)
+    /// The check of CheckURL under way, and its limit, max(5 s, Timeout) when it started.
+    private var runningCheck: (generation: UInt64, startedAt: UInt64, limit: UInt64)?
+    static let checkURL = "http://check.test/generate_204"
     /// Since when the far host filters ICMP (and answers TCP); whether its path failed meanwhile.
     private var filteredSince: UInt64?
     private var pathTroubleSinceFiltered = false
@@ -113,7 +123,8 @@ public final class Simulation {
         self.scenario = scenario
         random = SeededRandom(seed: scenario.seed ^ 0x5EED)
         kernel = SimulatedKernel(family: scenario.family == .ipv6 ? AF_INET6 : AF_INET)
-        target = TargetCore(host: scenario.host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed)
+        target = TargetCore(host: scenario.host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed,
+                            refreshNanoseconds: scenario.dnsRefreshMilliseconds * 1_000_000)
         settings = scenario.settings
         reach = ReachabilityCore(families: [AF_INET, AF_INET6]) { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
         for (at, fault) in scenario.timeline { queue.add(.fault(fault), at: at * 1_000_000) }
@@ -126,7 +137,7 @@ public final class Simulation {
         reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: secondTarget)
         noteKernelTruth(reset: true)
         reach.start()
-        take(.start(checkURL: ""))
+        take(.start(checkURL: scenario.checkURL ? Self.checkURL : ""))
         pump()
         let end = scenario.duration * 1_000_000
         while violations.isEmpty {
@@ -215,7 +226,13 @@ public final class Simulation {
                 if !kernel.hasQueued { break }
             }
             if kernel.hasQueued { scheduleKernelRead() }
+        case .checkAnswer(let generation, let meaning):
+            // A cancelled check says nothing more, as CheckRun.cancel makes sure.
+            guard runningCheck?.generation == generation else { return }
+            runningCheck = nil
+            take(.checkAnswered(generation: generation, meaning))
         case .resolverAnswer(let generation, let result):
+            if case .failure = result, generation == monitor.generation { lastLookupFailureAt = now }
             take(.resolved(generation: generation, result, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) })))
         case .fault(let fault):
             apply(fault)
@@ -241,6 +258,11 @@ public final class Simulation {
                 filteredSince = nil
                 pathTroubleSinceFiltered = false
             }
+        case .resolver(let new):
+            resolverBehaviour = new
+            resolverAnsweringSince = new == .answering ? resolverAnsweringSince ?? now : nil
+        case .check(let new):
+            checkBehaviour = new
         case .linkUp(let index, let up):
             kernel.setAdministrativelyUp(index, up)
         case .carrier(let index, let on):
@@ -285,6 +307,9 @@ public final class Simulation {
         case .heal:
             quiet = true
             behaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
+            resolverBehaviour = .answering
+            resolverAnsweringSince = resolverAnsweringSince ?? now
+            checkBehaviour = .expected(milliseconds: 20)
             filteredSince = nil
             pathTroubleSinceFiltered = false
             for index: Int32 in [2, 3] {
@@ -337,6 +362,7 @@ public final class Simulation {
             state = target.state(previous: state)
             if state.status != before { summary.statuses.append((now, state.status, state.reason)) }
             checkResolution()
+            checkBeyondTheHost()
         }
     }
 
@@ -392,8 +418,10 @@ public final class Simulation {
         case .publish:
             // Published once the actions of this step are all carried out, as a loop turn would.
             stateDue = true
-        case .startCheck, .cancelCheck:
-            break  // CheckURL stays off here: the check's timing is PortalCheck's, tested on its own
+        case .startCheck(_, let generation):
+            startCheck(generation)
+        case .cancelCheck:
+            runningCheck = nil
         }
     }
 
@@ -422,6 +450,19 @@ public final class Simulation {
         }
     }
 
+    /// The check as CheckRun runs it: lookup, connect and GET, never past its limit.
+    private func startCheck(_ generation: UInt64) {
+        let limit = UInt64(max(5_000, settings.timeoutMilliseconds)) * 1_000_000
+        runningCheck = (generation, now, limit)
+        let (after, meaning): (UInt64, CheckAnswer.Meaning) = switch checkBehaviour {
+        case .expected(let milliseconds): (UInt64(milliseconds) * 1_000_000, .expected)
+        case .portal: (20_000_000, .portal("http://portal.test/login"))
+        case .failing: (20_000_000, .failed("HTTP 500"))
+        case .hanging: (limit, .failed("timed out after \(limit / 1_000_000_000) s"))
+        }
+        queue.add(.checkAnswer(generation: generation, meaning), at: now + min(after, limit))
+    }
+
     private func scheduleKernelRead() {
         guard kernel.hasQueued, !kernelReadScheduled else { return }
         kernelReadScheduled = true
@@ -430,7 +471,7 @@ public final class Simulation {
 
     private func resolve(_ host: String, _ generation: UInt64) {
         let v6 = scenario.family == .ipv6
-        let answer: Result<[IPAddress], HostResolver.Failure>?
+        var answer: Result<[IPAddress], HostResolver.Failure>?
         switch host {
         case "a.test": answer = .success([v6 ? Self.v6(0, 2) : .v4([198, 18, 0, 2])])
         case "b.test": answer = .success([v6 ? Self.v6(1, 2) : .v4([198, 18, 1, 2])])
@@ -438,8 +479,18 @@ public final class Simulation {
         case "hang.test": answer = nil
         default: answer = IPAddress(host).map { .success([$0]) }
         }
+        var delay = IPAddress(host) != nil ? 0 : random.next() % 30_000_000
+        if host == "a.test" || host == "b.test" {
+            switch resolverBehaviour {
+            case .answering: break
+            case .slow(let milliseconds): delay = UInt64(milliseconds) * 1_000_000
+            case .failing(let why): answer = .failure(HostResolver.Failure(message: "cannot resolve \(host): \(why)"))
+            case .hanging:
+                answer = .failure(HostResolver.Failure(message: "cannot resolve \(host): no answer"))
+                delay = 5_000_000_000 + random.next() % 5_000_000_000
+            }
+        }
         guard let answer else { return }
-        let delay = IPAddress(host) != nil ? 0 : random.next() % 30_000_000
         queue.add(.resolverAnswer(generation: generation, answer), at: now + delay)
     }
 
@@ -584,6 +635,27 @@ public final class Simulation {
         if case .resolved(let address) = monitor.resolution,
            !Self.addresses(of: monitor.host, v6: scenario.family == .ipv6).contains(address) {
             violation("Host \(monitor.host) resolved to \(address), an answer for an earlier Host")
+        }
+    }
+
+    /// The check and DNS health, by the contract: a check ends within its limit, lookup included
+    /// (Connectivity is not `unknown` "checking" past it); a check that failed leaves an answering
+    /// host `limited`, never `none`; `limited` for a broken resolver ends within 5 s of its repair
+    /// (or of its last failed answer, when a hung lookup failed after the repair), plus a lookup.
+    private func checkBeyondTheHost() {
+        if let running = runningCheck, state.reason.hasPrefix("checking"), now - running.startedAt > running.limit {
+            violation("Connectivity unknown (\(state.reason)) \(Double(now - running.startedAt) / 1e6) ms into a check "
+                      + "whose limit is \(Double(running.limit) / 1e6) ms")
+        }
+        if case .failed = monitor.portalCheck.meaning, probe.report.answering == true, monitor.route?.usable == true,
+           case .resolved = monitor.resolution, state.connectivity == .none {
+            violation("the check failed (\(state.reason)) and an answering host over a usable route is none")
+        }
+        if let since = resolverAnsweringSince, state.reason.contains("no longer resolves") {
+            let from = max(since, lastLookupFailureAt)
+            if now - from > 5_030_000_000 + 1_000_000 {
+                violation("limited by DNS \(Double(now - from) / 1e6) ms after the resolver answered again (\(state.reason))")
+            }
         }
     }
 

@@ -130,4 +130,69 @@ final class DefectScenarioTests: XCTestCase {
         XCTAssertEqual(first.summary.statuses.map(\.status), second.summary.statuses.map(\.status))
         XCTAssertEqual(first.summary.statuses.map(\.at), second.summary.statuses.map(\.at))
     }
+
+    // MARK: When the network is at its worst (issue 19)
+
+    /// 4: DNS health is retried every 5 s while the known address answers: `limited` ends within
+    /// 5 s of the resolver's repair (backing off to 60 s, it outlived the repair by up to a minute).
+    func testLimitedByABrokenResolverEndsWithin5SecondsOfItsRepair() {
+        var scenario = Scenario(seed: 4, settings: ProbeSettings(), duration: 40_000, timeline: [
+            (1_500, .resolver(.failing("SERVFAIL"))),
+            (25_000, .resolver(.answering)),
+        ])
+        scenario.dnsRefreshMilliseconds = 1_000
+        let simulation = run(scenario)
+        let limited = simulation.summary.statuses.first { $0.status == .none && $0.reason.contains("no longer resolves") }
+        XCTAssertNotNil(limited, "two failed lookups while the address answered made it limited: \(simulation.summary.statuses)")
+        let back = simulation.summary.statuses.first { $0.status == .ethernet && $0.at > 25_000_000_000 }
+        XCTAssertNotNil(back, "\(simulation.summary.statuses)")
+        if let back { XCTAssertLessThanOrEqual(back.at - 25_000_000_000, 5_031_000_000) }
+    }
+
+    /// 5: a hung lookup fails only after glibc's own timeout; the address it had keeps being probed,
+    /// and a slow resolver delays nothing but the lookup.
+    func testAHungOrSlowResolverNeverTakesTheKnownAddressAway() {
+        var scenario = Scenario(seed: 5, settings: ProbeSettings(), duration: 30_000, timeline: [
+            (1_500, .resolver(.hanging)),
+            (12_000, .resolver(.slow(milliseconds: 4_000))),
+            (20_000, .resolver(.answering)),
+        ])
+        scenario.dnsRefreshMilliseconds = 1_000
+        let simulation = run(scenario)
+        XCTAssertEqual(simulation.state.status, .ethernet, simulation.state.reason)
+        XCTAssertFalse(simulation.summary.statuses.contains { $0.reason.contains("not answering") }, "\(simulation.summary.statuses)")
+    }
+
+    /// 6: a check server that accepts and never answers: the check ends at its limit (5 s), and
+    /// Connectivity is `limited` then, not `unknown` for as long as the server keeps quiet.
+    func testACheckThatNeverAnswersEndsAtItsLimit() {
+        var scenario = Scenario(seed: 6, settings: ProbeSettings(), duration: 40_000, timeline: [
+            (0, .check(.hanging)),
+            (20_000, .check(.expected(milliseconds: 30))),
+        ])
+        scenario.checkURL = true
+        let simulation = run(scenario)
+        // Status is `unknown` ("checking …") from the start until the first check ends: the host
+        // answers within its first second, so the limit ends the check by 6 s.
+        let limited = simulation.summary.statuses.first { $0.reason.contains("timed out") }
+        XCTAssertNotNil(limited, "\(simulation.summary.statuses)")
+        if let limited { XCTAssertLessThanOrEqual(limited.at, 6_100_000_000) }
+        // Retried every 10 s while failing (each retry may take the whole limit): the repair at 20 s is seen by 31 s.
+        let full = simulation.summary.statuses.first { $0.status == .ethernet && $0.at > 20_000_000_000 }
+        XCTAssertNotNil(full, "\(simulation.summary.statuses)")
+        if let full { XCTAssertLessThanOrEqual(full.at, 31_100_000_000) }
+        XCTAssertEqual(simulation.state.connectivity, .full)
+    }
+
+    /// 7: a captive portal and signing in, through the same core the daemon drives.
+    func testAPortalAndSigningIn() {
+        var scenario = Scenario(seed: 7, settings: ProbeSettings(), duration: 25_000, timeline: [
+            (0, .check(.portal)),
+            (8_000, .check(.expected(milliseconds: 10))),
+        ])
+        scenario.checkURL = true
+        let simulation = run(scenario)
+        XCTAssertTrue(simulation.summary.statuses.contains { $0.reason.contains("captive portal") }, "\(simulation.summary.statuses)")
+        XCTAssertEqual(simulation.state.connectivity, .full)
+    }
 }
