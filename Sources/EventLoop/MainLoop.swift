@@ -257,15 +257,31 @@ public final class MainLoop {
                 preconditionFailure("epoll wait: \(SystemError("epoll_pwait"))")
             }
             if onSlowTurn != nil { turnStarted = MonotonicClock.now() }
-            for i in 0..<Int(n) {
-                let ready = IOEvents(rawValue: events[i].events)
-                guard let sources = sources(for: events[i].data.u64) else { continue }
-                for source in sources where source.isActive {
-                    let relevant = ready.intersection(source.interest.union([.error, .hangup]))
-                    if !relevant.isEmpty && !source.interest.isEmpty { source.handler(relevant) }
-                }
-            }
+            dispatch(events, count: n)
             fireDueTimers()
+        }
+    }
+
+    /// One turn that waits at most `nanoseconds` for descriptors: what is ready by then, the
+    /// timers due by the clock, the end-of-turn work. How a test on an injected clock lets
+    /// answers from other threads (the resolver's) arrive.
+    public func runTurn(waitingAtMost nanoseconds: UInt64) {
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        runEndOfTurn()
+        let n = events.withUnsafeMutableBufferPointer { wait($0, nanoseconds: nanoseconds) }
+        if n > 0 { dispatch(events, count: n) }
+        fireDueTimers()
+        runEndOfTurn()
+    }
+
+    private func dispatch(_ events: [epoll_event], count n: Int32) {
+        for i in 0..<Int(n) {
+            let ready = IOEvents(rawValue: events[i].events)
+            guard let sources = sources(for: events[i].data.u64) else { continue }
+            for source in sources where source.isActive {
+                let relevant = ready.intersection(source.interest.union([.error, .hangup]))
+                if !relevant.isEmpty && !source.interest.isEmpty { source.handler(relevant) }
+            }
         }
     }
 

@@ -17,7 +17,7 @@ public final class ConnectivityMonitor {
     private let reachability: (any RouteWatch)?
     /// The engine this monitor's route watch is on: its own, or one shared with other targets.
     public let reachabilityEngine: ReachabilityEngine?
-    private let transport: ProbeTransport
+    private let transport: any ProbeTransporting
     private let resolver: HostResolver
     private let resolverOwner: UInt64
     /// The default target's lookups go before the other targets'.
@@ -41,10 +41,12 @@ public final class ConnectivityMonitor {
 
     /// `sharedReachability`: an engine already watching the kernel's routes (another
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
+    /// `transport` and `routeWatch`: stand-ins for the sockets (driver tests); without them, real ones.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
                 sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: LazyHTTPClient? = nil,
                 dnsRefreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds, resolvesFirst: Bool = false,
-                classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
+                classifier: InterfaceClassifier = InterfaceClassifier(),
+                transport: (any ProbeTransporting)? = nil, routeWatch: (any RouteWatch)? = nil) throws(SystemError) {
         self.loop = loop
         self.resolvesFirst = resolvesFirst
         self.model = model
@@ -56,9 +58,12 @@ public final class ConnectivityMonitor {
             self.resolver = try HostResolver(loop: loop)
         }
         resolverOwner = self.resolver.newOwner()
-        transport = ProbeTransport(loop: loop, sockets: probeSockets)
+        self.transport = transport ?? ProbeTransport(loop: loop, sockets: probeSockets)
         var problem: String?
-        if let sharedReachability {
+        if let routeWatch {
+            reachabilityEngine = nil
+            reachability = routeWatch
+        } else if let sharedReachability {
             reachabilityEngine = sharedReachability
             reachability = sharedReachability.watch()
         } else {
@@ -74,7 +79,7 @@ public final class ConnectivityMonitor {
         }
         core = TargetCore(host: model.settings.host, family: model.settings.family,
                           probeSettings: Self.probeSettings(model.settings), seed: UInt64.random(in: 0...UInt64.max),
-                          slot: transport.slot ?? 0, stride: transport.stride, routeProblem: problem,
+                          slot: self.transport.slot ?? 0, stride: self.transport.stride, routeProblem: problem,
                           refreshNanoseconds: dnsRefreshNanoseconds)
         wireUp()
     }

@@ -7,7 +7,8 @@ import Reachability
 /// One target's whole verdict without I/O: `MonitorCore` (the name, the route, the check of
 /// CheckURL, DNS health, link facts) and `ProbeCore` (the schedule, the tracker, the verdict)
 /// composed once, here. Events come in with `now`; what to do comes out as actions, in order,
-/// with at most one `.publish`, last. The daemon's driver and the simulation drive this same
+/// with at most one `.publish`, after all the others but `.verdictReady` (which follows it, so
+/// pending Checks answer with the state just published). The daemon's driver and the simulation drive this same
 /// core: they translate what happened into events and actions into syscalls, nothing more.
 public struct TargetCore {
     public enum Event: Sendable {
@@ -45,7 +46,7 @@ public struct TargetCore {
         /// GET CheckURL, lookup included, within its limit; answer with `.checkAnswered`.
         case startCheck(url: String, generation: UInt64)
         case cancelCheck
-        /// A probe ended: a verdict is in, pending Checks may answer.
+        /// A probe ended: a verdict is in, and published; pending Checks may answer. Always last.
         case verdictReady
         /// The probe report changed (for logs; the state to publish follows in `.publish`).
         case reportChanged(old: ProbeReport, new: ProbeReport)
@@ -123,10 +124,12 @@ public struct TargetCore {
         return (probing, settle(now: now))
     }
 
-    /// Feeds each core's outputs to the other until both are quiet; the state is published once, last.
+    /// Feeds each core's outputs to the other until both are quiet; the state is published once,
+    /// and only then is a verdict ready.
     private mutating func settle(now: UInt64) -> [Action] {
         var actions: [Action] = []
         var publishDue = false
+        var verdictReady = false
         while true {
             let fromMonitor = monitor.takeOutputs()
             let fromProbe = probe.takeOutputs()
@@ -160,7 +163,7 @@ public struct TargetCore {
                 case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
                     actions.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP))
                 case .probeFinished:
-                    actions.append(.verdictReady)
+                    verdictReady = true
                 case .report(let old, let new):
                     actions.append(.reportChanged(old: old, new: new))
                     monitor.probeReportChanged(from: old, to: new, now: now)
@@ -168,6 +171,7 @@ public struct TargetCore {
             }
         }
         if publishDue { actions.append(.publish) }
+        if verdictReady { actions.append(.verdictReady) }
         return actions
     }
 }

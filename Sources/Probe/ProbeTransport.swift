@@ -3,10 +3,28 @@ import EventLoop
 import Glibc
 import NetCore
 
+/// What a target's driver needs of the probes' I/O: the daemon's is `ProbeTransport`; driver
+/// tests bring one of their own, on a loop with a clock they advance.
+public protocol ProbeTransporting: AnyObject {
+    /// Told everything that arrives, in order (possibly from inside `send`).
+    var onInput: (ProbeInput) -> Void { get set }
+    /// Whether the core still waits for probe `sequence`.
+    var isOutstanding: (UInt16) -> Bool { get set }
+    var target: IPAddress? { get }
+    /// The sequence slot in shared sockets (nil: sockets of its own), and the stride of slots.
+    var slot: UInt16? { get }
+    var stride: UInt16 { get }
+    /// Sends to `address` from now on (nil: nowhere); returns how, nil when it cannot send at all.
+    func retarget(_ address: IPAddress?) -> ProbeMethod?
+    func send(sequence: UInt16, token: UInt64, alsoTCP: Bool)
+    /// Lets go of what probes that ended still hold.
+    func forgetFinished()
+}
+
 /// The probes' I/O and nothing else: the ICMP socket (its own or a slot in shared ones) and
 /// the TCP connections. It sends what the core asks and turns what arrives into `ProbeInput`
 /// for whoever drives the core; it decides nothing. Everything runs on the loop.
-public final class ProbeTransport {
+public final class ProbeTransport: ProbeTransporting {
     private let loop: MainLoop
     private let allowedMethods: Set<ProbeMethod>
     private let tcpPort: UInt16

@@ -1,0 +1,181 @@
+import EventLoop
+import MonitorService
+import NetCore
+import Probe
+import Reachability
+import Synchronization
+import XCTest
+
+/// The daemon's driver around `TargetCore`, without root, sockets or a network: a loop on a
+/// clock the test advances, a transport and a route watch the test plays, a resolver whose
+/// lookup the test answers. What it shows: the driver carries out what the core asks, hands
+/// back what happens, even from inside its own calls, after the actions that caused it, and
+/// publishes once per event.
+final class ConnectivityMonitorDriverTests: XCTestCase {
+    final class FakeTransport: ProbeTransporting {
+        enum Behaviour { case answerAtOnce, failAtOnce, silent }
+        var behaviour: Behaviour
+        var onInput: (ProbeInput) -> Void = { _ in }
+        var isOutstanding: (UInt16) -> Bool = { _ in false }
+        private(set) var target: IPAddress?
+        let slot: UInt16? = nil
+        var stride: UInt16 { 1 }
+        private(set) var sent: [(sequence: UInt16, token: UInt64)] = []
+        /// Whether the driver was still inside an earlier input when a new one came (it must not be).
+        private(set) var inputsInsideInputs = 0
+        private var delivering = false
+
+        init(_ behaviour: Behaviour) { self.behaviour = behaviour }
+
+        func retarget(_ address: IPAddress?) -> ProbeMethod? {
+            target = address
+            return .icmpDatagram
+        }
+
+        func send(sequence: UInt16, token: UInt64, alsoTCP: Bool) {
+            sent.append((sequence, token))
+            switch behaviour {
+            case .answerAtOnce: deliver(.reply(sequence: sequence, token: token, via: .icmp))
+            case .failAtOnce: deliver(.sendFailed(sequence: sequence, transient: false, reason: "cannot send: Network is unreachable"))
+            case .silent: break
+            }
+        }
+
+        func deliver(_ input: ProbeInput) {
+            if delivering { inputsInsideInputs += 1 }
+            delivering = true
+            onInput(input)
+            delivering = false
+        }
+
+        func forgetFinished() {}
+    }
+
+    final class FakeRouteWatch: RouteWatch {
+        var target: IPAddress?
+        var families: [Int32] = []
+        var verdict: ReachabilityVerdict?
+        var table = LinkTable()
+        var onChange: (ReachabilityVerdict) -> Void = { _ in }
+
+        func say(_ new: ReachabilityVerdict) {
+            verdict = new
+            onChange(new)
+        }
+    }
+
+    final class TestClock: Sendable {
+        let nanoseconds = Atomic<UInt64>(1_000_000_000)
+    }
+
+    let clock = TestClock()
+    var loop: MainLoop!
+    var model: MonitorModel!
+    var routes: FakeRouteWatch!
+    var updates = 0
+    let eth0 = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
+
+    override func setUpWithError() throws {
+        let clock = self.clock
+        loop = try MainLoop(clock: { clock.nanoseconds.load(ordering: .relaxed) })
+        var settings = MonitorSettings()
+        settings.host = "a.test"
+        settings.interval = 1000
+        settings.timeout = 500
+        model = MonitorModel(settings: settings)
+        model.onChange = { [unowned self] _, _ in updates += 1 }
+        routes = FakeRouteWatch()
+    }
+
+    func makeMonitor(_ transport: FakeTransport) throws -> ConnectivityMonitor {
+        let resolver = try HostResolver(loop: loop) { host, _ in
+            host == "a.test" ? .success([.v4([198, 18, 0, 2])]) : .failure(HostResolver.Failure(message: "cannot resolve \(host): NXDOMAIN"))
+        }
+        return try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, transport: transport, routeWatch: routes)
+    }
+
+    /// Turns of the loop until `done` (the resolver answers from its own thread), at most a second of real time.
+    func turn(until done: () -> Bool) {
+        for _ in 0..<200 where !done() { loop.runTurn(waitingAtMost: 5_000_000) }
+    }
+
+    func advance(milliseconds: UInt64) {
+        for _ in 0..<milliseconds / 10 {
+            clock.nanoseconds.add(10_000_000, ordering: .relaxed)
+            loop.runDueWork()
+        }
+    }
+
+    func testAnAnswerFromInsideSendIsTakenAfterTheSendAndPublishedOnce() throws {
+        let transport = FakeTransport(.answerAtOnce)
+        let monitor = try makeMonitor(transport)
+        monitor.start()
+        turn { transport.target != nil }
+        XCTAssertEqual(transport.target, .v4([198, 18, 0, 2]))
+        XCTAssertEqual(routes.target, .v4([198, 18, 0, 2]), "the route watch follows the address the core chose")
+        let before = updates
+        routes.say(eth0)
+        // Two events (the route, and the answer the probe it set off drew at once): two publications at most.
+        XCTAssertLessThanOrEqual(updates - before, 2)
+        XCTAssertEqual(transport.inputsInsideInputs, 0)
+        XCTAssertEqual(model.state.status, .ethernet, model.state.reason)
+        XCTAssertEqual(model.state.interface, "eth0")
+        XCTAssertEqual(model.state.address, "198.18.0.2")
+        XCTAssertEqual(model.state.probeMethod, "icmp")
+        XCTAssertEqual(transport.sent.count, 2, "the first probe of the new target, and one for the route gained")
+        // On schedule from here: one probe an Interval, each answered at once.
+        advance(milliseconds: 3_000)
+        XCTAssertEqual(transport.sent.count, 5)
+        XCTAssertEqual(model.state.status, .ethernet)
+    }
+
+    func testSilenceIsConfirmedOnTheInjectedClockAndNothingMoreIsSent() throws {
+        let transport = FakeTransport(.silent)
+        let monitor = try makeMonitor(transport)
+        monitor.start()
+        turn { transport.target != nil }
+        let before = updates
+        routes.say(eth0)
+        XCTAssertLessThanOrEqual(updates - before, 1, "one event, one publication at most")
+        XCTAssertEqual(model.state.connectivity, .unknown)
+        advance(milliseconds: 1_600)
+        // Probes at 0 (with the route gained's beside it) and 1 s; lost at 0.5 s and 1.5 s: FailureThreshold 2.
+        XCTAssertEqual(model.state.connectivity, .limited, model.state.reason)
+        XCTAssertEqual(model.state.status, .none)
+        XCTAssertTrue(model.state.reason.contains("not answering"), model.state.reason)
+        XCTAssertLessThanOrEqual(transport.sent.count, 3, "the schedule, and one for the route gained")
+        // An answer brings it back at once.
+        let last = try XCTUnwrap(transport.sent.last)
+        advance(milliseconds: 500)
+        let next = try XCTUnwrap(transport.sent.last)
+        XCTAssertNotEqual(next.sequence, last.sequence)
+        transport.deliver(.reply(sequence: next.sequence, token: next.token, via: .icmp))
+        XCTAssertEqual(model.state.status, .ethernet, model.state.reason)
+    }
+
+    func testAFailedSendIsARefusalTakenAfterTheActionsThatCausedIt() throws {
+        let transport = FakeTransport(.failAtOnce)
+        let monitor = try makeMonitor(transport)
+        monitor.start()
+        turn { transport.target != nil }
+        routes.say(eth0)
+        XCTAssertEqual(transport.inputsInsideInputs, 0)
+        XCTAssertEqual(model.state.status, .none)
+        XCTAssertTrue(model.state.reason.contains("Network is unreachable"), model.state.reason)
+    }
+
+    func testANameThatStopsResolvingAfterAHostChangeLeavesNoAddress() throws {
+        let transport = FakeTransport(.answerAtOnce)
+        let monitor = try makeMonitor(transport)
+        monitor.start()
+        turn { transport.target != nil }
+        routes.say(eth0)
+        XCTAssertEqual(model.state.status, .ethernet)
+        try model.set(.host) { settings throws(SettingError) in try settings.set(.host, text: "b.test") }
+        monitor.settingChanged(.host)
+        turn { model.state.reason.contains("NXDOMAIN") }
+        XCTAssertEqual(model.state.status, .none)
+        XCTAssertEqual(model.state.address, "")
+        XCTAssertNil(transport.target, "nothing is probed for a name that does not resolve")
+    }
+}
