@@ -4,7 +4,7 @@
 cd "$(dirname "$0")/.." || exit 1
 pure=0 all=0
 for file in Sources/Probe/*.swift Sources/Reachability/*.swift \
-            Sources/MonitorService/MonitorCore.swift Sources/MonitorService/ConnectivityMonitor.swift \
+            Sources/MonitorService/MonitorCore.swift Sources/MonitorService/TargetCore.swift Sources/MonitorService/ConnectivityMonitor.swift \
             Sources/MonitorService/StatusRules.swift; do
     lines=$(wc -l < "$file")
     all=$((all + lines))

@@ -94,8 +94,15 @@ final class Service {
     private var linkFacts: LinkFactsWatch?
     private var targets: TargetSet?
     private var saver: StateSaver?
-    /// What the state file holds (or will once saved): values Set over D-Bus, never flags.
-    private var persisted: [MonitorSettings.Key: String] = [:]
+    /// What the state file holds of the default target (or will once saved): values Set over
+    /// D-Bus, never flags. Target 0 keeps them once exported.
+    private var restoredValues: [MonitorSettings.Key: String] = [:]
+    private var persisted: [MonitorSettings.Key: String] {
+        get { targets?.defaultTarget?.persisted ?? restoredValues }
+        set {
+            if let target = targets?.defaultTarget { target.persisted = newValue } else { restoredValues = newValue }
+        }
+    }
     /// The added targets the state file held at start, restored once the objects exist.
     private var restoredState = StoredState()
 
@@ -197,41 +204,21 @@ final class Service {
     /// Exports the Monitor object and connects it to the engines and the bus.
     func export() {
         let server = ObjectServer(connection: connection)
-        let objects = ServiceObjects(server: server, model: model, budget: budget) { [loop, resolver, probeSockets, http, options,
-                                                                                        connectivity] model throws(SystemError) in
+        // The default target starts first: its first lookup is asked before any added target's.
+        let objects = ServiceObjects(server: server, model: model, budget: budget, engines: connectivity,
+                                     persisted: restoredValues) { [loop, resolver, probeSockets, http, options,
+                                                                   connectivity] model throws(SystemError) in
             try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: connectivity.reachabilityEngine,
                                     probeSockets: probeSockets, http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds)
         }
         let targets = objects.targets
         self.targets = targets
-        let monitor = objects.monitor
-        self.monitor = monitor
-        connectivity.onVerdictReady = { monitor.verdictReady() }
-        // Logging and retargeting the engines wait until this turn's signals are out
-        // (the flush was queued first): clients hear of a change before the work it causes.
-        monitor.onStatusChanged = { [loop] state, host in
-            loop.atEndOfTurn {
-                let detail = state.status.isConnected ? "via \(state.interface), \(state.address)" : state.reason
-                Log.notice("status \(state.status.rawValue) for \(host): \(detail)")
-            }
-        }
-        monitor.persist = { [unowned self] key, call in persist(key, call) }
-        // The default target's first lookup is asked before any added target's.
-        connectivity.start()
+        monitor = objects.monitor
         exportTargets(targets)
-        linkFacts?.onChange = { [unowned self] table in
-            connectivity.linkFactsChanged(table)
-            self.targets?.linkFactsChanged(table)
-        }
+        linkFacts?.onChange = { [unowned self] table in self.targets?.linkFactsChanged(table) }
         linkFacts?.onNews = { Log.info($0) }
         linkFacts?.onReady = { Log.info("modems and metered links: first view complete") }
         linkFacts?.start()
-        model.onSettingChanged = { [unowned self] key in
-            loop.atEndOfTurn { [unowned self] in
-                Log.info("\(key.name) set to \(model.settings.text(key))")
-                connectivity.settingChanged(key)
-            }
-        }
         connection.onSignal = { [unowned self] message in busSignal(message) }
         // Learn of clients leaving the bus, to drop their pending calls.
         connection.addMatch("type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
@@ -252,24 +239,26 @@ final class Service {
         }
         targets.persist = { [unowned self] target, key, call in save(answering: call, key: key) }
         targets.onChange = { [unowned self] in save(answering: nil, key: nil) }
+        // After this turn's signals are out (the flush was queued first).
         targets.onStatusChanged = { [loop] target, state in
             loop.atEndOfTurn {
                 let detail = state.status.isConnected ? "via \(state.interface), \(state.address)" : state.reason
-                Log.notice("target \(target.number): status \(state.status.rawValue) for \(target.model.settings.host): \(detail)")
+                Log.notice("\(Self.name(target))status \(state.status.rawValue) for \(target.model.settings.host): \(detail)")
             }
         }
+        targets.onSettingChanged = { target, key in
+            Log.info("\(Self.name(target))\(key.name) set to \(target.model.settings.text(key))")
+        }
+    }
+
+    /// How the log names a target: not at all for the default one.
+    private static func name(_ target: TargetSet.Target) -> String {
+        target.number == 0 ? "" : "target \(target.number): "
     }
 
     /// Everything the state file keeps: the default target's values and the added targets.
     private var storedState: StoredState {
         StoredState(values: persisted, targets: targets?.stored ?? [], nextTarget: targets?.nextNumber ?? restoredState.nextTarget)
-    }
-
-    /// A value was just Set over D-Bus: the Set is answered once it is saved,
-    /// or with Failed when it cannot be (the value stays in effect for this run).
-    private func persist(_ key: MonitorSettings.Key, _ call: MethodCall) -> MethodOutcome {
-        persisted[key] = model.settings.text(key)
-        return save(answering: call, key: key)
     }
 
     /// Saves the whole state after this turn's signals; `call` (a Set of `key`) is answered
@@ -313,7 +302,6 @@ final class Service {
         if message.isSignal(interface: "org.freedesktop.DBus", member: "NameOwnerChanged"),
            let arguments = try? message.arguments(), arguments.count == 3,
            let name = arguments[0].stringValue, arguments[2].stringValue == "", name.hasPrefix(":") {
-            monitor?.clientVanished(name)
             targets?.clientVanished(name)
             budget.clientVanished(name)
         } else if message.isSignal(interface: "org.freedesktop.DBus", member: "NameLost"),

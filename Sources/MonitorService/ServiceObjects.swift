@@ -8,16 +8,19 @@ public final class ServiceObjects {
     public let monitor: MonitorObject
     let targets: TargetSet
 
-    init(server: ObjectServer, model: MonitorModel, budget: PendingBudget, makeEngines: TargetSet.EngineFactory?) {
+    /// `engines`: the default target's (nil without engines); `makeEngines`: an added target's.
+    init(server: ObjectServer, model: MonitorModel, budget: PendingBudget, engines: ConnectivityMonitor?,
+         persisted: [MonitorSettings.Key: String] = [:], makeEngines: TargetSet.EngineFactory?) {
         targets = TargetSet(loop: server.loop, server: server, budget: budget, makeEngines: makeEngines)
         monitor = MonitorObject(model: model, server: server, budget: budget, extraInterfaces: [targets.declaration()])
         server.manageObjects(under: MonitorContract.objectPath)
+        targets.adoptDefault(model: model, object: monitor, connectivity: engines, persisted: persisted)
     }
 
     /// The objects alone, with no engine behind any target: nothing is resolved or probed.
     /// For the fuzzer, which must send no packet whatever Host an input sets.
     public static func withoutEngines(server: ObjectServer, model: MonitorModel, budget: PendingBudget) -> ServiceObjects {
-        ServiceObjects(server: server, model: model, budget: budget, makeEngines: nil)
+        ServiceObjects(server: server, model: model, budget: budget, engines: nil, makeEngines: nil)
     }
 
     /// The added targets' paths, in order.

@@ -6,9 +6,10 @@ import MonitorContract
 import Probe
 import Reachability
 
-/// The added targets: each a complete org.netobserver.Monitor at `…/Monitor/N`, with
-/// its own settings and state, sharing the resolver and the pending-call budget with
-/// the default target. Numbers are never reused, across restarts too.
+/// Every target: the default one, number 0 at `/org/netobserver/Monitor`, and the added ones,
+/// each a complete org.netobserver.Monitor at `…/Monitor/N` with its own settings and state,
+/// all sharing the resolver, the sockets and the pending-call budget, and all wired one way
+/// (`wire`). Numbers are never reused, across restarts too.
 final class TargetSet {
     final class Target {
         let number: UInt32
@@ -40,7 +41,12 @@ final class TargetSet {
     private let server: ObjectServer
     private let makeEngines: EngineFactory?
     private let budget: PendingBudget
+    /// Target 0, once the service adopted it.
+    private(set) var defaultTarget: Target?
+    /// The added targets, in order of their numbers' giving.
     private(set) var targets: [Target] = []
+    /// The default target, then the added ones.
+    var all: [Target] { (defaultTarget.map { [$0] } ?? []) + targets }
     private(set) var nextNumber: UInt32 = 1
     /// What ModemManager and NetworkManager say now: every target starts with it.
     private var linkFacts = LinkFactsTable()
@@ -53,8 +59,9 @@ final class TargetSet {
     var onChange: (() -> Void)?
     /// A value was Set on target `number` over D-Bus: keep it, and answer the Set.
     var persist: ((_ target: Target, _ key: MonitorSettings.Key, _ call: MethodCall) -> MethodOutcome)?
-    /// A target's Status changed (for the log).
+    /// A target's Status changed, or one of its settings (for the log).
     var onStatusChanged: ((Target, MonitorState) -> Void)?
+    var onSettingChanged: ((Target, MonitorSettings.Key) -> Void)?
 
     init(loop: MainLoop, server: ObjectServer, budget: PendingBudget, makeEngines: EngineFactory?) {
         self.loop = loop
@@ -121,20 +128,44 @@ final class TargetSet {
         }
         let target = Target(number: number, model: model, object: object, connectivity: connectivity,
                             fromCommandLine: fromCommandLine, persisted: persisted)
-        connectivity?.onVerdictReady = { [unowned object] in object.verdictReady() }
+        targets.append(target)
+        wire(target)
+        changed()
+        return target
+    }
+
+    /// The default target joins the set as target 0 (before any added one, so its first
+    /// lookup is asked first), its values Set over D-Bus kept in `persisted`.
+    @discardableResult
+    func adoptDefault(model: MonitorModel, object: MonitorObject, connectivity: ConnectivityMonitor?,
+                      persisted: [MonitorSettings.Key: String]) -> Target {
+        let target = Target(number: 0, model: model, object: object, connectivity: connectivity, fromCommandLine: false,
+                            persisted: persisted)
+        defaultTarget = target
+        wire(target)
+        return target
+    }
+
+    /// What every target is told and tells, the same for all: verdicts to its pending Checks,
+    /// Sets to be kept, Status and settings to the log and the engines, link facts; then it starts.
+    private func wire(_ target: Target) {
+        let object = target.object
+        target.connectivity?.onVerdictReady = { [unowned object] in object.verdictReady() }
         object.persist = { [unowned self, unowned target] key, call in
             target.persisted[key] = target.model.settings.text(key)
             return target.fromCommandLine ? .reply([]) : persist?(target, key, call) ?? .reply([])
         }
         object.onStatusChanged = { [unowned self, unowned target] state, _ in onStatusChanged?(target, state) }
-        model.onSettingChanged = { [unowned self, unowned target] key in
-            loop.atEndOfTurn { [weak target] in target?.connectivity?.settingChanged(key) }
+        // After this turn's signals: clients hear of a change before the work it causes.
+        target.model.onSettingChanged = { [unowned self, unowned target] key in
+            loop.atEndOfTurn { [weak self, weak target] in
+                guard let self, let target else { return }
+                onSettingChanged?(target, key)
+                target.connectivity?.settingChanged(key)
+            }
         }
-        targets.append(target)
-        connectivity?.linkFactsChanged(linkFacts)
-        connectivity?.start()
-        changed()
-        return target
+        target.connectivity?.linkFactsChanged(linkFacts)
+        target.connectivity?.start()
     }
 
     func remove(path: String) throws(DBusError) {
@@ -151,11 +182,11 @@ final class TargetSet {
 
     func linkFactsChanged(_ table: LinkFactsTable) {
         linkFacts = table
-        for target in targets { target.connectivity?.linkFactsChanged(table) }
+        for target in all { target.connectivity?.linkFactsChanged(table) }
     }
 
     func clientVanished(_ client: String) {
-        for target in targets { target.object.clientVanished(client) }
+        for target in all { target.object.clientVanished(client) }
     }
 
     /// What the state file keeps of the added targets.
