@@ -225,9 +225,12 @@ final class WhereApplicationsLookTests: XCTestCase {
     // MARK: The portal
 
     func testTheDesktopPortalAnswersWithTheServicesValues() throws {
+        let networkManager = try MockService.networkManager(bus: bus)
+        try networkManager.addEthernetDevice("veth", interface: hosts.clientLink, metered: 1)
         try checkServer("204")
         try startDaemon()
         try wait(.connectivity, "full")
+        try wait(.metered, "true")
         let session = try PrivateBus()
         defer { session.stop() }
         let portal = try start(["/usr/libexec/xdg-desktop-portal", "--replace"],
@@ -242,7 +245,11 @@ final class WhereApplicationsLookTests: XCTestCase {
         let first = client.waitFor(10) { $0["kind"] as? String == "start" }
         XCTAssertEqual(first?["available"] as? Bool, true, client.text)
         XCTAssertEqual(first?["connectivity"] as? Int, 4, client.text)
-        XCTAssertEqual(first?["metered"] as? Bool, false, client.text)
+        XCTAssertEqual(first?["metered"] as? Bool, true, client.text)
+        try networkManager.setMetered("veth", 2)
+        try wait(.metered, "false")
+        let unmetered = client.waitFor { $0["kind"] as? String == "changed" && $0["metered"] as? Bool == false }
+        XCTAssertEqual(unmetered?["connectivity"] as? Int, 4, client.text)
 
         try hosts.client.ip("link set \(hosts.clientLink) down")
         try wait(.connectivity, "none")
@@ -258,6 +265,9 @@ final class WhereApplicationsLookTests: XCTestCase {
         client.send("status")
         let asked = client.waitFor(skipping: before) { $0["kind"] as? String == "status" }
         XCTAssertEqual(asked?["connectivity"] as? Int, 2, client.text)
+        XCTAssertEqual(asked?["get_connectivity"] as? Int, 2, client.text)
+        XCTAssertEqual(asked?["get_available"] as? Bool, true, client.text)
+        XCTAssertEqual(asked?["get_metered"] as? Bool, false, client.text)
     }
 
     // MARK: Qt

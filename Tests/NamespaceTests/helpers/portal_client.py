@@ -21,11 +21,19 @@ def say(kind, **fields):
     print(json.dumps(fields), flush=True)
 
 
+def call(method, reply_type):
+    return bus.call_sync(PORTAL[0], PORTAL[1], PORTAL[2], method, None, GLib.VariantType(reply_type),
+                         Gio.DBusCallFlags.NONE, 5000, None).unpack()[0]
+
+
 def status(kind):
-    reply = bus.call_sync(PORTAL[0], PORTAL[1], PORTAL[2], "GetStatus", None, GLib.VariantType("(a{sv})"),
-                          Gio.DBusCallFlags.NONE, 5000, None)
-    values = reply.unpack()[0]
-    say(kind, available=values["available"], metered=values["metered"], connectivity=values["connectivity"])
+    values = call("GetStatus", "(a{sv})")
+    fields = dict(available=values["available"], metered=values["metered"], connectivity=values["connectivity"])
+    if kind == "status":
+        # The single-value methods too, which older portal clients use.
+        fields.update(get_available=call("GetAvailable", "(b)"), get_metered=call("GetMetered", "(b)"),
+                      get_connectivity=call("GetConnectivity", "(u)"))
+    say(kind, **fields)
 
 
 def command(channel, _condition):
