@@ -93,40 +93,12 @@ public final class PrivateBus {
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         var configuration = ["--session"]
-        if anyUser {
+        if anyUser || serviceDirectory != nil {
             let file = directory + "/bus.conf"
-            try """
-                <busconfig>
-                  <type>session</type>
-                  <listen>unix:path=\(directory)/bus</listen>
-                  <auth>EXTERNAL</auth>
-                  <policy context="default">
-                    <allow user="*"/>
-                    <allow send_destination="*" eavesdrop="true"/>
-                    <allow eavesdrop="true"/>
-                    <allow own="*"/>
-                  </policy>
-                </busconfig>
-                """.write(toFile: file, atomically: true, encoding: .utf8)
+            try Self.sessionConfiguration(socket: "\(directory)/bus", anyUser: anyUser, serviceDirectory: serviceDirectory)
+                .write(toFile: file, atomically: true, encoding: .utf8)
             configuration = ["--config-file=\(file)"]
-            chmod(directory, 0o755)
-        }
-        if let serviceDirectory {
-            let file = directory + "/bus.conf"
-            try """
-                <busconfig>
-                  <type>session</type>
-                  <listen>unix:path=\(directory)/bus</listen>
-                  <auth>EXTERNAL</auth>
-                  <servicedir>\(serviceDirectory)</servicedir>
-                  <policy context="default">
-                    <allow send_destination="*" eavesdrop="true"/>
-                    <allow eavesdrop="true"/>
-                    <allow own="*"/>
-                  </policy>
-                </busconfig>
-                """.write(toFile: file, atomically: true, encoding: .utf8)
-            configuration = ["--config-file=\(file)"]
+            if anyUser { chmod(directory, 0o755) }
         }
         if let systemPolicy {
             let file = directory + "/bus.conf"
@@ -154,6 +126,23 @@ public final class PrivateBus {
         }
         guard !found.isEmpty else { throw NSError(domain: "dbus-daemon did not start", code: 1) }
         address = found
+    }
+
+    /// A session bus of the test's own: every user may connect with `anyUser`; it activates only
+    /// the services in `serviceDirectory`, when given.
+    private static func sessionConfiguration(socket: String, anyUser: Bool, serviceDirectory: String?) -> String {
+        """
+        <busconfig>
+          <type>session</type>
+          <listen>unix:path=\(socket)</listen>
+          <auth>EXTERNAL</auth>
+        \(serviceDirectory.map { "  <servicedir>\($0)</servicedir>\n" } ?? "")  <policy context="default">
+        \(anyUser ? "    <allow user=\"*\"/>\n" : "")    <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+        </busconfig>
+        """
     }
 
     public var pid: Int32 { process.processIdentifier }

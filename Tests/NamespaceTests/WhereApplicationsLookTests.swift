@@ -188,13 +188,19 @@ final class WhereApplicationsLookTests: XCTestCase {
         assertEachChangeChangedSomething(glib, interfaceChanges: 2)
     }
 
-    func testMeteredFromNetworkManagerAndNetworkManagersOwnCheck() throws {
+    /// NetworkManager (python3-dbusmock) saying the client's link is metered, and the service full behind it.
+    func startMeteredService() throws -> MockService {
         let networkManager = try MockService.networkManager(bus: bus)
         try networkManager.addEthernetDevice("veth", interface: hosts.clientLink, metered: 1)
         try checkServer("204")
         try startDaemon()
         try wait(.connectivity, "full")
         try wait(.metered, "true")
+        return networkManager
+    }
+
+    func testMeteredFromNetworkManagerAndNetworkManagersOwnCheck() throws {
+        let networkManager = try startMeteredService()
         // NetworkManager runs, but says nothing of a check of its own: the module's.
         let glib = try startGLibProgram()
         XCTAssertEqual(glib.events.first?["type"] as? String, "NetobserverNetworkMonitor", glib.text)
@@ -225,12 +231,7 @@ final class WhereApplicationsLookTests: XCTestCase {
     // MARK: The portal
 
     func testTheDesktopPortalAnswersWithTheServicesValues() throws {
-        let networkManager = try MockService.networkManager(bus: bus)
-        try networkManager.addEthernetDevice("veth", interface: hosts.clientLink, metered: 1)
-        try checkServer("204")
-        try startDaemon()
-        try wait(.connectivity, "full")
-        try wait(.metered, "true")
+        let networkManager = try startMeteredService()
         let session = try PrivateBus()
         defer { session.stop() }
         let portal = try start(["/usr/libexec/xdg-desktop-portal", "--replace"],
