@@ -146,7 +146,20 @@ public struct Scenario: Sendable {
         // A lookup hung before healing fails up to 10 s later and is retried 5 s after that; a check
         // that failed is retried after 10 s and may take its whole limit.
         let settled = healAt + 16_000 + UInt64(slowest.timeoutMilliseconds)
-        if quiet < settled && (scenario.checkURL || timeline.contains { if case .resolver = $0.fault { true } else { false } }) {
+        let slowToSettle = timeline.contains { entry in
+            switch entry.fault {
+            case .resolver(.failing), .resolver(.hanging): true
+            case .check(.portal), .check(.failing), .check(.hanging): scenario.checkURL
+            default: false
+            }
+        }
+        // A slow lookup asked before healing answers up to 4 s later.
+        if timeline.contains(where: { if case .resolver(.slow) = $0.fault { true } else { false } }) {
+            quiet = max(quiet, healAt + 4_100 + recovery + 500)
+            scenario.quietFrom = quiet
+            scenario.duration = quiet + 500
+        }
+        if quiet < settled && slowToSettle {
             quiet = settled
             scenario.quietFrom = quiet
             scenario.duration = quiet + 500
