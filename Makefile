@@ -19,7 +19,7 @@ SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # No $$ORIGIN run path: the installed binaries load no library from beside themselves.
 RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath $(SWIFT_FLAGS)
 
-.PHONY: all build release run test check bench fuzz install uninstall deps-build deps-test deps-bench gio-module clean
+.PHONY: all build release run test check purity bench fuzz install uninstall deps-build deps-test deps-bench gio-module clean
 
 all: build
 
@@ -62,7 +62,7 @@ release: deps-build
 run: release
 	@tools/run.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd" $(ARGS)
 
-test: deps-test gio-module
+test: deps-test gio-module purity
 	@# Namespaces left by an interrupted earlier run (tests name theirs no-*).
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^no-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
@@ -72,7 +72,13 @@ test: deps-test gio-module
 
 # The pure parts alone: unit tests and the simulation, no root, no bus, no namespace (under a minute).
 CHECK_SUITES := SimulationTests|ProbeTests|ReachabilityTests|MonitorServiceTests|HTTPCheckTests
-check: deps-build
+# The pure targets depend on no other target (the package graph says so); Glibc, which every target may
+# import, is kept out of them here.
+PURE_TARGETS := Sources/ProbeRules
+purity:
+	@! grep -rlE '^import (Glibc|Foundation|FoundationEssentials|Dispatch)$$' $(PURE_TARGETS) || { echo "a pure target imports the system (above)"; exit 1; }
+
+check: deps-build purity
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --disable-swift-testing $(SWIFT_FLAGS) --filter '^($(CHECK_SUITES))\.'
 
@@ -88,7 +94,7 @@ bench: deps-bench release gio-module
 FUZZ_RUNS ?= 10000000
 FUZZ_NETLINK_SOURCES := Sources/NetCore/IPAddress.swift Sources/Reachability/RouteMessage.swift \
                         Sources/Reachability/NetlinkParser.swift Fuzz/NetlinkFuzzer.swift
-FUZZ_ECHO_SOURCES := Sources/Probe/EchoPacket.swift Sources/Probe/InternetChecksum.swift Sources/Probe/ProbeTracker.swift \
+FUZZ_ECHO_SOURCES := Sources/ProbeRules/EchoPacket.swift Sources/ProbeRules/InternetChecksum.swift Sources/ProbeRules/ProbeTracker.swift \
                      Fuzz/EchoFuzzer.swift
 FUZZ_FLAGS := -sanitize=fuzzer,address -parse-as-library -O -I Sources/CLinux/include
 

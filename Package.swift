@@ -26,8 +26,11 @@ let package = Package(
         .target(name: "NetCore"),
         // rtnetlink: links, addresses, routes, the kernel's route to the host, the interface kind.
         .target(name: "Reachability", dependencies: ["CLinux", "EventLoop", "NetCore"]),
-        // ICMP echo (datagram or raw sockets, TCP fallback), the probe schedule and verdict, name resolution.
-        .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore"]),
+        // The probes' rules without I/O: echo packets, the tracker, the verdict, ProbeCore. Pure by the package graph:
+        // it depends on nothing (no EventLoop, no C module); `make check` also refuses an `import Glibc` in it.
+        .target(name: "ProbeRules"),
+        // ICMP echo (datagram or raw sockets, TCP fallback) and name resolution: the drivers around ProbeRules.
+        .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules"]),
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
         // What ModemManager and NetworkManager say about links: modem generation, metered.

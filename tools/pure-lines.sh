@@ -3,7 +3,7 @@
 # the sans-I/O cores and the pure parsers, testable without sockets, threads or a clock.
 cd "$(dirname "$0")/.." || exit 1
 pure=0 all=0
-for file in Sources/Probe/*.swift Sources/Reachability/*.swift \
+for file in Sources/ProbeRules/*.swift Sources/Probe/*.swift Sources/Reachability/*.swift \
             Sources/MonitorService/MonitorCore.swift Sources/MonitorService/TargetCore.swift Sources/MonitorService/ConnectivityMonitor.swift \
             Sources/MonitorService/StatusRules.swift; do
     lines=$(wc -l < "$file")

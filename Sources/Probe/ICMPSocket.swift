@@ -3,16 +3,6 @@ import EventLoop
 import Glibc
 import NetCore
 
-/// How the engine probes.
-public enum ProbeMethod: String, Sendable, Equatable {
-    /// Unprivileged ICMP datagram socket (net.ipv4.ping_group_range).
-    case icmpDatagram = "ICMP (datagram socket)"
-    /// Raw ICMP socket (CAP_NET_RAW).
-    case icmpRaw = "ICMP (raw socket)"
-    /// TCP connections to port 443: neither ICMP socket could be opened.
-    case tcp = "TCP connect to port 443"
-}
-
 /// An ICMP socket for one address family: datagram where the system allows,
 /// raw otherwise.
 final class ICMPSocket {

@@ -84,3 +84,13 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 }
+
+/// How the engine probes.
+public enum ProbeMethod: String, Sendable, Equatable {
+    /// Unprivileged ICMP datagram socket (net.ipv4.ping_group_range).
+    case icmpDatagram = "ICMP (datagram socket)"
+    /// Raw ICMP socket (CAP_NET_RAW).
+    case icmpRaw = "ICMP (raw socket)"
+    /// TCP connections to port 443: neither ICMP socket could be opened.
+    case tcp = "TCP connect to port 443"
+}

@@ -4,7 +4,7 @@ public enum EchoPacket {
     public enum Family: Sendable, Equatable {
         case v4, v6
 
-        var echoRequest: UInt8 { self == .v4 ? 8 : 128 }
+        public var echoRequest: UInt8 { self == .v4 ? 8 : 128 }
         var echoReply: UInt8 { self == .v4 ? 0 : 129 }
     }
 
@@ -94,7 +94,7 @@ public enum EchoPacket {
     }
 
     /// Identifier, sequence and (when the payload is ours and complete) token of an echo message.
-    static func echoFields(_ icmp: ArraySlice<UInt8>, family: Family, type: UInt8) -> (identifier: UInt16, sequence: UInt16, token: UInt64?)? {
+    public static func echoFields(_ icmp: ArraySlice<UInt8>, family: Family, type: UInt8) -> (identifier: UInt16, sequence: UInt16, token: UInt64?)? {
         guard icmp.count >= headerLength, icmp[icmp.startIndex] == type else { return nil }
         let s = icmp.startIndex
         let identifier = UInt16(icmp[s + 4]) << 8 | UInt16(icmp[s + 5])

@@ -11,13 +11,13 @@ public final class TCPConnectionBudget {
     }
 
     /// Takes one connection for an engine holding `held`; false when there is no room.
-    func take(holding held: Int) -> Bool {
+    public func take(holding held: Int) -> Bool {
         guard held < Self.perTarget, open < inAll else { return false }
         open += 1
         return true
     }
 
-    func giveBack() {
+    public func giveBack() {
         open -= 1
     }
 }
