@@ -81,6 +81,15 @@ take_values (NetobserverNetworkMonitor *self, GVariant *values)
   self->service.has_interface = self->interface != NULL && self->interface[0] != '\0';
 }
 
+/* The service's answer to GetAll: its values, and it is there. */
+static void
+take_all (NetobserverNetworkMonitor *self, GVariant *reply)
+{
+  g_autoptr (GVariant) values = g_variant_get_child_value (reply, 0);
+  take_values (self, values);
+  self->service.present = TRUE;
+}
+
 /* Tells GLib programs what changed since the last verdict: a notify per property, then one network-changed. */
 static void
 publish (NetobserverNetworkMonitor *self, const gchar *interface_before)
@@ -118,14 +127,20 @@ properties_changed (GDBusConnection *bus, const gchar *sender, const gchar *path
                     const gchar *member, GVariant *parameters, gpointer user_data);
 
 static void
+cancel_reading (NetobserverNetworkMonitor *self)
+{
+  if (self->reading != NULL)
+    g_cancellable_cancel (self->reading);
+  g_clear_object (&self->reading);
+}
+
+static void
 stop_following (NetobserverNetworkMonitor *self)
 {
   if (self->changes_subscription != 0)
     g_dbus_connection_signal_unsubscribe (self->bus, self->changes_subscription);
   self->changes_subscription = 0;
-  if (self->reading != NULL)
-    g_cancellable_cancel (self->reading);
-  g_clear_object (&self->reading);
+  cancel_reading (self);
   g_clear_pointer (&self->owner, g_free);
 }
 
@@ -152,18 +167,14 @@ values_read (GObject *source, GAsyncResult *result, gpointer user_data)
   if (reply == NULL)
     return; /* the owner left mid-call; NameOwnerChanged will say what comes next */
   g_autofree gchar *interface_before = g_strdup (self->interface);
-  g_autoptr (GVariant) values = g_variant_get_child_value (reply, 0);
-  take_values (self, values);
-  self->service.present = TRUE;
+  take_all (self, reply);
   publish (self, interface_before);
 }
 
 static void
 read_values (NetobserverNetworkMonitor *self)
 {
-  if (self->reading != NULL)
-    g_cancellable_cancel (self->reading);
-  g_clear_object (&self->reading);
+  cancel_reading (self);
   self->reading = g_cancellable_new ();
   g_dbus_connection_call (self->bus, self->owner, SERVICE_PATH, PROPERTIES_INTERFACE, "GetAll",
                           g_variant_new ("(s)", SERVICE_INTERFACE), G_VARIANT_TYPE ("(a{sv})"),
@@ -300,9 +311,7 @@ initable_init (GInitable *initable, GCancellable *cancellable, GError **error)
       stop_following (self);
       return FALSE;
     }
-  g_autoptr (GVariant) values = g_variant_get_child_value (reply, 0);
-  take_values (self, values);
-  self->service.present = TRUE;
+  take_all (self, reply);
   self->verdict = verdict_from_service (&self->service);
   self->owner_watch = g_bus_watch_name_on_connection (self->bus, SERVICE_NAME, G_BUS_NAME_WATCHER_FLAGS_NONE,
                                                       owner_appeared, owner_vanished, self, NULL);

@@ -77,11 +77,17 @@ public final class ConnectivityMonitor {
                 problem = "cannot watch the kernel's routes: \(error)"
             }
         }
-        core = TargetCore(host: model.settings.host, family: model.settings.family,
-                          probeSettings: Self.probeSettings(model.settings), seed: UInt64.random(in: 0...UInt64.max),
-                          slot: self.transport.slot ?? 0, stride: self.transport.stride, routeProblem: problem,
-                          refreshNanoseconds: dnsRefreshNanoseconds)
+        core = Self.makeCore(model.settings, transport: self.transport, routeProblem: problem,
+                             refreshNanoseconds: dnsRefreshNanoseconds, linkFacts: LinkFactsTable())
         wireUp()
+    }
+
+    /// A core for `settings`, probing in the transport's slot.
+    private static func makeCore(_ settings: MonitorSettings, transport: any ProbeTransporting, routeProblem: String?,
+                                 refreshNanoseconds: UInt64, linkFacts: LinkFactsTable) -> TargetCore {
+        TargetCore(host: settings.host, family: settings.family, probeSettings: probeSettings(settings),
+                   seed: UInt64.random(in: 0...UInt64.max), slot: transport.slot ?? 0, stride: transport.stride,
+                   routeProblem: routeProblem, refreshNanoseconds: refreshNanoseconds, linkFacts: linkFacts)
     }
 
     deinit {
@@ -116,10 +122,8 @@ public final class ConnectivityMonitor {
     /// The settings were restored from the state file before `start`: take them
     /// without looking anything up yet.
     public func settingsRestored() {
-        core = TargetCore(host: model.settings.host, family: model.settings.family,
-                          probeSettings: Self.probeSettings(model.settings), seed: UInt64.random(in: 0...UInt64.max),
-                          slot: transport.slot ?? 0, stride: transport.stride, routeProblem: core.monitor.routeProblem,
-                          refreshNanoseconds: core.monitor.refreshNanoseconds, linkFacts: core.monitor.linkFacts)
+        core = Self.makeCore(model.settings, transport: transport, routeProblem: core.monitor.routeProblem,
+                             refreshNanoseconds: core.monitor.refreshNanoseconds, linkFacts: core.monitor.linkFacts)
         reachability?.families = core.families
     }
 

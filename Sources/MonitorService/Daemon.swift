@@ -89,7 +89,6 @@ final class Service {
     private let http: LazyHTTPClient
     /// The pending Waits and Checks of every target together.
     private let budget: PendingBudget
-    private var monitor: MonitorObject?
     /// ModemManager and NetworkManager on the system bus (followed again whenever it comes back).
     private var linkFacts: LinkFactsWatch?
     private var targets: TargetSet?
@@ -162,7 +161,6 @@ final class Service {
         linkFacts = nil
         saver = nil
         targets = nil
-        monitor = nil
     }
 
     /// With --user: the bus connection and the netlink socket are open; ICMP sockets
@@ -213,7 +211,6 @@ final class Service {
         }
         let targets = objects.targets
         self.targets = targets
-        monitor = objects.monitor
         exportTargets(targets)
         linkFacts?.onChange = { [unowned self] table in self.targets?.linkFactsChanged(table) }
         linkFacts?.onNews = { Log.info($0) }

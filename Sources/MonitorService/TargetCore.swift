@@ -104,8 +104,7 @@ public struct TargetCore {
             monitor.linkFactsChanged(table)
         case .probing(let method):
             awaitingProbing = false
-            probe.start(target: probeAddress.map { ProbeTarget(name: $0.description, family: $0.family == IPAddress.familyIPv4 ? .v4 : .v6) },
-                        method: method, now: now)
+            probe.start(target: probeAddress.map(ProbeTarget.init), method: method, now: now)
         case .probe(let input):
             probe.handle(input, now: now)
         case .checkAnswered(let generation, let meaning):

@@ -38,8 +38,7 @@ public final class ProbeEngine {
         set {
             guard newValue != transport.target else { return }
             let method = transport.retarget(newValue)
-            core.start(target: newValue.map { ProbeTarget(name: $0.description, family: EchoPacket.Family($0)) },
-                       method: method, now: loop.now())
+            core.start(target: newValue.map(ProbeTarget.init), method: method, now: loop.now())
             drive()
         }
     }

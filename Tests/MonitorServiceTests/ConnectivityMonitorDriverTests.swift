@@ -73,6 +73,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
     var model: MonitorModel!
     var routes: FakeRouteWatch!
     var updates = 0
+    var monitor: ConnectivityMonitor?
     let eth0 = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
 
     override func setUpWithError() throws {
@@ -87,11 +88,18 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         routes = FakeRouteWatch()
     }
 
-    func makeMonitor(_ transport: FakeTransport) throws -> ConnectivityMonitor {
+    /// A monitor over `transport`, started, once its first lookup is answered and the transport pointed at the address.
+    /// The test holds it (the loop's callbacks hold it unowned).
+    @discardableResult
+    func startMonitor(_ transport: FakeTransport) throws -> ConnectivityMonitor {
         let resolver = try HostResolver(loop: loop) { host, _ in
             host == "a.test" ? .success([.v4([198, 18, 0, 2])]) : .failure(HostResolver.Failure(message: "cannot resolve \(host): NXDOMAIN"))
         }
-        return try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, transport: transport, routeWatch: routes)
+        let monitor = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, transport: transport, routeWatch: routes)
+        monitor.start()
+        turn { transport.target != nil }
+        self.monitor = monitor
+        return monitor
     }
 
     /// Turns of the loop until `done` (the resolver answers from its own thread), at most a second of real time.
@@ -108,9 +116,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
 
     func testAnAnswerFromInsideSendIsTakenAfterTheSendAndPublishedOnce() throws {
         let transport = FakeTransport(.answerAtOnce)
-        let monitor = try makeMonitor(transport)
-        monitor.start()
-        turn { transport.target != nil }
+        try startMonitor(transport)
         XCTAssertEqual(transport.target, .v4([198, 18, 0, 2]))
         XCTAssertEqual(routes.target, .v4([198, 18, 0, 2]), "the route watch follows the address the core chose")
         let before = updates
@@ -131,9 +137,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
 
     func testSilenceIsConfirmedOnTheInjectedClockAndNothingMoreIsSent() throws {
         let transport = FakeTransport(.silent)
-        let monitor = try makeMonitor(transport)
-        monitor.start()
-        turn { transport.target != nil }
+        try startMonitor(transport)
         let before = updates
         routes.say(eth0)
         XCTAssertLessThanOrEqual(updates - before, 1, "one event, one publication at most")
@@ -155,9 +159,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
 
     func testAFailedSendIsARefusalTakenAfterTheActionsThatCausedIt() throws {
         let transport = FakeTransport(.failAtOnce)
-        let monitor = try makeMonitor(transport)
-        monitor.start()
-        turn { transport.target != nil }
+        try startMonitor(transport)
         routes.say(eth0)
         XCTAssertEqual(transport.inputsInsideInputs, 0)
         XCTAssertEqual(model.state.status, .none)
@@ -166,9 +168,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
 
     func testANameThatStopsResolvingAfterAHostChangeLeavesNoAddress() throws {
         let transport = FakeTransport(.answerAtOnce)
-        let monitor = try makeMonitor(transport)
-        monitor.start()
-        turn { transport.target != nil }
+        let monitor = try startMonitor(transport)
         routes.say(eth0)
         XCTAssertEqual(model.state.status, .ethernet)
         try model.set(.host) { settings throws(SettingError) in try settings.set(.host, text: "b.test") }
