@@ -24,8 +24,9 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CLinux"]),
         // IP addresses and their sockaddr forms, shared by both engines.
         .target(name: "NetCore"),
-        // rtnetlink: links, addresses, routes, the kernel's route to the host, the interface kind.
-        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop", "NetCore"]),
+        // rtnetlink: links, addresses, routes, the kernel's route to the host, the interface kind;
+        // sock_diag: this machine's own TCP connections as traffic evidence.
+        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules"]),
         // The probes' rules without I/O: echo packets, the tracker, the verdict, ProbeCore. Pure by the package graph:
         // it depends on nothing (no EventLoop, no C module); `make check` also refuses an `import Glibc` in it.
         .target(name: "ProbeRules"),
@@ -61,7 +62,7 @@ let package = Package(
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe"]),
         .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "EventLoop", "IntegrationSupport"], exclude: ["server.py"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore", "ProbeRules"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
         .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore", "IntegrationSupport",
                                                          "MonitorContract"],

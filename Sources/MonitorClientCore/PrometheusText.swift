@@ -40,6 +40,15 @@ public enum PrometheusText {
         family("netobserver_probes_answered_total", "counter", "Probes the target answered since the service started.") { labels, s in
             ["{\(labels)} \(s.ProbesAnswered)"]
         }
+        family("netobserver_traffic", "gauge",
+               "What this machine's own TCP traffic says about the route to the target: 1 for the current value, "
+               + "0 for the others (all 0 while there is no route).") { labels, s in
+            ["idle", "flowing", "stalled"].map { "{\(labels),traffic=\"\($0)\"} \(s.Traffic == $0 ? 1 : 0)" }
+        }
+        family("netobserver_probes_skipped_total", "counter",
+               "Scheduled probes skipped because traffic flowed (Evidence traffic), since the service started.") { labels, s in
+            ["{\(labels)} \(s.ProbesSkipped)"]
+        }
         return text
     }
 

@@ -73,6 +73,9 @@ public struct Snapshot: Encodable {
     public var ProbeMethod: String { string(.probeMethod) }
     public var CheckURL: String { string(.checkURL) }
     public var PortalURL: String { string(.portalURL) }
+    public var Traffic: String { string(.traffic) }
+    public var Evidence: String { string(.evidence) }
+    public var ProbesSkipped: UInt64 { number(.probesSkipped) }
 
     /// Status with what the link is: `cellular (4g, metered)`.
     public var statusWithLink: String {
@@ -123,6 +126,8 @@ public struct Snapshot: Encodable {
         if !PortalURL.isEmpty { lines.append("Sign in at:   \(PortalURL)") }
         if !Reason.isEmpty { lines.append("Reason:       \(Reason)") }
         lines.append("Since:        \(Self.timestamp(LastChange))")
+        lines.append("Traffic:      \(Traffic.isEmpty ? dash : Traffic)"
+                     + (Evidence == "traffic" ? " (stands in for probes while flowing: \(ProbesSkipped) skipped)" : ""))
         lines.append("Check URL:    \(CheckURL.isEmpty ? "off" : CheckURL)")
         lines.append("Probing:      every \(Interval) ms, timeout \(Timeout) ms, down after \(FailureThreshold), up after \(RecoveryThreshold)")
         return lines.joined(separator: "\n")

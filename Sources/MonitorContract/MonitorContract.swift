@@ -33,15 +33,18 @@ public enum MonitorContract {
         case probeMethod = "ProbeMethod"
         case checkURL = "CheckURL"
         case portalURL = "PortalURL"
+        case traffic = "Traffic"
+        case evidence = "Evidence"
+        case probesSkipped = "ProbesSkipped"
 
         public var name: String { rawValue }
 
         public var type: DBusType {
             switch self {
             case .status, .host, .interface, .address, .reason, .addressFamily, .accessTechnology,
-                 .connectivity, .probeMethod, .checkURL, .portalURL: .string
+                 .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence: .string
             case .reachable, .metered: .boolean
-            case .roundTripTime, .lastChange, .probesSent, .probesAnswered: .uint64
+            case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped: .uint64
             case .packetLoss: .double
             case .interval, .timeout, .failureThreshold, .recoveryThreshold: .uint32
             }
@@ -49,11 +52,11 @@ public enum MonitorContract {
 
         public var access: PropertyAccess { isSetting ? .readwrite : .read }
 
-        /// RoundTripTime, PacketLoss and the probe counters change with every probe: they ride
-        /// along with loud changes only.
+        /// RoundTripTime, PacketLoss and the probe counters change with every probe, Traffic with
+        /// every burst of traffic: they ride along with loud changes only.
         public var changeMode: PropertyChangeMode {
             switch self {
-            case .roundTripTime, .packetLoss, .probesSent, .probesAnswered: .quiet
+            case .roundTripTime, .packetLoss, .probesSent, .probesAnswered, .traffic, .probesSkipped: .quiet
             default: .emits
             }
         }
@@ -70,6 +73,7 @@ public enum MonitorContract {
             case .recoveryThreshold: "recoveries"
             case .addressFamily: "family"
             case .checkURL: "check-url"
+            case .evidence: "evidence"
             default: nil
             }
         }

@@ -26,6 +26,8 @@ public final class ConnectivityMonitor {
     /// Shared by every target; libcurl is loaded on the first check.
     private let http: LazyHTTPClient?
     private var check: CheckRun?
+    /// Shared by every target; nil when the kernel's sock_diag cannot be opened (every sample then fails).
+    private let trafficSampler: TrafficSampler?
     /// At the core's next wake-up.
     private let wakeup: WakeupTimer
     private var queue: [Work] = []
@@ -45,9 +47,10 @@ public final class ConnectivityMonitor {
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
                 sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: LazyHTTPClient? = nil,
                 dnsRefreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds, resolvesFirst: Bool = false,
-                classifier: InterfaceClassifier = InterfaceClassifier(),
+                classifier: InterfaceClassifier = InterfaceClassifier(), trafficSampler: TrafficSampler? = nil,
                 transport: (any ProbeTransporting)? = nil, routeWatch: (any RouteWatch)? = nil) throws(SystemError) {
         self.loop = loop
+        self.trafficSampler = trafficSampler
         self.resolvesFirst = resolvesFirst
         self.model = model
         self.http = http
@@ -132,7 +135,7 @@ public final class ConnectivityMonitor {
         switch key {
         case .host, .family:
             handle(.targetChanged(host: model.settings.host, family: model.settings.family))
-        case .interval, .timeout, .failureThreshold, .recoveryThreshold:
+        case .interval, .timeout, .failureThreshold, .recoveryThreshold, .evidence:
             handle(.probeSettings(Self.probeSettings(model.settings)))
         case .checkURL:
             handle(.checkURL(model.settings.checkURL))
@@ -141,7 +144,8 @@ public final class ConnectivityMonitor {
 
     static func probeSettings(_ settings: MonitorSettings) -> ProbeSettings {
         ProbeSettings(intervalMilliseconds: settings.interval, timeoutMilliseconds: settings.timeout,
-                      failureThreshold: settings.failureThreshold, recoveryThreshold: settings.recoveryThreshold)
+                      failureThreshold: settings.failureThreshold, recoveryThreshold: settings.recoveryThreshold,
+                      evidence: settings.evidence)
     }
 
     private var routedFamilies: Set<Int32>? {
@@ -189,6 +193,8 @@ public final class ConnectivityMonitor {
             case .cancelCheck:
                 check?.cancel()
                 check = nil
+            case .sampleTraffic(let generation, let host, let interface, let inline):
+                sampleTraffic(generation, host: host, interface: interface, inline: inline)
             case .verdictReady:
                 onVerdictReady?()
             case .reportChanged(let old, let new):
@@ -199,6 +205,24 @@ public final class ConnectivityMonitor {
                 let core = self.core
                 model.update { state in state = core.state(previous: state) }
             }
+        }
+    }
+
+    /// Samples the connections from the addresses on `interface`: at once when cheap (the answer is
+    /// queued like any event), else on the sampler's thread.
+    private func sampleTraffic(_ generation: UInt64, host: IPAddress, interface: String, inline: Bool) {
+        guard let trafficSampler, let table = reachability?.table,
+              let link = table.links.values.first(where: { $0.name == interface }) else {
+            queue.append(.event(.trafficSampled(generation: generation, nil, cost: 0)))
+            return
+        }
+        let sources = table.addresses(on: link.index, family: host.family).filter(\.isUsable).map(\.address)
+        if inline, let (sample, cost) = trafficSampler.sampleNow(host: host, sources: sources) {
+            queue.append(.event(.trafficSampled(generation: generation, sample, cost: cost)))
+            return
+        }
+        trafficSampler.sampleLater(host: host, sources: sources) { [weak self] sample, cost in
+            self?.handle(.trafficSampled(generation: generation, sample, cost: cost))
         }
     }
 

@@ -6,6 +6,7 @@ import Glibc
 import HTTPCheck
 import MonitorContract
 import Probe
+import Reachability
 
 /// netobserverd: the bus connection, the Monitor object and the loop.
 public enum Daemon {
@@ -87,6 +88,8 @@ final class Service {
     private let probeSockets: ProbeSockets
     /// One libcurl multi handle for every target's CheckURL, made on the first check.
     private let http: LazyHTTPClient
+    /// Samples this machine's TCP connections for every target; nil when sock_diag cannot be opened.
+    private let trafficSampler: TrafficSampler?
     /// The pending Waits and Checks of every target together.
     private let budget: PendingBudget
     /// ModemManager and NetworkManager on the system bus (followed again whenever it comes back).
@@ -128,9 +131,15 @@ final class Service {
             resolver = try HostResolver(loop: loop)
             probeSockets = ProbeSockets(loop: loop)
             http = LazyHTTPClient(loop: loop)
+            do {
+                trafficSampler = try TrafficSampler(loop: loop)
+            } catch {
+                trafficSampler = nil
+                Log.warning("cannot read this machine's TCP connections (Traffic stays idle): \(error)")
+            }
             connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, probeSockets: probeSockets,
                                                    http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
-                                                   resolvesFirst: true)
+                                                   resolvesFirst: true, trafficSampler: trafficSampler)
         } catch {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
         }
@@ -205,9 +214,10 @@ final class Service {
         // The default target starts first: its first lookup is asked before any added target's.
         let objects = ServiceObjects(server: server, model: model, budget: budget, engines: connectivity,
                                      persisted: restoredValues) { [loop, resolver, probeSockets, http, options,
-                                                                   connectivity] model throws(SystemError) in
+                                                                   connectivity, trafficSampler] model throws(SystemError) in
             try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: connectivity.reachabilityEngine,
-                                    probeSockets: probeSockets, http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds)
+                                    probeSockets: probeSockets, http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
+                                    trafficSampler: trafficSampler)
         }
         let targets = objects.targets
         self.targets = targets

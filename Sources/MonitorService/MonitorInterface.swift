@@ -73,6 +73,9 @@ extension MonitorModel {
         case .probeMethod: .string(state.probeMethod)
         case .checkURL: .string(settings.checkURL)
         case .portalURL: .string(state.portalURL)
+        case .traffic: .string(state.traffic.rawValue)
+        case .evidence: .string(settings.evidence.rawValue)
+        case .probesSkipped: .uint64(state.probesSkipped)
         }
     }
 }

@@ -1,4 +1,5 @@
 import MonitorContract
+import Probe
 
 /// What the Monitor reports: the verdict, as the contract lists its values.
 public typealias Status = MonitorContract.Status
@@ -25,6 +26,10 @@ public struct MonitorState: Equatable, Sendable {
     public var probeMethod = ""
     /// Where a captive portal wants the user to sign in; "" unless Connectivity is `portal`.
     public var portalURL = ""
+    /// What the machine's own TCP traffic says about the route to Host.
+    public var traffic: Traffic = .none
+    /// Scheduled probes skipped because traffic flowed, since the daemon started; only grows.
+    public var probesSkipped: UInt64 = 0
 
     public init() {}
 
@@ -47,6 +52,8 @@ public struct MonitorState: Equatable, Sendable {
         if connectivity != old.connectivity { changed.append(.connectivity) }
         if probeMethod != old.probeMethod { changed.append(.probeMethod) }
         if portalURL != old.portalURL { changed.append(.portalURL) }
+        if traffic != old.traffic { changed.append(.traffic) }
+        if probesSkipped != old.probesSkipped { changed.append(.probesSkipped) }
         return changed
     }
 }

@@ -1,4 +1,5 @@
 import MonitorContract
+import Probe
 
 /// Which address family the probe uses.
 public enum AddressFamily: String, CaseIterable, Sendable {
@@ -23,6 +24,8 @@ public struct MonitorSettings: Equatable, Sendable {
     /// CheckURL came from the command line, which may point it at any address; one Set over
     /// D-Bus (or restored from what was) may not lead into this machine or its link.
     public var checkURLMayPointInward = false
+    /// Whether flowing traffic may stand in for scheduled probes.
+    public var evidence: Evidence = .probes
 
     public init() {}
 
@@ -32,7 +35,7 @@ public struct MonitorSettings: Equatable, Sendable {
 
     /// One writable setting: its D-Bus property (name, type), command-line flag and range.
     public enum Key: CaseIterable, Sendable {
-        case host, interval, timeout, failureThreshold, recoveryThreshold, family, checkURL
+        case host, interval, timeout, failureThreshold, recoveryThreshold, family, checkURL, evidence
 
         public var property: MonitorContract.Property {
             switch self {
@@ -43,6 +46,7 @@ public struct MonitorSettings: Equatable, Sendable {
             case .recoveryThreshold: .recoveryThreshold
             case .family: .addressFamily
             case .checkURL: .checkURL
+            case .evidence: .evidence
             }
         }
 
@@ -64,6 +68,7 @@ public struct MonitorSettings: Equatable, Sendable {
             case .failureThreshold, .recoveryThreshold:
                 "\(MonitorSettings.thresholdRange.lowerBound)–\(MonitorSettings.thresholdRange.upperBound)"
             case .family: AddressFamily.allCases.map(\.rawValue).joined(separator: ", ")
+            case .evidence: Evidence.allCases.map(\.rawValue).joined(separator: ", ")
             case .checkURL: "\"\" (off) or an http:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
             }
         }
@@ -73,7 +78,7 @@ public struct MonitorSettings: Equatable, Sendable {
             case .interval: MonitorSettings.intervalRange
             case .timeout: MonitorSettings.timeoutRange
             case .failureThreshold, .recoveryThreshold: MonitorSettings.thresholdRange
-            case .host, .family, .checkURL: nil
+            case .host, .family, .checkURL, .evidence: nil
             }
         }
     }
@@ -101,6 +106,11 @@ public struct MonitorSettings: Equatable, Sendable {
                 throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             self.family = family
+        case .evidence:
+            guard let evidence = Evidence(rawValue: text) else {
+                throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+            }
+            self.evidence = evidence
         case .checkURL:
             guard CheckURL.isValid(text) else {
                 throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
@@ -130,7 +140,7 @@ public struct MonitorSettings: Equatable, Sendable {
         case .timeout: timeout = number
         case .failureThreshold: failureThreshold = number
         case .recoveryThreshold: recoveryThreshold = number
-        case .host, .family, .checkURL: break
+        case .host, .family, .checkURL, .evidence: break
         }
     }
 
@@ -144,6 +154,7 @@ public struct MonitorSettings: Equatable, Sendable {
         case .recoveryThreshold: String(recoveryThreshold)
         case .family: family.rawValue
         case .checkURL: checkURL
+        case .evidence: evidence.rawValue
         }
     }
 

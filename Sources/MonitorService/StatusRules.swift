@@ -53,6 +53,7 @@ public enum StatusRules {
         state.packetLoss = probe.packetLoss
         state.probesSent = probe.probesSent
         state.probesAnswered = probe.probesAnswered
+        state.probesSkipped = probe.probesSkipped
         switch resolution {
         case .pending:
             state.status = .unknown

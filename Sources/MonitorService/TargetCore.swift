@@ -28,6 +28,8 @@ public struct TargetCore {
         case probe(ProbeInput)
         /// The check `generation` of CheckURL ended.
         case checkAnswered(generation: UInt64, CheckAnswer.Meaning)
+        /// Traffic sample `generation` was taken, at this CPU cost (ns); nil: it could not be.
+        case trafficSampled(generation: UInt64, TrafficSample?, cost: UInt64)
         /// `nextWakeup` has come.
         case timeout
     }
@@ -46,6 +48,9 @@ public struct TargetCore {
         /// GET CheckURL, lookup included, within its limit; answer with `.checkAnswered`.
         case startCheck(url: String, generation: UInt64)
         case cancelCheck
+        /// Sample the established TCP connections on `interface` for the route to `host`, on the loop
+        /// when `inline` (it was cheap), else off it; answer with `.trafficSampled`.
+        case sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool)
         /// A probe ended: a verdict is in, and published; pending Checks may answer. Always last.
         case verdictReady
         /// The probe report changed (for logs; the state to publish follows in `.publish`).
@@ -56,6 +61,7 @@ public struct TargetCore {
 
     public private(set) var monitor: MonitorCore
     public private(set) var probe: ProbeCore
+    public private(set) var trafficWatch = TrafficWatch()
     /// Where the transport sends, as last asked by `.probe`; whether its `.probing` is still to come.
     private var probeAddress: IPAddress?
     private var awaitingProbing = false
@@ -70,17 +76,18 @@ public struct TargetCore {
     }
 
     public var nextWakeup: UInt64? {
-        switch (monitor.nextWakeup, probe.nextWakeup) {
-        case (nil, let at), (let at, nil): at
-        case (let a?, let b?): min(a, b)
-        }
+        [monitor.nextWakeup, probe.nextWakeup, trafficWatch.nextWakeup].compactMap { $0 }.min()
     }
 
     /// The default-route families AddressFamily allows.
     public var families: [Int32] { monitor.families }
 
     /// Status, Interface, Address, Reason, RoundTripTime, PacketLoss and the rest from what is known.
-    public func state(previous: MonitorState) -> MonitorState { monitor.state(previous: previous) }
+    public func state(previous: MonitorState) -> MonitorState {
+        var state = monitor.state(previous: previous)
+        state.traffic = trafficWatch.traffic
+        return state
+    }
 
     /// Whether probe `sequence` still waits for its answer (the transport keeps its TCP connection so long).
     public func isOutstanding(_ sequence: UInt16) -> Bool { probe.isOutstanding(sequence) }
@@ -109,8 +116,16 @@ public struct TargetCore {
             probe.handle(input, now: now)
         case .checkAnswered(let generation, let meaning):
             monitor.checkAnswered(generation: generation, meaning, now: now)
+        case .trafficSampled(let generation, let sample, let cost):
+            let changed = if let sample {
+                trafficWatch.sampled(generation: generation, sample, cost: cost, nextProbe: probe.nextScheduledProbe, now: now)
+            } else {
+                trafficWatch.sampleFailed(generation: generation, nextProbe: probe.nextScheduledProbe, now: now)
+            }
+            if changed { trafficChanged(now: now) }
         case .timeout:
             monitor.handleTimeout(now: now)
+            if trafficWatch.expire(now: now) { trafficChanged(now: now) }
             if let due = probe.nextWakeup, due <= now { probe.handleTimeout(now: now) }
         }
         return settle(now: now)
@@ -123,13 +138,38 @@ public struct TargetCore {
         return (probing, settle(now: now))
     }
 
+    /// Traffic is watched while Host has an address and a usable route.
+    private var watchedPath: TrafficWatch.Path? {
+        guard case .resolved(let host) = monitor.resolution, let route = monitor.route, route.usable,
+              !route.interface.isEmpty else { return nil }
+        return TrafficWatch.Path(interface: route.interface, host: host.description)
+    }
+
+    private var trafficPublishDue = false
+
+    /// The word changed: the probes hear of it, and it is published (Traffic is quiet on its own).
+    private mutating func trafficChanged(now: UInt64) {
+        probe.trafficChanged(trafficWatch.traffic, now: now)
+        trafficPublishDue = true
+    }
+
     /// Feeds each core's outputs to the other until both are quiet; the state is published once,
     /// and only then is a verdict ready.
     private mutating func settle(now: UInt64) -> [Action] {
         var actions: [Action] = []
-        var publishDue = false
+        var publishDue = trafficPublishDue
+        trafficPublishDue = false
         var verdictReady = false
         while true {
+            if trafficWatch.watch(watchedPath, now: now) { trafficChanged(now: now) }
+            if let (generation, inline) = trafficWatch.takeDueSample(now: now), case .resolved(let host) = monitor.resolution,
+               let interface = monitor.route?.interface {
+                actions.append(.sampleTraffic(generation: generation, host: host, interface: interface, inline: inline))
+            }
+            if trafficPublishDue {
+                trafficPublishDue = false
+                publishDue = true
+            }
             let fromMonitor = monitor.takeOutputs()
             let fromProbe = probe.takeOutputs()
             if fromMonitor.isEmpty && fromProbe.isEmpty { break }

@@ -41,6 +41,10 @@ public struct ProbeCore: Sendable {
     private var lastForcedProbe: UInt64?
     /// When the newest probe that got an answer was sent: an older probe lost after that is old news.
     private var newestAnsweredSentAt: UInt64?
+    /// What the machine's own traffic says (see `trafficChanged`).
+    public private(set) var traffic: Traffic = .none
+    /// A scheduled probe was skipped for flowing traffic since the last one went out.
+    private var owedProbe = false
     private var outputs: [Output] = []
 
     /// `slot` and `stride` (a power of two): this core's sequences are those ≡ slot mod stride,
@@ -75,6 +79,8 @@ public struct ProbeCore: Sendable {
     /// Whether probe `sequence` is still waiting for its answer.
     public func isOutstanding(_ sequence: UInt16) -> Bool { tracker.outstanding[sequence] != nil }
     public var outstandingCount: Int { tracker.outstanding.count }
+    /// When the schedule probes next.
+    public var nextScheduledProbe: UInt64? { nextProbeAt }
 
     // MARK: Events from the application
 
@@ -89,11 +95,13 @@ public struct ProbeCore: Sendable {
         newestAnsweredSentAt = nil
         lastSent = nil
         answeredBy = nil
+        owedProbe = false
         tracker.reset()
         verdict.reset()
         report = ProbeReport()
         report.probesSent = UInt64(statistics.sent)
         report.probesAnswered = UInt64(statistics.answered)
+        report.probesSkipped = UInt64(statistics.skipped)
         self.target = target
         self.method = method
         publish()
@@ -146,6 +154,26 @@ public struct ProbeCore: Sendable {
         defer { refreshWakeup() }
         verdict.recoveringBackToBack = verdict.answering != true
         probeNow(now: now)
+    }
+
+    /// What the machine's own traffic says changed. A stall is a suspicion: while the host
+    /// answers, a probe goes out at once unless one is in flight (at most one forced probe per
+    /// Timeout, shared with Checks). A probe skipped for flowing traffic goes out as soon as
+    /// traffic stops flowing. Traffic never makes the host answer or fail by itself.
+    public mutating func trafficChanged(_ new: Traffic, now: UInt64) {
+        defer { refreshWakeup() }
+        let old = traffic
+        traffic = new
+        guard new != old, target != nil else { return }
+        if new == .stalled, verdict.answering == true, tracker.outstanding.isEmpty, deferredProbeAt == nil {
+            if mayForceProbe(now: now) {
+                statistics.suspicions += 1
+                forceProbe(now: now)
+            }
+        } else if old == .flowing, owedProbe, tracker.outstanding.isEmpty {
+            nextProbeAt = nil
+            sendProbe(now: now)
+        }
     }
 
     // MARK: Events from the network
@@ -266,8 +294,7 @@ public struct ProbeCore: Sendable {
             case 1: followUpIfOverdue(now: now)
             case 2: deferredProbeDue(now: now)
             default:
-                nextProbeAt = nil
-                sendProbe(now: now)
+                scheduledProbeDue(now: now)
             }
         }
     }
@@ -292,6 +319,22 @@ public struct ProbeCore: Sendable {
         sendProbe(now: now, forCheck: true)
     }
 
+    /// With Evidence `traffic`, flowing traffic stands in for the scheduled probe of a host
+    /// that answers (ProbeMethod `traffic`); anything else sends it.
+    private mutating func scheduledProbeDue(now: UInt64) {
+        guard settings.evidence == .traffic, traffic == .flowing, verdict.answering == true,
+              tracker.outstanding.isEmpty else {
+            nextProbeAt = nil
+            sendProbe(now: now)
+            return
+        }
+        statistics.skipped += 1
+        owedProbe = true
+        nextProbeAt = now &+ settings.intervalNanoseconds
+        answeredBy = .traffic
+        publish()
+    }
+
     private mutating func deferredProbeDue(now: UInt64) {
         deferredProbeAt = nil
         if tracker.outstanding.isEmpty { forceProbe(now: now) }
@@ -301,6 +344,7 @@ public struct ProbeCore: Sendable {
     private mutating func sendProbe(now: UInt64, early: Bool = false, extra: Bool = false, forCheck: Bool = false) {
         guard target != nil else { return }
         let token = random.next()
+        owedProbe = false
         let sequence = tracker.send(token: token, now: now, timeout: settings.timeoutNanoseconds, extra: extra)
         statistics.sent += 1
         if !early {
@@ -380,6 +424,7 @@ public struct ProbeCore: Sendable {
         new.answeredBy = answeredBy
         new.probesSent = UInt64(statistics.sent)
         new.probesAnswered = UInt64(statistics.answered)
+        new.probesSkipped = UInt64(statistics.skipped)
         guard new != report else { return }
         outputs.append(.report(old: report, new: new))
         report = new

@@ -4,13 +4,16 @@ public struct ProbeSettings: Equatable, Sendable {
     public var timeoutMilliseconds: UInt32
     public var failureThreshold: UInt32
     public var recoveryThreshold: UInt32
+    /// `traffic`: while the machine's own traffic flows, the scheduled probe is skipped.
+    public var evidence: Evidence
 
     public init(intervalMilliseconds: UInt32 = 1000, timeoutMilliseconds: UInt32 = 1000,
-                failureThreshold: UInt32 = 2, recoveryThreshold: UInt32 = 1) {
+                failureThreshold: UInt32 = 2, recoveryThreshold: UInt32 = 1, evidence: Evidence = .probes) {
         self.intervalMilliseconds = intervalMilliseconds
         self.timeoutMilliseconds = timeoutMilliseconds
         self.failureThreshold = failureThreshold
         self.recoveryThreshold = recoveryThreshold
+        self.evidence = evidence
     }
 
     var intervalNanoseconds: UInt64 { max(UInt64(intervalMilliseconds), 1) * 1_000_000 }
@@ -30,15 +33,18 @@ public struct ProbeReport: Equatable, Sendable {
     /// Probes sent and answered since the engine started (not reset with the target).
     public var probesSent: UInt64 = 0
     public var probesAnswered: UInt64 = 0
+    /// Scheduled probes skipped because traffic flowed (Evidence `traffic`).
+    public var probesSkipped: UInt64 = 0
 
     public init(answering: Bool? = nil) {
         self.answering = answering
     }
 }
 
-/// How a probe was answered: an ICMP echo reply, or a TCP connection accepted or refused by the host.
+/// How the host was last heard from: an ICMP echo reply, a TCP connection accepted or refused by
+/// the host, or (Evidence `traffic`) this machine's own traffic flowing in its stead.
 public enum AnswerPath: String, Sendable, Equatable {
-    case icmp, tcp
+    case icmp, tcp, traffic
 }
 
 /// What the probe core counts, for tests, the bench and diagnostics.
@@ -52,8 +58,12 @@ public struct ProbeStatistics: Equatable, Sendable {
     public var errors = 0
     /// Follow-up probes sent because a probe was overdue.
     public var early = 0
-    /// Probes forced by Checks.
+    /// Probes forced by Checks, or by a stall of the machine's own traffic.
     public var forced = 0
+    /// Probes forced because the machine's own traffic stalled.
+    public var suspicions = 0
+    /// Scheduled probes skipped because traffic flowed.
+    public var skipped = 0
 }
 
 /// The host as the probe core needs it: a name for reasons, and the family of its ICMP codes.

@@ -43,10 +43,26 @@ public struct Scenario: Sendable {
         case hanging
     }
 
+    /// This machine's own TCP connections from some moment on. Those routed like Host receive while
+    /// the path to Host works; when it fails they go on receiving for up to a second (what was in
+    /// flight), then only retransmit.
+    public enum TrafficBehaviour: Equatable, Sendable {
+        case none
+        /// Connections to `remotes` different remotes routed like Host.
+        case steady(remotes: Int)
+        /// As steady, with random loss: some retransmit while data still comes in.
+        case lossy(remotes: Int)
+        /// As steady, one connection closing every 2 s until none is left.
+        case dying(remotes: Int)
+        /// Connections to the local network only: none routed like Host.
+        case localOnly(connections: Int)
+    }
+
     public enum Fault: Equatable, Sendable {
         case behaviour(HostBehaviour)
         case resolver(ResolverBehaviour)
         case check(CheckBehaviour)
+        case traffic(TrafficBehaviour)
         case linkUp(Int32, Bool)
         case carrier(Int32, Bool)
         case route(Int32, present: Bool)
@@ -96,16 +112,17 @@ public struct Scenario: Sendable {
         func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
         func between(_ low: UInt64, _ high: UInt64) -> UInt64 { low + random.next() % (high - low + 1) }
 
-        let settings = ProbeSettings(intervalMilliseconds: pick([100, 200, 500, 1000, 2000]),
+        let settings = ProbeSettings(intervalMilliseconds: pick([100, 200, 500, 1000, 2000, 30_000]),
                                      timeoutMilliseconds: pick([100, 200, 500, 1000, 2000]),
-                                     failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)))
+                                     failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)),
+                                     evidence: pick([.probes, .traffic]))
         let family: AddressFamily = random.next() % 4 == 0 ? .ipv6 : .ipv4
         let faultTime = between(2_000, 15_000)
         var timeline: [(at: UInt64, fault: Fault)] = []
         for _ in 0..<between(2, 14) {
             let at = between(0, faultTime)
             let index = Int32(between(2, 3))
-            let fault: Fault = switch random.next() % 14 {
+            let fault: Fault = switch random.next() % 16 {
             case 0: .behaviour(.answering(minRTT: UInt32(between(1, 50)), maxRTT: UInt32(between(50, 2500)),
                                           loss: Double(random.next() % 100) / 100))
             case 1: .behaviour(.silent)
@@ -118,11 +135,14 @@ public struct Scenario: Sendable {
             case 7: .checks(count: Int(between(1, 3000)), spreadMilliseconds: UInt32(between(0, 3000)))
             case 8: .host(pick(["a.test", "b.test", "hang.test", "fail.test", family == .ipv6 ? "fd00::2" : "198.18.0.2"]))
             case 9: .settings(ProbeSettings(intervalMilliseconds: pick([100, 500, 1000]), timeoutMilliseconds: pick([100, 500, 1000]),
-                                            failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4))))
+                                            failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)),
+                                            evidence: pick([.probes, .traffic])))
             case 10: .forgeries(count: Int(between(1, 200)))
             case 11: .resolver(pick([.answering, .slow(milliseconds: UInt32(between(100, 4000))), .failing("SERVFAIL"),
                                      .failing("Name or service not known"), .hanging]))
             case 12: .check(pick([.expected(milliseconds: UInt32(between(1, 300))), .portal, .failing, .hanging]))
+            case 13, 14: .traffic(pick([.none, .steady(remotes: Int(between(1, 5))), .lossy(remotes: Int(between(2, 5))),
+                                        .dying(remotes: Int(between(1, 4))), .localOnly(connections: Int(between(1, 20)))]))
             default: .behaviour(.answering(minRTT: 1, maxRTT: 20, loss: 0))
             }
             timeline.append((at, fault))

@@ -26,6 +26,10 @@ public final class Simulation {
         public var overruns = 0
         public var events = 0
         public var forcedProbes = 0
+        /// Traffic samples taken, probes skipped for flowing traffic, stalls the core heard of.
+        public var trafficSamples = 0
+        public var probesSkipped = 0
+        public var stalls = 0
         /// The longest any Check waited for its verdict, nanoseconds.
         public var longestCheckWait: UInt64 = 0
         /// Every Status the monitor published, with when.
@@ -39,6 +43,7 @@ public final class Simulation {
         case kernelReadable
         case resolverAnswer(generation: UInt64, Result<[IPAddress], HostResolver.Failure>)
         case checkAnswer(generation: UInt64, CheckAnswer.Meaning)
+        case trafficSample(generation: UInt64, TrafficSample, cost: UInt64, takenAt: UInt64)
         case fault(Scenario.Fault)
     }
 
@@ -76,6 +81,18 @@ public final class Simulation {
     /// When the lookup of Host's name still waiting for its answer was asked.
     private var lookupAskedAt: UInt64?
     private var checkBehaviour: Scenario.CheckBehaviour = .expected(milliseconds: 20)
+    private var trafficBehaviour: Scenario.TrafficBehaviour = .none
+    private var trafficSince: UInt64 = 0
+    /// Since when the path to Host has failed (the connections routed like it then stall).
+    private var pathDownSince: UInt64?
+    /// The newest sample the core took: when, and whether data from a remote routed like Host was in it.
+    private var lastSample: (at: UInt64, receiving: Bool)?
+    /// The word the core last had; a stall (or traffic stopping) still waiting for its probe.
+    private var lastTraffic: Traffic = .none
+    private var stallWaitingSince: UInt64?
+    private var resumeWaitingSince: UInt64?
+    private var skippedSinceSend = false
+    private var skippedSoFar = 0
     /// The check of CheckURL under way, and its limit, max(5 s, Timeout) when it started.
     private var runningCheck: (generation: UInt64, startedAt: UInt64, limit: UInt64)?
     static let checkURL = "http://check.test/generate_204"
@@ -168,6 +185,7 @@ public final class Simulation {
             pump()
             endOfTurn()
             checkKernelAgreement()
+            checkTraffic()
         }
         now = end
         finish()
@@ -228,6 +246,9 @@ public final class Simulation {
                 if !kernel.hasQueued { break }
             }
             if kernel.hasQueued { scheduleKernelRead() }
+        case .trafficSample(let generation, let sample, let cost, let takenAt):
+            if generation == target.trafficWatch.generation { lastSample = (takenAt, sample.receivingRemotes > 0) }
+            take(.trafficSampled(generation: generation, sample, cost: cost))
         case .checkAnswer(let generation, let meaning):
             // A cancelled check says nothing more, as CheckRun.cancel makes sure.
             guard runningCheck?.generation == generation else { return }
@@ -268,6 +289,9 @@ public final class Simulation {
             resolverAnsweringSince = new == .answering ? resolverAnsweringSince ?? now : nil
         case .check(let new):
             checkBehaviour = new
+        case .traffic(let new):
+            trafficBehaviour = new
+            trafficSince = now
         case .linkUp(let index, let up):
             kernel.setAdministrativelyUp(index, up)
         case .carrier(let index, let on):
@@ -330,6 +354,7 @@ public final class Simulation {
         case .linkUp, .carrier, .route, .heal: noteKernelTruth(reset: false)
         default: break
         }
+        notePath()
         scheduleKernelRead()
     }
 
@@ -391,6 +416,9 @@ public final class Simulation {
         case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
             log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(probe.outstandingCount), next wake \(probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
             summary.probesSent += 1
+            stallWaitingSince = nil
+            resumeWaitingSince = nil
+            skippedSinceSend = false
             sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000, extra: extra)
             if sent.count > 4096 { sent = sent.filter { $0.value.deadline + 10_000_000_000 > now } }
             if forCheck {
@@ -430,6 +458,13 @@ public final class Simulation {
         case .publish:
             // Published once the actions of this step are all carried out, as a loop turn would.
             stateDue = true
+        case .sampleTraffic(let generation, _, _, let inline):
+            notePath()
+            let sample = trafficSample()
+            summary.trafficSamples += 1
+            // On the loop a sample costs little; on the sampler's thread, up to a few ms.
+            let cost = inline ? 20_000 + random.next() % 200_000 : 100_000 + random.next() % 5_000_000
+            queue.add(.trafficSample(generation: generation, sample, cost: cost, takenAt: now), at: now + (inline ? 0 : cost))
         case .startCheck(_, let generation):
             startCheck(generation)
         case .cancelCheck:
@@ -552,6 +587,85 @@ public final class Simulation {
         }
     }
 
+    /// Whether the path to Host works now: a route the kernel delivers on, and a host that answers
+    /// (ICMP filtered or not); when it stopped working.
+    private func notePath() {
+        let works: Bool
+        if let target = probeTarget, kernel.canSend(to: target), kernel.delivers(to: target) {
+            switch behaviour {
+            case .answering(_, _, let loss): works = loss < 0.5
+            case .icmpFiltered: works = true
+            case .silent, .timeExceeded, .unreachable: works = false
+            }
+        } else {
+            works = false
+        }
+        if works { pathDownSince = nil } else if pathDownSince == nil { pathDownSince = now }
+    }
+
+    /// What a sample of this machine's connections finds now.
+    private func trafficSample() -> TrafficSample {
+        var remotes: Int
+        var lossy = false
+        switch trafficBehaviour {
+        case .none: return TrafficSample()
+        case .localOnly(let connections): return TrafficSample(connections: connections)
+        case .steady(let count): remotes = count
+        case .lossy(let count):
+            remotes = count
+            lossy = true
+        case .dying(let count): remotes = max(0, count - Int((now - trafficSince) / 2_000_000_000))
+        }
+        guard remotes > 0 else { return TrafficSample() }
+        guard let down = pathDownSince else {
+            return TrafficSample(connections: remotes, receivingRemotes: remotes,
+                                 retransmittingRemotes: lossy ? Int(random.next() % UInt64(remotes + 1)) : 0)
+        }
+        let elapsed = now - down
+        return TrafficSample(connections: remotes, receivingRemotes: elapsed < 1_000_000_000 ? remotes : 0,
+                             retransmittingRemotes: elapsed >= 300_000_000 ? remotes : 0)
+    }
+
+    /// Traffic as evidence, by the contract: flowing traffic stands in for a probe only with Evidence
+    /// `traffic` and data from a remote routed like Host within the last second; a stall sends a
+    /// probe within one sample (and the per-Timeout limit on forced probes); a probe skipped for
+    /// traffic goes out within one sample of traffic no longer flowing.
+    private func checkTraffic() {
+        let skipped = probe.statistics.skipped
+        if skipped > skippedSoFar {
+            summary.probesSkipped += skipped - skippedSoFar
+            skippedSoFar = skipped
+            skippedSinceSend = true
+            if settings.evidence != .traffic { violation("a probe was skipped with Evidence \(settings.evidence.rawValue)") }
+            guard let sample = lastSample, sample.receiving, now - sample.at <= 1_000_000_000 else {
+                return violation("a probe was skipped for traffic without data from a remote routed like Host within a second "
+                                 + "(last sample: \(lastSample.map { "\(Double(now - $0.at) / 1e6) ms ago, receiving \($0.receiving)" } ?? "none"))")
+            }
+        }
+        let word = target.trafficWatch.traffic
+        if word != lastTraffic {
+            if word == .stalled {
+                summary.stalls += 1
+                if probe.report.answering == true, probe.outstandingCount == 0 { stallWaitingSince = now }
+            }
+            if lastTraffic == .flowing, skippedSinceSend, probe.report.answering == true, probe.outstandingCount == 0 {
+                resumeWaitingSince = now
+            }
+            lastTraffic = word
+        }
+        if probe.report.answering != true || word == .none {
+            stallWaitingSince = nil
+            resumeWaitingSince = nil
+        }
+        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+        if let since = stallWaitingSince, now - since > TrafficWatch.busyPeriod + timeout, since >= lastSettingsChange {
+            violation("traffic stalled \(Double(now - since) / 1e6) ms ago and no probe went out")
+        }
+        if let since = resumeWaitingSince, now - since > TrafficWatch.busyPeriod, since >= lastSettingsChange {
+            violation("traffic stopped flowing \(Double(now - since) / 1e6) ms ago and the skipped probes did not resume")
+        }
+    }
+
     // MARK: Invariants
 
     private func violation(_ rule: String) {
@@ -577,6 +691,9 @@ public final class Simulation {
         if old.answering == true && new.answering == false {
             summary.flips += 1
             noteExpiries()
+            if failureKindsSinceAnswer.isEmpty {
+                violation("not answering with no failed probe since the last answer (traffic made it so by itself)")
+            }
             // Consecutive failures are counted in the order probes were sent: a host that answered a
             // probe is not silent until a probe sent after that one has failed.
             if !sent.values.contains(where: { $0.finished && !$0.answered && $0.sentAt > newestAnsweredSentAt }) {

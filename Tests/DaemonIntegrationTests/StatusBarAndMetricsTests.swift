@@ -53,6 +53,10 @@ final class StatusBarAndMetricsTests: DaemonTestCase {
         }
         XCTAssertEqual(values["netobserver_probes_sent_total{\(labels)}"], try get(.probesSent))
         XCTAssertEqual(values["netobserver_probes_answered_total{\(labels)}"], try get(.probesAnswered))
+        XCTAssertEqual(values["netobserver_probes_skipped_total{\(labels)}"], try get(.probesSkipped))
+        for word in ["idle", "flowing", "stalled"] {
+            XCTAssertEqual(values["netobserver_traffic{\(labels),traffic=\"\(word)\"}"], word == (try get(.traffic)) ? "1" : "0", word)
+        }
         XCTAssertEqual(values["netobserver_packet_loss_ratio{\(labels)}"].flatMap(Double.init), Double(try get(.packetLoss)))
         let lastChange = try XCTUnwrap(values["netobserver_last_change_timestamp_seconds{\(labels)}"].flatMap(Double.init))
         XCTAssertEqual(lastChange, (Double(try get(.lastChange)) ?? 0) / 1e6, accuracy: 1e-6)

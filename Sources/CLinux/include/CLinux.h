@@ -15,6 +15,8 @@
 #include <linux/if.h>
 #include <netinet/in.h>
 #include <linux/errqueue.h>
+#include <linux/sock_diag.h>
+#include <linux/inet_diag.h>
 #include <malloc.h>
 
 /* Netlink's walking macros are function-like, so Swift cannot call them.
@@ -85,6 +87,28 @@ static const unsigned char CLinux_SO_EE_ORIGIN_ICMP6 = SO_EE_ORIGIN_ICMP6;
  * permitted, effective and bounding sets. Call as root, before other threads
  * start. 0 on success, -1 with errno. */
 int CLinux_drop_privileges(unsigned int uid, unsigned int gid);
+
+/* What the traffic rules read of one TCP socket's tcp_info (INET_DIAG_INFO), from however
+ * much of the struct the kernel sent: 1 with *out filled, 0 when it is too short to say. */
+struct CLinux_tcp_facts {
+    unsigned char retransmits;      /* tcpi_retransmits: RTO retransmissions outstanding */
+    unsigned char backoff;          /* tcpi_backoff */
+    unsigned int last_data_recv;    /* ms since data last arrived */
+    unsigned long long bytes_received;
+    int has_bytes_received;         /* the kernel's tcp_info is long enough (Linux >= 4.1) */
+};
+int CLinux_read_tcp_info(const void *info, unsigned long length, struct CLinux_tcp_facts *out);
+
+/* Constants the importer cannot see as such. */
+static const unsigned short CLinux_SOCK_DIAG_BY_FAMILY = SOCK_DIAG_BY_FAMILY;
+static const unsigned char CLinux_INET_DIAG_BC_S_COND = INET_DIAG_BC_S_COND;
+static const unsigned short CLinux_INET_DIAG_REQ_BYTECODE = INET_DIAG_REQ_BYTECODE;
+static const unsigned short CLinux_INET_DIAG_INFO = INET_DIAG_INFO;
+
+_Static_assert(sizeof(struct inet_diag_msg) == 72, "inet_diag_msg layout");
+_Static_assert(sizeof(struct inet_diag_req_v2) == 56, "inet_diag_req_v2 layout");
+_Static_assert(sizeof(struct inet_diag_bc_op) == 4, "inet_diag_bc_op layout");
+_Static_assert(sizeof(struct inet_diag_hostcond) == 8, "inet_diag_hostcond layout");
 
 /* getrusage(RUSAGE_THREAD): _GNU_SOURCE-only too. */
 int CLinux_thread_usage(struct rusage *usage);

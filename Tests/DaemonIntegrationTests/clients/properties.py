@@ -20,7 +20,8 @@ expected = {
     "ProbesSent": (dbus.UInt64, False), "ProbesAnswered": (dbus.UInt64, False),
     "AccessTechnology": (dbus.String, False), "Metered": (dbus.Boolean, False),
     "Connectivity": (dbus.String, False), "ProbeMethod": (dbus.String, False), "CheckURL": (dbus.String, True),
-    "PortalURL": (dbus.String, False),
+    "PortalURL": (dbus.String, False), "Traffic": (dbus.String, False), "Evidence": (dbus.String, True),
+    "ProbesSkipped": (dbus.UInt64, False),
 }
 all_props = props.GetAll(IFACE)
 check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))

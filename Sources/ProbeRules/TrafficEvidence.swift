@@ -1,0 +1,133 @@
+/// What this machine's own TCP traffic says about the route to Host (INTERFACE.md, "Traffic as evidence").
+public enum Traffic: String, CaseIterable, Sendable {
+    /// No route: nothing is watched.
+    case none = ""
+    case idle, flowing, stalled
+}
+
+/// Whether flowing traffic may stand in for the scheduled probe.
+public enum Evidence: String, CaseIterable, Sendable {
+    case probes, traffic
+}
+
+/// One sample of the established TCP connections whose source address is on the route's
+/// interface, reduced to counts: no address, port or size of any connection.
+public struct TrafficSample: Equatable, Sendable {
+    /// Connections the kernel's filter let through (any remote).
+    public var connections: Int
+    /// Different remotes routed like Host that sent data within the last second.
+    public var receivingRemotes: Int
+    /// Different remotes routed like Host with data being retransmitted to them.
+    public var retransmittingRemotes: Int
+
+    public init(connections: Int = 0, receivingRemotes: Int = 0, retransmittingRemotes: Int = 0) {
+        self.connections = connections
+        self.receivingRemotes = receivingRemotes
+        self.retransmittingRemotes = retransmittingRemotes
+    }
+
+    /// Data in from any remote routed like Host is `flowing`, whatever else stalls; retransmissions to
+    /// two remotes or more with nothing in is `stalled`; anything else `idle`.
+    public var traffic: Traffic {
+        if receivingRemotes > 0 { return .flowing }
+        return retransmittingRemotes >= TrafficWatch.stalledRemotes ? .stalled : .idle
+    }
+}
+
+/// When to sample this machine's connections, and the word the last sample gave. Pure.
+///
+/// While there is a route, a sample every 500 ms while connections exist, else every 5 s or at
+/// the next probe when that is sooner (a wake-up the schedule has anyway); never more than 1 %
+/// of a core: a sample that cost c waits at least 100 c for the next.
+public struct TrafficWatch: Sendable {
+    public static let busyPeriod: UInt64 = 500_000_000
+    public static let quietPeriod: UInt64 = 5_000_000_000
+    /// 1 / the share of a core sampling may take.
+    public static let costFactor: UInt64 = 100
+    /// A sample that cost less than this runs on the loop; a dearer one on the sampler's thread.
+    public static let inlineCost: UInt64 = 1_000_000
+    public static let stalledRemotes = 2
+
+    /// What is watched: Host's address and the route's interface.
+    public struct Path: Equatable, Sendable {
+        public var interface: String
+        public var host: String
+
+        public init(interface: String, host: String) {
+            self.interface = interface
+            self.host = host
+        }
+    }
+
+    public private(set) var traffic: Traffic = .none
+    public private(set) var path: Path?
+    public private(set) var nextSampleAt: UInt64?
+    /// `flowing` says data came within the last second: past this, without a newer sample, it is `idle`.
+    public private(set) var flowingUntil: UInt64?
+    public static let evidenceLifetime: UInt64 = 1_000_000_000
+    /// Bumped with every new path: a sample taken for an older one is dropped.
+    public private(set) var generation: UInt64 = 0
+    private var inFlight = false
+    private var lastCost: UInt64?
+
+    public init() {}
+
+    /// Watches `path` (nil: no route, nothing to watch). A new path starts at `idle` and is sampled at once.
+    /// Returns whether the word changed.
+    public mutating func watch(_ new: Path?, now: UInt64) -> Bool {
+        guard new != path else { return false }
+        path = new
+        generation &+= 1
+        inFlight = false
+        nextSampleAt = new == nil ? nil : now
+        flowingUntil = nil
+        let old = traffic
+        traffic = new == nil ? .none : .idle
+        return traffic != old
+    }
+
+    /// A sample is due: take it (the caller samples `generation`); nil when none is due or one is under way.
+    /// `inline`: cheap enough to take on the loop.
+    public mutating func takeDueSample(now: UInt64) -> (generation: UInt64, inline: Bool)? {
+        guard path != nil, !inFlight, let at = nextSampleAt, at <= now else { return nil }
+        inFlight = true
+        nextSampleAt = nil
+        return (generation, (lastCost ?? .max) < Self.inlineCost)
+    }
+
+    /// Sample `generation` came back, having cost `cost` ns of CPU. `nextProbe`: when the schedule
+    /// probes next. Returns whether the word changed.
+    public mutating func sampled(generation: UInt64, _ sample: TrafficSample, cost: UInt64, nextProbe: UInt64?,
+                                 now: UInt64) -> Bool {
+        guard generation == self.generation, inFlight else { return false }
+        inFlight = false
+        lastCost = cost
+        let base = sample.connections > 0 ? Self.busyPeriod : Self.quietPeriod
+        var next = now &+ max(base, cost.multipliedReportingOverflow(by: Self.costFactor).partialValue)
+        if sample.connections == 0, let probe = nextProbe, probe > now, probe < next { next = probe }
+        nextSampleAt = next
+        let old = traffic
+        traffic = sample.traffic
+        flowingUntil = traffic == .flowing ? now &+ Self.evidenceLifetime : nil
+        return traffic != old
+    }
+
+    /// When the next thing is due: a sample, or the end of a `flowing` word's second.
+    public var nextWakeup: UInt64? {
+        [nextSampleAt, flowingUntil].compactMap { $0 }.min()
+    }
+
+    /// A `flowing` word older than a second, with no newer sample (samples are dear): `idle`.
+    /// Returns whether the word changed.
+    public mutating func expire(now: UInt64) -> Bool {
+        guard let until = flowingUntil, until <= now, traffic == .flowing else { return false }
+        flowingUntil = nil
+        traffic = .idle
+        return true
+    }
+
+    /// A sample could not be taken (the kernel refused, a socket failed): try again as if it had found nothing.
+    public mutating func sampleFailed(generation: UInt64, nextProbe: UInt64?, now: UInt64) -> Bool {
+        sampled(generation: generation, TrafficSample(), cost: lastCost ?? 0, nextProbe: nextProbe, now: now)
+    }
+}

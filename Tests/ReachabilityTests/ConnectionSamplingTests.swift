@@ -1,0 +1,142 @@
+import CLinux
+import EventLoop
+import Glibc
+import NetCore
+import ProbeRules
+@testable import Reachability
+import XCTest
+
+/// sock_diag against this machine's kernel (no root: loopback connections), and its parser against
+/// every truncation.
+final class ConnectionSamplingTests: XCTestCase {
+    /// A listening socket on 127.0.0.1 and `count` connections to it, accepted; closed at the end.
+    private struct LoopbackConnections {
+        var descriptors: [Int32] = []
+        var port: UInt16 = 0
+
+        init(count: Int) throws {
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            descriptors.append(listener)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            try withUnsafeMutablePointer(to: &address) { pointer in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    guard bind(listener, $0, length) == 0, listen(listener, 64) == 0,
+                          getsockname(listener, $0, &length) == 0 else { throw SystemError("bind") }
+                }
+            }
+            port = UInt16(bigEndian: address.sin_port)
+            for _ in 0..<count {
+                let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                let connected = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                guard connected == 0 else { throw SystemError("connect") }
+                let server = accept(listener, nil, nil)
+                descriptors += [client, server]
+            }
+        }
+
+        /// Each client sends a few bytes; each accepted end reads them (so data arrived just now).
+        func exchange() {
+            for index in stride(from: 1, to: descriptors.count, by: 2) {
+                _ = send(descriptors[index], "ping", 4, 0)
+                var buffer = [UInt8](repeating: 0, count: 16)
+                _ = recv(descriptors[index + 1], &buffer, 16, 0)
+            }
+        }
+
+        func close() { for fd in descriptors { _ = Glibc.close(fd) } }
+    }
+
+    func testTheKernelCountsOurLoopbackConnections() throws {
+        let census = try ConnectionCensus()
+        let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
+        let before = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 0, wait: 100))
+        let connections = try LoopbackConnections(count: 3)
+        defer { connections.close() }
+        connections.exchange()
+        let sample = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 1, wait: 100))
+        // Both ends of each connection have 127.0.0.1 as their source; every remote is the host itself.
+        XCTAssertGreaterThanOrEqual(sample.connections - before.connections, 6)
+        XCTAssertEqual(sample.receivingRemotes, 1, "one remote (127.0.0.1), however many connections")
+        XCTAssertEqual(sample.retransmittingRemotes, 0)
+        XCTAssertEqual(sample.traffic, .flowing)
+        // Filtered in the kernel by source: another source address sees none of them.
+        let other = try XCTUnwrap(IPAddress("127.0.0.2"))
+        let filtered = try XCTUnwrap(census.sample(host: loopback, sources: [other], now: 2, wait: 100))
+        XCTAssertEqual(filtered.receivingRemotes, 0)
+        XCTAssertLessThan(filtered.connections, sample.connections)
+        // No source of the host's family: nothing is asked.
+        XCTAssertEqual(census.sample(host: loopback, sources: [try XCTUnwrap(IPAddress("::1"))], now: 3, wait: 100), TrafficSample())
+    }
+
+    func testTheSamplerAnswersOnTheLoopAndOffIt() throws {
+        let loop = try MainLoop()
+        let sampler = try TrafficSampler(loop: loop)
+        let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
+        let connections = try LoopbackConnections(count: 2)
+        defer { connections.close() }
+        connections.exchange()
+        let now = try XCTUnwrap(sampler.sampleNow(host: loopback, sources: [loopback]))
+        XCTAssertEqual(now.sample?.receivingRemotes, 1)
+        XCTAssertGreaterThan(now.cost, 0, "the CPU a sample took is measured")
+        var later: TrafficSample?
+        sampler.sampleLater(host: loopback, sources: [loopback]) { sample, _ in later = sample }
+        XCTAssertNil(sampler.sampleNow(host: loopback, sources: [loopback]), "one on the thread: none on the loop meanwhile")
+        let deadline = MonotonicClock.now() + 5_000_000_000
+        while later == nil && MonotonicClock.now() < deadline { loop.runTurn(waitingAtMost: 100) }
+        XCTAssertEqual(later?.receivingRemotes, 1)
+    }
+
+    func testTheRequestFiltersByStateAndSource() throws {
+        let sources = try ["198.18.0.5", "198.18.0.6", "fd00::5"].map { try XCTUnwrap(IPAddress($0)) }
+        let request = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, sources: sources, sequence: 9))
+        // nlmsghdr 16 + inet_diag_req_v2 56 + rtattr 4 + two S_CONDs of 4 + 8 + 4 bytes.
+        XCTAssertEqual(request.count, 16 + 56 + 4 + 2 * 16)
+        let filter = Array(request[(16 + 56 + 4)...])
+        XCTAssertEqual(Array(filter[0..<4]), [CLinux_INET_DIAG_BC_S_COND, 32, 16, 0], "a match jumps to the end (accept), a miss to the next")
+        XCTAssertEqual(Array(filter[16..<20]), [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0], "the last miss jumps past the end (reject)")
+        XCTAssertNil(SocketDiag.establishedTCP(family: AF_INET6, sources: [sources[0]], sequence: 9))
+        let many = (1...20).compactMap { IPAddress("198.18.1.\($0)") }
+        let capped = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, sources: many, sequence: 9))
+        XCTAssertEqual(capped.count, 16 + 56 + 4 + SocketDiag.maxSources * 16)
+    }
+
+    /// A reply as the kernel sends it, cut at every length: never a trap, never a connection made up.
+    func testEveryTruncationIsSafe() throws {
+        var message = inet_diag_msg()
+        message.idiag_family = UInt8(AF_INET)
+        message.idiag_state = 1
+        withUnsafeMutableBytes(of: &message.id.idiag_dst) { $0.copyBytes(from: [198, 18, 0, 2]) }
+        var info = [UInt8](repeating: 0, count: 232)
+        info[2] = 1  // tcpi_retransmits
+        info[52] = 0xE8; info[53] = 0x03  // tcpi_last_data_recv = 1000 ms
+        let body = withUnsafeBytes(of: message) { Array($0) } + NetlinkRequest.encode([(CLinux_INET_DIAG_INFO, info)])
+        var header = nlmsghdr()
+        header.nlmsg_len = UInt32(16 + body.count)
+        header.nlmsg_type = CLinux_SOCK_DIAG_BY_FAMILY
+        header.nlmsg_seq = 4
+        let whole = withUnsafeBytes(of: header) { Array($0) } + body
+        func parse(_ bytes: [UInt8], sequence: UInt32 = 4) -> SocketDiag.Result {
+            var result = SocketDiag.Result()
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
+            defer { buffer.deallocate() }
+            buffer.copyBytes(from: bytes)
+            SocketDiag.parse(aligned: UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), sequence: sequence, into: &result)
+            return result
+        }
+        let parsed = parse(whole)
+        XCTAssertEqual(parsed.connections, [SocketDiag.Connection(remote: try XCTUnwrap(IPAddress("198.18.0.2")),
+                                                                   retransmitting: true, receivedRecently: false)])
+        XCTAssertTrue(parse(whole, sequence: 5).connections.isEmpty, "another request's answer is not ours")
+        for cut in 0..<whole.count {
+            var bytes = Array(whole[..<cut])
+            if cut >= 4 { bytes.replaceSubrange(0..<4, with: withUnsafeBytes(of: UInt32(cut)) { Array($0) }) }
+            let result = parse(bytes)
+            XCTAssertTrue(result.connections.isEmpty, "cut at \(cut)")
+        }
+    }
+}
