@@ -48,9 +48,11 @@ _netobserver() {
         metrics) COMPREPLY=($(compgen -W "--textfile" -- "$cur")) ;;
         set)
             if [ "$prev" = set ]; then
-                COMPREPLY=($(compgen -W "host interval timeout failures recoveries family check-url" -- "$cur"))
+                COMPREPLY=($(compgen -W "host interval timeout failures recoveries family check-url evidence" -- "$cur"))
             elif [ "$prev" = family ]; then
                 COMPREPLY=($(compgen -W "any ipv4 ipv6" -- "$cur"))
+            elif [ "$prev" = evidence ]; then
+                COMPREPLY=($(compgen -W "probes traffic" -- "$cur"))
             fi
             ;;
     esac

@@ -44,6 +44,8 @@ kill $pid; wait $pid 2>/dev/null || true
 /usr/bin/python3 "$root/tools/bench_connectivity.py" "$daemon" 2> >(grep -v "fd limit" >&2)
 # The loop on a bad network: Peer.Ping while the resolver, the check server, a router or the link misbehave.
 /usr/bin/python3 "$root/tools/bench_badnet.py" "$daemon" 12
+# Traffic as evidence: blackholes under load, probes per hour, sampling cost by connection count, idle wake-ups.
+/usr/bin/python3 "$root/tools/bench_traffic.py" "$daemon" "$(dirname "$daemon")/netobserver-bench" "${TRAFFIC_TRIALS:-10}"
 # The GIO module: the service's change → a GLib program and a portal client; the module's RSS and idle wake-ups.
 /usr/bin/python3 "$root/tools/bench_gio.py" "$daemon" "$netns" "$root/.build/gio" "$root/Tests/NamespaceTests/helpers" 20 \
     2> >(grep -vE "fd limit|ctivat|max threads" >&2)

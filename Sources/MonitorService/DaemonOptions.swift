@@ -35,7 +35,8 @@ public struct DaemonOptions: Equatable, Sendable {
     public static let usage = """
         Usage: netobserverd [--system | --session | --address ADDRESS]
                             [--host HOST] [--interval MS] [--timeout MS] [--failures N] [--recoveries N]
-                            [--family any|ipv4|ipv6] [--check-url URL] [--target HOST]... [--dns-refresh S]
+                            [--family any|ipv4|ipv6] [--check-url URL] [--evidence probes|traffic]
+                            [--target HOST]... [--dns-refresh S]
                             [--state-dir DIR] [--user NAME]
                             [--replace] [--verbose] [--version] [--help]
 
@@ -52,6 +53,8 @@ public struct DaemonOptions: Equatable, Sendable {
           --family FAMILY      any, ipv4 or ipv6 (default any)
           --check-url URL      an http:// URL answering 204, to tell the Internet from a captive portal
                                (default "": off)
+          --evidence E         probes (default), or traffic: while this machine's own TCP traffic to
+                               remotes routed like HOST flows, the scheduled probe is skipped
           --target HOST        one more target to watch, at /org/netobserver/Monitor/N (repeatable; not kept)
           --dns-refresh S      look the host's name up again every S seconds while it answers, 1–86400
                                (default 300)

@@ -1,10 +1,19 @@
 // netobserver-bench: measurements that need root and network namespaces
 // (`make bench` runs it). Traffic stays inside namespaces it creates and removes.
 import Glibc
+import NetCore
 
 // `netobserver-bench simulate N`: the cores in virtual time; needs neither root nor a network.
 if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "simulate" {
     exit(SimulationBench(scenarios: Int(CommandLine.arguments[2]) ?? 1000).run() ? 0 : 1)
+}
+
+// `netobserver-bench sample-cost HOST SOURCE [N]`: the traffic census's CPU per sample, where it runs.
+if CommandLine.arguments.count > 3, CommandLine.arguments[1] == "sample-cost",
+   let host = IPAddress(CommandLine.arguments[2]), let source = IPAddress(CommandLine.arguments[3]) {
+    let count = CommandLine.arguments.count > 4 ? Int(CommandLine.arguments[4]) ?? 20 : 20
+    try TrafficSampleBench(host: host, source: source, count: count).run()
+    exit(0)
 }
 
 guard geteuid() == 0 else {

@@ -1,0 +1,34 @@
+import EventLoop
+import NetCore
+import Probe
+import Reachability
+
+/// `netobserver-bench sample-cost HOST SOURCE [N]`, run inside a namespace: N samples of this
+/// machine's connections from SOURCE, as the daemon takes them; prints the median and largest CPU
+/// per sample and what share of a core the schedule (500 ms, or 100 × the cost) gives that.
+struct TrafficSampleBench {
+    let host: IPAddress
+    let source: IPAddress
+    let count: Int
+
+    func run() throws {
+        let loop = try MainLoop()
+        let sampler = try TrafficSampler(loop: loop)
+        var costs: [UInt64] = []
+        var connections = 0
+        for _ in 0..<max(count, 1) {
+            guard let (sample, cost) = sampler.sampleNow(host: host, sources: [source]), let sample else { continue }
+            connections = sample.connections
+            costs.append(cost)
+        }
+        costs.sort()
+        guard let median = costs.isEmpty ? nil : costs[costs.count / 2], let largest = costs.last else {
+            print("sample-cost: no sample could be taken")
+            return
+        }
+        let period = max(TrafficWatch.busyPeriod, median * TrafficWatch.costFactor)
+        let hundredths = median * 100 * 100 / period
+        print("sample-cost: connections=\(connections) samples=\(costs.count) median_us=\(median / 1000) max_us=\(largest / 1000) "
+              + "period_ms=\(period / 1_000_000) core_share_percent=\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)")
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import Glibc
+import IntegrationSupport
+import MonitorContract
+import XCTest
+
+/// Traffic as evidence with real TCP: the daemon in a client namespace whose own connections go
+/// to three servers behind the router (198.18.2.3–5) while it watches Host 198.18.2.2 there.
+final class TrafficEvidenceNamespaceTests: XCTestCase {
+    var hosts: ThreeHosts!
+    var bus: PrivateBus!
+    var daemon: DaemonProcess!
+    var watcher: SignalWatcher?
+    private var helpers: [Process] = []
+    static let servers = ["198.18.2.3", "198.18.2.4", "198.18.2.5"]
+    static let port = "9400"
+
+    override func setUpWithError() throws {
+        try requireRoot()
+        hosts = try ThreeHosts(tag: "t")
+        try hosts.server.ip("addr add 198.18.2.4/24 dev ts0")
+        try hosts.server.ip("addr add 198.18.2.5/24 dev ts0")
+        bus = try PrivateBus()
+        try helper(hosts.server, ["serve", Self.port])
+        try helper(hosts.router, ["serve", Self.port])
+    }
+
+    override func tearDown() {
+        watcher?.stop()
+        for helper in helpers where helper.isRunning { helper.terminate(); helper.waitUntilExit() }
+        daemon?.stop()
+        bus?.stop()
+        hosts = nil
+    }
+
+    private func helper(_ namespace: NetworkNamespace, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", namespace.name, "/usr/bin/python3", Paths.namespaceHelpers + "/load.py"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        helpers.append(process)
+        _ = output.fileHandleForReading.availableData  // its "ready" line
+    }
+
+    private func startLoad(to addresses: [String] = servers) throws {
+        try helper(hosts.client, ["client", Self.port] + addresses)
+    }
+
+    private func startDaemon(_ arguments: [String]) throws {
+        daemon = try DaemonProcess(bus: bus, arguments: arguments, namespace: hosts.client.name, host: "198.18.2.2")
+        watcher = try SignalWatcher(bus: bus)
+    }
+
+    private func get(_ property: P) throws -> String { try readProperty(property, bus: bus) }
+
+    @discardableResult
+    private func waitFor(_ property: P, _ expected: String, timeout: Double, file: StaticString = #filePath,
+                         line: UInt = #line) throws -> Double {
+        if let took = try waitForProperty(property, expected, bus: bus, timeout: timeout) { return took }
+        XCTFail("\(property) did not become \(expected) in \(timeout) s; it is \(try get(property)) (\(try get(.reason)))\n\(daemon.log)",
+                file: file, line: line)
+        return timeout
+    }
+
+    /// Drops everything the router forwards from the client (probes and connections alike).
+    private func blackhole() throws {
+        _ = try hosts.router.exec("iptables -I FORWARD -s 198.18.0.2 -j DROP")
+    }
+
+    // MARK: Tests
+
+    /// At Interval 30 s, a blackhole under load is confirmed within 1 s + 0.5 s + Timeout + Timeout
+    /// = 3.5 s (the next probe alone could be 30 s away), with and without Evidence `traffic`.
+    func testABlackholeUnderLoadIsConfirmedWhateverTheInterval() throws {
+        for evidence in ["probes", "traffic"] {
+            try startDaemon(["--interval", "30000", "--timeout", "1000", "--failures", "2", "--evidence", evidence])
+            try waitFor(.status, "ethernet", timeout: 5)
+            try startLoad()
+            try waitFor(.traffic, "flowing", timeout: 6)
+            let sentBefore = Int(try get(.probesSent)) ?? 0
+            let started = monotonicSeconds()
+            try blackhole()
+            try waitFor(.traffic, "stalled", timeout: 3)
+            let took = try waitFor(.status, "none", timeout: 6)
+            let elapsed = monotonicSeconds() - started
+            XCTAssertLessThanOrEqual(elapsed, 3.5 + 0.3, "\(evidence): the contract's bound, with 0.3 s for reading the property")
+            XCTAssertGreaterThan(took, 0)
+            XCTAssertEqual(try get(.reason), "host not answering: 2 probes lost")
+            XCTAssertLessThanOrEqual((Int(try get(.probesSent)) ?? 0) - sentBefore, 3, "a forced probe and its suspicion re-probe")
+            // Clean up for the next round.
+            for helper in helpers.dropFirst(2) where helper.isRunning { helper.terminate(); helper.waitUntilExit() }
+            helpers = Array(helpers.prefix(2))
+            _ = try hosts.router.exec("iptables -D FORWARD -s 198.18.0.2 -j DROP")
+            watcher?.stop()
+            daemon.stop()
+        }
+    }
+
+    /// 2 % random loss on the connections for 30 s: data still comes in, so never `stalled`, no change.
+    func testRandomLossUnderLoadChangesNothing() throws {
+        try startDaemon(["--interval", "30000", "--timeout", "1000"])
+        try waitFor(.status, "ethernet", timeout: 5)
+        try startLoad()
+        try waitFor(.traffic, "flowing", timeout: 6)
+        _ = try hosts.router.exec("iptables -I FORWARD -p tcp -m statistic --mode random --probability 0.02 -j DROP")
+        let sentBefore = Int(try get(.probesSent)) ?? 0
+        let end = monotonicSeconds() + 30
+        var words: Set<String> = []
+        while monotonicSeconds() < end {
+            words.insert(try get(.traffic))
+            usleep(250_000)
+        }
+        XCTAssertFalse(words.contains("stalled"), "seen: \(words.sorted())")
+        XCTAssertEqual(try get(.status), "ethernet")
+        XCTAssertEqual(watcher?.statuses.filter { $0.status != "ethernet" }.count, 0, "no StatusChanged but the first")
+        XCTAssertLessThanOrEqual((Int(try get(.probesSent)) ?? 0) - sentBefore, 2, "the schedule's probe, nothing forced")
+    }
+
+    /// One server of three silenced: the other two still send data, so it is no stall.
+    func testOneSilentServerOfThreeChangesNothing() throws {
+        try startDaemon(["--interval", "30000", "--timeout", "1000"])
+        try waitFor(.status, "ethernet", timeout: 5)
+        try startLoad()
+        try waitFor(.traffic, "flowing", timeout: 6)
+        _ = try hosts.router.exec("iptables -I FORWARD -d 198.18.2.3 -j DROP")
+        let end = monotonicSeconds() + 10
+        while monotonicSeconds() < end {
+            XCTAssertEqual(try get(.traffic), "flowing")
+            usleep(250_000)
+        }
+        XCTAssertEqual(try get(.status), "ethernet")
+        XCTAssertEqual(watcher?.statuses.filter { $0.status != "ethernet" }.count, 0)
+    }
+
+    /// Evidence `traffic` under steady load: not one probe for 20 s, ProbesSkipped growing, ProbeMethod
+    /// `traffic`; and an outage is still confirmed as fast.
+    func testEvidenceTrafficUnderLoadSendsNoProbeAndStillSeesAnOutage() throws {
+        try startDaemon(["--interval", "1000", "--timeout", "1000", "--evidence", "traffic"])
+        try waitFor(.status, "ethernet", timeout: 5)
+        try startLoad()
+        try waitFor(.probeMethod, "traffic", timeout: 6)
+        let sent = try get(.probesSent)
+        let skipped = Int(try get(.probesSkipped)) ?? 0
+        sleep(20)
+        XCTAssertEqual(try get(.probesSent), sent, "no probe in 20 s of steady traffic")
+        XCTAssertGreaterThanOrEqual((Int(try get(.probesSkipped)) ?? 0) - skipped, 19)
+        XCTAssertEqual(try get(.status), "ethernet")
+        let started = monotonicSeconds()
+        try blackhole()
+        try waitFor(.status, "none", timeout: 6)
+        XCTAssertLessThanOrEqual(monotonicSeconds() - started, 3.5 + 0.3)
+    }
+
+    /// Traffic to the local network (the router itself, on-link, while Host is behind it) says
+    /// nothing about Host: every probe goes out.
+    func testTrafficToTheLocalNetworkSkipsNoProbe() throws {
+        try startDaemon(["--interval", "1000", "--timeout", "1000", "--evidence", "traffic"])
+        try waitFor(.status, "ethernet", timeout: 5)
+        try startLoad(to: ["198.18.0.1"])
+        let sent = Int(try get(.probesSent)) ?? 0
+        sleep(8)
+        XCTAssertEqual(try get(.probesSkipped), "0")
+        XCTAssertGreaterThanOrEqual((Int(try get(.probesSent)) ?? 0) - sent, 7)
+        XCTAssertEqual(try get(.traffic), "idle", "local traffic is no evidence either way")
+        XCTAssertEqual(try get(.probeMethod), "icmp")
+    }
+
+    /// Nothing about this machine's connections leaves the service: not their addresses nor ports,
+    /// on D-Bus, in the client's status and metrics, or in the log.
+    func testNoConnectionLeavesTheService() throws {
+        try startDaemon(["--interval", "1000", "--timeout", "1000", "--evidence", "traffic"])
+        try waitFor(.status, "ethernet", timeout: 5)
+        try startLoad()
+        try waitFor(.probeMethod, "traffic", timeout: 6)
+        try blackhole()
+        try waitFor(.status, "none", timeout: 6)
+        let everything = try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName,
+                                         MonitorContract.objectPath, "org.freedesktop.DBus.Properties", "GetAll", "s", ""]).stdout
+        let status = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
+        let json = try runCommand([Paths.client, "--address", bus.address, "status", "--json"]).stdout
+        let metrics = try runCommand([Paths.client, "--address", bus.address, "metrics"]).stdout
+        XCTAssertTrue(status.contains("Traffic:"), status)
+        XCTAssertTrue(metrics.contains("netobserver_probes_skipped_total{"), metrics)
+        for (name, text) in [("GetAll", everything), ("status", status), ("status --json", json), ("metrics", metrics),
+                             ("the log", daemon.log)] {
+            for remote in Self.servers + [":\(Self.port)", " \(Self.port)"] {
+                XCTAssertFalse(text.contains(remote), "\(name) shows \(remote):\n\(text)")
+            }
+        }
+    }
+
+    /// With no connections, sampling adds no wake-up of its own at Interval 1 s (it rides on the
+    /// probes'), and at most one per 5 s at Interval 30 s.
+    func testAnIdleMachineWakesUpNoMoreThanTheProbeSchedule() throws {
+        for interval in [1000, 30_000] {
+            try startDaemon(["--interval", "\(interval)", "--timeout", "1000"])
+            try waitFor(.status, "ethernet", timeout: 5)
+            sleep(2)
+            let before = try contextSwitches(daemon.pid)
+            let sentBefore = Int(try get(.probesSent)) ?? 0
+            sleep(20)
+            let wakeups = try contextSwitches(daemon.pid) - before
+            let probes = (Int(try get(.probesSent)) ?? 0) - sentBefore
+            // Each probe: its timer and its reply; two D-Bus reads of ProbesSent add two each.
+            let allowed = 2 * probes + 4 + (interval > 5000 ? 20 / 5 : 0)
+            XCTAssertLessThanOrEqual(wakeups, allowed, "Interval \(interval): \(wakeups) wake-ups for \(probes) probes in 20 s")
+            watcher?.stop()
+            daemon.stop()
+        }
+    }
+
+    /// The loop thread's voluntary context switches: each is one wake-up from epoll.
+    private func contextSwitches(_ pid: Int32) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/task/\(pid)/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") } ?? ""
+        return Int(line.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "") ?? 0
+    }
+}
