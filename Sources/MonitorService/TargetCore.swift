@@ -76,7 +76,10 @@ public struct TargetCore {
     }
 
     public var nextWakeup: UInt64? {
-        [monitor.nextWakeup, probe.nextWakeup, trafficWatch.nextWakeup].compactMap { $0 }.min()
+        var earliest = monitor.nextWakeup ?? .max
+        if let probe = probe.nextWakeup, probe < earliest { earliest = probe }
+        if let traffic = trafficWatch.nextWakeup, traffic < earliest { earliest = traffic }
+        return earliest == .max ? nil : earliest
     }
 
     /// The default-route families AddressFamily allows.
@@ -139,11 +142,14 @@ public struct TargetCore {
     }
 
     /// Traffic is watched while Host has an address and a usable route.
-    private var watchedPath: TrafficWatch.Path? {
+    private var watchedPath: (host: IPAddress, interface: String)? {
         guard case .resolved(let host) = monitor.resolution, let route = monitor.route, route.usable,
               !route.interface.isEmpty else { return nil }
-        return TrafficWatch.Path(interface: route.interface, host: host.description)
+        return (host, route.interface)
     }
+
+    /// The path `trafficWatch` watches.
+    private var trafficPath: (host: IPAddress, interface: String)?
 
     private var trafficPublishDue = false
 
@@ -160,11 +166,15 @@ public struct TargetCore {
         var publishDue = trafficPublishDue
         trafficPublishDue = false
         var verdictReady = false
+        // Only the event itself moves Host's address or its route (what the cores say to each other below does not).
+        let path = watchedPath
+        if path?.host != trafficPath?.host || path?.interface != trafficPath?.interface {
+            trafficPath = path
+            if trafficWatch.pathChanged(watching: path != nil, now: now) { trafficChanged(now: now) }
+        }
         while true {
-            if trafficWatch.watch(watchedPath, now: now) { trafficChanged(now: now) }
-            if let (generation, inline) = trafficWatch.takeDueSample(now: now), case .resolved(let host) = monitor.resolution,
-               let interface = monitor.route?.interface {
-                actions.append(.sampleTraffic(generation: generation, host: host, interface: interface, inline: inline))
+            if let (generation, inline) = trafficWatch.takeDueSample(now: now), let path = trafficPath {
+                actions.append(.sampleTraffic(generation: generation, host: path.host, interface: path.interface, inline: inline))
             }
             if trafficPublishDue {
                 trafficPublishDue = false

@@ -37,7 +37,8 @@ public struct TrafficSample: Equatable, Sendable {
 /// When to sample this machine's connections, and the word the last sample gave. Pure.
 ///
 /// While there is a route, a sample every 500 ms while connections exist, else every 5 s or at
-/// the next probe when that is sooner (a wake-up the schedule has anyway); never more than 1 %
+/// the next probe when that is sooner but not sooner than 500 ms (a wake-up the schedule has
+/// anyway); never more than 1 %
 /// of a core: a sample that cost c waits at least 100 c for the next.
 public struct TrafficWatch: Sendable {
     public static let busyPeriod: UInt64 = 500_000_000
@@ -48,19 +49,9 @@ public struct TrafficWatch: Sendable {
     public static let inlineCost: UInt64 = 1_000_000
     public static let stalledRemotes = 2
 
-    /// What is watched: Host's address and the route's interface.
-    public struct Path: Equatable, Sendable {
-        public var interface: String
-        public var host: String
-
-        public init(interface: String, host: String) {
-            self.interface = interface
-            self.host = host
-        }
-    }
-
     public private(set) var traffic: Traffic = .none
-    public private(set) var path: Path?
+    /// Whether there is a path (Host's address over a usable route) to watch.
+    public private(set) var watching = false
     public private(set) var nextSampleAt: UInt64?
     /// `flowing` says data came within the last second: past this, without a newer sample, it is `idle`.
     public private(set) var flowingUntil: UInt64?
@@ -72,24 +63,23 @@ public struct TrafficWatch: Sendable {
 
     public init() {}
 
-    /// Watches `path` (nil: no route, nothing to watch). A new path starts at `idle` and is sampled at once.
-    /// Returns whether the word changed.
-    public mutating func watch(_ new: Path?, now: UInt64) -> Bool {
-        guard new != path else { return false }
-        path = new
+    /// The path changed: a new one (`watching`) starts at `idle` and is sampled at once; without
+    /// one (no route) nothing is sampled. Returns whether the word changed.
+    public mutating func pathChanged(watching: Bool, now: UInt64) -> Bool {
+        self.watching = watching
         generation &+= 1
         inFlight = false
-        nextSampleAt = new == nil ? nil : now
+        nextSampleAt = watching ? now : nil
         flowingUntil = nil
         let old = traffic
-        traffic = new == nil ? .none : .idle
+        traffic = watching ? .idle : .none
         return traffic != old
     }
 
     /// A sample is due: take it (the caller samples `generation`); nil when none is due or one is under way.
     /// `inline`: cheap enough to take on the loop.
     public mutating func takeDueSample(now: UInt64) -> (generation: UInt64, inline: Bool)? {
-        guard path != nil, !inFlight, let at = nextSampleAt, at <= now else { return nil }
+        guard watching, !inFlight, let at = nextSampleAt, at <= now else { return nil }
         inFlight = true
         nextSampleAt = nil
         return (generation, (lastCost ?? .max) < Self.inlineCost)
@@ -104,7 +94,8 @@ public struct TrafficWatch: Sendable {
         lastCost = cost
         let base = sample.connections > 0 ? Self.busyPeriod : Self.quietPeriod
         var next = now &+ max(base, cost.multipliedReportingOverflow(by: Self.costFactor).partialValue)
-        if sample.connections == 0, let probe = nextProbe, probe > now, probe < next { next = probe }
+        // A probe's wake-up serves, unless it is sooner than a busy sample would be.
+        if sample.connections == 0, let probe = nextProbe, probe >= now &+ Self.busyPeriod, probe < next { next = probe }
         nextSampleAt = next
         let old = traffic
         traffic = sample.traffic
@@ -114,7 +105,9 @@ public struct TrafficWatch: Sendable {
 
     /// When the next thing is due: a sample, or the end of a `flowing` word's second.
     public var nextWakeup: UInt64? {
-        [nextSampleAt, flowingUntil].compactMap { $0 }.min()
+        guard let sample = nextSampleAt else { return flowingUntil }
+        guard let until = flowingUntil else { return sample }
+        return min(sample, until)
     }
 
     /// A `flowing` word older than a second, with no newer sample (samples are dear): `idle`.

@@ -112,7 +112,7 @@ public struct Scenario: Sendable {
         func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
         func between(_ low: UInt64, _ high: UInt64) -> UInt64 { low + random.next() % (high - low + 1) }
 
-        let settings = ProbeSettings(intervalMilliseconds: pick([100, 200, 500, 1000, 2000, 30_000]),
+        let settings = ProbeSettings(intervalMilliseconds: pick([100, 200, 500, 1000, 2000]),
                                      timeoutMilliseconds: pick([100, 200, 500, 1000, 2000]),
                                      failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)),
                                      evidence: pick([.probes, .traffic]))

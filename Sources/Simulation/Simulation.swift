@@ -87,6 +87,8 @@ public final class Simulation {
     private var pathDownSince: UInt64?
     /// The newest sample the core took: when, and whether data from a remote routed like Host was in it.
     private var lastSample: (at: UInt64, receiving: Bool)?
+    /// A sample the core took during this step: it counts for skips from the next step on.
+    private var newSample: (at: UInt64, receiving: Bool)?
     /// The word the core last had; a stall (or traffic stopping) still waiting for its probe.
     private var lastTraffic: Traffic = .none
     private var stallWaitingSince: UInt64?
@@ -247,7 +249,7 @@ public final class Simulation {
             }
             if kernel.hasQueued { scheduleKernelRead() }
         case .trafficSample(let generation, let sample, let cost, let takenAt):
-            if generation == target.trafficWatch.generation { lastSample = (takenAt, sample.receivingRemotes > 0) }
+            if generation == target.trafficWatch.generation { newSample = (takenAt, sample.receivingRemotes > 0) }
             take(.trafficSampled(generation: generation, sample, cost: cost))
         case .checkAnswer(let generation, let meaning):
             // A cancelled check says nothing more, as CheckRun.cancel makes sure.
@@ -462,9 +464,15 @@ public final class Simulation {
             notePath()
             let sample = trafficSample()
             summary.trafficSamples += 1
-            // On the loop a sample costs little; on the sampler's thread, up to a few ms.
-            let cost = inline ? 20_000 + random.next() % 200_000 : 100_000 + random.next() % 5_000_000
-            queue.add(.trafficSample(generation: generation, sample, cost: cost, takenAt: now), at: now + (inline ? 0 : cost))
+            // On the loop a sample costs little and is handed over in the same turn, as the driver
+            // does; on the sampler's thread it costs up to a few ms and comes back later.
+            if inline {
+                newSample = (now, sample.receivingRemotes > 0)
+                take(.trafficSampled(generation: generation, sample, cost: 20_000 + random.next() % 200_000))
+            } else {
+                let cost = 100_000 + random.next() % 5_000_000
+                queue.add(.trafficSample(generation: generation, sample, cost: cost, takenAt: now), at: now + cost)
+            }
         case .startCheck(_, let generation):
             startCheck(generation)
         case .cancelCheck:
@@ -631,7 +639,11 @@ public final class Simulation {
     /// probe within one sample (and the per-Timeout limit on forced probes); a probe skipped for
     /// traffic goes out within one sample of traffic no longer flowing.
     private func checkTraffic() {
-        let skipped = probe.statistics.skipped
+        defer {
+            if let sample = newSample { lastSample = sample }
+            newSample = nil
+        }
+        let skipped = target.probe.statistics.skipped
         if skipped > skippedSoFar {
             summary.probesSkipped += skipped - skippedSoFar
             skippedSoFar = skipped
@@ -643,6 +655,7 @@ public final class Simulation {
             }
         }
         let word = target.trafficWatch.traffic
+        guard word != lastTraffic || stallWaitingSince != nil || resumeWaitingSince != nil else { return }
         if word != lastTraffic {
             if word == .stalled {
                 summary.stalls += 1
@@ -772,7 +785,7 @@ public final class Simulation {
     /// host `limited`, never `none`; `limited` for a broken resolver ends within 5 s of its repair
     /// (or of the failed answer to a lookup asked before it), plus a lookup.
     private func checkBeyondTheHost() {
-        if let running = runningCheck, state.reason.hasPrefix("checking"), now - running.startedAt > running.limit {
+        if let running = runningCheck, now - running.startedAt > running.limit, state.reason.hasPrefix("checking") {
             violation("Connectivity unknown (\(state.reason)) \(Double(now - running.startedAt) / 1e6) ms into a check "
                       + "whose limit is \(Double(running.limit) / 1e6) ms")
         }
@@ -781,9 +794,10 @@ public final class Simulation {
             violation("the check failed (\(state.reason)) and an answering host over a usable route is none")
         }
         // A lookup asked before the repair ends as it would have (a hung one at glibc's timeout): the 5 s count from its answer.
-        if let since = resolverAnsweringSince, state.reason.contains("no longer resolves"), (lookupAskedAt ?? .max) >= since {
+        // The reason is read last: matching text is the dearest test here.
+        if let since = resolverAnsweringSince, (lookupAskedAt ?? .max) >= since {
             let from = max(since, lastLookupFailureAt)
-            if now - from > 5_030_000_000 + 1_000_000 {
+            if now - from > 5_030_000_000 + 1_000_000, state.reason.contains("no longer resolves") {
                 violation("limited by DNS \(Double(now - from) / 1e6) ms after the resolver answered again (\(state.reason))")
             }
         }
@@ -843,7 +857,10 @@ public final class Simulation {
         for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange {
             violation("a Check never got its verdict (arrived at \(Double(check.arrival) / 1e9) s)")
         }
-        if scenario.quietFrom != nil, quiet, violations.isEmpty {
+        // A name with no address yet is looked up again after a backoff of up to 60 s: a failed
+        // answer that came after healing (a lookup hung before it) may leave it unresolved so long.
+        let backingOff = if case .failed = monitor.resolution { now - lastLookupFailureAt < 60_000_000_000 } else { false }
+        if scenario.quietFrom != nil, quiet, violations.isEmpty, !backingOff {
             if state.status != .ethernet {
                 violation("after everything healed, Status is \(state.status) (\(state.reason)), not ethernet")
             }

@@ -19,7 +19,7 @@ final class TrafficEvidenceTests: XCTestCase {
         var watch = TrafficWatch()
         XCTAssertEqual(watch.traffic, .none)
         XCTAssertNil(watch.takeDueSample(now: 0), "no route, nothing to sample")
-        XCTAssertTrue(watch.watch(TrafficWatch.Path(interface: "eth0", host: "198.18.0.2"), now: 0))
+        XCTAssertTrue(watch.pathChanged(watching: true, now: 0))
         XCTAssertEqual(watch.traffic, .idle, "before the first sample")
         var due = try XCTUnwrap(watch.takeDueSample(now: 0))
         XCTAssertFalse(due.inline, "the first sample's cost is unknown: off the loop")
@@ -37,25 +37,29 @@ final class TrafficEvidenceTests: XCTestCase {
         due = try XCTUnwrap(watch.takeDueSample(now: 1510 * ms))
         _ = watch.sampled(generation: due.generation, TrafficSample(), cost: 50_000, nextProbe: 31_510 * ms, now: 1510 * ms)
         XCTAssertEqual(watch.nextSampleAt, 6510 * ms)
-        // A dear sample (20 ms of CPU): at most 1 % of a core, so 2 s to the next; off the loop.
+        // A probe sooner than a busy sample would be (Interval 100 ms) is no reason to sample more often.
         due = try XCTUnwrap(watch.takeDueSample(now: 6510 * ms))
-        _ = watch.sampled(generation: due.generation, TrafficSample(connections: 10_000), cost: 20 * ms, nextProbe: nil, now: 6510 * ms)
-        XCTAssertEqual(watch.nextSampleAt, 8510 * ms)
-        due = try XCTUnwrap(watch.takeDueSample(now: 8510 * ms))
+        _ = watch.sampled(generation: due.generation, TrafficSample(), cost: 50_000, nextProbe: 6610 * ms, now: 6510 * ms)
+        XCTAssertEqual(watch.nextSampleAt, 11_510 * ms)
+        // A dear sample (20 ms of CPU): at most 1 % of a core, so 2 s to the next; off the loop.
+        due = try XCTUnwrap(watch.takeDueSample(now: 11_510 * ms))
+        _ = watch.sampled(generation: due.generation, TrafficSample(connections: 10_000), cost: 20 * ms, nextProbe: nil, now: 11_510 * ms)
+        XCTAssertEqual(watch.nextSampleAt, 13_510 * ms)
+        due = try XCTUnwrap(watch.takeDueSample(now: 13_510 * ms))
         XCTAssertFalse(due.inline)
         // A new path: samples for the old one are dropped; no route: nothing.
-        XCTAssertFalse(watch.watch(TrafficWatch.Path(interface: "wlan0", host: "198.18.0.2"), now: 9000 * ms))
+        XCTAssertFalse(watch.pathChanged(watching: true, now: 14_000 * ms))
         XCTAssertFalse(watch.sampled(generation: due.generation, TrafficSample(connections: 1, retransmittingRemotes: 3),
-                                     cost: 0, nextProbe: nil, now: 9001 * ms))
+                                     cost: 0, nextProbe: nil, now: 14_001 * ms))
         XCTAssertEqual(watch.traffic, .idle)
-        XCTAssertTrue(watch.watch(nil, now: 9002 * ms))
+        XCTAssertTrue(watch.pathChanged(watching: false, now: 14_002 * ms))
         XCTAssertEqual(watch.traffic, .none)
         XCTAssertNil(watch.nextWakeup)
     }
 
     func testFlowingLastsOneSecondWithoutANewerSample() throws {
         var watch = TrafficWatch()
-        _ = watch.watch(TrafficWatch.Path(interface: "eth0", host: "h"), now: 0)
+        _ = watch.pathChanged(watching: true, now: 0)
         let due = try XCTUnwrap(watch.takeDueSample(now: 0))
         // A dear sample: the next is 3 s away, but the evidence is only good for a second.
         _ = watch.sampled(generation: due.generation, TrafficSample(connections: 9, receivingRemotes: 1), cost: 30 * ms,
