@@ -88,7 +88,7 @@ bench: deps-bench release gio-module
 	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" simulate 20000 && tools/pure-lines.sh && \
 	  tools/bench.sh "$$bin/netobserverd"
 
-# libFuzzer on the rtnetlink parser, the ICMP reply parser, the D-Bus surface (the whole service)
+# libFuzzer on the rtnetlink parser, the sock_diag parser, the ICMP reply parser, the D-Bus surface (the whole service)
 # and the state file, the validators, the client and the system-bus follower: FUZZ_RUNS executions
 # each (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
 FUZZ_RUNS ?= 10000000
@@ -96,6 +96,9 @@ FUZZ_NETLINK_SOURCES := Sources/NetCore/IPAddress.swift Sources/Reachability/Rou
                         Sources/Reachability/NetlinkParser.swift Fuzz/NetlinkFuzzer.swift
 FUZZ_ECHO_SOURCES := Sources/ProbeRules/EchoPacket.swift Sources/ProbeRules/InternetChecksum.swift Sources/ProbeRules/ProbeTracker.swift \
                      Fuzz/EchoFuzzer.swift
+FUZZ_SOCKDIAG_SOURCES := Sources/NetCore/IPAddress.swift Sources/Reachability/RouteMessage.swift \
+                         Sources/Reachability/NetlinkParser.swift Sources/Reachability/NetlinkRequest.swift \
+                         Sources/Reachability/SocketDiag.swift Fuzz/SocketDiagFuzzer.swift .build/fuzz/clinux.o
 FUZZ_FLAGS := -sanitize=fuzzer,address -parse-as-library -O -I Sources/CLinux/include
 
 # Builds and runs one fuzzer: $(1) name, $(2) sources.
@@ -118,6 +121,9 @@ fuzz: deps-build
 	mkdir -p .build/fuzz
 	$(call run_fuzzer,netlink,$(FUZZ_NETLINK_SOURCES))
 	$(call run_fuzzer,echo,$(FUZZ_ECHO_SOURCES))
+	@# The sock_diag parser reads tcp_info through the C shim: built with the same sanitizers.
+	$(dir $(SWIFT))clang -c -O1 -fsanitize=fuzzer-no-link,address -I Sources/CLinux/include Sources/CLinux/CLinux.c -o .build/fuzz/clinux.o
+	$(call run_fuzzer,sockdiag,$(FUZZ_SOCKDIAG_SOURCES))
 	@# A failed build must stop here, not fuzz a stale binary.
 	cd Fuzz/dbus && out=$$($(SWIFT) build -c release --scratch-path ../../.build/fuzz/dbus-spm --product SurfaceFuzzer \
 	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1) || { echo "$$out"; exit 1; }; \

@@ -236,8 +236,9 @@ try:
         before, sent = wakeups(daemon.pid()), int(daemon.get("ProbesSent"))
         time.sleep(60)
         woke, sent = wakeups(daemon.pid()) - before, int(daemon.get("ProbesSent")) - sent
-        print("traffic idle wake-ups per minute, Interval %d: %d (probes sent: %d, the schedule's timer and reply: %d)" %
-              (interval, woke, sent, 2 * sent), flush=True)
+        # The schedule's own per probe: its timer, its reply, and the follow-up check 10 ms on (ProbeCore's overdue).
+        print("traffic idle wake-ups per minute, Interval %d: %d (probes sent: %d; the probe schedule's own: %d, "
+              "3 per probe: timer, reply, follow-up check)" % (interval, woke, sent, 3 * sent), flush=True)
         daemon.stop()
 finally:
     teardown()

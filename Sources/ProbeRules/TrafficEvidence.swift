@@ -38,13 +38,13 @@ public struct TrafficSample: Equatable, Sendable {
 ///
 /// While there is a route, a sample every 500 ms while connections exist, else every 5 s or at
 /// the next probe when that is sooner but not sooner than 500 ms (a wake-up the schedule has
-/// anyway); never more than 1 %
-/// of a core: a sample that cost c waits at least 100 c for the next.
+/// anyway). Never more than 1 % of a core: a sample that cost c waits at least 125 c for the
+/// next (0.8 %, the rest for handing samples over).
 public struct TrafficWatch: Sendable {
     public static let busyPeriod: UInt64 = 500_000_000
     public static let quietPeriod: UInt64 = 5_000_000_000
     /// 1 / the share of a core sampling may take.
-    public static let costFactor: UInt64 = 100
+    public static let costFactor: UInt64 = 125
     /// A sample that cost less than this runs on the loop; a dearer one on the sampler's thread.
     public static let inlineCost: UInt64 = 1_000_000
     public static let stalledRemotes = 2

@@ -33,6 +33,8 @@ public enum SocketDiag {
         /// The kernel refused the request (errno).
         public var error: Int32?
         public var malformed = 0
+
+        public init() {}
     }
 
     /// A dump of the established TCP sockets of `family` whose source address is one of `sources`

@@ -5,7 +5,7 @@ import Reachability
 
 /// `netobserver-bench sample-cost HOST SOURCE [N]`, run inside a namespace: N samples of this
 /// machine's connections from SOURCE, as the daemon takes them; prints the median and largest CPU
-/// per sample and what share of a core the schedule (500 ms, or 100 × the cost) gives that.
+/// per sample and what share of a core the schedule (500 ms, or 125 × the cost) gives that.
 struct TrafficSampleBench {
     let host: IPAddress
     let source: IPAddress

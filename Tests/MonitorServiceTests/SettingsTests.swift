@@ -46,8 +46,13 @@ final class SettingsTests: XCTestCase {
         XCTAssertEqual(settings.host, "fd00::2")
         try settings.set(.interval, text: "250")
         XCTAssertEqual(settings.interval, 250)
+        XCTAssertEqual(settings.evidence, .probes, "probes by default")
+        try settings.set(.evidence, text: "traffic")
+        XCTAssertEqual(settings.evidence, .traffic)
+        XCTAssertEqual(settings.text(.evidence), "traffic")
         for (key, text) in [(MonitorSettings.Key.family, "IPv4"), (.family, ""), (.host, "bad host"), (.host, ""),
-                            (.interval, "-1"), (.interval, "1e3"), (.timeout, "")] {
+                            (.interval, "-1"), (.interval, "1e3"), (.timeout, ""), (.evidence, "Traffic"), (.evidence, ""),
+                            (.evidence, "probes\n")] {
             var copy = settings
             XCTAssertThrowsError(try copy.set(key, text: text, name: "--x")) { error in
                 XCTAssertTrue((error as? SettingError)?.message.hasPrefix("--x") == true)

@@ -19,9 +19,9 @@ final class StateStoreTests: XCTestCase {
     func testSaveThenLoad() throws {
         let store = StateStore(directory: directory + "/nested")
         XCTAssertTrue(store.load().values.isEmpty, "no file yet is not a problem")
-        try store.save([.host: "fd00::1", .interval: "250", .family: "ipv6"])
+        try store.save([.host: "fd00::1", .interval: "250", .family: "ipv6", .evidence: "traffic"])
         let (values, problems) = store.load()
-        XCTAssertEqual(values, [.host: "fd00::1", .interval: "250", .family: "ipv6"])
+        XCTAssertEqual(values, [.host: "fd00::1", .interval: "250", .family: "ipv6", .evidence: "traffic"])
         XCTAssertTrue(problems.isEmpty)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/nested"), ["settings"], "no temporary file left behind")
     }

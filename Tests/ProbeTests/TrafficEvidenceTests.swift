@@ -41,18 +41,18 @@ final class TrafficEvidenceTests: XCTestCase {
         due = try XCTUnwrap(watch.takeDueSample(now: 6510 * ms))
         _ = watch.sampled(generation: due.generation, TrafficSample(), cost: 50_000, nextProbe: 6610 * ms, now: 6510 * ms)
         XCTAssertEqual(watch.nextSampleAt, 11_510 * ms)
-        // A dear sample (20 ms of CPU): at most 1 % of a core, so 2 s to the next; off the loop.
+        // A dear sample (20 ms of CPU): at most 0.8 % of a core, so 2.5 s to the next; off the loop.
         due = try XCTUnwrap(watch.takeDueSample(now: 11_510 * ms))
         _ = watch.sampled(generation: due.generation, TrafficSample(connections: 10_000), cost: 20 * ms, nextProbe: nil, now: 11_510 * ms)
-        XCTAssertEqual(watch.nextSampleAt, 13_510 * ms)
-        due = try XCTUnwrap(watch.takeDueSample(now: 13_510 * ms))
+        XCTAssertEqual(watch.nextSampleAt, 14_010 * ms)
+        due = try XCTUnwrap(watch.takeDueSample(now: 14_010 * ms))
         XCTAssertFalse(due.inline)
         // A new path: samples for the old one are dropped; no route: nothing.
-        XCTAssertFalse(watch.pathChanged(watching: true, now: 14_000 * ms))
+        XCTAssertFalse(watch.pathChanged(watching: true, now: 14_500 * ms))
         XCTAssertFalse(watch.sampled(generation: due.generation, TrafficSample(connections: 1, retransmittingRemotes: 3),
-                                     cost: 0, nextProbe: nil, now: 14_001 * ms))
+                                     cost: 0, nextProbe: nil, now: 14_501 * ms))
         XCTAssertEqual(watch.traffic, .idle)
-        XCTAssertTrue(watch.pathChanged(watching: false, now: 14_002 * ms))
+        XCTAssertTrue(watch.pathChanged(watching: false, now: 14_502 * ms))
         XCTAssertEqual(watch.traffic, .none)
         XCTAssertNil(watch.nextWakeup)
     }
@@ -61,14 +61,14 @@ final class TrafficEvidenceTests: XCTestCase {
         var watch = TrafficWatch()
         _ = watch.pathChanged(watching: true, now: 0)
         let due = try XCTUnwrap(watch.takeDueSample(now: 0))
-        // A dear sample: the next is 3 s away, but the evidence is only good for a second.
+        // A dear sample: the next is 3.75 s away, but the evidence is only good for a second.
         _ = watch.sampled(generation: due.generation, TrafficSample(connections: 9, receivingRemotes: 1), cost: 30 * ms,
                           nextProbe: nil, now: 0)
         XCTAssertEqual(watch.nextWakeup, 1000 * ms)
         XCTAssertFalse(watch.expire(now: 999 * ms))
         XCTAssertTrue(watch.expire(now: 1000 * ms))
         XCTAssertEqual(watch.traffic, .idle)
-        XCTAssertEqual(watch.nextWakeup, 3000 * ms)
+        XCTAssertEqual(watch.nextWakeup, 3750 * ms)
     }
 
     // MARK: The probe core

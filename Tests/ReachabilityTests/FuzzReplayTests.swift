@@ -22,4 +22,27 @@ final class FuzzReplayTests: XCTestCase {
         }
         XCTAssertGreaterThanOrEqual(count, 8, "the seed corpus is there")
     }
+
+    /// The sock_diag fuzzer's seeds and crash inputs: never a trap, never more connections than messages.
+    func testSocketDiagCorpusAndCrashInputsParseSafely() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        var count = 0
+        var connections = 0
+        for folder in ["Fuzz/sockdiag/corpus", "Fuzz/sockdiag/crashes"] {
+            let directory = root.appendingPathComponent(folder)
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where !name.hasPrefix(".") {
+                let bytes = Array(try Data(contentsOf: directory.appendingPathComponent(name)))
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
+                defer { buffer.deallocate() }
+                buffer.copyBytes(from: bytes)
+                var result = SocketDiag.Result()
+                SocketDiag.parse(aligned: UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), sequence: 1, into: &result)
+                XCTAssertLessThanOrEqual(result.connections.count, bytes.count / (16 + 72), name)
+                connections += result.connections.count
+                count += 1
+            }
+        }
+        XCTAssertGreaterThanOrEqual(count, 4, "the seed corpus is there")
+        XCTAssertEqual(connections, 3, "the seeds' connections answering request 1")
+    }
 }
