@@ -62,7 +62,8 @@ let package = Package(
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe"]),
         .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "EventLoop", "IntegrationSupport"], exclude: ["server.py"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore", "ProbeRules"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore", "ProbeRules",
+                                                                "IntegrationSupport"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
         .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore", "IntegrationSupport",
                                                          "MonitorContract"],

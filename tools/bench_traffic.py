@@ -11,6 +11,7 @@ connections go to three servers behind the router (198.18.2.3-5) while the daemo
 - idle wake-ups per minute, against the probe schedule's.
 Usage: bench_traffic.py DAEMON BENCH_BINARY [TRIALS]"""
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -132,7 +133,8 @@ def outage_trial(interval, evidence, extra=None):
         load = helper("client", ["client", "9400"] + SERVERS)
         if not daemon.until("Traffic", "flowing", 7):
             return None
-        time.sleep(0.3)
+        # At a random moment relative to the samples and probes.
+        time.sleep(random.uniform(0.2, 1.2))
         started = time.monotonic()
         blackhole(True)
         took = time.monotonic() - started if daemon.until("Status", "none", 40) else None

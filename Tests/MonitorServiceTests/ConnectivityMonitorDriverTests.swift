@@ -1,4 +1,5 @@
 import EventLoop
+import IntegrationSupport
 import MonitorService
 import NetCore
 import Probe
@@ -177,5 +178,53 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         XCTAssertEqual(model.state.status, .none)
         XCTAssertEqual(model.state.address, "")
         XCTAssertNil(transport.target, "nothing is probed for a name that does not resolve")
+    }
+}
+
+/// The driver with the real census, without root: this process's own loopback connections are the
+/// machine's traffic on the route to Host 127.0.0.1 over `lo`.
+final class TrafficDriverTests: XCTestCase {
+    func testTheMachinesOwnTrafficReachesTheModelAndStandsInForProbes() throws {
+        let loop = try MainLoop()
+        var settings = MonitorSettings()
+        settings.host = "loop.test"
+        settings.interval = 100
+        settings.evidence = .traffic
+        let model = MonitorModel(settings: settings)
+        let routes = ConnectivityMonitorDriverTests.FakeRouteWatch()
+        let flags: UInt32 = 0x1 | 0x40 | 0x10000  // IFF_UP, IFF_RUNNING, IFF_LOWER_UP
+        _ = routes.table.apply(.newLink(Link(index: 1, name: "lo", flags: flags, type: 772)))
+        _ = routes.table.apply(.newAddress(InterfaceAddress(index: 1, address: .v4([127, 0, 0, 1]), prefixLength: 8)))
+        let resolver = try HostResolver(loop: loop) { _, _ in .success([.v4([127, 0, 0, 1])]) }
+        let transport = ConnectivityMonitorDriverTests.FakeTransport(.answerAtOnce)
+        let monitor = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, trafficSampler: try TrafficSampler(loop: loop),
+                                              transport: transport, routeWatch: routes)
+        monitor.start()
+        func turn(seconds: UInt64 = 5, until done: () -> Bool) {
+            let deadline = MonotonicClock.now() + seconds * 1_000_000_000
+            while !done() && MonotonicClock.now() < deadline { loop.runTurn(waitingAtMost: 20_000_000) }
+        }
+        turn { transport.target != nil }
+        routes.say(ReachabilityVerdict(usable: true, interface: "lo", kind: .other, source: "127.0.0.1"))
+        turn { model.state.status == .other }
+        XCTAssertEqual(model.state.traffic, .idle, "before the first sample, or with nothing flowing")
+        let connections = try LoopbackConnections(count: 2)
+        // Data keeps arriving: every 50 ms for a while.
+        var flowed = false
+        for _ in 0..<20 where !flowed {
+            connections.exchange()
+            turn(seconds: 1) { model.state.traffic == .flowing }
+            flowed = model.state.traffic == .flowing
+        }
+        XCTAssertTrue(flowed, "Traffic is \(model.state.traffic)")
+        let sent = transport.sent.count
+        for _ in 0..<10 where model.state.probesSkipped < 3 {
+            connections.exchange()
+            turn(seconds: 1) { model.state.probesSkipped >= 3 }
+        }
+        XCTAssertGreaterThanOrEqual(model.state.probesSkipped, 3, "flowing traffic stands in for scheduled probes")
+        XCTAssertEqual(model.state.probeMethod, "traffic")
+        XCTAssertLessThanOrEqual(transport.sent.count - sent, 1)
+        withExtendedLifetime((monitor, connections)) {}
     }
 }

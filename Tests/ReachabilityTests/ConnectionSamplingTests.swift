@@ -1,6 +1,7 @@
 import CLinux
 import EventLoop
 import Glibc
+import IntegrationSupport
 import NetCore
 import ProbeRules
 @testable import Reachability
@@ -9,54 +10,11 @@ import XCTest
 /// sock_diag against this machine's kernel (no root: loopback connections), and its parser against
 /// every truncation.
 final class ConnectionSamplingTests: XCTestCase {
-    /// A listening socket on 127.0.0.1 and `count` connections to it, accepted; closed at the end.
-    private struct LoopbackConnections {
-        var descriptors: [Int32] = []
-        var port: UInt16 = 0
-
-        init(count: Int) throws {
-            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            descriptors.append(listener)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            try withUnsafeMutablePointer(to: &address) { pointer in
-                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    guard bind(listener, $0, length) == 0, listen(listener, 64) == 0,
-                          getsockname(listener, $0, &length) == 0 else { throw SystemError("bind") }
-                }
-            }
-            port = UInt16(bigEndian: address.sin_port)
-            for _ in 0..<count {
-                let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                let connected = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-                guard connected == 0 else { throw SystemError("connect") }
-                let server = accept(listener, nil, nil)
-                descriptors += [client, server]
-            }
-        }
-
-        /// Each client sends a few bytes; each accepted end reads them (so data arrived just now).
-        func exchange() {
-            for index in stride(from: 1, to: descriptors.count, by: 2) {
-                _ = send(descriptors[index], "ping", 4, 0)
-                var buffer = [UInt8](repeating: 0, count: 16)
-                _ = recv(descriptors[index + 1], &buffer, 16, 0)
-            }
-        }
-
-        func close() { for fd in descriptors { _ = Glibc.close(fd) } }
-    }
-
     func testTheKernelCountsOurLoopbackConnections() throws {
         let census = try ConnectionCensus()
         let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
         let before = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 0, wait: 100))
         let connections = try LoopbackConnections(count: 3)
-        defer { connections.close() }
         connections.exchange()
         let sample = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 1, wait: 100))
         // Both ends of each connection have 127.0.0.1 as their source; every remote is the host itself.
@@ -71,6 +29,7 @@ final class ConnectionSamplingTests: XCTestCase {
         XCTAssertLessThan(filtered.connections, sample.connections)
         // No source of the host's family: nothing is asked.
         XCTAssertEqual(census.sample(host: loopback, sources: [try XCTUnwrap(IPAddress("::1"))], now: 3, wait: 100), TrafficSample())
+        withExtendedLifetime(connections) {}
     }
 
     func testTheSamplerAnswersOnTheLoopAndOffIt() throws {
@@ -78,7 +37,6 @@ final class ConnectionSamplingTests: XCTestCase {
         let sampler = try TrafficSampler(loop: loop)
         let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
         let connections = try LoopbackConnections(count: 2)
-        defer { connections.close() }
         connections.exchange()
         let now = try XCTUnwrap(sampler.sampleNow(host: loopback, sources: [loopback]))
         XCTAssertEqual(now.sample?.receivingRemotes, 1)
@@ -89,6 +47,7 @@ final class ConnectionSamplingTests: XCTestCase {
         let deadline = MonotonicClock.now() + 5_000_000_000
         while later == nil && MonotonicClock.now() < deadline { loop.runTurn(waitingAtMost: 100) }
         XCTAssertEqual(later?.receivingRemotes, 1)
+        withExtendedLifetime(connections) {}
     }
 
     func testTheRequestFiltersByStateAndSource() throws {
