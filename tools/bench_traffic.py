@@ -135,8 +135,9 @@ def outage_trial(interval, evidence, extra=None):
             return None
         # At a random moment relative to the samples and probes.
         time.sleep(random.uniform(0.2, 1.2))
-        started = time.monotonic()
+        # From the moment the rule is in (iptables takes some 10 ms to start and commit it).
         blackhole(True)
+        started = time.monotonic()
         took = time.monotonic() - started if daemon.until("Status", "none", 40) else None
         blackhole(False)
         return took
@@ -182,8 +183,8 @@ try:
     for _ in range(2):
         daemon.until("Status", "ethernet", 40)
         time.sleep(0.5)
-        started = time.monotonic()
         blackhole(True)
+        started = time.monotonic()
         alone.append(time.monotonic() - started if daemon.until("Status", "none", 40, step=0.05) else None)
         blackhole(False)
         daemon.properties.Set(IFACE, "Interval", dbus.UInt32(1000))
