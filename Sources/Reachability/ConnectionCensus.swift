@@ -50,11 +50,15 @@ final class ConnectionCensus {
             cache.removeAll(keepingCapacity: true)
             cacheBorn = now
         }
-        sequence &+= 1
-        guard let request = SocketDiag.establishedTCP(family: host.family, sources: sources, sequence: sequence) else {
-            return TrafficSample()
+        // IPv4 connections live in IPv4 sockets and, v4-mapped, in dual-stack IPv6 ones.
+        var dump: [SocketDiag.Connection] = []
+        for socketFamily in host.family == AF_INET ? [AF_INET, AF_INET6] : [AF_INET6] {
+            sequence &+= 1
+            guard let request = SocketDiag.establishedTCP(family: host.family, socketFamily: socketFamily, sources: sources,
+                                                          sequence: sequence) else { return TrafficSample() }
+            guard let found = self.dump(request, wait: wait) else { return nil }
+            dump += found
         }
-        guard let dump = dump(request, wait: wait) else { return nil }
         let hostRoute = route(to: host)
         var receiving = Set<IPAddress>()
         var retransmitting = Set<IPAddress>()

@@ -37,13 +37,15 @@ public enum SocketDiag {
         public init() {}
     }
 
-    /// A dump of the established TCP sockets of `family` whose source address is one of `sources`
-    /// (the first `maxSources` of them), each with its tcp_info; nil when no source is of `family`.
-    public static func establishedTCP(family: Int32, sources: [IPAddress], sequence: UInt32) -> [UInt8]? {
+    /// A dump of the established TCP sockets of `socketFamily` whose source address is one of `sources` of
+    /// `family` (the first `maxSources` of them), each with its tcp_info; nil when no source is of `family`.
+    /// IPv6 sockets with an IPv4 source (v4-mapped, as dual-stack programs have them) match IPv4 sources:
+    /// the kernel's filter sees through the mapping.
+    public static func establishedTCP(family: Int32, socketFamily: Int32, sources: [IPAddress], sequence: UInt32) -> [UInt8]? {
         let chosen = sources.filter { $0.family == family }.prefix(maxSources)
         guard !chosen.isEmpty else { return nil }
         var request = inet_diag_req_v2()
-        request.sdiag_family = UInt8(family)
+        request.sdiag_family = UInt8(socketFamily)
         request.sdiag_protocol = UInt8(IPPROTO_TCP)
         request.idiag_ext = UInt8(1 << (CLinux_INET_DIAG_INFO - 1))
         request.idiag_states = 1 << 1  // TCP_ESTABLISHED
@@ -124,7 +126,12 @@ public enum SocketDiag {
         let remote: IPAddress?
         switch Int32(message.idiag_family) {
         case AF_INET: remote = withUnsafeBytes(of: message.id.idiag_dst) { IPAddress(bytes: $0.prefix(4)) }
-        case AF_INET6: remote = withUnsafeBytes(of: message.id.idiag_dst) { IPAddress(bytes: $0.prefix(16)) }
+        case AF_INET6:
+            remote = withUnsafeBytes(of: message.id.idiag_dst) { bytes in
+                // A v4-mapped remote (::ffff:a.b.c.d) is the IPv4 address it maps.
+                bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF])
+                    ? IPAddress(bytes: bytes[12..<16]) : IPAddress(bytes: bytes.prefix(16))
+            }
         default: remote = nil
         }
         guard let remote else { return nil }

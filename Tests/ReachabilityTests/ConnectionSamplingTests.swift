@@ -32,6 +32,35 @@ final class ConnectionSamplingTests: XCTestCase {
         withExtendedLifetime(connections) {}
     }
 
+    /// Dual-stack programs talk IPv4 through IPv6 sockets (v4-mapped addresses): their connections count too.
+    func testIPv4ConnectionsOfDualStackSocketsCount() throws {
+        let census = try ConnectionCensus()
+        let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
+        let listener = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        var off: Int32 = 0
+        _ = setsockopt(listener, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &off, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 127, 0, 0, 1]) }
+        var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        let client = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        let connected = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0
+                    && connect(client, $0, length) == 0
+            }
+        }
+        let server = accept(listener, nil, nil)
+        defer { for fd in [listener, client, server] { close(fd) } }
+        XCTAssertTrue(connected && server >= 0)
+        _ = send(client, "ping", 4, 0)
+        var buffer = [UInt8](repeating: 0, count: 16)
+        _ = recv(server, &buffer, 16, 0)
+        let sample = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 0, wait: 100))
+        XCTAssertGreaterThanOrEqual(sample.connections, 2, "both ends, IPv6 sockets with the IPv4 source")
+        XCTAssertEqual(sample.receivingRemotes, 1, "the remote ::ffff:127.0.0.1 is Host 127.0.0.1")
+    }
+
     func testTheSamplerAnswersOnTheLoopAndOffIt() throws {
         let loop = try MainLoop()
         let sampler = try TrafficSampler(loop: loop)
@@ -52,15 +81,15 @@ final class ConnectionSamplingTests: XCTestCase {
 
     func testTheRequestFiltersByStateAndSource() throws {
         let sources = try ["198.18.0.5", "198.18.0.6", "fd00::5"].map { try XCTUnwrap(IPAddress($0)) }
-        let request = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, sources: sources, sequence: 9))
+        let request = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, socketFamily: AF_INET, sources: sources, sequence: 9))
         // nlmsghdr 16 + inet_diag_req_v2 56 + rtattr 4 + two S_CONDs of 4 + 8 + 4 bytes.
         XCTAssertEqual(request.count, 16 + 56 + 4 + 2 * 16)
         let filter = Array(request[(16 + 56 + 4)...])
         XCTAssertEqual(Array(filter[0..<4]), [CLinux_INET_DIAG_BC_S_COND, 32, 16, 0], "a match jumps to the end (accept), a miss to the next")
         XCTAssertEqual(Array(filter[16..<20]), [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0], "the last miss jumps past the end (reject)")
-        XCTAssertNil(SocketDiag.establishedTCP(family: AF_INET6, sources: [sources[0]], sequence: 9))
+        XCTAssertNil(SocketDiag.establishedTCP(family: AF_INET6, socketFamily: AF_INET6, sources: [sources[0]], sequence: 9))
         let many = (1...20).compactMap { IPAddress("198.18.1.\($0)") }
-        let capped = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, sources: many, sequence: 9))
+        let capped = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, socketFamily: AF_INET, sources: many, sequence: 9))
         XCTAssertEqual(capped.count, 16 + 56 + 4 + SocketDiag.maxSources * 16)
     }
 
