@@ -33,7 +33,12 @@ public final class SignalWatcher {
         process.arguments = [Paths.namespaceHelpers + "/watch.py", bus.address]
         process.standardOutput = FileHandle(forWritingAtPath: log)
         try process.run()
-        for _ in 0..<200 where !text.contains("ready") { usleep(10_000) }
+        // Subscribed before the test acts, or it would miss what it watches for: a slow start fails, never passes silently.
+        for _ in 0..<1000 where !text.contains("ready") { usleep(10_000) }
+        guard text.contains("ready") else {
+            stop()
+            throw NSError(domain: "watch.py", code: 1, userInfo: [NSLocalizedDescriptionKey: "watch.py was not ready within 10 s"])
+        }
     }
 
     deinit { stop() }
