@@ -29,6 +29,10 @@ final class ConnectionCensus {
     static let cacheLimit = 16_384
     /// However many messages a dump has, no more are read than this.
     static let messageLimit = 200_000
+    /// Targets on one interface share a dump taken this recently, so the kernel walks the sockets
+    /// once per period whatever the number of targets.
+    static let dumpReuse: UInt64 = 250_000_000
+    private var lastDump: (sources: [IPAddress], family: Int32, at: UInt64, connections: [SocketDiag.Connection])?
 
     init() throws(SystemError) {
         diag = try Syscall.descriptor("socket(NETLINK_SOCK_DIAG)") {
@@ -50,14 +54,19 @@ final class ConnectionCensus {
             cache.removeAll(keepingCapacity: true)
             cacheBorn = now
         }
-        // IPv4 connections live in IPv4 sockets and, v4-mapped, in dual-stack IPv6 ones.
         var dump: [SocketDiag.Connection] = []
-        for socketFamily in host.family == AF_INET ? [AF_INET, AF_INET6] : [AF_INET6] {
-            sequence &+= 1
-            guard let request = SocketDiag.establishedTCP(family: host.family, socketFamily: socketFamily, sources: sources,
-                                                          sequence: sequence) else { return TrafficSample() }
-            guard let found = self.dump(request, wait: wait) else { return nil }
-            dump += found
+        if let last = lastDump, last.sources == sources, last.family == host.family, now &- last.at < Self.dumpReuse {
+            dump = last.connections
+        } else {
+            // IPv4 connections live in IPv4 sockets and, v4-mapped, in dual-stack IPv6 ones.
+            for socketFamily in host.family == AF_INET ? [AF_INET, AF_INET6] : [AF_INET6] {
+                sequence &+= 1
+                guard let request = SocketDiag.establishedTCP(family: host.family, socketFamily: socketFamily, sources: sources,
+                                                              sequence: sequence) else { return TrafficSample() }
+                guard let found = self.dump(request, wait: wait) else { return nil }
+                dump += found
+            }
+            lastDump = (sources, host.family, now, dump)
         }
         let hostRoute = route(to: host)
         var receiving = Set<IPAddress>()

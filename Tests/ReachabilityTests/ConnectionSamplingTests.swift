@@ -16,7 +16,7 @@ final class ConnectionSamplingTests: XCTestCase {
         let before = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 0, wait: 100))
         let connections = try LoopbackConnections(count: 3)
         connections.exchange()
-        let sample = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 1, wait: 100))
+        let sample = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 1_000_000_000, wait: 100))
         // Both ends of each connection have 127.0.0.1 as their source; every remote is the host itself.
         XCTAssertGreaterThanOrEqual(sample.connections - before.connections, 6)
         XCTAssertEqual(sample.receivingRemotes, 1, "one remote (127.0.0.1), however many connections")
@@ -24,11 +24,27 @@ final class ConnectionSamplingTests: XCTestCase {
         XCTAssertEqual(sample.traffic, .flowing)
         // Filtered in the kernel by source: another source address sees none of them.
         let other = try XCTUnwrap(IPAddress("127.0.0.2"))
-        let filtered = try XCTUnwrap(census.sample(host: loopback, sources: [other], now: 2, wait: 100))
+        let filtered = try XCTUnwrap(census.sample(host: loopback, sources: [other], now: 2_000_000_000, wait: 100))
         XCTAssertEqual(filtered.receivingRemotes, 0)
         XCTAssertLessThan(filtered.connections, sample.connections)
         // No source of the host's family: nothing is asked.
-        XCTAssertEqual(census.sample(host: loopback, sources: [try XCTUnwrap(IPAddress("::1"))], now: 3, wait: 100), TrafficSample())
+        XCTAssertEqual(census.sample(host: loopback, sources: [try XCTUnwrap(IPAddress("::1"))], now: 3_000_000_000, wait: 100), TrafficSample())
+        withExtendedLifetime(connections) {}
+    }
+
+    /// Several targets on one interface share a dump taken within 250 ms: the kernel walks the sockets once.
+    func testTargetsOnOneInterfaceShareARecentDump() throws {
+        let census = try ConnectionCensus()
+        let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
+        let other = try XCTUnwrap(IPAddress("127.0.0.9"))
+        let first = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 1_000_000_000, wait: 100))
+        let connections = try LoopbackConnections(count: 2)
+        connections.exchange()
+        let shared = try XCTUnwrap(census.sample(host: other, sources: [loopback], now: 1_100_000_000, wait: 100))
+        XCTAssertEqual(shared.connections, first.connections, "another target 100 ms later: the same dump")
+        let fresh = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 1_300_000_000, wait: 100))
+        XCTAssertGreaterThanOrEqual(fresh.connections - first.connections, 4, "250 ms on: a new dump")
+        XCTAssertEqual(fresh.receivingRemotes, 1)
         withExtendedLifetime(connections) {}
     }
 
