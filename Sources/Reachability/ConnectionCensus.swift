@@ -11,9 +11,8 @@ import ProbeRules
 /// (cached) to tell which are routed like Host. What leaves it is counts, never an address.
 /// Used by one thread at a time (the loop, or the sampler's thread).
 final class ConnectionCensus {
-    private let diag: Descriptor
+    private let diag: NetlinkSocket
     private let routes: NetlinkSocket
-    private let buffer: UnsafeMutableRawBufferPointer
     private var sequence: UInt32 = 0
 
     /// How the kernel routes to an address: its output interface and gateway (nil: on-link).
@@ -27,24 +26,16 @@ final class ConnectionCensus {
     private var cacheBorn: UInt64 = 0
     static let cacheLifetime: UInt64 = 10_000_000_000
     static let cacheLimit = 16_384
-    /// However many messages a dump has, no more are read than this.
-    static let messageLimit = 200_000
+    /// However long a dump is, it is abandoned after this many reads.
+    static let readLimit = 200_000
     /// Targets on one interface share a dump taken this recently, so the kernel walks the sockets
     /// once per period whatever the number of targets.
     static let dumpReuse: UInt64 = 250_000_000
     private var lastDump: (sources: [IPAddress], family: Int32, at: UInt64, connections: [SocketDiag.Connection])?
 
     init() throws(SystemError) {
-        diag = try Syscall.descriptor("socket(NETLINK_SOCK_DIAG)") {
-            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
-                   NETLINK_SOCK_DIAG)
-        }
+        diag = try NetlinkSocket(protocol: NETLINK_SOCK_DIAG, groups: 0)
         routes = try NetlinkSocket(groups: 0)
-        buffer = .allocate(byteCount: 64 * 1024, alignment: 8)
-    }
-
-    deinit {
-        buffer.deallocate()
     }
 
     /// The connections from `sources` (addresses on the route's interface) reduced to counts; nil
@@ -81,31 +72,23 @@ final class ConnectionCensus {
     }
 
     private func dump(_ request: [UInt8], wait: Int32) -> [SocketDiag.Connection]? {
-        let sent = request.withUnsafeBytes { send(diag.raw, $0.baseAddress, $0.count, 0) }
-        guard sent == request.count else { return nil }
+        guard (try? diag.send(request)) != nil else { return nil }
         var result = SocketDiag.Result()
-        var messages = 0
+        var reads = 0
         while !result.done && result.error == nil {
-            var sender = sockaddr_nl()
-            var senderLength = socklen_t(MemoryLayout<sockaddr_nl>.size)
-            let count = withUnsafeMutablePointer(to: &sender) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    recvfrom(diag.raw, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, &senderLength)
-                }
+            reads += 1
+            if reads > Self.readLimit { return nil }
+            switch diag.receive() {
+            case .datagram(let bytes):
+                SocketDiag.parse(aligned: bytes, sequence: sequence, into: &result)
+            case .dropped:
+                break  // not the kernel's
+            case .overrun:
+                return nil  // part of the dump is lost
+            case .wouldBlock:
+                var poller = pollfd(fd: diag.fd, events: Int16(POLLIN), revents: 0)
+                guard wait > 0, poll(&poller, 1, wait) == 1, poller.revents & Int16(POLLIN) != 0 else { return nil }
             }
-            if count < 0 {
-                if errno == EINTR { continue }
-                guard errno == EAGAIN, wait > 0 else { return nil }
-                var poller = pollfd(fd: diag.raw, events: Int16(POLLIN), revents: 0)
-                guard poll(&poller, 1, wait) == 1 else { return nil }
-                continue
-            }
-            guard count > 0 else { return nil }
-            // Only the kernel may speak.
-            guard sender.nl_pid == 0 else { continue }
-            SocketDiag.parse(aligned: UnsafeRawBufferPointer(rebasing: buffer[..<count]), sequence: sequence, into: &result)
-            messages += 1
-            if messages > Self.messageLimit { return nil }
         }
         return result.error == nil ? result.connections : nil
     }

@@ -2,8 +2,8 @@ import CLinux
 import EventLoop
 import Glibc
 
-/// A NETLINK_ROUTE socket: subscribe, send requests, receive datagrams
-/// from the kernel only.
+/// A netlink socket (NETLINK_ROUTE unless told otherwise): subscribe, send requests, receive
+/// datagrams from the kernel only.
 public final class NetlinkSocket {
     private let descriptor: Descriptor
     public var fd: Int32 { descriptor.raw }
@@ -20,9 +20,9 @@ public final class NetlinkSocket {
     }
 
     /// `bufferSize`: where datagrams are read (it grows past a truncated one); tests make it small.
-    public init(groups: UInt32, bufferSize: Int = 64 * 1024) throws(SystemError) {
+    public init(protocol netlinkProtocol: Int32 = NETLINK_ROUTE, groups: UInt32, bufferSize: Int = 64 * 1024) throws(SystemError) {
         descriptor = try Syscall.descriptor("socket(AF_NETLINK)") {
-            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), NETLINK_ROUTE)
+            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), netlinkProtocol)
         }
         let fd = descriptor.raw
         buffer = .allocate(byteCount: max(bufferSize, 64), alignment: 8)
