@@ -163,8 +163,6 @@ public struct TargetCore {
     /// and only then is a verdict ready.
     private mutating func settle(now: UInt64) -> [Action] {
         var actions: [Action] = []
-        var publishDue = trafficPublishDue
-        trafficPublishDue = false
         var verdictReady = false
         // Only the event itself moves Host's address or its route (what the cores say to each other below does not).
         let path = watchedPath
@@ -172,13 +170,12 @@ public struct TargetCore {
             trafficPath = path
             if trafficWatch.pathChanged(watching: path != nil, now: now) { trafficChanged(now: now) }
         }
+        // The word changes only in the event or just above, never below.
+        var publishDue = trafficPublishDue
+        trafficPublishDue = false
         while true {
             if let (generation, inline) = trafficWatch.takeDueSample(now: now), let path = trafficPath {
                 actions.append(.sampleTraffic(generation: generation, host: path.host, interface: path.interface, inline: inline))
-            }
-            if trafficPublishDue {
-                trafficPublishDue = false
-                publishDue = true
             }
             let fromMonitor = monitor.takeOutputs()
             let fromProbe = probe.takeOutputs()
