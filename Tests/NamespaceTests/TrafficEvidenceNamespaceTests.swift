@@ -44,13 +44,18 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
         _ = output.fileHandleForReading.availableData  // its "ready" line
     }
 
-    private func startLoad(to addresses: [String] = servers) throws {
+    /// The client's own connections to `addresses`; then waits until `property` says `value` (nil: no wait).
+    private func startLoad(to addresses: [String] = servers, until property: P? = .traffic, is value: String = "flowing",
+                           file: StaticString = #filePath, line: UInt = #line) throws {
         try helper(hosts.client, ["client", Self.port] + addresses)
+        if let property { try waitFor(property, value, timeout: 6, file: file, line: line) }
     }
 
-    private func startDaemon(_ arguments: [String]) throws {
+    /// The daemon in the client namespace, watched from the start, once Host answers.
+    private func startDaemon(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws {
         daemon = try DaemonProcess(bus: bus, arguments: arguments, namespace: hosts.client.name, host: "198.18.2.2")
         watcher = try SignalWatcher(bus: bus)
+        try waitFor(.status, "ethernet", timeout: 5, file: file, line: line)
     }
 
     private func get(_ property: P) throws -> String { try readProperty(property, bus: bus) }
@@ -76,9 +81,7 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     func testABlackholeUnderLoadIsConfirmedWhateverTheInterval() throws {
         for evidence in ["probes", "traffic"] {
             try startDaemon(["--interval", "30000", "--timeout", "1000", "--failures", "2", "--evidence", evidence])
-            try waitFor(.status, "ethernet", timeout: 5)
             try startLoad()
-            try waitFor(.traffic, "flowing", timeout: 6)
             let sentBefore = Int(try get(.probesSent)) ?? 0
             let started = monotonicSeconds()
             try blackhole()
@@ -101,9 +104,7 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     /// 2 % random loss on the connections for 30 s: data still comes in, so never `stalled`, no change.
     func testRandomLossUnderLoadChangesNothing() throws {
         try startDaemon(["--interval", "30000", "--timeout", "1000"])
-        try waitFor(.status, "ethernet", timeout: 5)
         try startLoad()
-        try waitFor(.traffic, "flowing", timeout: 6)
         _ = try hosts.router.exec("iptables -I FORWARD -p tcp -m statistic --mode random --probability 0.02 -j DROP")
         let sentBefore = Int(try get(.probesSent)) ?? 0
         let end = monotonicSeconds() + 30
@@ -121,9 +122,7 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     /// One server of three silenced: the other two still send data, so it is no stall.
     func testOneSilentServerOfThreeChangesNothing() throws {
         try startDaemon(["--interval", "30000", "--timeout", "1000"])
-        try waitFor(.status, "ethernet", timeout: 5)
         try startLoad()
-        try waitFor(.traffic, "flowing", timeout: 6)
         _ = try hosts.router.exec("iptables -I FORWARD -d 198.18.2.3 -j DROP")
         let end = monotonicSeconds() + 10
         while monotonicSeconds() < end {
@@ -138,9 +137,7 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     /// `traffic`; and an outage is still confirmed as fast.
     func testEvidenceTrafficUnderLoadSendsNoProbeAndStillSeesAnOutage() throws {
         try startDaemon(["--interval", "1000", "--timeout", "1000", "--evidence", "traffic"])
-        try waitFor(.status, "ethernet", timeout: 5)
-        try startLoad()
-        try waitFor(.probeMethod, "traffic", timeout: 6)
+        try startLoad(until: .probeMethod, is: "traffic")
         let sent = try get(.probesSent)
         let skipped = Int(try get(.probesSkipped)) ?? 0
         sleep(20)
@@ -157,8 +154,7 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     /// nothing about Host: every probe goes out.
     func testTrafficToTheLocalNetworkSkipsNoProbe() throws {
         try startDaemon(["--interval", "1000", "--timeout", "1000", "--evidence", "traffic"])
-        try waitFor(.status, "ethernet", timeout: 5)
-        try startLoad(to: ["198.18.0.1"])
+        try startLoad(to: ["198.18.0.1"], until: nil)
         let sent = Int(try get(.probesSent)) ?? 0
         sleep(8)
         XCTAssertEqual(try get(.probesSkipped), "0")
@@ -171,9 +167,7 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     /// on D-Bus, in the client's status and metrics, or in the log.
     func testNoConnectionLeavesTheService() throws {
         try startDaemon(["--interval", "1000", "--timeout", "1000", "--evidence", "traffic"])
-        try waitFor(.status, "ethernet", timeout: 5)
-        try startLoad()
-        try waitFor(.probeMethod, "traffic", timeout: 6)
+        try startLoad(until: .probeMethod, is: "traffic")
         try blackhole()
         try waitFor(.status, "none", timeout: 6)
         let everything = try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName,
@@ -196,7 +190,6 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     func testAnIdleMachineWakesUpNoMoreThanTheProbeSchedule() throws {
         for interval in [1000, 30_000] {
             try startDaemon(["--interval", "\(interval)", "--timeout", "1000"])
-            try waitFor(.status, "ethernet", timeout: 5)
             sleep(2)
             let before = try contextSwitches(daemon.pid)
             let sentBefore = Int(try get(.probesSent)) ?? 0
