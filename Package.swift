@@ -22,26 +22,34 @@ let package = Package(
         // Linux headers and macros Swift cannot import (epoll, eventfd, signalfd, later netlink/ICMP).
         .target(name: "CLinux"),
         .target(name: "EventLoop", dependencies: ["CLinux"]),
-        // IP addresses and their sockaddr forms, shared by both engines.
-        .target(name: "NetCore"),
+        // The pure targets: the rules without I/O. Each depends only on pure targets (no C module, no
+        // EventLoop, no DBusKit, no HTTPCheck); `make purity` also refuses an `import Glibc` in them.
+        // IP addresses as bytes: their text form, their classes.
+        .target(name: "NetAddress"),
+        // The probes' rules: echo packets, the tracker, the verdict, ProbeCore, traffic as evidence, the lookup queue.
+        .target(name: "ProbeRules", dependencies: ["NetAddress"]),
+        // The reachability evaluation: the kernel's tables as parsed messages, the verdict, ReachabilityCore.
+        .target(name: "ReachabilityRules", dependencies: ["NetAddress"]),
+        // One target's whole verdict: MonitorCore, TargetCore, StatusRules, the HTTP check's rules, link facts.
+        .target(name: "MonitorRules", dependencies: ["NetAddress", "ProbeRules", "ReachabilityRules"]),
+
+        // Addresses read from text (inet_pton) and sockets, shared by both engines.
+        .target(name: "NetCore", dependencies: ["NetAddress"]),
         // rtnetlink: links, addresses, routes, the kernel's route to the host, the interface kind;
         // sock_diag: this machine's own TCP connections as traffic evidence.
-        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules"]),
-        // The probes' rules without I/O: echo packets, the tracker, the verdict, ProbeCore. Pure by the package graph:
-        // it depends on nothing (no EventLoop, no C module); `make check` also refuses an `import Glibc` in it.
-        .target(name: "ProbeRules"),
+        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules", "ReachabilityRules"]),
         // ICMP echo (datagram or raw sockets, TCP fallback) and name resolution: the drivers around ProbeRules.
         .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules"]),
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
         // What ModemManager and NetworkManager say about links: modem generation, metered.
-        .target(name: "Cellular", dependencies: ["DBusKit", "EventLoop"]),
+        .target(name: "Cellular", dependencies: ["DBusKit", "EventLoop", "MonitorRules"]),
         // CheckURL: libcurl's multi-socket interface on the MainLoop, and what an answer means.
-        .target(name: "HTTPCheck", dependencies: ["CCurl", "EventLoop"]),
+        .target(name: "HTTPCheck", dependencies: ["CCurl", "EventLoop", "MonitorRules"]),
         // org.netobserver.Monitor's names, types, access and change modes, typed once for daemon, client and tests.
-        .target(name: "MonitorContract", dependencies: ["DBusKit"]),
+        .target(name: "MonitorContract", dependencies: ["DBusKit", "MonitorRules"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
-        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck"]),
+        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
         // The engines' cores on a virtual clock against a simulated kernel, far host and resolver (tests and bench).
         .target(name: "Simulation", dependencies: ["CLinux", "MonitorService", "Probe", "Reachability", "NetCore", "HTTPCheck"]),
@@ -60,9 +68,9 @@ let package = Package(
         .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck",
                                                                   "IntegrationSupport"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe"]),
-        .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "EventLoop", "IntegrationSupport"], exclude: ["server.py"]),
+        .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "MonitorRules", "EventLoop", "IntegrationSupport"], exclude: ["server.py"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "CLinux", "EventLoop", "NetCore", "ProbeRules",
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityRules", "CLinux", "EventLoop", "NetCore", "ProbeRules",
                                                                 "IntegrationSupport"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
         .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore", "IntegrationSupport",

@@ -1,19 +1,18 @@
 #!/bin/sh
-# The engines' lines, and the share in files that import neither Glibc nor EventLoop:
-# the sans-I/O cores and the pure parsers, testable without sockets, threads or a clock.
+# The engines' lines by target: the pure targets (the rules without I/O, which tools/purity.sh
+# holds to importing only one another) and the drivers around them.
 cd "$(dirname "$0")/.." || exit 1
 pure=0 all=0
-for file in Sources/ProbeRules/*.swift Sources/Probe/*.swift Sources/Reachability/*.swift \
-            Sources/MonitorService/MonitorCore.swift Sources/MonitorService/TargetCore.swift Sources/MonitorService/ConnectivityMonitor.swift \
-            Sources/MonitorService/StatusRules.swift; do
-    lines=$(wc -l < "$file")
-    all=$((all + lines))
-    if grep -qE '^import (Glibc|EventLoop)$' "$file"; then
-        kind=driver
-    else
-        kind=pure
-        pure=$((pure + lines))
-    fi
-    printf '%6d  %-6s %s\n' "$lines" "$kind" "$file"
-done
-echo "engines: $all lines, $pure in pure files ($((100 * pure / all)) %)"
+count() {
+    kind=$1; shift
+    for file in "$@"; do
+        lines=$(wc -l < "$file")
+        all=$((all + lines))
+        [ "$kind" = pure ] && pure=$((pure + lines))
+        printf '%6d  %-6s %s\n' "$lines" "$kind" "$file"
+    done
+}
+count pure Sources/NetAddress/*.swift Sources/ProbeRules/*.swift Sources/ReachabilityRules/*.swift Sources/MonitorRules/*.swift
+count driver Sources/NetCore/*.swift Sources/Probe/*.swift Sources/Reachability/*.swift Sources/HTTPCheck/*.swift \
+             Sources/MonitorService/ConnectivityMonitor.swift Sources/MonitorService/CheckRun.swift
+echo "engines: $all lines, $pure in pure targets ($((100 * pure / all)) %)"

@@ -1,34 +1,7 @@
 import DBusKit
+@_exported import MonitorRules
 
-/// What ModemManager and NetworkManager say about one network interface.
-public struct LinkFacts: Equatable, Sendable {
-    /// A ModemManager modem lists the interface as its net port.
-    public var isModem = false
-    /// That modem's generation, when it says.
-    public var generation: CellularGeneration?
-    /// NetworkManager's device for the interface is metered (yes or guess-yes).
-    public var meteredByNetworkManager = false
-
-    public init(isModem: Bool = false, generation: CellularGeneration? = nil, meteredByNetworkManager: Bool = false) {
-        self.isModem = isModem
-        self.generation = generation
-        self.meteredByNetworkManager = meteredByNetworkManager
-    }
-}
-
-/// The facts for every interface either service knows something about, by name. Pure:
-/// built from the two services' cached objects.
-public struct LinkFactsTable: Equatable, Sendable {
-    public private(set) var byInterface: [String: LinkFacts] = [:]
-
-    public init(_ byInterface: [String: LinkFacts] = [:]) {
-        self.byInterface = byInterface
-    }
-
-    public subscript(interface: String) -> LinkFacts? {
-        interface.isEmpty ? nil : byInterface[interface]
-    }
-
+extension LinkFactsTable {
     public static let modemInterface = "org.freedesktop.ModemManager1.Modem"
     public static let deviceInterface = "org.freedesktop.NetworkManager.Device"
     /// MM_MODEM_PORT_TYPE_NET
@@ -40,6 +13,7 @@ public struct LinkFactsTable: Equatable, Sendable {
     /// NetworkManager's devices (`Interface`, `IpInterface` s, `Metered` u). Values of
     /// another type count as absent.
     public init(modems: some Collection<RemoteObject>, devices: some Collection<RemoteObject>) {
+        var byInterface: [String: LinkFacts] = [:]
         for modem in modems.sorted(by: { $0.path < $1.path }) {
             guard case .array(_, let ports)? = modem.property("Ports", of: Self.modemInterface) else { continue }
             let mask = modem.property("AccessTechnologies", of: Self.modemInterface)?.uint32Value ?? 0
@@ -61,6 +35,7 @@ public struct LinkFactsTable: Equatable, Sendable {
                 byInterface[name, default: LinkFacts()].meteredByNetworkManager = true
             }
         }
+        self.init(byInterface)
     }
 }
 

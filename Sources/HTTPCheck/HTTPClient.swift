@@ -1,3 +1,4 @@
+import MonitorRules
 import CCurl
 import EventLoop
 

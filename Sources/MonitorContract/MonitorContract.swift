@@ -1,4 +1,5 @@
 import DBusKit
+import MonitorRules
 
 /// org.netobserver.Monitor as INTERFACE.md defines it, typed once: the names, every
 /// property's type, access and change mode, the methods and the signal. The daemon's
@@ -112,23 +113,9 @@ public enum MonitorContract {
         public var arguments: [DBusArgument] { [DBusArgument("status", .string), DBusArgument("host", .string)] }
     }
 
-    /// Status's values: `unknown` (no verdict yet), `none`, or the kind of the route's interface.
-    public enum Status: String, CaseIterable, Sendable {
-        case unknown, none, ethernet, wifi, cellular, vpn, other
-
-        /// True for the kinds that mean "connected".
-        public var isConnected: Bool {
-            switch self {
-            case .unknown, .none: false
-            default: true
-            }
-        }
-    }
-
-    /// What the network gives (INTERFACE.md, "Connectivity"); Status is connected only when `full`.
-    public enum Connectivity: String, CaseIterable, Sendable {
-        case unknown, none, portal, limited, full
-    }
+    /// Status's and Connectivity's values (MonitorRules decides them).
+    public typealias Status = MonitorRules.Status
+    public typealias Connectivity = MonitorRules.Connectivity
 
     /// org.netobserver.Targets, on the default target's object: more targets, each a full
     /// org.netobserver.Monitor at `objectPath/N`.

@@ -1,11 +1,6 @@
 import MonitorContract
 import Probe
 
-/// Which address family the probe uses.
-public enum AddressFamily: String, CaseIterable, Sendable {
-    case any, ipv4, ipv6
-}
-
 /// A rejected setting: which one, and a message naming it and the accepted values.
 public struct SettingError: Error, Equatable, Sendable {
     public let message: String

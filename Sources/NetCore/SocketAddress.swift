@@ -16,7 +16,7 @@ extension IPAddress {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = port.bigEndian
-            address.sin6_scope_id = zone
+            address.sin6_scope_id = zone.index
             withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: bytes) }
             return withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
@@ -33,7 +33,7 @@ extension IPAddress {
             self = withUnsafeBytes(of: address.sin_addr) { .v4(Array($0)) }
         } else if family == AF_INET6, length >= MemoryLayout<sockaddr_in6>.size {
             let address = pointer.loadUnaligned(as: sockaddr_in6.self)
-            self = withUnsafeBytes(of: address.sin6_addr) { .v6(Array($0), zone: address.sin6_scope_id) }
+            self = withUnsafeBytes(of: address.sin6_addr) { .v6(Array($0), zone: IPAddress.Zone(index: address.sin6_scope_id)) }
         } else {
             return nil
         }

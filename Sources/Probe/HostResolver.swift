@@ -7,11 +7,7 @@ import Synchronization
 /// resolver never stalls D-Bus or the probes. One resolver serves every target:
 /// each asks under its own owner number and cancels only its own lookups.
 public final class HostResolver {
-    /// Why a name did not resolve, in words for Reason.
-    public struct Failure: Error, Equatable, Sendable {
-        public let message: String
-        public init(message: String) { self.message = message }
-    }
+    public typealias Failure = ResolverFailure
 
     public typealias Lookup = @Sendable (_ host: String, _ family: Int32) -> Result<[IPAddress], Failure>
 
@@ -35,44 +31,19 @@ public final class HostResolver {
     private let queue = SharedQueue()
 
     private final class SharedQueue: Sendable {
-        let lookups = Mutex(LookupQueue())
+        let lookups = Mutex(LookupQueue<Job>())
+    }
+
+    private struct Job: Sendable {
+        let host: String
+        let family: Int32
+        let ticket: Ticket
     }
 
     /// A cancelled lookup not yet started is skipped by the worker, so a new Host never
     /// waits behind a queue of stale lookups (only behind the one under way).
     private final class Ticket: Sendable {
         let cancelled = Atomic<Bool>(false)
-    }
-
-    /// Which lookup the worker starts next: those asked with `first` (the default target's)
-    /// before the rest, each kind in the order asked. An owner has at most one lookup waiting:
-    /// a newer one takes the older one's place.
-    private struct LookupQueue: Sendable {
-        struct Entry: Sendable {
-            let id: UInt64
-            let owner: UInt64
-            let first: Bool
-            let host: String
-            let family: Int32
-            let ticket: Ticket
-        }
-        var entries: [Entry] = []
-
-        /// Queues `entry`; returns the id of the lookup of the same owner it replaces, if any.
-        mutating func add(_ entry: Entry) -> UInt64? {
-            let replaced = entries.firstIndex { $0.owner == entry.owner }.map { entries.remove(at: $0).id }
-            entries.append(entry)
-            return replaced
-        }
-
-        mutating func next() -> Entry? {
-            guard let index = entries.firstIndex(where: \.first) ?? entries.indices.first else { return nil }
-            return entries.remove(at: index)
-        }
-
-        mutating func remove(owner: UInt64) {
-            entries.removeAll { $0.owner == owner }
-        }
     }
 
     public init(loop: MainLoop, lookup: @escaping Lookup = HostResolver.systemLookup) throws(SystemError) {
@@ -106,7 +77,7 @@ public final class HostResolver {
             sender.send(Answer(id: id, result: .success([literal])))
             return
         }
-        let entry = LookupQueue.Entry(id: id, owner: owner, first: first, host: host, family: family, ticket: ticket)
+        let entry = LookupQueue.Entry(id: id, owner: owner, first: first, payload: Job(host: host, family: family, ticket: ticket))
         if let replaced = queue.lookups.withLock({ $0.add(entry) }) {
             pending[replaced]?.ticket.cancelled.store(true, ordering: .releasing)
             pending[replaced] = nil
@@ -115,8 +86,8 @@ public final class HostResolver {
         let queue = self.queue
         // One job per lookup queued; each starts whichever lookup is next when it runs.
         worker.async {
-            guard let next = queue.lookups.withLock({ $0.next() }), !next.ticket.cancelled.load(ordering: .acquiring) else { return }
-            sender.send(Answer(id: next.id, result: lookup(next.host, next.family)))
+            guard let next = queue.lookups.withLock({ $0.next() }), !next.payload.ticket.cancelled.load(ordering: .acquiring) else { return }
+            sender.send(Answer(id: next.id, result: lookup(next.payload.host, next.payload.family)))
         }
     }
 
@@ -145,7 +116,7 @@ public final class HostResolver {
         var entry = list
         while let current = entry {
             if let socketAddress = current.pointee.ai_addr,
-               let address = IPAddress(socketAddress: UnsafeRawPointer(socketAddress), length: Int(current.pointee.ai_addrlen)),
+               let address = IPAddress(socketAddress: UnsafeRawPointer(socketAddress), length: Int(current.pointee.ai_addrlen))?.namingZone(),
                !addresses.contains(address) {
                 addresses.append(address)
             }

@@ -219,16 +219,3 @@ public final class ProbeTransport: ProbeTransporting {
         }
     }
 }
-
-extension EchoPacket.Family {
-    init(_ address: IPAddress) {
-        self = address.family == AF_INET ? .v4 : .v6
-    }
-}
-
-extension ProbeTarget {
-    /// The target the probe rules know `address` as.
-    public init(_ address: IPAddress) {
-        self.init(name: address.description, family: EchoPacket.Family(address))
-    }
-}

@@ -5,6 +5,9 @@ import Glibc
 import NetCore
 #endif
 import ProbeRules
+#if canImport(ReachabilityRules)
+import ReachabilityRules
+#endif
 
 /// Counts this machine's established TCP connections for the traffic evidence: one sock_diag dump,
 /// filtered in the kernel by state and source address, and the kernel's route to each remote

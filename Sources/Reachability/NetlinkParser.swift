@@ -2,6 +2,9 @@ import CLinux
 #if canImport(NetCore)
 import NetCore
 #endif
+#if canImport(ReachabilityRules)
+import ReachabilityRules
+#endif
 
 /// Parses rtnetlink datagrams. Pure: bytes in, messages out. Anything
 /// truncated, lying about its length or of the wrong size is counted as

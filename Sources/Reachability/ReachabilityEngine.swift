@@ -4,6 +4,9 @@ import Glibc
 #if canImport(NetCore)
 import NetCore
 #endif
+#if canImport(ReachabilityRules)
+import ReachabilityRules
+#endif
 
 /// What a monitor needs of the reachability engine for its target: the engine itself
 /// (its own target) or a `Watch` on it (one more target on the same socket).
@@ -108,7 +111,8 @@ public final class ReachabilityEngine: RouteWatch {
                 onChange: @escaping (ReachabilityVerdict) -> Void) throws(SystemError) {
         self.loop = loop
         self.onChange = onChange
-        core = ReachabilityCore(families: [AF_INET, AF_INET6], classify: classifier.classify)
+        core = ReachabilityCore(families: [AF_INET, AF_INET6], classify: classifier.classify,
+                                describeError: { String(cString: strerror($0)) })
         socket = try NetlinkSocket(groups: CLinux_RTMGRP_LINK | CLinux_RTMGRP_IPV4_IFADDR | CLinux_RTMGRP_IPV6_IFADDR
                                    | CLinux_RTMGRP_IPV4_ROUTE | CLinux_RTMGRP_IPV6_ROUTE)
         for group in [RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE] {

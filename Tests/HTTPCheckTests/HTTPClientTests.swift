@@ -1,3 +1,4 @@
+import MonitorRules
 import EventLoop
 import Foundation
 import HTTPCheck

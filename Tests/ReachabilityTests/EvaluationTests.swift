@@ -39,7 +39,11 @@ final class EvaluationTests: XCTestCase {
         var blackhole = Route(family: UInt8(AF_INET), type: UInt8(RTN_BLACKHOLE), outputInterface: 3)
         XCTAssertEqual(verdict(table(), .route(blackhole)).reason, "no route to 198.18.2.2 (the route is a blackhole)")
         blackhole.type = UInt8(RTN_UNICAST)
-        XCTAssertEqual(verdict(table(), .failed(errno: ENOMEM)).reason, "route lookup for 198.18.2.2 failed: Cannot allocate memory")
+        XCTAssertEqual(verdict(table(), .failed(errno: ENOMEM)).reason, "route lookup for 198.18.2.2 failed: error 12",
+                       "the pure rules' own words for an errno")
+        let described = ReachabilityEvaluation.verdict(target: target, lookup: .failed(errno: ENOMEM), table: table(),
+                                                       classify: { _ in .ethernet }, describeError: { String(cString: strerror($0)) })
+        XCTAssertEqual(described.reason, "route lookup for 198.18.2.2 failed: Cannot allocate memory", "the engine passes strerror")
     }
 
     func testIPv6DuplicateAddressDetection() {

@@ -1,6 +1,5 @@
-import CLinux
-#if canImport(NetCore)
-import NetCore
+#if canImport(NetAddress)
+import NetAddress
 #endif
 
 /// A network interface as rtnetlink describes it.
@@ -23,9 +22,9 @@ public struct Link: Equatable, Sendable {
         self.kind = kind
     }
 
-    public var isUp: Bool { flags & UInt32(IFF_UP.rawValue) != 0 }
-    public var isRunning: Bool { flags & UInt32(IFF_RUNNING.rawValue) != 0 }
-    public var hasCarrier: Bool { flags & UInt32(IFF_LOWER_UP.rawValue) != 0 }
+    public var isUp: Bool { flags & KernelNumbers.linkUp != 0 }
+    public var isRunning: Bool { flags & KernelNumbers.linkRunning != 0 }
+    public var hasCarrier: Bool { flags & KernelNumbers.linkLowerUp != 0 }
 }
 
 /// An address assigned to an interface.
@@ -45,9 +44,9 @@ public struct InterfaceAddress: Hashable, Sendable {
         self.scope = scope
     }
 
-    public var isTentative: Bool { flags & UInt32(IFA_F_TENTATIVE) != 0 }
-    public var isDuplicate: Bool { flags & UInt32(IFA_F_DADFAILED) != 0 }
-    public var isDeprecated: Bool { flags & UInt32(IFA_F_DEPRECATED) != 0 }
+    public var isTentative: Bool { flags & KernelNumbers.addressTentative != 0 }
+    public var isDuplicate: Bool { flags & KernelNumbers.addressDuplicate != 0 }
+    public var isDeprecated: Bool { flags & KernelNumbers.addressDeprecated != 0 }
     /// Usable as a source: duplicate address detection passed (deprecated still works).
     public var isUsable: Bool { !isTentative && !isDuplicate }
 
@@ -74,7 +73,7 @@ public struct Route: Hashable, Sendable {
     public var preferredSource: IPAddress?
     public var priority: UInt32
 
-    public init(family: UInt8, table: UInt32 = UInt32(RT_TABLE_MAIN.rawValue), type: UInt8 = UInt8(RTN_UNICAST),
+    public init(family: UInt8, table: UInt32 = KernelNumbers.mainTable, type: UInt8 = KernelNumbers.routeUnicast,
                 destination: IPAddress? = nil, destinationLength: UInt8 = 0, outputInterface: Int32? = nil,
                 gateway: IPAddress? = nil, preferredSource: IPAddress? = nil, priority: UInt32 = 0) {
         self.family = family
@@ -88,7 +87,7 @@ public struct Route: Hashable, Sendable {
         self.priority = priority
     }
 
-    public var isDefault: Bool { destinationLength == 0 && type == UInt8(RTN_UNICAST) }
+    public var isDefault: Bool { destinationLength == 0 && type == KernelNumbers.routeUnicast }
 }
 
 /// One rtnetlink message, parsed.

@@ -1,8 +1,6 @@
-import Cellular
-import HTTPCheck
-import NetCore
-import Probe
-import Reachability
+import NetAddress
+import ProbeRules
+import ReachabilityRules
 
 /// Where name resolution stands for the current Host.
 public enum Resolution: Equatable, Sendable {

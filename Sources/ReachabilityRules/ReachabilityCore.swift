@@ -1,6 +1,4 @@
-#if canImport(NetCore)
-import NetCore
-#endif
+import NetAddress
 
 /// The reachability evaluation without I/O: parsed rtnetlink messages, overruns,
 /// a new target and the clock in; requests for the kernel, "evaluate at the end
@@ -64,6 +62,7 @@ public struct ReachabilityCore {
     /// Which target a lookup in flight is for.
     private var lookupOwners: [UInt32: TargetID] = [:]
     private let classify: (Link) -> InterfaceKind
+    private let describeError: (Int32) -> String
     private var nextTargetID: TargetID = 1
 
     private var sequence: UInt32 = 0
@@ -78,9 +77,12 @@ public struct ReachabilityCore {
     private var evaluationScheduled = false
     private var outputs: [Output] = []
 
-    public init(families: [Int32], classify: @escaping (Link) -> InterfaceKind) {
+    /// `classify` tells a link's kind, `describeError` an errno's words (both ask the system).
+    public init(families: [Int32], classify: @escaping (Link) -> InterfaceKind,
+                describeError: @escaping (Int32) -> String = ReachabilityEvaluation.errorNumber) {
         targets = [0: TargetState(families: families)]
         self.classify = classify
+        self.describeError = describeError
     }
 
     // MARK: Targets
@@ -298,7 +300,8 @@ public struct ReachabilityCore {
         var new: ReachabilityVerdict?
         if let asked = state.lookupAddress, asked == state.address {
             new = ReachabilityEvaluation.verdict(target: asked, lookup: lookup, table: table,
-                                                 previousInterface: state.previousInterface, classify: classify)
+                                                 previousInterface: state.previousInterface, classify: classify,
+                                                 describeError: describeError)
             if case .route(let route) = lookup { state.previousInterface = route.outputInterface }
         }
         targets[id] = state

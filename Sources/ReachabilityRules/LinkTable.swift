@@ -1,5 +1,3 @@
-import CLinux
-
 /// What the kernel has told us of links, addresses and default routes.
 /// Pure state: messages in, a changed flag out.
 public struct LinkTable: Equatable, Sendable {

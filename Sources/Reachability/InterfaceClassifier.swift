@@ -1,11 +1,9 @@
 import CLinux
 import EventLoop
 import Glibc
-
-/// What kind of link carries the route (INTERFACE.md, "Interface kinds").
-public enum InterfaceKind: String, Sendable, CaseIterable {
-    case wifi, cellular, vpn, ethernet, other
-}
+#if canImport(ReachabilityRules)
+import ReachabilityRules
+#endif
 
 /// Classifies links from their ARPHRD type, IFLA_INFO_KIND and sysfs.
 /// The sysfs root is injectable so tests use fake trees.

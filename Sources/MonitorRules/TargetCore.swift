@@ -1,8 +1,6 @@
-import Cellular
-import HTTPCheck
-import NetCore
-import Probe
-import Reachability
+import NetAddress
+import ProbeRules
+import ReachabilityRules
 
 /// One target's whole verdict without I/O: `MonitorCore` (the name, the route, the check of
 /// CheckURL, DNS health, link facts) and `ProbeCore` (the schedule, the tracker, the verdict)
@@ -18,7 +16,7 @@ public struct TargetCore {
         case probeSettings(ProbeSettings)
         case checkURL(String)
         /// The resolver answered lookup `generation`; `routedFamilies`: the families with a default route now.
-        case resolved(generation: UInt64, Result<[IPAddress], HostResolver.Failure>, routedFamilies: Set<Int32>?)
+        case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: Set<Int32>?)
         /// The route watch's verdict for the target changed.
         case route(ReachabilityVerdict, routedFamilies: Set<Int32>?)
         case linkFacts(LinkFactsTable)

@@ -1,8 +1,6 @@
-import Cellular
-import HTTPCheck
-import NetCore
-import Probe
-import Reachability
+import NetAddress
+import ProbeRules
+import ReachabilityRules
 
 /// The monitor's combination of name resolution, the route and the probes, without
 /// I/O: settings, resolver answers, route verdicts, probe reports and the clock in;
@@ -124,7 +122,7 @@ public struct MonitorCore {
 
     /// The resolver answered lookup `generation`. `routedFamilies`: the families with a
     /// default route now (nil when no engine knows).
-    public mutating func resolved(generation: UInt64, _ result: Result<[IPAddress], HostResolver.Failure>,
+    public mutating func resolved(generation: UInt64, _ result: Result<[IPAddress], ResolverFailure>,
                                   routedFamilies: Set<Int32>?, now: UInt64) {
         guard generation == self.generation else { return }
         switch result {

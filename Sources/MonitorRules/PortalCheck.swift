@@ -1,5 +1,3 @@
-import HTTPCheck
-
 /// When the HTTP check of CheckURL runs, and what it last said (INTERFACE.md, "The
 /// HTTP check"). Pure: MonitorCore feeds it events and the clock, and carries out
 /// the starts and cancellations it asks for.

@@ -1,8 +1,4 @@
-import CLinux
-import Glibc
-#if canImport(NetCore)
-import NetCore
-#endif
+import NetAddress
 
 /// What the reachability engine concludes about the path to the target.
 public struct ReachabilityVerdict: Equatable, Sendable {
@@ -38,7 +34,8 @@ public enum ReachabilityEvaluation {
     /// `previousInterface` is the link the last route used: when it went down,
     /// the kernel deleted its routes, and that is the reason worth telling.
     public static func verdict(target: IPAddress, lookup: RouteLookup, table: LinkTable, previousInterface: Int32? = nil,
-                               classify: (Link) -> InterfaceKind) -> ReachabilityVerdict {
+                               classify: (Link) -> InterfaceKind,
+                               describeError: (Int32) -> String = ReachabilityEvaluation.errorNumber) -> ReachabilityVerdict {
         let route: Route
         switch lookup {
         case .failed(let code):
@@ -47,14 +44,15 @@ public enum ReachabilityEvaluation {
                 if !link.isUp { return .unusable("interface \(link.name) is down") }
                 if !link.hasCarrier { return .unusable("interface \(link.name) has no carrier") }
             }
-            if code == ENETUNREACH || code == EHOSTUNREACH || code == EACCES || code == EINVAL {
+            if [KernelNumbers.errorNetworkUnreachable, KernelNumbers.errorHostUnreachable, KernelNumbers.errorAccess,
+                KernelNumbers.errorInvalid].contains(code) {
                 return .unusable("no route to \(target)")
             }
-            return .unusable("route lookup for \(target) failed: \(String(cString: strerror(code)))")
+            return .unusable("route lookup for \(target) failed: \(describeError(code))")
         case .route(let found):
             route = found
         }
-        guard route.type == UInt8(RTN_UNICAST) || route.type == UInt8(RTN_LOCAL) else {
+        guard route.type == KernelNumbers.routeUnicast || route.type == KernelNumbers.routeLocal else {
             return .unusable("no route to \(target) (the route is \(routeTypeName(route.type)))")
         }
         guard let index = route.outputInterface else { return .unusable("no route to \(target)") }
@@ -64,6 +62,9 @@ public enum ReachabilityEvaluation {
         return linkVerdict(link, family: target.family, preferredSource: route.preferredSource, table: table,
                            classify: classify)
     }
+
+    /// An errno's words where the system's (strerror) are not at hand.
+    public static func errorNumber(_ code: Int32) -> String { "error \(code)" }
 
     /// Before the host resolves: is there a default route over a working link?
     public static func defaultRouteVerdict(families: [Int32], table: LinkTable,
@@ -80,7 +81,7 @@ public enum ReachabilityEvaluation {
             firstProblem = firstProblem ?? verdict
         }
         if let firstProblem { return firstProblem }
-        let names = families.map { $0 == AF_INET ? "IPv4" : "IPv6" }.joined(separator: " or ")
+        let names = families.map { $0 == IPAddress.familyIPv4 ? "IPv4" : "IPv6" }.joined(separator: " or ")
         return .unusable("no \(names) default route")
     }
 
@@ -99,7 +100,7 @@ public enum ReachabilityEvaluation {
             source = addresses.filter(\.isUsable).min { $0.isDeprecated == false && $1.isDeprecated }
                 ?? addresses.first
         }
-        let familyName = family == AF_INET ? "IPv4" : "IPv6"
+        let familyName = family == IPAddress.familyIPv4 ? "IPv4" : "IPv6"
         guard let source else {
             return .unusable("interface \(link.name) has no \(familyName) address", interface: link.name)
         }
@@ -114,11 +115,11 @@ public enum ReachabilityEvaluation {
     }
 
     static func routeTypeName(_ type: UInt8) -> String {
-        switch Int32(type) {
-        case Int32(RTN_UNREACHABLE): "unreachable"
-        case Int32(RTN_BLACKHOLE): "a blackhole"
-        case Int32(RTN_PROHIBIT): "prohibited"
-        case Int32(RTN_THROW): "a throw route"
+        switch type {
+        case KernelNumbers.routeUnreachable: "unreachable"
+        case KernelNumbers.routeBlackhole: "a blackhole"
+        case KernelNumbers.routeProhibit: "prohibited"
+        case KernelNumbers.routeThrow: "a throw route"
         default: "of type \(type)"
         }
     }

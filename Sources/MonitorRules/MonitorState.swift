@@ -1,0 +1,55 @@
+import ProbeRules
+
+/// Status's values: `unknown` (no verdict yet), `none`, or the kind of the route's interface.
+public enum Status: String, CaseIterable, Sendable {
+    case unknown, none, ethernet, wifi, cellular, vpn, other
+
+    /// True for the kinds that mean "connected".
+    public var isConnected: Bool {
+        switch self {
+        case .unknown, .none: false
+        default: true
+        }
+    }
+}
+
+/// What the network gives (INTERFACE.md, "Connectivity"); Status is connected only when `full`.
+public enum Connectivity: String, CaseIterable, Sendable {
+    case unknown, none, portal, limited, full
+}
+
+/// Which address family the probe uses.
+public enum AddressFamily: String, CaseIterable, Sendable {
+    case any, ipv4, ipv6
+}
+
+/// The read-only properties of org.netobserver.Monitor, as one value.
+public struct MonitorState: Equatable, Sendable {
+    public var status: Status = .unknown
+    public var interface = ""
+    public var address = ""
+    public var reason = ""
+    public var roundTripTime: UInt64 = 0
+    public var packetLoss: Double = 0
+    public var lastChange: UInt64 = 0
+    /// Probes sent and answered since the daemon started; they only grow.
+    public var probesSent: UInt64 = 0
+    public var probesAnswered: UInt64 = 0
+    /// The route's modem generation ("2g" … "5g"), "" when unknown or not a modem.
+    public var accessTechnology = ""
+    /// The route's link costs money by the byte.
+    public var metered = false
+    public var connectivity: Connectivity = .unknown
+    /// How the host was last heard from: "icmp", "tcp", or "" before its first answer.
+    public var probeMethod = ""
+    /// Where a captive portal wants the user to sign in; "" unless Connectivity is `portal`.
+    public var portalURL = ""
+    /// What the machine's own TCP traffic says about the route to Host.
+    public var traffic: Traffic = .none
+    /// Scheduled probes skipped because traffic flowed, since the daemon started; only grows.
+    public var probesSkipped: UInt64 = 0
+
+    public init() {}
+
+    public var reachable: Bool { status.isConnected }
+}

@@ -1,0 +1,45 @@
+import Glibc
+@_exported import NetAddress
+
+extension IPAddress {
+    /// Parses a numeric address; an IPv6 one may end in `%zone`, an interface name or index
+    /// (which must name an interface here).
+    public init?(_ text: String) {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            self = withUnsafeBytes(of: &v4) { .v4(Array($0)) }
+            return
+        }
+        let parts = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
+        var v6 = in6_addr()
+        guard let first = parts.first, inet_pton(AF_INET6, String(first), &v6) == 1 else { return nil }
+        var zone = Zone.none
+        if parts.count == 2 {
+            let name = String(parts[1])
+            let index = UInt32(name) ?? if_nametoindex(name)
+            guard index != 0 else { return nil }
+            zone = UInt32(name) == nil ? Zone(index: index, name: name) : Self.zone(index)
+        }
+        self = withUnsafeBytes(of: &v6) { .v6(Array($0), zone: zone) }
+    }
+
+    /// An IPv4 address in any form inet_aton(3) reads (`0x7f000001`, `127.1`, `0177.0.0.1`),
+    /// as getaddrinfo and curl read a URL's host; nil for anything else.
+    public init?(lenientIPv4 text: String) {
+        var address = in_addr()
+        guard !text.isEmpty, text.utf8.count <= 64, inet_aton(text, &address) != 0 else { return nil }
+        self = withUnsafeBytes(of: &address) { .v4(Array($0)) }
+    }
+
+    /// The same address with its zone's interface named, as it will show (a system call: not per packet).
+    public func namingZone() -> IPAddress {
+        guard case .v6(let bytes, let zone) = self, zone.index != 0, zone.name.isEmpty else { return self }
+        return .v6(bytes, zone: Self.zone(zone.index))
+    }
+
+    private static func zone(_ index: UInt32) -> Zone {
+        var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard if_indextoname(index, &name) != nil else { return Zone(index: index) }
+        return Zone(index: index, name: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+}

@@ -1,0 +1,17 @@
+#!/bin/sh
+# The pure targets (the rules without I/O) may import one another and nothing else: no Glibc,
+# no Foundation, no Dispatch, no C module, no EventLoop, no DBusKit. Package.swift declares
+# the same graph; this also catches an import that builds only because the module happens
+# to lie in the build directory.
+cd "$(dirname "$0")/.." || exit 1
+pure="NetAddress ProbeRules ReachabilityRules MonitorRules"
+status=0
+for target in $pure; do
+    for module in $(grep -hoE '^(@_exported )?import [A-Za-z_]+' "Sources/$target"/*.swift | awk '{print $NF}' | sort -u); do
+        case " $pure " in
+            *" $module "*) ;;
+            *) echo "Sources/$target imports $module, which is not a pure target"; status=1 ;;
+        esac
+    done
+done
+exit $status
