@@ -30,9 +30,11 @@ public struct MonitorCore {
 
     public private(set) var host: String
     public private(set) var family: AddressFamily
-    public private(set) var resolution: Resolution = .pending
+    public private(set) var resolution: Resolution = .pending { didSet { pathChanges &+= 1 } }
     /// The reachability engine's verdict for the current target; nil until the kernel answered.
-    public private(set) var route: ReachabilityVerdict?
+    public private(set) var route: ReachabilityVerdict? { didSet { pathChanges &+= 1 } }
+    /// Counts assignments to `resolution` and `route`: unchanged, the path to Host is the same.
+    public private(set) var pathChanges: UInt64 = 0
     public private(set) var probe = ProbeReport()
     /// What ModemManager and NetworkManager say about links.
     public private(set) var linkFacts = LinkFactsTable()

@@ -71,9 +71,14 @@ public struct TargetCore {
         monitor.linkFactsChanged(linkFacts)
         _ = monitor.takeOutputs()
         probe = ProbeCore(settings: probeSettings, seed: seed, slot: slot, stride: stride)
+        nextWakeup = earliestWakeup
     }
 
-    public var nextWakeup: UInt64? {
+    /// When to hand the core `.timeout`: the earliest of its parts' deadlines, as of the last event
+    /// (kept, not computed, so a driver asking after every event copies nothing).
+    public private(set) var nextWakeup: UInt64?
+
+    private var earliestWakeup: UInt64? {
         var earliest = monitor.nextWakeup ?? .max
         if let probe = probe.nextWakeup, probe < earliest { earliest = probe }
         if let traffic = trafficWatch.nextWakeup, traffic < earliest { earliest = traffic }
@@ -146,8 +151,9 @@ public struct TargetCore {
         return (host, route.interface)
     }
 
-    /// The path `trafficWatch` watches.
+    /// The path `trafficWatch` watches, as of `monitor.pathChanges` = `pathChangesSeen`.
     private var trafficPath: (host: IPAddress, interface: String)?
+    private var pathChangesSeen: UInt64 = .max
 
     private var trafficPublishDue = false
 
@@ -163,10 +169,13 @@ public struct TargetCore {
         var actions: [Action] = []
         var verdictReady = false
         // Only the event itself moves Host's address or its route (what the cores say to each other below does not).
-        let path = watchedPath
-        if path?.host != trafficPath?.host || path?.interface != trafficPath?.interface {
-            trafficPath = path
-            if trafficWatch.pathChanged(watching: path != nil, now: now) { trafficChanged(now: now) }
+        if monitor.pathChanges != pathChangesSeen {
+            pathChangesSeen = monitor.pathChanges
+            let path = watchedPath
+            if path?.host != trafficPath?.host || path?.interface != trafficPath?.interface {
+                trafficPath = path
+                if trafficWatch.pathChanged(watching: path != nil, now: now) { trafficChanged(now: now) }
+            }
         }
         // The word changes only in the event or just above, never below.
         var publishDue = trafficPublishDue
@@ -216,6 +225,7 @@ public struct TargetCore {
         }
         if publishDue { actions.append(.publish) }
         if verdictReady { actions.append(.verdictReady) }
+        nextWakeup = earliestWakeup
         return actions
     }
 }

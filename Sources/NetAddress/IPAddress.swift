@@ -96,7 +96,17 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static func dotted(_ b: ArraySlice<UInt8>) -> String {
-        b.map { String($0) }.joined(separator: ".")
+        String(unsafeUninitializedCapacity: 15) { buffer in
+            var at = 0
+            for (i, byte) in b.enumerated() {
+                if i > 0 { buffer[at] = UInt8(ascii: "."); at += 1 }
+                if byte >= 100 { buffer[at] = 0x30 + byte / 100; at += 1 }
+                if byte >= 10 { buffer[at] = 0x30 + byte / 10 % 10; at += 1 }
+                buffer[at] = 0x30 + byte % 10
+                at += 1
+            }
+            return at
+        }
     }
 
     /// Eight groups in lower-case hex without leading zeros; the longest run of two or more
@@ -118,18 +128,28 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         if best.start == 0 && (best.length == 6 || (best.length == 5 && groups[5] == 0xFFFF)) {
             return (best.length == 6 ? "::" : "::ffff:") + dotted(b[12..<16])
         }
-        var text = ""
-        var i = 0
-        while i < 8 {
-            if i == best.start {
-                text += "::"
-                i += best.length
-                continue
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: 39) { buffer in
+            var at = 0
+            var i = 0
+            while i < 8 {
+                if i == best.start {
+                    buffer[at] = UInt8(ascii: ":"); buffer[at + 1] = UInt8(ascii: ":"); at += 2
+                    i += best.length
+                    continue
+                }
+                if at > 0 && buffer[at - 1] != UInt8(ascii: ":") { buffer[at] = UInt8(ascii: ":"); at += 1 }
+                let group = groups[i]
+                var shift = 12
+                while shift > 0 && (group >> UInt16(shift)) & 0xF == 0 { shift -= 4 }
+                while shift >= 0 {
+                    buffer[at] = digits[Int((group >> UInt16(shift)) & 0xF)]
+                    at += 1
+                    shift -= 4
+                }
+                i += 1
             }
-            if !text.isEmpty && !text.hasSuffix(":") { text += ":" }
-            text += String(groups[i], radix: 16)
-            i += 1
+            return at
         }
-        return text
     }
 }

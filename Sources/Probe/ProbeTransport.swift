@@ -106,16 +106,10 @@ public final class ProbeTransport: ProbeTransporting {
             if let code = socket.send(packet, to: target) { sendFailed(sequence, code) }
         } else if allowedMethods.contains(.tcp) {
             let start = TCPProbe.start(loop: loop, to: target, port: tcpPort, budget: tcpBudget, held: tcpProbes.count) {
-                [unowned self] result in
+                [unowned self] outcome in
                 tcpProbes[sequence] = nil
-                switch result {
-                case .answered:
-                    onInput(.reply(sequence: sequence, token: token, via: .tcp))
-                case .refused(let code):
-                    onInput(.refused(sequence: sequence, token: token, reason: "cannot reach \(target): \(Self.text(code))"))
-                case .failed:
-                    break  // counted when its deadline passes
-                }
+                let input = outcome.input(sequence: sequence, token: token, alone: true) { "cannot reach \(target): \(Self.text($0))" }
+                if let input { onInput(input) }
             }
             switch start {
             case .started(let probe): tcpProbes[sequence] = probe
@@ -132,10 +126,11 @@ public final class ProbeTransport: ProbeTransporting {
     /// probe; anything else is left to the echo (its reply, error or deadline).
     private func connectBeside(_ sequence: UInt16, _ token: UInt64, to target: IPAddress) {
         let start = TCPProbe.start(loop: loop, to: target, port: tcpPort, budget: tcpBudget, held: tcpProbes.count) {
-            [unowned self] result in
+            [unowned self] outcome in
             tcpProbes[sequence] = nil
-            guard case .answered = result, isOutstanding(sequence) else { return }
-            onInput(.reply(sequence: sequence, token: token, via: .tcp))
+            guard isOutstanding(sequence), let input = outcome.input(sequence: sequence, token: token, alone: false, describe: Self.text)
+            else { return }
+            onInput(input)
         }
         // No room: this echo goes without a TCP attempt beside it.
         if case .started(let probe) = start { tcpProbes[sequence] = probe }

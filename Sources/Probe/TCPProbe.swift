@@ -9,12 +9,6 @@ import NetCore
 /// asks for its error queue (IP_RECVERR): a refusal that came with an ICMP error is
 /// no answer at all.
 final class TCPProbe {
-    enum Result {
-        case answered
-        case refused(errno: Int32)
-        case failed(errno: Int32)
-    }
-
     private let descriptor: Descriptor
     private var source: IOSource?
     private unowned let loop: MainLoop
@@ -31,7 +25,7 @@ final class TCPProbe {
     /// Starts connecting when `budget` has room for one more beside the `held` ones of this
     /// engine; `completion` runs on the loop once, unless cancelled first.
     static func start(loop: MainLoop, to address: IPAddress, port: UInt16, budget: TCPConnectionBudget, held: Int,
-                      completion: @escaping (Result) -> Void) -> Start {
+                      completion: @escaping (TCPOutcome) -> Void) -> Start {
         guard budget.take(holding: held) else { return .noRoom }
         guard let probe = TCPProbe(loop: loop, to: address, port: port, budget: budget, completion: completion) else {
             return .failed(errno: errno)
@@ -40,7 +34,7 @@ final class TCPProbe {
     }
 
     /// Holds one connection of `budget` (taken by `start`) until it is gone.
-    private init?(loop: MainLoop, to address: IPAddress, port: UInt16, budget: TCPConnectionBudget, completion: @escaping (Result) -> Void) {
+    private init?(loop: MainLoop, to address: IPAddress, port: UInt16, budget: TCPConnectionBudget, completion: @escaping (TCPOutcome) -> Void) {
         self.loop = loop
         self.budget = budget
         guard let opened = try? Syscall.descriptor("socket(SOCK_STREAM)", {
@@ -57,7 +51,7 @@ final class TCPProbe {
         // An interrupted connect goes on in the background, as one in progress does.
         if started == 0 || (code != EINPROGRESS && code != EINTR) {
             // Finished at once (loopback) or failed at once: still answer from the loop.
-            loop.atEndOfTurn { completion(Self.result(code)) }
+            loop.atEndOfTurn { completion(Self.outcome(code, cameWithICMPError: false)) }
             return
         }
         source = try? loop.watch(fd: fd, interest: .writable) { [unowned self] _ in
@@ -66,7 +60,7 @@ final class TCPProbe {
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
             let icmp = error != 0 && Self.cameWithICMPError(fd)
             cancel()
-            completion(icmp ? .failed(errno: error) : Self.result(error))
+            completion(Self.outcome(error, cameWithICMPError: icmp))
         }
         if source == nil { return nil }
     }
@@ -97,10 +91,13 @@ final class TCPProbe {
         return found
     }
 
-    private static func result(_ code: Int32) -> Result {
+    /// The socket's error (SO_ERROR, or connect's own) as an outcome.
+    static func outcome(_ code: Int32, cameWithICMPError icmp: Bool) -> TCPOutcome {
         switch code {
-        case 0, ECONNREFUSED: .answered
-        case ENETUNREACH, EHOSTUNREACH, EACCES, EPERM: .refused(errno: code)
+        case 0: .accepted
+        case _ where icmp: .icmpError(errno: code)
+        case ECONNREFUSED: .reset
+        case ENETUNREACH, EHOSTUNREACH, EACCES, EPERM: .localRefusal(errno: code)
         default: .failed(errno: code)
         }
     }

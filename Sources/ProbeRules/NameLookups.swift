@@ -36,7 +36,7 @@ public struct LookupQueue<Payload: Sendable>: Sendable {
     }
 
     public mutating func next() -> Entry? {
-        guard let index = entries.firstIndex(where: \.first) ?? entries.indices.first else { return nil }
+        guard let index = entries.firstIndex(where: { $0.first }) ?? entries.indices.first else { return nil }
         return entries.remove(at: index)
     }
 

@@ -14,8 +14,20 @@ public struct Scenario: Sendable {
         case timeExceeded
         /// A router answers with Destination Unreachable, quoting the whole probe or only its header.
         case unreachable(wholeQuote: Bool)
-        /// ICMP is filtered on the path; the host accepts (or refuses) TCP connections after `rtt` ms.
-        case icmpFiltered(rtt: UInt32)
+        /// ICMP is filtered on the path; a TCP connection to the host goes as `tcp` says, after `rtt` ms.
+        case icmpFiltered(rtt: UInt32, tcp: TCPPath = .accepts)
+    }
+
+    /// What becomes of a TCP connection to Host's port 443 while ICMP is filtered.
+    public enum TCPPath: Equatable, Sendable, CaseIterable {
+        /// SYN-ACK.
+        case accepts
+        /// The host's RST: nothing listens, but the host answered.
+        case resets
+        /// A router (a firewall's REJECT) answers with ICMP Port Unreachable: the host said nothing.
+        case rejectedByRouter
+        /// Dropped on the way.
+        case dropped
     }
 
     /// How the resolver treats lookups of a.test and b.test from some moment on.
@@ -94,6 +106,12 @@ public struct Scenario: Sendable {
     public var checkURL = false
     /// How often the name is looked up again while its address answers, milliseconds.
     public var dnsRefreshMilliseconds: UInt64 = 300_000
+    /// How the transport probes: ICMP echo (with the TCP ladder beside it), or TCP connections
+    /// alone where ICMP sockets are not permitted.
+    public var probeMethod: ProbeMethod = .icmpDatagram
+    /// The Hosts of targets added beside the default one (restored, so started before it): they
+    /// share its resolver and reachability core.
+    public var extraTargets: [String] = []
 
     public init(seed: UInt64, family: AddressFamily = .ipv4, settings: ProbeSettings, host: String = "a.test",
                 duration: UInt64, timeline: [(at: UInt64, fault: Fault)], quietFrom: UInt64? = nil) {
@@ -127,7 +145,7 @@ public struct Scenario: Sendable {
                                           loss: Double(random.next() % 100) / 100))
             case 1: .behaviour(.silent)
             case 2: .behaviour(pick([.timeExceeded, .unreachable(wholeQuote: true), .unreachable(wholeQuote: false),
-                                     .icmpFiltered(rtt: UInt32(between(1, 50)))]))
+                                     .icmpFiltered(rtt: UInt32(between(1, 50)), tcp: pick(TCPPath.allCases))]))
             case 3: .linkUp(index, random.next() % 2 == 0)
             case 4: .carrier(index, random.next() % 2 == 0)
             case 5: .route(index, present: random.next() % 2 == 0)
@@ -163,12 +181,17 @@ public struct Scenario: Sendable {
                                 duration: quiet + 500, timeline: timeline, quietFrom: quiet)
         scenario.checkURL = random.next() % 2 == 0
         scenario.dnsRefreshMilliseconds = pick([1_000, 3_000, 300_000])
+        if random.next() % 6 == 0 { scenario.probeMethod = .tcp }
+        if random.next() % 4 == 0 {
+            scenario.extraTargets = (0..<between(1, 6)).map { _ in pick(["a.test", "b.test", "hang.test", "fail.test"]) }
+        }
         // A lookup hung before healing fails up to 10 s later and is retried 5 s after that; a check
         // that failed is retried after 10 s and may take its whole limit.
         let settled = healAt + 16_000 + UInt64(slowest.timeoutMilliseconds)
         let slowToSettle = timeline.contains { entry in
             switch entry.fault {
-            case .resolver(.failing), .resolver(.hanging): true
+            // A lookup of hang.test holds the resolver's one thread up to 10 s: a.test waits behind it.
+            case .resolver(.failing), .resolver(.hanging), .host("hang.test"): true
             case .check(.portal), .check(.failing), .check(.hanging): scenario.checkURL
             default: false
             }
@@ -181,6 +204,12 @@ public struct Scenario: Sendable {
         }
         if quiet < settled && slowToSettle {
             quiet = settled
+            scenario.quietFrom = quiet
+            scenario.duration = quiet + 500
+        }
+        // The default target's lookups may wait behind another target's that hangs (up to 10 s).
+        if scenario.extraTargets.contains("hang.test") {
+            quiet = max(quiet, settled) + 10_100
             scenario.quietFrom = quiet
             scenario.duration = quiet + 500
         }

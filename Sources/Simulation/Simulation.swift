@@ -39,9 +39,14 @@ public final class Simulation {
 
     private enum Event {
         case reply(sequence: UInt16, token: UInt64, via: AnswerPath)
+        /// A TCP probe's connection ended so; `fromHost`: the host itself spoke (else a router, or nobody).
+        case tcpOutcome(sequence: UInt16, token: UInt64, TCPOutcome, alone: Bool, fromHost: Bool)
         case icmpError(sequence: UInt16, token: UInt64?, EchoPacket.Failure)
         case kernelReadable
-        case resolverAnswer(generation: UInt64, Result<[IPAddress], HostResolver.Failure>)
+        /// A lookup for target `target` (0 the default, then the extra ones) ended; `worker`: the resolver's
+        /// thread ran it (an address is answered at once, without it), and is free again.
+        case resolverAnswer(target: Int, generation: UInt64, Result<[IPAddress], HostResolver.Failure>, worker: Bool)
+        case extraReply(target: Int, sequence: UInt16, token: UInt64)
         case checkAnswer(generation: UInt64, CheckAnswer.Meaning)
         case trafficSample(generation: UInt64, TrafficSample, cost: UInt64, takenAt: UInt64)
         case fault(Scenario.Fault)
@@ -66,8 +71,6 @@ public final class Simulation {
     private var target: TargetCore
     /// The target core's actions not yet carried out, in order.
     private var actions: [TargetCore.Action] = []
-    private var probe: ProbeCore { target.probe }
-    private var monitor: MonitorCore { target.monitor }
     private var reach: ReachabilityCore
     public private(set) var state = MonitorState()
     public private(set) var summary = Summary()
@@ -78,8 +81,38 @@ public final class Simulation {
     /// Since when the resolver answers again; when it last failed a lookup of Host's name.
     private var resolverAnsweringSince: UInt64? = 0
     private var lastLookupFailureAt: UInt64 = 0
-    /// When the lookup of Host's name still waiting for its answer was asked.
+    /// When the lookup of Host's name still waiting for its answer started on the resolver's thread.
     private var lookupAskedAt: UInt64?
+    /// The daemon's resolver: one thread for every target, one lookup at a time, taken in
+    /// `LookupQueue`'s order (the default target's first, one waiting per target).
+    private struct QueuedLookup: Sendable {
+        let target: Int
+        let host: String
+        let generation: UInt64
+    }
+    private var lookups = LookupQueue<QueuedLookup>()
+    private var lookupUnderWay = false
+    private var lookupsAsked: UInt64 = 0
+    /// By when the default target's waiting lookup must start: the end of the lookup under way when it was asked.
+    private var defaultLookupMustStartBy: UInt64?
+    private var lastDefaultLookupStart: UInt64 = 0
+    /// The targets added beside the default one (restored before it starts), sharing its resolver
+    /// and reachability core; each is a TargetCore driven as the daemon drives one.
+    private final class ExtraTarget {
+        var core: TargetCore
+        let routeID: ReachabilityCore.TargetID
+        var probeAddress: IPAddress?
+        var state = MonitorState()
+
+        init(core: TargetCore, routeID: ReachabilityCore.TargetID) {
+            self.core = core
+            self.routeID = routeID
+        }
+    }
+    /// The extra targets probe at their own, slower pace: they are here for the resolver and the route core they share.
+    static let extraTargetSettings = ProbeSettings(intervalMilliseconds: 5_000, timeoutMilliseconds: 1_000)
+    private var extras: [ExtraTarget] = []
+    private var extraActions: [(target: Int, action: TargetCore.Action)] = []
     private var checkBehaviour: Scenario.CheckBehaviour = .expected(milliseconds: 20)
     private var trafficBehaviour: Scenario.TrafficBehaviour = .none
     private var trafficSince: UInt64 = 0
@@ -158,6 +191,13 @@ public final class Simulation {
         reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: secondTarget)
         noteKernelTruth(reset: true)
         reach.start()
+        for (index, host) in scenario.extraTargets.enumerated() {
+            let core = TargetCore(host: host, family: scenario.family, probeSettings: Self.extraTargetSettings,
+                                  seed: scenario.seed &+ UInt64(index + 1), slot: UInt16(index + 1), stride: UInt16(scenario.extraTargets.count + 1))
+            extras.append(ExtraTarget(core: core, routeID: reach.addTarget(families: core.families)))
+            takeExtra(index + 1, .start(checkURL: ""))
+        }
+        pump()
         take(.start(checkURL: scenario.checkURL ? Self.checkURL : ""))
         pump()
         let end = scenario.duration * 1_000_000
@@ -168,11 +208,20 @@ public final class Simulation {
             for wake in [targetWake, reach.nextWakeup] {
                 if let wake, wake < next { next = wake }
             }
+            var extraDue: Int?
+            for index in extras.indices {
+                if let wake = extras[index].core.nextWakeup, wake < next || (wake == next && extraDue == nil) {
+                    next = wake
+                    extraDue = index + 1
+                }
+            }
             guard next <= end else { break }
             now = max(now, next)
             if let wake = targetWake, wake <= now {
                 log("timeout")
                 take(.timeout)
+            } else if let index = extraDue, let wake = extras[index - 1].core.nextWakeup, wake <= now {
+                takeExtra(index, .timeout)
             } else if let wake = reach.nextWakeup, wake <= now {
                 reach.handleTimeout(now: now)
             } else if let arrival = checkArrivals.last, arrival <= now, arrival < queue.nextTime ?? .max {
@@ -188,6 +237,9 @@ public final class Simulation {
             endOfTurn()
             checkKernelAgreement()
             checkTraffic()
+            if let by = defaultLookupMustStartBy, now > by {
+                violation("the default target's lookup still waits \(Double(now - by) / 1e6) ms after the lookup under way when it was asked ended")
+            }
         }
         now = end
         finish()
@@ -201,29 +253,31 @@ public final class Simulation {
         log("\(event)")
         switch event {
         case .reply(let sequence, let token, let path):
-            // The driver forwards a TCP answer only while its probe waits (an echo reply always).
-            if path == .tcp && !probe.isOutstanding(sequence) { return }
-            // Silence that ended before this answer came first.
-            noteExpiries()
-            let answeredBefore = probe.statistics.answered
-            let answer = target.handle(.probe(.reply(sequence: sequence, token: token, via: path)), now: now)
-            if probe.statistics.answered > answeredBefore {
-                sent[sequence]?.finished = true
-                sent[sequence]?.answered = true
-                newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? 0)
-                lastAnswerAt = now
-                failureKindsSinceAnswer = []
-                firstFailureSentAt = nil
-                onScheduleSinceAnswer = true
-                answersInRow += 1
+            deliverReply(sequence, token, path, fromHost: true)
+        case .tcpOutcome(let sequence, let token, let outcome, let alone, let fromHost):
+            // The driver forwards a connection's end only while its probe waits, through the same rule.
+            guard target.probe.isOutstanding(sequence) || alone else { return }
+            let input = outcome.input(sequence: sequence, token: token, alone: alone) { "cannot reach the host: error \($0)" }
+            switch input {
+            case .reply(_, _, let path)?:
+                deliverReply(sequence, token, path, fromHost: fromHost)
+            case .refused(_, _, let reason)?:
+                let inFlight = target.isOutstanding(sequence)
+                take(.probe(.refused(sequence: sequence, token: token, reason: reason)))
+                if inFlight, let sent = sent[sequence], sent.sentAt > newestAnsweredSentAt {
+                    self.sent[sequence]?.finished = true
+                    failureKindsSinceAnswer.insert("refused")
+                    answersInRow = 0
+                }
+            default:
+                break
             }
-            take(answer)
         case .icmpError(let sequence, let token, let failure):
-            let foreignBefore = probe.statistics.foreign
+            let foreignBefore = target.probe.statistics.foreign
             let answer = target.handle(.probe(.error(sequence: sequence, token: token, failure, from: "198.18.200.1")), now: now)
             defer { take(answer) }
             // About a probe in flight (else it was counted foreign).
-            if probe.statistics.foreign == foreignBefore {
+            if target.probe.statistics.foreign == foreignBefore {
                 sent[sequence]?.finished = true
                 // A probe older than the newest answered one: old news, no failure.
                 guard let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt,
@@ -256,15 +310,45 @@ public final class Simulation {
             guard runningCheck?.generation == generation else { return }
             runningCheck = nil
             take(.checkAnswered(generation: generation, meaning))
-        case .resolverAnswer(let generation, let result):
-            if generation == monitor.generation {
-                lookupAskedAt = nil
-                if case .failure = result { lastLookupFailureAt = now }
+        case .resolverAnswer(let index, let generation, let result, let worker):
+            if worker { lookupUnderWay = false }
+            if index == 0 {
+                if generation == target.monitor.generation {
+                    lookupAskedAt = nil
+                    if case .failure = result { lastLookupFailureAt = now }
+                }
+                take(.resolved(generation: generation, result, routedFamilies: routedFamilies))
+            } else {
+                takeExtra(index, .resolved(generation: generation, result, routedFamilies: routedFamilies))
             }
-            take(.resolved(generation: generation, result, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) })))
+            startNextLookup()
+        case .extraReply(let index, let sequence, let token):
+            takeExtra(index, .probe(.reply(sequence: sequence, token: token, via: .icmp)))
         case .fault(let fault):
             apply(fault)
         }
+    }
+
+    private var routedFamilies: Set<Int32> { Set(reach.table.defaultRoutes.map { Int32($0.family) }) }
+
+    /// An answer from the host (an echo reply, or its TCP), or one that claims to be.
+    private func deliverReply(_ sequence: UInt16, _ token: UInt64, _ path: AnswerPath, fromHost: Bool) {
+        // Silence that ended before this answer came first.
+        noteExpiries()
+        let answeredBefore = target.probe.statistics.answered
+        let answer = target.handle(.probe(.reply(sequence: sequence, token: token, via: path)), now: now)
+        if target.probe.statistics.answered > answeredBefore {
+            if !fromHost { violation("probe \(sequence) counted as answered though only a router spoke (its ICMP error about the TCP connection)") }
+            sent[sequence]?.finished = true
+            sent[sequence]?.answered = true
+            newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? 0)
+            lastAnswerAt = now
+            failureKindsSinceAnswer = []
+            firstFailureSentAt = nil
+            onScheduleSinceAnswer = true
+            answersInRow += 1
+        }
+        take(answer)
     }
 
     private func check() {
@@ -280,7 +364,8 @@ public final class Simulation {
         switch fault {
         case .behaviour(let new):
             behaviour = new
-            if case .icmpFiltered = new {
+            // The ladder must find a host that answers TCP.
+            if case .icmpFiltered(_, let path) = new, path == .accepts || path == .resets {
                 if filteredSince == nil { filteredSince = now }
             } else {
                 filteredSince = nil
@@ -322,6 +407,8 @@ public final class Simulation {
             lastSettingsChange = now
             settings = new
             take(.probeSettings(new))
+        case .forgeries where scenario.probeMethod == .tcp:
+            break  // without an ICMP socket there is nothing to forge into
         case .forgeries(let count):
             // They know what /proc/net/icmp shows and can guess sequences near ours; never the token.
             // Sorted: a dictionary's order changes from process to process, and a seed must replay anywhere.
@@ -348,7 +435,7 @@ public final class Simulation {
                 kernel.setCarrier(index, true)
                 kernel.setRoute(index, present: true)
             }
-            if monitor.host == "hang.test" || monitor.host == "fail.test" {
+            if target.monitor.host == "hang.test" || target.monitor.host == "fail.test" {
                 take(.targetChanged(host: "a.test", family: scenario.family))
             }
         }
@@ -371,9 +458,10 @@ public final class Simulation {
         guard !new.isEmpty else { return }
         // At most one publication, after every action but the verdict being ready.
         var publications = 0
-        for (index, action) in new.enumerated() where action == .publish {
+        for index in new.indices {
+            guard case .publish = new[index] else { continue }
             publications += 1
-            let last = new.last == .verdictReady ? new.count - 2 : new.count - 1
+            let last = if case .verdictReady? = new.last { new.count - 2 } else { new.count - 1 }
             if publications > 1 || index != last { violation("the state was published \(publications) times, or before the event's last action") }
         }
         actions += new
@@ -388,6 +476,12 @@ public final class Simulation {
                 let batch = actions
                 actions = []
                 for action in batch { carryOut(action) }
+            }
+            if !extraActions.isEmpty {
+                busy = true
+                let batch = extraActions
+                extraActions = []
+                for (index, action) in batch { carryOut(action, forExtra: index) }
             }
             for output in reach.takeOutputs() {
                 busy = true
@@ -416,7 +510,7 @@ public final class Simulation {
         log("target: \(action)")
         switch action {
         case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
-            log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(probe.outstandingCount), next wake \(probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
+            log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(target.probe.outstandingCount), next wake \(target.probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
             summary.probesSent += 1
             stallWaitingSince = nil
             resumeWaitingSince = nil
@@ -435,10 +529,10 @@ public final class Simulation {
             log("report \(String(describing: new.answering)) \(new.reason)")
             checkFlip(from: old, to: new)
         case .resolve(let host, _, let generation):
-            lookupAskedAt = now
-            resolve(host, generation)
+            resolve(host, generation, for: 0)
         case .cancelResolutions:
-            break  // answers to earlier generations still arrive: the core must ignore them
+            // Answers to earlier generations under way still arrive: the core must ignore them.
+            cancelLookups(of: 0)
         case .watchRoute(let address, let families):
             routeNewsSinceCheck = true
             let changed = address != reach.target || families != reach.families
@@ -456,7 +550,7 @@ public final class Simulation {
             answersInRow = 0
             lastAnswerAt = now
             newestAnsweredSentAt = 0
-            take(.probing(.icmpDatagram))
+            take(.probing(scenario.probeMethod))
         case .publish:
             // Published once the actions of this step are all carried out, as a loop turn would.
             stateDue = true
@@ -493,12 +587,15 @@ public final class Simulation {
         case .evaluateAtEndOfTurn:
             evaluationDue = true
         case .verdict(let verdict, let id):
+            if let index = extras.firstIndex(where: { $0.routeID == id }) {
+                return takeExtra(index + 1, .route(verdict, routedFamilies: routedFamilies))
+            }
             checkVerdictHeld(verdict, id)
             guard id == 0 else { return }
-            let previous = monitor.route
-            take(.route(verdict, routedFamilies: Set(reach.table.defaultRoutes.map { Int32($0.family) })))
+            let previous = target.monitor.route
+            take(.route(verdict, routedFamilies: routedFamilies))
             // A route gained or changed probes at once: off the schedule.
-            if verdict.usable, case .resolved = monitor.resolution,
+            if verdict.usable, case .resolved = target.monitor.resolution,
                previous?.usable != true || previous?.interface != verdict.interface {
                 onScheduleSinceAnswer = false
             }
@@ -524,30 +621,112 @@ public final class Simulation {
         queue.add(.kernelReadable, at: now + 50_000)
     }
 
-    private func resolve(_ host: String, _ generation: UInt64) {
-        let v6 = scenario.family == .ipv6
-        var answer: Result<[IPAddress], HostResolver.Failure>?
-        switch host {
-        case "a.test": answer = .success([v6 ? Self.v6(0, 2) : .v4([198, 18, 0, 2])])
-        case "b.test": answer = .success([v6 ? Self.v6(1, 2) : .v4([198, 18, 1, 2])])
-        case "fail.test": answer = .failure(HostResolver.Failure(message: "cannot resolve fail.test: Name or service not known"))
-        case "hang.test": answer = nil
-        default: answer = IPAddress(host).map { .success([$0]) }
+    /// Asks the shared resolver, as HostResolver.resolve does: an address at once, a name queued.
+    private func resolve(_ host: String, _ generation: UInt64, for index: Int) {
+        if let literal = IPAddress(host) {
+            return queue.add(.resolverAnswer(target: index, generation: generation, .success([literal]), worker: false), at: now)
         }
-        var delay = IPAddress(host) != nil ? 0 : random.next() % 30_000_000
-        if host == "a.test" || host == "b.test" {
+        lookupsAsked += 1
+        _ = lookups.add(.init(id: lookupsAsked, owner: UInt64(index), first: index == 0,
+                              payload: QueuedLookup(target: index, host: host, generation: generation)))
+        if lookups.entries.count > extras.count + 1 || lookups.entries.contains(where: { $0.owner == UInt64(index) && $0.id != lookupsAsked }) {
+            violation("\(lookups.entries.count) lookups wait for the resolver, more than one for target \(index)")
+        }
+        if index == 0 { defaultLookupMustStartBy = lookupUnderWay ? (defaultLookupMustStartBy ?? lookupEndsAt) : now }
+        startNextLookup()
+    }
+
+    /// When the lookup under way on the resolver's thread ends.
+    private var lookupEndsAt: UInt64 = 0
+
+    private func cancelLookups(of index: Int) {
+        lookups.remove(owner: UInt64(index))
+        if index == 0 { defaultLookupMustStartBy = nil }
+    }
+
+    /// The resolver's thread takes the next lookup, if it is free.
+    private func startNextLookup() {
+        guard !lookupUnderWay, let next = lookups.next() else { return }
+        let job = next.payload
+        if job.target == 0 {
+            if let by = defaultLookupMustStartBy, now > by {
+                violation("the default target's lookup started \(Double(now - by) / 1e6) ms after the lookup under way when it was asked")
+            }
+            defaultLookupMustStartBy = nil
+            lastDefaultLookupStart = now
+            if job.generation == target.monitor.generation { lookupAskedAt = now }
+        }
+        let (answer, delay) = lookupAnswer(job.host)
+        lookupUnderWay = true
+        lookupEndsAt = now + delay
+        queue.add(.resolverAnswer(target: job.target, generation: job.generation, answer, worker: true), at: now + delay)
+    }
+
+    /// What the resolver says of `host` now, and after how long: glibc's own timeout (5 to 10 s) for a name nobody answers.
+    private func lookupAnswer(_ host: String) -> (Result<[IPAddress], HostResolver.Failure>, UInt64) {
+        let v6 = scenario.family == .ipv6
+        let hung = (HostResolver.Failure(message: "cannot resolve \(host): no answer"), 5_000_000_000 + random.next() % 5_000_000_000)
+        var delay = random.next() % 30_000_000
+        switch host {
+        case "a.test", "b.test":
             switch resolverBehaviour {
             case .answering: break
             case .slow(let milliseconds): delay = UInt64(milliseconds) * 1_000_000
-            case .failing(let why): answer = .failure(HostResolver.Failure(message: "cannot resolve \(host): \(why)"))
-            case .hanging:
-                answer = .failure(HostResolver.Failure(message: "cannot resolve \(host): no answer"))
-                delay = 5_000_000_000 + random.next() % 5_000_000_000
+            case .failing(let why): return (.failure(HostResolver.Failure(message: "cannot resolve \(host): \(why)")), delay)
+            case .hanging: return (.failure(hung.0), hung.1)
             }
+            let address = host == "a.test" ? (v6 ? Self.v6(0, 2) : .v4([198, 18, 0, 2])) : (v6 ? Self.v6(1, 2) : .v4([198, 18, 1, 2]))
+            return (.success([address]), delay)
+        case "hang.test":
+            return (.failure(hung.0), hung.1)
+        default:
+            return (.failure(HostResolver.Failure(message: "cannot resolve \(host): Name or service not known")), delay)
         }
-        guard let answer else { return }
-        queue.add(.resolverAnswer(generation: generation, answer), at: now + delay)
     }
+
+    // MARK: The extra targets, driven as the daemon drives each of its targets
+
+    private func takeExtra(_ index: Int, _ event: TargetCore.Event) {
+        for action in extras[index - 1].core.handle(event, now: now) { extraActions.append((index, action)) }
+    }
+
+    private func carryOut(_ action: TargetCore.Action, forExtra index: Int) {
+        switch action {
+        case .resolve(let host, _, let generation):
+            resolve(host, generation, for: index)
+        case .cancelResolutions:
+            cancelLookups(of: index)
+        case .watchRoute(let address, let families):
+            reach.setTarget(address, for: extras[index - 1].routeID)
+            reach.setFamilies(families, for: extras[index - 1].routeID)
+        case .probe(let address):
+            extras[index - 1].probeAddress = address
+            takeExtra(index, .probing(.icmpDatagram))
+        case .send(let sequence, let token, _, _, _):
+            // The same far hosts as the default target's; a plain echo, no ladder.
+            guard let address = extras[index - 1].probeAddress else { return }
+            guard kernel.canSend(to: address) else {
+                return takeExtra(index, .probe(.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(address): Network is unreachable")))
+            }
+            if kernel.delivers(to: address), case .answering(let minRTT, _, let loss) = behaviour, loss < 0.5 {
+                queue.add(.extraReply(target: index, sequence: sequence, token: token), at: now + UInt64(minRTT) * 1_000_000)
+            }
+        case .sampleTraffic(let generation, _, _, _):
+            takeExtra(index, .trafficSampled(generation: generation, TrafficSample(), cost: 20_000))
+        case .publish:
+            let extra = extras[index - 1]
+            extra.state = extra.core.state(previous: extra.state)
+            if case .resolved(let address) = extra.core.monitor.resolution,
+               !Self.addresses(of: extra.core.monitor.host, v6: scenario.family == .ipv6).contains(address) {
+                violation("target \(index)'s Host \(extra.core.monitor.host) resolved to \(address), an answer for another name")
+            }
+        case .startCheck, .cancelCheck, .verdictReady, .reportChanged:
+            break
+        }
+    }
+
+    /// The extra targets' states, as last published.
+    public var extraStates: [MonitorState] { extras.map(\.state) }
 
     static func v6(_ subnet: UInt8, _ host: UInt8) -> IPAddress {
         .v6([0xfd, 0, 0, 0, 0, 0, 0, subnet, 0, 0, 0, 0, 0, 0, 0, host])
@@ -564,9 +743,15 @@ public final class Simulation {
     /// The far host's answer to one probe, by the behaviour of the moment.
     private func transmit(_ sequence: UInt16, _ token: UInt64, alsoTCP: Bool) {
         guard let target = probeTarget else { return }
+        let alone = scenario.probeMethod == .tcp
         if filteredSince != nil && !(kernel.canSend(to: target) && kernel.delivers(to: target)) { pathTroubleSinceFiltered = true }
         guard kernel.canSend(to: target) else {
             let inFlight = self.target.isOutstanding(sequence)
+            if alone {
+                // connect(2) fails at once; the driver answers from the loop, as for any outcome.
+                queue.add(.tcpOutcome(sequence: sequence, token: token, .localRefusal(errno: 101), alone: true, fromHost: false), at: now)
+                return
+            }
             take(.probe(.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(target): Network is unreachable")))
             if inFlight {
                 sent[sequence]?.finished = true
@@ -576,23 +761,49 @@ public final class Simulation {
             return
         }
         guard kernel.delivers(to: target) else { return }
+        if alone || alsoTCP { connect(sequence, token, alone: alone) }
+        guard !alone else { return }
         switch behaviour {
         case .answering(let minRTT, let maxRTT, let loss):
             guard Double(random.next() % 1000) / 1000 >= loss else { return }
             let rtt = UInt64(minRTT) * 1_000_000 + random.next() % (UInt64(max(maxRTT, minRTT) - minRTT) * 1_000_000 + 1)
             queue.add(.reply(sequence: sequence, token: token, via: .icmp), at: now + rtt)
             if random.next() % 50 == 0 { queue.add(.reply(sequence: sequence, token: token, via: .icmp), at: now + rtt + 1_000) }
-            // The ladder's connection races the echo, a little slower or faster.
-            if alsoTCP { queue.add(.reply(sequence: sequence, token: token, via: .tcp), at: now + rtt + random.next() % 2_000_000) }
-        case .icmpFiltered(let rtt):
-            if alsoTCP { queue.add(.reply(sequence: sequence, token: token, via: .tcp), at: now + UInt64(rtt) * 1_000_000) }
-        case .silent:
+        case .icmpFiltered, .silent:
             break
         case .timeExceeded:
             queue.add(.icmpError(sequence: sequence, token: token, .timeExceeded), at: now + 2_000_000)
         case .unreachable(let whole):
             queue.add(.icmpError(sequence: sequence, token: whole ? token : nil, .unreachable(code: 1)), at: now + 2_000_000)
         }
+    }
+
+    /// The probe's TCP connection to port 443 (the ladder's beside an echo request, or the probe
+    /// itself), ending as the path of the moment makes it.
+    private func connect(_ sequence: UInt16, _ token: UInt64, alone: Bool) {
+        let routerDelay: UInt64 = 2_000_000
+        let (outcome, after, fromHost): (TCPOutcome, UInt64, Bool)
+        switch behaviour {
+        case .answering(let minRTT, let maxRTT, let loss):
+            guard Double(random.next() % 1000) / 1000 >= loss else { return }
+            // Racing the echo, a little slower or faster.
+            let rtt = UInt64(minRTT) * 1_000_000 + random.next() % (UInt64(max(maxRTT, minRTT) - minRTT) * 1_000_000 + 2_000_001)
+            (outcome, after, fromHost) = (.accepted, rtt, true)
+        case .icmpFiltered(let rtt, let path):
+            switch path {
+            case .accepts: (outcome, after, fromHost) = (.accepted, UInt64(rtt) * 1_000_000, true)
+            case .resets: (outcome, after, fromHost) = (.reset, UInt64(rtt) * 1_000_000, true)
+            // ECONNREFUSED, with the router's ICMP error in the socket's error queue.
+            case .rejectedByRouter: (outcome, after, fromHost) = (.icmpError(errno: 111), routerDelay, false)
+            case .dropped: return
+            }
+        case .silent:
+            return
+        // EHOSTUNREACH, with the router's ICMP error queued.
+        case .timeExceeded, .unreachable:
+            (outcome, after, fromHost) = (.icmpError(errno: 113), routerDelay, false)
+        }
+        queue.add(.tcpOutcome(sequence: sequence, token: token, outcome, alone: alone, fromHost: fromHost), at: now + after)
     }
 
     /// Whether the path to Host works now: a route the kernel delivers on, and a host that answers
@@ -602,7 +813,7 @@ public final class Simulation {
         if let target = probeTarget, kernel.canSend(to: target), kernel.delivers(to: target) {
             switch behaviour {
             case .answering(_, _, let loss): works = loss < 0.5
-            case .icmpFiltered: works = true
+            case .icmpFiltered(_, let path): works = path == .accepts || path == .resets
             case .silent, .timeExceeded, .unreachable: works = false
             }
         } else {
@@ -659,14 +870,14 @@ public final class Simulation {
         if word != lastTraffic {
             if word == .stalled {
                 summary.stalls += 1
-                if probe.report.answering == true, probe.outstandingCount == 0 { stallWaitingSince = now }
+                if target.probe.report.answering == true, target.probe.outstandingCount == 0 { stallWaitingSince = now }
             }
-            if lastTraffic == .flowing, skippedSinceSend, probe.report.answering == true, probe.outstandingCount == 0 {
+            if lastTraffic == .flowing, skippedSinceSend, target.probe.report.answering == true, target.probe.outstandingCount == 0 {
                 resumeWaitingSince = now
             }
             lastTraffic = word
         }
-        if probe.report.answering != true || word == .none {
+        if target.probe.report.answering != true || word == .none {
             stallWaitingSince = nil
             resumeWaitingSince = nil
         }
@@ -719,8 +930,8 @@ public final class Simulation {
                 violation("not answering while ICMP was filtered and the host answered TCP within Timeout (the ladder)")
             }
             let refused = failureKindsSinceAnswer.contains("refused") || failureKindsSinceAnswer.contains("send failed")
-            if !refused && probe.verdict.consecutiveFailures < settings.failureThreshold {
-                violation("not answering after \(probe.verdict.consecutiveFailures) failures without a proven refusal "
+            if !refused && target.probe.verdict.consecutiveFailures < settings.failureThreshold {
+                violation("not answering after \(target.probe.verdict.consecutiveFailures) failures without a proven refusal "
                           + "(FailureThreshold \(settings.failureThreshold); failures: \(failureKindsSinceAnswer.sorted()))")
             }
             if failureKindsSinceAnswer == ["time exceeded"], onScheduleSinceAnswer,
@@ -774,9 +985,9 @@ public final class Simulation {
     }
 
     private func checkResolution() {
-        if case .resolved(let address) = monitor.resolution,
-           !Self.addresses(of: monitor.host, v6: scenario.family == .ipv6).contains(address) {
-            violation("Host \(monitor.host) resolved to \(address), an answer for an earlier Host")
+        if case .resolved(let address) = target.monitor.resolution,
+           !Self.addresses(of: target.monitor.host, v6: scenario.family == .ipv6).contains(address) {
+            violation("Host \(target.monitor.host) resolved to \(address), an answer for an earlier Host")
         }
     }
 
@@ -789,15 +1000,17 @@ public final class Simulation {
             violation("Connectivity unknown (\(state.reason)) \(Double(now - running.startedAt) / 1e6) ms into a check "
                       + "whose limit is \(Double(running.limit) / 1e6) ms")
         }
-        if case .failed = monitor.portalCheck.meaning, probe.report.answering == true, monitor.route?.usable == true,
-           case .resolved = monitor.resolution, state.connectivity == .none {
+        if case .failed = target.monitor.portalCheck.meaning, target.probe.report.answering == true, target.monitor.route?.usable == true,
+           case .resolved = target.monitor.resolution, state.connectivity == .none {
             violation("the check failed (\(state.reason)) and an answering host over a usable route is none")
         }
         // A lookup asked before the repair ends as it would have (a hung one at glibc's timeout): the 5 s count from its answer.
         // The reason is read last: matching text is the dearest test here.
-        if let since = resolverAnsweringSince, (lookupAskedAt ?? .max) >= since {
+        // A retry waiting behind another target's lookup waits for it (the rule above bounds that), then answers within 30 ms.
+        if let since = resolverAnsweringSince, (lookupAskedAt ?? .max) >= since, defaultLookupMustStartBy == nil {
             let from = max(since, lastLookupFailureAt)
-            if now - from > 5_030_000_000 + 1_000_000, state.reason.contains("no longer resolves") {
+            if now - from > 5_030_000_000 + 1_000_000, now - lastDefaultLookupStart > 31_000_000,
+               target.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures, state.reason.contains("no longer resolves") {
                 violation("limited by DNS \(Double(now - from) / 1e6) ms after the resolver answered again (\(state.reason))")
             }
         }
@@ -859,7 +1072,7 @@ public final class Simulation {
         }
         // A name with no address yet is looked up again after a backoff of up to 60 s: a failed
         // answer that came after healing (a lookup hung before it) may leave it unresolved so long.
-        let backingOff = if case .failed = monitor.resolution { now - lastLookupFailureAt < 60_000_000_000 } else { false }
+        let backingOff = if case .failed = target.monitor.resolution { now - lastLookupFailureAt < 60_000_000_000 } else { false }
         if scenario.quietFrom != nil, quiet, violations.isEmpty, !backingOff {
             if state.status != .ethernet {
                 violation("after everything healed, Status is \(state.status) (\(state.reason)), not ethernet")

@@ -195,4 +195,65 @@ final class DefectScenarioTests: XCTestCase {
         XCTAssertTrue(simulation.summary.statuses.contains { $0.reason.contains("captive portal") }, "\(simulation.summary.statuses)")
         XCTAssertEqual(simulation.state.connectivity, .full)
     }
+
+    /// 2: a router that drops echo requests and REJECTs TCP 443 (its ICMP Port Unreachable reads as
+    /// ECONNREFUSED) never answers for a host that says nothing, whether TCP is the probe or the
+    /// ladder beside ICMP: only the probed host's SYN-ACK or RST answers.
+    func testARejectingRouterNeverAnswersForASilentHost() {
+        for method in [ProbeMethod.tcp, .icmpDatagram] {
+            var scenario = Scenario(seed: 19, settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500),
+                                    duration: 8_000, timeline: [(2_000, .behaviour(.icmpFiltered(rtt: 5, tcp: .rejectedByRouter)))])
+            scenario.probeMethod = method
+            let simulation = run(scenario)
+            XCTAssertEqual(firstTime(simulation, .ethernet).map { $0 < 2_000_000_000 }, true, "\(method): answering at first")
+            let none = firstTime(simulation, .none, after: 2_000_000_000)
+            XCTAssertNotNil(none, "\(method): \(simulation.summary.statuses)")
+            XCTAssertNil(firstTime(simulation, .ethernet, after: none ?? 0), "\(method): \(simulation.summary.statuses)")
+            XCTAssertEqual(simulation.state.status, .none, "\(method)")
+        }
+    }
+
+    /// 2, the other side: the host's own RST is an answer (nothing listens on 443, but the host is there).
+    func testTheHostsOwnResetAnswersATCPProbe() {
+        var scenario = Scenario(seed: 19, settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500),
+                                duration: 8_000, timeline: [(0, .behaviour(.icmpFiltered(rtt: 5, tcp: .resets)))])
+        scenario.probeMethod = .tcp
+        let simulation = run(scenario)
+        XCTAssertEqual(simulation.summary.statuses.map(\.status), [.ethernet], "\(simulation.summary.statuses)")
+        XCTAssertEqual(simulation.state.probeMethod, "tcp")
+    }
+
+    /// 3: ten restored targets whose names never resolve (glibc gives up after 5 to 10 s each) share
+    /// the resolver with the default target, started before it: its lookup goes first, so it waits
+    /// at most for the one lookup under way, at start and after its Host changes (one thread served
+    /// them in the order asked: about a minute).
+    func testTargetsThatNeverResolveDoNotHoldUpTheDefaultTarget() {
+        var scenario = Scenario(seed: 3, settings: ProbeSettings(), duration: 45_000, timeline: [(20_000, .host("b.test"))])
+        scenario.extraTargets = Array(repeating: "hang.test", count: 10)
+        let simulation = run(scenario)
+        let first = firstTime(simulation, .ethernet)
+        XCTAssertNotNil(first, "\(simulation.summary.statuses)")
+        if let first { XCTAssertLessThanOrEqual(first, 10_100_000_000, "behind one hung lookup at most") }
+        let again = simulation.summary.statuses.first { $0.status == .ethernet && $0.at > 20_000_000_000 }
+        XCTAssertNotNil(again, "\(simulation.summary.statuses)")
+        if let again { XCTAssertLessThanOrEqual(again.at, 30_100_000_000, "behind one hung lookup at most") }
+        XCTAssertEqual(simulation.state.address, "198.18.1.2")
+        // They take their turns on the one thread, 5 to 10 s each, in the order asked.
+        XCTAssertEqual(simulation.extraStates.count, 10)
+        for state in simulation.extraStates {
+            XCTAssertTrue([.none, .unknown].contains(state.status), "\(state.status)")
+            XCTAssertTrue(["cannot resolve hang.test: no answer", "resolving hang.test"].contains(state.reason), state.reason)
+        }
+        XCTAssertGreaterThanOrEqual(simulation.extraStates.filter { $0.status == .none }.count, 3)
+    }
+
+    /// Targets that resolve share the resolver and the route core with the default one, each to its own address.
+    func testEveryTargetResolvesThroughTheSharedResolver() {
+        var scenario = Scenario(seed: 30, settings: ProbeSettings(), duration: 12_000, timeline: [])
+        scenario.extraTargets = ["b.test", "a.test", "fail.test", "198.18.1.2"]
+        let simulation = run(scenario)
+        XCTAssertEqual(simulation.state.status, .ethernet)
+        XCTAssertEqual(simulation.extraStates.map(\.address), ["198.18.1.2", "198.18.0.2", "", "198.18.1.2"])
+        XCTAssertEqual(simulation.extraStates.map(\.status), [.ethernet, .ethernet, .none, .ethernet])
+    }
 }
