@@ -43,8 +43,8 @@ public struct TargetCore {
         case probe(IPAddress?)
         /// Send probe `sequence` (see `ProbeCore.Output.send`).
         case send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
-        /// GET CheckURL, lookup included, within its limit; answer with `.checkAnswered`.
-        case startCheck(url: String, generation: UInt64)
+        /// GET CheckURL, lookup included, within `limitMilliseconds`; answer with `.checkAnswered`.
+        case startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32)
         case cancelCheck
         /// Sample the established TCP connections on `interface` for the route to `host`, on the loop
         /// when `inline` (it was cheap), else off it; answer with `.trafficSampled`.
@@ -206,7 +206,8 @@ public struct TargetCore {
                 case .stateChanged:
                     publishDue = true
                 case .startCheck(let url, let generation):
-                    actions.append(.startCheck(url: url, generation: generation))
+                    let limit = PortalCheck.limitMilliseconds(timeout: probe.settings.timeoutMilliseconds)
+                    actions.append(.startCheck(url: url, generation: generation, limitMilliseconds: limit))
                 case .cancelCheck:
                     actions.append(.cancelCheck)
                 }

@@ -15,13 +15,13 @@ final class CheckRun {
     private let resolverOwner: UInt64
     private let started: UInt64
     private let limitMilliseconds: Int
-    private var request: HTTPRequest?
+    private var request: (any HTTPTransfer)?
     private var deadline: LoopTimer?
     private var completion: ((CheckAnswer.Meaning) -> Void)?
 
     /// Starts checking `url`; `completion` runs on the loop once, on a later turn, unless cancelled.
     init(url: String, limitMilliseconds: Int, mayPointInward: Bool, loop: MainLoop, resolver: HostResolver,
-         http: LazyHTTPClient?, completion: @escaping (CheckAnswer.Meaning) -> Void) {
+         http: (any HTTPClientSource)?, completion: @escaping (CheckAnswer.Meaning) -> Void) {
         self.loop = loop
         self.resolver = resolver
         self.limitMilliseconds = limitMilliseconds
@@ -42,7 +42,7 @@ final class CheckRun {
             finishLater(.failed("the check URL is not valid"))
             return
         }
-        guard let client = http?.client else {
+        guard let client = http?.getter else {
             finishLater(.failed(http?.failure.map { "libcurl is not available: \($0)" } ?? "the check could not start"))
             return
         }
@@ -86,13 +86,13 @@ final class CheckRun {
         deadline = nil
     }
 
-    private func connect(_ url: String, _ target: CheckURLTarget, _ address: IPAddress, _ client: HTTPClient,
+    private func connect(_ url: String, _ target: CheckURLTarget, _ address: IPAddress, _ client: any HTTPGetting,
                          mayPointInward: Bool) {
         guard mayPointInward || !address.pointsInward else { return finishLater(.failed(Self.inward)) }
         let spent = Int((loop.now() &- started) / 1_000_000)
         let left = max(1, limitMilliseconds - spent)
         let pinned = target.literal == nil ? HTTPClient.Pin(host: target.host, port: target.port, address: address.description) : nil
-        request = client.get(url, pinnedTo: pinned, timeoutMilliseconds: left) { [weak self] answer in
+        request = client.startGet(url, pinnedTo: pinned, timeoutMilliseconds: left) { [weak self] answer in
             guard let self else { return }
             request = nil
             finish(answer.meaning(checkURL: url))

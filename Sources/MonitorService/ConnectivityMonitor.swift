@@ -24,7 +24,7 @@ public final class ConnectivityMonitor {
     private let resolvesFirst: Bool
     private var core: TargetCore
     /// Shared by every target; libcurl is loaded on the first check.
-    private let http: LazyHTTPClient?
+    private let http: (any HTTPClientSource)?
     private var check: CheckRun?
     /// Shared by every target; nil when the kernel's sock_diag cannot be opened (every sample then fails).
     private let trafficSampler: TrafficSampler?
@@ -45,7 +45,7 @@ public final class ConnectivityMonitor {
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
     /// `transport` and `routeWatch`: stand-ins for the sockets (driver tests); without them, real ones.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
-                sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: LazyHTTPClient? = nil,
+                sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: (any HTTPClientSource)? = nil,
                 dnsRefreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds, resolvesFirst: Bool = false,
                 classifier: InterfaceClassifier = InterfaceClassifier(), trafficSampler: TrafficSampler? = nil,
                 transport: (any ProbeTransporting)? = nil, routeWatch: (any RouteWatch)? = nil) throws(SystemError) {
@@ -188,8 +188,8 @@ public final class ConnectivityMonitor {
                 queue.insert(.event(.probing(transport.retarget(address))), at: 0)
             case .send(let sequence, let token, _, _, let alsoTCP):
                 transport.send(sequence: sequence, token: token, alsoTCP: alsoTCP)
-            case .startCheck(let url, let generation):
-                startCheck(url, generation)
+            case .startCheck(let url, let generation, let limit):
+                startCheck(url, generation, limitMilliseconds: Int(limit))
             case .cancelCheck:
                 check?.cancel()
                 check = nil
@@ -226,10 +226,9 @@ public final class ConnectivityMonitor {
         }
     }
 
-    /// One run of the check of CheckURL: lookup and GET within max(5 s, Timeout).
-    private func startCheck(_ url: String, _ generation: UInt64) {
+    /// One run of the check of CheckURL: lookup and GET within the limit the core gives.
+    private func startCheck(_ url: String, _ generation: UInt64, limitMilliseconds limit: Int) {
         check?.cancel()
-        let limit = max(5_000, Int(model.settings.timeout))
         check = CheckRun(url: url, limitMilliseconds: limit, mayPointInward: model.settings.checkURLMayPointInward,
                          loop: loop, resolver: resolver, http: http) { [weak self] meaning in
             guard let self else { return }

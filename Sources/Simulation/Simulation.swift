@@ -567,8 +567,8 @@ public final class Simulation {
                 let cost = 100_000 + random.next() % 5_000_000
                 queue.add(.trafficSample(generation: generation, sample, cost: cost, takenAt: now), at: now + cost)
             }
-        case .startCheck(_, let generation):
-            startCheck(generation)
+        case .startCheck(_, let generation, let limit):
+            startCheck(generation, limit: UInt64(limit) * 1_000_000)
         case .cancelCheck:
             runningCheck = nil
         }
@@ -603,8 +603,10 @@ public final class Simulation {
     }
 
     /// The check as CheckRun runs it: lookup, connect and GET, never past its limit.
-    private func startCheck(_ generation: UInt64) {
-        let limit = UInt64(max(5_000, settings.timeoutMilliseconds)) * 1_000_000
+    private func startCheck(_ generation: UInt64, limit: UInt64) {
+        if limit != UInt64(max(5_000, settings.timeoutMilliseconds)) * 1_000_000 {
+            violation("a check started with a limit of \(Double(limit) / 1e6) ms, not max(5 s, Timeout)")
+        }
         runningCheck = (generation, now, limit)
         let (after, meaning): (UInt64, CheckAnswer.Meaning) = switch checkBehaviour {
         case .expected(let milliseconds): (UInt64(milliseconds) * 1_000_000, .expected)

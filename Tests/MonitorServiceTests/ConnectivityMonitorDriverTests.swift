@@ -1,4 +1,5 @@
 import EventLoop
+import HTTPCheck
 import IntegrationSupport
 import MonitorService
 import NetCore
@@ -65,6 +66,46 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         }
     }
 
+    /// The HTTP client behind the check: it records each GET and answers when the test says.
+    final class FakeHTTP: HTTPClientSource, HTTPGetting {
+        final class Transfer: HTTPTransfer {
+            let url: String
+            let pin: HTTPClient.Pin?
+            let timeoutMilliseconds: Int
+            private(set) var cancelled = false
+            private var completion: ((CheckAnswer) -> Void)?
+
+            init(url: String, pin: HTTPClient.Pin?, timeoutMilliseconds: Int, completion: @escaping (CheckAnswer) -> Void) {
+                self.url = url
+                self.pin = pin
+                self.timeoutMilliseconds = timeoutMilliseconds
+                self.completion = completion
+            }
+
+            func cancel() {
+                cancelled = true
+                completion = nil
+            }
+
+            func answer(_ answer: CheckAnswer) {
+                let completion = self.completion
+                self.completion = nil
+                completion?(answer)
+            }
+        }
+
+        var getter: (any HTTPGetting)? { self }
+        let failure: String? = nil
+        private(set) var transfers: [Transfer] = []
+
+        func startGet(_ url: String, pinnedTo pin: HTTPClient.Pin?, timeoutMilliseconds: Int,
+                      completion: @escaping (CheckAnswer) -> Void) -> (any HTTPTransfer)? {
+            let transfer = Transfer(url: url, pin: pin, timeoutMilliseconds: timeoutMilliseconds, completion: completion)
+            transfers.append(transfer)
+            return transfer
+        }
+    }
+
     final class TestClock: Sendable {
         let nanoseconds = Atomic<UInt64>(1_000_000_000)
     }
@@ -92,15 +133,31 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
     /// A monitor over `transport`, started, once its first lookup is answered and the transport pointed at the address.
     /// The test holds it (the loop's callbacks hold it unowned).
     @discardableResult
-    func startMonitor(_ transport: FakeTransport) throws -> ConnectivityMonitor {
-        let resolver = try HostResolver(loop: loop) { host, _ in
-            host == "a.test" ? .success([.v4([198, 18, 0, 2])]) : .failure(HostResolver.Failure(message: "cannot resolve \(host): NXDOMAIN"))
-        }
-        let monitor = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, transport: transport, routeWatch: routes)
+    func startMonitor(_ transport: FakeTransport, http: FakeHTTP? = nil,
+                      lookup: @escaping HostResolver.Lookup = ConnectivityMonitorDriverTests.lookup) throws -> ConnectivityMonitor {
+        let resolver = try HostResolver(loop: loop, lookup: lookup)
+        let monitor = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, http: http, transport: transport,
+                                              routeWatch: routes)
         monitor.start()
         turn { transport.target != nil }
         self.monitor = monitor
         return monitor
+    }
+
+    /// The model again, with CheckURL set (before the monitor starts).
+    func useCheckURL(_ url: String) {
+        var settings = model.settings
+        settings.checkURL = url
+        model = MonitorModel(settings: settings)
+        model.onChange = { [unowned self] _, _ in updates += 1 }
+    }
+
+    static let lookup: HostResolver.Lookup = { host, _ in
+        switch host {
+        case "a.test": .success([.v4([198, 18, 0, 2])])
+        case "check.test": .success([.v4([198, 18, 0, 80])])
+        default: .failure(HostResolver.Failure(message: "cannot resolve \(host): NXDOMAIN"))
+        }
     }
 
     /// Turns of the loop until `done` (the resolver answers from its own thread), at most a second of real time.
@@ -178,6 +235,86 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         XCTAssertEqual(model.state.status, .none)
         XCTAssertEqual(model.state.address, "")
         XCTAssertNil(transport.target, "nothing is probed for a name that does not resolve")
+    }
+
+    // MARK: The check of CheckURL, behind a stand-in HTTP client
+
+    /// The service resolves the URL's host itself and hands libcurl the address (pinned), so
+    /// libcurl never starts a resolver of its own; a 204 makes Connectivity full.
+    func testTheCheckResolvesTheNameItselfAndHandsTheAddressToTheClient() throws {
+        useCheckURL("http://check.test/generate_204")
+        let http = FakeHTTP()
+        try startMonitor(FakeTransport(.answerAtOnce), http: http)
+        routes.say(eth0)
+        turn { !http.transfers.isEmpty }
+        let transfer = try XCTUnwrap(http.transfers.last)
+        XCTAssertEqual(transfer.url, "http://check.test/generate_204")
+        XCTAssertEqual(transfer.pin?.host, "check.test")
+        XCTAssertEqual(transfer.pin?.port, 80)
+        XCTAssertEqual(transfer.pin?.address, "198.18.0.80")
+        XCTAssertLessThanOrEqual(transfer.timeoutMilliseconds, 5_000, "what is left of the limit, the lookup's time spent")
+        XCTAssertEqual(model.state.connectivity, .unknown)
+        XCTAssertTrue(model.state.reason.hasPrefix("checking"), model.state.reason)
+        transfer.answer(CheckAnswer(status: 204))
+        XCTAssertEqual(model.state.connectivity, .full, model.state.reason)
+        XCTAssertEqual(model.state.status, .ethernet)
+    }
+
+    /// A server that accepts and never answers: the check ends at its limit, max(5 s, Timeout), on
+    /// the loop's clock; the transfer is cancelled and Connectivity is limited, never unknown past it.
+    func testACheckThatNeverAnswersEndsAtItsLimitAndCancelsTheTransfer() throws {
+        useCheckURL("http://198.18.0.80/generate_204")
+        let http = FakeHTTP()
+        try startMonitor(FakeTransport(.answerAtOnce), http: http)
+        routes.say(eth0)
+        turn { !http.transfers.isEmpty }
+        let transfer = try XCTUnwrap(http.transfers.first)
+        XCTAssertNil(transfer.pin, "an address needs no pinning")
+        advance(milliseconds: 4_900)
+        XCTAssertEqual(model.state.connectivity, .unknown, model.state.reason)
+        advance(milliseconds: 200)
+        XCTAssertTrue(transfer.cancelled)
+        XCTAssertEqual(model.state.connectivity, .limited, model.state.reason)
+        XCTAssertEqual(model.state.reason, "check http://198.18.0.80/generate_204 failed: timed out")
+        // A portal's redirect on the retry, 10 s later.
+        advance(milliseconds: 10_000)
+        let retry = try XCTUnwrap(http.transfers.last)
+        XCTAssertFalse(retry === transfer)
+        retry.answer(CheckAnswer(status: 302, location: "http://portal.test/login"))
+        XCTAssertEqual(model.state.connectivity, .portal)
+        XCTAssertEqual(model.state.portalURL, "http://portal.test/login")
+    }
+
+    /// A lookup of the URL's host that hangs (a dead resolver): the loop goes on, and the check ends
+    /// at its limit saying so; no GET is ever started.
+    func testACheckWhoseLookupHangsEndsAtItsLimitWithoutAGet() throws {
+        useCheckURL("http://check.test/generate_204")
+        let http = FakeHTTP()
+        let release = Release()
+        let hanging = Self.hangingLookup(release)
+        defer { release.done.store(true, ordering: .relaxed) }
+        try startMonitor(FakeTransport(.answerAtOnce), http: http) { host, family in
+            host == "check.test" ? hanging(host, family) : Self.lookup(host, family)
+        }
+        routes.say(eth0)
+        XCTAssertEqual(model.state.reason, "checking http://check.test/generate_204")
+        advance(milliseconds: 5_100)
+        XCTAssertEqual(model.state.connectivity, .limited, model.state.reason)
+        XCTAssertEqual(model.state.reason, "check http://check.test/generate_204 failed: cannot resolve check.test: no answer within 5 s")
+        XCTAssertTrue(http.transfers.isEmpty)
+        XCTAssertEqual(model.state.status, .none, "limited: the check failed while the host answers")
+    }
+
+    final class Release: Sendable {
+        let done = Atomic<Bool>(false)
+    }
+
+    /// A lookup that blocks its thread until `release` (as a resolver nobody answers does).
+    static func hangingLookup(_ release: Release) -> HostResolver.Lookup {
+        { host, _ in
+            while !release.done.load(ordering: .relaxed) { usleep(1_000) }
+            return .failure(HostResolver.Failure(message: "cannot resolve \(host): no answer"))
+        }
     }
 }
 
