@@ -92,6 +92,8 @@ public final class Simulation {
     }
     private var lookups = LookupQueue<QueuedLookup>()
     private var lookupUnderWay = false
+    /// When the lookup under way on the resolver's thread ends.
+    private var lookupEndsAt: UInt64 = 0
     private var lookupsAsked: UInt64 = 0
     /// By when the default target's waiting lookup must start: the end of the lookup under way when it was asked.
     private var defaultLookupMustStartBy: UInt64?
@@ -637,9 +639,6 @@ public final class Simulation {
         if index == 0 { defaultLookupMustStartBy = lookupUnderWay ? (defaultLookupMustStartBy ?? lookupEndsAt) : now }
         startNextLookup()
     }
-
-    /// When the lookup under way on the resolver's thread ends.
-    private var lookupEndsAt: UInt64 = 0
 
     private func cancelLookups(of index: Int) {
         lookups.remove(owner: UInt64(index))
