@@ -77,27 +77,12 @@ public final class Simulation {
     /// The probe settings in force (the simulation changes them, so it knows them without asking).
     private var settings: ProbeSettings
     private var behaviour: Scenario.HostBehaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
-    private var resolverBehaviour: Scenario.ResolverBehaviour = .answering
     /// Since when the resolver answers again; when it last failed a lookup of Host's name.
     private var resolverAnsweringSince: UInt64? = 0
     private var lastLookupFailureAt: UInt64 = 0
     /// When the lookup of Host's name still waiting for its answer started on the resolver's thread.
     private var lookupAskedAt: UInt64?
-    /// The daemon's resolver: one thread for every target, one lookup at a time, taken in
-    /// `LookupQueue`'s order (the default target's first, one waiting per target).
-    private struct QueuedLookup: Sendable {
-        let target: Int
-        let host: String
-        let generation: UInt64
-    }
-    private var lookups = LookupQueue<QueuedLookup>()
-    private var lookupUnderWay = false
-    /// When the lookup under way on the resolver's thread ends.
-    private var lookupEndsAt: UInt64 = 0
-    private var lookupsAsked: UInt64 = 0
-    /// By when the default target's waiting lookup must start: the end of the lookup under way when it was asked.
-    private var defaultLookupMustStartBy: UInt64?
-    private var lastDefaultLookupStart: UInt64 = 0
+    private var resolver = SimulatedResolver()
     /// The targets added beside the default one (restored before it starts), sharing its resolver
     /// and reachability core; each is a TargetCore driven as the daemon drives one.
     private final class ExtraTarget {
@@ -239,7 +224,7 @@ public final class Simulation {
             endOfTurn()
             checkKernelAgreement()
             checkTraffic()
-            if let by = defaultLookupMustStartBy, now > by {
+            if let by = resolver.defaultMustStartBy, now > by {
                 violation("the default target's lookup still waits \(Double(now - by) / 1e6) ms after the lookup under way when it was asked ended")
             }
         }
@@ -313,7 +298,7 @@ public final class Simulation {
             runningCheck = nil
             take(.checkAnswered(generation: generation, meaning))
         case .resolverAnswer(let index, let generation, let result, let worker):
-            if worker { lookupUnderWay = false }
+            if worker { resolver.finished() }
             if index == 0 {
                 if generation == target.monitor.generation {
                     lookupAskedAt = nil
@@ -374,7 +359,7 @@ public final class Simulation {
                 pathTroubleSinceFiltered = false
             }
         case .resolver(let new):
-            resolverBehaviour = new
+            resolver.behaviour = new
             resolverAnsweringSince = new == .answering ? resolverAnsweringSince ?? now : nil
         case .check(let new):
             checkBehaviour = new
@@ -427,7 +412,7 @@ public final class Simulation {
         case .heal:
             quiet = true
             behaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
-            resolverBehaviour = .answering
+            resolver.behaviour = .answering
             resolverAnsweringSince = resolverAnsweringSince ?? now
             checkBehaviour = .expected(milliseconds: 20)
             filteredSince = nil
@@ -534,7 +519,7 @@ public final class Simulation {
             resolve(host, generation, for: 0)
         case .cancelResolutions:
             // Answers to earlier generations under way still arrive: the core must ignore them.
-            cancelLookups(of: 0)
+            resolver.cancel(target: 0)
         case .watchRoute(let address, let families):
             routeNewsSinceCheck = true
             let changed = address != reach.target || families != reach.families
@@ -630,59 +615,18 @@ public final class Simulation {
         if let literal = IPAddress(host) {
             return queue.add(.resolverAnswer(target: index, generation: generation, .success([literal]), worker: false), at: now)
         }
-        lookupsAsked += 1
-        _ = lookups.add(.init(id: lookupsAsked, owner: UInt64(index), first: index == 0,
-                              payload: QueuedLookup(target: index, host: host, generation: generation)))
-        if lookups.entries.count > extras.count + 1 || lookups.entries.contains(where: { $0.owner == UInt64(index) && $0.id != lookupsAsked }) {
-            violation("\(lookups.entries.count) lookups wait for the resolver, more than one for target \(index)")
-        }
-        if index == 0 { defaultLookupMustStartBy = lookupUnderWay ? (defaultLookupMustStartBy ?? lookupEndsAt) : now }
+        let lookup = SimulatedResolver.Lookup(target: index, host: host, generation: generation)
+        if let broken = resolver.ask(lookup, targets: extras.count + 1, now: now) { violation(broken) }
         startNextLookup()
-    }
-
-    private func cancelLookups(of index: Int) {
-        lookups.remove(owner: UInt64(index))
-        if index == 0 { defaultLookupMustStartBy = nil }
     }
 
     /// The resolver's thread takes the next lookup, if it is free.
     private func startNextLookup() {
-        guard !lookupUnderWay, let next = lookups.next() else { return }
-        let job = next.payload
-        if job.target == 0 {
-            if let by = defaultLookupMustStartBy, now > by {
-                violation("the default target's lookup started \(Double(now - by) / 1e6) ms after the lookup under way when it was asked")
-            }
-            defaultLookupMustStartBy = nil
-            lastDefaultLookupStart = now
-            if job.generation == target.monitor.generation { lookupAskedAt = now }
-        }
-        let (answer, delay) = lookupAnswer(job.host)
-        lookupUnderWay = true
-        lookupEndsAt = now + delay
-        queue.add(.resolverAnswer(target: job.target, generation: job.generation, answer, worker: true), at: now + delay)
-    }
-
-    /// What the resolver says of `host` now, and after how long: glibc's own timeout (5 to 10 s) for a name nobody answers.
-    private func lookupAnswer(_ host: String) -> (Result<[IPAddress], HostResolver.Failure>, UInt64) {
-        let v6 = scenario.family == .ipv6
-        let hung = (HostResolver.Failure(message: "cannot resolve \(host): no answer"), 5_000_000_000 + random.next() % 5_000_000_000)
-        var delay = random.next() % 30_000_000
-        switch host {
-        case "a.test", "b.test":
-            switch resolverBehaviour {
-            case .answering: break
-            case .slow(let milliseconds): delay = UInt64(milliseconds) * 1_000_000
-            case .failing(let why): return (.failure(HostResolver.Failure(message: "cannot resolve \(host): \(why)")), delay)
-            case .hanging: return (.failure(hung.0), hung.1)
-            }
-            let address = host == "a.test" ? (v6 ? Self.v6(0, 2) : .v4([198, 18, 0, 2])) : (v6 ? Self.v6(1, 2) : .v4([198, 18, 1, 2]))
-            return (.success([address]), delay)
-        case "hang.test":
-            return (.failure(hung.0), hung.1)
-        default:
-            return (.failure(HostResolver.Failure(message: "cannot resolve \(host): Name or service not known")), delay)
-        }
+        guard let (started, late) = resolver.startNext(now: now, v6: scenario.family == .ipv6, random: &random) else { return }
+        if let late { violation("the default target's lookup started \(Double(late) / 1e6) ms after the lookup under way when it was asked") }
+        let lookup = started.lookup
+        if lookup.target == 0, lookup.generation == target.monitor.generation { lookupAskedAt = now }
+        queue.add(.resolverAnswer(target: lookup.target, generation: lookup.generation, started.answer, worker: true), at: started.at)
     }
 
     // MARK: The extra targets, driven as the daemon drives each of its targets
@@ -696,7 +640,7 @@ public final class Simulation {
         case .resolve(let host, _, let generation):
             resolve(host, generation, for: index)
         case .cancelResolutions:
-            cancelLookups(of: index)
+            resolver.cancel(target: index)
         case .watchRoute(let address, let families):
             reach.setTarget(address, for: extras[index - 1].routeID)
             reach.setFamilies(families, for: extras[index - 1].routeID)
@@ -1008,9 +952,9 @@ public final class Simulation {
         // A lookup asked before the repair ends as it would have (a hung one at glibc's timeout): the 5 s count from its answer.
         // The reason is read last: matching text is the dearest test here.
         // A retry waiting behind another target's lookup waits for it (the rule above bounds that), then answers within 30 ms.
-        if let since = resolverAnsweringSince, (lookupAskedAt ?? .max) >= since, defaultLookupMustStartBy == nil {
+        if let since = resolverAnsweringSince, (lookupAskedAt ?? .max) >= since, resolver.defaultMustStartBy == nil {
             let from = max(since, lastLookupFailureAt)
-            if now - from > 5_030_000_000 + 1_000_000, now - lastDefaultLookupStart > 31_000_000,
+            if now - from > 5_030_000_000 + 1_000_000, now - resolver.lastDefaultStart > 31_000_000,
                target.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures, state.reason.contains("no longer resolves") {
                 violation("limited by DNS \(Double(now - from) / 1e6) ms after the resolver answered again (\(state.reason))")
             }

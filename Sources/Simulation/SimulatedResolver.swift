@@ -1,0 +1,89 @@
+import MonitorService
+import NetCore
+import Probe
+
+/// The daemon's resolver as the simulation plays it: one thread for every target, taking
+/// lookups in `LookupQueue`'s order (HostResolver's), each answered as the resolver behaves
+/// when it starts. It keeps what the invariants need: the default target's lookup must start
+/// by the end of the lookup under way when it was asked, and no target has two waiting.
+struct SimulatedResolver {
+    struct Lookup: Sendable {
+        let target: Int
+        let host: String
+        let generation: UInt64
+    }
+
+    /// A lookup the thread has started, with its answer and when it comes.
+    struct Started {
+        let lookup: Lookup
+        let answer: Result<[IPAddress], HostResolver.Failure>
+        let at: UInt64
+    }
+
+    var behaviour: Scenario.ResolverBehaviour = .answering
+    private var queue = LookupQueue<Lookup>()
+    private var underWay = false
+    /// When the lookup under way ends.
+    private var endsAt: UInt64 = 0
+    private var asked: UInt64 = 0
+    /// By when the default target's waiting lookup must start; nil when it has none waiting.
+    private(set) var defaultMustStartBy: UInt64?
+    private(set) var lastDefaultStart: UInt64 = 0
+
+    /// Queues a lookup for a name (an address needs none); a violation when the queue broke its bounds.
+    mutating func ask(_ lookup: Lookup, targets: Int, now: UInt64) -> String? {
+        asked += 1
+        _ = queue.add(.init(id: asked, owner: UInt64(lookup.target), first: lookup.target == 0, payload: lookup))
+        if lookup.target == 0 { defaultMustStartBy = underWay ? (defaultMustStartBy ?? endsAt) : now }
+        let owner = UInt64(lookup.target)
+        guard queue.entries.count > targets || queue.entries.contains(where: { $0.owner == owner && $0.id != asked }) else { return nil }
+        return "\(queue.entries.count) lookups wait for the resolver, more than one for target \(lookup.target)"
+    }
+
+    /// The target's lookups not yet started are dropped (the one under way goes on).
+    mutating func cancel(target: Int) {
+        queue.remove(owner: UInt64(target))
+        if target == 0 { defaultMustStartBy = nil }
+    }
+
+    /// The lookup under way answered: the thread is free.
+    mutating func finished() {
+        underWay = false
+    }
+
+    /// The thread takes the next lookup if it is free; `late` says how long the default target's waited too long.
+    mutating func startNext(now: UInt64, v6: Bool, random: inout SeededRandom) -> (started: Started, late: UInt64?)? {
+        guard !underWay, let next = queue.next() else { return nil }
+        var late: UInt64?
+        if next.payload.target == 0 {
+            if let by = defaultMustStartBy, now > by { late = now - by }
+            defaultMustStartBy = nil
+            lastDefaultStart = now
+        }
+        let (answer, delay) = Self.answer(next.payload.host, behaviour, v6: v6, random: &random)
+        underWay = true
+        endsAt = now + delay
+        return (Started(lookup: next.payload, answer: answer, at: endsAt), late)
+    }
+
+    /// What the resolver says of `host`, and after how long: glibc's own timeout (5 to 10 s) for a name nobody answers.
+    private static func answer(_ host: String, _ behaviour: Scenario.ResolverBehaviour, v6: Bool,
+                               random: inout SeededRandom) -> (Result<[IPAddress], HostResolver.Failure>, UInt64) {
+        let hung = (HostResolver.Failure(message: "cannot resolve \(host): no answer"), 5_000_000_000 + random.next() % 5_000_000_000)
+        var delay = random.next() % 30_000_000
+        switch host {
+        case "a.test", "b.test":
+            switch behaviour {
+            case .answering: break
+            case .slow(let milliseconds): delay = UInt64(milliseconds) * 1_000_000
+            case .failing(let why): return (.failure(HostResolver.Failure(message: "cannot resolve \(host): \(why)")), delay)
+            case .hanging: return (.failure(hung.0), hung.1)
+            }
+            return (.success(Simulation.addresses(of: host, v6: v6)), delay)
+        case "hang.test":
+            return (.failure(hung.0), hung.1)
+        default:
+            return (.failure(HostResolver.Failure(message: "cannot resolve \(host): Name or service not known")), delay)
+        }
+    }
+}
