@@ -1,6 +1,6 @@
-import MonitorRules
 import CCurl
 import EventLoop
+import MonitorRules
 
 /// Plain HTTP GETs with libcurl's multi-socket interface, driven by the MainLoop
 /// (as libdbus's watches and timeouts are): curl says which sockets to watch and

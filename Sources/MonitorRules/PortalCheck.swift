@@ -11,9 +11,9 @@ public struct PortalCheck: Equatable, Sendable {
     /// token left waits for the next one. Real network changes (a route moved, then moved back)
     /// stay immediate.
     public static let burst = 3
+    public static let spacingNanoseconds: UInt64 = 1_000_000_000
     /// A check, lookup and connection included, ends within max(5 s, Timeout) (INTERFACE.md).
     public static func limitMilliseconds(timeout: UInt32) -> UInt32 { max(5_000, timeout) }
-    public static let spacingNanoseconds: UInt64 = 1_000_000_000
 
     public enum Action: Equatable, Sendable {
         case start(url: String, generation: UInt64)

@@ -95,6 +95,8 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
     private static func dotted(_ b: ArraySlice<UInt8>) -> String {
         String(unsafeUninitializedCapacity: 15) { buffer in
             var at = 0
@@ -128,7 +130,6 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         if best.start == 0 && (best.length == 6 || (best.length == 5 && groups[5] == 0xFFFF)) {
             return (best.length == 6 ? "::" : "::ffff:") + dotted(b[12..<16])
         }
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
         return String(unsafeUninitializedCapacity: 39) { buffer in
             var at = 0
             var i = 0
@@ -143,7 +144,7 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
                 var shift = 12
                 while shift > 0 && (group >> UInt16(shift)) & 0xF == 0 { shift -= 4 }
                 while shift >= 0 {
-                    buffer[at] = digits[Int((group >> UInt16(shift)) & 0xF)]
+                    buffer[at] = hexDigits[Int((group >> UInt16(shift)) & 0xF)]
                     at += 1
                     shift -= 4
                 }

@@ -3,9 +3,6 @@ import Glibc
 #if canImport(NetCore)
 import NetCore
 #endif
-#if canImport(ReachabilityRules)
-import ReachabilityRules
-#endif
 
 /// Builds rtnetlink requests as bytes.
 public enum NetlinkRequest {

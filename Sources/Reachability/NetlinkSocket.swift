@@ -1,9 +1,6 @@
 import CLinux
 import EventLoop
 import Glibc
-#if canImport(ReachabilityRules)
-import ReachabilityRules
-#endif
 
 /// A netlink socket (NETLINK_ROUTE unless told otherwise): subscribe, send requests, receive
 /// datagrams from the kernel only.

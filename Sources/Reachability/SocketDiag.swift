@@ -3,9 +3,6 @@ import Glibc
 #if canImport(NetCore)
 import NetCore
 #endif
-#if canImport(ReachabilityRules)
-import ReachabilityRules
-#endif
 
 /// sock_diag (NETLINK_SOCK_DIAG) as the traffic evidence needs it: the request for this machine's
 /// established TCP sockets with given source addresses, filtered in the kernel, and what each

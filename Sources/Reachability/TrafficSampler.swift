@@ -6,9 +6,6 @@ import NetCore
 #endif
 import ProbeRules
 import Synchronization
-#if canImport(ReachabilityRules)
-import ReachabilityRules
-#endif
 
 /// Takes samples of this machine's TCP connections for every target: on the loop when the last
 /// one was cheap, else on a thread of its own whose answer comes back on the loop, so a dump of
