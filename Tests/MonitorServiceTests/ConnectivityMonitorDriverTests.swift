@@ -242,12 +242,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
     /// The service resolves the URL's host itself and hands libcurl the address (pinned), so
     /// libcurl never starts a resolver of its own; a 204 makes Connectivity full.
     func testTheCheckResolvesTheNameItselfAndHandsTheAddressToTheClient() throws {
-        useCheckURL("http://check.test/generate_204")
-        let http = FakeHTTP()
-        try startMonitor(FakeTransport(.answerAtOnce), http: http)
-        routes.say(eth0)
-        turn { !http.transfers.isEmpty }
-        let transfer = try XCTUnwrap(http.transfers.last)
+        let (_, transfer) = try startChecking("http://check.test/generate_204")
         XCTAssertEqual(transfer.url, "http://check.test/generate_204")
         XCTAssertEqual(transfer.pin?.host, "check.test")
         XCTAssertEqual(transfer.pin?.port, 80)
@@ -263,15 +258,11 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
     /// A server that accepts and never answers: the check ends at its limit, max(5 s, Timeout), on
     /// the loop's clock; the transfer is cancelled and Connectivity is limited, never unknown past it.
     func testACheckThatNeverAnswersEndsAtItsLimitAndCancelsTheTransfer() throws {
-        useCheckURL("http://198.18.0.80/generate_204")
-        let http = FakeHTTP()
-        try startMonitor(FakeTransport(.answerAtOnce), http: http)
-        routes.say(eth0)
-        turn { !http.transfers.isEmpty }
-        let transfer = try XCTUnwrap(http.transfers.first)
+        let (http, transfer) = try startChecking("http://198.18.0.80/generate_204")
         XCTAssertNil(transfer.pin, "an address needs no pinning")
         advance(milliseconds: 4_900)
         XCTAssertEqual(model.state.connectivity, .unknown, model.state.reason)
+        XCTAssertFalse(transfer.cancelled)
         advance(milliseconds: 200)
         XCTAssertTrue(transfer.cancelled)
         XCTAssertEqual(model.state.connectivity, .limited, model.state.reason)
@@ -283,6 +274,16 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         retry.answer(CheckAnswer(status: 302, location: "http://portal.test/login"))
         XCTAssertEqual(model.state.connectivity, .portal)
         XCTAssertEqual(model.state.portalURL, "http://portal.test/login")
+    }
+
+    /// A monitor with CheckURL `url` on a route (a new network: the check starts again), and the GET under way.
+    func startChecking(_ url: String) throws -> (FakeHTTP, FakeHTTP.Transfer) {
+        useCheckURL(url)
+        let http = FakeHTTP()
+        try startMonitor(FakeTransport(.answerAtOnce), http: http)
+        routes.say(eth0)
+        turn { http.transfers.last?.cancelled == false }
+        return (http, try XCTUnwrap(http.transfers.last))
     }
 
     /// A lookup of the URL's host that hangs (a dead resolver): the loop goes on, and the check ends
