@@ -132,7 +132,7 @@ final class Service {
             probeSockets = ProbeSockets(loop: loop)
             http = LazyHTTPClient(loop: loop)
             do {
-                trafficSampler = try TrafficSampler(loop: loop)
+                trafficSampler = try TrafficSampler(loop: loop, log: { Log.warning($0) })
             } catch {
                 trafficSampler = nil
                 Log.warning("cannot read this machine's TCP connections (Traffic stays idle): \(error)")

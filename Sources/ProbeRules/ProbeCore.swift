@@ -69,6 +69,8 @@ public struct ProbeCore: Sendable {
     public private(set) var nextWakeup: UInt64?
 
     private mutating func refreshWakeup() {
+        // A watch for an overdue probe that has finished would only wake the driver for nothing.
+        if let watched = overdue, tracker.outstanding[watched.sequence] == nil { overdue = nil }
         var earliest = nextProbeAt
         for time in [tracker.nextDeadline, overdue?.at, deferredProbeAt] {
             if let time, time < earliest ?? .max { earliest = time }

@@ -16,12 +16,27 @@ import ReachabilityRules
 final class ConnectionCensus {
     private let diag: NetlinkSocket
     private let routes: NetlinkSocket
-    private var sequence: UInt32 = 0
+    private(set) var sequence: UInt32 = 0
 
     /// How the kernel routes to an address: its output interface and gateway (nil: on-link).
     struct RouteKey: Hashable {
         var interface: Int32?
         var gateway: IPAddress?
+    }
+
+    /// Why a sample could not be taken.
+    enum Failure: Error, Equatable, CustomStringConvertible {
+        /// The kernel refused the request (errno), or a socket call failed.
+        case refused(SystemError)
+        /// Part of the dump was lost (the socket's buffer overran), or the kernel did not finish in time.
+        case incomplete
+
+        var description: String {
+            switch self {
+            case .refused(let error): "sock_diag: \(error)"
+            case .incomplete: "sock_diag: the dump came back incomplete"
+            }
+        }
     }
 
     /// Route lookups, kept `cacheLifetime`, at most `cacheLimit` of them.
@@ -31,69 +46,131 @@ final class ConnectionCensus {
     static let cacheLimit = 16_384
     /// However long a dump is, it is abandoned after this many reads.
     static let readLimit = 200_000
-    /// Targets on one interface share a dump taken this recently, so the kernel walks the sockets
-    /// once per period whatever the number of targets.
-    static let dumpReuse: UInt64 = 250_000_000
-    private var lastDump: (sources: [IPAddress], family: Int32, at: UInt64, connections: [SocketDiag.Connection])?
+
+    /// One dump, reduced to what the samples read: its size and the connections that say something.
+    private struct Dump {
+        var at: UInt64
+        var total: Int
+        var telling: [SocketDiag.Connection]
+    }
+
+    private struct DumpKey: Hashable {
+        var family: Int32
+        var sources: [IPAddress]
+    }
+
+    /// Targets routed through one interface share a dump: the kernel walks the sockets at most once per
+    /// `reuse` (250 ms, or `TrafficWatch.costFactor` times what the last full dump cost when that is
+    /// longer), so sampling stays within its share of a core whatever the number of targets.
+    private var dumps: [DumpKey: Dump] = [:]
+    static let dumpLimit = 16
+    static let minimumReuse: UInt64 = 250_000_000
+    /// The CPU the last full dump took (ns, this thread).
+    private(set) var lastDumpCost: UInt64 = 0
+
+    var reuse: UInt64 {
+        max(Self.minimumReuse, lastDumpCost.multipliedReportingOverflow(by: TrafficWatch.costFactor).partialValue)
+    }
 
     init() throws(SystemError) {
         diag = try NetlinkSocket(protocol: NETLINK_SOCK_DIAG, groups: 0)
         routes = try NetlinkSocket(groups: 0)
     }
 
-    /// The connections from `sources` (addresses on the route's interface) reduced to counts; nil
-    /// when the kernel could not be asked. `wait`: how long a read may wait for the kernel (ms).
-    func sample(host: IPAddress, sources: [IPAddress], now: UInt64, wait: Int32) -> TrafficSample? {
+    /// Whether a sample for `host` from `sources` now would walk the kernel's sockets, and the last such
+    /// walk was too dear to take on the loop.
+    func needsDearDump(host: IPAddress, sources: [IPAddress], now: UInt64) -> Bool {
+        recentDump(DumpKey(family: host.family, sources: sources), now: now) == nil && lastDumpCost >= TrafficWatch.inlineCost
+    }
+
+    /// The connections from `sources` (addresses on the route's interface) reduced to counts.
+    /// `wait`: how long a read may wait for the kernel (ms); `fresh`: walk the sockets even when a recent dump would serve.
+    func sample(host: IPAddress, sources: [IPAddress], now: UInt64, wait: Int32,
+                fresh: Bool = false) -> Result<TrafficSample, Failure> {
         if now &- cacheBorn > Self.cacheLifetime || cache.count > Self.cacheLimit {
             cache.removeAll(keepingCapacity: true)
             cacheBorn = now
         }
-        var dump: [SocketDiag.Connection] = []
-        if let last = lastDump, last.sources == sources, last.family == host.family, now &- last.at < Self.dumpReuse {
-            dump = last.connections
+        let key = DumpKey(family: host.family, sources: sources)
+        let dump: Dump
+        if !fresh, let recent = recentDump(key, now: now) {
+            dump = recent
         } else {
-            // IPv4 connections live in IPv4 sockets and, v4-mapped, in dual-stack IPv6 ones.
-            for socketFamily in host.family == AF_INET ? [AF_INET, AF_INET6] : [AF_INET6] {
-                sequence &+= 1
-                guard let request = SocketDiag.establishedTCP(family: host.family, socketFamily: socketFamily, sources: sources,
-                                                              sequence: sequence) else { return TrafficSample() }
-                guard let found = self.dump(request, wait: wait) else { return nil }
-                dump += found
+            switch takeDump(key, now: now, wait: wait) {
+            case .success(let taken): dump = taken
+            case .failure(let failure): return .failure(failure)
             }
-            lastDump = (sources, host.family, now, dump)
         }
         let hostRoute = route(to: host)
         var receiving = Set<IPAddress>()
         var retransmitting = Set<IPAddress>()
-        for connection in dump where connection.receivedRecently || connection.retransmitting {
+        for connection in dump.telling {
             guard connection.remote == host || (hostRoute != nil && route(to: connection.remote) == hostRoute) else { continue }
             if connection.receivedRecently { receiving.insert(connection.remote) }
             if connection.retransmitting { retransmitting.insert(connection.remote) }
         }
-        return TrafficSample(connections: dump.count, receivingRemotes: receiving.count,
-                             retransmittingRemotes: retransmitting.count)
+        return .success(TrafficSample(connections: dump.total, receivingRemotes: receiving.count,
+                                      retransmittingRemotes: retransmitting.count))
     }
 
-    private func dump(_ request: [UInt8], wait: Int32) -> [SocketDiag.Connection]? {
-        guard (try? diag.send(request)) != nil else { return nil }
+    private func recentDump(_ key: DumpKey, now: UInt64) -> Dump? {
+        guard let dump = dumps[key], now &- dump.at < reuse else { return nil }
+        return dump
+    }
+
+    /// Walks the kernel's sockets for `key` (one walk: see `SocketDiag.establishedTCP`).
+    private func takeDump(_ key: DumpKey, now: UInt64, wait: Int32) -> Result<Dump, Failure> {
+        let before = Self.threadCPU()
+        defer { lastDumpCost = Self.threadCPU() &- before }
+        var dump = Dump(at: now, total: 0, telling: [])
+        sequence &+= 1
+        guard let (request, filtered) = SocketDiag.establishedTCP(family: key.family, sources: key.sources,
+                                                                  sequence: sequence) else { return .success(dump) }
+        let sourceSet = filtered ? [] : Set(key.sources)
+        let result = self.dump(request, wait: wait) { connection in
+            guard filtered || sourceSet.contains(connection.local) else { return }
+            dump.total += 1
+            if connection.receivedRecently || connection.retransmitting { dump.telling.append(connection) }
+        }
+        if case .failure(let failure) = result { return .failure(failure) }
+        if dumps.count >= Self.dumpLimit { dumps = dumps.filter { now &- $0.value.at < reuse } }
+        if dumps.count >= Self.dumpLimit { dumps.removeAll(keepingCapacity: true) }
+        dumps[key] = dump
+        return .success(dump)
+    }
+
+    func dump(_ request: [UInt8], wait: Int32, each: (SocketDiag.Connection) -> Void) -> Result<Void, Failure> {
+        do throws(SystemError) { try diag.send(request) } catch { return .failure(.refused(error)) }
         var result = SocketDiag.Result()
         var reads = 0
         while !result.done && result.error == nil {
             reads += 1
-            if reads > Self.readLimit { return nil }
+            if reads > Self.readLimit { return .failure(.incomplete) }
             switch diag.receive() {
             case .datagram(let bytes):
                 SocketDiag.parse(aligned: bytes, sequence: sequence, into: &result)
+                result.connections.forEach(each)
+                result.connections.removeAll(keepingCapacity: true)
             case .dropped:
                 break  // not the kernel's
             case .overrun:
-                return nil  // part of the dump is lost
+                return .failure(.incomplete)  // part of the dump is lost
             case .wouldBlock:
                 var poller = pollfd(fd: diag.fd, events: Int16(POLLIN), revents: 0)
-                guard wait > 0, poll(&poller, 1, wait) == 1, poller.revents & Int16(POLLIN) != 0 else { return nil }
+                guard wait > 0, poll(&poller, 1, wait) == 1, poller.revents & Int16(POLLIN) != 0 else {
+                    return .failure(.incomplete)
+                }
             }
         }
-        return result.error == nil ? result.connections : nil
+        if let error = result.error { return .failure(.refused(SystemError("sock_diag dump", errno: error))) }
+        return .success(())
+    }
+
+    /// The CPU time (user and system) this thread has spent, in ns.
+    static func threadCPU() -> UInt64 {
+        var time = timespec()
+        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
+        return UInt64(max(time.tv_sec, 0)) * 1_000_000_000 + UInt64(max(time.tv_nsec, 0))
     }
 
     /// The kernel's route to `address` (cached); nil when it has none.

@@ -8,18 +8,21 @@ import NetCore
 /// established TCP sockets with given source addresses, filtered in the kernel, and what each
 /// answer says. Pure: bytes in, bytes out; nothing here can trap on input.
 public enum SocketDiag {
-    /// At most this many source addresses go into one filter: the bytecode's accepting jump is one byte.
-    public static let maxSources = 8
+    /// At most this many source addresses go into the kernel's filter (its jumps are 16-bit); with more,
+    /// the dump is not filtered by source and the caller keeps the connections whose `local` is one of them.
+    public static let maxSources = 64
 
     /// What one connection says, as far as the traffic rules care.
     public struct Connection: Equatable, Sendable {
+        public var local: IPAddress
         public var remote: IPAddress
         /// An RTO retransmission or a backoff is outstanding: sent data is not being acknowledged.
         public var retransmitting: Bool
         /// Data arrived within the last second.
         public var receivedRecently: Bool
 
-        public init(remote: IPAddress, retransmitting: Bool, receivedRecently: Bool) {
+        public init(local: IPAddress, remote: IPAddress, retransmitting: Bool, receivedRecently: Bool) {
+            self.local = local
             self.remote = remote
             self.retransmitting = retransmitting
             self.receivedRecently = receivedRecently
@@ -37,42 +40,58 @@ public enum SocketDiag {
         public init() {}
     }
 
-    /// A dump of the established TCP sockets of `socketFamily` whose source address is one of `sources` of
-    /// `family` (the first `maxSources` of them), each with its tcp_info; nil when no source is of `family`.
-    /// IPv6 sockets with an IPv4 source (v4-mapped, as dual-stack programs have them) match IPv4 sources:
-    /// the kernel's filter sees through the mapping.
-    public static func establishedTCP(family: Int32, socketFamily: Int32, sources: [IPAddress], sequence: UInt32) -> [UInt8]? {
-        let chosen = sources.filter { $0.family == family }.prefix(maxSources)
+    /// A dump of the established TCP sockets whose source address is one of `sources` of `family`, each with
+    /// its tcp_info; nil when no source is of `family`. `filtered`: whether the kernel filters by source (at
+    /// most `maxSources` of them); else every established socket comes back.
+    /// The kernel walks its whole table of established sockets per dump, however few there are (about 1 ms per
+    /// 100,000 buckets), so an IPv4 dump is one walk for both families: the older TCPDIAG_GETSOCK request
+    /// answers IPv4 sockets and IPv6 ones alike, and its filter sees through v4-mapped sources
+    /// (::ffff:a.b.c.d, as dual-stack programs have them).
+    public static func establishedTCP(family: Int32, sources: [IPAddress], sequence: UInt32) -> (request: [UInt8], filtered: Bool)? {
+        let chosen = sources.filter { $0.family == family }
         guard !chosen.isEmpty else { return nil }
-        var request = inet_diag_req_v2()
-        request.sdiag_family = UInt8(socketFamily)
-        request.sdiag_protocol = UInt8(IPPROTO_TCP)
-        request.idiag_ext = UInt8(1 << (CLinux_INET_DIAG_INFO - 1))
-        request.idiag_states = 1 << 1  // TCP_ESTABLISHED
-        let filter = sourceFilter(chosen)
-        return NetlinkRequest.message(type: Int32(CLinux_SOCK_DIAG_BY_FAMILY), flags: NLM_F_REQUEST | NLM_F_DUMP,
-                                      sequence: sequence, body: request,
-                                      attributes: [(CLinux_INET_DIAG_REQ_BYTECODE, filter)])
+        let filtered = chosen.count <= maxSources
+        let attributes = filtered ? [(CLinux_INET_DIAG_REQ_BYTECODE, sourceFilter(chosen))] : []
+        let established: UInt32 = 1 << 1  // TCP_ESTABLISHED
+        let info = UInt8(1 << (CLinux_INET_DIAG_INFO - 1))
+        let message: [UInt8]
+        if family == AF_INET {
+            var request = inet_diag_req()
+            request.idiag_ext = info
+            request.idiag_states = established
+            message = NetlinkRequest.message(type: Int32(CLinux_TCPDIAG_GETSOCK), flags: NLM_F_REQUEST | NLM_F_DUMP,
+                                             sequence: sequence, body: request, attributes: attributes)
+        } else {
+            var request = inet_diag_req_v2()
+            request.sdiag_family = UInt8(family)
+            request.sdiag_protocol = UInt8(IPPROTO_TCP)
+            request.idiag_ext = info
+            request.idiag_states = established
+            message = NetlinkRequest.message(type: Int32(CLinux_SOCK_DIAG_BY_FAMILY), flags: NLM_F_REQUEST | NLM_F_DUMP,
+                                             sequence: sequence, body: request, attributes: attributes)
+        }
+        return (message, filtered)
     }
 
-    /// inet_diag bytecode accepting a socket whose source is any of `sources`: one S_COND per
-    /// address, each jumping to the end (accept) on a match and to the next on a miss; the last
-    /// jumps past the end (reject).
+    /// inet_diag bytecode accepting a socket whose source is any of `sources`: per address an S_COND
+    /// whose match falls through to a JMP to the end (accept) and whose miss skips that JMP; the last
+    /// S_COND's miss jumps past the end (reject). The kernel's audit walks the chain of matches and
+    /// refuses a jump that lands off it, so every instruction must be the next one's match target.
     static func sourceFilter(_ sources: some Collection<IPAddress>) -> [UInt8] {
-        let sizes = sources.map { 4 + 8 + $0.bytes.count }
-        let total = sizes.reduce(0, +)
+        let conditionSizes = sources.map { 4 + 8 + $0.bytes.count }
+        let total = conditionSizes.reduce(0, +) + 4 * (sources.count - 1)
         var bytes: [UInt8] = []
-        var offset = 0
-        for (address, size) in zip(sources, sizes) {
-            let remaining = total - offset
-            let last = offset + size == total
-            bytes += op(code: CLinux_INET_DIAG_BC_S_COND, yes: UInt8(remaining), no: UInt16(last ? remaining + 4 : size))
+        bytes.reserveCapacity(total)
+        for (index, (address, size)) in zip(sources, conditionSizes).enumerated() {
+            bytes += op(code: CLinux_INET_DIAG_BC_S_COND, yes: UInt8(size), no: UInt16(size + 4))
             var condition = inet_diag_hostcond()
             condition.family = UInt8(address.family)
             condition.prefix_len = address.bitLength
             condition.port = -1
             bytes += withUnsafeBytes(of: condition) { Array($0) } + address.bytes
-            offset += size
+            if index < sources.count - 1 {
+                bytes += op(code: CLinux_INET_DIAG_BC_JMP, yes: 4, no: UInt16(total - bytes.count))
+            }
         }
         return bytes
     }
@@ -108,7 +127,7 @@ public enum SocketDiag {
             }
             let code = data.loadUnaligned(as: Int32.self)
             if code < 0, code != .min { result.error = -code } else { result.malformed += 1 }
-        case Int32(CLinux_SOCK_DIAG_BY_FAMILY):
+        case Int32(CLinux_SOCK_DIAG_BY_FAMILY), Int32(CLinux_TCPDIAG_GETSOCK):
             if let connection = connection(data, payloadLength: Int(length - CLinux_NLMSG_LENGTH(0))) {
                 result.connections.append(connection)
             } else {
@@ -123,18 +142,9 @@ public enum SocketDiag {
         let messageSize = MemoryLayout<inet_diag_msg>.size
         guard payloadLength >= messageSize else { return nil }
         let message = data.loadUnaligned(as: inet_diag_msg.self)
-        let remote: IPAddress?
-        switch Int32(message.idiag_family) {
-        case AF_INET: remote = withUnsafeBytes(of: message.id.idiag_dst) { IPAddress(bytes: $0.prefix(4)) }
-        case AF_INET6:
-            remote = withUnsafeBytes(of: message.id.idiag_dst) { bytes in
-                // A v4-mapped remote (::ffff:a.b.c.d) is the IPv4 address it maps.
-                bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF])
-                    ? IPAddress(bytes: bytes[12..<16]) : IPAddress(bytes: bytes.prefix(16))
-            }
-        default: remote = nil
-        }
-        guard let remote else { return nil }
+        let family = Int32(message.idiag_family)
+        guard let local = withUnsafeBytes(of: message.id.idiag_src, { address(family: family, $0) }),
+              let remote = withUnsafeBytes(of: message.id.idiag_dst, { address(family: family, $0) }) else { return nil }
         let attributesStart = (messageSize + 3) & ~3
         guard payloadLength >= attributesStart else { return nil }
         var facts: CLinux_tcp_facts?
@@ -148,6 +158,17 @@ public enum SocketDiag {
         }
         guard tiled, let facts else { return nil }
         let received = facts.last_data_recv < 1000 && (facts.has_bytes_received == 0 || facts.bytes_received > 0)
-        return Connection(remote: remote, retransmitting: facts.retransmits > 0 || facts.backoff > 0, receivedRecently: received)
+        return Connection(local: local, remote: remote, retransmitting: facts.retransmits > 0 || facts.backoff > 0, receivedRecently: received)
+    }
+
+    /// An address as inet_diag gives it; a v4-mapped one (::ffff:a.b.c.d) is the IPv4 address it maps.
+    private static func address(family: Int32, _ bytes: UnsafeRawBufferPointer) -> IPAddress? {
+        switch family {
+        case AF_INET: IPAddress(bytes: bytes.prefix(4))
+        case AF_INET6:
+            bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF])
+                ? IPAddress(bytes: bytes[12..<16]) : IPAddress(bytes: bytes.prefix(16))
+        default: nil
+        }
     }
 }

@@ -3,9 +3,10 @@ import NetCore
 import Probe
 import Reachability
 
-/// `netobserver-bench sample-cost HOST SOURCE [N]`, run inside a namespace: N samples of this
-/// machine's connections from SOURCE, as the daemon takes them; prints the median and largest CPU
-/// per sample and what share of a core the schedule (500 ms, or 125 × the cost) gives that.
+/// `netobserver-bench sample-cost HOST SOURCE [N]`, run inside a namespace: N full dumps of this
+/// machine's connections from SOURCE (never a reused one); prints the median and largest CPU per
+/// dump and what share of a core the schedule (one dump per interface per 500 ms, or 125 × its
+/// cost, whatever the number of targets) gives that.
 struct TrafficSampleBench {
     let host: IPAddress
     let source: IPAddress
@@ -17,7 +18,8 @@ struct TrafficSampleBench {
         var costs: [UInt64] = []
         var connections = 0
         for _ in 0..<max(count, 1) {
-            guard let (sample, cost) = sampler.sampleNow(host: host, sources: [source]), let sample else { continue }
+            let (sample, cost) = sampler.sampleFresh(host: host, sources: [source])
+            guard let sample else { continue }
             connections = sample.connections
             costs.append(cost)
         }

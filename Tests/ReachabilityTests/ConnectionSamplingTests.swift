@@ -13,10 +13,10 @@ final class ConnectionSamplingTests: XCTestCase {
     func testTheKernelCountsOurLoopbackConnections() throws {
         let census = try ConnectionCensus()
         let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
-        let before = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 0, wait: 100))
+        let before = try census.sample(host: loopback, sources: [loopback], now: 0, wait: 100).get()
         let connections = try LoopbackConnections(count: 3)
         connections.exchange()
-        let sample = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 1_000_000_000, wait: 100))
+        let sample = try census.sample(host: loopback, sources: [loopback], now: 1_000_000_000, wait: 100).get()
         // Both ends of each connection have 127.0.0.1 as their source; every remote is the host itself.
         XCTAssertGreaterThanOrEqual(sample.connections - before.connections, 6)
         XCTAssertEqual(sample.receivingRemotes, 1, "one remote (127.0.0.1), however many connections")
@@ -24,26 +24,28 @@ final class ConnectionSamplingTests: XCTestCase {
         XCTAssertEqual(sample.traffic, .flowing)
         // Filtered in the kernel by source: another source address sees none of them.
         let other = try XCTUnwrap(IPAddress("127.0.0.2"))
-        let filtered = try XCTUnwrap(census.sample(host: loopback, sources: [other], now: 2_000_000_000, wait: 100))
+        let filtered = try census.sample(host: loopback, sources: [other], now: 2_000_000_000, wait: 100).get()
         XCTAssertEqual(filtered.receivingRemotes, 0)
         XCTAssertLessThan(filtered.connections, sample.connections)
         // No source of the host's family: nothing is asked.
-        XCTAssertEqual(census.sample(host: loopback, sources: [try XCTUnwrap(IPAddress("::1"))], now: 3_000_000_000, wait: 100), TrafficSample())
+        XCTAssertEqual(try census.sample(host: loopback, sources: [try XCTUnwrap(IPAddress("::1"))], now: 3_000_000_000, wait: 100).get(), TrafficSample())
         withExtendedLifetime(connections) {}
     }
 
-    /// Several targets on one interface share a dump taken within 250 ms: the kernel walks the sockets once.
+    /// Several targets on one interface share a dump taken within 250 ms (or 125 × what a dump costs): the kernel walks
+    /// the sockets once per period, whatever the number of targets.
     func testTargetsOnOneInterfaceShareARecentDump() throws {
         let census = try ConnectionCensus()
         let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
         let other = try XCTUnwrap(IPAddress("127.0.0.9"))
-        let first = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 1_000_000_000, wait: 100))
+        let first = try census.sample(host: loopback, sources: [loopback], now: 1_000_000_000, wait: 100).get()
         let connections = try LoopbackConnections(count: 2)
         connections.exchange()
-        let shared = try XCTUnwrap(census.sample(host: other, sources: [loopback], now: 1_100_000_000, wait: 100))
+        let shared = try census.sample(host: other, sources: [loopback], now: 1_100_000_000, wait: 100).get()
         XCTAssertEqual(shared.connections, first.connections, "another target 100 ms later: the same dump")
-        let fresh = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 1_300_000_000, wait: 100))
-        XCTAssertGreaterThanOrEqual(fresh.connections - first.connections, 4, "250 ms on: a new dump")
+        XCTAssertGreaterThanOrEqual(census.reuse, 250_000_000)
+        let fresh = try census.sample(host: loopback, sources: [loopback], now: 1_000_000_000 + census.reuse, wait: 100).get()
+        XCTAssertGreaterThanOrEqual(fresh.connections - first.connections, 4, "the reuse period on (250 ms or 125 × a dump's cost): a new dump")
         XCTAssertEqual(fresh.receivingRemotes, 1)
         withExtendedLifetime(connections) {}
     }
@@ -72,7 +74,7 @@ final class ConnectionSamplingTests: XCTestCase {
         _ = send(client, "ping", 4, 0)
         var buffer = [UInt8](repeating: 0, count: 16)
         _ = recv(server, &buffer, 16, 0)
-        let sample = try XCTUnwrap(census.sample(host: loopback, sources: [loopback], now: 0, wait: 100))
+        let sample = try census.sample(host: loopback, sources: [loopback], now: 0, wait: 100).get()
         XCTAssertGreaterThanOrEqual(sample.connections, 2, "both ends, IPv6 sockets with the IPv4 source")
         XCTAssertEqual(sample.receivingRemotes, 1, "the remote ::ffff:127.0.0.1 is Host 127.0.0.1")
     }
@@ -97,16 +99,87 @@ final class ConnectionSamplingTests: XCTestCase {
 
     func testTheRequestFiltersByStateAndSource() throws {
         let sources = try ["198.18.0.5", "198.18.0.6", "fd00::5"].map { try XCTUnwrap(IPAddress($0)) }
-        let request = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, socketFamily: AF_INET, sources: sources, sequence: 9))
-        // nlmsghdr 16 + inet_diag_req_v2 56 + rtattr 4 + two S_CONDs of 4 + 8 + 4 bytes.
-        XCTAssertEqual(request.count, 16 + 56 + 4 + 2 * 16)
-        let filter = Array(request[(16 + 56 + 4)...])
-        XCTAssertEqual(Array(filter[0..<4]), [CLinux_INET_DIAG_BC_S_COND, 32, 16, 0], "a match jumps to the end (accept), a miss to the next")
-        XCTAssertEqual(Array(filter[16..<20]), [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0], "the last miss jumps past the end (reject)")
-        XCTAssertNil(SocketDiag.establishedTCP(family: AF_INET6, socketFamily: AF_INET6, sources: [sources[0]], sequence: 9))
-        let many = (1...20).compactMap { IPAddress("198.18.1.\($0)") }
-        let capped = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, socketFamily: AF_INET, sources: many, sequence: 9))
-        XCTAssertEqual(capped.count, 16 + 56 + 4 + SocketDiag.maxSources * 16)
+        let (request, filtered) = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, sources: sources, sequence: 9))
+        XCTAssertTrue(filtered)
+        // nlmsghdr 16 + inet_diag_req 60 (IPv4: one walk for both socket families) + rtattr 4 + two S_CONDs of
+        // 4 + 8 + 4 bytes with a JMP between them.
+        XCTAssertEqual(request.count, 16 + 60 + 4 + 2 * 16 + 4)
+        XCTAssertEqual(UInt16(request[4]) | UInt16(request[5]) << 8, CLinux_TCPDIAG_GETSOCK)
+        let filter = Array(request[(16 + 60 + 4)...])
+        XCTAssertEqual(Array(filter[0..<4]), [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0], "a match falls through to the JMP, a miss skips it")
+        XCTAssertEqual(Array(filter[16..<20]), [CLinux_INET_DIAG_BC_JMP, 4, 20, 0], "the JMP goes to the end (accept)")
+        XCTAssertEqual(Array(filter[20..<24]), [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0], "the last miss jumps past the end (reject)")
+        XCTAssertNil(SocketDiag.establishedTCP(family: AF_INET6, sources: [sources[0]], sequence: 9))
+        let many = (1...200).compactMap { IPAddress("198.18.1.\($0)") }
+        let unfiltered = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, sources: many, sequence: 9))
+        XCTAssertFalse(unfiltered.filtered, "more than the filter carries: the census filters by source itself")
+        XCTAssertEqual(unfiltered.request.count, 16 + 60)
+        let six = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET6, sources: [sources[2]], sequence: 9))
+        XCTAssertEqual(six.request.count, 16 + 56 + 4 + 4 + 8 + 16, "IPv6: SOCK_DIAG_BY_FAMILY with inet_diag_req_v2")
+        XCTAssertEqual(UInt16(six.request[4]) | UInt16(six.request[5]) << 8, CLinux_SOCK_DIAG_BY_FAMILY)
+    }
+
+    /// The kernel audits the filter and refuses (EINVAL) one whose jumps leave its chain of matches: an interface
+    /// with several addresses (every IPv6 one has a link-local and a global) must still be sampled.
+    func testTheKernelAcceptsTheFilterForManyAddresses() throws {
+        let census = try ConnectionCensus()
+        let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
+        let connections = try LoopbackConnections(count: 2)
+        connections.exchange()
+        var now: UInt64 = 1_000_000_000
+        for count in [1, 2, 3, 8, SocketDiag.maxSources, SocketDiag.maxSources + 1, 300] {
+            let others = (0..<(count - 1)).compactMap { IPAddress("198.18.\(1 + $0 / 250).\(1 + $0 % 250)") }
+            now += 1_000_000_000
+            let sample = try census.sample(host: loopback, sources: others + [loopback], now: now, wait: 100).get()
+            XCTAssertGreaterThanOrEqual(sample.connections, 4, "\(count) source addresses")
+            XCTAssertEqual(sample.receivingRemotes, 1, "\(count) source addresses")
+            now += 1_000_000_000
+            let elsewhere = try census.sample(host: loopback, sources: others + [try XCTUnwrap(IPAddress("127.0.0.2"))], now: now,
+                                              wait: 100).get()
+            XCTAssertEqual(elsewhere.receivingRemotes, 0, "\(count) other addresses see none of them")
+        }
+        let six = try ["fe80::1", "fd00::1", "2001:db8::1", "::1"].map { try XCTUnwrap(IPAddress($0)) }
+        XCTAssertNoThrow(try census.sample(host: six[3], sources: six, now: now + 1_000_000_000, wait: 100).get(),
+                         "an IPv6 interface's link-local and global addresses")
+        withExtendedLifetime(connections) {}
+    }
+
+    /// A sample the kernel refuses is said in the log and counted, never a silent `idle`: here the layout the kernel's
+    /// audit refused (every match jumping straight to the end), and what the sampler makes of such a refusal.
+    func testAFailedSampleIsLoggedAndCounted() throws {
+        let census = try ConnectionCensus()
+        let sources = try ["127.0.0.1", "127.0.0.2"].map { try XCTUnwrap(IPAddress($0)) }
+        var condition = inet_diag_hostcond()
+        condition.family = UInt8(AF_INET)
+        condition.prefix_len = 32
+        condition.port = -1
+        let hostcond = withUnsafeBytes(of: condition) { Array($0) }
+        let oldLayout = [CLinux_INET_DIAG_BC_S_COND, 32, 16, 0] + hostcond + sources[0].bytes
+            + [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0] + hostcond + sources[1].bytes
+        var body = inet_diag_req_v2()
+        body.sdiag_family = UInt8(AF_INET)
+        body.sdiag_protocol = UInt8(IPPROTO_TCP)
+        body.idiag_states = 1 << 1
+        let request = NetlinkRequest.message(type: Int32(CLinux_SOCK_DIAG_BY_FAMILY), flags: NLM_F_REQUEST | NLM_F_DUMP,
+                                             sequence: census.sequence, body: body,
+                                             attributes: [(CLinux_INET_DIAG_REQ_BYTECODE, oldLayout)])
+        let refused = census.dump(request, wait: 100) { _ in }
+        guard case .failure(.refused(let error)) = refused else { return XCTFail("the kernel took the old layout: \(refused)") }
+        XCTAssertEqual(error.errno, EINVAL)
+
+        let loop = try MainLoop()
+        final class Lines { var lines: [String] = [] }
+        let logged = Lines()
+        let sampler = try TrafficSampler(loop: loop, log: { logged.lines.append($0) })
+        XCTAssertNil(sampler.counted(.failure(.refused(error))))
+        XCTAssertNil(sampler.counted(.failure(.refused(error))))
+        XCTAssertEqual(sampler.failures, 2, "every failure counted")
+        XCTAssertEqual(logged.lines.count, 1, "the same failure again within a minute: no second line")
+        XCTAssertTrue(logged.lines.first?.contains("Invalid argument") == true, logged.lines.first ?? "")
+        XCTAssertNil(sampler.counted(.failure(.incomplete)))
+        XCTAssertEqual(logged.lines.count, 2, "another kind of failure: said at once")
+        XCTAssertEqual(sampler.counted(.success(TrafficSample(connections: 1))), TrafficSample(connections: 1))
+        XCTAssertEqual(sampler.failures, 3)
     }
 
     /// A reply as the kernel sends it, cut at every length: never a trap, never a connection made up.
@@ -133,7 +206,8 @@ final class ConnectionSamplingTests: XCTestCase {
             return result
         }
         let parsed = parse(whole)
-        XCTAssertEqual(parsed.connections, [SocketDiag.Connection(remote: try XCTUnwrap(IPAddress("198.18.0.2")),
+        XCTAssertEqual(parsed.connections, [SocketDiag.Connection(local: try XCTUnwrap(IPAddress("0.0.0.0")),
+                                                                   remote: try XCTUnwrap(IPAddress("198.18.0.2")),
                                                                    retransmitting: true, receivedRecently: false)])
         XCTAssertTrue(parse(whole, sequence: 5).connections.isEmpty, "another request's answer is not ours")
         for cut in 0..<whole.count {

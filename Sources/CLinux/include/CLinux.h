@@ -101,12 +101,15 @@ int CLinux_read_tcp_info(const void *info, unsigned long length, struct CLinux_t
 
 /* Constants the importer cannot see as such. */
 static const unsigned short CLinux_SOCK_DIAG_BY_FAMILY = SOCK_DIAG_BY_FAMILY;
+static const unsigned short CLinux_TCPDIAG_GETSOCK = TCPDIAG_GETSOCK;
 static const unsigned char CLinux_INET_DIAG_BC_S_COND = INET_DIAG_BC_S_COND;
+static const unsigned char CLinux_INET_DIAG_BC_JMP = INET_DIAG_BC_JMP;
 static const unsigned short CLinux_INET_DIAG_REQ_BYTECODE = INET_DIAG_REQ_BYTECODE;
 static const unsigned short CLinux_INET_DIAG_INFO = INET_DIAG_INFO;
 
 _Static_assert(sizeof(struct inet_diag_msg) == 72, "inet_diag_msg layout");
 _Static_assert(sizeof(struct inet_diag_req_v2) == 56, "inet_diag_req_v2 layout");
+_Static_assert(sizeof(struct inet_diag_req) == 60, "inet_diag_req layout");
 _Static_assert(sizeof(struct inet_diag_bc_op) == 4, "inet_diag_bc_op layout");
 _Static_assert(sizeof(struct inet_diag_hostcond) == 8, "inet_diag_hostcond layout");
 

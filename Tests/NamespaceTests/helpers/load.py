@@ -21,9 +21,11 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard == resource.RLIM_INFINI
 
 
 def serve(port):
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # Dual-stack: IPv4 clients arrive v4-mapped, IPv6 ones as they are.
+    server = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("0.0.0.0", port))
+    server.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    server.bind(("::", port))
     server.listen(4096)
     server.setblocking(False)
     watched = selectors.DefaultSelector()
