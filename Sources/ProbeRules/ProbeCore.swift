@@ -39,6 +39,8 @@ public struct ProbeCore: Sendable {
     /// When the probe Checks wait for goes out (one was forced less than a Timeout before).
     private var deferredProbeAt: UInt64?
     private var lastForcedProbe: UInt64?
+    /// When a new target's first probe last went out.
+    private var lastFirstProbe: UInt64?
     /// When the newest probe that got an answer was sent: an older probe lost after that is old news.
     private var newestAnsweredSentAt: UInt64?
     /// What the machine's own traffic says (see `trafficChanged`).
@@ -108,9 +110,15 @@ public struct ProbeCore: Sendable {
         self.method = method
         publish()
         guard target != nil else { return }
-        // A new target's first probe is a forced one: however often the target changes,
-        // at most one such probe goes out per Timeout (the next waits for that Timeout).
-        if mayForceProbe(now: now) { sendProbe(now: now) }
+        // A new target's first probe is the service's own: it never takes the slot a Check may force a
+        // probe in. However often the target changes, at most one such probe goes out per Timeout (later
+        // ones wait for the schedule's first tick, a Timeout after the last).
+        if let last = lastFirstProbe, now &- last < settings.timeoutNanoseconds {
+            nextProbeAt = last &+ settings.timeoutNanoseconds
+            return
+        }
+        lastFirstProbe = now
+        sendProbe(now: now)
     }
 
     public mutating func updateSettings(_ new: ProbeSettings, now: UInt64) {

@@ -99,11 +99,58 @@ final class TargetCoreTests: XCTestCase {
         let first = core.handle(.probing(.icmpDatagram), now: 3 * ms)
         let (sequence, token) = try XCTUnwrap(sends(first).first)
         _ = core.handle(.probe(.reply(sequence: sequence, token: token, via: .icmp)), now: 4 * ms)
-        // The first probe was forced (a new target's): a Check within Timeout waits for the next slot.
+        // The first probe is the service's own: a Check right after it probes at once (it used to wait a Timeout).
         let soon = core.check(now: 5 * ms)
         XCTAssertTrue(soon.probing)
-        XCTAssertTrue(sends(soon.actions).isEmpty, "\(soon.actions)")
+        let forced = try XCTUnwrap(sends(soon.actions).first, "a Check right after start waited: \(soon.actions)")
+        _ = core.handle(.probe(.reply(sequence: forced.0, token: forced.1, via: .icmp)), now: 6 * ms)
+        // The Checks' own slot: one forced probe per Timeout, however many Checks.
+        let again = core.check(now: 7 * ms)
+        XCTAssertTrue(again.probing)
+        XCTAssertTrue(sends(again.actions).isEmpty, "\(again.actions)")
         let later = core.handle(.timeout, now: try XCTUnwrap(core.nextWakeup))
         XCTAssertEqual(sends(later).count, 1, "\(later)")
+    }
+
+    /// Interval = Timeout = 5000 and a router answering "net unreachable": a Check right after start gets its
+    /// verdict from the router's answer to its own probe at once, not a Timeout later (4,986 ms seen).
+    func testACheckRightAfterStartIsAnsweredByTheNetworksRefusalAtOnce() throws {
+        var core = TargetCore(host: "198.18.0.2", family: .ipv4,
+                              probeSettings: ProbeSettings(intervalMilliseconds: 5000, timeoutMilliseconds: 5000), seed: 3)
+        _ = core.handle(.start(checkURL: ""), now: 0)
+        _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]), now: 1 * ms)
+        _ = core.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]), now: 1 * ms)
+        let first = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 2 * ms)).first)
+        let refused = core.handle(.probe(.error(sequence: first.0, token: first.1, .unreachable(code: 0), from: "198.18.0.1")),
+                                  now: 3 * ms)
+        XCTAssertTrue(refused.contains(.verdictReady))
+        let check = core.check(now: 10 * ms)
+        let probe = try XCTUnwrap(sends(check.actions).first, "the Check waited for the first probe's Timeout: \(check.actions)")
+        let answer = core.handle(.probe(.error(sequence: probe.0, token: probe.1, .unreachable(code: 0), from: "198.18.0.1")),
+                                 now: 11 * ms)
+        XCTAssertEqual(answer.last, .verdictReady, "the Check is answered 1 ms after it came")
+        XCTAssertEqual(core.state(previous: MonitorState()).status, .none)
+    }
+
+    /// A Host changed again and again: the first probes stay within one per Timeout, and none takes a Check's slot.
+    func testFirstProbesOfRapidTargetChangesStayWithinOnePerTimeout() throws {
+        var core = makeCore()
+        _ = core.handle(.start(checkURL: ""), now: 0)
+        var sent = 0
+        var now: UInt64 = 0
+        for round in 0..<20 {
+            let host = "198.18.0.\(10 + round)"
+            now += 10 * ms
+            _ = core.handle(.targetChanged(host: host, family: .ipv4), now: now)
+            let generation = UInt64(round + 1)
+            let resolved = core.handle(.resolved(generation: generation, .success([try XCTUnwrap(IPAddress(host))]),
+                                                 routedFamilies: [IPAddress.familyIPv4]), now: now)
+            sent += sends(resolved).count
+            sent += sends(core.handle(.probing(.icmpDatagram), now: now)).count
+            while let wake = core.nextWakeup, wake <= now { sent += sends(core.handle(.timeout, now: wake)).count }
+        }
+        // 200 ms of changes at Timeout 200: the first probe and at most one more.
+        XCTAssertLessThanOrEqual(sent, 2)
+        XCTAssertGreaterThanOrEqual(sent, 1)
     }
 }
