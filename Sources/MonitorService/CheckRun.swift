@@ -18,14 +18,19 @@ final class CheckRun {
     private var request: (any HTTPTransfer)?
     private var deadline: LoopTimer?
     private var completion: ((CheckAnswer.Meaning) -> Void)?
+    private let isThisMachine: (IPAddress) -> Bool
 
     /// Starts checking `url`; `completion` runs on the loop once, on a later turn, unless cancelled.
-    init(url: String, limitMilliseconds: Int, mayPointInward: Bool, loop: MainLoop, resolver: HostResolver,
-         http: (any HTTPClientSource)?, completion: @escaping (CheckAnswer.Meaning) -> Void) {
+    /// `isThisMachine`: whether an address is one of this machine's (refused like loopback unless the
+    /// administrator chose the URL). `first`: the lookup goes before other targets' (the default target's).
+    init(url: String, limitMilliseconds: Int, mayPointInward: Bool, isThisMachine: @escaping (IPAddress) -> Bool = { _ in false },
+         first: Bool = false, loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?,
+         completion: @escaping (CheckAnswer.Meaning) -> Void) {
         self.loop = loop
         self.resolver = resolver
         self.limitMilliseconds = limitMilliseconds
         self.completion = completion
+        self.isThisMachine = isThisMachine
         resolverOwner = resolver.newOwner()
         started = loop.now()
         let target = CheckURLTarget(url)
@@ -50,13 +55,13 @@ final class CheckRun {
             connect(url, target, literal, client, mayPointInward: mayPointInward)
             return
         }
-        resolver.resolve(target.host, family: AF_UNSPEC, owner: resolverOwner) { [weak self] result in
+        resolver.resolve(target.host, family: AF_UNSPEC, owner: resolverOwner, first: first) { [weak self] result in
             guard let self else { return }
             switch result {
             case .success(let addresses):
                 // The first address, as getaddrinfo orders them; any inward one makes the name suspect.
                 guard let first = addresses.first else { return finish(.failed("cannot resolve \(target.host): no address")) }
-                if !mayPointInward, addresses.contains(where: \.pointsInward) {
+                if !mayPointInward, addresses.contains(where: leadsInward) {
                     return finish(.failed(Self.inward))
                 }
                 connect(url, target, first, client, mayPointInward: mayPointInward)
@@ -67,6 +72,11 @@ final class CheckRun {
     }
 
     static let inward = "check URL resolves to a local address"
+
+    /// Into this machine or its link: loopback, link-local, unspecified, multicast, or one of this machine's addresses.
+    private func leadsInward(_ address: IPAddress) -> Bool {
+        address.pointsInward || isThisMachine(address)
+    }
 
     private static func duration(_ milliseconds: Int) -> String {
         milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
@@ -88,7 +98,7 @@ final class CheckRun {
 
     private func connect(_ url: String, _ target: CheckURLTarget, _ address: IPAddress, _ client: any HTTPGetting,
                          mayPointInward: Bool) {
-        guard mayPointInward || !address.pointsInward else { return finishLater(.failed(Self.inward)) }
+        guard mayPointInward || !leadsInward(address) else { return finishLater(.failed(Self.inward)) }
         let spent = Int((loop.now() &- started) / 1_000_000)
         let left = max(1, limitMilliseconds - spent)
         let pinned = target.literal == nil ? HTTPClient.Pin(host: target.host, port: target.port, address: address.description) : nil

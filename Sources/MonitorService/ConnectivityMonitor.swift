@@ -103,6 +103,7 @@ public final class ConnectivityMonitor {
         transport.onInput = { [unowned self] input in handle(.probe(input)) }
         transport.isOutstanding = { [unowned self] in core.isOutstanding($0) }
         reachability?.onChange = { [unowned self] verdict in handle(.route(verdict, routedFamilies: routedFamilies)) }
+        model.isThisMachine = { [unowned self] address in reachability?.table.isLocal(address) ?? false }
         model.probeNow = { [unowned self] in
             let (probing, actions) = core.check(now: loop.now())
             queue.append(.actions(actions))
@@ -230,7 +231,8 @@ public final class ConnectivityMonitor {
     private func startCheck(_ url: String, _ generation: UInt64, limitMilliseconds limit: Int) {
         check?.cancel()
         check = CheckRun(url: url, limitMilliseconds: limit, mayPointInward: model.settings.checkURLMayPointInward,
-                         loop: loop, resolver: resolver, http: http) { [weak self] meaning in
+                         isThisMachine: model.isThisMachine, first: resolvesFirst, loop: loop, resolver: resolver,
+                         http: http) { [weak self] meaning in
             guard let self else { return }
             check = nil
             Log.info("check \(url): \(Self.describe(meaning))")

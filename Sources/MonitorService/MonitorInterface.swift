@@ -18,7 +18,7 @@ public enum MonitorInterface {
                         if let number = value.uint32Value {
                             try settings.set(key, number: number)
                         } else {
-                            try settings.set(key, text: value.stringValue ?? "")
+                            try settings.set(key, text: value.stringValue ?? "", isThisMachine: model.isThisMachine)
                         }
                     }
                 } catch {

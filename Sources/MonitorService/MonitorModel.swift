@@ -1,5 +1,6 @@
 import EventLoop
 import MonitorContract
+import NetCore
 
 /// The service's state and settings, and the single place they change.
 ///
@@ -18,6 +19,8 @@ public final class MonitorModel {
     /// Asks the engines for a fresh verdict; returns false when there is nothing to
     /// probe (no address, no route), so Check answers at once. nil while no engine runs.
     public var probeNow: (() -> Bool)?
+    /// Whether an address is one of this machine's, as the kernel last said (CheckURL may not name one).
+    public var isThisMachine: (IPAddress) -> Bool = { _ in false }
 
     public static let noEngineReason = "no verdict: the reachability and probe engines are not running"
 

@@ -1,4 +1,5 @@
 import MonitorContract
+import NetCore
 import Probe
 
 /// A rejected setting: which one, and a message naming it and the accepted values.
@@ -81,7 +82,9 @@ public struct MonitorSettings: Equatable, Sendable {
     /// Sets `key` from its text form (command line, state file, D-Bus); `name` says
     /// how the caller refers to it in the error. `fromAdministrator`: the command line,
     /// whose CheckURL may point anywhere.
-    public mutating func set(_ key: Key, text: String, name: String? = nil, fromAdministrator: Bool = false) throws(SettingError) {
+    /// `isThisMachine`: whether an address is one of this machine's (a CheckURL Set over D-Bus may not name one).
+    public mutating func set(_ key: Key, text: String, name: String? = nil, fromAdministrator: Bool = false,
+                             isThisMachine: (IPAddress) -> Bool = { _ in false }) throws(SettingError) {
         let label = name ?? key.name
         if key.range != nil {
             guard let value = UInt32(text) else {
@@ -110,9 +113,10 @@ public struct MonitorSettings: Equatable, Sendable {
             guard CheckURL.isValid(text) else {
                 throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
-            if !fromAdministrator, CheckURLTarget(text)?.isInwardLiteral == true {
+            if !fromAdministrator, let target = CheckURLTarget(text),
+               target.isInwardLiteral || target.literal.map(isThisMachine) == true {
                 throw SettingError(message: "\(label): '\(Self.printable(text))' points into this machine or its link "
-                                   + "(loopback, link-local, unspecified or multicast addresses are refused)")
+                                   + "(loopback, link-local, unspecified, multicast and this machine's own addresses are refused)")
             }
             checkURL = text
             checkURLMayPointInward = fromAdministrator

@@ -1,3 +1,5 @@
+import NetAddress
+
 /// What the kernel has told us of links, addresses and default routes.
 /// Pure state: messages in, a changed flag out.
 public struct LinkTable: Equatable, Sendable {
@@ -8,6 +10,13 @@ public struct LinkTable: Equatable, Sendable {
     public init() {}
 
     public var addresses: [InterfaceAddress] { Array(addressesByKey.values) }
+
+    /// Whether `address` is one of this machine's (on any interface); an IPv4-mapped IPv6 address is
+    /// judged as the IPv4 address it carries.
+    public func isLocal(_ address: IPAddress) -> Bool {
+        let wanted = address.unmapped.bytes
+        return addressesByKey.values.contains { $0.address.bytes == wanted }
+    }
 
     public func addresses(on index: Int32, family: Int32) -> [InterfaceAddress] {
         addressesByKey.values.filter { $0.index == index && $0.address.family == family }

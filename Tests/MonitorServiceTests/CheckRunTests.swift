@@ -5,6 +5,7 @@ import IntegrationSupport
 @testable import MonitorService
 import NetCore
 import Probe
+import Reachability
 import XCTest
 
 /// One run of the HTTP check, as the daemon drives it, against a loopback server and a
@@ -32,9 +33,12 @@ final class CheckRunTests: XCTestCase {
     private func readLine() -> String? { server.readLine() }
 
     /// Runs one check with `lookup` as the resolver; returns its meaning, how long it took and the longest loop turn.
-    private func run(_ url: String, limit: Int = 3_000, mayPointInward: Bool,
+    private func run(_ url: String, limit: Int = 3_000, mayPointInward: Bool, isThisMachine: @escaping (IPAddress) -> Bool = { _ in false },
+                     first: Bool = false, othersWaiting: [String] = [],
                      lookup: @escaping HostResolver.Lookup) throws -> (CheckAnswer.Meaning, UInt64, UInt64) {
         let resolver = try HostResolver(loop: loop, lookup: lookup)
+        // Other targets' lookups, asked before the check's: each its own owner, as targets are.
+        for name in othersWaiting { resolver.resolve(name, family: AF_UNSPEC, owner: resolver.newOwner()) { _ in } }
         var meaning: CheckAnswer.Meaning?
         var longestTurn: UInt64 = 0
         var lastTick = loop.now()
@@ -44,8 +48,8 @@ final class CheckRunTests: XCTestCase {
             lastTick = now
         }
         let started = loop.now()
-        let check = CheckRun(url: url, limitMilliseconds: limit, mayPointInward: mayPointInward, loop: loop, resolver: resolver,
-                             http: http) { [loop] answer in
+        let check = CheckRun(url: url, limitMilliseconds: limit, mayPointInward: mayPointInward, isThisMachine: isThisMachine,
+                             first: first, loop: loop, resolver: resolver, http: http) { [loop] answer in
             meaning = answer
             loop!.quit(status: 0)
         }
@@ -68,6 +72,38 @@ final class CheckRunTests: XCTestCase {
         // The first request the server hears is the next one's.
         _ = try run("http://check.test:\(port)/200", mayPointInward: true, lookup: Self.answering("127.0.0.1"))
         XCTAssertTrue(try XCTUnwrap(readLine()).contains("\"path\": \"/200\""), "the refused checks sent nothing")
+    }
+
+    /// This machine's own addresses (a LAN address, not only loopback) are refused like loopback, by name and literal.
+    func testANameResolvingToThisMachinesOwnAddressIsRefused() throws {
+        let own: (IPAddress) -> Bool = { $0 == IPAddress("127.0.0.1") || $0 == IPAddress("198.18.0.2") }
+        let (named, _, _) = try run("http://me.test:\(port)/204", mayPointInward: false, isThisMachine: own,
+                                    lookup: Self.answering("198.18.0.2"))
+        XCTAssertEqual(named, .failed(CheckRun.inward))
+        var table = LinkTable()
+        table.apply(.newAddress(InterfaceAddress(index: 2, address: try XCTUnwrap(IPAddress("198.18.0.2")), prefixLength: 24)))
+        XCTAssertTrue(table.isLocal(try XCTUnwrap(IPAddress("198.18.0.2"))))
+        XCTAssertFalse(table.isLocal(try XCTUnwrap(IPAddress("198.18.0.3"))))
+        let (mapped, _, _) = try run("http://[::ffff:198.18.0.2]:\(port)/204", mayPointInward: false,
+                                     isThisMachine: { table.isLocal($0) }, lookup: Self.answering("198.18.0.9"))
+        XCTAssertEqual(mapped, .failed(CheckRun.inward), "an IPv4-mapped form of this machine's address")
+        _ = try run("http://check.test:\(port)/200", mayPointInward: true, lookup: Self.answering("127.0.0.1"))
+        XCTAssertTrue(try XCTUnwrap(readLine()).contains("\"path\": \"/200\""), "the refused checks sent nothing")
+    }
+
+    /// The default target's check lookups go first: three other targets' names that hang the resolver thread
+    /// do not hold up a check host the hosts file answers (it used to wait behind them and time out).
+    func testTheDefaultTargetsCheckLookupGoesBeforeOtherTargets() throws {
+        let lookup: HostResolver.Lookup = { name, _ in
+            if name.hasPrefix("hang") { usleep(1_500_000) }
+            return name == "check.test" ? .success([IPAddress("127.0.0.1")].compactMap { $0 })
+                                        : .failure(HostResolver.Failure(message: "cannot resolve \(name): no answer"))
+        }
+        let others = ["hang1.test", "hang2.test", "hang3.test"]
+        let (meaning, took, _) = try run("http://check.test:\(port)/204", limit: 2_500, mayPointInward: true, first: true,
+                                         othersWaiting: others, lookup: lookup)
+        XCTAssertEqual(meaning, .expected)
+        XCTAssertLessThan(took, 2_000, "at most the one lookup under way when it was asked")
     }
 
     func testTheServiceResolvesAndCurlConnectsToThatAddress() throws {

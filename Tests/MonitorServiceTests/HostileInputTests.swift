@@ -34,6 +34,23 @@ final class HostileInputTests: XCTestCase {
         XCTAssertNil(IPAddress(lenientIPv4: "check.example"))
     }
 
+    /// An address of this machine (its LAN address, any form) is refused over D-Bus like loopback.
+    func testCheckURLNamingAnAddressOfThisMachineIsRefused() throws {
+        let own: (IPAddress) -> Bool = { $0.unmapped == IPAddress("198.18.0.2") }
+        for url in ["http://198.18.0.2/", "http://198.18.0.2:8080/generate_204", "http://[::ffff:198.18.0.2]/"] {
+            var settings = MonitorSettings()
+            XCTAssertThrowsError(try settings.set(.checkURL, text: url, isThisMachine: own), url) { error in
+                XCTAssertTrue((error as? SettingError)?.message.contains("this machine's own addresses") == true, "\(error)")
+            }
+            XCTAssertEqual(settings.checkURL, "")
+            try settings.set(.checkURL, text: url, fromAdministrator: true, isThisMachine: own)
+            XCTAssertEqual(settings.checkURL, url, "the administrator may")
+        }
+        var settings = MonitorSettings()
+        try settings.set(.checkURL, text: "http://198.18.0.3/", isThisMachine: own)
+        XCTAssertEqual(settings.checkURL, "http://198.18.0.3/")
+    }
+
     func testCheckURLIntoThisMachineIsRefusedOverDBusButNotFromTheCommandLine() throws {
         for url in ["http://127.0.0.1/", "http://0x7f000001/", "http://0x7F000001:8080/x",
                     "http://[::1]/", "http://[::ffff:127.0.0.1]:80/", "http://169.254.169.254/latest/meta-data",

@@ -338,6 +338,28 @@ final class ConnectivityNamespaceTests: XCTestCase {
         XCTAssertEqual(try get(.checkURL), checkURL)
     }
 
+    /// A CheckURL Set over D-Bus that names this machine's own LAN address is refused (a literal) or fails without
+    /// a connection (a name resolving to it); a server listening there hears nothing. It reached that server before.
+    func testACheckURLNamingThisMachinesOwnAddressIsRefused() throws {
+        let local = "198.18.0.2"
+        try "127.0.0.1 localhost\n\(local) me.test\n".write(toFile: "/etc/netns/\(hosts.client.name)/hosts", atomically: true,
+                                                        encoding: .utf8)
+        try checkServer(in: hosts.client, local, 8081, "204")
+        try startDaemon()
+        try wait(.connectivity, "full")
+        let refused = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
+                                      MonitorContract.objectPath, MonitorContract.interface, "CheckURL", "s",
+                                      "http://\(local):8081/generate_204"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("points into this machine"), refused.stderr)
+        XCTAssertEqual(try get(.checkURL), "")
+        try set(.checkURL, "http://me.test:8081/generate_204")
+        try wait(.connectivity, "limited")
+        XCTAssertEqual(try get(.reason), "check http://me.test:8081/generate_204 failed: check URL resolves to a local address")
+        let heard = try String(contentsOfFile: bus.directory + "/helper-0.log", encoding: .utf8)
+        XCTAssertFalse(heard.contains("GET"), "the server on this machine was reached: \(heard)")
+    }
+
     func testAResolverThatFailsTwiceIsLimitedUntilItHeals() throws {
         try startDNS(answering: true)
         try startDaemon(host: "server.test", ["--dns-refresh", "1"])
