@@ -167,8 +167,9 @@ public struct MonitorCore {
         }
         // Another network (or none): what the check said is about the old one. A new source
         // address on the same link (another Wi-Fi network, a new lease) is another network too.
+        // The first verdict at start is no move: a check already under way was sent on that network.
         if previous?.usable != verdict.usable || previous?.interface != verdict.interface || previous?.source != verdict.source {
-            carryOut(portalCheck.trigger(newNetwork: true, now: now))
+            carryOut(portalCheck.trigger(newNetwork: previous != nil, now: now))
         }
         outputs.append(.stateChanged)
     }

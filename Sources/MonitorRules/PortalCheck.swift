@@ -48,9 +48,11 @@ public struct PortalCheck: Equatable, Sendable {
 
     /// Something happened that the check should look at again now (the host started or
     /// stopped answering, the route changed). `newNetwork`: what was said is about another network.
+    /// On the same network, a check under way already answers for it: it is not started over (each
+    /// start opens a connection, and one cancelled before its request is a connection for nothing).
     public mutating func trigger(newNetwork: Bool, now: UInt64) -> [Action] {
         if newNetwork { meaning = nil }
-        guard isOn else { return [] }
+        guard isOn, newNetwork || running == nil else { return [] }
         var actions: [Action] = running == nil ? [] : [.cancel]
         running = nil
         actions += start(now: now)

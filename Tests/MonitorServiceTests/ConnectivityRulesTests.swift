@@ -194,7 +194,8 @@ final class ConnectivityRulesTests: XCTestCase {
         core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: second)
         _ = core.takeOutputs()
         core.routeChanged(route, routedFamilies: nil, now: 2 * second)
-        XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 2)), "a new route: check again")
+        XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 2)), "a route: check again")
+        core.checkAnswered(generation: 2, .expected, now: 2 * second + 1)
         core.probeReportChanged(from: ProbeReport(), to: ProbeReport(answering: true), now: 3 * second)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 3)))
         core.probeReportChanged(from: ProbeReport(answering: true), to: ProbeReport(answering: true), now: 4 * second)
@@ -203,16 +204,41 @@ final class ConnectivityRulesTests: XCTestCase {
         XCTAssertEqual(core.nextWakeup, 5 * second + PortalCheck.retryNanoseconds)
         core.handleTimeout(now: 5 * second + PortalCheck.retryNanoseconds)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 4)))
-        // The host flaps: two more checks at once (the burst), the third waits for the next second.
+        // The host flaps, each check answering before the next flap: two more checks at once (the burst),
+        // the third waits for the next second.
         let then = 5 * second + PortalCheck.retryNanoseconds
+        var generation: UInt64 = 4
+        var starts: [MonitorCore.Output] = []
         for (i, answering) in [false, true, false].enumerated() {
+            core.checkAnswered(generation: generation, .failed("refused"), now: then + UInt64(i + 1))
             core.probeReportChanged(from: ProbeReport(answering: !answering), to: ProbeReport(answering: answering),
                                     now: then + UInt64(i + 1))
+            let started = core.takeOutputs().filter { if case .startCheck = $0 { true } else { false } }
+            if case .startCheck(_, let new)? = started.last { generation = new }
+            starts += started
         }
-        let starts = core.takeOutputs().filter { if case .startCheck = $0 { true } else { false } }
         XCTAssertEqual(starts, [.startCheck(url: "http://c.test/", generation: 5), .startCheck(url: "http://c.test/", generation: 6)])
         XCTAssertEqual(core.nextWakeup, then + second)
         core.handleTimeout(now: then + second)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 7)))
+    }
+
+    /// At start the check runs once: the first route the kernel reports and the host's first answer find it under
+    /// way on that network and leave it (each start opens a connection; three were seen, two closed unused). A
+    /// route that moves while it runs starts it over: its answer would be about the old network.
+    func testAtStartTheCheckRunsOnceAndAMoveStartsItOver() {
+        var core = MonitorCore(host: "198.18.2.2", family: .any)
+        core.start(now: 0)
+        core.checkURLChanged("http://c.test/", now: 0)
+        core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 1)
+        core.routeChanged(route, routedFamilies: nil, now: 2)
+        core.probeReportChanged(from: ProbeReport(), to: ProbeReport(answering: true), now: 3)
+        let checks = core.takeOutputs().filter { if case .startCheck = $0 { true } else if case .cancelCheck = $0 { true } else { false } }
+        XCTAssertEqual(checks, [.startCheck(url: "http://c.test/", generation: 1)])
+        var moved = route
+        moved.interface = "wlan0"
+        core.routeChanged(moved, routedFamilies: nil, now: 4)
+        let restarted = core.takeOutputs().filter { if case .startCheck = $0 { true } else if case .cancelCheck = $0 { true } else { false } }
+        XCTAssertEqual(restarted, [.cancelCheck, .startCheck(url: "http://c.test/", generation: 2)])
     }
 }

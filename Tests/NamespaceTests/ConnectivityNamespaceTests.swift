@@ -338,6 +338,18 @@ final class ConnectivityNamespaceTests: XCTestCase {
         XCTAssertEqual(try get(.checkURL), checkURL)
     }
 
+    /// At start the check server hears one connection carrying one GET: the first route and the host's first answer
+    /// do not start the check over (three connections were seen, two closed without a request).
+    func testAtStartTheCheckOpensOneConnection() throws {
+        try checkServer(in: hosts.server, "198.18.2.2", 80, "204")
+        try startDaemon(["--check-url", checkURL])
+        try wait(.connectivity, "full")
+        sleep(1)
+        let heard = try String(contentsOfFile: bus.directory + "/helper-0.log", encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(heard.filter { $0 == "CONNECTION" }.count, 1, "\(heard)")
+        XCTAssertEqual(heard.filter { $0.hasPrefix("GET ") }.count, 1, "\(heard)")
+    }
+
     /// A CheckURL Set over D-Bus that names this machine's own LAN address is refused (a literal) or fails without
     /// a connection (a name resolving to it); a server listening there hears nothing. It reached that server before.
     func testACheckURLNamingThisMachinesOwnAddressIsRefused() throws {

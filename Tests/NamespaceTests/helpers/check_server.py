@@ -1,7 +1,8 @@
 """An HTTP server for the connectivity tests, answering every GET the same way.
 Usage: check_server.py ADDRESS PORT MODE [LOCATION]
 MODE: 204 (the Internet), 302 (a portal redirecting to LOCATION), 200body (a portal's
-login page), 511, 500, hang (accepts and never answers). Prints "ready", then a line per request."""
+login page), 511, 500, hang (accepts and never answers). Prints "ready", then a line per
+connection ("CONNECTION") and per request ("GET path host")."""
 import http.server
 import sys
 import time
@@ -15,6 +16,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def setup(self):
+        print("CONNECTION", flush=True)
+        super().setup()
 
     def do_GET(self):
         print("GET", self.path, self.headers.get("Host", ""), flush=True)
