@@ -138,8 +138,18 @@ PREFIX ?= /usr/local
 SBINDIR := $(PREFIX)/sbin
 # GIO's module directory as gio-2.0.pc says, under PREFIX (/usr/lib/<triplet>/gio/modules with PREFIX=/usr).
 GIOMODULEDIR ?= $(shell pkg-config --define-variable=prefix=$(PREFIX) --variable=giomoduledir gio-2.0 2>/dev/null)
+SYSTEM_GIOMODULEDIR := $(shell pkg-config --variable=giomoduledir gio-2.0 2>/dev/null)
+# Where the system looks whatever PREFIX is: dbus-daemon reads bus policies from /usr/share/dbus-1/system.d and
+# /etc/dbus-1/system.d only; Debian's zsh reads /usr/local/share/zsh/site-functions, not vendor-completions there.
+ifeq ($(PREFIX),/usr)
+DBUS_POLICYDIR ?= /usr/share/dbus-1/system.d
+ZSH_COMPLETIONDIR ?= /usr/share/zsh/vendor-completions
+else
+DBUS_POLICYDIR ?= /etc/dbus-1/system.d
+ZSH_COMPLETIONDIR ?= $(PREFIX)/share/zsh/site-functions
+endif
 INSTALLED := $(SBINDIR)/netobserverd $(PREFIX)/bin/netobserver \
-  $(PREFIX)/share/dbus-1/system.d/org.netobserver.Monitor.conf \
+  $(DBUS_POLICYDIR)/org.netobserver.Monitor.conf \
   $(PREFIX)/share/dbus-1/system-services/org.netobserver.Monitor.service \
   $(PREFIX)/share/dbus-1/services/org.netobserver.Monitor.service \
   $(PREFIX)/share/dbus-1/interfaces/org.netobserver.Monitor.xml \
@@ -148,26 +158,28 @@ INSTALLED := $(SBINDIR)/netobserverd $(PREFIX)/bin/netobserver \
   $(PREFIX)/lib/sysusers.d/netobserver.conf \
   $(PREFIX)/share/man/man8/netobserverd.8 $(PREFIX)/share/man/man1/netobserver.1 \
   $(PREFIX)/share/bash-completion/completions/netobserver \
-  $(PREFIX)/share/zsh/vendor-completions/_netobserver \
+  $(ZSH_COMPLETIONDIR)/_netobserver \
   $(PREFIX)/share/fish/vendor_completions.d/netobserver.fish \
   $(PREFIX)/share/doc/netobserver/netobserver-metrics.service \
   $(GIOMODULEDIR)/libgionetobserver.so
 
+# Every directory is made 0755 and every file given its mode, whatever the caller's umask.
 install: release gio-module
 	@[ -n "$(GIOMODULEDIR)" ] || { echo "pkg-config knows no giomoduledir (is libglib2.0-dev installed?)"; exit 1; }
+	@umask 022; for d in $(sort $(dir $(INSTALLED))); do mkdir -p "$(DESTDIR)$$d"; done
 	install -D -m 644 $(GIO_MODULE) "$(DESTDIR)$(GIOMODULEDIR)/libgionetobserver.so"
 	@# A staged tree (DESTDIR) carries no giomodule.cache: the package's trigger writes it on the target.
 	[ -n "$(DESTDIR)" ] || gio-querymodules "$(GIOMODULEDIR)"
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; set -e; \
 	  install -D -m 755 "$$bin/netobserverd" "$(DESTDIR)$(SBINDIR)/netobserverd"; \
 	  install -D -m 755 "$$bin/netobserver" "$(DESTDIR)$(PREFIX)/bin/netobserver"
-	install -D -m 644 dbus/org.netobserver.Monitor.conf "$(DESTDIR)$(PREFIX)/share/dbus-1/system.d/org.netobserver.Monitor.conf"
+	install -D -m 644 dbus/org.netobserver.Monitor.conf "$(DESTDIR)$(DBUS_POLICYDIR)/org.netobserver.Monitor.conf"
 	install -D -m 644 dbus/org.netobserver.Monitor.xml "$(DESTDIR)$(PREFIX)/share/dbus-1/interfaces/org.netobserver.Monitor.xml"
 	install -D -m 644 dbus/netobserver.sysusers "$(DESTDIR)$(PREFIX)/lib/sysusers.d/netobserver.conf"
 	install -D -m 644 man/netobserverd.8 "$(DESTDIR)$(PREFIX)/share/man/man8/netobserverd.8"
 	install -D -m 644 man/netobserver.1 "$(DESTDIR)$(PREFIX)/share/man/man1/netobserver.1"
 	install -D -m 644 completions/netobserver.bash "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/netobserver"
-	install -D -m 644 completions/_netobserver "$(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_netobserver"
+	install -D -m 644 completions/_netobserver "$(DESTDIR)$(ZSH_COMPLETIONDIR)/_netobserver"
 	install -D -m 644 completions/netobserver.fish "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/netobserver.fish"
 	mkdir -p "$(DESTDIR)$(PREFIX)/share/doc/netobserver"
 	sed 's|@bindir@|$(PREFIX)/bin|g' dbus/netobserver-metrics.service.in > "$(DESTDIR)$(PREFIX)/share/doc/netobserver/netobserver-metrics.service"
@@ -182,6 +194,13 @@ install: release gio-module
 	  sed 's|@sbindir@|$(SBINDIR)|g' "$${f%%:*}" > "$(DESTDIR)$(PREFIX)/$${f#*:}"; \
 	  chmod 644 "$(DESTDIR)$(PREFIX)/$${f#*:}"; \
 	done
+	@# Said plainly where the system will not look by itself.
+	@[ "$(GIOMODULEDIR)" = "$(SYSTEM_GIOMODULEDIR)" ] || echo "note: GLib loads GIO modules from $(SYSTEM_GIOMODULEDIR) only:" \
+	  "the module in $(GIOMODULEDIR) is used by programs started with GIO_EXTRA_MODULES=$(GIOMODULEDIR)," \
+	  "or install with PREFIX=/usr to have every GLib program use it"
+	@case "$(PREFIX)" in /usr|/usr/local) ;; *) echo "note: systemd, dbus-daemon, man and the shells do not look under" \
+	  "$(PREFIX): link the units from $(PREFIX)/lib/systemd/system into /etc/systemd/system and the D-Bus service files" \
+	  "into /usr/local/share/dbus-1, or install with PREFIX=/usr or /usr/local";; esac
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))

@@ -1,6 +1,7 @@
 /* The monitor's life: initialisation (refused when the service is absent or NetworkManager
  * checks connectivity itself), then following the service's owner and its PropertiesChanged,
- * all on the GDBus connection GLib already has: no thread or timer of its own. */
+ * all on the GDBus connection GLib already has: no thread of its own, and a timer only while a
+ * read of the owner's values has failed (it is tried again, 1, 2, 4 … 60 s apart). */
 #include "network-monitor.h"
 #include "verdict.h"
 
@@ -13,6 +14,7 @@
 /* Initialisation runs inside g_network_monitor_get_default(): a slow bus must not hold a program's start. */
 #define INIT_BUDGET_MS 1000
 #define READ_TIMEOUT_MS 5000
+#define RETRY_LONGEST_S 60
 
 struct _NetobserverNetworkMonitor {
   GObject parent_instance;
@@ -22,6 +24,9 @@ struct _NetobserverNetworkMonitor {
   gchar *owner;               /* the unique name signals are believed from; NULL while the service is away */
   guint changes_subscription;
   GCancellable *reading;      /* the GetAll in flight after the owner changed */
+  GMainContext *context;      /* where GDBus calls us back: the retry timer goes there too */
+  GSource *retry;             /* the next GetAll after one failed, while the owner stays */
+  guint retry_seconds;
 
   ServiceValues service;
   gchar *interface;
@@ -135,12 +140,22 @@ cancel_reading (NetobserverNetworkMonitor *self)
 }
 
 static void
+cancel_retry (NetobserverNetworkMonitor *self)
+{
+  if (self->retry != NULL)
+    g_source_destroy (self->retry);
+  g_clear_pointer (&self->retry, g_source_unref);
+}
+
+static void
 stop_following (NetobserverNetworkMonitor *self)
 {
   if (self->changes_subscription != 0)
     g_dbus_connection_signal_unsubscribe (self->bus, self->changes_subscription);
   self->changes_subscription = 0;
   cancel_reading (self);
+  cancel_retry (self);
+  self->retry_seconds = 0;
   g_clear_pointer (&self->owner, g_free);
 }
 
@@ -155,6 +170,28 @@ follow (NetobserverNetworkMonitor *self, const gchar *owner)
                                           SERVICE_INTERFACE, G_DBUS_SIGNAL_FLAGS_NONE, properties_changed, self, NULL);
 }
 
+static void read_values (NetobserverNetworkMonitor *self);
+
+static gboolean
+retry_due (gpointer user_data)
+{
+  NetobserverNetworkMonitor *self = user_data;
+  g_clear_pointer (&self->retry, g_source_unref);
+  read_values (self);
+  return G_SOURCE_REMOVE;
+}
+
+/* The read failed (refused, timed out) while the owner stays: ask again later, never giving up. */
+static void
+schedule_retry (NetobserverNetworkMonitor *self)
+{
+  cancel_retry (self);
+  self->retry_seconds = self->retry_seconds == 0 ? 1 : MIN (self->retry_seconds * 2, RETRY_LONGEST_S);
+  self->retry = g_timeout_source_new_seconds (self->retry_seconds);
+  g_source_set_callback (self->retry, retry_due, self, NULL);
+  g_source_attach (self->retry, self->context);
+}
+
 static void
 values_read (GObject *source, GAsyncResult *result, gpointer user_data)
 {
@@ -165,7 +202,13 @@ values_read (GObject *source, GAsyncResult *result, gpointer user_data)
   NetobserverNetworkMonitor *self = user_data;
   g_clear_object (&self->reading);
   if (reply == NULL)
-    return; /* the owner left mid-call; NameOwnerChanged will say what comes next */
+    {
+      /* The owner left mid-call (NameOwnerChanged will say what comes next), or it could not answer in time. */
+      if (self->owner != NULL)
+        schedule_retry (self);
+      return;
+    }
+  self->retry_seconds = 0;
   g_autofree gchar *interface_before = g_strdup (self->interface);
   take_all (self, reply);
   publish (self, interface_before);
@@ -175,6 +218,7 @@ static void
 read_values (NetobserverNetworkMonitor *self)
 {
   cancel_reading (self);
+  cancel_retry (self);
   self->reading = g_cancellable_new ();
   g_dbus_connection_call (self->bus, self->owner, SERVICE_PATH, PROPERTIES_INTERFACE, "GetAll",
                           g_variant_new ("(s)", SERVICE_INTERFACE), G_VARIANT_TYPE ("(a{sv})"),
@@ -186,9 +230,18 @@ properties_changed (GDBusConnection *bus, const gchar *sender, const gchar *path
                     const gchar *member, GVariant *parameters, gpointer user_data)
 {
   NetobserverNetworkMonitor *self = user_data;
-  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sa{sv}as)")) || !self->service.present)
+  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sa{sv}as)")))
     return;
   g_autoptr (GVariant) changed = g_variant_get_child_value (parameters, 1);
+  /* Only the owner's signals reach here: while its values could not be read, what it says of Connectivity
+   * is believed (a signal without it leaves GLib's old default until the read succeeds). */
+  g_autoptr (GVariant) connectivity = g_variant_lookup_value (changed, "Connectivity", G_VARIANT_TYPE_STRING);
+  if (!self->service.present && connectivity == NULL)
+    {
+      take_values (self, changed);
+      return;
+    }
+  self->service.present = TRUE;
   g_autofree const gchar **invalidated = NULL;
   g_variant_get_child (parameters, 2, "^a&s", &invalidated);
   for (gsize i = 0; invalidated[i] != NULL; i++)
@@ -285,6 +338,7 @@ initable_init (GInitable *initable, GCancellable *cancellable, GError **error)
 {
   NetobserverNetworkMonitor *self = NETOBSERVER_NETWORK_MONITOR (initable);
   gint64 deadline = g_get_monotonic_time () + INIT_BUDGET_MS * 1000;
+  self->context = g_main_context_ref_thread_default ();
   self->bus = g_bus_get_sync (G_BUS_TYPE_SYSTEM, cancellable, error);
   if (self->bus == NULL)
     return FALSE;
@@ -337,6 +391,7 @@ netobserver_network_monitor_finalize (GObject *object)
     stop_following (self);
   g_clear_pointer (&self->interface, g_free);
   g_clear_object (&self->bus);
+  g_clear_pointer (&self->context, g_main_context_unref);
   G_OBJECT_CLASS (netobserver_network_monitor_parent_class)->finalize (object);
 }
 

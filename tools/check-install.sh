@@ -5,15 +5,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(mktemp -d /tmp/netobserver-install.XXXXXX)
+local_root=$(mktemp -d /tmp/netobserver-install-local.XXXXXX)
 bus_pid=""
 cleanup() {
     [ -n "$bus_pid" ] && kill "$bus_pid" 2>/dev/null || true
-    rm -rf -- "$root"
+    rm -rf -- "$root" "$local_root"
 }
 trap cleanup EXIT
 fail() { echo "install check failed: $*" >&2; exit 1; }
 
-make -s install DESTDIR="$root" PREFIX=/usr >/dev/null 2>&1 || fail "make install"
+# Under a umask that would make private directories: everything still readable by the bus, systemd and GLib.
+(umask 077; make -s install DESTDIR="$root" PREFIX=/usr >/dev/null 2>&1) || fail "make install"
+private=$(find "$root/usr" -type d ! -perm 755 | sed "s|^$root||")
+[ -z "$private" ] || fail "directories not 0755 under umask 077: $private"
 expect() {
     local path=$root/usr/$1 mode=$2
     [ -f "$path" ] || fail "missing $1"
@@ -93,3 +97,17 @@ make -s uninstall DESTDIR="$root" PREFIX=/usr >/dev/null || fail "make uninstall
 left=$(find "$root/usr" -type f | wc -l)
 [ "$left" = 0 ] || fail "make uninstall left $left files"
 echo "install checks: 12 files with their modes, the three units verified, no \$ORIGIN run path, unit limits, activation user, policy loaded by dbus-daemon, uninstall complete"
+
+# The default PREFIX=/usr/local: the policy where dbus-daemon reads it, zsh's completion where Debian's zsh looks,
+# and a plain word about the GIO module, which GLib loads from its own directory only.
+out=$(umask 077; make -s install DESTDIR="$local_root" 2>&1) || fail "make install PREFIX=/usr/local: $out"
+[ -f "$local_root/etc/dbus-1/system.d/org.netobserver.Monitor.conf" ] || fail "a /usr/local install put the policy where dbus-daemon does not read it"
+[ -f "$local_root/usr/local/share/zsh/site-functions/_netobserver" ] || fail "a /usr/local install put zsh's completion where zsh does not look"
+[ -f "$local_root/usr/local/lib/systemd/system/netobserver.service" ] || fail "a /usr/local install has no unit"
+echo "$out" | grep -q "GIO_EXTRA_MODULES" || fail "a /usr/local install says nothing of the GIO module: $out"
+private=$(find "$local_root" -mindepth 1 -type d ! -perm 755 | sed "s|^$local_root||")
+[ -z "$private" ] || fail "directories not 0755 under umask 077: $private"
+make -s uninstall DESTDIR="$local_root" >/dev/null 2>&1 || fail "make uninstall PREFIX=/usr/local"
+left=$(find "$local_root" -type f)
+[ -z "$left" ] || fail "make uninstall left: $left"
+echo "install check (PREFIX=/usr/local, umask 077): policy, completions, unit in place, GIO module note given"

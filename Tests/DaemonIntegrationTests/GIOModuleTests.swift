@@ -99,6 +99,37 @@ final class GIOModuleTests: XCTestCase {
         XCTAssertEqual(glib.events.filter { $0["kind"] as? String == "changed" }.count, 3, glib.text)
     }
 
+    /// The service restarts and the module's first read of it fails, or takes over 5 s: what the new owner says in
+    /// its signals is believed meanwhile, and the read is tried again until it works. (The module used to ignore every
+    /// later PropertiesChanged: GLib programs said FULL until the owner changed again.)
+    func testTheModuleRecoversFromAReadThatFailsAfterARestart() throws {
+        for mode in ["fail", "hang"] {
+            bus = try PrivateBus()
+            daemon = try DaemonProcess(bus: bus, host: "127.0.0.1")
+            try waitForConnectivity("full")
+            let glib = try startGLibProgram()
+            XCTAssertEqual(glib.events.first?["type"] as? String, "NetobserverNetworkMonitor", glib.text)
+            daemon?.stop()
+            daemon = nil
+            let flaky = Process()
+            flaky.executableURL = URL(fileURLWithPath: Paths.python)
+            flaky.arguments = [Paths.clients + "/flaky_service.py", bus.address, mode]
+            let output = Pipe()
+            flaky.standardOutput = output
+            try flaky.run()
+            defer { flaky.terminate(); flaky.waitUntilExit() }
+            _ = output.fileHandleForReading.availableData  // "ready": it owns the name
+            XCTAssertNotNil(glib.waitFor(5) { $0["kind"] as? String == "changed" && $0["connectivity"] as? String == "portal" },
+                            "\(mode): the new owner's signal was not believed while its values could not be read:\n\(glib.text)")
+            XCTAssertNotNil(glib.waitFor(15) { $0["kind"] as? String == "changed" && $0["connectivity"] as? String == "limited" },
+                            "\(mode): the read was not tried again:\n\(glib.text)")
+            for program in programs { program.stop() }
+            programs = []
+            bus.stop()
+        }
+        bus = nil
+    }
+
     /// Forged PropertiesChanged in the service's name and NameOwnerChanged in the bus's, unicast and
     /// broadcast: the GLib program hears none of them, and then the service's own change at once.
     func testNobodyButTheServiceIsBelieved() throws {
