@@ -19,7 +19,7 @@ SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # No $$ORIGIN run path: the installed binaries load no library from beside themselves.
 RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath $(SWIFT_FLAGS)
 
-.PHONY: all build release run test check purity bench fuzz install uninstall deps-build deps-test deps-bench gio-module clean
+.PHONY: all build release run test check purity bench fuzz install uninstall deps-build deps-test deps-bench gio-module gio-fuzz-replay clean
 
 all: build
 
@@ -62,13 +62,21 @@ release: deps-build
 run: release
 	@tools/run.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd" $(ARGS)
 
-test: deps-test gio-module purity
+test: deps-test gio-module gio-fuzz-replay purity
 	@# Namespaces left by an interrupted earlier run (tests name theirs no-*).
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^no-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	tools/check-install.sh
 	NETOBSERVERD="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/netobserverd" \
 	  $(SWIFT) test --disable-swift-testing $(SWIFT_FLAGS)
+
+# The GIO module's reading of what the service sends, under AddressSanitizer, over the fuzz corpus and any crash input.
+GIO_FUZZ_SOURCES := gio/service-values.c gio/verdict.c Fuzz/gio/fuzz_gio.c
+gio-fuzz-replay: deps-build
+	@mkdir -p .build/fuzz
+	$(CC) -std=gnu11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -Wall -Werror $$(pkg-config --cflags gio-2.0) \
+	  $(GIO_FUZZ_SOURCES) Fuzz/gio/replay.c -o .build/fuzz/gio-replay $$(pkg-config --libs gio-2.0)
+	.build/fuzz/gio-replay Fuzz/gio/corpus Fuzz/gio/crashes
 
 # The pure parts alone: unit tests and the simulation, no root, no bus, no namespace (under a minute).
 CHECK_SUITES := SimulationTests|ProbeTests|ReachabilityTests|MonitorServiceTests|HTTPCheckTests
@@ -86,7 +94,8 @@ bench: deps-bench release gio-module
 	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" simulate 20000 && tools/pure-lines.sh && \
 	  tools/bench.sh "$$bin/netobserverd"
 
-# libFuzzer on the rtnetlink parser, the sock_diag parser, the ICMP reply parser, the D-Bus surface (the whole service)
+# libFuzzer on the rtnetlink parser, the sock_diag parser, the ICMP reply parser, the GIO module's reading of the
+# service's replies and signals, the D-Bus surface (the whole service)
 # and the state file, the validators, the client and the system-bus follower: FUZZ_RUNS executions
 # each (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
 FUZZ_RUNS ?= 10000000
@@ -122,6 +131,13 @@ fuzz: deps-build
 	@# The sock_diag parser reads tcp_info through the C shim: built with the same sanitizers.
 	$(dir $(SWIFT))clang -c -O1 -fsanitize=fuzzer-no-link,address -I Sources/CLinux/include Sources/CLinux/CLinux.c -o .build/fuzz/clinux.o
 	$(call run_fuzzer,sockdiag,$(FUZZ_SOCKDIAG_SOURCES))
+	@# The GIO module (C, loaded into every GLib program): GetAll replies and PropertiesChanged bodies.
+	$(dir $(SWIFT))clang -g -O1 -fsanitize=fuzzer,address $$(pkg-config --cflags gio-2.0) $(GIO_FUZZ_SOURCES) \
+	  -o .build/fuzz/gio $$(pkg-config --libs gio-2.0) 2>&1 | grep -v "Cannot export local symbol '__asan" || true
+	@test -x .build/fuzz/gio
+	mkdir -p .build/fuzz/gio-corpus && cp Fuzz/gio/corpus/* .build/fuzz/gio-corpus/
+	.build/fuzz/gio -runs=$(FUZZ_RUNS) -print_final_stats=1 -artifact_prefix=Fuzz/gio/crashes/ .build/fuzz/gio-corpus 2>&1 \
+	  | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)"
 	@# A failed build must stop here, not fuzz a stale binary.
 	cd Fuzz/dbus && out=$$($(SWIFT) build -c release --scratch-path ../../.build/fuzz/dbus-spm --product SurfaceFuzzer \
 	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1) || { echo "$$out"; exit 1; }; \

@@ -3,7 +3,7 @@
  * all on the GDBus connection GLib already has: no thread of its own, and a timer only while a
  * read of the owner's values has failed (it is tried again, 1, 2, 4 … 60 s apart). */
 #include "network-monitor.h"
-#include "verdict.h"
+#include "service-values.h"
 
 #define SERVICE_NAME "org.netobserver.Monitor"
 #define SERVICE_PATH "/org/netobserver/Monitor"
@@ -62,28 +62,10 @@ netobserver_network_monitor_connectivity (NetobserverNetworkMonitor *self)
 
 /* Values */
 
-/* Takes what an a{sv} of the service says, ignoring what is of the wrong type or not a word of the contract. */
 static void
 take_values (NetobserverNetworkMonitor *self, GVariant *values)
 {
-  GVariantIter iter;
-  const gchar *name;
-  GVariant *value;
-  g_variant_iter_init (&iter, values);
-  while (g_variant_iter_next (&iter, "{&sv}", &name, &value))
-    {
-      if (g_str_equal (name, "Connectivity") && g_variant_is_of_type (value, G_VARIANT_TYPE_STRING))
-        service_connectivity_parse (g_variant_get_string (value, NULL), &self->service.connectivity);
-      else if (g_str_equal (name, "Interface") && g_variant_is_of_type (value, G_VARIANT_TYPE_STRING))
-        {
-          g_free (self->interface);
-          self->interface = g_variant_dup_string (value, NULL);
-        }
-      else if (g_str_equal (name, "Metered") && g_variant_is_of_type (value, G_VARIANT_TYPE_BOOLEAN))
-        self->service.metered = g_variant_get_boolean (value);
-      g_variant_unref (value);
-    }
-  self->service.has_interface = self->interface != NULL && self->interface[0] != '\0';
+  service_values_take (&self->service, &self->interface, values);
 }
 
 /* The service's answer to GetAll: its values, and it is there. */
@@ -230,27 +212,20 @@ properties_changed (GDBusConnection *bus, const gchar *sender, const gchar *path
                     const gchar *member, GVariant *parameters, gpointer user_data)
 {
   NetobserverNetworkMonitor *self = user_data;
-  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sa{sv}as)")))
+  g_autoptr (GVariant) changed = NULL;
+  gboolean says_connectivity, invalidated;
+  if (!service_changes_parse (parameters, &changed, &says_connectivity, &invalidated))
     return;
-  g_autoptr (GVariant) changed = g_variant_get_child_value (parameters, 1);
   /* Only the owner's signals reach here: while its values could not be read, what it says of Connectivity
    * is believed (a signal without it leaves GLib's old default until the read succeeds). */
-  g_autoptr (GVariant) connectivity = g_variant_lookup_value (changed, "Connectivity", G_VARIANT_TYPE_STRING);
-  if (!self->service.present && connectivity == NULL)
+  if (!self->service.present && !says_connectivity)
     {
       take_values (self, changed);
       return;
     }
   self->service.present = TRUE;
-  g_autofree const gchar **invalidated = NULL;
-  g_variant_get_child (parameters, 2, "^a&s", &invalidated);
-  for (gsize i = 0; invalidated[i] != NULL; i++)
-    if (g_str_equal (invalidated[i], "Connectivity") || g_str_equal (invalidated[i], "Interface") ||
-        g_str_equal (invalidated[i], "Metered"))
-      {
-        read_values (self);
-        break;
-      }
+  if (invalidated)
+    read_values (self);
   g_autofree gchar *interface_before = g_strdup (self->interface);
   take_values (self, changed);
   publish (self, interface_before);
