@@ -163,13 +163,6 @@ public final class BusConnection {
             dbus_connection_unref(connection)
             throw .failed("out of memory")
         }
-        var vtable = DBusObjectPathVTable()
-        vtable.message_function = handleObjectMessage
-        vtable.unregister_function = unregisterObject
-        let objectContext = Unmanaged.passRetained(handlers).toOpaque()
-        if dbus_connection_register_fallback(connection, "/", &vtable, objectContext) == 0 {
-            Unmanaged<Handlers>.fromOpaque(objectContext).release()
-        }
         guard LoopBinding.install(loop: loop, connection: connection) else {
             close()
             throw .failed("cannot attach the connection to the main loop")
@@ -186,7 +179,6 @@ public final class BusConnection {
         isClosed = true
         dbus_connection_close(raw)
         LoopBinding.uninstall(connection: raw)
-        dbus_connection_unregister_object_path(raw, "/")
         dbus_connection_remove_filter(raw, filterMessage, Unmanaged.passUnretained(handlers).toOpaque())
         dbus_connection_unref(raw)
     }
@@ -296,13 +288,14 @@ private func releaseHandlers(_ data: UnsafeMutableRawPointer?) {
     Unmanaged<BusConnection.Handlers>.fromOpaque(data).release()
 }
 
-private func unregisterObject(_ connection: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
-    releaseHandlers(data)
-}
-
+/// Method calls are dispatched here, not through libdbus's object tree: the tree splits a call's path into a
+/// string per component before it looks anything up, so a path of tens of MiB would cost millions of allocations.
 private func filterMessage(_ connection: OpaquePointer?, _ raw: OpaquePointer?, _ data: UnsafeMutableRawPointer?) -> DBusHandlerResult {
     guard let raw, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
     let handlers = Unmanaged<BusConnection.Handlers>.fromOpaque(data).takeUnretainedValue()
+    if dbus_message_get_type(raw) == CDBus_MESSAGE_TYPE_METHOD_CALL {
+        return handlers.onMethodCall?(raw) == true ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+    }
     guard dbus_message_get_type(raw) == CDBus_MESSAGE_TYPE_SIGNAL else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
     let message = Message(retaining: raw)
     if message.isSignal(interface: "org.freedesktop.DBus.Local", member: "Disconnected"),
@@ -314,11 +307,3 @@ private func filterMessage(_ connection: OpaquePointer?, _ raw: OpaquePointer?, 
     return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
 }
 
-private func handleObjectMessage(_ connection: OpaquePointer?, _ raw: OpaquePointer?, _ data: UnsafeMutableRawPointer?) -> DBusHandlerResult {
-    guard let raw, let data, dbus_message_get_type(raw) == CDBus_MESSAGE_TYPE_METHOD_CALL else {
-        return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-    }
-    let handlers = Unmanaged<BusConnection.Handlers>.fromOpaque(data).takeUnretainedValue()
-    let handled = handlers.onMethodCall?(raw) ?? false
-    return handled ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-}

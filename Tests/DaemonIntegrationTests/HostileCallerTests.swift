@@ -27,6 +27,7 @@ final class HostileCallerTests: DaemonTestCase {
         try hostile("per_user", timeout: 120)
     }
     func testHugeNamesAreQuotedCutAndCostNothing() throws { try hostile("huge_names", timeout: 180) }
+    func testHugePathsAreNeverSplit() throws { try hostile("huge_paths", timeout: 180) }
     func testACheckURLIntoThisMachineIsRefused() throws { try hostile("check_url_inward") }
     func testDescriptorsAreRefusedAndClosed() throws { try hostile("descriptors") }
     func testNoReplyCallsGetNoAnswerAndKeepNothingPending() throws { try hostile("no_reply") }

@@ -32,6 +32,13 @@ def status_kb(field):
     return 0
 
 
+def cpu_ms():
+    """The daemon's CPU time so far (user and system), in ms: what a call cost it, however busy the machine is."""
+    with open("/proc/%d/stat" % PID) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
 def call(bus, path, interface, member, signature="", args=(), no_reply=False):
     msg = dbus.lowlevel.MethodCallMessage(NAME, path, interface, member)
     if signature:
@@ -331,6 +338,32 @@ def huge_names():
     print("ok huge names")
 
 
+def huge_paths():
+    """A path of tens of MiB costs what a same-size argument does, in many components or one: nothing splits it
+    (libdbus's object tree split it into a string per component: 123-146 ms of the loop per call)."""
+    bus, _ = connect(ADDRESS)
+    size = 30 << 20
+
+    def cost(msg):
+        before = cpu_ms()
+        got = blocking(bus, msg, timeout=60)
+        time.sleep(0.2)
+        return cpu_ms() - before, got
+
+    base = min(cost(call(bus, PATH, PROPS, "Get", "ss", [IFACE, "P" * size]))[0] for _ in range(2))
+    for path, shape in (("/p" * (size // 2), "many components"), ("/" + "p" * size, "one component")):
+        for interface, member in ((INTROSPECTABLE, "Introspect"), (IFACE, "Check"), (None, "Check")):
+            spent, got = cost(call(bus, path, interface, member))
+            print("measured %d MiB path in %s, %s: %.0f ms of the daemon's CPU (a same-size argument: %.0f ms)" %
+                  (size >> 20, shape, member, spent, base))
+            check(got == ERR + "UnknownObject", "%s at a huge path: %s" % (member, got))
+            # Receiving and validating 30 MiB is most of either cost; splitting the path cost ten times that.
+            check(spent <= 2 * base + 100, "a %d MiB path in %s cost %.0f ms of CPU, a same-size argument %.0f ms" %
+                  (size >> 20, shape, spent, base))
+    check(blocking(bus, call(bus, PATH, PEER, "Ping")) == [], "still answering")
+    print("ok huge paths")
+
+
 def check_url_inward():
     """A CheckURL into this machine is refused over D-Bus, whatever form its address takes."""
     bus, _ = connect(ADDRESS)
@@ -394,5 +427,5 @@ def per_user():
     print("ok per user")
 
 
-{"per_user": per_user, "huge_names": huge_names, "check_url_inward": check_url_inward, "oversized": oversized, "descriptors": descriptors, "no_reply": no_reply, "arguments": arguments,
+{"per_user": per_user, "huge_names": huge_names, "huge_paths": huge_paths, "check_url_inward": check_url_inward, "oversized": oversized, "descriptors": descriptors, "no_reply": no_reply, "arguments": arguments,
  "pending_cap": pending_cap, "random": random_calls}[GROUP]()
