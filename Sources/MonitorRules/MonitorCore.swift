@@ -14,8 +14,10 @@ public struct MonitorCore {
         case cancelResolutions
         /// Point both engines at this address (nil: none), with these default-route families.
         case retarget(IPAddress?, families: [Int32])
-        /// A route gained or changed: probe at once, so recovery takes one round trip.
-        case routeRegained
+        /// A route gained or changed: probe at once, so recovery takes one round trip. `firstKnown`: the
+        /// kernel's first word on the route since the target was set, which the target's first probe
+        /// (already under way) answers for.
+        case routeRegained(firstKnown: Bool)
         /// Something StatusRules reads changed: publish `state(previous:)`.
         case stateChanged
         /// GET `url` (CheckURL); answer with `checkAnswered(generation:…)`.
@@ -163,7 +165,7 @@ public struct MonitorCore {
         route = verdict
         if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: routedFamilies) }
         if verdict.usable, case .resolved = resolution, previous?.usable != true || previous?.interface != verdict.interface {
-            outputs.append(.routeRegained)
+            outputs.append(.routeRegained(firstKnown: previous == nil))
         }
         // Another network (or none): what the check said is about the old one. A new source
         // address on the same link (another Wi-Fi network, a new lease) is another network too.

@@ -200,9 +200,9 @@ public struct TargetCore {
                         awaitingProbing = true
                         actions.append(.probe(address))
                     }
-                case .routeRegained:
+                case .routeRegained(let firstKnown):
                     // A new address probes at once when its transport is ready.
-                    if !awaitingProbing { probe.routeRegained(now: now) }
+                    if !awaitingProbing { probe.routeRegained(now: now, firstKnown: firstKnown) }
                 case .stateChanged:
                     publishDue = true
                 case .startCheck(let url, let generation):

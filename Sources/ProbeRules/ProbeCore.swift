@@ -160,9 +160,12 @@ public struct ProbeCore: Sendable {
     }
 
     /// The route came back: the next probes go back to back until the host counts as answering.
-    public mutating func routeRegained(now: UInt64) {
+    /// `firstKnown`: the kernel's first word on the route; the target's first probe, in flight or already
+    /// answered, speaks for it, and no second one goes out (one that failed is followed at once).
+    public mutating func routeRegained(now: UInt64, firstKnown: Bool = false) {
         defer { refreshWakeup() }
         verdict.recoveringBackToBack = verdict.answering != true
+        if firstKnown && (!tracker.outstanding.isEmpty || verdict.answering == true) { return }
         probeNow(now: now)
     }
 

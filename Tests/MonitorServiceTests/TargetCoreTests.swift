@@ -153,4 +153,31 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertLessThanOrEqual(sent, 2)
         XCTAssertGreaterThanOrEqual(sent, 1)
     }
+
+    /// A new target's first probe goes out before the kernel's first word on its route: that word sends no second
+    /// probe beside it (AddTarget churn sent 41 packets where 16 first probes allow 34). A route lost and regained
+    /// still probes at once.
+    func testTheFirstRouteVerdictSendsNoSecondProbeBesideTheFirst() throws {
+        var core = makeCore()
+        _ = core.handle(.start(checkURL: ""), now: 0)
+        _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]), now: 1 * ms)
+        let first = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 2 * ms)).first)
+        let routed = core.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]), now: 3 * ms)
+        XCTAssertTrue(sends(routed).isEmpty, "a second probe beside the first: \(routed)")
+        _ = core.handle(.probe(.reply(sequence: first.0, token: first.1, via: .icmp)), now: 4 * ms)
+        XCTAssertEqual(core.state(previous: MonitorState()).status, .ethernet)
+        // The same when the first probe's answer comes before the kernel's word on the route.
+        // (A Timeout on: a new target's first probes go out at most one per Timeout.)
+        _ = core.handle(.targetChanged(host: "198.18.0.3", family: .ipv4), now: 300 * ms)
+        let other = IPAddress.v4([198, 18, 0, 3])
+        _ = core.handle(.resolved(generation: 1, .success([other]), routedFamilies: [IPAddress.familyIPv4]), now: 300 * ms)
+        let again = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 301 * ms)).first)
+        _ = core.handle(.probe(.reply(sequence: again.0, token: again.1, via: .icmp)), now: 301 * ms + 50_000)
+        let late = core.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]), now: 302 * ms)
+        XCTAssertTrue(sends(late).isEmpty, "a second probe after the first was answered: \(late)")
+        let lost = ReachabilityVerdict(usable: false, reason: "no route to 198.18.0.2")
+        _ = core.handle(.route(lost, routedFamilies: []), now: 310 * ms)
+        let regained = core.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]), now: 320 * ms)
+        XCTAssertEqual(sends(regained).count, 1, "a route regained probes at once: \(regained)")
+    }
 }
