@@ -66,7 +66,9 @@ final class ConnectionCensus {
     static let dumpLimit = 16
     static let minimumReuse: UInt64 = 250_000_000
     /// The CPU the last full dump took (ns, this thread).
-    private(set) var lastDumpCost: UInt64 = 0
+    var lastDumpCost: UInt64 = 0
+    /// Walks of the kernel's sockets so far.
+    private(set) var dumpsTaken = 0
 
     var reuse: UInt64 {
         max(Self.minimumReuse, lastDumpCost.multipliedReportingOverflow(by: TrafficWatch.costFactor).partialValue)
@@ -121,6 +123,7 @@ final class ConnectionCensus {
     /// Walks the kernel's sockets for `key` (one walk: see `SocketDiag.establishedTCP`).
     private func takeDump(_ key: DumpKey, now: UInt64, wait: Int32) -> Result<Dump, Failure> {
         let before = Self.threadCPU()
+        dumpsTaken += 1
         defer { lastDumpCost = Self.threadCPU() &- before }
         var dump = Dump(at: now, total: 0, telling: [])
         sequence &+= 1
