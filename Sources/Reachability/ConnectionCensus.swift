@@ -74,6 +74,12 @@ final class ConnectionCensus {
         max(Self.minimumReuse, lastDumpCost.multipliedReportingOverflow(by: TrafficWatch.costFactor).partialValue)
     }
 
+    /// How long a dump that found `total` connections serves: one that found none serves for the quiet period
+    /// (connections that start are still seen within 5 s), so targets sampling at their probes' pace cost no walk each.
+    func reusePeriod(total: Int) -> UInt64 {
+        total == 0 ? max(reuse, TrafficWatch.quietPeriod) : reuse
+    }
+
     init() throws(SystemError) {
         diag = try NetlinkSocket(protocol: NETLINK_SOCK_DIAG, groups: 0)
         routes = try NetlinkSocket(groups: 0)
@@ -116,7 +122,7 @@ final class ConnectionCensus {
     }
 
     private func recentDump(_ key: DumpKey, now: UInt64) -> Dump? {
-        guard let dump = dumps[key], now &- dump.at < reuse else { return nil }
+        guard let dump = dumps[key], now &- dump.at < reusePeriod(total: dump.total) else { return nil }
         return dump
     }
 
@@ -136,7 +142,7 @@ final class ConnectionCensus {
             if connection.receivedRecently || connection.retransmitting { dump.telling.append(connection) }
         }
         if case .failure(let failure) = result { return .failure(failure) }
-        if dumps.count >= Self.dumpLimit { dumps = dumps.filter { now &- $0.value.at < reuse } }
+        if dumps.count >= Self.dumpLimit { dumps = dumps.filter { now &- $0.value.at < reusePeriod(total: $0.value.total) } }
         if dumps.count >= Self.dumpLimit { dumps.removeAll(keepingCapacity: true) }
         dumps[key] = dump
         return .success(dump)
