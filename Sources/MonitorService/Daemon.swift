@@ -331,6 +331,8 @@ final class Service {
         Log.info("serving \(MonitorContract.busName) at \(MonitorContract.objectPath) as \(connection.uniqueName), host \(model.settings.host)")
     }
 
+    static let startUpTrims: [UInt64] = [200_000_000, 3_000_000_000]
+
     /// Serves until a signal or a lost bus; returns the exit status.
     func run() -> Int32 {
         let notifier = SystemdNotifier()
@@ -338,6 +340,12 @@ final class Service {
         if let notifier, let period = notifier.watchdogPeriod {
             // The loop itself answers the watchdog: a stuck loop stops the keep-alives.
             loop.schedule(after: period, repeats: true) { notifier.notify("WATCHDOG=1") }
+        }
+        // What only start-up used is let go, once serving starts and again once the first verdicts are in: code,
+        // constants and symbol tables mapped 64 KiB at a time were most of the resident set (the static Swift
+        // runtime's above all). What is used again comes back from the file.
+        for delay in Self.startUpTrims {
+            loop.schedule(after: delay) { _ = CLinux_drop_clean_file_pages() }
         }
         let status = loop.run()
         notifier?.notify("STOPPING=1")

@@ -74,11 +74,12 @@ final class ConnectionCensus {
         max(Self.minimumReuse, lastDumpCost.multipliedReportingOverflow(by: TrafficWatch.costFactor).partialValue)
     }
 
-    /// How long a dump that found `total` connections serves: one that found none serves for the quiet period
-    /// (connections that start are still seen within 5 s), so targets sampling at their probes' pace cost no walk each.
+    /// How long a dump that found `total` connections serves: one that found none serves a second, so targets
+    /// sampling at their probes' pace (a second apart at the shortest default) share one walk a second.
     func reusePeriod(total: Int) -> UInt64 {
-        total == 0 ? max(reuse, TrafficWatch.quietPeriod) : reuse
+        total == 0 ? max(reuse, Self.emptyReuse) : reuse
     }
+    static let emptyReuse: UInt64 = 1_000_000_000
 
     init() throws(SystemError) {
         diag = try NetlinkSocket(protocol: NETLINK_SOCK_DIAG, groups: 0)

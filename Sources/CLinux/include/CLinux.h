@@ -97,6 +97,9 @@ struct CLinux_tcp_facts {
     unsigned long long bytes_received;
     int has_bytes_received;         /* the kernel's tcp_info is long enough (Linux >= 4.1) */
 };
+/* Unmaps the resident pages of read-only file mappings that hold none of their own (read back from the file if used). */
+int CLinux_drop_clean_file_pages(void);
+
 int CLinux_read_tcp_info(const void *info, unsigned long length, struct CLinux_tcp_facts *out);
 
 /* Constants the importer cannot see as such. */
