@@ -16,8 +16,24 @@ public final class WorkerThread: Sendable {
 
     /// Queues `job`; returns at once.
     public func async(_ job: @escaping @Sendable () -> Void) {
+        enqueue(job)
+        wakeUp()
+    }
+
+    /// Queues `job` without waking the thread: it runs at the next `wakeUp` (or `async`, or `drain`).
+    public func enqueue(_ job: @escaping @Sendable () -> Void) {
         jobs.withLock { $0.append(job) }
         startIfNeeded()
+    }
+
+    /// Queues `job` and wakes the thread once `loop`'s turn has done all its other work: what the turn
+    /// sends (replies, signals) goes out before another thread competes for the CPU.
+    public func async(afterTurnOf loop: MainLoop, _ job: @escaping @Sendable () -> Void) {
+        enqueue(job)
+        loop.atEndOfTurn { [self] in loop.atEndOfTurn { [self] in wakeUp() } }
+    }
+
+    public func wakeUp() {
         var one: UInt64 = 1
         _ = try? Syscall.retrying("write(eventfd)") { write(wake.raw, &one, 8) }
     }

@@ -21,8 +21,11 @@ public final class StateSaver {
     private var waiting: [(generation: Int, completion: (SystemError?) -> Void)] = []
     private var reloads: [(_ state: StoredState, _ problems: [String]) -> Void] = []
 
+    private let loop: MainLoop
+
     public init(store: StateStore, loop: MainLoop) throws(SystemError) {
         self.store = store
+        self.loop = loop
         worker = try WorkerThread()
         results = try LoopChannel(loop: loop) { [unowned self] outcome in finished(outcome) }
     }
@@ -57,7 +60,7 @@ public final class StateSaver {
         let store = store
         let sender = results.sender
         writing = generation
-        worker.async {
+        worker.async(afterTurnOf: loop) {
             do throws(SystemError) {
                 try store.save(state)
                 sender.send(.saved(generation: generation, error: nil))

@@ -46,7 +46,10 @@ public final class HostResolver {
         let cancelled = Atomic<Bool>(false)
     }
 
+    private let loop: MainLoop
+
     public init(loop: MainLoop, lookup: @escaping Lookup = HostResolver.systemLookup) throws(SystemError) {
+        self.loop = loop
         worker = try WorkerThread()
         self.lookup = lookup
         channel = try LoopChannel(loop: loop) { [unowned self] answer in
@@ -84,8 +87,9 @@ public final class HostResolver {
         }
         let lookup = self.lookup
         let queue = self.queue
-        // One job per lookup queued; each starts whichever lookup is next when it runs.
-        worker.async {
+        // One job per lookup queued; each starts whichever lookup is next when it runs. The thread is woken once
+        // the turn's signals are out (a new Host's `unknown` first, then the lookup).
+        worker.async(afterTurnOf: loop) {
             guard let next = queue.lookups.withLock({ $0.next() }), !next.payload.ticket.cancelled.load(ordering: .acquiring) else { return }
             sender.send(Answer(id: next.id, result: lookup(next.payload.host, next.payload.family)))
         }
