@@ -119,12 +119,17 @@ public struct DBusInterface {
     public let methods: [DBusMethod]
     public let properties: [DBusProperty]
     public let signals: [DBusSignal]
+    /// Changes whenever any property's value may have (nil: unknown); while it stays, GetAll answers
+    /// with a copy of the reply it last marshalled.
+    public let version: (() -> UInt64)?
 
-    public init(_ name: String, methods: [DBusMethod] = [], properties: [DBusProperty] = [], signals: [DBusSignal] = []) {
+    public init(_ name: String, methods: [DBusMethod] = [], properties: [DBusProperty] = [], signals: [DBusSignal] = [],
+                version: (() -> UInt64)? = nil) {
         self.name = name
         self.methods = methods
         self.properties = properties
         self.signals = signals
+        self.version = version
     }
 
     public func method(named name: String) -> DBusMethod? { methods.first { $0.name == name } }

@@ -138,6 +138,15 @@ public final class Message: @unchecked Sendable {
         Self.error(answering: raw, error)
     }
 
+    /// A method return carrying `values`, answering nobody yet: `MethodCall.reply(copying:)` sends copies of it.
+    static func replyTemplate(_ values: [DBusValue]) throws(DBusError) -> Message {
+        guard let reply = dbus_message_new(CDBus_MESSAGE_TYPE_METHOD_RETURN) else { throw .failed("out of memory") }
+        let message = Message(taking: reply)
+        dbus_message_set_no_reply(reply, 1)
+        try MessageWriter.append(values, to: reply)
+        return message
+    }
+
     static func reply(to call: OpaquePointer, _ values: [DBusValue]) throws(DBusError) -> Message {
         guard let reply = dbus_message_new_method_return(call) else { throw .failed("out of memory") }
         let message = Message(taking: reply)

@@ -71,6 +71,21 @@ public final class MethodCall {
         }
     }
 
+    /// Answers with a copy of `template` (a method return made by `Message.replyTemplate`): the marshalled
+    /// body is copied, not built again.
+    func reply(copying template: Message) {
+        guard !isAnswered else { return }
+        isAnswered = true
+        guard expectsReply else { return }
+        guard let copy = dbus_message_copy(template.raw) else { return fail(.failed("out of memory")) }
+        let reply = Message(taking: copy)
+        guard dbus_message_set_reply_serial(copy, dbus_message_get_serial(raw)) != 0,
+              dbus_message_get_sender(raw).map({ dbus_message_set_destination(copy, $0) != 0 }) ?? true else {
+            return fail(.failed("out of memory"))
+        }
+        transport.send(reply)
+    }
+
     public func fail(_ error: DBusError) {
         guard !isAnswered else { return }
         isAnswered = true

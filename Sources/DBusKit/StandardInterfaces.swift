@@ -25,37 +25,69 @@ enum StandardInterfaces {
     /// Properties over `interfaces` (the object's own ones). Its arguments are
     /// read straight from the message; the value of a Set only after its type
     /// was found to be the property's.
+    /// GetAll's replies as last marshalled, by interface, with the version they are of.
+    private final class KeptReplies {
+        var kept: [String: (version: UInt64, template: Message)] = [:]
+    }
+
     static func propertiesInterface(_ interfaces: [DBusInterface]) -> DBusInterface {
-        func lookUp(_ call: MethodCall) throws(DBusError) -> DBusProperty {
+        let replies = KeptReplies()
+        func lookUpWithInterface(_ call: MethodCall) throws(DBusError) -> (DBusInterface, DBusProperty) {
             guard let (interfaceName, propertyName) = call.twoCStrings() else {
                 throw .invalidArgs("expected an interface name and a property name")
             }
             if interfaceName.pointee == 0 {
                 for interface in interfaces {
-                    if let property = interface.property(named: propertyName) { return property }
+                    if let property = interface.property(named: propertyName) { return (interface, property) }
                 }
-            } else if let property = try named(interfaces, interfaceName).property(named: propertyName) {
-                return property
+            } else {
+                let interface = try named(interfaces, interfaceName)
+                if let property = interface.property(named: propertyName) { return (interface, property) }
             }
             throw .unknownProperty("No such property '\(quotedName(propertyName))' on interface '\(quotedName(interfaceName))'")
         }
+        func lookUp(_ call: MethodCall) throws(DBusError) -> DBusProperty { try lookUpWithInterface(call).1 }
         return DBusInterface(properties, methods: [
             DBusMethod("Get", inputs: [DBusArgument("interface_name", .string), DBusArgument("property_name", .string)],
                        outputs: [DBusArgument("value", .variant)]) { call throws(DBusError) in
-                let property = try lookUp(call)
+                let (interface, property) = try lookUpWithInterface(call)
                 guard property.access != .write else { throw .accessDenied("Property '\(property.name)' is write-only") }
-                return .reply([.variant(property.get())])
+                guard let version = interface.version?() else { return .reply([.variant(property.get())]) }
+                let key = interface.name + "." + property.name
+                if let kept = replies.kept[key], kept.version == version {
+                    call.reply(copying: kept.template)
+                    return .later
+                }
+                let template = try Message.replyTemplate([.variant(property.get())])
+                replies.kept[key] = (version, template)
+                call.reply(copying: template)
+                return .later
             },
             DBusMethod("GetAll", inputs: [DBusArgument("interface_name", .string)],
                        outputs: [DBusArgument("properties", .dictionary(key: .string, value: .variant))]) { call throws(DBusError) in
                 guard let interfaceName = call.cString(at: 0) else { throw .invalidArgs("expected an interface name") }
-                var entries: [(String, DBusValue)] = []
-                for interface in try select(interfaces, interfaceName) {
-                    for property in interface.properties where property.access != .write {
-                        entries.append((property.name, property.get()))
+                let selected = try select(interfaces, interfaceName)
+                func values() -> [DBusValue] {
+                    var entries: [(String, DBusValue)] = []
+                    for interface in selected {
+                        for property in interface.properties where property.access != .write {
+                            entries.append((property.name, property.get()))
+                        }
                     }
+                    return [.variantMap(entries)]
                 }
-                return .reply([.variantMap(entries)])
+                // One interface that says when its values change: a copy of the reply marshalled at this version.
+                guard selected.count == 1, let version = selected[0].version?() else { return .reply(values()) }
+                if let kept = replies.kept[selected[0].name], kept.version == version {
+                    call.reply(copying: kept.template)
+                    return .later
+                }
+                let body = values()
+                guard body.reduce(0, { $0 + $1.wireSizeBound }) <= call.replyLimit - 1_024 else { return .reply(body) }
+                let template = try Message.replyTemplate(body)
+                replies.kept[selected[0].name] = (version, template)
+                call.reply(copying: template)
+                return .later
             },
             DBusMethod("Set", inputs: [DBusArgument("interface_name", .string), DBusArgument("property_name", .string),
                                        DBusArgument("value", .variant)]) { call throws(DBusError) in

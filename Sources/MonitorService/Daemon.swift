@@ -253,8 +253,9 @@ final class Service {
                 Log.notice("\(Self.name(target))status \(state.status.rawValue) for \(target.model.settings.host): \(detail)")
             }
         }
-        targets.onSettingChanged = { target, key in
-            Log.info("\(Self.name(target))\(key.name) set to \(target.model.settings.text(key))")
+        targets.onSettingChanged = { [loop] target, key in
+            let value = target.model.settings.text(key)
+            loop.atEndOfTurn { Log.info("\(Self.name(target))\(key.name) set to \(value)") }
         }
     }
 

@@ -36,7 +36,7 @@ public enum MonitorInterface {
             DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, handler: handlers[method] ?? check)
         }, properties: MonitorContract.Property.allCases.map { property in
             MonitorSettings.Key(property).map(setting) ?? state(property)
-        }, signals: MonitorContract.Signal.allCases.map { DBusSignal($0.name, $0.arguments) })
+        }, signals: MonitorContract.Signal.allCases.map { DBusSignal($0.name, $0.arguments) }, version: { model.version })
     }
 }
 

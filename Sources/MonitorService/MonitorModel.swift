@@ -8,8 +8,10 @@ import NetCore
 /// properties changed and whether Status did. The engines feed it verdicts
 /// through `update`; until they run, it reports `unknown` and says why.
 public final class MonitorModel {
-    public private(set) var settings: MonitorSettings
-    public private(set) var state = MonitorState()
+    public private(set) var settings: MonitorSettings { didSet { version &+= 1 } }
+    public private(set) var state = MonitorState() { didSet { version &+= 1 } }
+    /// Changes with every change of settings or state (GetAll answers from its last reply while it stays).
+    public private(set) var version: UInt64 = 0
 
     /// Called after each change with the changed property names, and whether
     /// StatusChanged is due: Status changed, or Host did (a new target's status starts over).

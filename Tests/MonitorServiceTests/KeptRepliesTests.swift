@@ -1,0 +1,62 @@
+import DBusKit
+import EventLoop
+@testable import MonitorService
+import MonitorContract
+import XCTest
+
+/// Get and GetAll answer from the reply they last marshalled while the model's version stays, and every
+/// change of settings or state gives a fresh one: through the real dispatch, each reply addressed to its caller.
+final class KeptRepliesTests: XCTestCase {
+    final class Recorder: MessageTransport {
+        let loop: MainLoop
+        var sent: [Message] = []
+        init() throws { loop = try MainLoop() }
+        func send(_ message: Message) { sent.append(message) }
+    }
+
+    private var serial: UInt32 = 0
+
+    private func call(_ server: ObjectServer, _ recorder: Recorder, sender: String, _ member: String,
+                      _ arguments: [DBusValue]) throws -> (Message, [DBusValue]) {
+        let message = try Message.methodCall(destination: MonitorContract.busName, path: MonitorContract.objectPath,
+                                             interface: "org.freedesktop.DBus.Properties", member: member)
+        try message.append(arguments)
+        try message.setSender(sender)
+        serial += 1
+        message.setSerial(serial)
+        server.dispatch(message)
+        let reply = try XCTUnwrap(recorder.sent.last)
+        return (reply, try reply.arguments())
+    }
+
+    func testRepliesAreKeptWhileNothingChangesAndAddressedToEachCaller() throws {
+        let recorder = try Recorder()
+        let server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
+        let model = MonitorModel(settings: MonitorSettings())
+        let objects = ServiceObjects.withoutEngines(server: server, model: model, budget: PendingBudget { _, answer in answer(0) })
+        let interface = DBusValue.string(MonitorContract.interface)
+        func hostOf(_ values: [DBusValue]) -> String? {
+            guard case .dictionary(_, _, let entries)? = values.first else { return nil }
+            for entry in entries where entry.key == .string("Host") {
+                if case .variant(.string(let host)) = entry.value { return host }
+            }
+            return nil
+        }
+        let (first, all) = try call(server, recorder, sender: ":1.7", "GetAll", [interface])
+        XCTAssertEqual(first.destination, ":1.7")
+        XCTAssertEqual(hostOf(all), MonitorSettings().host)
+        let (second, again) = try call(server, recorder, sender: ":1.8", "GetAll", [interface])
+        XCTAssertEqual(second.destination, ":1.8", "a kept reply goes to its own caller")
+        XCTAssertEqual(again.count, all.count)
+        XCTAssertEqual(hostOf(again), hostOf(all))
+        try model.set(.host) { (settings: inout MonitorSettings) throws(SettingError) in try settings.set(.host, text: "198.18.0.9") }
+        let (_, changed) = try call(server, recorder, sender: ":1.7", "GetAll", [interface])
+        XCTAssertEqual(hostOf(changed), "198.18.0.9", "a setting changed: a fresh reply")
+        let (_, one) = try call(server, recorder, sender: ":1.9", "Get", [interface, .string("Reason")])
+        model.update { $0.reason = "something else" }
+        let (_, fresh) = try call(server, recorder, sender: ":1.9", "Get", [interface, .string("Reason")])
+        XCTAssertNotEqual(one.first, fresh.first, "the state changed: a fresh reply")
+        XCTAssertEqual(fresh.first, .variant(.string("something else")))
+        withExtendedLifetime(objects) {}
+    }
+}
