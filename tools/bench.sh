@@ -29,7 +29,11 @@ eval "$("$work/bus.sh" start)"
 nsenter --net=/run/netns/$netns "$daemon" --address "$DBUS_SESSION_BUS_ADDRESS" --state-dir "$state" --host 127.0.0.1 2>/dev/null &
 pid=$!
 sleep 1
+start_rss=$(awk '/^Rss:/ {print $2}' /proc/$pid/smaps_rollup)
+# Steady idle: what start-up alone touched has been let go (3 s in) and the probes' own pages are back.
+sleep 29
 memory=$(awk '/^Rss:/ {r=$2} /^Private_Dirty:/ {d=$2} END {printf "rss_kb=%d private_dirty_kb=%d", r, d}' /proc/$pid/smaps_rollup)
+echo "idle netobserverd RSS: ${start_rss} kB 1 s after start, $(echo "$memory" | sed 's/ .*//; s/rss_kb=//') kB 30 s after start"
 # Status bars and Prometheus: monitor --format waybar latency, the textfile writer's cost.
 /usr/bin/python3 "$root/tools/bench_bars.py" "$DBUS_SESSION_BUS_ADDRESS" "$(dirname "$daemon")/netobserver"
 # Several targets: 64 of them on one daemon (its netns has only loopback; lo down is the fault).
