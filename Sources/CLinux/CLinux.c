@@ -18,6 +18,10 @@
 #include <sys/mman.h>
 #include "CLinux.h"
 
+int CLinux_lower_thread_priority(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t) gettid(), nice);
+}
+
 int CLinux_enter_network_namespace(int fd) {
     return setns(fd, CLONE_NEWNET);
 }

@@ -72,7 +72,11 @@ public final class WorkerThread: Sendable {
         }
     }
 
+    /// Blocking work waits for the loop and the bus: a lookup or an fsync never takes a core from delivering a signal.
+    static let nice: Int32 = 10
+
     private func runJobs() {
+        _ = CLinux_lower_thread_priority(Self.nice)
         while true {
             var value: UInt64 = 0
             guard (try? Syscall.retrying("read(eventfd)") { read(wake.raw, &value, 8) }) != nil else { return }

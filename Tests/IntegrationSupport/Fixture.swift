@@ -270,13 +270,15 @@ public final class DaemonProcess {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// VmRSS in kB.
-    public var rssKilobytes: Int {
+    /// The memory the daemon holds of its own, in kB: RssAnon + RssShmem (VmRSS less the file pages of code and
+    /// constants, which the daemon lets go after start-up and which come back from the file as they are used).
+    public var ownMemoryKilobytes: Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ")[1]) ?? 0
+        var total = 0
+        for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") || line.hasPrefix("RssShmem:") {
+            total += Int(line.split(separator: " ")[1]) ?? 0
         }
-        return 0
+        return total
     }
 }
 

@@ -97,6 +97,9 @@ struct CLinux_tcp_facts {
     unsigned long long bytes_received;
     int has_bytes_received;         /* the kernel's tcp_info is long enough (Linux >= 4.1) */
 };
+/* This thread's nice value (setpriority on its thread id); -1 with errno when refused. */
+int CLinux_lower_thread_priority(int nice);
+
 /* Unmaps the resident pages of read-only file mappings that hold none of their own (read back from the file if used). */
 int CLinux_drop_clean_file_pages(void);
 
