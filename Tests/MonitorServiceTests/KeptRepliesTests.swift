@@ -7,16 +7,9 @@ import XCTest
 /// Get and GetAll answer from the reply they last marshalled while the model's version stays, and every
 /// change of settings or state gives a fresh one: through the real dispatch, each reply addressed to its caller.
 final class KeptRepliesTests: XCTestCase {
-    final class Recorder: MessageTransport {
-        let loop: MainLoop
-        var sent: [Message] = []
-        init() throws { loop = try MainLoop() }
-        func send(_ message: Message) { sent.append(message) }
-    }
-
     private var serial: UInt32 = 0
 
-    private func call(_ server: ObjectServer, _ recorder: Recorder, sender: String, _ member: String,
+    private func call(_ server: ObjectServer, _ recorder: MessageRecorder, sender: String, _ member: String,
                       _ arguments: [DBusValue]) throws -> (Message, [DBusValue]) {
         let message = try Message.methodCall(destination: MonitorContract.busName, path: MonitorContract.objectPath,
                                              interface: "org.freedesktop.DBus.Properties", member: member)
@@ -30,7 +23,7 @@ final class KeptRepliesTests: XCTestCase {
     }
 
     func testRepliesAreKeptWhileNothingChangesAndAddressedToEachCaller() throws {
-        let recorder = try Recorder()
+        let recorder = try MessageRecorder()
         let server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
         let model = MonitorModel(settings: MonitorSettings())
         let objects = ServiceObjects.withoutEngines(server: server, model: model, budget: PendingBudget { _, answer in answer(0) })

@@ -7,15 +7,7 @@ import XCTest
 /// INTERFACE.md "No user starves the others": pending Waits counted per client over all
 /// targets, per user, and in all with a share kept for root, through the real dispatch.
 final class PendingBudgetTests: XCTestCase {
-    final class Recorder: MessageTransport {
-        let loop: MainLoop
-        var sent: [Message] = []
-        init() throws { loop = try MainLoop() }
-        func send(_ message: Message) { sent.append(message) }
-        var errors: [String] { sent.compactMap(\.errorName) }
-    }
-
-    private var recorder: Recorder!
+    private var recorder: MessageRecorder!
     private var server: ObjectServer!
     private var objects: ServiceObjects!
     private var budget: PendingBudget!
@@ -26,7 +18,7 @@ final class PendingBudgetTests: XCTestCase {
     private var serial: UInt32 = 0
 
     override func setUpWithError() throws {
-        recorder = try Recorder()
+        recorder = try MessageRecorder()
         server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
         budget = PendingBudget { [unowned self] sender, answer in
             if holdAnswers { heldAnswers.append((sender, answer)) } else { answer(uids[sender]) }
