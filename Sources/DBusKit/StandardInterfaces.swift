@@ -25,9 +25,15 @@ enum StandardInterfaces {
     /// Properties over `interfaces` (the object's own ones). Its arguments are
     /// read straight from the message; the value of a Set only after its type
     /// was found to be the property's.
-    /// GetAll's replies as last marshalled, by interface, with the version they are of.
+    /// Get's and GetAll's replies as last marshalled, with the version they are of: GetAll's by interface, Get's by
+    /// interface and property.
     private final class KeptReplies {
+        struct PropertyKey: Hashable {
+            let interface: String
+            let property: String
+        }
         var kept: [String: (version: UInt64, template: Message)] = [:]
+        var keptValues: [PropertyKey: (version: UInt64, template: Message)] = [:]
     }
 
     static func propertiesInterface(_ interfaces: [DBusInterface]) -> DBusInterface {
@@ -53,13 +59,13 @@ enum StandardInterfaces {
                 let (interface, property) = try lookUpWithInterface(call)
                 guard property.access != .write else { throw .accessDenied("Property '\(property.name)' is write-only") }
                 guard let version = interface.version?() else { return .reply([.variant(property.get())]) }
-                let key = interface.name + "." + property.name
-                if let kept = replies.kept[key], kept.version == version {
+                let key = KeptReplies.PropertyKey(interface: interface.name, property: property.name)
+                if let kept = replies.keptValues[key], kept.version == version {
                     call.reply(copying: kept.template)
                     return .later
                 }
                 let template = try Message.replyTemplate([.variant(property.get())])
-                replies.kept[key] = (version, template)
+                replies.keptValues[key] = (version, template)
                 call.reply(copying: template)
                 return .later
             },
