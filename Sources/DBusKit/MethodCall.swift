@@ -57,8 +57,7 @@ public final class MethodCall {
         guard !isAnswered else { return }
         isAnswered = true
         guard expectsReply else { return }
-        // The header (names, serials, the signature) is bounded by the bus; the body is ours.
-        guard values.reduce(0, { $0 + $1.wireSizeBound }) <= replyLimit - 1_024 else {
+        guard fits(values) else {
             if let reply = Message.error(answering: raw, .limitsExceeded("the reply would be larger than \(replyLimit / 1024) KiB")) {
                 transport.send(reply)
             }
@@ -69,6 +68,12 @@ public final class MethodCall {
         } catch {
             if let reply = Message.error(answering: raw, error) { transport.send(reply) }
         }
+    }
+
+    /// Whether a reply carrying `values` stays within the method's reply limit. The header (names, serials,
+    /// the signature) is bounded by the bus; the body is ours.
+    func fits(_ values: [DBusValue]) -> Bool {
+        values.reduce(0, { $0 + $1.wireSizeBound }) <= replyLimit - 1_024
     }
 
     /// Answers with a copy of `template` (a method return made by `Message.replyTemplate`): the marshalled

@@ -22,20 +22,38 @@ enum StandardInterfaces {
         ])
     }
 
+    /// Get's and GetAll's replies as last marshalled, with the version of the interface they are of: GetAll's by
+    /// interface, Get's by interface and property.
+    private final class KeptReplies {
+        struct Key: Hashable {
+            let interface: String
+            /// nil: GetAll's.
+            let property: String?
+        }
+        private var kept: [Key: (version: UInt64, template: Message)] = [:]
+
+        /// Answers `call` with a copy of the reply kept for `key` at `version`, else with `values()`, kept when it
+        /// fits a reply; without a version, with `values()` each time.
+        func answer(_ call: MethodCall, _ key: Key, version: UInt64?,
+                    _ values: () -> [DBusValue]) throws(DBusError) -> MethodOutcome {
+            guard let version else { return .reply(values()) }
+            if let hit = kept[key], hit.version == version {
+                call.reply(copying: hit.template)
+                return .later
+            }
+            let body = values()
+            // Too large: `.reply` answers LimitsExceeded.
+            guard call.fits(body) else { return .reply(body) }
+            let template = try Message.replyTemplate(body)
+            kept[key] = (version, template)
+            call.reply(copying: template)
+            return .later
+        }
+    }
+
     /// Properties over `interfaces` (the object's own ones). Its arguments are
     /// read straight from the message; the value of a Set only after its type
     /// was found to be the property's.
-    /// Get's and GetAll's replies as last marshalled, with the version they are of: GetAll's by interface, Get's by
-    /// interface and property.
-    private final class KeptReplies {
-        struct PropertyKey: Hashable {
-            let interface: String
-            let property: String
-        }
-        var kept: [String: (version: UInt64, template: Message)] = [:]
-        var keptValues: [PropertyKey: (version: UInt64, template: Message)] = [:]
-    }
-
     static func propertiesInterface(_ interfaces: [DBusInterface]) -> DBusInterface {
         let replies = KeptReplies()
         func lookUpWithInterface(_ call: MethodCall) throws(DBusError) -> (DBusInterface, DBusProperty) {
@@ -58,22 +76,16 @@ enum StandardInterfaces {
                        outputs: [DBusArgument("value", .variant)]) { call throws(DBusError) in
                 let (interface, property) = try lookUpWithInterface(call)
                 guard property.access != .write else { throw .accessDenied("Property '\(property.name)' is write-only") }
-                guard let version = interface.version?() else { return .reply([.variant(property.get())]) }
-                let key = KeptReplies.PropertyKey(interface: interface.name, property: property.name)
-                if let kept = replies.keptValues[key], kept.version == version {
-                    call.reply(copying: kept.template)
-                    return .later
-                }
-                let template = try Message.replyTemplate([.variant(property.get())])
-                replies.keptValues[key] = (version, template)
-                call.reply(copying: template)
-                return .later
+                return try replies.answer(call, .init(interface: interface.name, property: property.name),
+                                          version: interface.version?()) { [.variant(property.get())] }
             },
             DBusMethod("GetAll", inputs: [DBusArgument("interface_name", .string)],
                        outputs: [DBusArgument("properties", .dictionary(key: .string, value: .variant))]) { call throws(DBusError) in
                 guard let interfaceName = call.cString(at: 0) else { throw .invalidArgs("expected an interface name") }
                 let selected = try select(interfaces, interfaceName)
-                func values() -> [DBusValue] {
+                // Kept only for one interface that says when its values change.
+                let version = selected.count == 1 ? selected[0].version?() : nil
+                return try replies.answer(call, .init(interface: selected.first?.name ?? "", property: nil), version: version) {
                     var entries: [(String, DBusValue)] = []
                     for interface in selected {
                         for property in interface.properties where property.access != .write {
@@ -82,18 +94,6 @@ enum StandardInterfaces {
                     }
                     return [.variantMap(entries)]
                 }
-                // One interface that says when its values change: a copy of the reply marshalled at this version.
-                guard selected.count == 1, let version = selected[0].version?() else { return .reply(values()) }
-                if let kept = replies.kept[selected[0].name], kept.version == version {
-                    call.reply(copying: kept.template)
-                    return .later
-                }
-                let body = values()
-                guard body.reduce(0, { $0 + $1.wireSizeBound }) <= call.replyLimit - 1_024 else { return .reply(body) }
-                let template = try Message.replyTemplate(body)
-                replies.kept[selected[0].name] = (version, template)
-                call.reply(copying: template)
-                return .later
             },
             DBusMethod("Set", inputs: [DBusArgument("interface_name", .string), DBusArgument("property_name", .string),
                                        DBusArgument("value", .variant)]) { call throws(DBusError) in

@@ -21,7 +21,7 @@ public final class WorkerThread: Sendable {
     }
 
     /// Queues `job` without waking the thread: it runs at the next `wakeUp` (or `async`, or `drain`).
-    public func enqueue(_ job: @escaping @Sendable () -> Void) {
+    private func enqueue(_ job: @escaping @Sendable () -> Void) {
         jobs.withLock { $0.append(job) }
         startIfNeeded()
     }
@@ -33,7 +33,7 @@ public final class WorkerThread: Sendable {
         loop.atEndOfTurn { [self] in loop.atEndOfTurn { [self] in wakeUp() } }
     }
 
-    public func wakeUp() {
+    private func wakeUp() {
         var one: UInt64 = 1
         _ = try? Syscall.retrying("write(eventfd)") { write(wake.raw, &one, 8) }
     }

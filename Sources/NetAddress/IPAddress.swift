@@ -87,9 +87,8 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
             return b[0] == 127 || b[0] == 0 || (b[0] == 169 && b[1] == 254) || b[0] >= 224
         case .v6:
             guard b.count == 16 else { return false }
-            if b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF {
-                return IPAddress.v4(Array(b[12..<16])).pointsInward
-            }
+            let plain = unmapped
+            if case .v4 = plain { return plain.pointsInward }
             let unspecifiedOrLoopback = b[0..<15].allSatisfy { $0 == 0 } && (b[15] == 0 || b[15] == 1)
             return unspecifiedOrLoopback || (b[0] == 0xFE && b[1] & 0xC0 == 0x80) || b[0] == 0xFF
         }

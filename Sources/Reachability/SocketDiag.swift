@@ -165,9 +165,7 @@ public enum SocketDiag {
     private static func address(family: Int32, _ bytes: UnsafeRawBufferPointer) -> IPAddress? {
         switch family {
         case AF_INET: IPAddress(bytes: bytes.prefix(4))
-        case AF_INET6:
-            bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF])
-                ? IPAddress(bytes: bytes[12..<16]) : IPAddress(bytes: bytes.prefix(16))
+        case AF_INET6: IPAddress(bytes: bytes.prefix(16))?.unmapped
         default: nil
         }
     }

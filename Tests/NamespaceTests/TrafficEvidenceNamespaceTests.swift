@@ -51,9 +51,16 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
         if let property { try waitFor(property, value, timeout: 6, file: file, line: line) }
     }
 
+    /// Ends the loads `startLoad` started (the two servers stay).
+    private func stopLoads() {
+        for helper in helpers.dropFirst(2) where helper.isRunning { helper.terminate(); helper.waitUntilExit() }
+        helpers = Array(helpers.prefix(2))
+    }
+
     /// The daemon in the client namespace, watched from the start, once Host answers.
-    private func startDaemon(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws {
-        daemon = try DaemonProcess(bus: bus, arguments: arguments, namespace: hosts.client.name, host: "198.18.2.2")
+    private func startDaemon(_ arguments: [String], host: String = "198.18.2.2", file: StaticString = #filePath,
+                             line: UInt = #line) throws {
+        daemon = try DaemonProcess(bus: bus, arguments: arguments, namespace: hosts.client.name, host: host)
         watcher = try SignalWatcher(bus: bus)
         try waitFor(.status, "ethernet", timeout: 5, file: file, line: line)
     }
@@ -93,8 +100,7 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
             XCTAssertEqual(try get(.reason), "host not answering: 2 probes lost")
             XCTAssertLessThanOrEqual((Int(try get(.probesSent)) ?? 0) - sentBefore, 3, "a forced probe and its suspicion re-probe")
             // Clean up for the next round.
-            for helper in helpers.dropFirst(2) where helper.isRunning { helper.terminate(); helper.waitUntilExit() }
-            helpers = Array(helpers.prefix(2))
+            stopLoads()
             _ = try hosts.router.exec("iptables -D FORWARD -s 198.18.0.2 -j DROP")
             watcher?.stop()
             daemon.stop()
@@ -108,15 +114,12 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
         try hosts.server.ip("-6 addr add fd00:2::3/64 dev ts0 nodad")
         // Interval 1000: a first probe lost while the router's link-local address is still tentative is
         // followed by the next a second later, not 30 s later.
-        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "1000", "--timeout", "1000"], namespace: hosts.client.name,
-                                   host: "fd00:2::2")
-        try waitFor(.status, "ethernet", timeout: 5)
+        try startDaemon(["--interval", "1000", "--timeout", "1000"], host: "fd00:2::2")
         try startLoad(to: ["fd00:2::3"])
         XCTAssertFalse(daemon.log.contains("sample of this machine's connections failed"), daemon.log)
-        watcher = nil
+        watcher?.stop()
         daemon.stop()
-        for helper in helpers.dropFirst(2) where helper.isRunning { helper.terminate(); helper.waitUntilExit() }
-        helpers = Array(helpers.prefix(2))
+        stopLoads()
 
         try hosts.client.ip("addr add 198.18.0.9/24 dev tc0")
         try hosts.client.ip("addr add 198.18.0.10/24 dev tc0")
