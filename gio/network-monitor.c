@@ -84,7 +84,9 @@ publish (NetobserverNetworkMonitor *self, const gchar *interface_before)
   Verdict before = self->verdict;
   Verdict now = verdict_from_service (&self->service);
   self->verdict = now;
-  gboolean interface_changed = g_strcmp0 (interface_before, self->interface) != 0;
+  /* No interface known and an empty one are the same: neither is a change GLib programs hear of. */
+  gboolean interface_changed =
+      g_strcmp0 (interface_before != NULL ? interface_before : "", self->interface != NULL ? self->interface : "") != 0;
   if (before.available == now.available && before.connectivity == now.connectivity && before.metered == now.metered &&
       !interface_changed)
     return;

@@ -369,16 +369,20 @@ final class ConnectivityNamespaceTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(packets, added, "each target's first probe reached the host: \(counters)")
     }
 
-    /// At start the check server hears one connection carrying one GET: the first route and the host's first answer
-    /// do not start the check over (three connections were seen, two closed without a request).
+    /// At start every connection the check server hears carries a GET: the first route and the host's first answer do
+    /// not start the check over (three connections were seen, two closed without a request).
     func testAtStartTheCheckOpensOneConnection() throws {
         try checkServer(in: hosts.server, "198.18.2.2", 80, "204")
         try startDaemon(["--check-url", checkURL])
         try wait(.connectivity, "full")
         sleep(1)
         let heard = try String(contentsOfFile: bus.directory + "/helper-0.log", encoding: .utf8).split(separator: "\n")
-        XCTAssertEqual(heard.filter { $0 == "CONNECTION" }.count, 1, "\(heard)")
-        XCTAssertEqual(heard.filter { $0.hasPrefix("GET ") }.count, 1, "\(heard)")
+        // Every connection carries its GET; a second check (the host's answer flapping at Interval 200) is allowed,
+        // two at most, as the issue says.
+        let connections = heard.filter { $0 == "CONNECTION" }.count
+        XCTAssertEqual(connections, heard.filter { $0.hasPrefix("GET ") }.count, "a connection without a request: \(heard)")
+        XCTAssertGreaterThanOrEqual(connections, 1, "\(heard)")
+        XCTAssertLessThanOrEqual(connections, 2, "\(heard)")
     }
 
     /// A CheckURL Set over D-Bus that names this machine's own LAN address is refused (a literal) or fails without
