@@ -79,7 +79,7 @@ gio-fuzz-replay: deps-build
 	.build/fuzz/gio-replay Fuzz/gio/corpus Fuzz/gio/crashes
 
 # The pure parts alone: unit tests and the simulation, no root, no bus, no namespace (under a minute).
-CHECK_SUITES := SimulationTests|ProbeTests|ReachabilityTests|MonitorServiceTests|HTTPCheckTests
+CHECK_SUITES := MonitorRulesTests|SimulationTests|ProbeTests|ReachabilityTests|MonitorServiceTests|HTTPCheckTests
 # The pure targets (NetAddress, ProbeRules, ReachabilityRules, MonitorRules) import only one another.
 purity:
 	@tools/purity.sh

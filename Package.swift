@@ -67,6 +67,7 @@ let package = Package(
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport", "Cellular"]),
         .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck",
                                                                   "IntegrationSupport"]),
+        .testTarget(name: "MonitorRulesTests", dependencies: ["MonitorRules", "NetAddress", "NetCore", "ProbeRules", "ReachabilityRules"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe"]),
         .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "MonitorRules", "EventLoop", "IntegrationSupport"], exclude: ["server.py"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),

@@ -1,3 +1,4 @@
+import NetAddress
 import ProbeRules
 
 /// Status's values: `unknown` (no verdict yet), `none`, or the kind of the route's interface.
@@ -21,6 +22,15 @@ public enum Connectivity: String, CaseIterable, Sendable {
 /// Which address family the probe uses.
 public enum AddressFamily: String, CaseIterable, Sendable {
     case any, ipv4, ipv6
+
+    /// Whether `address` is of a family this setting allows.
+    public func admits(_ address: IPAddress) -> Bool {
+        switch self {
+        case .any: true
+        case .ipv4: address.family == IPAddress.familyIPv4
+        case .ipv6: address.family == IPAddress.familyIPv6
+        }
+    }
 }
 
 /// The read-only properties of org.netobserver.Monitor, as one value.

@@ -6,11 +6,10 @@ import NetCore
 import Probe
 import Reachability
 
-/// The driver around one target's `TargetCore`: it turns what the resolver, the route watch,
-/// the probe transport, the check of CheckURL and the clock say into events, and the core's
-/// actions into calls on them; the state the core computes goes to the model. No policy
-/// here, and no re-entry: what happens while actions are carried out is queued and handed
-/// to the core after them.
+/// The world around one target's `TargetDriver`: it turns what the resolver, the route watch,
+/// the probe transport, the check of CheckURL and the clock say into events, and carries out
+/// what the driver asks on them; the state the core computes goes to the model. No policy
+/// here, and no pump: the driver, which the simulation runs too, orders the work.
 public final class ConnectivityMonitor {
     private let loop: MainLoop
     private let model: MonitorModel
@@ -22,7 +21,8 @@ public final class ConnectivityMonitor {
     private let resolverOwner: UInt64
     /// The default target's lookups go before the other targets'.
     private let resolvesFirst: Bool
-    private var core: TargetCore
+    private let initialCore: TargetCore
+    private lazy var driver = TargetDriver(core: initialCore, world: self) { IPAddress($0) }
     /// Shared by every target; libcurl is loaded on the first check.
     private let http: (any HTTPClientSource)?
     private var check: CheckRun?
@@ -30,13 +30,6 @@ public final class ConnectivityMonitor {
     private let trafficSampler: TrafficSampler?
     /// At the core's next wake-up.
     private let wakeup: WakeupTimer
-    private var queue: [Work] = []
-    private var driving = false
-
-    private enum Work {
-        case event(TargetCore.Event)
-        case actions([TargetCore.Action])
-    }
 
     /// After every finished probe: a verdict is in (pending Checks answer then).
     public var onVerdictReady: (() -> Void)?
@@ -80,7 +73,7 @@ public final class ConnectivityMonitor {
                 problem = "cannot watch the kernel's routes: \(error)"
             }
         }
-        core = Self.makeCore(model.settings, transport: self.transport, routeProblem: problem,
+        initialCore = Self.makeCore(model.settings, transport: self.transport, routeProblem: problem,
                              refreshNanoseconds: dnsRefreshNanoseconds, linkFacts: LinkFactsTable())
         wireUp()
     }
@@ -101,16 +94,11 @@ public final class ConnectivityMonitor {
     private func wireUp() {
         wakeup.onFire = { [unowned self] in handle(.timeout) }
         transport.onInput = { [unowned self] input in handle(.probe(input)) }
-        transport.isOutstanding = { [unowned self] in core.isOutstanding($0) }
+        transport.isOutstanding = { [unowned self] in driver.core.isOutstanding($0) }
         reachability?.onChange = { [unowned self] verdict in handle(.route(verdict, routedFamilies: routedFamilies)) }
         model.isThisMachine = { [unowned self] address in reachability?.table.isLocal(address) ?? false }
-        model.probeNow = { [unowned self] in
-            let (probing, actions) = core.check(now: loop.now())
-            queue.append(.actions(actions))
-            drive()
-            return probing
-        }
-        reachability?.families = core.families
+        model.probeNow = { [unowned self] in driver.check() }
+        reachability?.families = initialCore.families
     }
 
     /// Starts resolving the Host; call once the model is exported.
@@ -126,8 +114,10 @@ public final class ConnectivityMonitor {
     /// The settings were restored from the state file before `start`: take them
     /// without looking anything up yet.
     public func settingsRestored() {
-        core = Self.makeCore(model.settings, transport: transport, routeProblem: core.monitor.routeProblem,
-                             refreshNanoseconds: core.monitor.refreshNanoseconds, linkFacts: core.monitor.linkFacts)
+        let old = driver.core.monitor
+        let core = Self.makeCore(model.settings, transport: transport, routeProblem: old.routeProblem,
+                                 refreshNanoseconds: old.refreshNanoseconds, linkFacts: old.linkFacts)
+        driver.replaceCore(core)
         reachability?.families = core.families
     }
 
@@ -149,95 +139,8 @@ public final class ConnectivityMonitor {
                       evidence: settings.evidence)
     }
 
-    private var routedFamilies: Set<Int32>? {
-        reachability.map { Set($0.table.defaultRoutes.map { Int32($0.family) }) }
-    }
-
-    // MARK: Events in, actions out
-
     private func handle(_ event: TargetCore.Event) {
-        queue.append(.event(event))
-        drive()
-    }
-
-    private func drive() {
-        guard !driving else { return }
-        driving = true
-        defer { driving = false }
-        while !queue.isEmpty {
-            switch queue.removeFirst() {
-            case .event(let event): carryOut(core.handle(event, now: loop.now()))
-            case .actions(let actions): carryOut(actions)
-            }
-        }
-        transport.forgetFinished()
-        wakeup.arm(at: core.nextWakeup)
-    }
-
-    private func carryOut(_ actions: [TargetCore.Action]) {
-        for action in actions {
-            switch action {
-            case .resolve(let host, let family, let generation):
-                resolve(host, family, generation)
-            case .cancelResolutions:
-                resolver.cancelAll(owner: resolverOwner)
-            case .watchRoute(let address, let families):
-                reachability?.target = address
-                reachability?.families = families
-            case .probe(let address):
-                // Before anything else queued: the core sends nothing until it knows how.
-                queue.insert(.event(.probing(transport.retarget(address))), at: 0)
-            case .send(let sequence, let token, _, _, let alsoTCP):
-                transport.send(sequence: sequence, token: token, alsoTCP: alsoTCP)
-            case .startCheck(let url, let generation, let limit):
-                startCheck(url, generation, limitMilliseconds: Int(limit))
-            case .cancelCheck:
-                check?.cancel()
-                check = nil
-            case .sampleTraffic(let generation, let host, let interface, let inline):
-                sampleTraffic(generation, host: host, interface: interface, inline: inline)
-            case .verdictReady:
-                onVerdictReady?()
-            case .reportChanged(let old, let new):
-                if let method = new.method, method != old.method, let target = transport.target {
-                    Log.info("probing \(target) with \(method.rawValue)")
-                }
-            case .publish:
-                let core = self.core
-                model.update { state in state = core.state(previous: state) }
-            }
-        }
-    }
-
-    /// Samples the connections from the addresses on `interface`: at once when cheap (the answer is
-    /// queued like any event), else on the sampler's thread.
-    private func sampleTraffic(_ generation: UInt64, host: IPAddress, interface: String, inline: Bool) {
-        guard let trafficSampler, let table = reachability?.table,
-              let link = table.links.values.first(where: { $0.name == interface }) else {
-            queue.append(.event(.trafficSampled(generation: generation, nil, cost: 0)))
-            return
-        }
-        let sources = table.addresses(on: link.index, family: host.family).filter(\.isUsable).map(\.address)
-        if inline, let (sample, cost) = trafficSampler.sampleNow(host: host, sources: sources) {
-            queue.append(.event(.trafficSampled(generation: generation, sample, cost: cost)))
-            return
-        }
-        trafficSampler.sampleLater(host: host, sources: sources) { [weak self] sample, cost in
-            self?.handle(.trafficSampled(generation: generation, sample, cost: cost))
-        }
-    }
-
-    /// One run of the check of CheckURL: lookup and GET within the limit the core gives.
-    private func startCheck(_ url: String, _ generation: UInt64, limitMilliseconds limit: Int) {
-        check?.cancel()
-        check = CheckRun(url: url, limitMilliseconds: limit, mayPointInward: model.settings.checkURLMayPointInward,
-                         isThisMachine: model.isThisMachine, first: resolvesFirst, loop: loop, resolver: resolver,
-                         http: http) { [weak self] meaning in
-            guard let self else { return }
-            check = nil
-            Log.info("check \(url): \(Self.describe(meaning))")
-            handle(.checkAnswered(generation: generation, meaning))
-        }
+        driver.handle(event)
     }
 
     private static func describe(_ meaning: CheckAnswer.Meaning) -> String {
@@ -247,8 +150,17 @@ public final class ConnectivityMonitor {
         case .failed(let why): why
         }
     }
+}
 
-    private func resolve(_ host: String, _ family: AddressFamily, _ generation: UInt64) {
+/// What the driver asks, carried out on the loop's sockets, threads and the model.
+extension ConnectivityMonitor: TargetWorld {
+    public var now: UInt64 { loop.now() }
+
+    public var routedFamilies: Set<Int32>? {
+        reachability.map { Set($0.table.defaultRoutes.map { Int32($0.family) }) }
+    }
+
+    public func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
         let code: Int32 = switch family {
         case .any: AF_UNSPEC
         case .ipv4: AF_INET
@@ -258,5 +170,78 @@ public final class ConnectivityMonitor {
             guard let self else { return }
             handle(.resolved(generation: generation, result, routedFamilies: routedFamilies))
         }
+    }
+
+    public func cancelResolutions() {
+        resolver.cancelAll(owner: resolverOwner)
+    }
+
+    public func watchRoute(_ address: IPAddress?, families: [Int32]) {
+        reachability?.target = address
+        reachability?.families = families
+    }
+
+    public func aimProbes(at address: IPAddress?) -> ProbeMethod? {
+        transport.retarget(address)
+    }
+
+    public func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+        transport.send(sequence: sequence, token: token, alsoTCP: alsoTCP)
+    }
+
+    /// One run of the check of CheckURL: lookup and GET within the limit the core gives.
+    public func startCheck(url: String, generation: UInt64, limitMilliseconds limit: UInt32) {
+        check?.cancel()
+        check = CheckRun(url: url, limitMilliseconds: Int(limit), mayPointInward: model.settings.checkURLMayPointInward,
+                         isThisMachine: model.isThisMachine, first: resolvesFirst, loop: loop, resolver: resolver,
+                         http: http) { [weak self] meaning in
+            guard let self else { return }
+            check = nil
+            Log.info("check \(url): \(Self.describe(meaning))")
+            handle(.checkAnswered(generation: generation, meaning))
+        }
+    }
+
+    public func cancelCheck() {
+        check?.cancel()
+        check = nil
+    }
+
+    /// At once when cheap, else on the sampler's thread.
+    public func sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
+        guard let trafficSampler, let table = reachability?.table,
+              let link = table.links.values.first(where: { $0.name == interface }) else {
+            return .now(nil, cost: 0)
+        }
+        let sources = table.addresses(on: link.index, family: host.family).filter(\.isUsable).map(\.address)
+        if inline, let (sample, cost) = trafficSampler.sampleNow(host: host, sources: sources) {
+            return .now(sample, cost: cost)
+        }
+        trafficSampler.sampleLater(host: host, sources: sources) { [weak self] sample, cost in
+            self?.handle(.trafficSampled(generation: generation, sample, cost: cost))
+        }
+        return .later
+    }
+
+    public func reportChanged(old: ProbeReport, new: ProbeReport) {
+        if let method = new.method, method != old.method, let target = transport.target {
+            Log.info("probing \(target) with \(method.rawValue)")
+        }
+    }
+
+    public func publish(_ state: (_ previous: MonitorState) -> MonitorState) {
+        model.update { current in current = state(current) }
+    }
+
+    public func verdictReady() {
+        onVerdictReady?()
+    }
+
+    public func wakeUp(at deadline: UInt64?) {
+        wakeup.arm(at: deadline)
+    }
+
+    public func settled() {
+        transport.forgetFinished()
     }
 }

@@ -128,8 +128,8 @@ public final class ProbeTransport: ProbeTransporting {
         let start = TCPProbe.start(loop: loop, to: target, port: tcpPort, budget: tcpBudget, held: tcpProbes.count) {
             [unowned self] outcome in
             tcpProbes[sequence] = nil
-            guard isOutstanding(sequence), let input = outcome.input(sequence: sequence, token: token, alone: false, describe: Self.text)
-            else { return }
+            guard let input = outcome.input(sequence: sequence, token: token, alone: false, outstanding: isOutstanding(sequence),
+                                            describe: Self.text) else { return }
             onInput(input)
         }
         // No room: this echo goes without a TCP attempt beside it.

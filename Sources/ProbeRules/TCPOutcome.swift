@@ -14,11 +14,13 @@ public enum TCPOutcome: Equatable, Sendable {
     case failed(errno: Int32)
 
     /// What the probe core hears of it. `alone`: the connection is the probe (no ICMP socket);
-    /// otherwise it races an echo request, and only an answer from the host counts. A refusal
-    /// by this machine refuses the probe (`describe` words its errno); nothing else is a
-    /// failure of its own: the probe's deadline counts it.
-    public func input(sequence: UInt16, token: UInt64, alone: Bool, describe: (Int32) -> String) -> ProbeInput? {
-        switch self {
+    /// otherwise it races an echo request, only while that probe is `outstanding`, and only an
+    /// answer from the host counts. A refusal by this machine refuses the probe (`describe` words
+    /// its errno); nothing else is a failure of its own: the probe's deadline counts it.
+    public func input(sequence: UInt16, token: UInt64, alone: Bool, outstanding: Bool = true,
+                      describe: (Int32) -> String) -> ProbeInput? {
+        guard alone || outstanding else { return nil }
+        return switch self {
         case .accepted, .reset:
             .reply(sequence: sequence, token: token, via: .tcp)
         case .localRefusal(let code) where alone:

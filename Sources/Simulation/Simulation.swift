@@ -63,15 +63,18 @@ public final class Simulation {
 
     private let scenario: Scenario
     private var random: SeededRandom
-    private var now: UInt64 = 0
+    fileprivate var now: UInt64 = 0
     private var queue = EventQueue<Event>()
     /// Arrival times of Checks still to come, latest first (floods are thousands; the queue stays small).
     private var checkArrivals: [UInt64] = []
     private var kernel: SimulatedKernel
-    private var target: TargetCore
-    /// The target core's actions not yet carried out, in order.
-    private var actions: [TargetCore.Action] = []
-    private var reach: ReachabilityCore
+    /// The default target's world, and the driver the daemon runs too.
+    private lazy var first = SimulatedTarget(simulation: self, index: 0, core: initialCore)
+    private var target: TargetCore {
+        _read { yield first.driver.core }
+    }
+    private let initialCore: TargetCore
+    fileprivate var reach: ReachabilityCore
     public private(set) var state = MonitorState()
     public private(set) var summary = Summary()
     /// The probe settings in force (the simulation changes them, so it knows them without asking).
@@ -82,24 +85,24 @@ public final class Simulation {
     private var lastLookupFailureAt: UInt64 = 0
     /// When the lookup of Host's name still waiting for its answer started on the resolver's thread.
     private var lookupAskedAt: UInt64?
-    private var resolver = SimulatedResolver()
+    fileprivate var resolver = SimulatedResolver()
     /// The targets added beside the default one (restored before it starts), sharing its resolver
-    /// and reachability core; each is a TargetCore driven as the daemon drives one.
-    private final class ExtraTarget {
-        var core: TargetCore
+    /// and reachability core; each is a TargetCore in the daemon's driver, like the default one.
+    fileprivate final class ExtraTarget {
+        let world: SimulatedTarget
         let routeID: ReachabilityCore.TargetID
         var probeAddress: IPAddress?
         var state = MonitorState()
+        var core: TargetCore { world.driver.core }
 
-        init(core: TargetCore, routeID: ReachabilityCore.TargetID) {
-            self.core = core
+        init(world: SimulatedTarget, routeID: ReachabilityCore.TargetID) {
+            self.world = world
             self.routeID = routeID
         }
     }
     /// The extra targets probe at their own, slower pace: they are here for the resolver and the route core they share.
     static let extraTargetSettings = ProbeSettings(intervalMilliseconds: 5_000, timeoutMilliseconds: 1_000)
-    private var extras: [ExtraTarget] = []
-    private var extraActions: [(target: Int, action: TargetCore.Action)] = []
+    fileprivate var extras: [ExtraTarget] = []
     private var checkBehaviour: Scenario.CheckBehaviour = .expected(milliseconds: 20)
     private var trafficBehaviour: Scenario.TrafficBehaviour = .none
     private var trafficSince: UInt64 = 0
@@ -116,7 +119,7 @@ public final class Simulation {
     private var skippedSinceSend = false
     private var skippedSoFar = 0
     /// The check of CheckURL under way, and its limit, max(5 s, Timeout) when it started.
-    private var runningCheck: (generation: UInt64, startedAt: UInt64, limit: UInt64)?
+    fileprivate var runningCheck: (generation: UInt64, startedAt: UInt64, limit: UInt64)?
     static let checkURL = "http://check.test/generate_204"
     /// Since when the far host filters ICMP (and answers TCP); whether its path failed meanwhile.
     private var filteredSince: UInt64?
@@ -124,6 +127,13 @@ public final class Simulation {
     private var probeTarget: IPAddress?
     private var kernelReadScheduled = false
     private var stateDue = false
+    /// What the default target's driver reported during this step, checked once the step's own
+    /// bookkeeping is done (the probe that ended is counted first, as the rules count it).
+    fileprivate var reported: [Reported] = []
+    fileprivate enum Reported {
+        case reportChanged(old: ProbeReport, new: ProbeReport)
+        case verdictReady
+    }
     private var overflowOnNextLookup = false
     /// Every (usable, interface) the kernel's truth took for each of the reachability core's targets
     /// (target 0's since its address last changed).
@@ -156,7 +166,7 @@ public final class Simulation {
     /// Told every step, when set: for reading a failing seed's run.
     public var trace: ((String) -> Void)?
 
-    private func log(_ text: @autoclosure () -> String) {
+    fileprivate func log(_ text: @autoclosure () -> String) {
         trace?("\(Double(now / 1000) / 1000) ms  \(text())")
     }
 
@@ -164,8 +174,8 @@ public final class Simulation {
         self.scenario = scenario
         random = SeededRandom(seed: scenario.seed ^ 0x5EED)
         kernel = SimulatedKernel(family: scenario.family == .ipv6 ? AF_INET6 : AF_INET)
-        target = TargetCore(host: scenario.host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed,
-                            refreshNanoseconds: scenario.dnsRefreshMilliseconds * 1_000_000)
+        initialCore = TargetCore(host: scenario.host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed,
+                                 refreshNanoseconds: scenario.dnsRefreshMilliseconds * 1_000_000)
         settings = scenario.settings
         reach = ReachabilityCore(families: [AF_INET, AF_INET6]) { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
         for (at, fault) in scenario.timeline { queue.add(.fault(fault), at: at * 1_000_000) }
@@ -178,10 +188,15 @@ public final class Simulation {
         reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: secondTarget)
         noteKernelTruth(reset: true)
         reach.start()
+        first.driver.observeStep = { [unowned self] actions in
+            for action in actions { log("target: \(action)") }
+            checkPublication(actions)
+        }
         for (index, host) in scenario.extraTargets.enumerated() {
             let core = TargetCore(host: host, family: scenario.family, probeSettings: Self.extraTargetSettings,
                                   seed: scenario.seed &+ UInt64(index + 1), slot: UInt16(index + 1), stride: UInt16(scenario.extraTargets.count + 1))
-            extras.append(ExtraTarget(core: core, routeID: reach.addTarget(families: core.families)))
+            extras.append(ExtraTarget(world: SimulatedTarget(simulation: self, index: index + 1, core: core),
+                                      routeID: reach.addTarget(families: core.families)))
             takeExtra(index + 1, .start(checkURL: ""))
         }
         pump()
@@ -189,7 +204,7 @@ public final class Simulation {
         pump()
         let end = scenario.duration * 1_000_000
         while violations.isEmpty {
-            let targetWake = target.nextWakeup
+            let targetWake = first.wake
             var next = queue.nextTime ?? end
             if let check = checkArrivals.last, check < next { next = check }
             for wake in [targetWake, reach.nextWakeup] {
@@ -197,7 +212,7 @@ public final class Simulation {
             }
             var extraDue: Int?
             for index in extras.indices {
-                if let wake = extras[index].core.nextWakeup, wake < next || (wake == next && extraDue == nil) {
+                if let wake = extras[index].world.wake, wake < next || (wake == next && extraDue == nil) {
                     next = wake
                     extraDue = index + 1
                 }
@@ -207,7 +222,7 @@ public final class Simulation {
             if let wake = targetWake, wake <= now {
                 log("timeout")
                 take(.timeout)
-            } else if let index = extraDue, let wake = extras[index - 1].core.nextWakeup, wake <= now {
+            } else if let index = extraDue, let wake = extras[index - 1].world.wake, wake <= now {
                 takeExtra(index, .timeout)
             } else if let wake = reach.nextWakeup, wake <= now {
                 reach.handleTimeout(now: now)
@@ -242,9 +257,10 @@ public final class Simulation {
         case .reply(let sequence, let token, let path):
             deliverReply(sequence, token, path, fromHost: true)
         case .tcpOutcome(let sequence, let token, let outcome, let alone, let fromHost):
-            // The driver forwards a connection's end only while its probe waits, through the same rule.
-            guard target.probe.isOutstanding(sequence) || alone else { return }
-            let input = outcome.input(sequence: sequence, token: token, alone: alone) { "cannot reach the host: error \($0)" }
+            // The transport's rule: a connection's end counts only while its probe waits.
+            let input = outcome.input(sequence: sequence, token: token, alone: alone, outstanding: target.isOutstanding(sequence)) {
+                "cannot reach the host: error \($0)"
+            }
             switch input {
             case .reply(_, _, let path)?:
                 deliverReply(sequence, token, path, fromHost: fromHost)
@@ -261,8 +277,7 @@ public final class Simulation {
             }
         case .icmpError(let sequence, let token, let failure):
             let foreignBefore = target.probe.statistics.foreign
-            let answer = target.handle(.probe(.error(sequence: sequence, token: token, failure, from: "198.18.200.1")), now: now)
-            defer { take(answer) }
+            take(.probe(.error(sequence: sequence, token: token, failure, from: "198.18.200.1")))
             // About a probe in flight (else it was counted foreign).
             if target.probe.statistics.foreign == foreignBefore {
                 sent[sequence]?.finished = true
@@ -316,14 +331,14 @@ public final class Simulation {
         }
     }
 
-    private var routedFamilies: Set<Int32> { Set(reach.table.defaultRoutes.map { Int32($0.family) }) }
+    fileprivate var routedFamilies: Set<Int32> { Set(reach.table.defaultRoutes.map { Int32($0.family) }) }
 
     /// An answer from the host (an echo reply, or its TCP), or one that claims to be.
     private func deliverReply(_ sequence: UInt16, _ token: UInt64, _ path: AnswerPath, fromHost: Bool) {
         // Silence that ended before this answer came first.
         noteExpiries()
         let answeredBefore = target.probe.statistics.answered
-        let answer = target.handle(.probe(.reply(sequence: sequence, token: token, via: path)), now: now)
+        take(.probe(.reply(sequence: sequence, token: token, via: path)))
         if target.probe.statistics.answered > answeredBefore {
             if !fromHost { violation("probe \(sequence) counted as answered though only a router spoke (its ICMP error about the TCP connection)") }
             sent[sequence]?.finished = true
@@ -335,16 +350,13 @@ public final class Simulation {
             onScheduleSinceAnswer = true
             answersInRow += 1
         }
-        take(answer)
     }
 
     private func check() {
         summary.checks += 1
-        let (probing, answer) = target.check(now: now)
-        if probing {
-            pendingChecks.append((now, now + 2 * UInt64(settings.timeoutMilliseconds) * 1_000_000))
-        }
-        take(answer)
+        // Pending before the probe goes out, as MonitorObject keeps it: a probe that fails at once answers it.
+        let pending = (arrival: now, limit: now + 2 * UInt64(settings.timeoutMilliseconds) * 1_000_000)
+        if first.driver.check() == true { pendingChecks.append(pending) }
     }
 
     private func apply(_ fault: Scenario.Fault) {
@@ -436,39 +448,39 @@ public final class Simulation {
 
     // MARK: Outputs of the cores, carried out as the drivers do
 
-    /// Hands `event` to the target core; its actions are carried out by `pump`.
+    /// Hands `event` to the default target's driver, which carries out its actions at once.
     private func take(_ event: TargetCore.Event) {
-        take(target.handle(event, now: now))
+        first.driver.handle(event)
     }
 
-    private func take(_ new: [TargetCore.Action]) {
-        guard !new.isEmpty else { return }
-        // At most one publication, after every action but the verdict being ready.
+    /// At most one publication per step, after every action but the verdict being ready.
+    private func checkPublication(_ actions: [TargetCore.Action]) {
         var publications = 0
-        for index in new.indices {
-            guard case .publish = new[index] else { continue }
+        for index in actions.indices {
+            guard case .publish = actions[index] else { continue }
             publications += 1
-            let last = if case .verdictReady? = new.last { new.count - 2 } else { new.count - 1 }
+            let last = if case .verdictReady? = actions.last { actions.count - 2 } else { actions.count - 1 }
             if publications > 1 || index != last { violation("the state was published \(publications) times, or before the event's last action") }
         }
-        actions += new
     }
 
     private func pump() {
         var busy = true
         while busy {
             busy = false
-            if !actions.isEmpty {
+            if !reported.isEmpty {
                 busy = true
-                let batch = actions
-                actions = []
-                for action in batch { carryOut(action) }
-            }
-            if !extraActions.isEmpty {
-                busy = true
-                let batch = extraActions
-                extraActions = []
-                for (index, action) in batch { carryOut(action, forExtra: index) }
+                let batch = reported
+                reported = []
+                for news in batch {
+                    switch news {
+                    case .reportChanged(let old, let new):
+                        log("report \(String(describing: new.answering)) \(new.reason)")
+                        checkFlip(from: old, to: new)
+                    case .verdictReady:
+                        answerChecks()
+                    }
+                }
             }
             for output in reach.takeOutputs() {
                 busy = true
@@ -477,9 +489,6 @@ public final class Simulation {
         }
         if stateDue {
             stateDue = false
-            let before = state.status
-            state = target.state(previous: state)
-            if state.status != before { summary.statuses.append((now, state.status, state.reason)) }
             checkResolution()
             checkBeyondTheHost()
         }
@@ -493,72 +502,67 @@ public final class Simulation {
         }
     }
 
-    private func carryOut(_ action: TargetCore.Action) {
-        log("target: \(action)")
-        switch action {
-        case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
-            log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(target.probe.outstandingCount), next wake \(target.probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
-            summary.probesSent += 1
-            stallWaitingSince = nil
-            resumeWaitingSince = nil
-            skippedSinceSend = false
-            sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000, extra: extra)
-            if sent.count > 4096 { sent = sent.filter { $0.value.deadline + 10_000_000_000 > now } }
-            if forCheck {
-                onScheduleSinceAnswer = false
-                summary.forcedProbes += 1
-                noteForcedProbe()
-            }
-            transmit(sequence, token, alsoTCP: alsoTCP)
-        case .verdictReady:
-            answerChecks()
-        case .reportChanged(let old, let new):
-            log("report \(String(describing: new.answering)) \(new.reason)")
-            checkFlip(from: old, to: new)
-        case .resolve(let host, _, let generation):
-            resolve(host, generation, for: 0)
-        case .cancelResolutions:
-            // Answers to earlier generations under way still arrive: the core must ignore them.
-            resolver.cancel(target: 0)
-        case .watchRoute(let address, let families):
-            routeNewsSinceCheck = true
-            let changed = address != reach.target || families != reach.families
-            reach.setTarget(address)
-            reach.setFamilies(families)
-            if changed { noteKernelTruth(reset: true) }
-        case .probe(let address):
-            probeTarget = address
-            lastRetarget = now
-            pendingChecks = []
-            sent = [:]
-            failureKindsSinceAnswer = []
-            firstFailureSentAt = nil
-            onScheduleSinceAnswer = true
-            answersInRow = 0
-            lastAnswerAt = now
-            newestAnsweredSentAt = 0
-            take(.probing(scenario.probeMethod))
-        case .publish:
-            // Published once the actions of this step are all carried out, as a loop turn would.
-            stateDue = true
-        case .sampleTraffic(let generation, _, _, let inline):
-            notePath()
-            let sample = trafficSample()
-            summary.trafficSamples += 1
-            // On the loop a sample costs little and is handed over in the same turn, as the driver
-            // does; on the sampler's thread it costs up to a few ms and comes back later.
-            if inline {
-                newSample = (now, sample.receivingRemotes > 0)
-                take(.trafficSampled(generation: generation, sample, cost: 20_000 + random.next() % 200_000))
-            } else {
-                let cost = 100_000 + random.next() % 5_000_000
-                queue.add(.trafficSample(generation: generation, sample, cost: cost, takenAt: now), at: now + cost)
-            }
-        case .startCheck(_, let generation, let limit):
-            startCheck(generation, limit: UInt64(limit) * 1_000_000)
-        case .cancelCheck:
-            runningCheck = nil
+    // MARK: The default target's world
+
+    fileprivate func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+        log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(target.probe.outstandingCount), next wake \(target.probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
+        summary.probesSent += 1
+        stallWaitingSince = nil
+        resumeWaitingSince = nil
+        skippedSinceSend = false
+        sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000, extra: extra)
+        if sent.count > 4096 { sent = sent.filter { $0.value.deadline + 10_000_000_000 > now } }
+        if forCheck {
+            onScheduleSinceAnswer = false
+            summary.forcedProbes += 1
+            noteForcedProbe()
         }
+        transmit(sequence, token, alsoTCP: alsoTCP)
+    }
+
+    fileprivate func watchRoute(_ address: IPAddress?, families: [Int32]) {
+        routeNewsSinceCheck = true
+        let changed = address != reach.target || families != reach.families
+        reach.setTarget(address)
+        reach.setFamilies(families)
+        if changed { noteKernelTruth(reset: true) }
+    }
+
+    fileprivate func aimProbes(at address: IPAddress?) -> ProbeMethod? {
+        probeTarget = address
+        lastRetarget = now
+        pendingChecks = []
+        sent = [:]
+        failureKindsSinceAnswer = []
+        firstFailureSentAt = nil
+        onScheduleSinceAnswer = true
+        answersInRow = 0
+        lastAnswerAt = now
+        newestAnsweredSentAt = 0
+        return scenario.probeMethod
+    }
+
+    fileprivate func publish(_ newState: (MonitorState) -> MonitorState) {
+        let before = state.status
+        state = newState(state)
+        if state.status != before { summary.statuses.append((now, state.status, state.reason)) }
+        // The rules on what was published are checked once the step's work is done.
+        stateDue = true
+    }
+
+    /// On the loop a sample costs little and is handed over in the same turn, as the driver
+    /// does; on the sampler's thread it costs up to a few ms and comes back later.
+    fileprivate func sampleTraffic(generation: UInt64, inline: Bool) -> TrafficSampling {
+        notePath()
+        let sample = trafficSample()
+        summary.trafficSamples += 1
+        if inline {
+            newSample = (now, sample.receivingRemotes > 0)
+            return .now(sample, cost: 20_000 + random.next() % 200_000)
+        }
+        let cost = 100_000 + random.next() % 5_000_000
+        queue.add(.trafficSample(generation: generation, sample, cost: cost, takenAt: now), at: now + cost)
+        return .later
     }
 
     private func carryOut(_ output: ReachabilityCore.Output) {
@@ -590,7 +594,7 @@ public final class Simulation {
     }
 
     /// The check as CheckRun runs it: lookup, connect and GET, never past its limit.
-    private func startCheck(_ generation: UInt64, limit: UInt64) {
+    fileprivate func startCheck(_ generation: UInt64, limit: UInt64) {
         if limit != UInt64(max(5_000, settings.timeoutMilliseconds)) * 1_000_000 {
             violation("a check started with a limit of \(Double(limit) / 1e6) ms, not max(5 s, Timeout)")
         }
@@ -610,11 +614,8 @@ public final class Simulation {
         queue.add(.kernelReadable, at: now + 50_000)
     }
 
-    /// Asks the shared resolver, as HostResolver.resolve does: an address at once, a name queued.
-    private func resolve(_ host: String, _ generation: UInt64, for index: Int) {
-        if let literal = IPAddress(host) {
-            return queue.add(.resolverAnswer(target: index, generation: generation, .success([literal]), worker: false), at: now)
-        }
+    /// Asks the shared resolver for a name (the driver answers an address itself).
+    fileprivate func resolve(_ host: String, _ generation: UInt64, for index: Int) {
         let lookup = SimulatedResolver.Lookup(target: index, host: host, generation: generation)
         if let broken = resolver.ask(lookup, targets: extras.count + 1, now: now) { violation(broken) }
         startNextLookup()
@@ -632,41 +633,27 @@ public final class Simulation {
     // MARK: The extra targets, driven as the daemon drives each of its targets
 
     private func takeExtra(_ index: Int, _ event: TargetCore.Event) {
-        for action in extras[index - 1].core.handle(event, now: now) { extraActions.append((index, action)) }
+        extras[index - 1].world.driver.handle(event)
     }
 
-    private func carryOut(_ action: TargetCore.Action, forExtra index: Int) {
-        switch action {
-        case .resolve(let host, _, let generation):
-            resolve(host, generation, for: index)
-        case .cancelResolutions:
-            resolver.cancel(target: index)
-        case .watchRoute(let address, let families):
-            reach.setTarget(address, for: extras[index - 1].routeID)
-            reach.setFamilies(families, for: extras[index - 1].routeID)
-        case .probe(let address):
-            extras[index - 1].probeAddress = address
-            takeExtra(index, .probing(.icmpDatagram))
-        case .send(let sequence, let token, _, _, _):
-            // The same far hosts as the default target's; a plain echo, no ladder.
-            guard let address = extras[index - 1].probeAddress else { return }
-            guard kernel.canSend(to: address) else {
-                return takeExtra(index, .probe(.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(address): Network is unreachable")))
-            }
-            if kernel.delivers(to: address), case .answering(let minRTT, _, let loss) = behaviour, loss < 0.5 {
-                queue.add(.extraReply(target: index, sequence: sequence, token: token), at: now + UInt64(minRTT) * 1_000_000)
-            }
-        case .sampleTraffic(let generation, _, _, _):
-            takeExtra(index, .trafficSampled(generation: generation, TrafficSample(), cost: 20_000))
-        case .publish:
-            let extra = extras[index - 1]
-            extra.state = extra.core.state(previous: extra.state)
-            if case .resolved(let address) = extra.core.monitor.resolution,
-               !Self.addresses(of: extra.core.monitor.host, v6: scenario.family == .ipv6).contains(address) {
-                violation("target \(index)'s Host \(extra.core.monitor.host) resolved to \(address), an answer for another name")
-            }
-        case .startCheck, .cancelCheck, .verdictReady, .reportChanged:
-            break
+    /// The same far hosts as the default target's; a plain echo, no ladder.
+    fileprivate func sendForExtra(_ index: Int, sequence: UInt16, token: UInt64) {
+        guard let address = extras[index - 1].probeAddress else { return }
+        guard kernel.canSend(to: address) else {
+            return takeExtra(index, .probe(.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(address): Network is unreachable")))
+        }
+        if kernel.delivers(to: address), case .answering(let minRTT, _, let loss) = behaviour, loss < 0.5 {
+            queue.add(.extraReply(target: index, sequence: sequence, token: token), at: now + UInt64(minRTT) * 1_000_000)
+        }
+    }
+
+    fileprivate func publishExtra(_ index: Int, _ newState: (MonitorState) -> MonitorState) {
+        let extra = extras[index - 1]
+        extra.state = newState(extra.state)
+        let core = extra.core
+        if case .resolved(let address) = core.monitor.resolution,
+           !Self.addresses(of: core.monitor.host, v6: scenario.family == .ipv6).contains(address) {
+            violation("target \(index)'s Host \(core.monitor.host) resolved to \(address), an answer for another name")
         }
     }
 
@@ -853,7 +840,7 @@ public final class Simulation {
         }
     }
 
-    private func checkFlip(from old: ProbeReport, to new: ProbeReport) {
+    fileprivate func checkFlip(from old: ProbeReport, to new: ProbeReport) {
         if old.answering != new.answering { noteExpiries() }
         let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
         let interval = UInt64(settings.intervalMilliseconds) * 1_000_000
@@ -918,7 +905,7 @@ public final class Simulation {
         lastForcedAt = now
     }
 
-    private func answerChecks() {
+    fileprivate func answerChecks() {
         if let oldest = pendingChecks.first { summary.longestCheckWait = max(summary.longestCheckWait, now - oldest.arrival) }
         // Within two Timeouts. A Timeout changed while a Check waited: the probe it waits for may
         // run on either. A Check that shares a probe in flight waits for that probe's own Timeout.
@@ -1024,4 +1011,83 @@ public final class Simulation {
             }
         }
     }
+}
+
+/// One target's world in the simulation, for the daemon's `TargetDriver`: the default target
+/// (index 0) gets the whole simulated world, the extra ones a plain echo and no check.
+private final class SimulatedTarget: TargetWorld {
+    unowned let simulation: Simulation
+    let index: Int
+    private let initialCore: TargetCore
+    private(set) lazy var driver = TargetDriver(core: initialCore, world: self) { IPAddress($0) }
+    /// When the driver asked to be woken.
+    private(set) var wake: UInt64?
+
+    init(simulation: Simulation, index: Int, core: TargetCore) {
+        self.simulation = simulation
+        self.index = index
+        initialCore = core
+        wake = core.nextWakeup
+    }
+
+    var now: UInt64 { simulation.now }
+    var routedFamilies: Set<Int32>? { simulation.routedFamilies }
+
+    func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
+        simulation.resolve(host, generation, for: index)
+    }
+
+    func cancelResolutions() {
+        // Answers to earlier generations under way still arrive: the core must ignore them.
+        simulation.resolver.cancel(target: index)
+    }
+
+    func watchRoute(_ address: IPAddress?, families: [Int32]) {
+        if index == 0 { return simulation.watchRoute(address, families: families) }
+        let id = simulation.extras[index - 1].routeID
+        simulation.reach.setTarget(address, for: id)
+        simulation.reach.setFamilies(families, for: id)
+    }
+
+    func aimProbes(at address: IPAddress?) -> ProbeMethod? {
+        if index == 0 { return simulation.aimProbes(at: address) }
+        simulation.extras[index - 1].probeAddress = address
+        return .icmpDatagram
+    }
+
+    func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+        if index == 0 { return simulation.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP) }
+        simulation.sendForExtra(index, sequence: sequence, token: token)
+    }
+
+    func startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32) {
+        if index == 0 { simulation.startCheck(generation, limit: UInt64(limitMilliseconds) * 1_000_000) }
+    }
+
+    func cancelCheck() {
+        if index == 0 { simulation.runningCheck = nil }
+    }
+
+    func sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
+        if index == 0 { return simulation.sampleTraffic(generation: generation, inline: inline) }
+        return .now(TrafficSample(), cost: 20_000)
+    }
+
+    func reportChanged(old: ProbeReport, new: ProbeReport) {
+        if index == 0 { simulation.reported.append(.reportChanged(old: old, new: new)) }
+    }
+
+    func publish(_ state: (MonitorState) -> MonitorState) {
+        if index == 0 { simulation.publish(state) } else { simulation.publishExtra(index, state) }
+    }
+
+    func verdictReady() {
+        if index == 0 { simulation.reported.append(.verdictReady) }
+    }
+
+    func wakeUp(at deadline: UInt64?) {
+        wake = deadline
+    }
+
+    func settled() {}
 }

@@ -1,0 +1,149 @@
+import NetAddress
+import ProbeRules
+import ReachabilityRules
+
+/// What a target's driver asks of the world around it: the daemon's sockets, threads and
+/// model, or the simulation's. Each call only starts something or hands a value over; what
+/// comes of it comes back as an event through `TargetDriver.handle`.
+public protocol TargetWorld: AnyObject {
+    /// The clock the core runs on (monotonic nanoseconds).
+    var now: UInt64 { get }
+    /// The families that have a default route now (nil: the routes are not watched).
+    var routedFamilies: Set<Int32>? { get }
+    /// Look a name up off the loop (an address never gets here); answer with `.resolved`.
+    func resolve(_ host: String, family: AddressFamily, generation: UInt64)
+    func cancelResolutions()
+    func watchRoute(_ address: IPAddress?, families: [Int32])
+    /// Send probes to `address` from now on (nil: nowhere); how they will go, nil when they cannot.
+    func aimProbes(at address: IPAddress?) -> ProbeMethod?
+    func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
+    /// GET `url` within the limit; answer with `.checkAnswered`.
+    func startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32)
+    func cancelCheck()
+    /// Sample the connections on `interface` towards `host`'s route.
+    func sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling
+    /// The probe report changed (for logs).
+    func reportChanged(old: ProbeReport, new: ProbeReport)
+    /// The state the core computes changed: publish `state(previous)`, computed from what was published before.
+    func publish(_ state: (_ previous: MonitorState) -> MonitorState)
+    /// A probe ended and its verdict is published: pending Checks may answer.
+    func verdictReady()
+    /// Hand the core `.timeout` at `deadline` (nil: no wake-up); replaces the last one asked for.
+    func wakeUp(at deadline: UInt64?)
+    /// The core is quiet after an event: let go of what finished probes hold.
+    func settled()
+}
+
+/// How a traffic sample was taken: on the spot (nil: it could not be), or later through `.trafficSampled`.
+public enum TrafficSampling {
+    case now(TrafficSample?, cost: UInt64)
+    case later
+}
+
+/// The one pump around a `TargetCore`, run by the daemon and by the simulation alike: events
+/// in, the core's actions carried out through a `TargetWorld`, in order. No re-entry: what
+/// happens while actions are carried out is queued and handed to the core after them. The
+/// transport's answer to `.probe` (`.probing`) goes before anything else queued, since the
+/// core sends nothing until it knows how. An address needs no lookup: the driver answers it.
+public final class TargetDriver {
+    @usableFromInline var current: TargetCore
+    /// The core as of the last event, lent, not copied (it is large, and read after every event).
+    @inlinable public var core: TargetCore {
+        _read { yield current }
+    }
+    private unowned let world: any TargetWorld
+    /// Reads an address written as text (libc's inet_pton, which the rules do not link).
+    private let parseAddress: (String) -> IPAddress?
+    private var queue: [Work] = []
+    private var head = 0
+    private var driving = false
+    /// Told each step's actions before they are carried out (for tests that check the core's output rules).
+    public var observeStep: (([TargetCore.Action]) -> Void)?
+
+    private enum Work {
+        case event(TargetCore.Event)
+        case actions([TargetCore.Action])
+    }
+
+    public init(core: TargetCore, world: any TargetWorld, parseAddress: @escaping (String) -> IPAddress?) {
+        current = core
+        self.world = world
+        self.parseAddress = parseAddress
+    }
+
+    /// Hands `event` to the core (after whatever is being carried out now).
+    public func handle(_ event: TargetCore.Event) {
+        if driving { return queue.append(.event(event)) }
+        drive(current.handle(event, now: world.now))
+    }
+
+    /// A Check wants a fresh verdict: false when there is nothing to probe (see `TargetCore.check`).
+    public func check() -> Bool {
+        let (probing, actions) = current.check(now: world.now)
+        if driving { queue.append(.actions(actions)) } else { drive(actions) }
+        return probing
+    }
+
+    /// Starts over with `core` (settings restored before the start), keeping nothing queued.
+    public func replaceCore(_ core: TargetCore) {
+        current = core
+        world.wakeUp(at: core.nextWakeup)
+    }
+
+    /// Carries out `actions`, then what they queued, in order; then the wake-up the core wants.
+    private func drive(_ actions: [TargetCore.Action]) {
+        driving = true
+        defer { driving = false }
+        carryOut(actions)
+        while head < queue.count {
+            let work = queue[head]
+            head += 1
+            switch work {
+            case .event(let event): carryOut(current.handle(event, now: world.now))
+            case .actions(let actions): carryOut(actions)
+            }
+        }
+        if head > 0 {
+            queue.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        world.settled()
+        world.wakeUp(at: current.nextWakeup)
+    }
+
+    private func carryOut(_ actions: [TargetCore.Action]) {
+        observeStep?(actions)
+        for action in actions {
+            switch action {
+            case .resolve(let host, let family, let generation):
+                if let literal = parseAddress(host), family.admits(literal) {
+                    queue.append(.event(.resolved(generation: generation, .success([literal]), routedFamilies: world.routedFamilies)))
+                } else {
+                    world.resolve(host, family: family, generation: generation)
+                }
+            case .cancelResolutions:
+                world.cancelResolutions()
+            case .watchRoute(let address, let families):
+                world.watchRoute(address, families: families)
+            case .probe(let address):
+                queue.insert(.event(.probing(world.aimProbes(at: address))), at: head)
+            case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
+                world.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP)
+            case .startCheck(let url, let generation, let limit):
+                world.startCheck(url: url, generation: generation, limitMilliseconds: limit)
+            case .cancelCheck:
+                world.cancelCheck()
+            case .sampleTraffic(let generation, let host, let interface, let inline):
+                if case .now(let sample, let cost) = world.sampleTraffic(generation: generation, host: host, interface: interface, inline: inline) {
+                    queue.append(.event(.trafficSampled(generation: generation, sample, cost: cost)))
+                }
+            case .reportChanged(let old, let new):
+                world.reportChanged(old: old, new: new)
+            case .publish:
+                world.publish { [unowned self] previous in current.state(previous: previous) }
+            case .verdictReady:
+                world.verdictReady()
+            }
+        }
+    }
+}

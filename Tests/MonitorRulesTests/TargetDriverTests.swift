@@ -1,0 +1,141 @@
+import MonitorRules
+import NetAddress
+import NetCore
+import ProbeRules
+import ReachabilityRules
+import XCTest
+
+/// The one pump the daemon and the simulation both run: the order it carries actions out in,
+/// the answers it gives itself, and that no world decides anything.
+final class TargetDriverTests: XCTestCase {
+    let ms: UInt64 = 1_000_000
+    let address = IPAddress.v4([198, 18, 0, 2])
+    let route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
+
+    /// Writes down every call, in order; does what a test tells it inside one.
+    final class RecordingWorld: TargetWorld {
+        var now: UInt64 = 0
+        var routedFamilies: Set<Int32>? = [IPAddress.familyIPv4]
+        var calls: [String] = []
+        var wake: UInt64?
+        var method: ProbeMethod? = .icmpDatagram
+        var published = MonitorState()
+        /// The last probe sent.
+        var lastSent: (sequence: UInt16, token: UInt64)?
+        /// Run inside the next `send` (a world handing the driver an event while it drives).
+        var duringSend: (() -> Void)?
+
+        func resolve(_ host: String, family: AddressFamily, generation: UInt64) { calls.append("resolve \(host)") }
+        func cancelResolutions() { calls.append("cancelResolutions") }
+        func watchRoute(_ address: IPAddress?, families: [Int32]) { calls.append("watchRoute \(address.map { "\($0)" } ?? "none")") }
+        func aimProbes(at address: IPAddress?) -> ProbeMethod? {
+            calls.append("aimProbes \(address.map { "\($0)" } ?? "none")")
+            return method
+        }
+        func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+            calls.append("send")
+            lastSent = (sequence, token)
+            let inside = duringSend
+            duringSend = nil
+            inside?()
+            calls.append("send returned")
+        }
+        func startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32) { calls.append("startCheck") }
+        func cancelCheck() { calls.append("cancelCheck") }
+        func sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
+            calls.append("sampleTraffic")
+            return .later
+        }
+        func reportChanged(old: ProbeReport, new: ProbeReport) { calls.append("reportChanged") }
+        func publish(_ state: (MonitorState) -> MonitorState) {
+            published = state(published)
+            calls.append("publish \(published.status.rawValue)")
+        }
+        func verdictReady() { calls.append("verdictReady") }
+        func wakeUp(at deadline: UInt64?) { wake = deadline }
+        func settled() { calls.append("settled") }
+    }
+
+    func makeDriver(host: String = "a.test", world: RecordingWorld) -> TargetDriver {
+        let core = TargetCore(host: host, family: .ipv4, probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200),
+                              seed: 7)
+        return TargetDriver(core: core, world: world) { IPAddress($0) }
+    }
+
+    /// A name goes to the world's resolver; an address never does: the driver answers it itself,
+    /// and the core goes on to the route and the probes in the same call.
+    func testAnAddressIsAnsweredByTheDriverNotTheResolver() {
+        let world = RecordingWorld()
+        let named = makeDriver(world: world)
+        named.handle(.start(checkURL: ""))
+        XCTAssertEqual(world.calls.first, "resolve a.test")
+
+        let literalWorld = RecordingWorld()
+        let literal = makeDriver(host: "198.18.0.2", world: literalWorld)
+        literal.handle(.start(checkURL: ""))
+        XCTAssertFalse(literalWorld.calls.contains { $0.hasPrefix("resolve") }, "\(literalWorld.calls)")
+        XCTAssertTrue(literalWorld.calls.contains("watchRoute 198.18.0.2"), "\(literalWorld.calls)")
+        XCTAssertTrue(literalWorld.calls.contains("aimProbes 198.18.0.2"), "\(literalWorld.calls)")
+        XCTAssertEqual(literal.core.monitor.resolution, .resolved(address))
+    }
+
+    /// The transport's answer to `.probe` is the core's next event, before anything the world
+    /// queued meanwhile; a probe goes out only after it.
+    func testTheTransportsAnswerComesBeforeAnythingQueued() {
+        let world = RecordingWorld()
+        let driver = makeDriver(world: world)
+        driver.handle(.start(checkURL: ""))
+        world.calls = []
+        driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]))
+        driver.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]))
+        let aimed = world.calls.firstIndex(of: "aimProbes 198.18.0.2")
+        let sent = world.calls.firstIndex(of: "send")
+        XCTAssertNotNil(aimed, "\(world.calls)")
+        XCTAssertNotNil(sent, "\(world.calls)")
+        if let aimed, let sent { XCTAssertLessThan(aimed, sent) }
+        XCTAssertEqual(driver.core.probe.statistics.sent, 1)
+    }
+
+    /// No re-entry: an event the world hands over while an action is carried out waits until
+    /// the actions before it are done; the wake-up follows the last of them.
+    func testAnEventHandedOverDuringAnActionWaitsForTheActions() {
+        let world = RecordingWorld()
+        let driver = makeDriver(world: world)
+        driver.handle(.start(checkURL: ""))
+        world.calls = []
+        var outstandingInside: Bool?
+        world.duringSend = { [unowned driver, unowned world] in
+            guard let sent = world.lastSent else { return }
+            driver.handle(.probe(.sendFailed(sequence: sent.sequence, transient: false, reason: "cannot send: Network is unreachable")))
+            outstandingInside = driver.core.isOutstanding(sent.sequence)
+        }
+        driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]))
+        XCTAssertEqual(Array(world.calls.drop { $0 != "send" }.prefix(2)), ["send", "send returned"])
+        XCTAssertEqual(outstandingInside, true, "the failure was handled inside the send")
+        XCTAssertEqual(world.lastSent.map { driver.core.isOutstanding($0.sequence) }, false, "the failure was not handled after the send")
+        XCTAssertEqual(world.calls.last, "settled")
+        XCTAssertEqual(world.wake, driver.core.nextWakeup)
+    }
+
+    /// Every step keeps the core's output rule as the world sees it: one publish at most, after
+    /// every other action but the verdict being ready.
+    func testTheWorldSeesOnePublishPerStepAndItLast() throws {
+        let world = RecordingWorld()
+        let driver = makeDriver(world: world)
+        var steps: [[TargetCore.Action]] = []
+        driver.observeStep = { steps.append($0) }
+        driver.handle(.start(checkURL: ""))
+        driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]))
+        driver.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]))
+        let sent = try XCTUnwrap(world.lastSent)
+        driver.handle(.probe(.reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
+        XCTAssertGreaterThan(steps.count, 3)
+        for step in steps {
+            let publishes = step.indices.filter { step[$0] == .publish }
+            XCTAssertLessThanOrEqual(publishes.count, 1, "\(step)")
+            let last = step.last == .verdictReady ? step.count - 2 : step.count - 1
+            if let only = publishes.first { XCTAssertEqual(only, last, "\(step)") }
+        }
+        XCTAssertEqual(world.published.status, .ethernet)
+    }
+}
