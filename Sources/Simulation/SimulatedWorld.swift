@@ -1,0 +1,360 @@
+import Glibc
+import HTTPCheck
+import MonitorService
+import NetCore
+import Probe
+import Reachability
+
+/// The simulated world the targets' drivers act on: the far host and its answers, the
+/// kernel's routes, the resolver's thread, the check of CheckURL and this machine's own traffic.
+extension Simulation {
+    func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+        log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(target.probe.outstandingCount), next wake \(target.probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
+        summary.probesSent += 1
+        stallWaitingSince = nil
+        resumeWaitingSince = nil
+        skippedSinceSend = false
+        sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000, extra: extra)
+        if sent.count > 4096 { sent = sent.filter { $0.value.deadline + 10_000_000_000 > now } }
+        if forCheck {
+            onScheduleSinceAnswer = false
+            summary.forcedProbes += 1
+            noteForcedProbe()
+        }
+        transmit(sequence, token, alsoTCP: alsoTCP)
+    }
+
+    func watchRoute(_ address: IPAddress?, families: [Int32]) {
+        routeNewsSinceCheck = true
+        let changed = address != reach.target || families != reach.families
+        reach.setTarget(address)
+        reach.setFamilies(families)
+        if changed { noteKernelTruth(reset: true) }
+    }
+
+    func aimProbes(at address: IPAddress?) -> ProbeMethod? {
+        probeTarget = address
+        lastRetarget = now
+        pendingChecks = []
+        sent = [:]
+        failureKindsSinceAnswer = []
+        firstFailureSentAt = nil
+        onScheduleSinceAnswer = true
+        answersInRow = 0
+        lastAnswerAt = now
+        newestAnsweredSentAt = 0
+        return scenario.probeMethod
+    }
+
+    func publish(_ newState: (MonitorState) -> MonitorState) {
+        let before = state.status
+        state = newState(state)
+        if state.status != before { summary.statuses.append((now, state.status, state.reason)) }
+        // The rules on what was published are checked once the step's work is done.
+        stateDue = true
+    }
+
+    /// On the loop a sample costs little and is handed over in the same turn, as the driver
+    /// does; on the sampler's thread it costs up to a few ms and comes back later.
+    func sampleTraffic(generation: UInt64, inline: Bool) -> TrafficSampling {
+        notePath()
+        let sample = trafficSample()
+        summary.trafficSamples += 1
+        if inline {
+            newSample = (now, sample.receivingRemotes > 0)
+            return .now(sample, cost: 20_000 + random.next() % 200_000)
+        }
+        let cost = 100_000 + random.next() % 5_000_000
+        queue.add(.trafficSample(generation: generation, sample, cost: cost, takenAt: now), at: now + cost)
+        return .later
+    }
+
+    func carryOut(_ output: ReachabilityCore.Output) {
+        switch output {
+        case .send(let request):
+            kernel.answer(request, target: scenario.family == .ipv6 ? AF_INET6 : AF_INET)
+            if overflowOnNextLookup, case .routeLookup = request {
+                // The reader stalls just as the kernel answers: the answer is lost with the events.
+                overflowOnNextLookup = false
+                kernel.overflow()
+            }
+            scheduleKernelRead()
+        case .evaluateAtEndOfTurn:
+            evaluationDue = true
+        case .verdict(let verdict, let id):
+            if let index = extras.firstIndex(where: { $0.routeID == id }) {
+                return takeExtra(index + 1, .route(verdict, routedFamilies: routedFamilies))
+            }
+            checkVerdictHeld(verdict, id)
+            guard id == 0 else { return }
+            let previous = target.monitor.route
+            take(.route(verdict, routedFamilies: routedFamilies))
+            // A route gained or changed probes at once: off the schedule.
+            if verdict.usable, case .resolved = target.monitor.resolution,
+               previous?.usable != true || previous?.interface != verdict.interface {
+                onScheduleSinceAnswer = false
+            }
+        }
+    }
+
+    /// The check as CheckRun runs it: lookup, connect and GET, never past its limit.
+    func startCheck(_ generation: UInt64, limit: UInt64) {
+        if limit != UInt64(max(5_000, settings.timeoutMilliseconds)) * 1_000_000 {
+            violation("a check started with a limit of \(Double(limit) / 1e6) ms, not max(5 s, Timeout)")
+        }
+        runningCheck = (generation, now, limit)
+        let (after, meaning): (UInt64, CheckAnswer.Meaning) = switch checkBehaviour {
+        case .expected(let milliseconds): (UInt64(milliseconds) * 1_000_000, .expected)
+        case .portal: (20_000_000, .portal("http://portal.test/login"))
+        case .failing: (20_000_000, .failed("HTTP 500"))
+        case .hanging: (limit, .failed("timed out after \(limit / 1_000_000_000) s"))
+        }
+        queue.add(.checkAnswer(generation: generation, meaning), at: now + min(after, limit))
+    }
+
+    func scheduleKernelRead() {
+        guard kernel.hasQueued, !kernelReadScheduled else { return }
+        kernelReadScheduled = true
+        queue.add(.kernelReadable, at: now + 50_000)
+    }
+
+    /// Asks the shared resolver for a name (the driver answers an address itself).
+    func resolve(_ host: String, _ generation: UInt64, for index: Int) {
+        let lookup = SimulatedResolver.Lookup(target: index, host: host, generation: generation)
+        if let broken = resolver.ask(lookup, targets: extras.count + 1, now: now) { violation(broken) }
+        startNextLookup()
+    }
+
+    /// The resolver's thread takes the next lookup, if it is free.
+    func startNextLookup() {
+        guard let (started, late) = resolver.startNext(now: now, v6: scenario.family == .ipv6, random: &random) else { return }
+        if let late { violation("the default target's lookup started \(Double(late) / 1e6) ms after the lookup under way when it was asked") }
+        let lookup = started.lookup
+        if lookup.target == 0, lookup.generation == target.monitor.generation { lookupAskedAt = now }
+        queue.add(.resolverAnswer(target: lookup.target, generation: lookup.generation, started.answer, worker: true), at: started.at)
+    }
+
+    func takeExtra(_ index: Int, _ event: TargetCore.Event) {
+        extras[index - 1].world.driver.handle(event)
+    }
+
+    /// The same far hosts as the default target's; a plain echo, no ladder.
+    func sendForExtra(_ index: Int, sequence: UInt16, token: UInt64) {
+        guard let address = extras[index - 1].probeAddress else { return }
+        guard kernel.canSend(to: address) else {
+            return takeExtra(index, .probe(.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(address): Network is unreachable")))
+        }
+        if kernel.delivers(to: address), case .answering(let minRTT, _, let loss) = behaviour, loss < 0.5 {
+            queue.add(.extraReply(target: index, sequence: sequence, token: token), at: now + UInt64(minRTT) * 1_000_000)
+        }
+    }
+
+    func publishExtra(_ index: Int, _ newState: (MonitorState) -> MonitorState) {
+        let extra = extras[index - 1]
+        extra.state = newState(extra.state)
+        let core = extra.core
+        if case .resolved(let address) = core.monitor.resolution,
+           !Self.addresses(of: core.monitor.host, v6: scenario.family == .ipv6).contains(address) {
+            violation("target \(index)'s Host \(core.monitor.host) resolved to \(address), an answer for another name")
+        }
+    }
+
+    /// The extra targets' states, as last published.
+    public var extraStates: [MonitorState] { extras.map(\.state) }
+
+    static func v6(_ subnet: UInt8, _ host: UInt8) -> IPAddress {
+        .v6([0xfd, 0, 0, 0, 0, 0, 0, subnet, 0, 0, 0, 0, 0, 0, 0, host])
+    }
+
+    static func addresses(of host: String, v6 six: Bool) -> [IPAddress] {
+        switch host {
+        case "a.test": [six ? v6(0, 2) : .v4([198, 18, 0, 2])]
+        case "b.test": [six ? v6(1, 2) : .v4([198, 18, 1, 2])]
+        default: IPAddress(host).map { [$0] } ?? []
+        }
+    }
+
+    /// The far host's answer to one probe, by the behaviour of the moment.
+    func transmit(_ sequence: UInt16, _ token: UInt64, alsoTCP: Bool) {
+        guard let target = probeTarget else { return }
+        let alone = scenario.probeMethod == .tcp
+        if filteredSince != nil && !(kernel.canSend(to: target) && kernel.delivers(to: target)) { pathTroubleSinceFiltered = true }
+        guard kernel.canSend(to: target) else {
+            let inFlight = self.target.isOutstanding(sequence)
+            if alone {
+                // connect(2) fails at once; the driver answers from the loop, as for any outcome.
+                queue.add(.tcpOutcome(sequence: sequence, token: token, .localRefusal(errno: 101), alone: true, fromHost: false), at: now)
+                return
+            }
+            take(.probe(.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(target): Network is unreachable")))
+            if inFlight {
+                sent[sequence]?.finished = true
+                failureKindsSinceAnswer.insert("send failed")
+                answersInRow = 0
+            }
+            return
+        }
+        guard kernel.delivers(to: target) else { return }
+        if alone || alsoTCP { connect(sequence, token, alone: alone) }
+        guard !alone else { return }
+        switch behaviour {
+        case .answering(let minRTT, let maxRTT, let loss):
+            guard Double(random.next() % 1000) / 1000 >= loss else { return }
+            let rtt = UInt64(minRTT) * 1_000_000 + random.next() % (UInt64(max(maxRTT, minRTT) - minRTT) * 1_000_000 + 1)
+            queue.add(.reply(sequence: sequence, token: token, via: .icmp), at: now + rtt)
+            if random.next() % 50 == 0 { queue.add(.reply(sequence: sequence, token: token, via: .icmp), at: now + rtt + 1_000) }
+        case .icmpFiltered, .silent:
+            break
+        case .timeExceeded:
+            queue.add(.icmpError(sequence: sequence, token: token, .timeExceeded), at: now + 2_000_000)
+        case .unreachable(let whole):
+            queue.add(.icmpError(sequence: sequence, token: whole ? token : nil, .unreachable(code: 1)), at: now + 2_000_000)
+        }
+    }
+
+    /// The probe's TCP connection to port 443 (the ladder's beside an echo request, or the probe
+    /// itself), ending as the path of the moment makes it.
+    func connect(_ sequence: UInt16, _ token: UInt64, alone: Bool) {
+        let routerDelay: UInt64 = 2_000_000
+        let (outcome, after, fromHost): (TCPOutcome, UInt64, Bool)
+        switch behaviour {
+        case .answering(let minRTT, let maxRTT, let loss):
+            guard Double(random.next() % 1000) / 1000 >= loss else { return }
+            // Racing the echo, a little slower or faster.
+            let rtt = UInt64(minRTT) * 1_000_000 + random.next() % (UInt64(max(maxRTT, minRTT) - minRTT) * 1_000_000 + 2_000_001)
+            (outcome, after, fromHost) = (.accepted, rtt, true)
+        case .icmpFiltered(let rtt, let path):
+            switch path {
+            case .accepts: (outcome, after, fromHost) = (.accepted, UInt64(rtt) * 1_000_000, true)
+            case .resets: (outcome, after, fromHost) = (.reset, UInt64(rtt) * 1_000_000, true)
+            // ECONNREFUSED, with the router's ICMP error in the socket's error queue.
+            case .rejectedByRouter: (outcome, after, fromHost) = (.icmpError(errno: 111), routerDelay, false)
+            case .dropped: return
+            }
+        case .silent:
+            return
+        // EHOSTUNREACH, with the router's ICMP error queued.
+        case .timeExceeded, .unreachable:
+            (outcome, after, fromHost) = (.icmpError(errno: 113), routerDelay, false)
+        }
+        queue.add(.tcpOutcome(sequence: sequence, token: token, outcome, alone: alone, fromHost: fromHost), at: now + after)
+    }
+
+    /// Whether the path to Host works now: a route the kernel delivers on, and a host that answers
+    /// (ICMP filtered or not); when it stopped working.
+    func notePath() {
+        let works: Bool
+        if let target = probeTarget, kernel.canSend(to: target), kernel.delivers(to: target) {
+            switch behaviour {
+            case .answering(_, _, let loss): works = loss < 0.5
+            case .icmpFiltered(_, let path): works = path == .accepts || path == .resets
+            case .silent, .timeExceeded, .unreachable: works = false
+            }
+        } else {
+            works = false
+        }
+        if works { pathDownSince = nil } else if pathDownSince == nil { pathDownSince = now }
+    }
+
+    /// What a sample of this machine's connections finds now.
+    func trafficSample() -> TrafficSample {
+        var remotes: Int
+        var lossy = false
+        switch trafficBehaviour {
+        case .none: return TrafficSample()
+        case .localOnly(let connections): return TrafficSample(connections: connections)
+        case .steady(let count): remotes = count
+        case .lossy(let count):
+            remotes = count
+            lossy = true
+        case .dying(let count): remotes = max(0, count - Int((now - trafficSince) / 2_000_000_000))
+        }
+        guard remotes > 0 else { return TrafficSample() }
+        guard let down = pathDownSince else {
+            return TrafficSample(connections: remotes, receivingRemotes: remotes,
+                                 retransmittingRemotes: lossy ? Int(random.next() % UInt64(remotes + 1)) : 0)
+        }
+        let elapsed = now - down
+        return TrafficSample(connections: remotes, receivingRemotes: elapsed < 1_000_000_000 ? remotes : 0,
+                             retransmittingRemotes: elapsed >= 300_000_000 ? remotes : 0)
+    }
+}
+
+/// One target's world in the simulation, for the daemon's `TargetDriver`: the default target
+/// (index 0) gets the whole simulated world, the extra ones a plain echo and no check.
+final class SimulatedTarget: TargetWorld {
+    unowned let simulation: Simulation
+    let index: Int
+    let initialCore: TargetCore
+    lazy var driver = TargetDriver(core: initialCore, world: self) { IPAddress($0) }
+    /// When the driver asked to be woken.
+    private(set) var wake: UInt64?
+
+    init(simulation: Simulation, index: Int, core: TargetCore) {
+        self.simulation = simulation
+        self.index = index
+        initialCore = core
+        wake = core.nextWakeup
+    }
+
+    var now: UInt64 { simulation.now }
+    var routedFamilies: Set<Int32>? { simulation.routedFamilies }
+
+    func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
+        simulation.resolve(host, generation, for: index)
+    }
+
+    func cancelResolutions() {
+        // Answers to earlier generations under way still arrive: the core must ignore them.
+        simulation.resolver.cancel(target: index)
+    }
+
+    func watchRoute(_ address: IPAddress?, families: [Int32]) {
+        if index == 0 { return simulation.watchRoute(address, families: families) }
+        let id = simulation.extras[index - 1].routeID
+        simulation.reach.setTarget(address, for: id)
+        simulation.reach.setFamilies(families, for: id)
+    }
+
+    func aimProbes(at address: IPAddress?) -> ProbeMethod? {
+        if index == 0 { return simulation.aimProbes(at: address) }
+        simulation.extras[index - 1].probeAddress = address
+        return .icmpDatagram
+    }
+
+    func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+        if index == 0 { return simulation.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP) }
+        simulation.sendForExtra(index, sequence: sequence, token: token)
+    }
+
+    func startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32) {
+        if index == 0 { simulation.startCheck(generation, limit: UInt64(limitMilliseconds) * 1_000_000) }
+    }
+
+    func cancelCheck() {
+        if index == 0 { simulation.runningCheck = nil }
+    }
+
+    func sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
+        if index == 0 { return simulation.sampleTraffic(generation: generation, inline: inline) }
+        return .now(TrafficSample(), cost: 20_000)
+    }
+
+    func reportChanged(old: ProbeReport, new: ProbeReport) {
+        if index == 0 { simulation.reported.append(.reportChanged(old: old, new: new)) }
+    }
+
+    func publish(_ state: (MonitorState) -> MonitorState) {
+        if index == 0 { simulation.publish(state) } else { simulation.publishExtra(index, state) }
+    }
+
+    func verdictReady() {
+        if index == 0 { simulation.reported.append(.verdictReady) }
+    }
+
+    func wakeUp(at deadline: UInt64?) {
+        wake = deadline
+    }
+
+    func settled() {}
+}

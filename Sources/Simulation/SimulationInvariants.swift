@@ -1,0 +1,254 @@
+import Glibc
+import HTTPCheck
+import MonitorService
+import NetCore
+import Probe
+import Reachability
+
+/// INTERFACE.md's rules, checked after every step against what the simulation kept itself
+/// (never what the cores say of themselves).
+extension Simulation {
+    /// At most one publication per step, after every action but the verdict being ready.
+    func checkPublication(_ actions: [TargetCore.Action]) {
+        var publications = 0
+        for index in actions.indices {
+            guard case .publish = actions[index] else { continue }
+            publications += 1
+            let last = if case .verdictReady? = actions.last { actions.count - 2 } else { actions.count - 1 }
+            if publications > 1 || index != last { violation("the state was published \(publications) times, or before the event's last action") }
+        }
+    }
+
+    /// Traffic as evidence, by the contract: flowing traffic stands in for a probe only with Evidence
+    /// `traffic` and data from a remote routed like Host within the last second; a stall sends a
+    /// probe within one sample (and the per-Timeout limit on forced probes); a probe skipped for
+    /// traffic goes out within one sample of traffic no longer flowing.
+    func checkTraffic() {
+        defer {
+            if let sample = newSample { lastSample = sample }
+            newSample = nil
+        }
+        let skipped = target.probe.statistics.skipped
+        if skipped > skippedSoFar {
+            summary.probesSkipped += skipped - skippedSoFar
+            skippedSoFar = skipped
+            skippedSinceSend = true
+            if settings.evidence != .traffic { violation("a probe was skipped with Evidence \(settings.evidence.rawValue)") }
+            guard let sample = lastSample, sample.receiving, now - sample.at <= 1_000_000_000 else {
+                return violation("a probe was skipped for traffic without data from a remote routed like Host within a second "
+                                 + "(last sample: \(lastSample.map { "\(Double(now - $0.at) / 1e6) ms ago, receiving \($0.receiving)" } ?? "none"))")
+            }
+        }
+        let word = target.trafficWatch.traffic
+        guard word != lastTraffic || stallWaitingSince != nil || resumeWaitingSince != nil else { return }
+        if word != lastTraffic {
+            if word == .stalled {
+                summary.stalls += 1
+                if target.probe.report.answering == true, target.probe.outstandingCount == 0 { stallWaitingSince = now }
+            }
+            if lastTraffic == .flowing, skippedSinceSend, target.probe.report.answering == true, target.probe.outstandingCount == 0 {
+                resumeWaitingSince = now
+            }
+            lastTraffic = word
+        }
+        if target.probe.report.answering != true || word == .none {
+            stallWaitingSince = nil
+            resumeWaitingSince = nil
+        }
+        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+        if let since = stallWaitingSince, now - since > TrafficWatch.busyPeriod + timeout, since >= lastSettingsChange {
+            violation("traffic stalled \(Double(now - since) / 1e6) ms ago and no probe went out")
+        }
+        if let since = resumeWaitingSince, now - since > TrafficWatch.busyPeriod, since >= lastSettingsChange {
+            violation("traffic stopped flowing \(Double(now - since) / 1e6) ms ago and the skipped probes did not resume")
+        }
+    }
+
+    func violation(_ rule: String) {
+        guard violations.isEmpty else { return }
+        log("VIOLATION \(rule)")
+        violations.append(Violation(seed: scenario.seed, at: now, rule: rule))
+    }
+
+    /// Probes whose deadline passed unanswered are failures the simulation counts itself.
+    func noteExpiries() {
+        for (sequence, probe) in sent where !probe.finished && probe.deadline <= now {
+            sent[sequence]?.finished = true
+            guard probe.sentAt > newestAnsweredSentAt, !probe.extra else { continue }
+            failureKindsSinceAnswer.insert("silence")
+            answersInRow = 0
+        }
+    }
+
+    func checkFlip(from old: ProbeReport, to new: ProbeReport) {
+        if old.answering != new.answering { noteExpiries() }
+        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+        let interval = UInt64(settings.intervalMilliseconds) * 1_000_000
+        if old.answering == true && new.answering == false {
+            summary.flips += 1
+            noteExpiries()
+            if failureKindsSinceAnswer.isEmpty {
+                violation("not answering with no failed probe since the last answer (traffic made it so by itself)")
+            }
+            // Consecutive failures are counted in the order probes were sent: a host that answered a
+            // probe is not silent until a probe sent after that one has failed.
+            if !sent.values.contains(where: { $0.finished && !$0.answered && $0.sentAt > newestAnsweredSentAt }) {
+                violation("not answering, though no probe sent after the newest answered one has failed")
+            }
+            if let since = filteredSince, !pathTroubleSinceFiltered, settings.failureThreshold >= 2,
+               failureKindsSinceAnswer == ["silence"],
+               sent.values.filter({ $0.finished && !$0.answered && !$0.extra && $0.sentAt > newestAnsweredSentAt })
+                   .allSatisfy({ $0.sentAt >= since }) {
+                violation("not answering while ICMP was filtered and the host answered TCP within Timeout (the ladder)")
+            }
+            let refused = failureKindsSinceAnswer.contains("refused") || failureKindsSinceAnswer.contains("send failed")
+            if !refused && target.probe.verdict.consecutiveFailures < settings.failureThreshold {
+                violation("not answering after \(target.probe.verdict.consecutiveFailures) failures without a proven refusal "
+                          + "(FailureThreshold \(settings.failureThreshold); failures: \(failureKindsSinceAnswer.sorted()))")
+            }
+            if failureKindsSinceAnswer == ["time exceeded"], onScheduleSinceAnswer,
+               let first = firstFailureSentAt, first >= lastSettingsChange, first >= lastRetarget {
+                // The network answered: no silence to confirm, so the next probe waits for its tick.
+                let bound = UInt64(settings.failureThreshold - 1) * interval
+                if now - first < bound {
+                    violation("\(settings.failureThreshold) Time Exceeded answers took \(Double(now - first) / 1e6) ms, "
+                              + "sooner than (FailureThreshold − 1) × Interval = \(Double(bound) / 1e6) ms")
+                }
+            }
+            if failureKindsSinceAnswer == ["silence"] {
+                // Thresholds count silence: never sooner than (F − 1) × min(Interval, Timeout) + Timeout.
+                let firstSilent = sent.values.filter { !$0.answered && $0.deadline >= lastAnswerAt }
+                    .map(\.sentAt).min()
+                if let firstSilent, firstSilent >= lastSettingsChange, firstSilent >= lastRetarget {
+                    let bound = UInt64(settings.failureThreshold - 1) * min(interval, timeout) + timeout
+                    if now - firstSilent < bound {
+                        violation("silence confirmed after \(Double(now - firstSilent) / 1e6) ms, sooner than \(Double(bound) / 1e6) ms "
+                                  + "(Interval \(settings.intervalMilliseconds), Timeout \(settings.timeoutMilliseconds), "
+                                  + "FailureThreshold \(settings.failureThreshold))")
+                    }
+                }
+            }
+        }
+        if old.answering == false && new.answering == true {
+            summary.flips += 1
+            if answersInRow < Int(settings.recoveryThreshold) {
+                violation("answering again after \(answersInRow) answers in a row (RecoveryThreshold \(settings.recoveryThreshold))")
+            }
+        }
+    }
+
+    func noteForcedProbe() {
+        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+        if let last = lastForcedAt, last >= lastSettingsChange, now - last < timeout {
+            violation("Checks forced two probes \(Double(now - last) / 1e6) ms apart (Timeout \(settings.timeoutMilliseconds))")
+        }
+        lastForcedAt = now
+    }
+
+    func answerChecks() {
+        if let oldest = pendingChecks.first { summary.longestCheckWait = max(summary.longestCheckWait, now - oldest.arrival) }
+        // Within two Timeouts. A Timeout changed while a Check waited: the probe it waits for may
+        // run on either. A Check that shares a probe in flight waits for that probe's own Timeout.
+        for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange
+            && !sent.values.contains(where: { $0.sentAt <= check.arrival && $0.deadline >= now }) {
+            violation("a Check waited \(Double(now - check.arrival) / 1e6) ms for a verdict (allowed: \(Double(check.limit - check.arrival) / 1e6) ms)")
+        }
+        pendingChecks = []
+    }
+
+    func checkResolution() {
+        if case .resolved(let address) = target.monitor.resolution,
+           !Self.addresses(of: target.monitor.host, v6: scenario.family == .ipv6).contains(address) {
+            violation("Host \(target.monitor.host) resolved to \(address), an answer for an earlier Host")
+        }
+    }
+
+    /// The check and DNS health, by the contract: a check ends within its limit, lookup included
+    /// (Connectivity is not `unknown` "checking" past it); a check that failed leaves an answering
+    /// host `limited`, never `none`; `limited` for a broken resolver ends within 5 s of its repair
+    /// (or of the failed answer to a lookup asked before it), plus a lookup.
+    func checkBeyondTheHost() {
+        if let running = runningCheck, now - running.startedAt > running.limit, state.reason.hasPrefix("checking") {
+            violation("Connectivity unknown (\(state.reason)) \(Double(now - running.startedAt) / 1e6) ms into a check "
+                      + "whose limit is \(Double(running.limit) / 1e6) ms")
+        }
+        if case .failed = target.monitor.portalCheck.meaning, target.probe.report.answering == true, target.monitor.route?.usable == true,
+           case .resolved = target.monitor.resolution, state.connectivity == .none {
+            violation("the check failed (\(state.reason)) and an answering host over a usable route is none")
+        }
+        // A lookup asked before the repair ends as it would have (a hung one at glibc's timeout): the 5 s count from its answer.
+        // The reason is read last: matching text is the dearest test here.
+        // A retry waiting behind another target's lookup waits for it (the rule above bounds that), then answers within 30 ms.
+        if let since = resolverAnsweringSince, (lookupAskedAt ?? .max) >= since, resolver.defaultMustStartBy == nil {
+            let from = max(since, lastLookupFailureAt)
+            if now - from > 5_030_000_000 + 1_000_000, now - resolver.lastDefaultStart > 31_000_000,
+               target.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures, state.reason.contains("no longer resolves") {
+                violation("limited by DNS \(Double(now - from) / 1e6) ms after the resolver answered again (\(state.reason))")
+            }
+        }
+    }
+
+    /// What a reader that missed nothing would conclude about one of the reachability core's targets now.
+    func kernelTruth(_ id: ReachabilityCore.TargetID, _ table: LinkTable) -> ReachabilityVerdict {
+        let classify: (Link) -> InterfaceKind = { $0.name.hasPrefix("wlan") ? .wifi : .ethernet }
+        if let target = reach.target(id) {
+            return ReachabilityEvaluation.verdict(target: target, lookup: kernel.lookup(target), table: table, classify: classify)
+        }
+        return ReachabilityEvaluation.defaultRouteVerdict(families: reach.families(id), table: table, classify: classify)
+    }
+
+    static func key(_ verdict: ReachabilityVerdict) -> String {
+        verdict.usable ? "usable over \(verdict.interface)" : "unusable (\(verdict.interface))"
+    }
+
+    /// The kernel changed, or the core's target did: remember what is true now. A verdict may lag
+    /// the kernel, but it must be something that was true at some moment for this target. On a new
+    /// target, the core's own table (the kernel's at a moment before, its news still in flight) is
+    /// such a moment too: a route deleted just before the new Host shows until its deletion is read.
+    func noteKernelTruth(reset: Bool) {
+        if reset { truthsSinceRetarget[0] = [Self.key(kernelTruth(0, reach.table))] }
+        let table = kernel.wholeTable
+        for id in [0, secondTarget] { truthsSinceRetarget[id, default: []].insert(Self.key(kernelTruth(id, table))) }
+    }
+
+    func checkVerdictHeld(_ verdict: ReachabilityVerdict, _ id: ReachabilityCore.TargetID) {
+        if truthsSinceRetarget[id]?.contains(Self.key(verdict)) != true {
+            violation("route verdict \(Self.key(verdict)) for target \(id): \(verdict.reason) — never true for it "
+                      + "(true since: \((truthsSinceRetarget[id] ?? []).sorted()))")
+        }
+    }
+
+    /// Whenever the reachability core is at rest (nothing queued, no lookup out, the table whole),
+    /// each target's verdict is the one a reader that missed nothing would reach.
+    func checkKernelAgreement() {
+        guard routeNewsSinceCheck, !kernel.hasQueued, !evaluationDue, reach.ready, !reach.isLookingUp else { return }
+        routeNewsSinceCheck = false
+        let table = kernel.wholeTable
+        for id in [0, secondTarget] {
+            let truth = kernelTruth(id, table)
+            guard let verdict = reach.verdict(id) else {
+                return violation("no route verdict for target \(id) although the kernel has said everything "
+                                 + "(truth: \(truth.usable ? truth.interface : truth.reason))")
+            }
+            if verdict.usable != truth.usable || verdict.interface != truth.interface {
+                violation("target \(id): route verdict \(verdict.usable ? "usable over \(verdict.interface)" : "unusable: \(verdict.reason)") "
+                          + "but the kernel says \(truth.usable ? "usable over \(truth.interface)" : "unusable: \(truth.reason)")")
+            }
+        }
+    }
+
+    func finish() {
+        noteExpiries()
+        for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange {
+            violation("a Check never got its verdict (arrived at \(Double(check.arrival) / 1e9) s)")
+        }
+        // A name with no address yet is looked up again after a backoff of up to 60 s: a failed
+        // answer that came after healing (a lookup hung before it) may leave it unresolved so long.
+        let backingOff = if case .failed = target.monitor.resolution { now - lastLookupFailureAt < 60_000_000_000 } else { false }
+        if scenario.quietFrom != nil, quiet, violations.isEmpty, !backingOff {
+            if state.status != .ethernet {
+                violation("after everything healed, Status is \(state.status) (\(state.reason)), not ethernet")
+            }
+        }
+    }
+}
