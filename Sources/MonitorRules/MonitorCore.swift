@@ -119,6 +119,12 @@ public struct MonitorCore {
         resolution = .pending
         failedResolutions = 0
         failedLookupsWhileAnswering = 0
+        // The old host's measurements are not the new one's (the counters only grow).
+        var fresh = ProbeReport()
+        fresh.probesSent = probe.probesSent
+        fresh.probesAnswered = probe.probesAnswered
+        fresh.probesSkipped = probe.probesSkipped
+        probe = fresh
         retarget(nil)
         resolve()
         outputs.append(.stateChanged)

@@ -64,6 +64,8 @@ public final class MonitorModel {
                 state.probeMethod = ""
                 state.portalURL = ""
                 state.address = ""
+                state.interface = ""
+                state.traffic = .none
                 state.roundTripTime = 0
                 state.packetLoss = 0
                 state.reason = probeNow == nil ? Self.noEngineReason : "resolving \(new.host)"

@@ -30,7 +30,7 @@ final class TargetDriverTests: XCTestCase {
         func watchRoute(_ address: IPAddress?, families: [Int32]) { calls.append("watchRoute \(address.map { "\($0)" } ?? "none")") }
         func aimProbes(at address: IPAddress?) -> ProbeMethod? {
             calls.append("aimProbes \(address.map { "\($0)" } ?? "none")")
-            return method
+            return address == nil ? nil : method
         }
         func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
             calls.append("send")
@@ -137,5 +137,35 @@ final class TargetDriverTests: XCTestCase {
             if let only = publishes.first { XCTAssertEqual(only, last, "\(step)") }
         }
         XCTAssertEqual(world.published.status, .ethernet)
+    }
+}
+
+/// A new Host starts over: nothing measured for the old one is published for it.
+final class HostChangeTests: XCTestCase {
+    func testANewHostShowsNoRoundTripOrMethodOfTheOldOne() throws {
+        let world = TargetDriverTests.RecordingWorld()
+        let core = TargetCore(host: "198.18.0.2", family: .ipv4,
+                              probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200), seed: 7)
+        let driver = TargetDriver(core: core, world: world) { IPAddress($0) }
+        driver.handle(.start(checkURL: ""))
+        driver.handle(.route(ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9"),
+                             routedFamilies: [IPAddress.familyIPv4]))
+        let sent = try XCTUnwrap(world.lastSent)
+        world.now = 3_000_000
+        driver.handle(.probe(.reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
+        XCTAssertEqual(world.published.probeMethod, "icmp")
+        XCTAssertGreaterThan(world.published.roundTripTime, 0)
+
+        driver.handle(.targetChanged(host: "b.test", family: .ipv4))
+        XCTAssertEqual(world.published.status, .unknown)
+        XCTAssertEqual(world.published.roundTripTime, 0)
+        XCTAssertEqual(world.published.probeMethod, "")
+        XCTAssertEqual(world.published.interface, "")
+        XCTAssertEqual(world.published.probesAnswered, 1, "the counters only grow")
+        driver.handle(.resolved(generation: 1, .failure(ResolverFailure(message: "cannot resolve b.test")),
+                                routedFamilies: [IPAddress.familyIPv4]))
+        XCTAssertEqual(world.published.status, .none)
+        XCTAssertEqual(world.published.roundTripTime, 0)
+        XCTAssertEqual(world.published.probeMethod, "")
     }
 }
