@@ -37,50 +37,47 @@ let package = Package(
         .target(name: "NetCore", dependencies: ["NetAddress"]),
         // rtnetlink: links, addresses, routes, the kernel's route to the host, the interface kind;
         // sock_diag: this machine's own TCP connections as traffic evidence.
-        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules", "ReachabilityRules"]),
+        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules", "ReachabilityRules", "NetAddress"]),
         // ICMP echo (datagram or raw sockets, TCP fallback) and name resolution: the drivers around ProbeRules.
-        .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules"]),
+        .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules", "NetAddress", "ReachabilityRules"]),
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop"]),
         // What ModemManager and NetworkManager say about links: modem generation, metered.
         .target(name: "Cellular", dependencies: ["DBusKit", "EventLoop", "MonitorRules"]),
         // CheckURL: libcurl's multi-socket interface on the MainLoop, and what an answer means.
-        .target(name: "HTTPCheck", dependencies: ["CCurl", "EventLoop", "MonitorRules"]),
+        .target(name: "HTTPCheck", dependencies: ["CCurl", "EventLoop", "MonitorRules", "ProbeRules"]),
         // org.netobserver.Monitor's names, types, access and change modes, typed once for daemon, client and tests.
-        .target(name: "MonitorContract", dependencies: ["DBusKit", "MonitorRules"]),
+        .target(name: "MonitorContract", dependencies: ["DBusKit", "MonitorRules", "ProbeRules"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
-        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck"]),
+        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck", "NetAddress", "ProbeRules"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
         // The engines' cores on a virtual clock against a simulated kernel, far host and resolver (tests and bench).
-        .target(name: "Simulation", dependencies: ["CLinux", "MonitorService", "Probe", "Reachability", "NetCore", "HTTPCheck"]),
+        .target(name: "Simulation", dependencies: ["MonitorRules", "NetAddress", "NetCore", "ProbeRules", "ReachabilityRules"]),
         // One fuzz input through the real dispatch of a complete Monitor object; the fuzzer and its replay test share it.
         // The other fuzzed surfaces (state file, validators, the client, the system-bus follower) beside it.
-        .target(name: "DBusFuzzHarness", dependencies: ["DBusKit", "EventLoop", "MonitorService", "MonitorContract", "MonitorClientCore"]),
+        .target(name: "DBusFuzzHarness", dependencies: ["DBusKit", "EventLoop", "MonitorService", "MonitorContract", "MonitorClientCore", "MonitorRules"]),
         // What the client makes of the service's values: the snapshot, the bar formats, the metrics text,
         // the signals it believes. A library of its own so the fuzzer reaches it.
-        .target(name: "MonitorClientCore", dependencies: ["DBusKit", "MonitorContract"]),
+        .target(name: "MonitorClientCore", dependencies: ["DBusKit", "MonitorContract", "MonitorRules", "ProbeRules"]),
         // The command-line client for people and scripts.
-        .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop", "MonitorContract", "MonitorClientCore"]),
+        .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop", "MonitorContract", "MonitorClientCore", "MonitorRules", "ProbeRules"]),
         // `make bench` measurements that need root and network namespaces.
-        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation"]),
+        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation", "NetAddress", "ProbeRules", "ReachabilityRules"]),
 
-        .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport", "Cellular"]),
-        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck",
-                                                                  "IntegrationSupport"]),
+        .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport", "Cellular", "MonitorRules"]),
+        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck", "IntegrationSupport", "EventLoop", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules"]),
         .testTarget(name: "MonitorRulesTests", dependencies: ["MonitorRules", "NetAddress", "NetCore", "ProbeRules", "ReachabilityRules"]),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe"]),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe", "MonitorRules", "ProbeRules"]),
         .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "MonitorRules", "EventLoop", "IntegrationSupport"], exclude: ["server.py"]),
-        .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityRules", "CLinux", "EventLoop", "NetCore", "ProbeRules",
-                                                                "IntegrationSupport"]),
+        .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop", "NetAddress", "ProbeRules"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityRules", "CLinux", "EventLoop", "NetCore", "ProbeRules", "IntegrationSupport", "NetAddress"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
-        .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "CLinux", "EventLoop", "NetCore", "IntegrationSupport",
-                                                         "MonitorContract"],
+        .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "EventLoop", "NetCore", "IntegrationSupport", "MonitorContract", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules"],
                     exclude: ["helpers"]),
         // Private buses, daemon processes, network namespaces: shared by the integration tests.
         .target(name: "IntegrationSupport", dependencies: ["CLinux", "MonitorContract"], path: "Tests/IntegrationSupport"),
         // Needs dbus-daemon and real clients (busctl, gdbus, qdbus, python3-dbus, python3-gi); no root.
-        .testTarget(name: "DaemonIntegrationTests", dependencies: ["IntegrationSupport", "MonitorContract"], exclude: ["clients"]),
+        .testTarget(name: "DaemonIntegrationTests", dependencies: ["IntegrationSupport", "MonitorContract", "MonitorRules"], exclude: ["clients"]),
     ],
     swiftLanguageModes: [.v6]
 )

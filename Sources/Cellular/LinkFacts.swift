@@ -1,5 +1,5 @@
 import DBusKit
-@_exported import MonitorRules
+import MonitorRules
 
 extension LinkFactsTable {
     public static let modemInterface = "org.freedesktop.ModemManager1.Modem"

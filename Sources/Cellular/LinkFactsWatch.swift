@@ -1,5 +1,6 @@
 import DBusKit
 import EventLoop
+import MonitorRules
 
 /// Follows ModemManager's modems and NetworkManager's devices on the system bus
 /// (DBUS_SYSTEM_BUS_ADDRESS honoured, whatever bus the daemon serves) and

@@ -1,6 +1,7 @@
 import DBusKit
 import MonitorClientCore
 import MonitorContract
+import MonitorRules
 import MonitorService
 
 /// The surfaces that read what someone else wrote, one fuzz input each. A violation

@@ -1,6 +1,7 @@
 import CCurl
 import EventLoop
 import MonitorRules
+import ProbeRules
 
 /// Plain HTTP GETs with libcurl's multi-socket interface, driven by the MainLoop
 /// (as libdbus's watches and timeouts are): curl says which sockets to watch and

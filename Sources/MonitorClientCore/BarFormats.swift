@@ -1,5 +1,6 @@
 import FoundationEssentials
 import MonitorContract
+import MonitorRules
 
 /// One line per state for a status bar's persistent custom module, in that bar's own
 /// format (waybar `return-type: json`; i3blocks `interval=persist` with `format=json`;

@@ -1,5 +1,7 @@
 import Glibc
 import MonitorContract
+import MonitorRules
+import ProbeRules
 
 /// Every target in the Prometheus text exposition format (version 0.0.4), with the metric
 /// names and labels of the contract: `host` and `target` (the object path) on every series.

@@ -2,6 +2,8 @@ import DBusKit
 import FoundationEssentials
 import Glibc
 import MonitorContract
+import MonitorRules
+import ProbeRules
 
 /// The properties as people and scripts read them: each value kept only when its type
 /// is the one the contract gives the property.

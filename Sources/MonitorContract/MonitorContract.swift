@@ -1,5 +1,6 @@
 import DBusKit
 import MonitorRules
+import ProbeRules
 
 /// org.netobserver.Monitor as INTERFACE.md defines it, typed once: the names, every
 /// property's type, access and change mode, the methods and the signal. The daemon's

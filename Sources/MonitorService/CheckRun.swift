@@ -1,6 +1,8 @@
 import EventLoop
 import Glibc
 import HTTPCheck
+import MonitorRules
+import NetAddress
 import NetCore
 import Probe
 

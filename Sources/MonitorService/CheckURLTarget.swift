@@ -1,3 +1,4 @@
+import NetAddress
 import NetCore
 
 /// Where a CheckURL leads: its host as written, the port, and the address when the host

@@ -2,8 +2,11 @@ import Cellular
 import EventLoop
 import Glibc
 import HTTPCheck
+import MonitorRules
+import NetAddress
 import NetCore
 import Probe
+import ProbeRules
 import Reachability
 
 /// The world around one target's `TargetDriver`: it turns what the resolver, the route watch,

@@ -1,11 +1,12 @@
-import Cellular
 import CLinux
+import Cellular
 import DBusKit
 import EventLoop
 import Glibc
 import HTTPCheck
 import MonitorContract
 import Probe
+import ProbeRules
 import Reachability
 
 /// netobserverd: the bus connection, the Monitor object and the loop.

@@ -1,5 +1,7 @@
 import EventLoop
 import MonitorContract
+import MonitorRules
+import NetAddress
 import NetCore
 
 /// The service's state and settings, and the single place they change.

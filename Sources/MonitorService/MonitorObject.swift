@@ -1,6 +1,7 @@
 import DBusKit
 import EventLoop
 import MonitorContract
+import MonitorRules
 
 /// The exported /org/netobserver/Monitor: binds the model to the bus, turns
 /// model changes into PropertiesChanged and StatusChanged, and keeps the

@@ -1,4 +1,5 @@
 import MonitorContract
+import MonitorRules
 
 extension MonitorState {
     /// The properties whose values differ between two states.

@@ -1,5 +1,6 @@
 import DBusKit
 import EventLoop
+import ProbeRules
 
 /// The Waits or the Checks of one target that are answered later, each with its own
 /// deadline, counted in the service's `PendingBudget` (which decides whether a call may

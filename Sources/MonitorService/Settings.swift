@@ -1,6 +1,9 @@
 import MonitorContract
+import MonitorRules
+import NetAddress
 import NetCore
 import Probe
+import ProbeRules
 
 /// A rejected setting: which one, and a message naming it and the accepted values.
 public struct SettingError: Error, Equatable, Sendable {

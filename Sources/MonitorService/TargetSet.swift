@@ -3,6 +3,7 @@ import DBusKit
 import EventLoop
 import HTTPCheck
 import MonitorContract
+import MonitorRules
 import Probe
 import Reachability
 

@@ -1,5 +1,5 @@
 import Glibc
-@_exported import NetAddress
+import NetAddress
 
 extension IPAddress {
     /// Parses a numeric address; an IPv6 one may end in `%zone`, an interface name or index

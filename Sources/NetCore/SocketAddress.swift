@@ -1,4 +1,5 @@
 import Glibc
+import NetAddress
 
 extension IPAddress {
     /// Calls `body` with this address (and `port`) as a sockaddr_in / sockaddr_in6.

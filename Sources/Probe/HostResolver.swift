@@ -1,6 +1,8 @@
 import EventLoop
 import Glibc
+import NetAddress
 import NetCore
+import ProbeRules
 import Synchronization
 
 /// Resolves host names on a worker thread and answers on the loop, so a slow

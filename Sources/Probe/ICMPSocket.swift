@@ -1,7 +1,9 @@
 import CLinux
 import EventLoop
 import Glibc
+import NetAddress
 import NetCore
+import ProbeRules
 
 /// An ICMP socket for one address family: datagram where the system allows,
 /// raw otherwise.

@@ -1,5 +1,8 @@
 import EventLoop
+import NetAddress
 import NetCore
+import ProbeRules
+import ReachabilityRules
 
 /// Does the host really answer? `ProbeCore` driven over a `ProbeTransport` on the loop, for
 /// whoever wants probes alone (the bench, the probe tests); the daemon drives the same core

@@ -1,7 +1,9 @@
 import CLinux
 import EventLoop
 import Glibc
+import NetAddress
 import NetCore
+import ProbeRules
 
 /// One ICMP socket per address family for every target's probe engine. Each engine
 /// gets a slot; its sequence numbers are those ≡ slot (mod `slots`), so what comes

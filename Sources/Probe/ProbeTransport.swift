@@ -1,7 +1,9 @@
 import CLinux
 import EventLoop
 import Glibc
+import NetAddress
 import NetCore
+import ProbeRules
 
 /// What a target's driver needs of the probes' I/O: the daemon's is `ProbeTransport`; driver
 /// tests bring one of their own, on a loop with a clock they advance.

@@ -1,7 +1,9 @@
 import CLinux
 import EventLoop
 import Glibc
+import NetAddress
 import NetCore
+import ProbeRules
 
 /// One TCP connection attempt used as a probe: an accepted connection, or one the
 /// host refused with an RST, means the host answered. Linux reports a router's ICMP

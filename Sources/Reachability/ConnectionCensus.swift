@@ -1,11 +1,12 @@
+#if canImport(NetCore)
+#endif
+#if canImport(ReachabilityRules)
 import CLinux
 import EventLoop
 import Glibc
-#if canImport(NetCore)
+import NetAddress
 import NetCore
-#endif
 import ProbeRules
-#if canImport(ReachabilityRules)
 import ReachabilityRules
 #endif
 

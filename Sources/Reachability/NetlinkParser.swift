@@ -1,8 +1,9 @@
-import CLinux
 #if canImport(NetCore)
-import NetCore
 #endif
 #if canImport(ReachabilityRules)
+import CLinux
+import NetAddress
+import NetCore
 import ReachabilityRules
 #endif
 

@@ -1,6 +1,7 @@
+#if canImport(NetCore)
 import CLinux
 import Glibc
-#if canImport(NetCore)
+import NetAddress
 import NetCore
 #endif
 

@@ -1,10 +1,11 @@
+#if canImport(NetCore)
+#endif
+#if canImport(ReachabilityRules)
 import CLinux
 import EventLoop
 import Glibc
-#if canImport(NetCore)
+import NetAddress
 import NetCore
-#endif
-#if canImport(ReachabilityRules)
 import ReachabilityRules
 #endif
 

@@ -1,9 +1,10 @@
+#if canImport(NetCore)
+#endif
 import CLinux
 import EventLoop
 import Glibc
-#if canImport(NetCore)
+import NetAddress
 import NetCore
-#endif
 import ProbeRules
 import Synchronization
 

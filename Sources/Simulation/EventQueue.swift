@@ -1,4 +1,5 @@
 /// Things due at virtual times, earliest first; equal times in the order they were added.
+import MonitorRules
 struct EventQueue<Event> {
     private var heap: [(time: UInt64, order: UInt64, event: Event)] = []
     private var added: UInt64 = 0

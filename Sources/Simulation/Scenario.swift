@@ -1,6 +1,6 @@
 import Glibc
-import MonitorService
-import Probe
+import MonitorRules
+import ProbeRules
 
 /// One simulated run: settings, how the far host behaves over time, and the faults
 /// and callers that hit the service. Everything comes from one seed.

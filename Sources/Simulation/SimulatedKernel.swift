@@ -1,7 +1,7 @@
-import CLinux
 import Glibc
+import NetAddress
 import NetCore
-import Reachability
+import ReachabilityRules
 
 /// The kernel as the reachability core sees it: links, their addresses and default
 /// routes, a receive queue that overruns, dumps that are never lost (the kernel
@@ -21,7 +21,7 @@ struct SimulatedKernel {
     private(set) var overrunPending = false
     var capacity = 32
 
-    static let up = UInt32(IFF_UP.rawValue), running = UInt32(IFF_RUNNING.rawValue), lowerUp = UInt32(IFF_LOWER_UP.rawValue)
+    static let up = KernelNumbers.linkUp, running = KernelNumbers.linkRunning, lowerUp = KernelNumbers.linkLowerUp
 
     init(family: Int32) {
         let v4 = family == AF_INET

@@ -1,6 +1,6 @@
-import MonitorService
+import NetAddress
 import NetCore
-import Probe
+import ProbeRules
 
 /// The daemon's resolver as the simulation plays it: one thread for every target, taking
 /// lookups in `LookupQueue`'s order (HostResolver's), each answered as the resolver behaves
@@ -16,7 +16,7 @@ struct SimulatedResolver {
     /// A lookup the thread has started, with its answer and when it comes.
     struct Started {
         let lookup: Lookup
-        let answer: Result<[IPAddress], HostResolver.Failure>
+        let answer: Result<[IPAddress], ResolverFailure>
         let at: UInt64
     }
 
@@ -68,22 +68,22 @@ struct SimulatedResolver {
 
     /// What the resolver says of `host`, and after how long: glibc's own timeout (5 to 10 s) for a name nobody answers.
     private static func answer(_ host: String, _ behaviour: Scenario.ResolverBehaviour, v6: Bool,
-                               random: inout SeededRandom) -> (Result<[IPAddress], HostResolver.Failure>, UInt64) {
-        let hung = (HostResolver.Failure(message: "cannot resolve \(host): no answer"), 5_000_000_000 + random.next() % 5_000_000_000)
+                               random: inout SeededRandom) -> (Result<[IPAddress], ResolverFailure>, UInt64) {
+        let hung = (ResolverFailure(message: "cannot resolve \(host): no answer"), 5_000_000_000 + random.next() % 5_000_000_000)
         var delay = random.next() % 30_000_000
         switch host {
         case "a.test", "b.test":
             switch behaviour {
             case .answering: break
             case .slow(let milliseconds): delay = UInt64(milliseconds) * 1_000_000
-            case .failing(let why): return (.failure(HostResolver.Failure(message: "cannot resolve \(host): \(why)")), delay)
+            case .failing(let why): return (.failure(ResolverFailure(message: "cannot resolve \(host): \(why)")), delay)
             case .hanging: return (.failure(hung.0), hung.1)
             }
             return (.success(Simulation.addresses(of: host, v6: v6)), delay)
         case "hang.test":
             return (.failure(hung.0), hung.1)
         default:
-            return (.failure(HostResolver.Failure(message: "cannot resolve \(host): Name or service not known")), delay)
+            return (.failure(ResolverFailure(message: "cannot resolve \(host): Name or service not known")), delay)
         }
     }
 }

@@ -1,9 +1,9 @@
 import Glibc
-import HTTPCheck
-import MonitorService
+import MonitorRules
+import NetAddress
 import NetCore
-import Probe
-import Reachability
+import ProbeRules
+import ReachabilityRules
 
 /// The simulated world the targets' drivers act on: the far host and its answers, the
 /// kernel's routes, the resolver's thread, the check of CheckURL and this machine's own traffic.

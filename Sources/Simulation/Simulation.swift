@@ -1,9 +1,9 @@
 import Glibc
-import HTTPCheck
-import MonitorService
+import MonitorRules
+import NetAddress
 import NetCore
-import Probe
-import Reachability
+import ProbeRules
+import ReachabilityRules
 
 /// Drives the daemon's own `TargetCore` (the monitor and probe cores composed once) and the
 /// reachability core on a virtual clock, against a simulated kernel, far host and
@@ -45,7 +45,7 @@ public final class Simulation {
         case kernelReadable
         /// A lookup for target `target` (0 the default, then the extra ones) ended; `worker`: the resolver's
         /// thread ran it (an address is answered at once, without it), and is free again.
-        case resolverAnswer(target: Int, generation: UInt64, Result<[IPAddress], HostResolver.Failure>, worker: Bool)
+        case resolverAnswer(target: Int, generation: UInt64, Result<[IPAddress], ResolverFailure>, worker: Bool)
         case extraReply(target: Int, sequence: UInt16, token: UInt64)
         case checkAnswer(generation: UInt64, CheckAnswer.Meaning)
         case trafficSample(generation: UInt64, TrafficSample, cost: UInt64, takenAt: UInt64)

@@ -1,9 +1,8 @@
 import Glibc
-import HTTPCheck
-import MonitorService
+import MonitorRules
 import NetCore
-import Probe
-import Reachability
+import ProbeRules
+import ReachabilityRules
 
 /// INTERFACE.md's rules, checked after every step against what the simulation kept itself
 /// (never what the cores say of themselves).

@@ -2,6 +2,7 @@ import CLinux
 import DBusKit
 import EventLoop
 import Glibc
+import NetAddress
 import NetCore
 import Reachability
 

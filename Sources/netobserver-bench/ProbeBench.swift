@@ -1,8 +1,10 @@
 import CLinux
 import EventLoop
 import Glibc
+import NetAddress
 import NetCore
 import Probe
+import ProbeRules
 
 /// Probe engine figures in client — router — server namespaces made here.
 final class ProbeBench {

@@ -1,9 +1,11 @@
 import CLinux
 import EventLoop
 import Glibc
+import NetAddress
 import NetCore
 import Probe
 import Reachability
+import ReachabilityRules
 
 /// Kernel change → engine callback, on one loop, in namespaces made here.
 final class ReachabilityBench {

@@ -1,6 +1,8 @@
 import EventLoop
+import NetAddress
 import NetCore
 import Probe
+import ProbeRules
 import Reachability
 
 /// `netobserver-bench sample-cost HOST SOURCE [N]`, run inside a namespace: N full dumps of this

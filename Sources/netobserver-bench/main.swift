@@ -1,6 +1,7 @@
 // netobserver-bench: measurements that need root and network namespaces
 // (`make bench` runs it). Traffic stays inside namespaces it creates and removes.
 import Glibc
+import NetAddress
 import NetCore
 
 // `netobserver-bench simulate N`: the cores in virtual time; needs neither root nor a network.

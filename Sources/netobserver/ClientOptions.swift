@@ -1,6 +1,7 @@
-import MonitorClientCore
 import DBusKit
+import MonitorClientCore
 import MonitorContract
+import MonitorRules
 
 /// `netobserver` command lines (INTERFACE.md, "The client").
 struct ClientOptions {

@@ -1,6 +1,7 @@
-import MonitorClientCore
 import EventLoop
 import Glibc
+import MonitorClientCore
+import ProbeRules
 
 /// Writes a file the way the node_exporter textfile collector needs: a temporary file in
 /// the same directory (not ending in .prom), then rename(2), so a reader sees the old

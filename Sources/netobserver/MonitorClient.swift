@@ -3,6 +3,7 @@ import EventLoop
 import Glibc
 import MonitorClientCore
 import MonitorContract
+import ProbeRules
 
 /// Talks to org.netobserver.Monitor for the command line.
 struct MonitorClient {

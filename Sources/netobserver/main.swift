@@ -1,8 +1,10 @@
-import MonitorClientCore
 import DBusKit
 import EventLoop
 import Glibc
+import MonitorClientCore
 import MonitorContract
+import MonitorRules
+import ProbeRules
 
 func fail(_ message: String, status: Int32) -> Never {
     writeLine("netobserver: \(message)", to: 2)

@@ -3,6 +3,7 @@ import DBusKit
 import EventLoop
 import Foundation
 import IntegrationSupport
+import MonitorRules
 import XCTest
 
 /// INTERFACE.md "Followers come back": the system-bus follower survives what another

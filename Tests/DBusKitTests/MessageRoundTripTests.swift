@@ -1,5 +1,6 @@
-import Foundation
 @testable import DBusKit
+import Foundation
+import MonitorRules
 import XCTest
 
 /// Every type goes into a real libdbus message, through the wire format, and back.

@@ -1,4 +1,5 @@
 @testable import DBusKit
+import MonitorRules
 import XCTest
 
 /// "Nothing a caller sends is echoed in full": names in error replies are cut and escaped.

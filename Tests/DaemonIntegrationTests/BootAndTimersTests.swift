@@ -1,5 +1,6 @@
 import Foundation
 import IntegrationSupport
+import MonitorRules
 import XCTest
 
 /// INTERFACE.md "Boot and timers": `wait` and `check --require full|portal|limited`, and the

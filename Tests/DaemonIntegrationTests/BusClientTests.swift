@@ -1,6 +1,7 @@
 import Foundation
 import IntegrationSupport
 import MonitorContract
+import MonitorRules
 import XCTest
 
 /// busctl, gdbus and qdbus against a running daemon.

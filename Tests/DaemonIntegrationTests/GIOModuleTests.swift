@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import IntegrationSupport
 import MonitorContract
+import MonitorRules
 import XCTest
 
 /// The GIO module in a GLib program (python3-gi, GIO_EXTRA_MODULES from the build), with the

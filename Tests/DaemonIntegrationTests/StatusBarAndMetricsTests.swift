@@ -1,6 +1,7 @@
 import Foundation
 import IntegrationSupport
 import MonitorContract
+import MonitorRules
 import XCTest
 
 /// `netobserver monitor --format …` and `netobserver metrics` against a running daemon.

@@ -1,11 +1,15 @@
+@testable import MonitorService
 import EventLoop
 import Foundation
 import HTTPCheck
 import IntegrationSupport
-@testable import MonitorService
+import MonitorRules
+import NetAddress
 import NetCore
 import Probe
+import ProbeRules
 import Reachability
+import ReachabilityRules
 import XCTest
 
 /// One run of the HTTP check, as the daemon drives it, against a loopback server and a

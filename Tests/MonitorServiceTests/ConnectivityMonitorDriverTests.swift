@@ -1,10 +1,14 @@
 import EventLoop
 import HTTPCheck
 import IntegrationSupport
+import MonitorRules
 import MonitorService
+import NetAddress
 import NetCore
 import Probe
+import ProbeRules
 import Reachability
+import ReachabilityRules
 import Synchronization
 import XCTest
 

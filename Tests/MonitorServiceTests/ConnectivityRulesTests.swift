@@ -1,8 +1,12 @@
-import HTTPCheck
 @testable import MonitorService
+import HTTPCheck
+import MonitorRules
+import NetAddress
 import NetCore
 import Probe
+import ProbeRules
 import Reachability
+import ReachabilityRules
 import XCTest
 
 /// Connectivity, pure: what a CheckURL is, what an answer means, when the check

@@ -1,6 +1,7 @@
-import Glibc
 @testable import MonitorService
+import Glibc
 import MonitorContract
+import NetAddress
 import NetCore
 import XCTest
 

@@ -1,9 +1,13 @@
 import Cellular
 import DBusKit
+import MonitorRules
 import MonitorService
+import NetAddress
 import NetCore
 import Probe
+import ProbeRules
 import Reachability
+import ReachabilityRules
 import XCTest
 
 /// The ModemManager / NetworkManager knowledge, pure: the generation mapping, the

@@ -1,4 +1,5 @@
 import MonitorContract
+import MonitorRules
 import MonitorService
 import XCTest
 

@@ -1,4 +1,5 @@
 @testable import MonitorService
+import ProbeRules
 import XCTest
 
 /// Every writable property at its bounds: the value in range is kept, the

@@ -1,7 +1,11 @@
+import MonitorRules
 import MonitorService
+import NetAddress
 import NetCore
 import Probe
+import ProbeRules
 import Reachability
+import ReachabilityRules
 import XCTest
 
 /// The one core per target: events in, actions out, one publish per event, after every action

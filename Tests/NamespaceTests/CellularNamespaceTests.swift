@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import IntegrationSupport
 import MonitorContract
+import MonitorRules
 import XCTest
 
 /// AccessTechnology and Metered end to end: the daemon in a client namespace whose

@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import IntegrationSupport
 import MonitorContract
+import MonitorRules
+import ProbeRules
 import XCTest
 
 /// Connectivity end to end: the daemon in a client namespace behind a router, a real

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import IntegrationSupport
 import MonitorContract
+import MonitorRules
 import XCTest
 
 /// netobserverd end to end: the daemon in a client namespace behind a router,

@@ -1,9 +1,11 @@
 import EventLoop
 import Foundation
 import Glibc
+import IntegrationSupport
+import NetAddress
 import NetCore
 import Probe
-import IntegrationSupport
+import ProbeRules
 import XCTest
 
 /// The probe engine against real hosts: client — router — server namespaces,

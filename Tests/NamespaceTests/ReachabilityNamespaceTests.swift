@@ -1,9 +1,11 @@
 import EventLoop
 import Foundation
 import Glibc
+import IntegrationSupport
+import NetAddress
 import NetCore
 import Reachability
-import IntegrationSupport
+import ReachabilityRules
 import XCTest
 
 /// The engine against a real kernel: a client namespace with two veth links

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import IntegrationSupport
 import MonitorContract
+import ProbeRules
 import XCTest
 
 /// Traffic as evidence with real TCP: the daemon in a client namespace whose own connections go

@@ -1,4 +1,5 @@
 @testable import Probe
+import ProbeRules
 import XCTest
 
 final class EchoPacketTests: XCTestCase {

@@ -1,5 +1,6 @@
-import Foundation
 @testable import Probe
+import Foundation
+import ProbeRules
 import XCTest
 
 /// The echo fuzzer's seed corpus and every crash input it found, replayed on each run.

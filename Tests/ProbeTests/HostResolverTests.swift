@@ -1,7 +1,9 @@
 import EventLoop
 import Glibc
+import NetAddress
 import NetCore
 import Probe
+import ProbeRules
 import Synchronization
 import XCTest
 

@@ -1,4 +1,5 @@
 @testable import Probe
+import ProbeRules
 import XCTest
 
 /// The probe ladder in ProbeCore: a TCP connection beside the echo whenever the

@@ -1,4 +1,5 @@
 import Probe
+import ProbeRules
 import XCTest
 
 final class ProbeTrackerTests: XCTestCase {

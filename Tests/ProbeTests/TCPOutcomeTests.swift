@@ -1,5 +1,6 @@
-import Glibc
 @testable import Probe
+import Glibc
+import ProbeRules
 import XCTest
 
 /// A TCP probe's outcome as TCPProbe reads it from the socket, and what the probe core hears of it.

@@ -1,4 +1,5 @@
 @testable import Probe
+import ProbeRules
 import XCTest
 
 /// Traffic as evidence without sockets: the word a sample gives, when to sample, and what the

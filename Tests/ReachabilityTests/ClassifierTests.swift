@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import NetCore
 import Reachability
+import ReachabilityRules
 import XCTest
 
 /// Classification on fake sysfs trees: these machines have no wifi or modem.

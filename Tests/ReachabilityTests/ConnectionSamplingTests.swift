@@ -1,10 +1,11 @@
+@testable import Reachability
 import CLinux
 import EventLoop
 import Glibc
 import IntegrationSupport
+import NetAddress
 import NetCore
 import ProbeRules
-@testable import Reachability
 import XCTest
 
 /// sock_diag against this machine's kernel (no root: loopback connections), and its parser against

@@ -1,7 +1,9 @@
 import CLinux
 import Glibc
+import NetAddress
 import NetCore
 import Reachability
+import ReachabilityRules
 import XCTest
 
 final class EvaluationTests: XCTestCase {

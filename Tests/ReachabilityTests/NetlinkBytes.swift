@@ -1,7 +1,8 @@
+@testable import Reachability
 import CLinux
 import Glibc
+import NetAddress
 import NetCore
-@testable import Reachability
 
 /// Canned rtnetlink datagrams, built the way the kernel lays them out.
 enum NetlinkBytes {

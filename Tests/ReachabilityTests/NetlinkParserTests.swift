@@ -1,7 +1,9 @@
+@testable import Reachability
 import CLinux
 import Glibc
+import NetAddress
 import NetCore
-@testable import Reachability
+import ReachabilityRules
 import XCTest
 
 final class NetlinkParserTests: XCTestCase {

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import NetAddress
 import NetCore
 import ReachabilityRules
 import XCTest

@@ -1,5 +1,7 @@
+import MonitorRules
 import MonitorService
 import Probe
+import ProbeRules
 import Simulation
 import XCTest
 
