@@ -66,6 +66,9 @@ let package = Package(
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport", "Cellular", "MonitorRules"]),
         .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck", "IntegrationSupport", "EventLoop", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules"]),
+        .testTarget(name: "NetAddressTests", dependencies: ["NetAddress", "NetCore"]),
+        .testTarget(name: "ProbeRulesTests", dependencies: ["NetAddress", "ProbeRules"]),
+        .testTarget(name: "ReachabilityRulesTests", dependencies: ["CLinux", "NetAddress", "NetCore", "ReachabilityRules"]),
         .testTarget(name: "MonitorRulesTests", dependencies: ["MonitorRules", "NetAddress", "NetCore", "ProbeRules", "ReachabilityRules"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe", "MonitorRules", "ProbeRules"]),
         .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "MonitorRules", "EventLoop", "IntegrationSupport"], exclude: ["server.py"]),

@@ -14,4 +14,19 @@ for target in $pure; do
         esac
     done
 done
+# Each pure target has a test target of its own (make check runs them), which links no driver:
+# the rules, NetCore (addresses read from text), and CLinux (headers to hold numbers to) at most.
+for target in $pure; do
+    tests="Tests/${target}Tests"
+    if [ ! -d "$tests" ]; then
+        echo "$target has no test target $tests"; status=1; continue
+    fi
+    for module in $(grep -hoE '^(@testable )?import [A-Za-z_]+' "$tests"/*.swift | awk '{print $NF}' | sort -u); do
+        case " $pure NetCore CLinux Glibc XCTest " in
+            *" $module "*) ;;
+            *) echo "$tests imports $module, a driver"; status=1 ;;
+        esac
+    done
+done
+[ "$1" = --list ] && [ $status -eq 0 ] && echo $pure
 exit $status

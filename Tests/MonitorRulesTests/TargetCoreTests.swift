@@ -1,10 +1,7 @@
 import MonitorRules
-import MonitorService
 import NetAddress
 import NetCore
-import Probe
 import ProbeRules
-import Reachability
 import ReachabilityRules
 import XCTest
 
@@ -78,7 +75,7 @@ final class TargetCoreTests: XCTestCase {
             .checkAnswered(generation: 1, .expected), .timeout, .timeout,
             .route(ReachabilityVerdict(usable: false, reason: "no route"), routedFamilies: []),
             .route(route, routedFamilies: [IPAddress.familyIPv4]), .targetChanged(host: "b.test", family: .ipv4),
-            .resolved(generation: 1, .failure(HostResolver.Failure(message: "cannot resolve b.test: SERVFAIL")), routedFamilies: nil),
+            .resolved(generation: 1, .failure(ResolverFailure(message: "cannot resolve b.test: SERVFAIL")), routedFamilies: nil),
             .timeout, .probeSettings(ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 100)), .checkURL(""),
         ]
         while !events.isEmpty {

@@ -1,4 +1,3 @@
-@testable import Probe
 import ProbeRules
 import XCTest
 

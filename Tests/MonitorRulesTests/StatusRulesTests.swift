@@ -1,10 +1,7 @@
 import MonitorRules
-import MonitorService
 import NetAddress
 import NetCore
-import Probe
 import ProbeRules
-import Reachability
 import ReachabilityRules
 import XCTest
 

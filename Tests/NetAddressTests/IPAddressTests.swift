@@ -1,37 +1,11 @@
-import CLinux
 import Glibc
 import NetAddress
 import NetCore
-import ReachabilityRules
 import XCTest
 
-/// The pure targets write the kernel's numbers and an address's text form themselves;
-/// here they are held to the C headers and to inet_ntop(3).
-final class PureRulesAgainstTheSystemTests: XCTestCase {
-    func testKernelNumbersAreTheHeaders() {
-        XCTAssertEqual(IPAddress.familyIPv4, AF_INET)
-        XCTAssertEqual(IPAddress.familyIPv6, AF_INET6)
-        XCTAssertEqual(KernelNumbers.linkUp, UInt32(IFF_UP.rawValue))
-        XCTAssertEqual(KernelNumbers.linkRunning, UInt32(IFF_RUNNING.rawValue))
-        XCTAssertEqual(KernelNumbers.linkLowerUp, UInt32(IFF_LOWER_UP.rawValue))
-        XCTAssertEqual(KernelNumbers.addressDuplicate, UInt32(IFA_F_DADFAILED))
-        XCTAssertEqual(KernelNumbers.addressDeprecated, UInt32(IFA_F_DEPRECATED))
-        XCTAssertEqual(KernelNumbers.addressTentative, UInt32(IFA_F_TENTATIVE))
-        XCTAssertEqual(KernelNumbers.mainTable, UInt32(RT_TABLE_MAIN.rawValue))
-        XCTAssertEqual(KernelNumbers.routeUnicast, UInt8(RTN_UNICAST))
-        XCTAssertEqual(KernelNumbers.routeLocal, UInt8(RTN_LOCAL))
-        XCTAssertEqual(KernelNumbers.routeBlackhole, UInt8(RTN_BLACKHOLE))
-        XCTAssertEqual(KernelNumbers.routeUnreachable, UInt8(RTN_UNREACHABLE))
-        XCTAssertEqual(KernelNumbers.routeProhibit, UInt8(RTN_PROHIBIT))
-        XCTAssertEqual(KernelNumbers.routeThrow, UInt8(RTN_THROW))
-        XCTAssertEqual(KernelNumbers.errorAccess, EACCES)
-        XCTAssertEqual(KernelNumbers.errorInvalid, EINVAL)
-        XCTAssertEqual(KernelNumbers.errorNetworkUnreachable, ENETUNREACH)
-        XCTAssertEqual(KernelNumbers.errorHostUnreachable, EHOSTUNREACH)
-    }
-
-    /// Random addresses whose groups are often zero (so every run length and position of `::`
-    /// occurs), the IPv4-mapped and -compatible forms, and all of IPv4's edges.
+/// IPAddress writes its text form itself (the pure targets do not link libc): here it is held
+/// to inet_ntop(3); and the classes a CheckURL may not point into.
+final class IPAddressTests: XCTestCase {
     func testTextFormIsInetNtops() {
         var random = SystemRandomNumberGenerator()
         var cases: [IPAddress] = [.v4([0, 0, 0, 0]), .v4([255, 255, 255, 255]), .v4([198, 18, 0, 1]),
@@ -68,5 +42,20 @@ final class PureRulesAgainstTheSystemTests: XCTestCase {
         let ok = address.bytes.withUnsafeBytes { inet_ntop(address.family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
         guard ok != nil else { return "inet_ntop failed" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    func testWhatPointsInward() {
+        for inward in ["127.0.0.1", "0.0.0.0", "169.254.1.1", "224.0.0.1", "::1", "::", "fe80::1", "ff02::1", "::ffff:127.0.0.1"] {
+            XCTAssertEqual(IPAddress(inward)?.pointsInward, true, inward)
+        }
+        for outward in ["198.18.0.1", "10.0.0.1", "2001:db8::1", "fd00::1", "::ffff:198.18.0.1"] {
+            XCTAssertEqual(IPAddress(outward)?.pointsInward, false, outward)
+        }
+    }
+
+    func testAnIPv4MappedAddressIsTheIPv4AddressItCarries() {
+        XCTAssertEqual(IPAddress("::ffff:198.18.0.1")?.unmapped, IPAddress("198.18.0.1"))
+        XCTAssertEqual(IPAddress("2001:db8::1")?.unmapped, IPAddress("2001:db8::1"))
+        XCTAssertEqual(IPAddress("198.18.0.1")?.unmapped, IPAddress("198.18.0.1"))
     }
 }
