@@ -100,38 +100,28 @@ bench: deps-bench release gio-module
 # and the state file, the validators, the client and the system-bus follower: FUZZ_RUNS executions
 # each (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
 FUZZ_RUNS ?= 10000000
-FUZZ_NETLINK_SOURCES := Sources/NetAddress/IPAddress.swift Sources/ReachabilityRules/RouteMessage.swift \
-                        Sources/ReachabilityRules/KernelNumbers.swift Sources/Reachability/NetlinkParser.swift Fuzz/NetlinkFuzzer.swift
-FUZZ_ECHO_SOURCES := Sources/ProbeRules/EchoPacket.swift Sources/ProbeRules/InternetChecksum.swift Sources/ProbeRules/ProbeTracker.swift \
-                     Fuzz/EchoFuzzer.swift
-FUZZ_SOCKDIAG_SOURCES := Sources/NetAddress/IPAddress.swift Sources/ReachabilityRules/RouteMessage.swift \
-                         Sources/ReachabilityRules/KernelNumbers.swift Sources/Reachability/NetlinkParser.swift Sources/Reachability/NetlinkRequest.swift \
-                         Sources/Reachability/SocketDiag.swift Fuzz/SocketDiagFuzzer.swift .build/fuzz/clinux.o
-FUZZ_FLAGS := -sanitize=fuzzer,address -parse-as-library -O -I Sources/CLinux/include
-
-# Builds and runs one fuzzer: $(1) name, $(2) sources.
-define run_fuzzer
-	mkdir -p .build/fuzz/$(1)-corpus
-	$(SWIFT)c $(FUZZ_FLAGS) -module-name Fuzz_$(1) $(2) -o .build/fuzz/$(1) 2>&1 | grep -v "Cannot export local symbol '__asan" || true
-	cp Fuzz/$(1)/corpus/* .build/fuzz/$(1)-corpus/
-	SWIFT_BACKTRACE=enable=no .build/fuzz/$(1) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
-	  -artifact_prefix=Fuzz/$(1)/crashes/ .build/fuzz/$(1)-corpus 2>&1 | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)"
-endef
-
-# The fuzzer of the D-Bus surface and the others is a package of its own (Fuzz/dbus) over the
-# real DBusKit, MonitorService and MonitorClientCore; FUZZ_SURFACE picks the surface. libdbus
-# demarshals each D-Bus input and ObjectServer dispatches it to the whole service.
-# lld, because gold crashes on the sanitizer build.
+# Each fuzzer is a package of its own over the real modules (libFuzzer brings its own main), built
+# with the sanitizers; lld, because gold crashes on the sanitizer build. Fuzz/parsers: the rtnetlink,
+# ICMP reply and sock_diag parsers (FUZZ_PARSER picks one; the C shim that reads tcp_info is
+# instrumented too). Fuzz/dbus: the D-Bus surface and the others (FUZZ_SURFACE picks one) over the
+# real DBusKit, MonitorService and MonitorClientCore; libdbus demarshals each D-Bus input and
+# ObjectServer dispatches it to the whole service.
+FUZZ_BUILD := build -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
+FUZZ_PARSERS := netlink echo sockdiag
+PARSER_FUZZER := .build/fuzz/parsers-spm/release/ParserFuzzer
 FUZZ_SURFACES := dbus statefile validators client follower
 SURFACE_FUZZER := .build/fuzz/dbus-spm/release/SurfaceFuzzer
 
 fuzz: deps-build
 	mkdir -p .build/fuzz
-	$(call run_fuzzer,netlink,$(FUZZ_NETLINK_SOURCES))
-	$(call run_fuzzer,echo,$(FUZZ_ECHO_SOURCES))
-	@# The sock_diag parser reads tcp_info through the C shim: built with the same sanitizers.
-	$(dir $(SWIFT))clang -c -O1 -fsanitize=fuzzer-no-link,address -I Sources/CLinux/include Sources/CLinux/CLinux.c -o .build/fuzz/clinux.o
-	$(call run_fuzzer,sockdiag,$(FUZZ_SOCKDIAG_SOURCES))
+	@# A failed build must stop here, not fuzz a stale binary.
+	cd Fuzz/parsers && out=$$($(SWIFT) $(FUZZ_BUILD) -Xcc -fsanitize=fuzzer-no-link,address --scratch-path ../../.build/fuzz/parsers-spm \
+	  --product ParserFuzzer 2>&1) || { echo "$$out"; exit 1; }; echo "$$out" | grep -E "error|warning:" || true
+	@for parser in $(FUZZ_PARSERS); do \
+	  echo "fuzzing $$parser"; mkdir -p .build/fuzz/$$parser-corpus; cp Fuzz/$$parser/corpus/* .build/fuzz/$$parser-corpus/; \
+	  FUZZ_PARSER=$$parser SWIFT_BACKTRACE=enable=no $(PARSER_FUZZER) -runs=$(FUZZ_RUNS) -print_final_stats=1 \
+	    -artifact_prefix=Fuzz/$$parser/crashes/ .build/fuzz/$$parser-corpus 2>&1 \
+	    | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)" || exit 1; done
 	@# The GIO module (C, loaded into every GLib program): GetAll replies and PropertiesChanged bodies.
 	$(dir $(SWIFT))clang -g -O1 -fsanitize=fuzzer,address $$(pkg-config --cflags gio-2.0) $(GIO_FUZZ_SOURCES) \
 	  -o .build/fuzz/gio $$(pkg-config --libs gio-2.0) 2>&1 | grep -v "Cannot export local symbol '__asan" || true
@@ -140,8 +130,8 @@ fuzz: deps-build
 	.build/fuzz/gio -runs=$(FUZZ_RUNS) -print_final_stats=1 -artifact_prefix=Fuzz/gio/crashes/ .build/fuzz/gio-corpus 2>&1 \
 	  | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)"
 	@# A failed build must stop here, not fuzz a stale binary.
-	cd Fuzz/dbus && out=$$($(SWIFT) build -c release --scratch-path ../../.build/fuzz/dbus-spm --product SurfaceFuzzer \
-	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld 2>&1) || { echo "$$out"; exit 1; }; \
+	cd Fuzz/dbus && out=$$($(SWIFT) $(FUZZ_BUILD) --scratch-path ../../.build/fuzz/dbus-spm --product SurfaceFuzzer 2>&1) \
+	  || { echo "$$out"; exit 1; }; \
 	  echo "$$out" | grep -E "error|warning:" || true
 	@for surface in $(FUZZ_SURFACES); do \
 	  echo "fuzzing $$surface"; mkdir -p .build/fuzz/$$surface-corpus; cp Fuzz/$$surface/corpus/* .build/fuzz/$$surface-corpus/; \

@@ -6,8 +6,11 @@ let package = Package(
     products: [
         .executable(name: "netobserverd", targets: ["netobserverd"]),
         .executable(name: "netobserver", targets: ["netobserver"]),
-        // For the D-Bus fuzzer's own package (Fuzz/dbus).
+        // For the fuzzers' own packages (Fuzz/dbus, Fuzz/parsers).
         .library(name: "DBusFuzzHarness", targets: ["DBusFuzzHarness"]),
+        .library(name: "Reachability", targets: ["Reachability"]),
+        .library(name: "ProbeRules", targets: ["ProbeRules"]),
+        .library(name: "TrafficCensus", targets: ["TrafficCensus"]),
     ],
     targets: [
         // libdbus-1, with a shim header for what Swift's importer cannot see.
@@ -37,7 +40,9 @@ let package = Package(
         .target(name: "NetCore", dependencies: ["NetAddress"]),
         // rtnetlink: links, addresses, routes, the kernel's route to the host, the interface kind;
         // sock_diag: this machine's own TCP connections as traffic evidence.
-        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules", "ReachabilityRules", "NetAddress"]),
+        .target(name: "Reachability", dependencies: ["CLinux", "EventLoop", "NetCore", "ReachabilityRules", "NetAddress"]),
+        // sock_diag: this machine's TCP connections as traffic evidence (counts, never addresses).
+        .target(name: "TrafficCensus", dependencies: ["CLinux", "EventLoop", "NetAddress", "NetCore", "ProbeRules", "Reachability", "ReachabilityRules"]),
         // ICMP echo (datagram or raw sockets, TCP fallback) and name resolution: the drivers around ProbeRules.
         .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules", "NetAddress", "ReachabilityRules"]),
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
@@ -49,7 +54,7 @@ let package = Package(
         // org.netobserver.Monitor's names, types, access and change modes, typed once for daemon, client and tests.
         .target(name: "MonitorContract", dependencies: ["DBusKit", "MonitorRules", "ProbeRules"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
-        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck", "NetAddress", "ProbeRules"]),
+        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck", "NetAddress", "ProbeRules", "TrafficCensus"]),
         .executableTarget(name: "netobserverd", dependencies: ["MonitorService"]),
         // The engines' cores on a virtual clock against a simulated kernel, far host and resolver (tests and bench).
         .target(name: "Simulation", dependencies: ["MonitorRules", "NetAddress", "NetCore", "ProbeRules", "ReachabilityRules"]),
@@ -62,10 +67,10 @@ let package = Package(
         // The command-line client for people and scripts.
         .executableTarget(name: "netobserver", dependencies: ["DBusKit", "EventLoop", "MonitorContract", "MonitorClientCore", "MonitorRules", "ProbeRules"]),
         // `make bench` measurements that need root and network namespaces.
-        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation", "NetAddress", "ProbeRules", "ReachabilityRules"]),
+        .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation", "NetAddress", "ProbeRules", "ReachabilityRules", "TrafficCensus"]),
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport", "Cellular", "MonitorRules"]),
-        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck", "IntegrationSupport", "EventLoop", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules"]),
+        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck", "IntegrationSupport", "EventLoop", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules", "TrafficCensus"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress", "NetCore"]),
         .testTarget(name: "ProbeRulesTests", dependencies: ["NetAddress", "ProbeRules"]),
         .testTarget(name: "ReachabilityRulesTests", dependencies: ["CLinux", "NetAddress", "NetCore", "ReachabilityRules"]),
@@ -73,7 +78,7 @@ let package = Package(
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe", "MonitorRules", "ProbeRules"]),
         .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "MonitorRules", "EventLoop", "IntegrationSupport"], exclude: ["server.py"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop", "NetAddress", "ProbeRules"]),
-        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityRules", "CLinux", "EventLoop", "NetCore", "ProbeRules", "IntegrationSupport", "NetAddress"]),
+        .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityRules", "CLinux", "EventLoop", "NetCore", "ProbeRules", "IntegrationSupport", "NetAddress", "TrafficCensus"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.
         .testTarget(name: "NamespaceTests", dependencies: ["Reachability", "Probe", "EventLoop", "NetCore", "IntegrationSupport", "MonitorContract", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules"],
                     exclude: ["helpers"]),

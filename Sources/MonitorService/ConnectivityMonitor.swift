@@ -8,6 +8,7 @@ import NetCore
 import Probe
 import ProbeRules
 import Reachability
+import TrafficCensus
 
 /// The world around one target's `TargetDriver`: it turns what the resolver, the route watch,
 /// the probe transport, the check of CheckURL and the clock say into events, and carries out

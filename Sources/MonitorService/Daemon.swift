@@ -8,6 +8,7 @@ import MonitorContract
 import Probe
 import ProbeRules
 import Reachability
+import TrafficCensus
 
 /// netobserverd: the bus connection, the Monitor object and the loop.
 public enum Daemon {

@@ -1,9 +1,7 @@
 import CLinux
 import EventLoop
 import Glibc
-#if canImport(ReachabilityRules)
 import ReachabilityRules
-#endif
 
 /// Classifies links from their ARPHRD type, IFLA_INFO_KIND and sysfs.
 /// The sysfs root is injectable so tests use fake trees.

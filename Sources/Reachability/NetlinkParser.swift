@@ -1,11 +1,7 @@
-#if canImport(NetCore)
-#endif
-#if canImport(ReachabilityRules)
 import CLinux
 import NetAddress
 import NetCore
 import ReachabilityRules
-#endif
 
 /// Parses rtnetlink datagrams. Pure: bytes in, messages out. Anything
 /// truncated, lying about its length or of the wrong size is counted as
@@ -82,7 +78,7 @@ public enum NetlinkParser {
 
     /// Calls `body` with each attribute's type and payload; false when the
     /// attributes do not tile the space exactly (a lying length).
-    static func attributes(_ first: UnsafePointer<rtattr>?, _ length: Int32,
+    package static func attributes(_ first: UnsafePointer<rtattr>?, _ length: Int32,
                            _ body: (UInt16, UnsafeRawBufferPointer) -> Bool) -> Bool {
         guard var attribute = first, length >= 0 else { return false }
         var remaining = length

@@ -1,9 +1,7 @@
-#if canImport(NetCore)
 import CLinux
 import Glibc
 import NetAddress
 import NetCore
-#endif
 
 /// Builds rtnetlink requests as bytes.
 public enum NetlinkRequest {
@@ -57,7 +55,7 @@ public enum NetlinkRequest {
     }
 
     /// Attributes as rtattr headers and values, each padded to RTA_ALIGNTO.
-    static func encode(_ attributes: [(UInt16, [UInt8])]) -> [UInt8] {
+    package static func encode(_ attributes: [(UInt16, [UInt8])]) -> [UInt8] {
         var bytes: [UInt8] = []
         for (type, value) in attributes {
             var header = rtattr()
@@ -69,7 +67,7 @@ public enum NetlinkRequest {
         return bytes
     }
 
-    static func message<Body>(type: Int32, flags: Int32, sequence: UInt32, body: Body,
+    package static func message<Body>(type: Int32, flags: Int32, sequence: UInt32, body: Body,
                               attributes: [(UInt16, [UInt8])]) -> [UInt8] {
         var payload = withUnsafeBytes(of: body) { Array($0) }
         payload += [UInt8](repeating: 0, count: Int(CLinux_NLMSG_SPACE(Int32(payload.count)) - CLinux_NLMSG_LENGTH(Int32(payload.count))))

@@ -1,13 +1,9 @@
-#if canImport(NetCore)
-#endif
-#if canImport(ReachabilityRules)
 import CLinux
 import EventLoop
 import Glibc
 import NetAddress
 import NetCore
 import ReachabilityRules
-#endif
 
 /// What a monitor needs of the reachability engine for its target: the engine itself
 /// (its own target) or a `Watch` on it (one more target on the same socket).

@@ -1,6 +1,4 @@
-#if canImport(NetAddress)
 import NetAddress
-#endif
 
 /// A network interface as rtnetlink describes it.
 public struct Link: Equatable, Sendable {

@@ -4,6 +4,7 @@ import NetCore
 import Probe
 import ProbeRules
 import Reachability
+import TrafficCensus
 
 /// `netobserver-bench sample-cost HOST SOURCE [N]`, run inside a namespace: N full dumps of this
 /// machine's connections from SOURCE (never a reused one); prints the median and largest CPU per

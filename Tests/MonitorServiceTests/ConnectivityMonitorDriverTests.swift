@@ -8,6 +8,7 @@ import NetCore
 import Probe
 import ProbeRules
 import Reachability
+import TrafficCensus
 import ReachabilityRules
 import Synchronization
 import XCTest

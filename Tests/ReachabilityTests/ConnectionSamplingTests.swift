@@ -1,4 +1,5 @@
 @testable import Reachability
+@testable import TrafficCensus
 import CLinux
 import EventLoop
 import Glibc

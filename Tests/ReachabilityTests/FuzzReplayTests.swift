@@ -1,6 +1,7 @@
 import Foundation
 import NetCore
 import Reachability
+import TrafficCensus
 import XCTest
 
 /// The fuzzer's seed corpus and every crash input it ever found, replayed on each test run.

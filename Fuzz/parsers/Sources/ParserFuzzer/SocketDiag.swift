@@ -1,8 +1,9 @@
-// libFuzzer entry for the sock_diag parser (the traffic evidence's census). Built by `make fuzz`
-// with swiftc -sanitize=fuzzer,address together with the parser's sources and CLinux.c.
+import TrafficCensus
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func socketDiagFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+// libFuzzer entry for the sock_diag parser (the traffic evidence's census), built by `make fuzz`
+// with the C shim that reads tcp_info instrumented too.
+
+func socketDiagFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // Aligned as a receive buffer is; the answer to request 1 (the corpus's sequence) and to another.
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 8)
     defer { buffer.deallocate() }

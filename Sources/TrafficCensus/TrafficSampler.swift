@@ -1,10 +1,9 @@
-#if canImport(NetCore)
-#endif
 import CLinux
 import EventLoop
 import Glibc
 import NetAddress
 import NetCore
+import Reachability
 import ProbeRules
 import Synchronization
 

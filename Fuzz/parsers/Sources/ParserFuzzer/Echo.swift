@@ -1,8 +1,9 @@
+import ProbeRules
+
 // libFuzzer entry for the ICMP reply parser. The first byte picks the socket
 // kind (IPv4 raw, IPv4 datagram, IPv6); the rest is the packet.
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func echoFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+func echoFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size > 0 else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
     let kinds: [(EchoPacket.Family, Bool)] = [(.v4, true), (.v4, false), (.v6, false)]

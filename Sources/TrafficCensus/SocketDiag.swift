@@ -1,9 +1,8 @@
-#if canImport(NetCore)
 import CLinux
 import Glibc
 import NetAddress
 import NetCore
-#endif
+import Reachability
 
 /// sock_diag (NETLINK_SOCK_DIAG) as the traffic evidence needs it: the request for this machine's
 /// established TCP sockets with given source addresses, filtered in the kernel, and what each

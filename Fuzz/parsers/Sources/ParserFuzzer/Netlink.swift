@@ -1,8 +1,10 @@
-// libFuzzer entry for the rtnetlink parser. Built by `make fuzz` with
-// swiftc -sanitize=fuzzer,address together with the parser's sources.
+import NetAddress
+import Reachability
+import ReachabilityRules
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func netlinkFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+// libFuzzer entry for the rtnetlink parser (Reachability), built by `make fuzz`.
+
+func netlinkFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let result = NetlinkParser.parse(UnsafeBufferPointer(start: data, count: size))
     for message in result.messages {
         switch message {

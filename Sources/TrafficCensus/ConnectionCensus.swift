@@ -1,14 +1,11 @@
-#if canImport(NetCore)
-#endif
-#if canImport(ReachabilityRules)
 import CLinux
 import EventLoop
 import Glibc
 import NetAddress
 import NetCore
 import ProbeRules
+import Reachability
 import ReachabilityRules
-#endif
 
 /// Counts this machine's established TCP connections for the traffic evidence: one sock_diag dump,
 /// filtered in the kernel by state and source address, and the kernel's route to each remote

@@ -1,0 +1,18 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// The parsers' fuzzers (rtnetlink, ICMP replies, sock_diag), apart from the main package because
+// libFuzzer brings its own main: `make fuzz` builds them with -sanitize=fuzzer,address
+// -parse-as-library over the real modules, as Fuzz/dbus does the D-Bus surface.
+let package = Package(
+    name: "netobserver-parser-fuzz",
+    dependencies: [.package(name: "netobserver", path: "../..")],
+    targets: [
+        .executableTarget(name: "ParserFuzzer", dependencies: [
+            .product(name: "Reachability", package: "netobserver"),
+            .product(name: "ProbeRules", package: "netobserver"),
+            .product(name: "TrafficCensus", package: "netobserver"),
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)
