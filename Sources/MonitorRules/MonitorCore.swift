@@ -13,7 +13,7 @@ public struct MonitorCore {
         /// Lookups for an earlier Host will be ignored: drop them.
         case cancelResolutions
         /// Point both engines at this address (nil: none), with these default-route families.
-        case retarget(IPAddress?, families: [Int32])
+        case retarget(IPAddress?, families: [IPFamily])
         /// A route gained or changed: probe at once, so recovery takes one round trip. `firstKnown`: the
         /// kernel's first word on the route since the target was set, which the target's first probe
         /// (already under way) answers for.
@@ -77,11 +77,11 @@ public struct MonitorCore {
     }
 
     /// The default-route families AddressFamily allows.
-    public var families: [Int32] {
+    public var families: [IPFamily] {
         switch family {
-        case .any: [IPAddress.familyIPv4, IPAddress.familyIPv6]
-        case .ipv4: [IPAddress.familyIPv4]
-        case .ipv6: [IPAddress.familyIPv6]
+        case .any: [.v4, .v6]
+        case .ipv4: [.v4]
+        case .ipv6: [.v6]
         }
     }
 
@@ -133,7 +133,7 @@ public struct MonitorCore {
     /// The resolver answered lookup `generation`. `routedFamilies`: the families with a
     /// default route now (nil when no engine knows).
     public mutating func resolved(generation: UInt64, _ result: Result<[IPAddress], ResolverFailure>,
-                                  routedFamilies: Set<Int32>?, now: UInt64) {
+                                  routedFamilies: Set<IPFamily>?, now: UInt64) {
         guard generation == self.generation else { return }
         switch result {
         case .success(let found):
@@ -166,7 +166,7 @@ public struct MonitorCore {
     }
 
     /// The reachability engine's verdict changed.
-    public mutating func routeChanged(_ verdict: ReachabilityVerdict, routedFamilies: Set<Int32>?, now: UInt64) {
+    public mutating func routeChanged(_ verdict: ReachabilityVerdict, routedFamilies: Set<IPFamily>?, now: UInt64) {
         let previous = route
         route = verdict
         if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: routedFamilies) }
@@ -235,10 +235,10 @@ public struct MonitorCore {
     }
 
     /// `any`: the first address, in resolver order, whose family has a default route.
-    private mutating func chooseAddress(routedFamilies: Set<Int32>?) {
+    private mutating func chooseAddress(routedFamilies: Set<IPFamily>?) {
         guard var chosen = addresses.first else { return }
         if family == .any, let routedFamilies {
-            chosen = addresses.first { routedFamilies.contains($0.family) } ?? chosen
+            chosen = addresses.first { routedFamilies.contains($0.ipFamily) } ?? chosen
         }
         if case .resolved(let current) = resolution, current == chosen { return }
         resolution = .resolved(chosen)

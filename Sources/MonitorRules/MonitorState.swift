@@ -27,8 +27,8 @@ public enum AddressFamily: String, CaseIterable, Sendable {
     public func admits(_ address: IPAddress) -> Bool {
         switch self {
         case .any: true
-        case .ipv4: address.family == IPAddress.familyIPv4
-        case .ipv6: address.family == IPAddress.familyIPv6
+        case .ipv4: address.ipFamily == .v4
+        case .ipv6: address.ipFamily == .v6
         }
     }
 }

@@ -16,9 +16,9 @@ public struct TargetCore {
         case probeSettings(ProbeSettings)
         case checkURL(String)
         /// The resolver answered lookup `generation`; `routedFamilies`: the families with a default route now.
-        case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: Set<Int32>?)
+        case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: Set<IPFamily>?)
         /// The route watch's verdict for the target changed.
-        case route(ReachabilityVerdict, routedFamilies: Set<Int32>?)
+        case route(ReachabilityVerdict, routedFamilies: Set<IPFamily>?)
         case linkFacts(LinkFactsTable)
         /// The transport can send to the address of the last `.probe` this way (nil: not at all).
         case probing(ProbeMethod?)
@@ -38,7 +38,7 @@ public struct TargetCore {
         /// Lookups for an earlier Host are no longer wanted.
         case cancelResolutions
         /// Watch the route to `address` (nil: none) and these default-route families.
-        case watchRoute(IPAddress?, families: [Int32])
+        case watchRoute(IPAddress?, families: [IPFamily])
         /// Send probes to `address` from now on (nil: stop); answer with `.probing`.
         case probe(IPAddress?)
         /// Send probe `sequence` (see `ProbeCore.Output.send`).
@@ -86,7 +86,7 @@ public struct TargetCore {
     }
 
     /// The default-route families AddressFamily allows.
-    public var families: [Int32] { monitor.families }
+    public var families: [IPFamily] { monitor.families }
 
     /// Status, Interface, Address, Reason, RoundTripTime, PacketLoss and the rest from what is known.
     public func state(previous: MonitorState) -> MonitorState {

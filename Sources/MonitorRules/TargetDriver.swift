@@ -9,11 +9,11 @@ public protocol TargetWorld: AnyObject {
     /// The clock the core runs on (monotonic nanoseconds).
     var now: UInt64 { get }
     /// The families that have a default route now (nil: the routes are not watched).
-    var routedFamilies: Set<Int32>? { get }
+    var routedFamilies: Set<IPFamily>? { get }
     /// Look a name up off the loop (an address never gets here); answer with `.resolved`.
     func resolve(_ host: String, family: AddressFamily, generation: UInt64)
     func cancelResolutions()
-    func watchRoute(_ address: IPAddress?, families: [Int32])
+    func watchRoute(_ address: IPAddress?, families: [IPFamily])
     /// Send probes to `address` from now on (nil: nowhere); how they will go, nil when they cannot.
     func aimProbes(at address: IPAddress?) -> ProbeMethod?
     func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)

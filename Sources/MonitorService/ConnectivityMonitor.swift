@@ -160,8 +160,8 @@ public final class ConnectivityMonitor {
 extension ConnectivityMonitor: TargetWorld {
     public var now: UInt64 { loop.now() }
 
-    public var routedFamilies: Set<Int32>? {
-        reachability.map { Set($0.table.defaultRoutes.map { Int32($0.family) }) }
+    public var routedFamilies: Set<IPFamily>? {
+        reachability.map { Set($0.table.defaultRoutes.compactMap { IPFamily(number: $0.family) }) }
     }
 
     public func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
@@ -180,7 +180,7 @@ extension ConnectivityMonitor: TargetWorld {
         resolver.cancelAll(owner: resolverOwner)
     }
 
-    public func watchRoute(_ address: IPAddress?, families: [Int32]) {
+    public func watchRoute(_ address: IPAddress?, families: [IPFamily]) {
         reachability?.target = address
         reachability?.families = families
     }

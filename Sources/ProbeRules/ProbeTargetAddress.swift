@@ -2,7 +2,7 @@ import NetAddress
 
 extension EchoPacket.Family {
     public init(_ address: IPAddress) {
-        self = address.family == IPAddress.familyIPv4 ? .v4 : .v6
+        self = address.ipFamily == .v4 ? .v4 : .v6
     }
 }
 

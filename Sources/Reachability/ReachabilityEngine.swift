@@ -9,7 +9,7 @@ import ReachabilityRules
 /// (its own target) or a `Watch` on it (one more target on the same socket).
 public protocol RouteWatch: AnyObject {
     var target: IPAddress? { get set }
-    var families: [Int32] { get set }
+    var families: [IPFamily] { get set }
     var verdict: ReachabilityVerdict? { get }
     var table: LinkTable { get }
     var onChange: (ReachabilityVerdict) -> Void { get set }
@@ -49,7 +49,7 @@ public final class ReachabilityEngine: RouteWatch {
     }
 
     /// The families whose default routes count while there is no target.
-    public var families: [Int32] {
+    public var families: [IPFamily] {
         get { core.families }
         set {
             core.setFamilies(newValue)
@@ -81,7 +81,7 @@ public final class ReachabilityEngine: RouteWatch {
                 engine.drive()
             }
         }
-        public var families: [Int32] {
+        public var families: [IPFamily] {
             get { engine.core.families(id) }
             set {
                 engine.core.setFamilies(newValue, for: id)
@@ -91,7 +91,7 @@ public final class ReachabilityEngine: RouteWatch {
     }
 
     /// A watch for one more target; it ends with the returned object.
-    public func watch(families: [Int32] = [AF_INET, AF_INET6]) -> Watch {
+    public func watch(families: [IPFamily] = IPFamily.allCases) -> Watch {
         let id = core.addTarget(families: families)
         let watch = Watch(engine: self, id: id)
         watches[id] = { [unowned watch] verdict in watch.onChange(verdict) }
@@ -108,7 +108,7 @@ public final class ReachabilityEngine: RouteWatch {
                 onChange: @escaping (ReachabilityVerdict) -> Void) throws(SystemError) {
         self.loop = loop
         self.onChange = onChange
-        core = ReachabilityCore(families: [AF_INET, AF_INET6], classify: classifier.classify,
+        core = ReachabilityCore(families: IPFamily.allCases, classify: classifier.classify,
                                 describeError: { String(cString: strerror($0)) })
         socket = try NetlinkSocket(groups: CLinux_RTMGRP_LINK | CLinux_RTMGRP_IPV4_IFADDR | CLinux_RTMGRP_IPV6_IFADDR
                                    | CLinux_RTMGRP_IPV4_ROUTE | CLinux_RTMGRP_IPV6_ROUTE)

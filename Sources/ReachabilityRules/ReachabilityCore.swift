@@ -35,7 +35,7 @@ public struct ReachabilityCore {
     /// What one target needs: its address, its lookup, its verdict.
     private struct TargetState {
         var address: IPAddress?
-        var families: [Int32]
+        var families: [IPFamily]
         var lookupSequence: UInt32?
         var lookupAddress: IPAddress?
         var previousInterface: Int32?
@@ -78,7 +78,7 @@ public struct ReachabilityCore {
     private var outputs: [Output] = []
 
     /// `classify` tells a link's kind, `describeError` an errno's words (both ask the system).
-    public init(families: [Int32], classify: @escaping (Link) -> InterfaceKind,
+    public init(families: [IPFamily], classify: @escaping (Link) -> InterfaceKind,
                 describeError: @escaping (Int32) -> String = ReachabilityEvaluation.errorNumber) {
         targets = [0: TargetState(families: families)]
         self.classify = classify
@@ -88,7 +88,7 @@ public struct ReachabilityCore {
     // MARK: Targets
 
     /// A new target (no address yet: the default-route verdict with `families`).
-    public mutating func addTarget(families: [Int32]) -> TargetID {
+    public mutating func addTarget(families: [IPFamily]) -> TargetID {
         let id = nextTargetID
         nextTargetID += 1
         targets[id] = TargetState(families: families)
@@ -104,11 +104,11 @@ public struct ReachabilityCore {
     /// Target 0's address (nil until the host resolves).
     public var target: IPAddress? { targets[0]?.address }
     /// Target 0's families (AF_INET, AF_INET6) whose default routes count while it has no address.
-    public var families: [Int32] { targets[0]?.families ?? [] }
+    public var families: [IPFamily] { targets[0]?.families ?? [] }
     public var verdict: ReachabilityVerdict? { targets[0]?.verdict }
 
     public func target(_ id: TargetID) -> IPAddress? { targets[id]?.address }
-    public func families(_ id: TargetID) -> [Int32] { targets[id]?.families ?? [] }
+    public func families(_ id: TargetID) -> [IPFamily] { targets[id]?.families ?? [] }
     public func verdict(_ id: TargetID) -> ReachabilityVerdict? { targets[id]?.verdict }
     public var targetIDs: [TargetID] { targets.keys.sorted() }
 
@@ -141,7 +141,7 @@ public struct ReachabilityCore {
         invalidate(id)
     }
 
-    public mutating func setFamilies(_ new: [Int32], for id: TargetID = 0) {
+    public mutating func setFamilies(_ new: [IPFamily], for id: TargetID = 0) {
         guard targets[id] != nil, new != targets[id]?.families else { return }
         targets[id]?.families = new
         invalidate(id)

@@ -67,11 +67,11 @@ public enum ReachabilityEvaluation {
     public static func errorNumber(_ code: Int32) -> String { "error \(code)" }
 
     /// Before the host resolves: is there a default route over a working link?
-    public static func defaultRouteVerdict(families: [Int32], table: LinkTable,
+    public static func defaultRouteVerdict(families: [IPFamily], table: LinkTable,
                                            classify: (Link) -> InterfaceKind) -> ReachabilityVerdict {
         var firstProblem: ReachabilityVerdict?
         let candidates = table.defaultRoutes
-            .filter { families.contains(Int32($0.family)) }
+            .filter { IPFamily(number: $0.family).map(families.contains) ?? false }
             .sorted { ($0.family, $0.priority) < ($1.family, $1.priority) }
         for route in candidates {
             guard let index = route.outputInterface, let link = table.links[index] else { continue }
@@ -81,7 +81,7 @@ public enum ReachabilityEvaluation {
             firstProblem = firstProblem ?? verdict
         }
         if let firstProblem { return firstProblem }
-        let names = families.map { $0 == IPAddress.familyIPv4 ? "IPv4" : "IPv6" }.joined(separator: " or ")
+        let names = families.map(\.description).joined(separator: " or ")
         return .unusable("no \(names) default route")
     }
 
@@ -100,7 +100,7 @@ public enum ReachabilityEvaluation {
             source = addresses.filter(\.isUsable).min { $0.isDeprecated == false && $1.isDeprecated }
                 ?? addresses.first
         }
-        let familyName = family == IPAddress.familyIPv4 ? "IPv4" : "IPv6"
+        let familyName = IPFamily(number: family)?.description ?? "IP"
         guard let source else {
             return .unusable("interface \(link.name) has no \(familyName) address", interface: link.name)
         }

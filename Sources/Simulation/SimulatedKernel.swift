@@ -23,13 +23,13 @@ struct SimulatedKernel {
 
     static let up = KernelNumbers.linkUp, running = KernelNumbers.linkRunning, lowerUp = KernelNumbers.linkLowerUp
 
-    init(family: Int32) {
-        let v4 = family == AF_INET
+    init(family: IPFamily) {
+        let v4 = family == .v4
         for (index, name, kind, priority) in [(Int32(2), "eth0", "veth", UInt32(100)), (Int32(3), "wlan0", "wifi", UInt32(600))] {
             let link = Link(index: index, name: name, flags: Self.up | Self.running | Self.lowerUp, operState: 6,
                             type: 1, kind: kind)
             let address = v4 ? IPAddress.v4([198, 18, UInt8(index), 1]) : Simulation.v6(UInt8(index), 1)
-            let route = Route(family: UInt8(family), outputInterface: index, preferredSource: address, priority: priority)
+            let route = Route(family: UInt8(family.number), outputInterface: index, preferredSource: address, priority: priority)
             interfaces[index] = Interface(link: link, address: InterfaceAddress(index: index, address: address,
                                                                                 prefixLength: v4 ? 24 : 64), route: route)
         }
@@ -64,7 +64,7 @@ struct SimulatedKernel {
         queue.append((messages, droppable))
     }
 
-    mutating func answer(_ request: ReachabilityCore.Request, target family: Int32) {
+    mutating func answer(_ request: ReachabilityCore.Request) {
         switch request {
         case .dump(.links, let sequence):
             enqueue(interfaces.values.sorted { $0.link.index < $1.link.index }.map { .newLink($0.link) }, droppable: false)
@@ -92,7 +92,7 @@ struct SimulatedKernel {
 
     /// The kernel's choice: the default route with the lowest metric whose link is up.
     func lookup(_ target: IPAddress) -> RouteLookup {
-        guard var route = presentRoutes.first(where: { Int32($0.family) == target.family }) else {
+        guard var route = presentRoutes.first(where: { IPFamily(number: $0.family) == target.ipFamily }) else {
             return .failed(errno: ENETUNREACH)
         }
         route.destination = target

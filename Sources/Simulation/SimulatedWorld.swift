@@ -24,7 +24,7 @@ extension Simulation {
         transmit(sequence, token, alsoTCP: alsoTCP)
     }
 
-    func watchRoute(_ address: IPAddress?, families: [Int32]) {
+    func watchRoute(_ address: IPAddress?, families: [IPFamily]) {
         routeNewsSinceCheck = true
         let changed = address != reach.target || families != reach.families
         reach.setTarget(address)
@@ -72,7 +72,7 @@ extension Simulation {
     func carryOut(_ output: ReachabilityCore.Output) {
         switch output {
         case .send(let request):
-            kernel.answer(request, target: scenario.family == .ipv6 ? AF_INET6 : AF_INET)
+            kernel.answer(request)
             if overflowOnNextLookup, case .routeLookup = request {
                 // The reader stalls just as the kernel answers: the answer is lost with the events.
                 overflowOnNextLookup = false
@@ -298,7 +298,7 @@ final class SimulatedTarget: TargetWorld {
     }
 
     var now: UInt64 { simulation.now }
-    var routedFamilies: Set<Int32>? { simulation.routedFamilies }
+    var routedFamilies: Set<IPFamily>? { simulation.routedFamilies }
 
     func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
         simulation.resolve(host, generation, for: index)
@@ -309,7 +309,7 @@ final class SimulatedTarget: TargetWorld {
         simulation.resolver.cancel(target: index)
     }
 
-    func watchRoute(_ address: IPAddress?, families: [Int32]) {
+    func watchRoute(_ address: IPAddress?, families: [IPFamily]) {
         if index == 0 { return simulation.watchRoute(address, families: families) }
         let id = simulation.extras[index - 1].routeID
         simulation.reach.setTarget(address, for: id)

@@ -173,18 +173,18 @@ public final class Simulation {
     public init(_ scenario: Scenario) {
         self.scenario = scenario
         random = SeededRandom(seed: scenario.seed ^ 0x5EED)
-        kernel = SimulatedKernel(family: scenario.family == .ipv6 ? AF_INET6 : AF_INET)
+        kernel = SimulatedKernel(family: scenario.family == .ipv6 ? .v6 : .v4)
         initialCore = TargetCore(host: scenario.host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed,
                                  refreshNanoseconds: scenario.dnsRefreshMilliseconds * 1_000_000)
         settings = scenario.settings
-        reach = ReachabilityCore(families: [AF_INET, AF_INET6]) { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
+        reach = ReachabilityCore(families: IPFamily.allCases) { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
         for (at, fault) in scenario.timeline { queue.add(.fault(fault), at: at * 1_000_000) }
     }
 
     /// Runs the scenario to its end; returns the violations found (none when every rule held).
     @discardableResult
     public func run() -> [Violation] {
-        secondTarget = reach.addTarget(families: [AF_INET, AF_INET6])
+        secondTarget = reach.addTarget(families: IPFamily.allCases)
         reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: secondTarget)
         noteKernelTruth(reset: true)
         reach.start()
@@ -329,7 +329,7 @@ public final class Simulation {
         }
     }
 
-    var routedFamilies: Set<Int32> { Set(reach.table.defaultRoutes.map { Int32($0.family) }) }
+    var routedFamilies: Set<IPFamily> { Set(reach.table.defaultRoutes.compactMap { IPFamily(number: $0.family) }) }
 
     /// An answer from the host (an echo reply, or its TCP), or one that claims to be.
     func deliverReply(_ sequence: UInt16, _ token: UInt64, _ path: AnswerPath, fromHost: Bool) {

@@ -38,12 +38,12 @@ final class TargetCoreTests: XCTestCase {
         var core = makeCore()
         let started = core.handle(.start(checkURL: ""), now: 0)
         XCTAssertEqual(started, [.resolve(host: "a.test", family: .ipv4, generation: 0), .publish])
-        let resolved = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]), now: 5 * ms)
+        let resolved = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 5 * ms)
         assertOnePublishAtMostAndLast(resolved)
-        XCTAssertTrue(resolved.contains(.watchRoute(address, families: [IPAddress.familyIPv4])), "\(resolved)")
+        XCTAssertTrue(resolved.contains(.watchRoute(address, families: [.v4])), "\(resolved)")
         XCTAssertTrue(resolved.contains(.probe(address)), "\(resolved)")
         XCTAssertTrue(sends(resolved).isEmpty, "a probe went out before the transport could send: \(resolved)")
-        let routed = core.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]), now: 6 * ms)
+        let routed = core.handle(.route(route, routedFamilies: [.v4]), now: 6 * ms)
         XCTAssertTrue(sends(routed).isEmpty, "the route regained probed before the transport was ready: \(routed)")
         assertOnePublishAtMostAndLast(routed)
 
@@ -70,11 +70,11 @@ final class TargetCoreTests: XCTestCase {
         var outstanding: [(UInt16, UInt64)] = []
         var events: [TargetCore.Event] = [
             .start(checkURL: "http://198.18.2.2/generate_204"),
-            .resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]),
-            .probing(.icmpDatagram), .route(route, routedFamilies: [IPAddress.familyIPv4]),
+            .resolved(generation: 0, .success([address]), routedFamilies: [.v4]),
+            .probing(.icmpDatagram), .route(route, routedFamilies: [.v4]),
             .checkAnswered(generation: 1, .expected), .timeout, .timeout,
             .route(ReachabilityVerdict(usable: false, reason: "no route"), routedFamilies: []),
-            .route(route, routedFamilies: [IPAddress.familyIPv4]), .targetChanged(host: "b.test", family: .ipv4),
+            .route(route, routedFamilies: [.v4]), .targetChanged(host: "b.test", family: .ipv4),
             .resolved(generation: 1, .failure(ResolverFailure(message: "cannot resolve b.test: SERVFAIL")), routedFamilies: nil),
             .timeout, .probeSettings(ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 100)), .checkURL(""),
         ]
@@ -96,7 +96,7 @@ final class TargetCoreTests: XCTestCase {
         var core = makeCore()
         _ = core.handle(.start(checkURL: ""), now: 0)
         XCTAssertFalse(core.check(now: ms).probing)
-        _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]), now: 2 * ms)
+        _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 2 * ms)
         let first = core.handle(.probing(.icmpDatagram), now: 3 * ms)
         let (sequence, token) = try XCTUnwrap(sends(first).first)
         _ = core.handle(.probe(.reply(sequence: sequence, token: token, via: .icmp)), now: 4 * ms)
@@ -119,8 +119,8 @@ final class TargetCoreTests: XCTestCase {
         var core = TargetCore(host: "198.18.0.2", family: .ipv4,
                               probeSettings: ProbeSettings(intervalMilliseconds: 5000, timeoutMilliseconds: 5000), seed: 3)
         _ = core.handle(.start(checkURL: ""), now: 0)
-        _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]), now: 1 * ms)
-        _ = core.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]), now: 1 * ms)
+        _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
+        _ = core.handle(.route(route, routedFamilies: [.v4]), now: 1 * ms)
         let first = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 2 * ms)).first)
         let refused = core.handle(.probe(.error(sequence: first.0, token: first.1, .unreachable(code: 0), from: "198.18.0.1")),
                                   now: 3 * ms)
@@ -145,7 +145,7 @@ final class TargetCoreTests: XCTestCase {
             _ = core.handle(.targetChanged(host: host, family: .ipv4), now: now)
             let generation = UInt64(round + 1)
             let resolved = core.handle(.resolved(generation: generation, .success([try XCTUnwrap(IPAddress(host))]),
-                                                 routedFamilies: [IPAddress.familyIPv4]), now: now)
+                                                 routedFamilies: [.v4]), now: now)
             sent += sends(resolved).count
             sent += sends(core.handle(.probing(.icmpDatagram), now: now)).count
             while let wake = core.nextWakeup, wake <= now { sent += sends(core.handle(.timeout, now: wake)).count }
@@ -161,9 +161,9 @@ final class TargetCoreTests: XCTestCase {
     func testTheFirstRouteVerdictSendsNoSecondProbeBesideTheFirst() throws {
         var core = makeCore()
         _ = core.handle(.start(checkURL: ""), now: 0)
-        _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]), now: 1 * ms)
+        _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
         let first = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 2 * ms)).first)
-        let routed = core.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]), now: 3 * ms)
+        let routed = core.handle(.route(route, routedFamilies: [.v4]), now: 3 * ms)
         XCTAssertTrue(sends(routed).isEmpty, "a second probe beside the first: \(routed)")
         _ = core.handle(.probe(.reply(sequence: first.0, token: first.1, via: .icmp)), now: 4 * ms)
         XCTAssertEqual(core.state(previous: MonitorState()).status, .ethernet)
@@ -171,14 +171,14 @@ final class TargetCoreTests: XCTestCase {
         // (A Timeout on: a new target's first probes go out at most one per Timeout.)
         _ = core.handle(.targetChanged(host: "198.18.0.3", family: .ipv4), now: 300 * ms)
         let other = IPAddress.v4([198, 18, 0, 3])
-        _ = core.handle(.resolved(generation: 1, .success([other]), routedFamilies: [IPAddress.familyIPv4]), now: 300 * ms)
+        _ = core.handle(.resolved(generation: 1, .success([other]), routedFamilies: [.v4]), now: 300 * ms)
         let again = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 301 * ms)).first)
         _ = core.handle(.probe(.reply(sequence: again.0, token: again.1, via: .icmp)), now: 301 * ms + 50_000)
-        let late = core.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]), now: 302 * ms)
+        let late = core.handle(.route(route, routedFamilies: [.v4]), now: 302 * ms)
         XCTAssertTrue(sends(late).isEmpty, "a second probe after the first was answered: \(late)")
         let lost = ReachabilityVerdict(usable: false, reason: "no route to 198.18.0.2")
         _ = core.handle(.route(lost, routedFamilies: []), now: 310 * ms)
-        let regained = core.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]), now: 320 * ms)
+        let regained = core.handle(.route(route, routedFamilies: [.v4]), now: 320 * ms)
         XCTAssertEqual(sends(regained).count, 1, "a route regained probes at once: \(regained)")
     }
 }

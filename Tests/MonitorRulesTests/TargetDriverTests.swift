@@ -15,7 +15,7 @@ final class TargetDriverTests: XCTestCase {
     /// Writes down every call, in order; does what a test tells it inside one.
     final class RecordingWorld: TargetWorld {
         var now: UInt64 = 0
-        var routedFamilies: Set<Int32>? = [IPAddress.familyIPv4]
+        var routedFamilies: Set<IPFamily>? = [.v4]
         var calls: [String] = []
         var wake: UInt64?
         var method: ProbeMethod? = .icmpDatagram
@@ -27,7 +27,7 @@ final class TargetDriverTests: XCTestCase {
 
         func resolve(_ host: String, family: AddressFamily, generation: UInt64) { calls.append("resolve \(host)") }
         func cancelResolutions() { calls.append("cancelResolutions") }
-        func watchRoute(_ address: IPAddress?, families: [Int32]) { calls.append("watchRoute \(address.map { "\($0)" } ?? "none")") }
+        func watchRoute(_ address: IPAddress?, families: [IPFamily]) { calls.append("watchRoute \(address.map { "\($0)" } ?? "none")") }
         func aimProbes(at address: IPAddress?) -> ProbeMethod? {
             calls.append("aimProbes \(address.map { "\($0)" } ?? "none")")
             return address == nil ? nil : method
@@ -86,8 +86,8 @@ final class TargetDriverTests: XCTestCase {
         let driver = makeDriver(world: world)
         driver.handle(.start(checkURL: ""))
         world.calls = []
-        driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]))
-        driver.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]))
+        driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
+        driver.handle(.route(route, routedFamilies: [.v4]))
         let aimed = world.calls.firstIndex(of: "aimProbes 198.18.0.2")
         let sent = world.calls.firstIndex(of: "send")
         XCTAssertNotNil(aimed, "\(world.calls)")
@@ -109,7 +109,7 @@ final class TargetDriverTests: XCTestCase {
             driver.handle(.probe(.sendFailed(sequence: sent.sequence, transient: false, reason: "cannot send: Network is unreachable")))
             outstandingInside = driver.core.isOutstanding(sent.sequence)
         }
-        driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]))
+        driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
         XCTAssertEqual(Array(world.calls.drop { $0 != "send" }.prefix(2)), ["send", "send returned"])
         XCTAssertEqual(outstandingInside, true, "the failure was handled inside the send")
         XCTAssertEqual(world.lastSent.map { driver.core.isOutstanding($0.sequence) }, false, "the failure was not handled after the send")
@@ -125,8 +125,8 @@ final class TargetDriverTests: XCTestCase {
         var steps: [[TargetCore.Action]] = []
         driver.observeStep = { steps.append($0) }
         driver.handle(.start(checkURL: ""))
-        driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [IPAddress.familyIPv4]))
-        driver.handle(.route(route, routedFamilies: [IPAddress.familyIPv4]))
+        driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
+        driver.handle(.route(route, routedFamilies: [.v4]))
         let sent = try XCTUnwrap(world.lastSent)
         driver.handle(.probe(.reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
         XCTAssertGreaterThan(steps.count, 3)
@@ -149,7 +149,7 @@ final class HostChangeTests: XCTestCase {
         let driver = TargetDriver(core: core, world: world) { IPAddress($0) }
         driver.handle(.start(checkURL: ""))
         driver.handle(.route(ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9"),
-                             routedFamilies: [IPAddress.familyIPv4]))
+                             routedFamilies: [.v4]))
         let sent = try XCTUnwrap(world.lastSent)
         world.now = 3_000_000
         driver.handle(.probe(.reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
@@ -163,7 +163,7 @@ final class HostChangeTests: XCTestCase {
         XCTAssertEqual(world.published.interface, "")
         XCTAssertEqual(world.published.probesAnswered, 1, "the counters only grow")
         driver.handle(.resolved(generation: 1, .failure(ResolverFailure(message: "cannot resolve b.test")),
-                                routedFamilies: [IPAddress.familyIPv4]))
+                                routedFamilies: [.v4]))
         XCTAssertEqual(world.published.status, .none)
         XCTAssertEqual(world.published.roundTripTime, 0)
         XCTAssertEqual(world.published.probeMethod, "")

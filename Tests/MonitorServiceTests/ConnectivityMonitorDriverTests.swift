@@ -60,7 +60,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
 
     final class FakeRouteWatch: RouteWatch {
         var target: IPAddress?
-        var families: [Int32] = []
+        var families: [IPFamily] = []
         var verdict: ReachabilityVerdict?
         var table = LinkTable()
         var onChange: (ReachabilityVerdict) -> Void = { _ in }

@@ -144,7 +144,7 @@ final class ReachabilityNamespaceTests: XCTestCase {
 
     func testBeforeTheHostResolvesADefaultRouteDecides() throws {
         engine.target = nil
-        engine.families = [AF_INET]
+        engine.families = [.v4]
         XCTAssertEqual(wait("default route") { $0.usable }?.interface, "nc0")
         try client.ip("route del default")
         XCTAssertEqual(wait("no default") { !$0.usable }?.reason, "no IPv4 default route")

@@ -58,4 +58,15 @@ final class IPAddressTests: XCTestCase {
         XCTAssertEqual(IPAddress("2001:db8::1")?.unmapped, IPAddress("2001:db8::1"))
         XCTAssertEqual(IPAddress("198.18.0.1")?.unmapped, IPAddress("198.18.0.1"))
     }
+
+    func testAFamilyIsTheKernelsNumberOnlyAtTheEdge() {
+        XCTAssertEqual(IPFamily.v4.number, AF_INET)
+        XCTAssertEqual(IPFamily.v6.number, AF_INET6)
+        XCTAssertEqual(IPFamily(number: UInt8(AF_INET6)), .v6)
+        XCTAssertNil(IPFamily(number: AF_UNSPEC))
+        XCTAssertNil(IPFamily(number: 7))
+        XCTAssertEqual(IPAddress("198.18.0.1")?.ipFamily, .v4)
+        XCTAssertEqual(IPAddress("::ffff:198.18.0.1")?.ipFamily, .v6, "a mapped address is sent as IPv6")
+        XCTAssertEqual(IPFamily.allCases.map(\.description), ["IPv4", "IPv6"])
+    }
 }

@@ -64,11 +64,11 @@ final class EvaluationTests: XCTestCase {
 
     func testDefaultRouteBeforeTheHostResolves() {
         var t = table(addresses: [InterfaceAddress(index: 3, address: IPAddress("198.18.0.2")!, prefixLength: 24)])
-        XCTAssertEqual(ReachabilityEvaluation.defaultRouteVerdict(families: [AF_INET], table: t) { _ in .ethernet }.reason,
+        XCTAssertEqual(ReachabilityEvaluation.defaultRouteVerdict(families: [.v4], table: t) { _ in .ethernet }.reason,
                        "no IPv4 default route")
         t.apply(.newRoute(Route(family: UInt8(AF_INET), outputInterface: 3, gateway: IPAddress("198.18.0.1")), sequence: 0))
-        XCTAssertTrue(ReachabilityEvaluation.defaultRouteVerdict(families: [AF_INET], table: t) { _ in .ethernet }.usable)
-        XCTAssertEqual(ReachabilityEvaluation.defaultRouteVerdict(families: [AF_INET6], table: t) { _ in .ethernet }.reason,
+        XCTAssertTrue(ReachabilityEvaluation.defaultRouteVerdict(families: [.v4], table: t) { _ in .ethernet }.usable)
+        XCTAssertEqual(ReachabilityEvaluation.defaultRouteVerdict(families: [.v6], table: t) { _ in .ethernet }.reason,
                        "no IPv6 default route")
         t.apply(.deleteLink(index: 3))
         XCTAssertTrue(t.defaultRoutes.isEmpty, "a deleted link takes its routes and addresses")
