@@ -24,7 +24,7 @@ public struct ProbeCore: Sendable {
     public private(set) var report = ProbeReport()
     public private(set) var statistics = ProbeStatistics()
     public private(set) var verdict: ProbeVerdict
-    private var tracker: ProbeTracker
+    private(set) var tracker: ProbeTracker
     private var random: SeededRandom
     private var method: ProbeMethod?
     /// The probe sent last, and whether an echo reply answered it: each probe sent while the
@@ -33,11 +33,11 @@ public struct ProbeCore: Sendable {
     private var answeredBy: AnswerPath?
     /// Smoothed round trip (RFC 6298 style, α = 1/8), nanoseconds; 0 until the first answer.
     private var smoothedRoundTrip: UInt64 = 0
-    private var nextProbeAt: UInt64?
+    private(set) var nextProbeAt: UInt64?
     /// When to send a follow-up if probe `sequence` is still unanswered.
-    private var overdue: (at: UInt64, sequence: UInt16)?
+    private(set) var overdue: (at: UInt64, sequence: UInt16)?
     /// When the probe Checks wait for goes out (one was forced less than a Timeout before).
-    private var deferredProbeAt: UInt64?
+    private(set) var deferredProbeAt: UInt64?
     private var lastForcedProbe: UInt64?
     /// When a new target's first probe last went out.
     private var lastFirstProbe: UInt64?
@@ -73,11 +73,7 @@ public struct ProbeCore: Sendable {
     private mutating func refreshWakeup() {
         // A watch for an overdue probe that has finished would only wake the driver for nothing.
         if let watched = overdue, tracker.outstanding[watched.sequence] == nil { overdue = nil }
-        var earliest = nextProbeAt
-        for time in [tracker.nextDeadline, overdue?.at, deferredProbeAt] {
-            if let time, time < earliest ?? .max { earliest = time }
-        }
-        nextWakeup = earliest
+        nextWakeup = earliestDeadline
     }
 
     /// Whether probe `sequence` is still waiting for its answer.
@@ -292,22 +288,12 @@ public struct ProbeCore: Sendable {
     /// Runs everything due at `now`, earliest first.
     public mutating func handleTimeout(now: UInt64) {
         defer { refreshWakeup() }
-        while true {
-            let deadline = tracker.nextDeadline.flatMap { $0 <= now ? $0 : nil }
-            let candidates: [(UInt64, Int)] = [
-                deadline.map { ($0, 0) },
-                overdue.flatMap { $0.at <= now ? ($0.at, 1) : nil },
-                deferredProbeAt.flatMap { $0 <= now ? ($0, 2) : nil },
-                nextProbeAt.flatMap { $0 <= now ? ($0, 3) : nil },
-            ].compactMap { $0 }
-            // Equal times: deadlines first, so a probe counts as lost before the next one goes out.
-            guard let due = candidates.min(by: { ($0.0, $0.1) < ($1.0, $1.1) }) else { return }
-            switch due.1 {
-            case 0: expire(now: due.0, clock: now)
-            case 1: followUpIfOverdue(now: now)
-            case 2: deferredProbeDue(now: now)
-            default:
-                scheduledProbeDue(now: now)
+        while let (timer, at) = firstDue(now: now) {
+            switch timer {
+            case .probeTimeout: expire(now: at, clock: now)
+            case .overdue: followUpIfOverdue(now: now)
+            case .deferredProbe: deferredProbeDue(now: now)
+            case .scheduledProbe: scheduledProbeDue(now: now)
             }
         }
     }
