@@ -90,6 +90,8 @@ final class Service {
     private let probeSockets: ProbeSockets
     /// One libcurl multi handle for every target's CheckURL, made on the first check.
     private let http: LazyHTTPClient
+    /// The kernel's links, addresses and routes, watched for every target; nil when rtnetlink cannot be opened.
+    private let routes: ReachabilityEngine?
     /// Samples this machine's TCP connections for every target; nil when sock_diag cannot be opened.
     private let trafficSampler: TrafficSampler?
     /// The pending Waits and Checks of every target together.
@@ -139,8 +141,16 @@ final class Service {
                 trafficSampler = nil
                 Log.warning("cannot read this machine's TCP connections (Traffic stays idle): \(error)")
             }
-            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, probeSockets: probeSockets,
-                                                   http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
+            // One route watch for every target, the default one as the others (each a watch of its own on it).
+            do {
+                routes = try ReachabilityEngine(loop: loop) { _ in }
+            } catch {
+                routes = nil
+                Log.warning("cannot watch the kernel's routes: \(error)")
+            }
+            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
+                                                   probeSockets: probeSockets, http: http,
+                                                   dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
                                                    resolvesFirst: true, trafficSampler: trafficSampler)
         } catch {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
@@ -216,8 +226,8 @@ final class Service {
         // The default target starts first: its first lookup is asked before any added target's.
         let objects = ServiceObjects(server: server, model: model, budget: budget, engines: connectivity,
                                      persisted: restoredValues) { [loop, resolver, probeSockets, http, options,
-                                                                   connectivity, trafficSampler] model throws(SystemError) in
-            try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: connectivity.reachabilityEngine,
+                                                                   routes, trafficSampler] model throws(SystemError) in
+            try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
                                     probeSockets: probeSockets, http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
                                     trafficSampler: trafficSampler)
         }

@@ -42,12 +42,12 @@ final class TargetSet {
     private let server: ObjectServer
     private let makeEngines: EngineFactory?
     private let budget: PendingBudget
+    /// Every target, the default one (number 0) among them, in the order of their numbers.
+    private(set) var all: [Target] = []
     /// Target 0, once the service adopted it.
-    private(set) var defaultTarget: Target?
-    /// The added targets, in order of their numbers' giving.
-    private(set) var targets: [Target] = []
-    /// The default target, then the added ones.
-    var all: [Target] { (defaultTarget.map { [$0] } ?? []) + targets }
+    var defaultTarget: Target? { all.first { $0.number == 0 } }
+    /// The targets added over D-Bus, from the state file or by --target.
+    var added: [Target] { all.filter { $0.number != 0 } }
     private(set) var nextNumber: UInt32 = 1
     /// What ModemManager and NetworkManager say now: every target starts with it.
     private var linkFacts = LinkFactsTable()
@@ -71,7 +71,12 @@ final class TargetSet {
         self.makeEngines = makeEngines
     }
 
-    var paths: [String] { targets.map { MonitorContract.Targets.path($0.number) } }
+    var paths: [String] { added.map { Self.path($0.number) } }
+
+    /// Where target `number` is exported.
+    static func path(_ number: UInt32) -> String {
+        number == 0 ? MonitorContract.objectPath : MonitorContract.Targets.path(number)
+    }
 
     /// org.netobserver.Targets, for the default target's object.
     func declaration() -> DBusInterface {
@@ -109,7 +114,7 @@ final class TargetSet {
     @discardableResult
     func add(settings: MonitorSettings, number: UInt32? = nil, fromCommandLine: Bool = false,
              persisted: [MonitorSettings.Key: String]) throws(DBusError) -> Target {
-        guard targets.count < MonitorContract.Targets.limit else {
+        guard added.count < MonitorContract.Targets.limit else {
             throw .limitsExceeded("at most \(MonitorContract.Targets.limit) targets (remove one first)")
         }
         let number = number ?? nextNumber
@@ -129,8 +134,7 @@ final class TargetSet {
         }
         let target = Target(number: number, model: model, object: object, connectivity: connectivity,
                             fromCommandLine: fromCommandLine, persisted: persisted)
-        targets.append(target)
-        wire(target)
+        join(target)
         changed()
         return target
     }
@@ -142,9 +146,15 @@ final class TargetSet {
                       persisted: [MonitorSettings.Key: String]) -> Target {
         let target = Target(number: 0, model: model, object: object, connectivity: connectivity, fromCommandLine: false,
                             persisted: persisted)
-        defaultTarget = target
-        wire(target)
+        join(target)
         return target
+    }
+
+    /// A target joins the set in the order of its number, and is wired as every target is.
+    private func join(_ target: Target) {
+        let index = all.firstIndex { $0.number > target.number } ?? all.endIndex
+        all.insert(target, at: index)
+        wire(target)
     }
 
     /// What every target is told and tells, the same for all: verdicts to its pending Checks,
@@ -170,11 +180,11 @@ final class TargetSet {
     }
 
     func remove(path: String) throws(DBusError) {
-        if path == MonitorContract.objectPath { throw .invalidArgs("the default target cannot be removed") }
-        guard let index = targets.firstIndex(where: { MonitorContract.Targets.path($0.number) == path }) else {
+        guard let index = all.firstIndex(where: { Self.path($0.number) == path }) else {
             throw .invalidArgs("no target at \(path)")
         }
-        let target = targets.remove(at: index)
+        guard all[index].number != 0 else { throw .invalidArgs("the default target cannot be removed") }
+        let target = all.remove(at: index)
         target.object.remove()
         // The engines go with the last reference, after this turn's signals.
         loop.atEndOfTurn { _ = target }
@@ -192,7 +202,7 @@ final class TargetSet {
 
     /// What the state file keeps of the added targets.
     var stored: [StoredState.Target] {
-        targets.filter { !$0.fromCommandLine }.map { StoredState.Target(number: $0.number, values: $0.persisted) }
+        added.filter { !$0.fromCommandLine }.map { StoredState.Target(number: $0.number, values: $0.persisted) }
     }
 
     private func changed() {
@@ -206,15 +216,15 @@ final class TargetSet {
     func reload(_ state: StoredState) -> [String] {
         var changes: [String] = []
         let listed = Set(state.targets.map(\.number))
-        for target in targets where !target.fromCommandLine && !listed.contains(target.number) {
+        for target in added where !target.fromCommandLine && !listed.contains(target.number) {
             try? remove(path: MonitorContract.Targets.path(target.number))
             changes.append("target \(target.number) removed")
         }
         for stored in state.targets {
-            guard let target = targets.first(where: { $0.number == stored.number }) else {
-                let before = targets.count
+            guard let target = added.first(where: { $0.number == stored.number }) else {
+                let before = all.count
                 _ = restore(StoredState(targets: [stored], nextTarget: nextNumber))
-                if targets.count > before { changes.append("target \(stored.number) added") }
+                if all.count > before { changes.append("target \(stored.number) added") }
                 continue
             }
             let (settings, kept, _) = target.model.settings.applying(stored.values)
