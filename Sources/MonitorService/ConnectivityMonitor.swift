@@ -213,11 +213,9 @@ extension ConnectivityMonitor: TargetWorld {
 
     /// At once when cheap, else on the sampler's thread.
     public func sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
-        guard let trafficSampler, let table = reachability?.table,
-              let link = table.links.values.first(where: { $0.name == interface }) else {
+        guard let trafficSampler, let sources = reachability?.table.trafficSources(interface: interface, family: host.ipFamily) else {
             return .now(nil, cost: 0)
         }
-        let sources = table.addresses(on: link.index, family: host.family).filter(\.isUsable).map(\.address)
         if inline, let (sample, cost) = trafficSampler.sampleNow(host: host, sources: sources) {
             return .now(sample, cost: cost)
         }

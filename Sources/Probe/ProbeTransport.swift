@@ -140,8 +140,7 @@ public final class ProbeTransport: ProbeTransporting {
 
     private func sendFailed(_ sequence: UInt16, _ code: Int32) {
         guard let target else { return }
-        onInput(.sendFailed(sequence: sequence, transient: code == EAGAIN || code == ENOBUFS || code == EINTR,
-                            reason: "cannot send to \(target): \(Self.text(code))"))
+        onInput(.failedSend(sequence: sequence, errno: code, reason: "cannot send to \(target): \(Self.text(code))"))
     }
 
     private static func text(_ code: Int32) -> String { String(cString: strerror(code)) }
@@ -207,9 +206,9 @@ public final class ProbeTransport: ProbeTransporting {
                     raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: raw.count) }
                 }
             }
-            let timeExceeded = (socket.family == .v4 && error.type == 11) || (socket.family == .v6 && error.type == 3)
-            onInput(.error(sequence: echo.sequence, token: echo.token, timeExceeded ? .timeExceeded : .unreachable(code: error.code),
-                           from: offender?.description))
+            // The kernel queues ICMP errors only: any other type would be a kernel's novelty, heard as unreachable.
+            let failure = EchoPacket.Failure(family: socket.family, type: error.type, code: error.code) ?? .unreachable(code: error.code)
+            onInput(.error(sequence: echo.sequence, token: echo.token, failure, from: offender?.description))
         default:
             let code = error.error == 0 ? EHOSTUNREACH : Int32(error.error)
             onInput(.refused(sequence: echo.sequence, token: echo.token, reason: "cannot reach \(target): \(Self.text(code))"))

@@ -42,6 +42,17 @@ public enum EchoPacket {
     public enum Failure: Equatable, Sendable {
         case unreachable(code: UInt8)
         case timeExceeded
+
+        /// The ICMP error table, for a packet read and for one the socket's error queue reports
+        /// alike: Destination Unreachable (IPv4 3, IPv6 1) with its code, Time Exceeded (IPv4 11,
+        /// IPv6 3); nil for any other type.
+        public init?(family: Family, type: UInt8, code: UInt8) {
+            switch (family, type) {
+            case (.v4, 3), (.v6, 1): self = .unreachable(code: code)
+            case (.v4, 11), (.v6, 3): self = .timeExceeded
+            default: return nil
+            }
+        }
     }
 
     /// Parses what a socket delivered. `includesIPHeader` is true on raw IPv4
@@ -63,11 +74,9 @@ public enum EchoPacket {
             guard let echo = echoFields(icmp, family: family, type: family.echoReply) else { return .ignored("foreign echo reply") }
             guard let token = echo.token else { return .ignored("echo reply without our payload") }
             return .reply(identifier: echo.identifier, sequence: echo.sequence, token: token)
-        case (.v4, 3), (.v4, 11), (.v6, 1), (.v6, 3):
-            let failure: Failure = (type == 3 && family == .v4) || (type == 1 && family == .v6) ? .unreachable(code: code) : .timeExceeded
-            return quotedRequest(icmp.dropFirst(headerLength), family: family, failure: failure)
         default:
-            return .ignored("ICMP type \(type)")
+            guard let failure = Failure(family: family, type: type, code: code) else { return .ignored("ICMP type \(type)") }
+            return quotedRequest(icmp.dropFirst(headerLength), family: family, failure: failure)
         }
     }
 

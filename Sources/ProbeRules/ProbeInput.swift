@@ -12,6 +12,15 @@ public enum ProbeInput: Equatable, Sendable {
     case sendFailed(sequence: UInt16, transient: Bool, reason: String)
     /// Something the transport could already tell is not ours.
     case foreign
+
+    /// EAGAIN, ENOBUFS and EINTR (Linux's numbers; ProbeRulesTests holds them to the headers): the
+    /// socket's buffer was full or the call interrupted, which says nothing about the path.
+    static let transientSendErrors: Set<Int32> = [11, 105, 4]
+
+    /// A send that failed with `errno`: transient (a lost probe) or a refusal, by the rule above.
+    public static func failedSend(sequence: UInt16, errno: Int32, reason: String) -> ProbeInput {
+        .sendFailed(sequence: sequence, transient: transientSendErrors.contains(errno), reason: reason)
+    }
 }
 
 extension ProbeCore {

@@ -22,6 +22,13 @@ public struct LinkTable: Equatable, Sendable {
         addressesByKey.values.filter { $0.index == index && $0.address.family == family }
     }
 
+    /// Whose connections the traffic evidence counts for a route over `interface` to an address of
+    /// `family`: the usable addresses of that family on it (nil when no link has that name).
+    public func trafficSources(interface: String, family: IPFamily) -> [IPAddress]? {
+        guard let link = links.values.first(where: { $0.name == interface }) else { return nil }
+        return addresses(on: link.index, family: family.number).filter(\.isUsable).map(\.address)
+    }
+
     public mutating func removeAll() {
         self = LinkTable()
     }

@@ -1,3 +1,4 @@
+import Glibc
 import ProbeRules
 import XCTest
 
@@ -118,5 +119,26 @@ final class EchoPacketTests: XCTestCase {
     private func XCTAssertIgnored(_ parsed: EchoPacket.Parsed, _ message: String = "", file: StaticString = #filePath, line: UInt = #line) {
         if case .ignored = parsed { return }
         XCTFail("expected ignored, got \(parsed) \(message)", file: file, line: line)
+    }
+}
+
+/// The ICMP error table and the transient send errors: rules both the parser and the error queue use.
+final class ProbeErrorRulesTests: XCTestCase {
+    func testTheICMPErrorTable() {
+        XCTAssertEqual(EchoPacket.Failure(family: .v4, type: 3, code: 1), .unreachable(code: 1))
+        XCTAssertEqual(EchoPacket.Failure(family: .v6, type: 1, code: 4), .unreachable(code: 4))
+        XCTAssertEqual(EchoPacket.Failure(family: .v4, type: 11, code: 0), .timeExceeded)
+        XCTAssertEqual(EchoPacket.Failure(family: .v6, type: 3, code: 0), .timeExceeded)
+        XCTAssertNil(EchoPacket.Failure(family: .v4, type: 1, code: 0), "IPv4 type 1 is unassigned")
+        XCTAssertNil(EchoPacket.Failure(family: .v6, type: 4, code: 0), "a Parameter Problem is no verdict")
+    }
+
+    func testOnlyAFullBufferOrAnInterruptionIsATransientSendFailure() {
+        for code in [EAGAIN, ENOBUFS, EINTR] {
+            XCTAssertEqual(ProbeInput.failedSend(sequence: 1, errno: code, reason: ""), .sendFailed(sequence: 1, transient: true, reason: ""))
+        }
+        for code in [ENETUNREACH, EHOSTUNREACH, EPERM, EACCES] {
+            XCTAssertEqual(ProbeInput.failedSend(sequence: 1, errno: code, reason: ""), .sendFailed(sequence: 1, transient: false, reason: ""))
+        }
     }
 }
