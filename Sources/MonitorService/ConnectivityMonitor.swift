@@ -68,9 +68,9 @@ public final class ConnectivityMonitor {
             reachability = sharedReachability.watch()
         } else {
             do {
-                let engine = try ReachabilityEngine(loop: loop, classifier: classifier) { _ in }
+                let engine = try ReachabilityEngine(loop: loop, classifier: classifier)
                 reachabilityEngine = engine
-                reachability = engine
+                reachability = engine.watch()
             } catch {
                 reachabilityEngine = nil
                 reachability = nil

@@ -143,7 +143,7 @@ final class Service {
             }
             // One route watch for every target, the default one as the others (each a watch of its own on it).
             do {
-                routes = try ReachabilityEngine(loop: loop) { _ in }
+                routes = try ReachabilityEngine(loop: loop)
             } catch {
                 routes = nil
                 Log.warning("cannot watch the kernel's routes: \(error)")

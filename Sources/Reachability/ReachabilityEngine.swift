@@ -5,8 +5,7 @@ import NetAddress
 import NetCore
 import ReachabilityRules
 
-/// What a monitor needs of the reachability engine for its target: the engine itself
-/// (its own target) or a `Watch` on it (one more target on the same socket).
+/// What a monitor needs of the reachability engine for its target: a `Watch` on it (or a stand-in).
 public protocol RouteWatch: AnyObject {
     var target: IPAddress? { get set }
     var families: [IPFamily] { get set }
@@ -22,7 +21,7 @@ public protocol RouteWatch: AnyObject {
 /// carries the initial dumps, the events and the route lookups, so they
 /// arrive in the order the kernel produced them. Events are coalesced into one
 /// route lookup per loop turn; the verdict is delivered only when it changes.
-public final class ReachabilityEngine: RouteWatch {
+public final class ReachabilityEngine {
     public typealias Statistics = ReachabilityCore.Statistics
 
     private let loop: MainLoop
@@ -30,32 +29,11 @@ public final class ReachabilityEngine: RouteWatch {
     private var source: IOSource?
     private var core: ReachabilityCore
     private var retryTimer: LoopTimer?
-    /// Called on the loop when the verdict (of the engine's own target) changes.
-    public var onChange: (ReachabilityVerdict) -> Void
-    /// The other targets' watches, by their id in the core.
+    /// Every target's watch, by its id in the core (the engine has no target of its own).
     private var watches: [ReachabilityCore.TargetID: (ReachabilityVerdict) -> Void] = [:]
 
     public var table: LinkTable { core.table }
-    public var verdict: ReachabilityVerdict? { core.verdict }
     public var statistics: Statistics { core.statistics }
-
-    /// The address to route to; nil until the host resolves.
-    public var target: IPAddress? {
-        get { core.target }
-        set {
-            core.setTarget(newValue)
-            drive()
-        }
-    }
-
-    /// The families whose default routes count while there is no target.
-    public var families: [IPFamily] {
-        get { core.families }
-        set {
-            core.setFamilies(newValue)
-            drive()
-        }
-    }
 
     /// One more target on the same socket and table: its own address, families and verdict.
     public final class Watch: RouteWatch {
@@ -104,11 +82,9 @@ public final class ReachabilityEngine: RouteWatch {
         core.removeTarget(id)
     }
 
-    public init(loop: MainLoop, classifier: InterfaceClassifier = InterfaceClassifier(),
-                onChange: @escaping (ReachabilityVerdict) -> Void) throws(SystemError) {
+    public init(loop: MainLoop, classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
         self.loop = loop
-        self.onChange = onChange
-        core = ReachabilityCore(families: IPFamily.allCases, classify: classifier.classify,
+        core = ReachabilityCore(classify: classifier.classify,
                                 describeError: { String(cString: strerror($0)) })
         socket = try NetlinkSocket(groups: CLinux_RTMGRP_LINK | CLinux_RTMGRP_IPV4_IFADDR | CLinux_RTMGRP_IPV6_IFADDR
                                    | CLinux_RTMGRP_IPV4_ROUTE | CLinux_RTMGRP_IPV6_ROUTE)
@@ -165,7 +141,7 @@ public final class ReachabilityEngine: RouteWatch {
                         drive()
                     }
                 case .verdict(let verdict, let id):
-                    if id == 0 { onChange(verdict) } else { watches[id]?(verdict) }
+                    watches[id]?(verdict)
                 }
             }
         }

@@ -63,7 +63,7 @@ public struct ReachabilityCore {
     private var lookupOwners: [UInt32: TargetID] = [:]
     private let classify: (Link) -> InterfaceKind
     private let describeError: (Int32) -> String
-    private var nextTargetID: TargetID = 1
+    private var nextTargetID: TargetID = 0
 
     private var sequence: UInt32 = 0
     private var pendingDumps: [Dump] = []
@@ -78,9 +78,10 @@ public struct ReachabilityCore {
     private var outputs: [Output] = []
 
     /// `classify` tells a link's kind, `describeError` an errno's words (both ask the system).
-    public init(families: [IPFamily], classify: @escaping (Link) -> InterfaceKind,
+    /// No target is built in: each one's owner adds it (`addTarget`), all alike.
+    public init(classify: @escaping (Link) -> InterfaceKind,
                 describeError: @escaping (Int32) -> String = ReachabilityEvaluation.errorNumber) {
-        targets = [0: TargetState(families: families)]
+        targets = [:]
         self.classify = classify
         self.describeError = describeError
     }
@@ -97,15 +98,9 @@ public struct ReachabilityCore {
     }
 
     public mutating func removeTarget(_ id: TargetID) {
-        guard id != 0, let state = targets.removeValue(forKey: id) else { return }
+        guard let state = targets.removeValue(forKey: id) else { return }
         if let sequence = state.lookupSequence { lookupOwners[sequence] = nil }
     }
-
-    /// Target 0's address (nil until the host resolves).
-    public var target: IPAddress? { targets[0]?.address }
-    /// Target 0's families (AF_INET, AF_INET6) whose default routes count while it has no address.
-    public var families: [IPFamily] { targets[0]?.families ?? [] }
-    public var verdict: ReachabilityVerdict? { targets[0]?.verdict }
 
     public func target(_ id: TargetID) -> IPAddress? { targets[id]?.address }
     public func families(_ id: TargetID) -> [IPFamily] { targets[id]?.families ?? [] }
@@ -131,7 +126,7 @@ public struct ReachabilityCore {
         startDump()
     }
 
-    public mutating func setTarget(_ new: IPAddress?, for id: TargetID = 0) {
+    public mutating func setTarget(_ new: IPAddress?, for id: TargetID) {
         guard var state = targets[id], new != state.address else { return }
         state.address = new
         state.previousInterface = nil
@@ -141,7 +136,7 @@ public struct ReachabilityCore {
         invalidate(id)
     }
 
-    public mutating func setFamilies(_ new: [IPFamily], for id: TargetID = 0) {
+    public mutating func setFamilies(_ new: [IPFamily], for id: TargetID) {
         guard targets[id] != nil, new != targets[id]?.families else { return }
         targets[id]?.families = new
         invalidate(id)

@@ -26,9 +26,9 @@ extension Simulation {
 
     func watchRoute(_ address: IPAddress?, families: [IPFamily]) {
         routeNewsSinceCheck = true
-        let changed = address != reach.target || families != reach.families
-        reach.setTarget(address)
-        reach.setFamilies(families)
+        let changed = address != reach.target(firstRoute) || families != reach.families(firstRoute)
+        reach.setTarget(address, for: firstRoute)
+        reach.setFamilies(families, for: firstRoute)
         if changed { noteKernelTruth(reset: true) }
     }
 
@@ -86,7 +86,7 @@ extension Simulation {
                 return takeExtra(index + 1, .route(verdict, routedFamilies: routedFamilies))
             }
             checkVerdictHeld(verdict, id)
-            guard id == 0 else { return }
+            guard id == firstRoute else { return }
             let previous = target.monitor.route
             take(.route(verdict, routedFamilies: routedFamilies))
             // A route gained or changed probes at once: off the schedule.

@@ -141,6 +141,8 @@ public final class Simulation {
     /// A second target on the same core, with a fixed address: lookups for two targets share
     /// every overrun and dump.
     var secondTarget: ReachabilityCore.TargetID = 0
+    /// The default target's watch on the reachability core (added first, like any other).
+    var firstRoute: ReachabilityCore.TargetID = 0
     var evaluationDue = false
     var quiet = false
     /// Something the reachability core sees changed since its agreement with the kernel was last checked.
@@ -177,13 +179,14 @@ public final class Simulation {
         initialCore = TargetCore(host: scenario.host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed,
                                  refreshNanoseconds: scenario.dnsRefreshMilliseconds * 1_000_000)
         settings = scenario.settings
-        reach = ReachabilityCore(families: IPFamily.allCases) { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
+        reach = ReachabilityCore { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
         for (at, fault) in scenario.timeline { queue.add(.fault(fault), at: at * 1_000_000) }
     }
 
     /// Runs the scenario to its end; returns the violations found (none when every rule held).
     @discardableResult
     public func run() -> [Violation] {
+        firstRoute = reach.addTarget(families: IPFamily.allCases)
         secondTarget = reach.addTarget(families: IPFamily.allCases)
         reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: secondTarget)
         noteKernelTruth(reset: true)

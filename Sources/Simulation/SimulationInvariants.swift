@@ -205,9 +205,9 @@ extension Simulation {
     /// target, the core's own table (the kernel's at a moment before, its news still in flight) is
     /// such a moment too: a route deleted just before the new Host shows until its deletion is read.
     func noteKernelTruth(reset: Bool) {
-        if reset { truthsSinceRetarget[0] = [Self.key(kernelTruth(0, reach.table))] }
+        if reset { truthsSinceRetarget[firstRoute] = [Self.key(kernelTruth(firstRoute, reach.table))] }
         let table = kernel.wholeTable
-        for id in [0, secondTarget] { truthsSinceRetarget[id, default: []].insert(Self.key(kernelTruth(id, table))) }
+        for id in [firstRoute, secondTarget] { truthsSinceRetarget[id, default: []].insert(Self.key(kernelTruth(id, table))) }
     }
 
     func checkVerdictHeld(_ verdict: ReachabilityVerdict, _ id: ReachabilityCore.TargetID) {
@@ -223,7 +223,7 @@ extension Simulation {
         guard routeNewsSinceCheck, !kernel.hasQueued, !evaluationDue, reach.ready, !reach.isLookingUp else { return }
         routeNewsSinceCheck = false
         let table = kernel.wholeTable
-        for id in [0, secondTarget] {
+        for id in [firstRoute, secondTarget] {
             let truth = kernelTruth(id, table)
             guard let verdict = reach.verdict(id) else {
                 return violation("no route verdict for target \(id) although the kernel has said everything "

@@ -13,6 +13,7 @@ final class ReachabilityBench {
     let router = "nob-r-\(getpid())"
     let loop: MainLoop
     var engine: ReachabilityEngine!
+    var watch: ReachabilityEngine.Watch!
     var control: NetlinkSocket!
     var lastChange: UInt64 = 0
     var waitingFor: ((ReachabilityVerdict) -> Bool)?
@@ -30,13 +31,13 @@ final class ReachabilityBench {
 
     @discardableResult
     func waitUntil(_ predicate: @escaping (ReachabilityVerdict) -> Bool) -> UInt64 {
-        if let verdict = engine.verdict, predicate(verdict) { return lastChange }
+        if let verdict = watch.verdict, predicate(verdict) { return lastChange }
         waitingFor = predicate
         let timer = loop.schedule(after: 5_000_000_000) { [loop] in loop.quit(status: 1) }
         let status = loop.run()
         loop.cancel(timer)
         waitingFor = nil
-        if status != 0 { fatalError("no verdict in 5 s; last \(String(describing: engine.verdict))") }
+        if status != 0 { fatalError("no verdict in 5 s; last \(String(describing: watch.verdict))") }
         return lastChange
     }
 
@@ -73,13 +74,15 @@ final class ReachabilityBench {
         shell("ip -n \(router) addr add 198.18.0.1/24 dev nr0 && ip -n \(router) link set nr0 up")
         shell("ip -n \(client) route add default via 198.18.0.1")
         try inNamespace(client) {
-            engine = try ReachabilityEngine(loop: loop) { [unowned self] verdict in
+            engine = try ReachabilityEngine(loop: loop)
+            watch = engine.watch()
+            watch.onChange = { [unowned self] verdict in
                 lastChange = MonotonicClock.now()
                 if let waitingFor, waitingFor(verdict) { loop.quit(status: 0) }
             }
             control = try NetlinkSocket(groups: 0)
         }
-        engine.target = IPAddress("198.18.2.2")
+        watch.target = IPAddress("198.18.2.2")
         waitUntil { $0.usable }
         guard let found = engine.table.links.values.first(where: { $0.name == "nc0" })?.index else { fatalError("no nc0") }
         index = found

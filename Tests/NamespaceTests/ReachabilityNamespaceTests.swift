@@ -15,6 +15,8 @@ final class ReachabilityNamespaceTests: XCTestCase {
     var router: NetworkNamespace!
     var loop: MainLoop!
     var engine: ReachabilityEngine!
+    /// The test's target on the engine (the engine has no target of its own).
+    var watch: ReachabilityEngine.Watch!
     var verdicts: [ReachabilityVerdict] = []
     private var waiting: ((ReachabilityVerdict) -> Bool)?
 
@@ -37,15 +39,18 @@ final class ReachabilityNamespaceTests: XCTestCase {
         try client.ip("-6 route add default via fd00::1")
         loop = try MainLoop()
         engine = try client.enter {
-            try ReachabilityEngine(loop: loop) { [unowned self] verdict in
-                verdicts.append(verdict)
-                if let waiting, waiting(verdict) { loop.quit(status: 0) }
-            }
+            try ReachabilityEngine(loop: loop)
         }
-        engine.target = target
+        watch = engine.watch()
+        watch.onChange = { [unowned self] verdict in
+            verdicts.append(verdict)
+            if let waiting, waiting(verdict) { loop.quit(status: 0) }
+        }
+        watch.target = target
     }
 
     override func tearDown() {
+        watch = nil
         engine = nil
         loop = nil
         client = nil
@@ -56,13 +61,13 @@ final class ReachabilityNamespaceTests: XCTestCase {
     @discardableResult
     func wait(_ what: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line,
               _ predicate: @escaping (ReachabilityVerdict) -> Bool) -> ReachabilityVerdict? {
-        if let verdict = engine.verdict, predicate(verdict) {
+        if let verdict = watch.verdict, predicate(verdict) {
             // Already true, but let queued events in first so a stale verdict cannot pass.
             let timer = loop.schedule(after: 50_000_000) { [unowned self] in loop.quit(status: 0) }
             waiting = nil
             _ = loop.run()
             loop.cancel(timer)
-            if let now = engine.verdict, predicate(now) { return now }
+            if let now = watch.verdict, predicate(now) { return now }
         }
         waiting = predicate
         let timer = loop.schedule(after: UInt64(timeout * 1e9)) { [unowned self] in loop.quit(status: 1) }
@@ -70,10 +75,10 @@ final class ReachabilityNamespaceTests: XCTestCase {
         loop.cancel(timer)
         waiting = nil
         if status != 0 {
-            XCTFail("\(what): no such verdict within \(timeout) s; last: \(String(describing: engine.verdict))", file: file, line: line)
+            XCTFail("\(what): no such verdict within \(timeout) s; last: \(String(describing: watch.verdict))", file: file, line: line)
             return nil
         }
-        return engine.verdict
+        return watch.verdict
     }
 
     func testStartsUsableOverTheDefaultRoute() {
@@ -123,14 +128,14 @@ final class ReachabilityNamespaceTests: XCTestCase {
     }
 
     func testIPv6OnlyPath() throws {
-        engine.target = IPAddress("fd00:2::2")
+        watch.target = IPAddress("fd00:2::2")
         let verdict = wait("v6") { $0.usable }
         XCTAssertEqual(verdict?.interface, "nc0")
         XCTAssertEqual(verdict?.source, "fd00::2")
         try client.ip("-6 route del default")
         XCTAssertEqual(wait("no v6 route") { !$0.usable }?.reason, "no route to fd00:2::2")
         try client.ip("route del default")
-        XCTAssertFalse(engine.verdict?.usable ?? true, "IPv4 is irrelevant to an IPv6 target")
+        XCTAssertFalse(watch.verdict?.usable ?? true, "IPv4 is irrelevant to an IPv6 target")
     }
 
     func testPolicyRoutingRule() throws {
@@ -143,8 +148,8 @@ final class ReachabilityNamespaceTests: XCTestCase {
     }
 
     func testBeforeTheHostResolvesADefaultRouteDecides() throws {
-        engine.target = nil
-        engine.families = [.v4]
+        watch.target = nil
+        watch.families = [.v4]
         XCTAssertEqual(wait("default route") { $0.usable }?.interface, "nc0")
         try client.ip("route del default")
         XCTAssertEqual(wait("no default") { !$0.usable }?.reason, "no IPv4 default route")
