@@ -37,6 +37,10 @@ extension ProbeCore {
 
     /// The earliest deadline of any armed timer.
     var earliestDeadline: UInt64? {
-        ProbeTimer.allCases.compactMap(deadline).min()
+        var earliest: UInt64?
+        for timer in ProbeTimer.allCases {
+            if let at = deadline(timer), at < earliest ?? .max { earliest = at }
+        }
+        return earliest
     }
 }
