@@ -85,6 +85,21 @@ public struct TargetCore {
         return earliest == .max ? nil : earliest
     }
 
+    /// The output contract above, stated once for whoever checks it (the simulation, the tests): at most one
+    /// `.publish`, after every other action but `.verdictReady`, which comes at most once and last. What broke it;
+    /// nil when kept.
+    public static func outputContractBroken(_ actions: [Action]) -> String? {
+        let ready = actions.indices.filter { actions[$0] == .verdictReady }
+        if ready.count > 1 || ready.contains(where: { $0 != actions.count - 1 }) {
+            return "the verdict was ready \(ready.count) times, or before the step's last action"
+        }
+        let publishes = actions.indices.filter { actions[$0] == .publish }
+        if publishes.count > 1 || publishes.contains(where: { $0 != actions.count - 1 - ready.count }) {
+            return "the state was published \(publishes.count) times, or before the step's last action"
+        }
+        return nil
+    }
+
     /// The default-route families AddressFamily allows.
     public var families: [IPFamily] { monitor.families }
 

@@ -161,7 +161,7 @@ extension ConnectivityMonitor: TargetWorld {
     public var now: UInt64 { loop.now() }
 
     public var routedFamilies: Set<IPFamily>? {
-        reachability.map { Set($0.table.defaultRoutes.compactMap { IPFamily(number: $0.family) }) }
+        reachability?.table.routedFamilies
     }
 
     public func resolve(_ host: String, family: AddressFamily, generation: UInt64) {

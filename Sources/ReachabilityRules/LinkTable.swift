@@ -22,6 +22,11 @@ public struct LinkTable: Equatable, Sendable {
         addressesByKey.values.filter { $0.index == index && $0.address.family == family }
     }
 
+    /// The families that have a default route now.
+    public var routedFamilies: Set<IPFamily> {
+        Set(defaultRoutes.compactMap { IPFamily(number: $0.family) })
+    }
+
     /// Whose connections the traffic evidence counts for a route over `interface` to an address of
     /// `family`: the usable addresses of that family on it (nil when no link has that name).
     public func trafficSources(interface: String, family: IPFamily) -> [IPAddress]? {

@@ -332,7 +332,7 @@ public final class Simulation {
         }
     }
 
-    var routedFamilies: Set<IPFamily> { Set(reach.table.defaultRoutes.compactMap { IPFamily(number: $0.family) }) }
+    var routedFamilies: Set<IPFamily> { reach.table.routedFamilies }
 
     /// An answer from the host (an echo reply, or its TCP), or one that claims to be.
     func deliverReply(_ sequence: UInt16, _ token: UInt64, _ path: AnswerPath, fromHost: Bool) {

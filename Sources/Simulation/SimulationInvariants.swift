@@ -9,13 +9,7 @@ import ReachabilityRules
 extension Simulation {
     /// At most one publication per step, after every action but the verdict being ready.
     func checkPublication(_ actions: [TargetCore.Action]) {
-        var publications = 0
-        for index in actions.indices {
-            guard case .publish = actions[index] else { continue }
-            publications += 1
-            let last = if case .verdictReady? = actions.last { actions.count - 2 } else { actions.count - 1 }
-            if publications > 1 || index != last { violation("the state was published \(publications) times, or before the event's last action") }
-        }
+        if let broken = TargetCore.outputContractBroken(actions) { violation(broken) }
     }
 
     /// Traffic as evidence, by the contract: flowing traffic stands in for a probe only with Evidence

@@ -20,12 +20,17 @@ final class TargetCoreTests: XCTestCase {
 
     /// At most one publish; after it, only the verdict being ready (once, last).
     func assertOnePublishAtMostAndLast(_ actions: [TargetCore.Action], file: StaticString = #filePath, line: UInt = #line) {
-        let publishes = actions.indices.filter { actions[$0] == .publish }
-        XCTAssertLessThanOrEqual(publishes.count, 1, "\(actions)", file: file, line: line)
-        let ready = actions.indices.filter { actions[$0] == .verdictReady }
-        XCTAssertLessThanOrEqual(ready.count, 1, "\(actions)", file: file, line: line)
-        if let only = ready.first { XCTAssertEqual(only, actions.count - 1, "\(actions)", file: file, line: line) }
-        if let only = publishes.first { XCTAssertEqual(only, actions.count - 1 - ready.count, "\(actions)", file: file, line: line) }
+        XCTAssertNil(TargetCore.outputContractBroken(actions), "\(actions)", file: file, line: line)
+    }
+
+    /// The contract's statement catches each way of breaking it.
+    func testTheOutputContractNamesWhatBrokeIt() {
+        XCTAssertNil(TargetCore.outputContractBroken([.cancelCheck, .publish, .verdictReady]))
+        XCTAssertNil(TargetCore.outputContractBroken([]))
+        XCTAssertNotNil(TargetCore.outputContractBroken([.publish, .cancelCheck]), "published before the last action")
+        XCTAssertNotNil(TargetCore.outputContractBroken([.publish, .publish]), "published twice")
+        XCTAssertNotNil(TargetCore.outputContractBroken([.verdictReady, .publish]), "the verdict ready before the publish")
+        XCTAssertNotNil(TargetCore.outputContractBroken([.verdictReady, .verdictReady]), "ready twice")
     }
 
     func sends(_ actions: [TargetCore.Action]) -> [(UInt16, UInt64)] {
