@@ -85,6 +85,14 @@ public struct MonitorCore {
         }
     }
 
+    private var familyWord: String {
+        switch family {
+        case .any: ""
+        case .ipv4: "IPv4 "
+        case .ipv6: "IPv6 "
+        }
+    }
+
     /// Whether a Check has something to probe: a resolved address and no known-bad route.
     public var canProbe: Bool {
         guard case .resolved = resolution else { return false }
@@ -136,6 +144,15 @@ public struct MonitorCore {
                                   routedFamilies: Set<IPFamily>?, now: UInt64) {
         guard generation == self.generation else { return }
         switch result {
+        case .success(let found) where found.isEmpty:
+            // The name resolves, but not in this family: no address to probe, and no resolver trouble.
+            failedResolutions = 0
+            failedLookupsWhileAnswering = 0
+            addresses = []
+            resolution = .failed("no \(familyWord)address for \(host)")
+            retarget(nil)
+            resolveAt = now &+ refreshNanoseconds
+            outputs.append(.stateChanged)
         case .success(let found):
             failedResolutions = 0
             if failedLookupsWhileAnswering > 0 { outputs.append(.stateChanged) }

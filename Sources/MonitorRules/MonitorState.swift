@@ -59,7 +59,29 @@ public struct MonitorState: Equatable, Sendable {
     /// Scheduled probes skipped because traffic flowed, since the daemon started; only grows.
     public var probesSkipped: UInt64 = 0
 
+    /// Each family's own verdict (Connectivity4/6, Address4/6, Reason4/6, RoundTripTime4/6).
+    public var ipv4 = FamilyState()
+    public var ipv6 = FamilyState()
+
     public init() {}
 
     public var reachable: Bool { status.isConnected }
+}
+
+/// One address family's verdict for a target (INTERFACE.md "Every path").
+public struct FamilyState: Equatable, Sendable {
+    public var connectivity: Connectivity
+    /// The address probed in this family, numeric; "" when none.
+    public var address: String
+    /// Why this family is not `full`; "" when it is, or has no verdict yet.
+    public var reason: String
+    /// The last successful round trip in this family, microseconds; 0 when none.
+    public var roundTripTime: UInt64
+
+    public init(connectivity: Connectivity = .unknown, address: String = "", reason: String = "", roundTripTime: UInt64 = 0) {
+        self.connectivity = connectivity
+        self.address = address
+        self.reason = reason
+        self.roundTripTime = roundTripTime
+    }
 }

@@ -2,12 +2,13 @@ import NetAddress
 import ProbeRules
 import ReachabilityRules
 
-/// One target's whole verdict without I/O: `MonitorCore` (the name, the route, the check of
-/// CheckURL, DNS health, link facts) and `ProbeCore` (the schedule, the tracker, the verdict)
-/// composed once, here. Events come in with `now`; what to do comes out as actions, in order,
-/// with at most one `.publish`, after all the others but `.verdictReady` (which follows it, so
-/// pending Checks answer with the state just published). The daemon's driver and the simulation drive this same
-/// core: they translate what happened into events and actions into syscalls, nothing more.
+/// One target's whole verdict without I/O: a `PathCore` per address family, one lookup of Host
+/// for all of them, and the headline (INTERFACE.md "Every path"): the best family, among equals
+/// the first in resolver order. The families other than the headline's are probed rarely while
+/// every family is `full`, and at once when the headline's family is suspect. Events come in with
+/// `now`; actions come out in order, with at most one `.publish`, after all the others but
+/// `.verdictReady` (see `outputContractBroken`). The daemon's driver and the simulation drive this
+/// same core.
 public struct TargetCore {
     public enum Event: Sendable {
         /// The model is exported: start resolving Host; check `checkURL` when it is set.
@@ -15,19 +16,19 @@ public struct TargetCore {
         case targetChanged(host: String, family: AddressFamily)
         case probeSettings(ProbeSettings)
         case checkURL(String)
-        /// The resolver answered lookup `generation`; `routedFamilies`: the families with a default route now.
+        /// The resolver answered lookup `generation`, every family in resolver order.
         case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: Set<IPFamily>?)
-        /// The route watch's verdict for the target changed.
-        case route(ReachabilityVerdict, routedFamilies: Set<IPFamily>?)
+        /// The route watch of `family`'s path said this.
+        case route(IPFamily, ReachabilityVerdict, routedFamilies: Set<IPFamily>?)
         case linkFacts(LinkFactsTable)
-        /// The transport can send to the address of the last `.probe` this way (nil: not at all).
-        case probing(ProbeMethod?)
-        /// A reply, an error, a refusal or a failed send from the transport.
-        case probe(ProbeInput)
-        /// The check `generation` of CheckURL ended.
-        case checkAnswered(generation: UInt64, CheckAnswer.Meaning)
-        /// Traffic sample `generation` was taken, at this CPU cost (ns); nil: it could not be.
-        case trafficSampled(generation: UInt64, TrafficSample?, cost: UInt64)
+        /// `family`'s transport can send to the address of its last `.probe` this way (nil: not at all).
+        case probing(IPFamily, ProbeMethod?)
+        /// A reply, an error, a refusal or a failed send from `family`'s transport.
+        case probe(IPFamily, ProbeInput)
+        /// `family`'s check `generation` of CheckURL ended.
+        case checkAnswered(IPFamily, generation: UInt64, CheckAnswer.Meaning)
+        /// `family`'s traffic sample `generation` was taken, at this CPU cost (ns); nil: it could not be.
+        case trafficSampled(IPFamily, generation: UInt64, TrafficSample?, cost: UInt64)
         /// `nextWakeup` has come.
         case timeout
     }
@@ -37,211 +38,310 @@ public struct TargetCore {
         case resolve(host: String, family: AddressFamily, generation: UInt64)
         /// Lookups for an earlier Host are no longer wanted.
         case cancelResolutions
-        /// Watch the route to `address` (nil: none) and these default-route families.
-        case watchRoute(IPAddress?, families: [IPFamily])
-        /// Send probes to `address` from now on (nil: stop); answer with `.probing`.
-        case probe(IPAddress?)
-        /// Send probe `sequence` (see `ProbeCore.Output.send`).
-        case send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
-        /// GET CheckURL, lookup included, within `limitMilliseconds`; answer with `.checkAnswered`.
-        case startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32)
-        case cancelCheck
-        /// Sample the established TCP connections on `interface` for the route to `host`, on the loop
-        /// when `inline` (it was cheap), else off it; answer with `.trafficSampled`.
-        case sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool)
-        /// A probe ended: a verdict is in, and published; pending Checks may answer. Always last.
+        /// Watch the route to `address` (nil: none) for `family`'s path.
+        case watchRoute(IPFamily, IPAddress?)
+        /// Send `family`'s probes to `address` from now on (nil: stop); answer with `.probing`.
+        case probe(IPFamily, IPAddress?)
+        /// Send `family`'s probe `sequence` (see `ProbeCore.Output.send`).
+        case send(IPFamily, sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
+        /// GET CheckURL over `family` (its host's address in that family, else another), within the limit.
+        case startCheck(IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32)
+        case cancelCheck(IPFamily)
+        /// Sample the established TCP connections on `interface` for `family`'s route to `host`.
+        case sampleTraffic(IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool)
+        /// A probe ended and no Check waits for another family's: a verdict is in, and published. Always last.
         case verdictReady
-        /// The probe report changed (for logs; the state to publish follows in `.publish`).
-        case reportChanged(old: ProbeReport, new: ProbeReport)
+        /// `family`'s probe report changed (for logs).
+        case reportChanged(IPFamily, old: ProbeReport, new: ProbeReport)
         /// What `state(previous:)` computes changed: publish it.
         case publish
     }
 
-    public private(set) var monitor: MonitorCore
-    public private(set) var probe: ProbeCore
-    public private(set) var trafficWatch = TrafficWatch()
-    /// Where the transport sends, as last asked by `.probe`; whether its `.probing` is still to come.
-    private var probeAddress: IPAddress?
-    private var awaitingProbing = false
+    /// The paths, IPv4's then IPv6's (see `index(of:)`).
+    public private(set) var paths: [PathCore]
+    public private(set) var host: String
+    public private(set) var family: AddressFamily
+    /// Whom the headline follows among equals: the families in the order the last lookup listed them.
+    public private(set) var resolverOrder: [IPFamily] = [.v6, .v4]
+    /// Families whose path probes for a Check: the verdict is ready when none is left.
+    private var checkWaiting: Set<IPFamily> = []
+    /// The lookup under way, for the paths' current target; the paths that asked meanwhile share its answer.
+    public private(set) var generation: UInt64 = 0
+    private var lookupUnderway = false
+    private var settings: ProbeSettings
+    /// The families probed at the relaxed pace (every family `full`, not the headline's).
+    private var relaxed: Set<IPFamily> = []
+    /// The headline's family was suspect at the end of the last step.
+    private var headlineSuspect = false
 
-    public init(host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64, slot: UInt16 = 0,
+    /// While every family is `full`, the others than the headline's are probed at most this often.
+    public static let relaxedIntervalMilliseconds: UInt32 = 30_000
+
+    /// `slots`: each family's sequence slot in shared sockets (0 when not given), all with `stride`.
+    public init(host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64, slots: [IPFamily: UInt16] = [:],
                 stride: UInt16 = 1, routeProblem: String? = nil, refreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds,
                 linkFacts: LinkFactsTable = LinkFactsTable()) {
-        monitor = MonitorCore(host: host, family: family, routeProblem: routeProblem, refreshNanoseconds: refreshNanoseconds)
-        monitor.linkFactsChanged(linkFacts)
-        _ = monitor.takeOutputs()
-        probe = ProbeCore(settings: probeSettings, seed: seed, slot: slot, stride: stride)
+        self.host = host
+        self.family = family
+        settings = probeSettings
+        paths = IPFamily.allCases.enumerated().map { offset, pathFamily in
+            // Each path its own random stream.
+            PathCore(host: host, family: Self.addressFamily(pathFamily), probeSettings: probeSettings,
+                     seed: seed &+ UInt64(offset) &* 0x9E37_79B9, slot: slots[pathFamily] ?? 0, stride: stride, routeProblem: routeProblem,
+                     refreshNanoseconds: refreshNanoseconds, linkFacts: linkFacts)
+        }
         nextWakeup = earliestWakeup
     }
 
-    /// When to hand the core `.timeout`: the earliest of its parts' deadlines, as of the last event
-    /// (kept, not computed, so a driver asking after every event copies nothing).
+    public static func index(of family: IPFamily) -> Int { family == .v4 ? 0 : 1 }
+
+    public func path(_ family: IPFamily) -> PathCore { paths[Self.index(of: family)] }
+
+    /// Whether AddressFamily lets `family` be watched.
+    public func watches(_ family: IPFamily) -> Bool {
+        switch self.family {
+        case .any: true
+        case .ipv4: family == .v4
+        case .ipv6: family == .v6
+        }
+    }
+
+    private var watchedFamilies: [IPFamily] { IPFamily.allCases.filter(watches) }
+
+    static func addressFamily(_ family: IPFamily) -> AddressFamily { family == .v4 ? .ipv4 : .ipv6 }
+
+    /// When to hand the core `.timeout`: the earliest of its paths' deadlines, as of the last event.
     public private(set) var nextWakeup: UInt64?
 
     private var earliestWakeup: UInt64? {
-        var earliest = monitor.nextWakeup ?? .max
-        if let probe = probe.nextWakeup, probe < earliest { earliest = probe }
-        if let traffic = trafficWatch.nextWakeup, traffic < earliest { earliest = traffic }
-        return earliest == .max ? nil : earliest
+        watchedFamilies.compactMap { path($0).nextWakeup }.min()
     }
 
-    /// The output contract above, stated once for whoever checks it (the simulation, the tests): at most one
-    /// `.publish`, after every other action but `.verdictReady`, which comes at most once and last. What broke it;
-    /// nil when kept.
+    /// The output contract above (see `OutputContract`); what broke it, nil when kept.
     public static func outputContractBroken(_ actions: [Action]) -> String? {
-        let ready = actions.indices.filter { actions[$0] == .verdictReady }
-        if ready.count > 1 || ready.contains(where: { $0 != actions.count - 1 }) {
-            return "the verdict was ready \(ready.count) times, or before the step's last action"
-        }
-        let publishes = actions.indices.filter { actions[$0] == .publish }
-        if publishes.count > 1 || publishes.contains(where: { $0 != actions.count - 1 - ready.count }) {
-            return "the state was published \(publishes.count) times, or before the step's last action"
-        }
-        return nil
+        OutputContract.broken(actions, publish: .publish, verdictReady: .verdictReady)
     }
 
-    /// The default-route families AddressFamily allows.
-    public var families: [IPFamily] { monitor.families }
+    /// Whether `family`'s probe `sequence` still waits for its answer.
+    public func isOutstanding(_ family: IPFamily, _ sequence: UInt16) -> Bool { path(family).isOutstanding(sequence) }
 
-    /// Status, Interface, Address, Reason, RoundTripTime, PacketLoss and the rest from what is known.
+    // MARK: The state
+
+    /// The headline and every family's verdict from what the paths know.
     public func state(previous: MonitorState) -> MonitorState {
-        var state = monitor.state(previous: previous)
-        state.traffic = trafficWatch.traffic
+        var states: [IPFamily: MonitorState] = [:]
+        for family in watchedFamilies { states[family] = path(family).state(previous: previous) }
+        let headline = Self.headline(states, order: resolverOrder)
+        var state = headline.flatMap { states[$0] } ?? previous
+        state.probesSent = paths.reduce(0) { $0 + $1.probe.report.probesSent }
+        state.probesAnswered = paths.reduce(0) { $0 + $1.probe.report.probesAnswered }
+        state.probesSkipped = paths.reduce(0) { $0 + $1.probe.report.probesSkipped }
+        state.traffic = Self.traffic(states.values.map(\.traffic))
+        state.ipv4 = familyState(.v4, states[.v4])
+        state.ipv6 = familyState(.v6, states[.v6])
         return state
     }
 
-    /// Whether probe `sequence` still waits for its answer (the transport keeps its TCP connection so long).
-    public func isOutstanding(_ sequence: UInt16) -> Bool { probe.isOutstanding(sequence) }
+    /// The family that gives the headline: the first `full` one in resolver order; else, while any is
+    /// `unknown`, the first such (the headline waits); else the best, among equals the first in order.
+    public static func headline(_ states: [IPFamily: MonitorState], order: [IPFamily]) -> IPFamily? {
+        let ordered = order.filter { states[$0] != nil } + IPFamily.allCases.filter { states[$0] != nil && !order.contains($0) }
+        if let full = ordered.first(where: { states[$0]?.connectivity == .full }) { return full }
+        if let waiting = ordered.first(where: { states[$0]?.connectivity == .unknown }) { return waiting }
+        var best: (family: IPFamily, rank: Int)?
+        for family in ordered {
+            let rank = rank(states[family]?.connectivity)
+            if let best, rank <= best.rank { continue }
+            best = (family, rank)
+        }
+        return best?.family
+    }
+
+    private static func rank(_ connectivity: Connectivity?) -> Int {
+        switch connectivity {
+        case .some(.full): 3
+        case .some(.portal): 2
+        case .some(.limited): 1
+        case .some(.none), .some(.unknown), nil: 0
+        }
+    }
+
+    /// Traffic of the target: flowing on any path is flowing; else stalled on any, idle on any.
+    static func traffic(_ words: [Traffic]) -> Traffic {
+        for word in [Traffic.flowing, .stalled, .idle] where words.contains(word) { return word }
+        return .none
+    }
+
+    private func familyState(_ family: IPFamily, _ state: MonitorState?) -> FamilyState {
+        guard let state else {
+            return FamilyState(connectivity: .none, reason: "AddressFamily is \(self.family.rawValue)")
+        }
+        var reason = state.connectivity == .full || state.connectivity == .unknown ? "" : state.reason
+        let silent = "host not answering"
+        if reason.hasPrefix(silent) { reason = silent + " over \(family)" + reason.dropFirst(silent.count) }
+        return FamilyState(connectivity: state.connectivity, address: state.address, reason: reason,
+                           roundTripTime: state.roundTripTime)
+    }
+
+    // MARK: Events
 
     public mutating func handle(_ event: Event, now: UInt64) -> [Action] {
+        var step = Step()
         switch event {
         case .start(let checkURL):
-            monitor.start(now: now)
-            if !checkURL.isEmpty { monitor.checkURLChanged(checkURL, now: now) }
+            // Every path hears the settings, watched or not; one AddressFamily does not watch sends nothing.
+            for family in IPFamily.allCases { feed(family, .start(checkURL: checkURL), now: now, &step) }
         case .targetChanged(let host, let family):
-            monitor.targetChanged(host: host, family: family, now: now)
+            self.host = host
+            self.family = family
+            generation &+= 1
+            lookupUnderway = false
+            checkWaiting = []
+            step.publish = true
+            // A family no longer watched stops too: nothing is sent in it.
+            for pathFamily in IPFamily.allCases {
+                feed(pathFamily, .targetChanged(host: host, family: Self.addressFamily(pathFamily)), now: now, &step)
+            }
         case .probeSettings(let settings):
-            probe.updateSettings(settings, now: now)
+            self.settings = settings
+            for family in IPFamily.allCases { feed(family, .probeSettings(pacedSettings(family)), now: now, &step) }
         case .checkURL(let url):
-            monitor.checkURLChanged(url, now: now)
+            for family in IPFamily.allCases { feed(family, .checkURL(url), now: now, &step) }
         case .resolved(let generation, let result, let routedFamilies):
-            monitor.resolved(generation: generation, result, routedFamilies: routedFamilies, now: now)
-        case .route(let verdict, let routedFamilies):
-            monitor.routeChanged(verdict, routedFamilies: routedFamilies, now: now)
+            guard generation == self.generation else { break }
+            lookupUnderway = false
+            if case .success(let addresses) = result {
+                let listed = addresses.reduce(into: [IPFamily]()) { if !$0.contains($1.ipFamily) { $0.append($1.ipFamily) } }
+                resolverOrder = listed + IPFamily.allCases.filter { !listed.contains($0) }
+            }
+            for family in watchedFamilies {
+                let own = result.map { $0.filter { $0.ipFamily == family } }
+                feed(family, .resolved(generation: path(family).monitor.generation, own, routedFamilies: routedFamilies), now: now, &step)
+            }
+        case .route(let family, let verdict, let routedFamilies):
+            feed(family, .route(verdict, routedFamilies: routedFamilies), now: now, &step)
         case .linkFacts(let table):
-            monitor.linkFactsChanged(table)
-        case .probing(let method):
-            awaitingProbing = false
-            probe.start(target: probeAddress.map(ProbeTarget.init), method: method, now: now)
-        case .probe(let input):
-            probe.handle(input, now: now)
-        case .checkAnswered(let generation, let meaning):
-            monitor.checkAnswered(generation: generation, meaning, now: now)
-        case .trafficSampled(let generation, let sample, let cost):
-            let changed = if let sample {
-                trafficWatch.sampled(generation: generation, sample, cost: cost, nextProbe: probe.nextScheduledProbe, now: now)
-            } else {
-                trafficWatch.sampleFailed(generation: generation, nextProbe: probe.nextScheduledProbe, now: now)
-            }
-            if changed { trafficChanged(now: now) }
+            for family in IPFamily.allCases { feed(family, .linkFacts(table), now: now, &step) }
+        case .probing(let family, let method):
+            feed(family, .probing(method), now: now, &step)
+        case .probe(let family, let input):
+            feed(family, .probe(input), now: now, &step)
+        case .checkAnswered(let family, let generation, let meaning):
+            feed(family, .checkAnswered(generation: generation, meaning), now: now, &step)
+        case .trafficSampled(let family, let generation, let sample, let cost):
+            feed(family, .trafficSampled(generation: generation, sample, cost: cost), now: now, &step)
         case .timeout:
-            monitor.handleTimeout(now: now)
-            if trafficWatch.expire(now: now) { trafficChanged(now: now) }
-            if let due = probe.nextWakeup, due <= now { probe.handleTimeout(now: now) }
+            for family in watchedFamilies where (path(family).nextWakeup ?? .max) <= now {
+                feed(family, .timeout, now: now, &step)
+            }
         }
-        return settle(now: now)
+        return finish(&step, now: now)
     }
 
-    /// A Check wants a fresh verdict: false when there is nothing to probe (no address, a
-    /// known-bad route); else `.verdictReady` follows within two Timeouts (see `ProbeCore.check`).
+    /// A Check wants a fresh verdict: every watched family with something to probe probes (see
+    /// `PathCore.check`); the verdict is ready once each has its own. False when none can probe.
     public mutating func check(now: UInt64) -> (probing: Bool, actions: [Action]) {
-        let probing = monitor.canProbe && probe.check(now: now)
-        return (probing, settle(now: now))
+        var step = Step()
+        for family in watchedFamilies {
+            let index = Self.index(of: family)
+            let (probing, actions) = paths[index].check(now: now)
+            if probing { checkWaiting.insert(family) }
+            take(family, actions, now: now, &step)
+        }
+        return (!checkWaiting.isEmpty, finish(&step, now: now))
     }
 
-    /// Traffic is watched while Host has an address and a usable route.
-    private var watchedPath: (host: IPAddress, interface: String)? {
-        guard case .resolved(let host) = monitor.resolution, let route = monitor.route, route.usable,
-              !route.interface.isEmpty else { return nil }
-        return (host, route.interface)
-    }
+    // MARK: Internals
 
-    /// The path `trafficWatch` watches, as of `monitor.pathChanges` = `pathChangesSeen`.
-    private var trafficPath: (host: IPAddress, interface: String)?
-    private var pathChangesSeen: UInt64 = .max
-
-    private var trafficPublishDue = false
-
-    /// The word changed: the probes hear of it, and it is published (Traffic is quiet on its own).
-    private mutating func trafficChanged(now: UInt64) {
-        probe.trafficChanged(trafficWatch.traffic, now: now)
-        trafficPublishDue = true
-    }
-
-    /// Feeds each core's outputs to the other until both are quiet; the state is published once,
-    /// and only then is a verdict ready.
-    private mutating func settle(now: UInt64) -> [Action] {
+    /// What one event set off in the paths, gathered before it is handed on.
+    private struct Step {
         var actions: [Action] = []
-        var verdictReady = false
-        // Only the event itself moves Host's address or its route (what the cores say to each other below does not).
-        if monitor.pathChanges != pathChangesSeen {
-            pathChangesSeen = monitor.pathChanges
-            let path = watchedPath
-            if path?.host != trafficPath?.host || path?.interface != trafficPath?.interface {
-                trafficPath = path
-                if trafficWatch.pathChanged(watching: path != nil, now: now) { trafficChanged(now: now) }
+        var publish = false
+        var verdict = false
+    }
+
+    private mutating func feed(_ family: IPFamily, _ event: PathCore.Event, now: UInt64, _ step: inout Step) {
+        let actions = paths[Self.index(of: family)].handle(event, now: now)
+        take(family, actions, now: now, &step)
+    }
+
+    /// A path's actions, tagged with its family; lookups become the target's one lookup, and a family
+    /// AddressFamily does not watch only lets go of what it held.
+    private mutating func take(_ family: IPFamily, _ actions: [PathCore.Action], now: UInt64, _ step: inout Step) {
+        let watched = watches(family)
+        for action in actions {
+            switch action {
+            case .resolve:
+                guard watched, !lookupUnderway else { continue }
+                lookupUnderway = true
+                step.actions.append(.resolve(host: host, family: self.family, generation: generation))
+            case .cancelResolutions:
+                if !step.actions.contains(.cancelResolutions) { step.actions.append(.cancelResolutions) }
+            case .watchRoute(let address, _):
+                step.actions.append(.watchRoute(family, watched ? address : nil))
+            case .probe(let address):
+                step.actions.append(.probe(family, watched ? address : nil))
+            case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
+                if watched { step.actions.append(.send(family, sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP)) }
+            case .startCheck(let url, let generation, let limit):
+                if watched { step.actions.append(.startCheck(family, url: url, generation: generation, limitMilliseconds: limit)) }
+            case .cancelCheck:
+                step.actions.append(.cancelCheck(family))
+            case .sampleTraffic(let generation, let host, let interface, let inline):
+                if watched { step.actions.append(.sampleTraffic(family, generation: generation, host: host, interface: interface, inline: inline)) }
+            case .reportChanged(let old, let new):
+                step.actions.append(.reportChanged(family, old: old, new: new))
+            case .publish:
+                step.publish = true
+            case .verdictReady:
+                checkWaiting.remove(family)
+                step.verdict = true
             }
         }
-        // The word changes only in the event or just above, never below.
-        var publishDue = trafficPublishDue
-        trafficPublishDue = false
-        while true {
-            if let (generation, inline) = trafficWatch.takeDueSample(now: now), let path = trafficPath {
-                actions.append(.sampleTraffic(generation: generation, host: path.host, interface: path.interface, inline: inline))
-            }
-            let fromMonitor = monitor.takeOutputs()
-            let fromProbe = probe.takeOutputs()
-            if fromMonitor.isEmpty && fromProbe.isEmpty { break }
-            for output in fromMonitor {
-                switch output {
-                case .resolve(let host, let family, let generation):
-                    actions.append(.resolve(host: host, family: family, generation: generation))
-                case .cancelResolutions:
-                    actions.append(.cancelResolutions)
-                case .retarget(let address, let families):
-                    actions.append(.watchRoute(address, families: families))
-                    if address != probeAddress {
-                        probeAddress = address
-                        awaitingProbing = true
-                        actions.append(.probe(address))
-                    }
-                case .routeRegained(let firstKnown):
-                    // A new address probes at once when its transport is ready.
-                    if !awaitingProbing { probe.routeRegained(now: now, firstKnown: firstKnown) }
-                case .stateChanged:
-                    publishDue = true
-                case .startCheck(let url, let generation):
-                    let limit = PortalCheck.limitMilliseconds(timeout: probe.settings.timeoutMilliseconds)
-                    actions.append(.startCheck(url: url, generation: generation, limitMilliseconds: limit))
-                case .cancelCheck:
-                    actions.append(.cancelCheck)
-                }
-            }
-            for output in fromProbe {
-                switch output {
-                case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
-                    actions.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP))
-                case .probeFinished:
-                    verdictReady = true
-                case .report(let old, let new):
-                    actions.append(.reportChanged(old: old, new: new))
-                    monitor.probeReportChanged(from: old, to: new, now: now)
-                }
-            }
-        }
-        if publishDue { actions.append(.publish) }
-        if verdictReady { actions.append(.verdictReady) }
+    }
+
+    /// The pace across families, then the publish and the verdict, last.
+    private mutating func finish(_ step: inout Step, now: UInt64) -> [Action] {
+        pace(now: now, &step)
+        // A family that has nothing left to probe gives no verdict of its own: the Check waits for the others only.
+        let waitedFor = checkWaiting
+        checkWaiting = checkWaiting.filter { path($0).probe.awaitingVerdict && watches($0) }
+        if checkWaiting.count < waitedFor.count { step.verdict = true }
+        var actions = step.actions
+        if step.publish { actions.append(.publish) }
+        if step.verdict && checkWaiting.isEmpty { actions.append(.verdictReady) }
         nextWakeup = earliestWakeup
         return actions
+    }
+
+    /// INTERFACE.md "Cheap when both work": while every watched family is `full`, the others than the
+    /// headline's are probed at the relaxed pace; when the headline's family turns suspect, every other
+    /// one is probed at once.
+    private mutating func pace(now: UInt64, _ step: inout Step) {
+        let families = watchedFamilies
+        guard families.count > 1 else { return }
+        var states: [IPFamily: MonitorState] = [:]
+        for family in families { states[family] = path(family).state(previous: MonitorState()) }
+        let headline = Self.headline(states, order: resolverOrder)
+        let allFull = families.allSatisfy { states[$0]?.connectivity == .full }
+        let wanted: Set<IPFamily> = allFull ? Set(families.filter { $0 != headline }) : []
+        if wanted != relaxed {
+            relaxed = wanted
+            for family in families where path(family).probe.settings != pacedSettings(family) {
+                feed(family, .probeSettings(pacedSettings(family)), now: now, &step)
+            }
+        }
+        let suspect = headline.map { path($0).probe.suspicious } ?? false
+        if suspect && !headlineSuspect {
+            for family in families where family != headline { feed(family, .probeNow, now: now, &step) }
+        }
+        headlineSuspect = suspect
+    }
+
+    private func pacedSettings(_ family: IPFamily) -> ProbeSettings {
+        guard relaxed.contains(family) else { return settings }
+        var paced = settings
+        paced.intervalMilliseconds = max(settings.intervalMilliseconds, Self.relaxedIntervalMilliseconds)
+        return paced
     }
 }

@@ -13,17 +13,18 @@ public protocol TargetWorld: AnyObject {
     /// Look a name up off the loop (an address never gets here); answer with `.resolved`.
     func resolve(_ host: String, family: AddressFamily, generation: UInt64)
     func cancelResolutions()
-    func watchRoute(_ address: IPAddress?, families: [IPFamily])
-    /// Send probes to `address` from now on (nil: nowhere); how they will go, nil when they cannot.
-    func aimProbes(at address: IPAddress?) -> ProbeMethod?
-    func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
-    /// GET `url` within the limit; answer with `.checkAnswered`.
-    func startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32)
-    func cancelCheck()
+    /// Watch the route to `address` (nil: none) for `family`'s path.
+    func watchRoute(_ family: IPFamily, _ address: IPAddress?)
+    /// Send `family`'s probes to `address` from now on (nil: nowhere); how they will go, nil when they cannot.
+    func aimProbes(_ family: IPFamily, at address: IPAddress?) -> ProbeMethod?
+    func send(_ family: IPFamily, sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
+    /// GET `url` over `family` within the limit; answer with `.checkAnswered`.
+    func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32)
+    func cancelCheck(_ family: IPFamily)
     /// Sample the connections on `interface` towards `host`'s route.
-    func sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling
-    /// The probe report changed (for logs).
-    func reportChanged(old: ProbeReport, new: ProbeReport)
+    func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling
+    /// `family`'s probe report changed (for logs).
+    func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport)
     /// The state the core computes changed: publish `state(previous)`, computed from what was published before.
     func publish(_ state: (_ previous: MonitorState) -> MonitorState)
     /// A probe ended and its verdict is published: pending Checks may answer.
@@ -57,6 +58,8 @@ public final class TargetDriver {
     private var queue: [Work] = []
     private var head = 0
     private var driving = false
+    /// `.probing` answers queued at the head by the step being carried out.
+    private var probingAhead = 0
     /// Told each step's actions before they are carried out (for tests that check the core's output rules).
     public var observeStep: (([TargetCore.Action]) -> Void)?
 
@@ -113,6 +116,7 @@ public final class TargetDriver {
 
     private func carryOut(_ actions: [TargetCore.Action]) {
         observeStep?(actions)
+        probingAhead = 0
         for action in actions {
             switch action {
             case .resolve(let host, let family, let generation):
@@ -123,22 +127,25 @@ public final class TargetDriver {
                 }
             case .cancelResolutions:
                 world.cancelResolutions()
-            case .watchRoute(let address, let families):
-                world.watchRoute(address, families: families)
-            case .probe(let address):
-                queue.insert(.event(.probing(world.aimProbes(at: address))), at: head)
-            case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
-                world.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP)
-            case .startCheck(let url, let generation, let limit):
-                world.startCheck(url: url, generation: generation, limitMilliseconds: limit)
-            case .cancelCheck:
-                world.cancelCheck()
-            case .sampleTraffic(let generation, let host, let interface, let inline):
-                if case .now(let sample, let cost) = world.sampleTraffic(generation: generation, host: host, interface: interface, inline: inline) {
-                    queue.append(.event(.trafficSampled(generation: generation, sample, cost: cost)))
+            case .watchRoute(let family, let address):
+                world.watchRoute(family, address)
+            case .probe(let family, let address):
+                // Each family's answer before anything else queued, in the order asked.
+                queue.insert(.event(.probing(family, world.aimProbes(family, at: address))), at: head + probingAhead)
+                probingAhead += 1
+            case .send(let family, let sequence, let token, let forCheck, let extra, let alsoTCP):
+                world.send(family, sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP)
+            case .startCheck(let family, let url, let generation, let limit):
+                world.startCheck(family, url: url, generation: generation, limitMilliseconds: limit)
+            case .cancelCheck(let family):
+                world.cancelCheck(family)
+            case .sampleTraffic(let family, let generation, let host, let interface, let inline):
+                if case .now(let sample, let cost) = world.sampleTraffic(family, generation: generation, host: host, interface: interface,
+                                                                          inline: inline) {
+                    queue.append(.event(.trafficSampled(family, generation: generation, sample, cost: cost)))
                 }
-            case .reportChanged(let old, let new):
-                world.reportChanged(old: old, new: new)
+            case .reportChanged(let family, let old, let new):
+                world.reportChanged(family, old: old, new: new)
             case .publish:
                 world.publish { [unowned self] previous in current.state(previous: previous) }
             case .verdictReady:

@@ -25,7 +25,9 @@ final class CheckRun {
     /// Starts checking `url`; `completion` runs on the loop once, on a later turn, unless cancelled.
     /// `isThisMachine`: whether an address is one of this machine's (refused like loopback unless the
     /// administrator chose the URL). `first`: the lookup goes before other targets' (the default target's).
-    init(url: String, limitMilliseconds: Int, mayPointInward: Bool, isThisMachine: @escaping (IPAddress) -> Bool = { _ in false },
+    /// `family`: the check runs over the URL host's first address in that family, or, when it has none
+    /// there, over its first address (that family then takes the other's answer).
+    init(url: String, family: IPFamily? = nil, limitMilliseconds: Int, mayPointInward: Bool, isThisMachine: @escaping (IPAddress) -> Bool = { _ in false },
          first: Bool = false, loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?,
          completion: @escaping (CheckAnswer.Meaning) -> Void) {
         self.loop = loop
@@ -61,8 +63,9 @@ final class CheckRun {
             guard let self else { return }
             switch result {
             case .success(let addresses):
-                // The first address, as getaddrinfo orders them; any inward one makes the name suspect.
-                guard let first = addresses.first else { return finish(.failed("cannot resolve \(target.host): no address")) }
+                // The first address, as getaddrinfo orders them, in the family asked for when it has one;
+                // any inward one makes the name suspect.
+                guard let first = addresses.first(where: { $0.ipFamily == family }) ?? addresses.first else { return finish(.failed("cannot resolve \(target.host): no address")) }
                 if !mayPointInward, addresses.contains(where: leadsInward) {
                     return finish(.failed(Self.inward))
                 }

@@ -17,10 +17,12 @@ import TrafficCensus
 public final class ConnectivityMonitor {
     private let loop: MainLoop
     private let model: MonitorModel
-    private let reachability: (any RouteWatch)?
-    /// The engine this monitor's route watch is on: its own, or one shared with other targets.
+    /// Each family's route watch (IPv4's, then IPv6's; see `TargetCore.index(of:)`); empty when routes are not watched.
+    private let routeWatches: [any RouteWatch]
+    /// The engine this monitor's route watches are on: its own, or one shared with other targets.
     public let reachabilityEngine: ReachabilityEngine?
-    private let transport: any ProbeTransporting
+    /// Each family's probe transport, in the same order.
+    private let transports: [any ProbeTransporting]
     private let resolver: HostResolver
     private let resolverOwner: UInt64
     /// The default target's lookups go before the other targets'.
@@ -29,7 +31,7 @@ public final class ConnectivityMonitor {
     private lazy var driver = TargetDriver(core: initialCore, world: self) { IPAddress($0) }
     /// Shared by every target; libcurl is loaded on the first check.
     private let http: (any HTTPClientSource)?
-    private var check: CheckRun?
+    private var checks: [CheckRun?] = [nil, nil]
     /// Shared by every target; nil when the kernel's sock_diag cannot be opened (every sample then fails).
     private let trafficSampler: TrafficSampler?
     /// At the core's next wake-up.
@@ -40,12 +42,12 @@ public final class ConnectivityMonitor {
 
     /// `sharedReachability`: an engine already watching the kernel's routes (another
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
-    /// `transport` and `routeWatch`: stand-ins for the sockets (driver tests); without them, real ones.
+    /// `transports` and `routeWatches`: stand-ins for the sockets, IPv4's then IPv6's (driver tests); without them, real ones.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
                 sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: (any HTTPClientSource)? = nil,
                 dnsRefreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds, resolvesFirst: Bool = false,
                 classifier: InterfaceClassifier = InterfaceClassifier(), trafficSampler: TrafficSampler? = nil,
-                transport: (any ProbeTransporting)? = nil, routeWatch: (any RouteWatch)? = nil) throws(SystemError) {
+                transports: [any ProbeTransporting]? = nil, routeWatches: [any RouteWatch]? = nil) throws(SystemError) {
         self.loop = loop
         self.trafficSampler = trafficSampler
         self.resolvesFirst = resolvesFirst
@@ -58,51 +60,60 @@ public final class ConnectivityMonitor {
             self.resolver = try HostResolver(loop: loop)
         }
         resolverOwner = self.resolver.newOwner()
-        self.transport = transport ?? ProbeTransport(loop: loop, sockets: probeSockets)
+        self.transports = transports ?? IPFamily.allCases.map { _ in ProbeTransport(loop: loop, sockets: probeSockets) }
         var problem: String?
-        if let routeWatch {
+        if let routeWatches {
             reachabilityEngine = nil
-            reachability = routeWatch
+            self.routeWatches = routeWatches
         } else if let sharedReachability {
             reachabilityEngine = sharedReachability
-            reachability = sharedReachability.watch()
+            self.routeWatches = IPFamily.allCases.map { _ in sharedReachability.watch() }
         } else {
             do {
                 let engine = try ReachabilityEngine(loop: loop, classifier: classifier)
                 reachabilityEngine = engine
-                reachability = engine.watch()
+                self.routeWatches = IPFamily.allCases.map { _ in engine.watch() }
             } catch {
                 reachabilityEngine = nil
-                reachability = nil
+                self.routeWatches = []
                 problem = "cannot watch the kernel's routes: \(error)"
             }
         }
-        initialCore = Self.makeCore(model.settings, transport: self.transport, routeProblem: problem,
+        initialCore = Self.makeCore(model.settings, transports: self.transports, routeProblem: problem,
                              refreshNanoseconds: dnsRefreshNanoseconds, linkFacts: LinkFactsTable())
         wireUp()
     }
 
-    /// A core for `settings`, probing in the transport's slot.
-    private static func makeCore(_ settings: MonitorSettings, transport: any ProbeTransporting, routeProblem: String?,
+    /// A core for `settings`, each family probing in its transport's slot.
+    private static func makeCore(_ settings: MonitorSettings, transports: [any ProbeTransporting], routeProblem: String?,
                                  refreshNanoseconds: UInt64, linkFacts: LinkFactsTable) -> TargetCore {
-        TargetCore(host: settings.host, family: settings.family, probeSettings: probeSettings(settings),
-                   seed: UInt64.random(in: 0...UInt64.max), slot: transport.slot ?? 0, stride: transport.stride,
-                   routeProblem: routeProblem, refreshNanoseconds: refreshNanoseconds, linkFacts: linkFacts)
+        var slots: [IPFamily: UInt16] = [:]
+        for family in IPFamily.allCases { slots[family] = transports[TargetCore.index(of: family)].slot ?? 0 }
+        return TargetCore(host: settings.host, family: settings.family, probeSettings: probeSettings(settings),
+                          seed: UInt64.random(in: 0...UInt64.max), slots: slots, stride: transports[0].stride,
+                          routeProblem: routeProblem, refreshNanoseconds: refreshNanoseconds, linkFacts: linkFacts)
     }
 
     deinit {
         resolver.cancelAll(owner: resolverOwner)
-        check?.cancel()
+        for check in checks { check?.cancel() }
     }
 
     private func wireUp() {
         wakeup.onFire = { [unowned self] in handle(.timeout) }
-        transport.onInput = { [unowned self] input in handle(.probe(input)) }
-        transport.isOutstanding = { [unowned self] in driver.core.isOutstanding($0) }
-        reachability?.onChange = { [unowned self] verdict in handle(.route(verdict, routedFamilies: routedFamilies)) }
-        model.isThisMachine = { [unowned self] address in reachability?.table.isLocal(address) ?? false }
+        for family in IPFamily.allCases {
+            let index = TargetCore.index(of: family)
+            transports[index].onInput = { [unowned self] input in handle(.probe(family, input)) }
+            transports[index].isOutstanding = { [unowned self] in driver.core.isOutstanding(family, $0) }
+            if routeWatches.indices.contains(index) {
+                routeWatches[index].families = [family]
+                routeWatches[index].onChange = { [unowned self] verdict in
+                    handle(.route(family, verdict, routedFamilies: routedFamilies))
+                }
+            }
+        }
+        model.isThisMachine = { [unowned self] address in routeWatches.first?.table.isLocal(address) ?? false }
         model.probeNow = { [unowned self] in driver.check() }
-        reachability?.families = initialCore.families
     }
 
     /// Starts resolving the Host; call once the model is exported.
@@ -118,11 +129,10 @@ public final class ConnectivityMonitor {
     /// The settings were restored from the state file before `start`: take them
     /// without looking anything up yet.
     public func settingsRestored() {
-        let old = driver.core.monitor
-        let core = Self.makeCore(model.settings, transport: transport, routeProblem: old.routeProblem,
+        let old = driver.core.paths[0].monitor
+        let core = Self.makeCore(model.settings, transports: transports, routeProblem: old.routeProblem,
                                  refreshNanoseconds: old.refreshNanoseconds, linkFacts: old.linkFacts)
         driver.replaceCore(core)
-        reachability?.families = core.families
     }
 
     /// A setting changed over D-Bus (or at start).
@@ -161,7 +171,7 @@ extension ConnectivityMonitor: TargetWorld {
     public var now: UInt64 { loop.now() }
 
     public var routedFamilies: Set<IPFamily>? {
-        reachability?.table.routedFamilies
+        routeWatches.first?.table.routedFamilies
     }
 
     public func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
@@ -180,53 +190,58 @@ extension ConnectivityMonitor: TargetWorld {
         resolver.cancelAll(owner: resolverOwner)
     }
 
-    public func watchRoute(_ address: IPAddress?, families: [IPFamily]) {
-        reachability?.target = address
-        reachability?.families = families
+    public func watchRoute(_ family: IPFamily, _ address: IPAddress?) {
+        let index = TargetCore.index(of: family)
+        guard routeWatches.indices.contains(index) else { return }
+        routeWatches[index].target = address
     }
 
-    public func aimProbes(at address: IPAddress?) -> ProbeMethod? {
-        transport.retarget(address)
+    public func aimProbes(_ family: IPFamily, at address: IPAddress?) -> ProbeMethod? {
+        transports[TargetCore.index(of: family)].retarget(address)
     }
 
-    public func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
-        transport.send(sequence: sequence, token: token, alsoTCP: alsoTCP)
+    public func send(_ family: IPFamily, sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+        transports[TargetCore.index(of: family)].send(sequence: sequence, token: token, alsoTCP: alsoTCP)
     }
 
-    /// One run of the check of CheckURL: lookup and GET within the limit the core gives.
-    public func startCheck(url: String, generation: UInt64, limitMilliseconds limit: UInt32) {
-        check?.cancel()
-        check = CheckRun(url: url, limitMilliseconds: Int(limit), mayPointInward: model.settings.checkURLMayPointInward,
-                         isThisMachine: model.isThisMachine, first: resolvesFirst, loop: loop, resolver: resolver,
-                         http: http) { [weak self] meaning in
+    /// One run of the check of CheckURL over `family`: lookup and GET within the limit the core gives.
+    public func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds limit: UInt32) {
+        let index = TargetCore.index(of: family)
+        checks[index]?.cancel()
+        checks[index] = CheckRun(url: url, family: family, limitMilliseconds: Int(limit),
+                                 mayPointInward: model.settings.checkURLMayPointInward, isThisMachine: model.isThisMachine,
+                                 first: resolvesFirst, loop: loop, resolver: resolver, http: http) { [weak self] meaning in
             guard let self else { return }
-            check = nil
-            Log.info("check \(url): \(Self.describe(meaning))")
-            handle(.checkAnswered(generation: generation, meaning))
+            checks[index] = nil
+            Log.info("check \(url) over \(family): \(Self.describe(meaning))")
+            handle(.checkAnswered(family, generation: generation, meaning))
         }
     }
 
-    public func cancelCheck() {
-        check?.cancel()
-        check = nil
+    public func cancelCheck(_ family: IPFamily) {
+        let index = TargetCore.index(of: family)
+        checks[index]?.cancel()
+        checks[index] = nil
     }
 
     /// At once when cheap, else on the sampler's thread.
-    public func sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
-        guard let trafficSampler, let sources = reachability?.table.trafficSources(interface: interface, family: host.ipFamily) else {
+    public func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
+                              inline: Bool) -> TrafficSampling {
+        guard let trafficSampler,
+              let sources = routeWatches.first?.table.trafficSources(interface: interface, family: host.ipFamily) else {
             return .now(nil, cost: 0)
         }
         if inline, let (sample, cost) = trafficSampler.sampleNow(host: host, sources: sources) {
             return .now(sample, cost: cost)
         }
         trafficSampler.sampleLater(host: host, sources: sources) { [weak self] sample, cost in
-            self?.handle(.trafficSampled(generation: generation, sample, cost: cost))
+            self?.handle(.trafficSampled(family, generation: generation, sample, cost: cost))
         }
         return .later
     }
 
-    public func reportChanged(old: ProbeReport, new: ProbeReport) {
-        if let method = new.method, method != old.method, let target = transport.target {
+    public func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) {
+        if let method = new.method, method != old.method, let target = transports[TargetCore.index(of: family)].target {
             Log.info("probing \(target) with \(method.rawValue)")
         }
     }
@@ -244,6 +259,6 @@ extension ConnectivityMonitor: TargetWorld {
     }
 
     public func settled() {
-        transport.forgetFinished()
+        for transport in transports { transport.forgetFinished() }
     }
 }

@@ -10,8 +10,8 @@ import ProbeRules
 /// back (a reply, an ICMP error, a queued error) is handed to the engine whose slot
 /// the sequence is in. The engine still checks source, token and the rest.
 public final class ProbeSockets {
-    /// Engines one set of sockets serves; 512 sequence numbers each.
-    public static let slots: UInt16 = 128
+    /// Engines one set of sockets serves (a target has one per family); 256 sequence numbers each.
+    public static let slots: UInt16 = 256
 
     private let loop: MainLoop
     /// What raw sockets' echoes carry (datagram sockets get the kernel's, their port).

@@ -79,6 +79,10 @@ public struct ProbeCore: Sendable {
     /// Whether probe `sequence` is still waiting for its answer.
     public func isOutstanding(_ sequence: UInt16) -> Bool { tracker.outstanding[sequence] != nil }
     public var outstandingCount: Int { tracker.outstanding.count }
+    /// A probe is in flight, or one a Check wants is yet to go: a `.probeFinished` is still to come.
+    public var awaitingVerdict: Bool { !tracker.outstanding.isEmpty || deferredProbeAt != nil }
+    /// The host answers, but the last probe went unanswered: an outage may be starting.
+    public var suspicious: Bool { verdict.answering == true && verdict.consecutiveFailures > 0 }
     /// When the schedule probes next.
     public var nextScheduledProbe: UInt64? { nextProbeAt }
 

@@ -83,12 +83,12 @@ extension Simulation {
             evaluationDue = true
         case .verdict(let verdict, let id):
             if let index = extras.firstIndex(where: { $0.routeID == id }) {
-                return takeExtra(index + 1, .route(verdict, routedFamilies: routedFamilies))
+                return takeExtra(index + 1, .route(watchedFamily, verdict, routedFamilies: routedFamilies))
             }
             checkVerdictHeld(verdict, id)
             guard id == firstRoute else { return }
             let previous = target.monitor.route
-            take(.route(verdict, routedFamilies: routedFamilies))
+            take(.route(watchedFamily, verdict, routedFamilies: routedFamilies))
             // A route gained or changed probes at once: off the schedule.
             if verdict.usable, case .resolved = target.monitor.resolution,
                previous?.usable != true || previous?.interface != verdict.interface {
@@ -130,7 +130,7 @@ extension Simulation {
         guard let (started, late) = resolver.startNext(now: now, v6: scenario.family == .ipv6, random: &random) else { return }
         if let late { violation("the default target's lookup started \(Double(late) / 1e6) ms after the lookup under way when it was asked") }
         let lookup = started.lookup
-        if lookup.target == 0, lookup.generation == target.monitor.generation { lookupAskedAt = now }
+        if lookup.target == 0, lookup.generation == first.driver.core.generation { lookupAskedAt = now }
         queue.add(.resolverAnswer(target: lookup.target, generation: lookup.generation, started.answer, worker: true), at: started.at)
     }
 
@@ -142,7 +142,7 @@ extension Simulation {
     func sendForExtra(_ index: Int, sequence: UInt16, token: UInt64) {
         guard let address = extras[index - 1].probeAddress else { return }
         guard kernel.canSend(to: address) else {
-            return takeExtra(index, .probe(.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(address): Network is unreachable")))
+            return takeExtra(index, .probe(watchedFamily, .sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(address): Network is unreachable")))
         }
         if kernel.delivers(to: address), case .answering(let minRTT, _, let loss) = behaviour, loss < 0.5 {
             queue.add(.extraReply(target: index, sequence: sequence, token: token), at: now + UInt64(minRTT) * 1_000_000)
@@ -152,10 +152,10 @@ extension Simulation {
     func publishExtra(_ index: Int, _ newState: (MonitorState) -> MonitorState) {
         let extra = extras[index - 1]
         extra.state = newState(extra.state)
-        let core = extra.core
-        if case .resolved(let address) = core.monitor.resolution,
-           !Self.addresses(of: core.monitor.host, v6: scenario.family == .ipv6).contains(address) {
-            violation("target \(index)'s Host \(core.monitor.host) resolved to \(address), an answer for another name")
+        let path = extra.core.path(watchedFamily)
+        if case .resolved(let address) = path.monitor.resolution,
+           !Self.addresses(of: path.monitor.host, v6: scenario.family == .ipv6).contains(address) {
+            violation("target \(index)'s Host \(path.monitor.host) resolved to \(address), an answer for another name")
         }
     }
 
@@ -186,7 +186,7 @@ extension Simulation {
                 queue.add(.tcpOutcome(sequence: sequence, token: token, .localRefusal(errno: 101), alone: true, fromHost: false), at: now)
                 return
             }
-            take(.probe(.sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(target): Network is unreachable")))
+            take(.probe(watchedFamily, .sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(target): Network is unreachable")))
             if inFlight {
                 sent[sequence]?.finished = true
                 failureKindsSinceAnswer.insert("send failed")
@@ -309,38 +309,56 @@ final class SimulatedTarget: TargetWorld {
         simulation.resolver.cancel(target: index)
     }
 
-    func watchRoute(_ address: IPAddress?, families: [IPFamily]) {
-        if index == 0 { return simulation.watchRoute(address, families: families) }
-        let id = simulation.extras[index - 1].routeID
-        simulation.reach.setTarget(address, for: id)
-        simulation.reach.setFamilies(families, for: id)
+    /// A family the scenario does not watch gets nothing but being let go of.
+    private func watched(_ family: IPFamily, _ what: String) -> Bool {
+        if family == simulation.watchedFamily { return true }
+        simulation.violation("target \(index) was asked to \(what) in \(family), which AddressFamily does not watch")
+        return false
     }
 
-    func aimProbes(at address: IPAddress?) -> ProbeMethod? {
+    func watchRoute(_ family: IPFamily, _ address: IPAddress?) {
+        guard family == simulation.watchedFamily else {
+            if address != nil { simulation.violation("target \(index) watched a route in \(family), which AddressFamily does not watch") }
+            return
+        }
+        if index == 0 { return simulation.watchRoute(address, families: [family]) }
+        let id = simulation.extras[index - 1].routeID
+        simulation.reach.setTarget(address, for: id)
+        simulation.reach.setFamilies([family], for: id)
+    }
+
+    func aimProbes(_ family: IPFamily, at address: IPAddress?) -> ProbeMethod? {
+        guard family == simulation.watchedFamily else {
+            if address != nil { simulation.violation("target \(index) aimed probes in \(family), which AddressFamily does not watch") }
+            return nil
+        }
         if index == 0 { return simulation.aimProbes(at: address) }
         simulation.extras[index - 1].probeAddress = address
         return .icmpDatagram
     }
 
-    func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+    func send(_ family: IPFamily, sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+        guard watched(family, "send") else { return }
         if index == 0 { return simulation.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP) }
         simulation.sendForExtra(index, sequence: sequence, token: token)
     }
 
-    func startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32) {
+    func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32) {
+        guard watched(family, "check") else { return }
         if index == 0 { simulation.startCheck(generation, limit: UInt64(limitMilliseconds) * 1_000_000) }
     }
 
-    func cancelCheck() {
-        if index == 0 { simulation.runningCheck = nil }
+    func cancelCheck(_ family: IPFamily) {
+        if index == 0, family == simulation.watchedFamily { simulation.runningCheck = nil }
     }
 
-    func sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
+    func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
+        guard watched(family, "sample traffic") else { return .now(nil, cost: 0) }
         if index == 0 { return simulation.sampleTraffic(generation: generation, inline: inline) }
         return .now(TrafficSample(), cost: 20_000)
     }
 
-    func reportChanged(old: ProbeReport, new: ProbeReport) {
+    func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) {
         if index == 0 { simulation.reported.append(.reportChanged(old: old, new: new)) }
     }
 

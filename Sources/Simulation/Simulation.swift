@@ -70,9 +70,11 @@ public final class Simulation {
     var kernel: SimulatedKernel
     /// The default target's world, and the driver the daemon runs too.
     lazy var first = SimulatedTarget(simulation: self, index: 0, core: initialCore)
-    var target: TargetCore {
-        _read { yield first.driver.core }
+    /// The path of the family the scenario watches (the other is not watched: nothing may be sent in it).
+    var target: PathCore {
+        _read { yield first.driver.core.paths[TargetCore.index(of: watchedFamily)] }
     }
+    var watchedFamily: IPFamily { scenario.family == .ipv6 ? .v6 : .v4 }
     let initialCore: TargetCore
     var reach: ReachabilityCore
     public internal(set) var state = MonitorState()
@@ -197,9 +199,9 @@ public final class Simulation {
         }
         for (index, host) in scenario.extraTargets.enumerated() {
             let core = TargetCore(host: host, family: scenario.family, probeSettings: Self.extraTargetSettings,
-                                  seed: scenario.seed &+ UInt64(index + 1), slot: UInt16(index + 1), stride: UInt16(scenario.extraTargets.count + 1))
+                                  seed: scenario.seed &+ UInt64(index + 1), slots: [watchedFamily: UInt16(index + 1)], stride: UInt16(scenario.extraTargets.count + 1))
             extras.append(ExtraTarget(world: SimulatedTarget(simulation: self, index: index + 1, core: core),
-                                      routeID: reach.addTarget(families: core.families)))
+                                      routeID: reach.addTarget(families: [watchedFamily])))
             takeExtra(index + 1, .start(checkURL: ""))
         }
         pump()
@@ -267,7 +269,7 @@ public final class Simulation {
                 deliverReply(sequence, token, path, fromHost: fromHost)
             case .refused(_, _, let reason)?:
                 let inFlight = target.isOutstanding(sequence)
-                take(.probe(.refused(sequence: sequence, token: token, reason: reason)))
+                take(.probe(watchedFamily, .refused(sequence: sequence, token: token, reason: reason)))
                 if inFlight, let sent = sent[sequence], sent.sentAt > newestAnsweredSentAt {
                     self.sent[sequence]?.finished = true
                     failureKindsSinceAnswer.insert("refused")
@@ -278,7 +280,7 @@ public final class Simulation {
             }
         case .icmpError(let sequence, let token, let failure):
             let foreignBefore = target.probe.statistics.foreign
-            take(.probe(.error(sequence: sequence, token: token, failure, from: "198.18.200.1")))
+            take(.probe(watchedFamily, .error(sequence: sequence, token: token, failure, from: "198.18.200.1")))
             // About a probe in flight (else it was counted foreign).
             if target.probe.statistics.foreign == foreignBefore {
                 sent[sequence]?.finished = true
@@ -307,16 +309,16 @@ public final class Simulation {
             if kernel.hasQueued { scheduleKernelRead() }
         case .trafficSample(let generation, let sample, let cost, let takenAt):
             if generation == target.trafficWatch.generation { newSample = (takenAt, sample.receivingRemotes > 0) }
-            take(.trafficSampled(generation: generation, sample, cost: cost))
+            take(.trafficSampled(watchedFamily, generation: generation, sample, cost: cost))
         case .checkAnswer(let generation, let meaning):
             // A cancelled check says nothing more, as CheckRun.cancel makes sure.
             guard runningCheck?.generation == generation else { return }
             runningCheck = nil
-            take(.checkAnswered(generation: generation, meaning))
+            take(.checkAnswered(watchedFamily, generation: generation, meaning))
         case .resolverAnswer(let index, let generation, let result, let worker):
             if worker { resolver.finished() }
             if index == 0 {
-                if generation == target.monitor.generation {
+                if generation == first.driver.core.generation {
                     lookupAskedAt = nil
                     if case .failure = result { lastLookupFailureAt = now }
                 }
@@ -326,7 +328,7 @@ public final class Simulation {
             }
             startNextLookup()
         case .extraReply(let index, let sequence, let token):
-            takeExtra(index, .probe(.reply(sequence: sequence, token: token, via: .icmp)))
+            takeExtra(index, .probe(watchedFamily, .reply(sequence: sequence, token: token, via: .icmp)))
         case .fault(let fault):
             apply(fault)
         }
@@ -339,7 +341,7 @@ public final class Simulation {
         // Silence that ended before this answer came first.
         noteExpiries()
         let answeredBefore = target.probe.statistics.answered
-        take(.probe(.reply(sequence: sequence, token: token, via: path)))
+        take(.probe(watchedFamily, .reply(sequence: sequence, token: token, via: path)))
         if target.probe.statistics.answered > answeredBefore {
             if !fromHost { violation("probe \(sequence) counted as answered though only a router spoke (its ICMP error about the TCP connection)") }
             sent[sequence]?.finished = true

@@ -27,12 +27,14 @@ final class TargetDriverTests: XCTestCase {
 
         func resolve(_ host: String, family: AddressFamily, generation: UInt64) { calls.append("resolve \(host)") }
         func cancelResolutions() { calls.append("cancelResolutions") }
-        func watchRoute(_ address: IPAddress?, families: [IPFamily]) { calls.append("watchRoute \(address.map { "\($0)" } ?? "none")") }
-        func aimProbes(at address: IPAddress?) -> ProbeMethod? {
-            calls.append("aimProbes \(address.map { "\($0)" } ?? "none")")
+        func watchRoute(_ family: IPFamily, _ address: IPAddress?) {
+            calls.append("watchRoute \(family) \(address.map { "\($0)" } ?? "none")")
+        }
+        func aimProbes(_ family: IPFamily, at address: IPAddress?) -> ProbeMethod? {
+            calls.append("aimProbes \(family) \(address.map { "\($0)" } ?? "none")")
             return address == nil ? nil : method
         }
-        func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+        func send(_ family: IPFamily, sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
             calls.append("send")
             lastSent = (sequence, token)
             let inside = duringSend
@@ -40,13 +42,14 @@ final class TargetDriverTests: XCTestCase {
             inside?()
             calls.append("send returned")
         }
-        func startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32) { calls.append("startCheck") }
-        func cancelCheck() { calls.append("cancelCheck") }
-        func sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
+        func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32) { calls.append("startCheck") }
+        func cancelCheck(_ family: IPFamily) { calls.append("cancelCheck") }
+        func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
+                           inline: Bool) -> TrafficSampling {
             calls.append("sampleTraffic")
             return .later
         }
-        func reportChanged(old: ProbeReport, new: ProbeReport) { calls.append("reportChanged") }
+        func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) { calls.append("reportChanged") }
         func publish(_ state: (MonitorState) -> MonitorState) {
             published = state(published)
             calls.append("publish \(published.status.rawValue)")
@@ -74,9 +77,9 @@ final class TargetDriverTests: XCTestCase {
         let literal = makeDriver(host: "198.18.0.2", world: literalWorld)
         literal.handle(.start(checkURL: ""))
         XCTAssertFalse(literalWorld.calls.contains { $0.hasPrefix("resolve") }, "\(literalWorld.calls)")
-        XCTAssertTrue(literalWorld.calls.contains("watchRoute 198.18.0.2"), "\(literalWorld.calls)")
-        XCTAssertTrue(literalWorld.calls.contains("aimProbes 198.18.0.2"), "\(literalWorld.calls)")
-        XCTAssertEqual(literal.core.monitor.resolution, .resolved(address))
+        XCTAssertTrue(literalWorld.calls.contains("watchRoute IPv4 198.18.0.2"), "\(literalWorld.calls)")
+        XCTAssertTrue(literalWorld.calls.contains("aimProbes IPv4 198.18.0.2"), "\(literalWorld.calls)")
+        XCTAssertEqual(literal.core.path(.v4).monitor.resolution, .resolved(address))
     }
 
     /// The transport's answer to `.probe` is the core's next event, before anything the world
@@ -87,13 +90,13 @@ final class TargetDriverTests: XCTestCase {
         driver.handle(.start(checkURL: ""))
         world.calls = []
         driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
-        driver.handle(.route(route, routedFamilies: [.v4]))
-        let aimed = world.calls.firstIndex(of: "aimProbes 198.18.0.2")
+        driver.handle(.route(.v4, route, routedFamilies: [.v4]))
+        let aimed = world.calls.firstIndex(of: "aimProbes IPv4 198.18.0.2")
         let sent = world.calls.firstIndex(of: "send")
         XCTAssertNotNil(aimed, "\(world.calls)")
         XCTAssertNotNil(sent, "\(world.calls)")
         if let aimed, let sent { XCTAssertLessThan(aimed, sent) }
-        XCTAssertEqual(driver.core.probe.statistics.sent, 1)
+        XCTAssertEqual(driver.core.path(.v4).probe.statistics.sent, 1)
     }
 
     /// No re-entry: an event the world hands over while an action is carried out waits until
@@ -106,13 +109,13 @@ final class TargetDriverTests: XCTestCase {
         var outstandingInside: Bool?
         world.duringSend = { [unowned driver, unowned world] in
             guard let sent = world.lastSent else { return }
-            driver.handle(.probe(.sendFailed(sequence: sent.sequence, transient: false, reason: "cannot send: Network is unreachable")))
-            outstandingInside = driver.core.isOutstanding(sent.sequence)
+            driver.handle(.probe(.v4, .sendFailed(sequence: sent.sequence, transient: false, reason: "cannot send: Network is unreachable")))
+            outstandingInside = driver.core.isOutstanding(.v4, sent.sequence)
         }
         driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
         XCTAssertEqual(Array(world.calls.drop { $0 != "send" }.prefix(2)), ["send", "send returned"])
         XCTAssertEqual(outstandingInside, true, "the failure was handled inside the send")
-        XCTAssertEqual(world.lastSent.map { driver.core.isOutstanding($0.sequence) }, false, "the failure was not handled after the send")
+        XCTAssertEqual(world.lastSent.map { driver.core.isOutstanding(.v4, $0.sequence) }, false, "the failure was not handled after the send")
         XCTAssertEqual(world.calls.last, "settled")
         XCTAssertEqual(world.wake, driver.core.nextWakeup)
     }
@@ -126,9 +129,9 @@ final class TargetDriverTests: XCTestCase {
         driver.observeStep = { steps.append($0) }
         driver.handle(.start(checkURL: ""))
         driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
-        driver.handle(.route(route, routedFamilies: [.v4]))
+        driver.handle(.route(.v4, route, routedFamilies: [.v4]))
         let sent = try XCTUnwrap(world.lastSent)
-        driver.handle(.probe(.reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
+        driver.handle(.probe(.v4, .reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
         XCTAssertGreaterThan(steps.count, 3)
         for step in steps { XCTAssertNil(TargetCore.outputContractBroken(step), "\(step)") }
         XCTAssertEqual(world.published.status, .ethernet)
@@ -143,11 +146,11 @@ final class HostChangeTests: XCTestCase {
                               probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200), seed: 7)
         let driver = TargetDriver(core: core, world: world) { IPAddress($0) }
         driver.handle(.start(checkURL: ""))
-        driver.handle(.route(ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9"),
+        driver.handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9"),
                              routedFamilies: [.v4]))
         let sent = try XCTUnwrap(world.lastSent)
         world.now = 3_000_000
-        driver.handle(.probe(.reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
+        driver.handle(.probe(.v4, .reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
         XCTAssertEqual(world.published.probeMethod, "icmp")
         XCTAssertGreaterThan(world.published.roundTripTime, 0)
 

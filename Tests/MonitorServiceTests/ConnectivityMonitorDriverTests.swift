@@ -119,6 +119,9 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
     var loop: MainLoop!
     var model: MonitorModel!
     var routes: FakeRouteWatch!
+    /// The IPv6 path's: the test's names have IPv4 addresses only, so nothing is sent on it.
+    let transport6 = FakeTransport(.silent)
+    let routes6 = FakeRouteWatch()
     var updates = 0
     var monitor: ConnectivityMonitor?
     let eth0 = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
@@ -141,8 +144,8 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
     func startMonitor(_ transport: FakeTransport, http: FakeHTTP? = nil,
                       lookup: @escaping HostResolver.Lookup = ConnectivityMonitorDriverTests.lookup) throws -> ConnectivityMonitor {
         let resolver = try HostResolver(loop: loop, lookup: lookup)
-        let monitor = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, http: http, transport: transport,
-                                              routeWatch: routes)
+        let monitor = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, http: http,
+                                              transports: [transport, transport6], routeWatches: [routes, routes6])
         monitor.start()
         turn { transport.target != nil }
         self.monitor = monitor
@@ -341,7 +344,8 @@ final class TrafficDriverTests: XCTestCase {
         let resolver = try HostResolver(loop: loop) { _, _ in .success([.v4([127, 0, 0, 1])]) }
         let transport = ConnectivityMonitorDriverTests.FakeTransport(.answerAtOnce)
         let monitor = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, trafficSampler: try TrafficSampler(loop: loop),
-                                              transport: transport, routeWatch: routes)
+                                              transports: [transport, ConnectivityMonitorDriverTests.FakeTransport(.silent)],
+                                              routeWatches: [routes, ConnectivityMonitorDriverTests.FakeRouteWatch()])
         monitor.start()
         func turn(seconds: UInt64 = 5, until done: () -> Bool) {
             let deadline = MonotonicClock.now() + seconds * 1_000_000_000

@@ -8,32 +8,32 @@ import XCTest
 /// The one core per target: events in, actions out, one publish per event, after every action
 /// but the verdict being ready; nothing
 /// sent before the transport says how it sends; the monitor and probe cores feed each other inside.
-final class TargetCoreTests: XCTestCase {
+final class PathCoreTests: XCTestCase {
     let ms: UInt64 = 1_000_000
     let address = IPAddress.v4([198, 18, 0, 2])
     let route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
 
-    func makeCore() -> TargetCore {
-        TargetCore(host: "a.test", family: .ipv4, probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200),
+    func makeCore() -> PathCore {
+        PathCore(host: "a.test", family: .ipv4, probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200),
                    seed: 7)
     }
 
     /// At most one publish; after it, only the verdict being ready (once, last).
-    func assertOnePublishAtMostAndLast(_ actions: [TargetCore.Action], file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertNil(TargetCore.outputContractBroken(actions), "\(actions)", file: file, line: line)
+    func assertOnePublishAtMostAndLast(_ actions: [PathCore.Action], file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertNil(PathCore.outputContractBroken(actions), "\(actions)", file: file, line: line)
     }
 
     /// The contract's statement catches each way of breaking it.
     func testTheOutputContractNamesWhatBrokeIt() {
-        XCTAssertNil(TargetCore.outputContractBroken([.cancelCheck, .publish, .verdictReady]))
-        XCTAssertNil(TargetCore.outputContractBroken([]))
-        XCTAssertNotNil(TargetCore.outputContractBroken([.publish, .cancelCheck]), "published before the last action")
-        XCTAssertNotNil(TargetCore.outputContractBroken([.publish, .publish]), "published twice")
-        XCTAssertNotNil(TargetCore.outputContractBroken([.verdictReady, .publish]), "the verdict ready before the publish")
-        XCTAssertNotNil(TargetCore.outputContractBroken([.verdictReady, .verdictReady]), "ready twice")
+        XCTAssertNil(PathCore.outputContractBroken([.cancelCheck, .publish, .verdictReady]))
+        XCTAssertNil(PathCore.outputContractBroken([]))
+        XCTAssertNotNil(PathCore.outputContractBroken([.publish, .cancelCheck]), "published before the last action")
+        XCTAssertNotNil(PathCore.outputContractBroken([.publish, .publish]), "published twice")
+        XCTAssertNotNil(PathCore.outputContractBroken([.verdictReady, .publish]), "the verdict ready before the publish")
+        XCTAssertNotNil(PathCore.outputContractBroken([.verdictReady, .verdictReady]), "ready twice")
     }
 
-    func sends(_ actions: [TargetCore.Action]) -> [(UInt16, UInt64)] {
+    func sends(_ actions: [PathCore.Action]) -> [(UInt16, UInt64)] {
         actions.compactMap { if case .send(let sequence, let token, _, _, _) = $0 { (sequence, token) } else { nil } }
     }
 
@@ -73,7 +73,7 @@ final class TargetCoreTests: XCTestCase {
         var core = makeCore()
         var now: UInt64 = 0
         var outstanding: [(UInt16, UInt64)] = []
-        var events: [TargetCore.Event] = [
+        var events: [PathCore.Event] = [
             .start(checkURL: "http://198.18.2.2/generate_204"),
             .resolved(generation: 0, .success([address]), routedFamilies: [.v4]),
             .probing(.icmpDatagram), .route(route, routedFamilies: [.v4]),
@@ -121,7 +121,7 @@ final class TargetCoreTests: XCTestCase {
     /// Interval = Timeout = 5000 and a router answering "net unreachable": a Check right after start gets its
     /// verdict from the router's answer to its own probe at once, not a Timeout later (4,986 ms seen).
     func testACheckRightAfterStartIsAnsweredByTheNetworksRefusalAtOnce() throws {
-        var core = TargetCore(host: "198.18.0.2", family: .ipv4,
+        var core = PathCore(host: "198.18.0.2", family: .ipv4,
                               probeSettings: ProbeSettings(intervalMilliseconds: 5000, timeoutMilliseconds: 5000), seed: 3)
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)

@@ -1,0 +1,241 @@
+import NetAddress
+import ProbeRules
+import ReachabilityRules
+
+/// One address family's path of a target, without I/O: `MonitorCore` (the name's address in this
+/// family, the route, the check of CheckURL, DNS health, link facts) and `ProbeCore` (the schedule,
+/// the tracker, the verdict) composed once, here. Events come in with `now`; what to do comes out as
+/// actions, in order, with at most one `.publish`, after all the others but `.verdictReady` (which
+/// follows it, so pending Checks answer with the state just published). `TargetCore` holds one per
+/// family and decides the headline from them.
+public struct PathCore {
+    public enum Event: Sendable {
+        /// The model is exported: start resolving Host; check `checkURL` when it is set.
+        case start(checkURL: String)
+        case targetChanged(host: String, family: AddressFamily)
+        case probeSettings(ProbeSettings)
+        case checkURL(String)
+        /// The resolver answered lookup `generation`; `routedFamilies`: the families with a default route now.
+        case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: Set<IPFamily>?)
+        /// The route watch's verdict for the target changed.
+        case route(ReachabilityVerdict, routedFamilies: Set<IPFamily>?)
+        case linkFacts(LinkFactsTable)
+        /// The transport can send to the address of the last `.probe` this way (nil: not at all).
+        case probing(ProbeMethod?)
+        /// A reply, an error, a refusal or a failed send from the transport.
+        case probe(ProbeInput)
+        /// The check `generation` of CheckURL ended.
+        case checkAnswered(generation: UInt64, CheckAnswer.Meaning)
+        /// Traffic sample `generation` was taken, at this CPU cost (ns); nil: it could not be.
+        case trafficSampled(generation: UInt64, TrafficSample?, cost: UInt64)
+        /// `nextWakeup` has come.
+        case timeout
+        /// Another family of the target is suspect: probe now, unless a probe is in flight.
+        case probeNow
+    }
+
+    public enum Action: Equatable, Sendable {
+        /// Look `host` up off the loop; answer with `.resolved`.
+        case resolve(host: String, family: AddressFamily, generation: UInt64)
+        /// Lookups for an earlier Host are no longer wanted.
+        case cancelResolutions
+        /// Watch the route to `address` (nil: none) and these default-route families.
+        case watchRoute(IPAddress?, families: [IPFamily])
+        /// Send probes to `address` from now on (nil: stop); answer with `.probing`.
+        case probe(IPAddress?)
+        /// Send probe `sequence` (see `ProbeCore.Output.send`).
+        case send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
+        /// GET CheckURL, lookup included, within `limitMilliseconds`; answer with `.checkAnswered`.
+        case startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32)
+        case cancelCheck
+        /// Sample the established TCP connections on `interface` for the route to `host`, on the loop
+        /// when `inline` (it was cheap), else off it; answer with `.trafficSampled`.
+        case sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool)
+        /// A probe ended: a verdict is in, and published; pending Checks may answer. Always last.
+        case verdictReady
+        /// The probe report changed (for logs; the state to publish follows in `.publish`).
+        case reportChanged(old: ProbeReport, new: ProbeReport)
+        /// What `state(previous:)` computes changed: publish it.
+        case publish
+    }
+
+    public private(set) var monitor: MonitorCore
+    public private(set) var probe: ProbeCore
+    public private(set) var trafficWatch = TrafficWatch()
+    /// Where the transport sends, as last asked by `.probe`; whether its `.probing` is still to come.
+    private var probeAddress: IPAddress?
+    private var awaitingProbing = false
+
+    public init(host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64, slot: UInt16 = 0,
+                stride: UInt16 = 1, routeProblem: String? = nil, refreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds,
+                linkFacts: LinkFactsTable = LinkFactsTable()) {
+        monitor = MonitorCore(host: host, family: family, routeProblem: routeProblem, refreshNanoseconds: refreshNanoseconds)
+        monitor.linkFactsChanged(linkFacts)
+        _ = monitor.takeOutputs()
+        probe = ProbeCore(settings: probeSettings, seed: seed, slot: slot, stride: stride)
+        nextWakeup = earliestWakeup
+    }
+
+    /// When to hand the core `.timeout`: the earliest of its parts' deadlines, as of the last event
+    /// (kept, not computed, so a driver asking after every event copies nothing).
+    public private(set) var nextWakeup: UInt64?
+
+    private var earliestWakeup: UInt64? {
+        var earliest = monitor.nextWakeup ?? .max
+        if let probe = probe.nextWakeup, probe < earliest { earliest = probe }
+        if let traffic = trafficWatch.nextWakeup, traffic < earliest { earliest = traffic }
+        return earliest == .max ? nil : earliest
+    }
+
+    /// The output contract above (see `OutputContract`); what broke it, nil when kept.
+    public static func outputContractBroken(_ actions: [Action]) -> String? {
+        OutputContract.broken(actions, publish: .publish, verdictReady: .verdictReady)
+    }
+
+    /// The default-route families AddressFamily allows.
+    public var families: [IPFamily] { monitor.families }
+
+    /// Status, Interface, Address, Reason, RoundTripTime, PacketLoss and the rest from what is known.
+    public func state(previous: MonitorState) -> MonitorState {
+        var state = monitor.state(previous: previous)
+        state.traffic = trafficWatch.traffic
+        return state
+    }
+
+    /// Whether probe `sequence` still waits for its answer (the transport keeps its TCP connection so long).
+    public func isOutstanding(_ sequence: UInt16) -> Bool { probe.isOutstanding(sequence) }
+
+    public mutating func handle(_ event: Event, now: UInt64) -> [Action] {
+        switch event {
+        case .start(let checkURL):
+            monitor.start(now: now)
+            if !checkURL.isEmpty { monitor.checkURLChanged(checkURL, now: now) }
+        case .targetChanged(let host, let family):
+            monitor.targetChanged(host: host, family: family, now: now)
+        case .probeSettings(let settings):
+            probe.updateSettings(settings, now: now)
+        case .checkURL(let url):
+            monitor.checkURLChanged(url, now: now)
+        case .resolved(let generation, let result, let routedFamilies):
+            monitor.resolved(generation: generation, result, routedFamilies: routedFamilies, now: now)
+        case .route(let verdict, let routedFamilies):
+            monitor.routeChanged(verdict, routedFamilies: routedFamilies, now: now)
+        case .linkFacts(let table):
+            monitor.linkFactsChanged(table)
+        case .probing(let method):
+            awaitingProbing = false
+            probe.start(target: probeAddress.map(ProbeTarget.init), method: method, now: now)
+        case .probe(let input):
+            probe.handle(input, now: now)
+        case .checkAnswered(let generation, let meaning):
+            monitor.checkAnswered(generation: generation, meaning, now: now)
+        case .trafficSampled(let generation, let sample, let cost):
+            let changed = if let sample {
+                trafficWatch.sampled(generation: generation, sample, cost: cost, nextProbe: probe.nextScheduledProbe, now: now)
+            } else {
+                trafficWatch.sampleFailed(generation: generation, nextProbe: probe.nextScheduledProbe, now: now)
+            }
+            if changed { trafficChanged(now: now) }
+        case .probeNow:
+            if monitor.canProbe, probe.outstandingCount == 0 { probe.probeNow(now: now) }
+        case .timeout:
+            monitor.handleTimeout(now: now)
+            if trafficWatch.expire(now: now) { trafficChanged(now: now) }
+            if let due = probe.nextWakeup, due <= now { probe.handleTimeout(now: now) }
+        }
+        return settle(now: now)
+    }
+
+    /// A Check wants a fresh verdict: false when there is nothing to probe (no address, a
+    /// known-bad route); else `.verdictReady` follows within two Timeouts (see `ProbeCore.check`).
+    public mutating func check(now: UInt64) -> (probing: Bool, actions: [Action]) {
+        let probing = monitor.canProbe && probe.check(now: now)
+        return (probing, settle(now: now))
+    }
+
+    /// Traffic is watched while Host has an address and a usable route.
+    private var watchedPath: (host: IPAddress, interface: String)? {
+        guard case .resolved(let host) = monitor.resolution, let route = monitor.route, route.usable,
+              !route.interface.isEmpty else { return nil }
+        return (host, route.interface)
+    }
+
+    /// The path `trafficWatch` watches, as of `monitor.pathChanges` = `pathChangesSeen`.
+    private var trafficPath: (host: IPAddress, interface: String)?
+    private var pathChangesSeen: UInt64 = .max
+
+    private var trafficPublishDue = false
+
+    /// The word changed: the probes hear of it, and it is published (Traffic is quiet on its own).
+    private mutating func trafficChanged(now: UInt64) {
+        probe.trafficChanged(trafficWatch.traffic, now: now)
+        trafficPublishDue = true
+    }
+
+    /// Feeds each core's outputs to the other until both are quiet; the state is published once,
+    /// and only then is a verdict ready.
+    private mutating func settle(now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        var verdictReady = false
+        // Only the event itself moves Host's address or its route (what the cores say to each other below does not).
+        if monitor.pathChanges != pathChangesSeen {
+            pathChangesSeen = monitor.pathChanges
+            let path = watchedPath
+            if path?.host != trafficPath?.host || path?.interface != trafficPath?.interface {
+                trafficPath = path
+                if trafficWatch.pathChanged(watching: path != nil, now: now) { trafficChanged(now: now) }
+            }
+        }
+        // The word changes only in the event or just above, never below.
+        var publishDue = trafficPublishDue
+        trafficPublishDue = false
+        while true {
+            if let (generation, inline) = trafficWatch.takeDueSample(now: now), let path = trafficPath {
+                actions.append(.sampleTraffic(generation: generation, host: path.host, interface: path.interface, inline: inline))
+            }
+            let fromMonitor = monitor.takeOutputs()
+            let fromProbe = probe.takeOutputs()
+            if fromMonitor.isEmpty && fromProbe.isEmpty { break }
+            for output in fromMonitor {
+                switch output {
+                case .resolve(let host, let family, let generation):
+                    actions.append(.resolve(host: host, family: family, generation: generation))
+                case .cancelResolutions:
+                    actions.append(.cancelResolutions)
+                case .retarget(let address, let families):
+                    actions.append(.watchRoute(address, families: families))
+                    if address != probeAddress {
+                        probeAddress = address
+                        awaitingProbing = true
+                        actions.append(.probe(address))
+                    }
+                case .routeRegained(let firstKnown):
+                    // A new address probes at once when its transport is ready.
+                    if !awaitingProbing { probe.routeRegained(now: now, firstKnown: firstKnown) }
+                case .stateChanged:
+                    publishDue = true
+                case .startCheck(let url, let generation):
+                    let limit = PortalCheck.limitMilliseconds(timeout: probe.settings.timeoutMilliseconds)
+                    actions.append(.startCheck(url: url, generation: generation, limitMilliseconds: limit))
+                case .cancelCheck:
+                    actions.append(.cancelCheck)
+                }
+            }
+            for output in fromProbe {
+                switch output {
+                case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
+                    actions.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP))
+                case .probeFinished:
+                    verdictReady = true
+                case .report(let old, let new):
+                    actions.append(.reportChanged(old: old, new: new))
+                    monitor.probeReportChanged(from: old, to: new, now: now)
+                }
+            }
+        }
+        if publishDue { actions.append(.publish) }
+        if verdictReady { actions.append(.verdictReady) }
+        nextWakeup = earliestWakeup
+        return actions
+    }
+}
