@@ -38,15 +38,24 @@ public enum MonitorContract {
         case traffic = "Traffic"
         case evidence = "Evidence"
         case probesSkipped = "ProbesSkipped"
+        case connectivity4 = "Connectivity4"
+        case connectivity6 = "Connectivity6"
+        case address4 = "Address4"
+        case address6 = "Address6"
+        case reason4 = "Reason4"
+        case reason6 = "Reason6"
+        case roundTripTime4 = "RoundTripTime4"
+        case roundTripTime6 = "RoundTripTime6"
 
         public var name: String { rawValue }
 
         public var type: DBusType {
             switch self {
             case .status, .host, .interface, .address, .reason, .addressFamily, .accessTechnology,
-                 .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence: .string
+                 .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence,
+                 .connectivity4, .connectivity6, .address4, .address6, .reason4, .reason6: .string
             case .reachable, .metered: .boolean
-            case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped: .uint64
+            case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped, .roundTripTime4, .roundTripTime6: .uint64
             case .packetLoss: .double
             case .interval, .timeout, .failureThreshold, .recoveryThreshold: .uint32
             }
@@ -58,7 +67,7 @@ public enum MonitorContract {
         /// every burst of traffic: they ride along with loud changes only.
         public var changeMode: PropertyChangeMode {
             switch self {
-            case .roundTripTime, .packetLoss, .probesSent, .probesAnswered, .traffic, .probesSkipped: .quiet
+            case .roundTripTime, .packetLoss, .probesSent, .probesAnswered, .traffic, .probesSkipped, .roundTripTime4, .roundTripTime6: .quiet
             default: .emits
             }
         }

@@ -76,6 +76,14 @@ extension MonitorModel {
         case .traffic: .string(state.traffic.rawValue)
         case .evidence: .string(settings.evidence.rawValue)
         case .probesSkipped: .uint64(state.probesSkipped)
+        case .connectivity4: .string(state.ipv4.connectivity.rawValue)
+        case .connectivity6: .string(state.ipv6.connectivity.rawValue)
+        case .address4: .string(state.ipv4.address)
+        case .address6: .string(state.ipv6.address)
+        case .reason4: .string(state.ipv4.reason)
+        case .reason6: .string(state.ipv6.reason)
+        case .roundTripTime4: .uint64(state.ipv4.roundTripTime)
+        case .roundTripTime6: .uint64(state.ipv6.roundTripTime)
         }
     }
 }

@@ -70,6 +70,8 @@ public final class MonitorModel {
                 state.traffic = .none
                 state.roundTripTime = 0
                 state.packetLoss = 0
+                state.ipv4 = FamilyState()
+                state.ipv6 = FamilyState()
                 state.reason = probeNow == nil ? Self.noEngineReason : "resolving \(new.host)"
             }
         }

@@ -21,6 +21,13 @@ extension MonitorState {
         if portalURL != old.portalURL { changed.append(.portalURL) }
         if traffic != old.traffic { changed.append(.traffic) }
         if probesSkipped != old.probesSkipped { changed.append(.probesSkipped) }
+        for (new, old, properties) in [(ipv4, old.ipv4, [MonitorContract.Property.connectivity4, .address4, .reason4, .roundTripTime4]),
+                                       (ipv6, old.ipv6, [.connectivity6, .address6, .reason6, .roundTripTime6])] {
+            if new.connectivity != old.connectivity { changed.append(properties[0]) }
+            if new.address != old.address { changed.append(properties[1]) }
+            if new.reason != old.reason { changed.append(properties[2]) }
+            if new.roundTripTime != old.roundTripTime { changed.append(properties[3]) }
+        }
         return changed
     }
 }

@@ -42,7 +42,8 @@ final class InterfaceXMLTests: XCTestCase {
             XCTAssertEqual(declared?.get().type, property.type, "\(property.name) getter returns its declared type")
         }
         XCTAssertEqual(MonitorContract.Property.allCases.filter { $0.changeMode == .quiet }, [.roundTripTime, .packetLoss, .probesSent, .probesAnswered,
-                                                                                                    .traffic, .probesSkipped])
+                                                                                                    .traffic, .probesSkipped,
+                                                                                                    .roundTripTime4, .roundTripTime6])
         XCTAssertEqual(declaration.methods.map(\.name), MonitorContract.Method.allCases.map(\.name))
         XCTAssertEqual(declaration.signals.map(\.name), MonitorContract.Signal.allCases.map(\.name))
     }

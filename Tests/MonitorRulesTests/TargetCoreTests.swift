@@ -1,0 +1,267 @@
+import MonitorRules
+import NetAddress
+import ProbeRules
+import ReachabilityRules
+import XCTest
+
+/// A target's paths, one per address family, and the headline they make (INTERFACE.md "Every
+/// path"): played on a virtual clock by a world that answers in each family as the test says.
+final class TargetCoreTests: XCTestCase {
+    static let ms: UInt64 = 1_000_000
+    static let v4 = IPAddress.v4([198, 18, 2, 2])
+    static let v6 = IPAddress.v6([0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2])
+
+    /// The core and a world around it: each family's host answers after 1 ms, or is silent.
+    struct Bench {
+        var core: TargetCore
+        var now: UInt64 = 0
+        var answering: [IPFamily: Bool] = [.v4: true, .v6: true]
+        var state = MonitorState()
+        /// Every published state's Status and Connectivity, in order.
+        var published: [(Status, Connectivity)] = []
+        var sent: [IPFamily: [UInt64]] = [.v4: [], .v6: []]
+        var ready = 0
+        var brokenContract: [String] = []
+        private var replies: [(at: UInt64, family: IPFamily, sequence: UInt16, token: UInt64)] = []
+        private var events: [TargetCore.Event] = []
+
+        init(family: AddressFamily = .any, interval: UInt32 = 1000, timeout: UInt32 = 500, failures: UInt32 = 2) {
+            core = TargetCore(host: "dual.test", family: family,
+                              probeSettings: ProbeSettings(intervalMilliseconds: interval, timeoutMilliseconds: timeout,
+                                                           failureThreshold: failures),
+                              seed: 11)
+        }
+
+        mutating func handle(_ event: TargetCore.Event) {
+            events.append(event)
+            while !events.isEmpty {
+                let next = events.removeFirst()
+                carryOut(core.handle(next, now: now))
+            }
+        }
+
+        mutating func check() -> Bool {
+            let (probing, actions) = core.check(now: now)
+            carryOut(actions)
+            while !events.isEmpty { carryOut(core.handle(events.removeFirst(), now: now)) }
+            return probing
+        }
+
+        private mutating func carryOut(_ actions: [TargetCore.Action]) {
+            if let broken = TargetCore.outputContractBroken(actions) { brokenContract.append(broken) }
+            for action in actions {
+                switch action {
+                case .probe(let family, let address):
+                    events.append(.probing(family, address == nil ? nil : .icmpDatagram))
+                case .send(let family, let sequence, let token, _, _, _):
+                    sent[family, default: []].append(now)
+                    if answering[family] == true { replies.append((now + Self.rtt, family, sequence, token)) }
+                case .publish:
+                    state = core.state(previous: state)
+                    if published.last.map({ $0 != (state.status, state.connectivity) }) ?? true {
+                        published.append((state.status, state.connectivity))
+                    }
+                case .verdictReady:
+                    ready += 1
+                default:
+                    break
+                }
+            }
+        }
+
+        static let rtt: UInt64 = 1_000_000
+
+        /// Lets time pass to `end`, replies and wake-ups in order.
+        mutating func run(until end: UInt64) {
+            while true {
+                let reply = replies.min { $0.at < $1.at }
+                let wake = core.nextWakeup
+                let next = min(reply?.at ?? .max, wake ?? .max)
+                guard next <= end else { break }
+                now = max(now, next)
+                if let reply, reply.at == next {
+                    replies.removeAll { $0.sequence == reply.sequence && $0.family == reply.family }
+                    handle(.probe(reply.family, .reply(sequence: reply.sequence, token: reply.token, via: .icmp)))
+                } else {
+                    handle(.timeout)
+                }
+            }
+            now = end
+        }
+
+        /// Start, the lookup's answer (IPv6 listed first) and both routes.
+        mutating func start(addresses: [IPAddress] = [TargetCoreTests.v6, TargetCoreTests.v4]) {
+            handle(.start(checkURL: ""))
+            handle(.resolved(generation: 0, .success(addresses), routedFamilies: [.v4, .v6]))
+            handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.1.1"),
+                          routedFamilies: [.v4, .v6]))
+            handle(.route(.v6, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "2001:db8:1::1"),
+                          routedFamilies: [.v4, .v6]))
+        }
+    }
+
+    /// One lookup for both families; their first probes go out at the same moment.
+    func testBothFamiliesFromOneLookupAndTheirFirstProbesTogether() {
+        var bench = Bench()
+        var actions = bench.core.handle(.start(checkURL: ""), now: 0)
+        XCTAssertEqual(actions.filter { if case .resolve = $0 { true } else { false } }.count, 1, "\(actions)")
+        actions = bench.core.handle(.resolved(generation: 0, .success([Self.v6, Self.v4]), routedFamilies: [.v4, .v6]), now: 0)
+        XCTAssertTrue(actions.contains(.probe(.v4, Self.v4)), "\(actions)")
+        XCTAssertTrue(actions.contains(.probe(.v6, Self.v6)), "\(actions)")
+        bench.now = 5 * Self.ms
+        bench.handle(.probing(.v4, .icmpDatagram))
+        bench.handle(.probing(.v6, .icmpDatagram))
+        XCTAssertEqual(bench.sent[.v4], [5 * Self.ms])
+        XCTAssertEqual(bench.sent[.v6], [5 * Self.ms])
+        XCTAssertTrue(bench.brokenContract.isEmpty, "\(bench.brokenContract)")
+    }
+
+    /// Both full: the headline is the family listed first (IPv6 here), with its address.
+    func testTheHeadlineFollowsResolverOrderAmongEquals() {
+        var bench = Bench()
+        bench.start()
+        bench.run(until: 100 * Self.ms)
+        XCTAssertEqual(bench.state.connectivity, .full)
+        XCTAssertEqual(bench.state.address, Self.v6.description)
+        XCTAssertEqual(bench.state.ipv4.connectivity, .full)
+        XCTAssertEqual(bench.state.ipv6.connectivity, .full)
+        XCTAssertEqual(bench.state.ipv4.address, Self.v4.description)
+        XCTAssertEqual(bench.state.ipv4.reason, "")
+
+        var v4First = Bench()
+        v4First.start(addresses: [Self.v4, Self.v6])
+        v4First.run(until: 100 * Self.ms)
+        XCTAssertEqual(v4First.state.address, Self.v4.description)
+    }
+
+    /// The headline's family goes silent while the other answers: only that family's verdict
+    /// moves; Connectivity and Status never leave full, and the headline hands over.
+    func testADeadFamilyHandsTheHeadlineOverWithoutMovingIt() {
+        var bench = Bench()
+        bench.start()
+        bench.run(until: 3000 * Self.ms)
+        XCTAssertEqual(bench.state.address, Self.v6.description)
+        let before = bench.published.count
+        bench.answering[.v6] = false
+        bench.run(until: 10_000 * Self.ms)
+        XCTAssertEqual(bench.state.ipv6.connectivity, .limited)
+        XCTAssertTrue(bench.state.ipv6.reason.hasPrefix("host not answering over IPv6"), bench.state.ipv6.reason)
+        XCTAssertEqual(bench.state.connectivity, .full)
+        XCTAssertEqual(bench.state.status, .ethernet)
+        XCTAssertEqual(bench.state.reason, "")
+        XCTAssertEqual(bench.state.address, Self.v4.description, "the working family gives the headline")
+        XCTAssertEqual(bench.published.count, before, "Status or Connectivity moved: \(bench.published.suffix(3))")
+        XCTAssertTrue(bench.brokenContract.isEmpty, "\(bench.brokenContract)")
+
+        // And back: the first family in resolver order gives the headline again.
+        bench.answering[.v6] = true
+        bench.run(until: 15_000 * Self.ms)
+        XCTAssertEqual(bench.state.ipv6.connectivity, .full)
+        XCTAssertEqual(bench.state.address, Self.v6.description)
+        XCTAssertEqual(bench.published.count, before)
+    }
+
+    /// Every family dead: the outage is confirmed no later than a single family's would be.
+    func testADeadUpstreamIsConfirmedAsFastAsWithOneFamily() {
+        func confirmation(_ family: AddressFamily) -> UInt64 {
+            var bench = Bench(family: family, interval: 1000, timeout: 500, failures: 3)
+            bench.start()
+            bench.run(until: 60_000 * Self.ms)
+            bench.answering = [.v4: false, .v6: false]
+            let cut = bench.now
+            var confirmed: UInt64?
+            while bench.now < cut + 20_000 * Self.ms && confirmed == nil {
+                bench.run(until: bench.now + 10 * Self.ms)
+                if bench.state.connectivity != .full { confirmed = bench.now - cut }
+            }
+            return confirmed ?? .max
+        }
+        let single = confirmation(.ipv6)
+        let both = confirmation(.any)
+        XCTAssertLessThan(single, 20_000 * Self.ms)
+        XCTAssertLessThanOrEqual(both, single + 20 * Self.ms, "both families: \(both / Self.ms) ms, one: \(single / Self.ms) ms")
+    }
+
+    /// While both are full the other family is probed at most once per 30 s; at the headline's
+    /// suspicion it is probed at once.
+    func testTheOtherFamilyIsCheapWhileAllAreFullAndProbedAtOnceOnSuspicion() {
+        var bench = Bench()
+        bench.start()
+        bench.run(until: 5000 * Self.ms)
+        let start = bench.now
+        bench.run(until: start + 120_000 * Self.ms)
+        let v4 = bench.sent[.v4, default: []].filter { $0 > start }.count
+        let v6 = bench.sent[.v6, default: []].filter { $0 > start }.count
+        XCTAssertGreaterThanOrEqual(v6, 119, "the headline's family keeps its Interval")
+        XCTAssertLessThanOrEqual(v4, 4, "IPv4 probed \(v4) times in 120 s while both were full")
+        XCTAssertGreaterThanOrEqual(v4, 3)
+
+        bench.answering[.v6] = false
+        let silentFrom = bench.now
+        // The next IPv6 probe (at most an Interval away) is lost a Timeout later: IPv4 goes out then.
+        bench.run(until: silentFrom + 1600 * Self.ms)
+        let afterSuspicion = bench.sent[.v4, default: []].filter { $0 > silentFrom }
+        XCTAssertFalse(afterSuspicion.isEmpty, "IPv4 not probed at the headline's suspicion: v6 \(bench.sent[.v6, default: []].filter { $0 > silentFrom - 2000 * Self.ms }.map { $0 / Self.ms }), v4 \(bench.sent[.v4, default: []].suffix(3).map { $0 / Self.ms }), silent from \(silentFrom / Self.ms)")
+        let firstLoss = bench.sent[.v6, default: []].first { $0 > silentFrom }.map { $0 + 500 * Self.ms }
+        XCTAssertEqual(afterSuspicion.first, firstLoss, "IPv4 was not probed the moment IPv6's probe was lost")
+    }
+
+    /// AddressFamily ipv4: the other family sends nothing and says why.
+    func testAFamilyAddressFamilyExcludesSendsNothing() {
+        var bench = Bench(family: .ipv4)
+        bench.start()
+        bench.run(until: 10_000 * Self.ms)
+        XCTAssertEqual(bench.sent[.v6, default: []], [])
+        XCTAssertEqual(bench.state.ipv6.connectivity, .none)
+        XCTAssertEqual(bench.state.ipv6.reason, "AddressFamily is ipv4")
+        XCTAssertEqual(bench.state.connectivity, .full)
+        XCTAssertEqual(bench.state.address, Self.v4.description)
+    }
+
+    /// A name without an IPv6 address: that family is none, with the reason, and never limited.
+    func testNoAddressInAFamilyIsNone() {
+        var bench = Bench()
+        bench.start(addresses: [Self.v4])
+        bench.run(until: 5000 * Self.ms)
+        XCTAssertEqual(bench.state.ipv6.connectivity, .none)
+        XCTAssertEqual(bench.state.ipv6.reason, "no IPv6 address for dual.test")
+        XCTAssertEqual(bench.sent[.v6, default: []], [])
+        XCTAssertEqual(bench.state.connectivity, .full)
+    }
+
+    /// No family full: the headline waits while one has no verdict yet, then takes the best.
+    func testTheHeadlineWaitsForEveryFamilyUnlessOneIsFull() {
+        var states: [IPFamily: MonitorState] = [:]
+        var limited = MonitorState()
+        limited.connectivity = .limited
+        var unknown = MonitorState()
+        unknown.connectivity = .unknown
+        var none = MonitorState()
+        none.connectivity = .none
+        var full = MonitorState()
+        full.connectivity = .full
+        states = [.v4: limited, .v6: unknown]
+        XCTAssertEqual(TargetCore.headline(states, order: [.v4, .v6]), .v6)
+        states = [.v4: limited, .v6: none]
+        XCTAssertEqual(TargetCore.headline(states, order: [.v6, .v4]), .v4)
+        states = [.v4: none, .v6: none]
+        XCTAssertEqual(TargetCore.headline(states, order: [.v6, .v4]), .v6)
+        states = [.v4: unknown, .v6: full]
+        XCTAssertEqual(TargetCore.headline(states, order: [.v4, .v6]), .v6)
+    }
+
+    /// A Check probes every family and is answered once each has its verdict.
+    func testACheckWaitsForEveryFamily() {
+        var bench = Bench()
+        bench.start()
+        bench.run(until: 3000 * Self.ms)
+        let readyBefore = bench.ready
+        bench.answering[.v4] = false
+        XCTAssertTrue(bench.check())
+        bench.run(until: bench.now + 2 * Self.ms)
+        XCTAssertEqual(bench.ready, readyBefore, "the Check was answered before IPv4's probe ended")
+        bench.run(until: bench.now + 600 * Self.ms)
+        XCTAssertGreaterThan(bench.ready, readyBefore)
+        XCTAssertTrue(bench.brokenContract.isEmpty, "\(bench.brokenContract)")
+    }
+}
