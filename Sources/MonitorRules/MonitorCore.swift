@@ -54,6 +54,8 @@ public struct MonitorCore {
     private var failedResolutions = 0
     private var resolveAt: UInt64?
     private var outputs: [Output] = []
+    /// CheckURL was set while Host had no address (nothing to check over): the check starts once there is one.
+    private var checkHeld = false
 
     public init(host: String, family: AddressFamily, routeProblem: String? = nil,
                 refreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds) {
@@ -158,7 +160,7 @@ public struct MonitorCore {
             if failedLookupsWhileAnswering > 0 { outputs.append(.stateChanged) }
             failedLookupsWhileAnswering = 0
             addresses = found
-            chooseAddress(routedFamilies: routedFamilies)
+            chooseAddress(routedFamilies: routedFamilies, now: now)
             resolveAt = now &+ refreshNanoseconds
         case .failure(let failure):
             failedResolutions += 1
@@ -186,7 +188,7 @@ public struct MonitorCore {
     public mutating func routeChanged(_ verdict: ReachabilityVerdict, routedFamilies: Set<IPFamily>?, now: UInt64) {
         let previous = route
         route = verdict
-        if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: routedFamilies) }
+        if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: routedFamilies, now: now) }
         if verdict.usable, case .resolved = resolution, previous?.usable != true || previous?.interface != verdict.interface {
             outputs.append(.routeRegained(firstKnown: previous == nil))
         }
@@ -219,7 +221,9 @@ public struct MonitorCore {
 
     /// CheckURL changed (or was restored).
     public mutating func checkURLChanged(_ url: String, now: UInt64) {
-        carryOut(portalCheck.setURL(url, now: now))
+        let hasAddress = if case .resolved = resolution { true } else { false }
+        checkHeld = !hasAddress
+        carryOut(portalCheck.setURL(url, now: now, starting: hasAddress))
         outputs.append(.stateChanged)
     }
 
@@ -252,7 +256,7 @@ public struct MonitorCore {
     }
 
     /// `any`: the first address, in resolver order, whose family has a default route.
-    private mutating func chooseAddress(routedFamilies: Set<IPFamily>?) {
+    private mutating func chooseAddress(routedFamilies: Set<IPFamily>?, now: UInt64) {
         guard var chosen = addresses.first else { return }
         if family == .any, let routedFamilies {
             chosen = addresses.first { routedFamilies.contains($0.ipFamily) } ?? chosen
@@ -261,6 +265,10 @@ public struct MonitorCore {
         resolution = .resolved(chosen)
         retarget(chosen)
         outputs.append(.stateChanged)
+        if checkHeld {
+            checkHeld = false
+            carryOut(portalCheck.trigger(newNetwork: false, now: now))
+        }
     }
 
     private mutating func retarget(_ address: IPAddress?) {

@@ -35,14 +35,15 @@ public struct PortalCheck: Equatable, Sendable {
 
     public var isOn: Bool { !url.isEmpty }
 
-    /// CheckURL set: what the old one said is forgotten, and the new one runs at once.
-    public mutating func setURL(_ new: String, now: UInt64) -> [Action] {
+    /// CheckURL set: what the old one said is forgotten, and the new one runs at once (unless `starting` is
+    /// false: there is nothing to check over yet, and the next `trigger` starts it).
+    public mutating func setURL(_ new: String, now: UInt64, starting: Bool = true) -> [Action] {
         url = new
         meaning = nil
         nextAt = nil
         var actions: [Action] = running == nil ? [] : [.cancel]
         running = nil
-        if isOn { actions += start(now: now) }
+        if isOn && starting { actions += start(now: now) }
         return actions
     }
 
