@@ -27,6 +27,14 @@ public enum PrometheusText {
                 "{\(labels),connectivity=\"\($0.rawValue)\"} \(s.Connectivity == $0.rawValue ? 1 : 0)"
             }
         }
+        family("netobserver_connectivity_family", "gauge",
+               "Each address family's Connectivity (Connectivity4, Connectivity6): 1 for the current value, 0 for the others.") { labels, s in
+            [("ipv4", s.Connectivity4), ("ipv6", s.Connectivity6)].flatMap { family, current in
+                MonitorContract.Connectivity.allCases.map {
+                    "{\(labels),family=\"\(family)\",connectivity=\"\($0.rawValue)\"} \(current == $0.rawValue ? 1 : 0)"
+                }
+            }
+        }
         family("netobserver_round_trip_seconds", "gauge", "The last successful round trip to the target.") { labels, s in
             ["{\(labels)} \(number(Double(s.RoundTripTime) / 1e6))"]
         }

@@ -26,7 +26,9 @@ public struct Snapshot: Encodable {
             }
             switch property {
             case .status where MonitorContract.Status(rawValue: text) == nil: continue
-            case .connectivity where MonitorContract.Connectivity(rawValue: text) == nil: continue
+            case .connectivity where MonitorContract.Connectivity(rawValue: text) == nil,
+                 .connectivity4 where MonitorContract.Connectivity(rawValue: text) == nil,
+                 .connectivity6 where MonitorContract.Connectivity(rawValue: text) == nil: continue
             default: values[property] = .string(Self.withoutControlCharacters(text))
             }
         }
@@ -78,6 +80,26 @@ public struct Snapshot: Encodable {
     public var Traffic: String { string(.traffic) }
     public var Evidence: String { string(.evidence) }
     public var ProbesSkipped: UInt64 { number(.probesSkipped) }
+    public var Connectivity4: String { string(.connectivity4) }
+    public var Connectivity6: String { string(.connectivity6) }
+    public var Address4: String { string(.address4) }
+    public var Address6: String { string(.address6) }
+    public var Reason4: String { string(.reason4) }
+    public var Reason6: String { string(.reason6) }
+    public var RoundTripTime4: UInt64 { number(.roundTripTime4) }
+    public var RoundTripTime6: UInt64 { number(.roundTripTime6) }
+
+    /// One family's line: `full via eth0, 198.18.2.2, 1.2 ms`, or `limited: host not answering over IPv6: …`.
+    public func familyLine(ipv6: Bool) -> String {
+        let (connectivity, address, reason, rtt) = ipv6 ? (Connectivity6, Address6, Reason6, RoundTripTime6)
+                                                        : (Connectivity4, Address4, Reason4, RoundTripTime4)
+        var text = connectivity.isEmpty ? "unknown" : connectivity
+        if !reason.isEmpty { return text + ": " + reason }
+        // The headline's family is the one whose route Interface names.
+        if !address.isEmpty, address == Address, !Interface.isEmpty { text += " via \(Interface)" }
+        let details = [address, rtt > 0 && connectivity == "full" ? Self.milliseconds(rtt) : ""].filter { !$0.isEmpty }
+        return details.isEmpty ? text : text + (text.contains(" via ") ? ", " : " ") + details.joined(separator: ", ")
+    }
 
     /// Status with what the link is: `cellular (4g, metered)`.
     public var statusWithLink: String {
@@ -124,6 +146,8 @@ public struct Snapshot: Encodable {
             "Interface:    \(Interface.isEmpty ? dash : Interface)",
             "Round trip:   \(RoundTripTime == 0 ? dash : Self.milliseconds(RoundTripTime))",
             "Packet loss:  \(Int((PacketLoss * 100).rounded())) % of the last 20 probes",
+            "IPv4:         \(familyLine(ipv6: false))",
+            "IPv6:         \(familyLine(ipv6: true))",
         ]
         if !PortalURL.isEmpty { lines.append("Sign in at:   \(PortalURL)") }
         if !Reason.isEmpty { lines.append("Reason:       \(Reason)") }

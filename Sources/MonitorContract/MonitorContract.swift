@@ -46,6 +46,9 @@ public enum MonitorContract {
         case reason6 = "Reason6"
         case roundTripTime4 = "RoundTripTime4"
         case roundTripTime6 = "RoundTripTime6"
+        case nat64Prefix = "Nat64Prefix"
+        case nat64Source = "Nat64Source"
+        case ipv4Path = "Ipv4Path"
 
         public var name: String { rawValue }
 
@@ -53,7 +56,8 @@ public enum MonitorContract {
             switch self {
             case .status, .host, .interface, .address, .reason, .addressFamily, .accessTechnology,
                  .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence,
-                 .connectivity4, .connectivity6, .address4, .address6, .reason4, .reason6: .string
+                 .connectivity4, .connectivity6, .address4, .address6, .reason4, .reason6, .nat64Prefix, .nat64Source,
+                 .ipv4Path: .string
             case .reachable, .metered: .boolean
             case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped, .roundTripTime4, .roundTripTime6: .uint64
             case .packetLoss: .double

@@ -46,6 +46,8 @@ public struct MonitorCore {
     private var lookupFailure = ""
     /// After this many, the resolver counts as broken (DNS health).
     public static let brokenResolverFailures = 2
+    /// The NAT64 prefix IPv4 addresses are probed through (IPv4 has no route of its own); nil: natively.
+    public private(set) var nat64: Nat64Prefix?
     /// Why there is no reachability engine (it could not start); nil when there is one.
     public let routeProblem: String?
     public private(set) var generation: UInt64 = 0
@@ -212,6 +214,19 @@ public struct MonitorCore {
         outputs.append(.stateChanged)
     }
 
+    /// IPv4 addresses are to be reached through `prefix` (nil: natively), RFC 6052.
+    public mutating func nat64Changed(_ prefix: Nat64Prefix?, now: UInt64) {
+        guard prefix != nat64 else { return }
+        nat64 = prefix
+        if case .resolved(let address) = resolution { retarget(address) }
+        outputs.append(.stateChanged)
+    }
+
+    /// Where probes for `address` go: its synthesized IPv6 address while IPv4 goes through NAT64.
+    public func probeAddress(for address: IPAddress) -> IPAddress {
+        nat64.flatMap { $0.synthesize(address) } ?? address
+    }
+
     /// ModemManager or NetworkManager changed what they say about some link.
     public mutating func linkFactsChanged(_ table: LinkFactsTable) {
         guard table != linkFacts else { return }
@@ -271,7 +286,8 @@ public struct MonitorCore {
         }
     }
 
-    private mutating func retarget(_ address: IPAddress?) {
+    private mutating func retarget(_ resolved: IPAddress?) {
+        let address = resolved.map(probeAddress)
         // The engines drop their verdicts when their target changes.
         if address != target {
             target = address

@@ -62,6 +62,11 @@ public struct MonitorState: Equatable, Sendable {
     /// Each family's own verdict (Connectivity4/6, Address4/6, Reason4/6, RoundTripTime4/6).
     public var ipv4 = FamilyState()
     public var ipv6 = FamilyState()
+    /// The NAT64 prefix of the network the route to Host uses ("" when none), how it was learned
+    /// (`ra`, `dns`, ""), and how Host's IPv4 address is reached (`native`, `nat64`, "").
+    public var nat64Prefix = ""
+    public var nat64Source = ""
+    public var ipv4Path = ""
 
     public init() {}
 

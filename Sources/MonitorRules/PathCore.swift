@@ -32,6 +32,8 @@ public struct PathCore {
         case timeout
         /// Another family of the target is suspect: probe now, unless a probe is in flight.
         case probeNow
+        /// Reach IPv4 addresses through this NAT64 prefix (nil: natively).
+        case nat64(Nat64Prefix?)
     }
 
     public enum Action: Equatable, Sendable {
@@ -136,6 +138,8 @@ public struct PathCore {
                 trafficWatch.sampleFailed(generation: generation, nextProbe: probe.nextScheduledProbe, now: now)
             }
             if changed { trafficChanged(now: now) }
+        case .nat64(let prefix):
+            monitor.nat64Changed(prefix, now: now)
         case .probeNow:
             if monitor.canProbe, probe.outstandingCount == 0 { probe.probeNow(now: now) }
         case .timeout:

@@ -29,6 +29,8 @@ public struct TargetCore {
         case checkAnswered(IPFamily, generation: UInt64, CheckAnswer.Meaning)
         /// `family`'s traffic sample `generation` was taken, at this CPU cost (ns); nil: it could not be.
         case trafficSampled(IPFamily, generation: UInt64, TrafficSample?, cost: UInt64)
+        /// The lookup of `ipv4only.arpa` (RFC 7050) `generation` answered.
+        case nat64Resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>)
         /// `nextWakeup` has come.
         case timeout
     }
@@ -38,6 +40,8 @@ public struct TargetCore {
         case resolve(host: String, family: AddressFamily, generation: UInt64)
         /// Lookups for an earlier Host are no longer wanted.
         case cancelResolutions
+        /// Look up `ipv4only.arpa`'s IPv6 addresses off the loop (RFC 7050); answer with `.nat64Resolved`.
+        case resolveNat64(generation: UInt64)
         /// Watch the route to `address` (nil: none) for `family`'s path.
         case watchRoute(IPFamily, IPAddress?)
         /// Send `family`'s probes to `address` from now on (nil: stop); answer with `.probing`.
@@ -73,6 +77,18 @@ public struct TargetCore {
     private var relaxed: Set<IPFamily> = []
     /// The headline's family was suspect at the end of the last step.
     private var headlineSuspect = false
+    /// The families with a default route, as the last event that said so said.
+    private var routedFamilies: Set<IPFamily>?
+    /// The NAT64 prefix of the network the route to Host uses, and how it was learned.
+    public private(set) var nat64: (prefix: Nat64Prefix, source: Nat64Source)?
+    /// RFC 7050: the prefix `ipv4only.arpa` revealed, for the network (IPv6 route) it was asked on.
+    private var discovered: Nat64Prefix?
+    private var discoveryNetwork: String?
+    private var discoveryAt: UInt64?
+    private var discoveryGeneration: UInt64 = 0
+
+    /// How often `ipv4only.arpa` is asked again on the same network (RFC 7050: hourly).
+    public static let nat64DiscoveryNanoseconds: UInt64 = 3_600_000_000_000
 
     /// While every family is `full`, the others than the headline's are probed at most this often.
     public static let relaxedIntervalMilliseconds: UInt32 = 30_000
@@ -114,7 +130,9 @@ public struct TargetCore {
     public private(set) var nextWakeup: UInt64?
 
     private var earliestWakeup: UInt64? {
-        watchedFamilies.compactMap { path($0).nextWakeup }.min()
+        var earliest = discoveryAt ?? .max
+        for family in watchedFamilies { if let at = path(family).nextWakeup, at < earliest { earliest = at } }
+        return earliest == .max ? nil : earliest
     }
 
     /// The output contract above (see `OutputContract`); what broke it, nil when kept.
@@ -139,7 +157,17 @@ public struct TargetCore {
         state.traffic = Self.traffic(states.values.map(\.traffic))
         state.ipv4 = familyState(.v4, states[.v4])
         state.ipv6 = familyState(.v6, states[.v6])
+        state.nat64Prefix = nat64.map { "\($0.prefix)" } ?? ""
+        state.nat64Source = nat64?.source.rawValue ?? ""
+        state.ipv4Path = ipv4Path
         return state
+    }
+
+    /// How Host's IPv4 address is reached: `nat64` through the prefix, `native` over an IPv4 route, "" when it is not.
+    private var ipv4Path: String {
+        let v4 = path(.v4).monitor
+        guard watches(.v4), case .resolved = v4.resolution, v4.route?.usable == true else { return "" }
+        return v4.nat64 == nil ? "native" : "nat64"
     }
 
     /// The family that gives the headline: the first `full` one in resolver order; else, while any is
@@ -197,6 +225,7 @@ public struct TargetCore {
             generation &+= 1
             lookupUnderway = false
             checkWaiting = []
+            discoveryNetwork = nil
             step.publish = true
             // A family no longer watched stops too: nothing is sent in it.
             for pathFamily in IPFamily.allCases {
@@ -208,6 +237,7 @@ public struct TargetCore {
         case .checkURL(let url):
             for family in IPFamily.allCases { feed(family, .checkURL(url), now: now, &step) }
         case .resolved(let generation, let result, let routedFamilies):
+            self.routedFamilies = routedFamilies ?? self.routedFamilies
             guard generation == self.generation else { break }
             lookupUnderway = false
             if case .success(let addresses) = result {
@@ -219,7 +249,12 @@ public struct TargetCore {
                 feed(family, .resolved(generation: path(family).monitor.generation, own, routedFamilies: routedFamilies), now: now, &step)
             }
         case .route(let family, let verdict, let routedFamilies):
+            self.routedFamilies = routedFamilies ?? self.routedFamilies
             feed(family, .route(verdict, routedFamilies: routedFamilies), now: now, &step)
+        case .nat64Resolved(let generation, let result):
+            guard generation == discoveryGeneration else { break }
+            discovered = (try? result.get()).flatMap(Nat64Prefix.discovered)
+            step.publish = true
         case .linkFacts(let table):
             for family in IPFamily.allCases { feed(family, .linkFacts(table), now: now, &step) }
         case .probing(let family, let method):
@@ -302,6 +337,7 @@ public struct TargetCore {
 
     /// The pace across families, then the publish and the verdict, last.
     private mutating func finish(_ step: inout Step, now: UInt64) -> [Action] {
+        followNat64(now: now, &step)
         pace(now: now, &step)
         // A family that has nothing left to probe gives no verdict of its own: the Check waits for the others only.
         let waitedFor = checkWaiting
@@ -338,10 +374,48 @@ public struct TargetCore {
         headlineSuspect = suspect
     }
 
+    /// INTERFACE.md "NAT64": the prefix from the routers of the IPv6 route's network (RFC 8781), else,
+    /// with no IPv4 default route, from `ipv4only.arpa` (RFC 7050, asked once per network and hourly).
+    /// While IPv4 has no default route, IPv4 addresses are probed through it.
+    private mutating func followNat64(now: UInt64, _ step: inout Step) {
+        let route = path(.v6).monitor.route
+        let routed = routedFamilies ?? []
+        let advertised = route?.nat64Prefix
+        if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route, route.usable {
+            let network = route.interface + " " + route.source
+            if network != discoveryNetwork || (discoveryAt ?? .max) <= now {
+                if network != discoveryNetwork { discovered = nil }
+                discoveryNetwork = network
+                discoveryAt = now &+ Self.nat64DiscoveryNanoseconds
+                discoveryGeneration &+= 1
+                step.actions.append(.resolveNat64(generation: discoveryGeneration))
+            }
+        } else if discoveryAt != nil {
+            discoveryAt = nil
+            discoveryNetwork = nil
+            discovered = nil
+        }
+        let known: (prefix: Nat64Prefix, source: Nat64Source)? = advertised.map { ($0, .ra) } ?? discovered.map { ($0, .dns) }
+        if known?.prefix != nat64?.prefix || known?.source != nat64?.source {
+            nat64 = known
+            step.publish = true
+        }
+        let wanted = routed.contains(.v4) ? nil : known?.prefix
+        if wanted != path(.v4).monitor.nat64 { feed(.v4, .nat64(wanted), now: now, &step) }
+    }
+
     private func pacedSettings(_ family: IPFamily) -> ProbeSettings {
         guard relaxed.contains(family) else { return settings }
         var paced = settings
         paced.intervalMilliseconds = max(settings.intervalMilliseconds, Self.relaxedIntervalMilliseconds)
         return paced
     }
+}
+
+/// How the NAT64 prefix was learned (INTERFACE.md `Nat64Source`).
+public enum Nat64Source: String, Sendable {
+    /// A router advertised it (RFC 8781).
+    case ra
+    /// The AAAA answer for `ipv4only.arpa` revealed it (RFC 7050).
+    case dns
 }

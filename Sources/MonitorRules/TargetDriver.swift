@@ -13,6 +13,8 @@ public protocol TargetWorld: AnyObject {
     /// Look a name up off the loop (an address never gets here); answer with `.resolved`.
     func resolve(_ host: String, family: AddressFamily, generation: UInt64)
     func cancelResolutions()
+    /// Look up `ipv4only.arpa`'s IPv6 addresses off the loop (RFC 7050); answer with `.nat64Resolved`.
+    func resolveNat64(generation: UInt64)
     /// Watch the route to `address` (nil: none) for `family`'s path.
     func watchRoute(_ family: IPFamily, _ address: IPAddress?)
     /// Send `family`'s probes to `address` from now on (nil: nowhere); how they will go, nil when they cannot.
@@ -127,6 +129,8 @@ public final class TargetDriver {
                 }
             case .cancelResolutions:
                 world.cancelResolutions()
+            case .resolveNat64(let generation):
+                world.resolveNat64(generation: generation)
             case .watchRoute(let family, let address):
                 world.watchRoute(family, address)
             case .probe(let family, let address):

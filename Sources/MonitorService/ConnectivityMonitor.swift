@@ -186,6 +186,12 @@ extension ConnectivityMonitor: TargetWorld {
         }
     }
 
+    public func resolveNat64(generation: UInt64) {
+        resolver.resolve("ipv4only.arpa", family: AF_INET6, owner: resolverOwner, first: resolvesFirst) { [weak self] result in
+            self?.handle(.nat64Resolved(generation: generation, result))
+        }
+    }
+
     public func cancelResolutions() {
         resolver.cancelAll(owner: resolverOwner)
     }

@@ -84,6 +84,9 @@ extension MonitorModel {
         case .reason6: .string(state.ipv6.reason)
         case .roundTripTime4: .uint64(state.ipv4.roundTripTime)
         case .roundTripTime6: .uint64(state.ipv6.roundTripTime)
+        case .nat64Prefix: .string(state.nat64Prefix)
+        case .nat64Source: .string(state.nat64Source)
+        case .ipv4Path: .string(state.ipv4Path)
         }
     }
 }

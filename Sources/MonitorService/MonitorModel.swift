@@ -72,6 +72,7 @@ public final class MonitorModel {
                 state.packetLoss = 0
                 state.ipv4 = FamilyState()
                 state.ipv6 = FamilyState()
+                state.ipv4Path = ""
                 state.reason = probeNow == nil ? Self.noEngineReason : "resolving \(new.host)"
             }
         }

@@ -28,6 +28,9 @@ extension MonitorState {
             if new.reason != old.reason { changed.append(properties[2]) }
             if new.roundTripTime != old.roundTripTime { changed.append(properties[3]) }
         }
+        if nat64Prefix != old.nat64Prefix { changed.append(.nat64Prefix) }
+        if nat64Source != old.nat64Source { changed.append(.nat64Source) }
+        if ipv4Path != old.ipv4Path { changed.append(.ipv4Path) }
         return changed
     }
 }

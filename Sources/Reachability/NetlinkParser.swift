@@ -71,9 +71,24 @@ public enum NetlinkParser {
             let info = data.assumingMemoryBound(to: rtmsg.self)
             guard let route = parseRoute(info, CLinux_RTM_RTA(info), CLinux_RTM_PAYLOAD(header)) else { return nil }
             return type == UInt16(RTM_NEWROUTE) ? .newRoute(route, sequence: sequence) : .deleteRoute(route)
+        case Int32(RTM_NEWNDUSEROPT):
+            return parseRouterOptions(data, length: Int(length) - Int(CLinux_NLMSG_LENGTH(0)), type: type)
         default:
             return .ignored(type: type)
         }
+    }
+
+    /// RTM_NEWNDUSEROPT: an `nduseroptmsg`, then the options (`nduseropt_opts_len` bytes), then attributes.
+    /// Only a router advertisement's options over IPv6 are taken; the options are read by `RouterOption`.
+    private static func parseRouterOptions(_ data: UnsafeRawPointer, length: Int, type: UInt16) -> RouteMessage? {
+        let header = MemoryLayout<nduseroptmsg>.size
+        guard length >= header else { return nil }
+        let message = data.loadUnaligned(as: nduseroptmsg.self)
+        let optionsLength = Int(message.nduseropt_opts_len)
+        guard message.nduseropt_ifindex > 0, header + optionsLength <= length else { return nil }
+        guard Int32(message.nduseropt_family) == AF_INET6, message.nduseropt_icmp_type == 134 else { return .ignored(type: type) }
+        let options = UnsafeRawBufferPointer(start: data + header, count: optionsLength)
+        return .routerOptions(index: message.nduseropt_ifindex, options: Array(options))
     }
 
     /// Calls `body` with each attribute's type and payload; false when the

@@ -29,6 +29,9 @@ public final class ReachabilityEngine {
     private var source: IOSource?
     private var core: ReachabilityCore
     private var retryTimer: LoopTimer?
+    private var retryAt: UInt64?
+    /// Told why a router advertisement's option was not taken (for the log; bounded by the core).
+    public var onIgnoredRouterOption: ((String) -> Void)?
     /// Every target's watch, by its id in the core (the engine has no target of its own).
     private var watches: [ReachabilityCore.TargetID: (ReachabilityVerdict) -> Void] = [:]
 
@@ -88,7 +91,8 @@ public final class ReachabilityEngine {
                                 describeError: { String(cString: strerror($0)) })
         socket = try NetlinkSocket(groups: CLinux_RTMGRP_LINK | CLinux_RTMGRP_IPV4_IFADDR | CLinux_RTMGRP_IPV6_IFADDR
                                    | CLinux_RTMGRP_IPV4_ROUTE | CLinux_RTMGRP_IPV6_ROUTE)
-        for group in [RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE] {
+        // RTNLGRP_ND_USEROPT: router advertisements' options the kernel leaves to user space (PREF64).
+        for group in [RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_ND_USEROPT] {
             var number = Int32(group.rawValue)
             _ = setsockopt(socket.fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &number, socklen_t(MemoryLayout<Int32>.size))
         }
@@ -142,16 +146,23 @@ public final class ReachabilityEngine {
                     }
                 case .verdict(let verdict, let id):
                     watches[id]?(verdict)
+                case .ignoredRouterOption(let why):
+                    onIgnoredRouterOption?(why)
                 }
             }
         }
         armRetryTimer()
     }
 
+    /// At the core's next deadline (a dump to retry, a NAT64 prefix's lifetime ending), earlier ones first.
     private func armRetryTimer() {
-        guard let wake = core.nextWakeup, retryTimer == nil else { return }
+        guard let wake = core.nextWakeup else { return }
+        if retryTimer != nil, let retryAt, retryAt <= wake { return }
+        if let retryTimer { loop.cancel(retryTimer) }
+        retryAt = wake
         retryTimer = loop.schedule(at: wake) { [unowned self] in
             retryTimer = nil
+            retryAt = nil
             core.handleTimeout(now: loop.now())
             drive()
         }

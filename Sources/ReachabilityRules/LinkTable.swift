@@ -65,7 +65,7 @@ public struct LinkTable: Equatable, Sendable {
         case .deleteRoute(let route):
             if route.isDefault { defaultRoutes.remove(route) }
             return true
-        case .done, .error, .ignored:
+        case .done, .error, .ignored, .routerOptions:
             return false
         }
     }

@@ -30,6 +30,8 @@ public struct ReachabilityCore {
         /// Call `evaluate()` once everything ready in this loop turn has been handled.
         case evaluateAtEndOfTurn
         case verdict(ReachabilityVerdict, target: TargetID)
+        /// A router advertisement's option was not taken (malformed, or for no known interface): for the log.
+        case ignoredRouterOption(String)
     }
 
     /// What one target needs: its address, its lookup, its verdict.
@@ -51,6 +53,8 @@ public struct ReachabilityCore {
         public var overruns = 0
         public var dumps = 0
         public var lookups = 0
+        public var routerOptions = 0
+        public var ignoredRouterOptions = 0
     }
 
     /// How long to wait before dumping again after the kernel refused a dump (EBUSY and the like).
@@ -75,6 +79,9 @@ public struct ReachabilityCore {
     /// Lookups given up after an overrun (their answers may come late, or never): ignored if they come.
     private var abandonedLookups: [UInt32] = []
     private var evaluationScheduled = false
+    /// The NAT64 prefix each interface's routers advertise, until its lifetime ends: at most one per
+    /// interface the table knows, so nothing a router sends grows it beyond the links.
+    public private(set) var nat64: [Int32: (prefix: Nat64Prefix, until: UInt64)] = [:]
     private var outputs: [Output] = []
 
     /// `classify` tells a link's kind, `describeError` an errno's words (both ask the system).
@@ -117,7 +124,19 @@ public struct ReachabilityCore {
     public var isLookingUp: Bool { !lookupOwners.isEmpty }
 
     /// When `handleTimeout` is due; nil when nothing waits for time.
-    public var nextWakeup: UInt64? { dumpRetryAt }
+    public var nextWakeup: UInt64? {
+        let expiry = nat64.values.map(\.until).min()
+        switch (dumpRetryAt, expiry) {
+        case (nil, let at), (let at, nil): return at
+        case (let a?, let b?): return min(a, b)
+        }
+    }
+
+    /// The NAT64 prefix advertised on the link named `interface`; nil when none.
+    public func nat64Prefix(onInterfaceNamed interface: String) -> Nat64Prefix? {
+        guard !interface.isEmpty, let link = table.links.values.first(where: { $0.name == interface }) else { return nil }
+        return nat64[link.index]?.prefix
+    }
 
     // MARK: Events
 
@@ -188,6 +207,11 @@ public struct ReachabilityCore {
     }
 
     public mutating func handleTimeout(now: UInt64) {
+        let expired = nat64.filter { $0.value.until <= now }.map(\.key)
+        if !expired.isEmpty {
+            for index in expired { nat64[index] = nil }
+            redeliverPrefixes()
+        }
         guard let at = dumpRetryAt, at <= now else { return }
         dumpRetryAt = nil
         startDump()
@@ -262,6 +286,11 @@ public struct ReachabilityCore {
         case .newRoute(_, let sequence) where sequence != 0 && abandonedLookups.contains(sequence),
              .error(let sequence, _) where abandonedLookups.contains(sequence):
             break
+        case .routerOptions(let index, let bytes):
+            routerOptions(on: index, bytes, now: now)
+        case .deleteLink(let index):
+            if nat64.removeValue(forKey: index) != nil { redeliverPrefixes() }
+            if table.apply(message) { invalidateAll() }
         default:
             if table.apply(message) { invalidateAll() }
         }
@@ -305,7 +334,46 @@ public struct ReachabilityCore {
         if state.dirty { invalidate() }
     }
 
-    private mutating func deliver(_ new: ReachabilityVerdict, to id: TargetID) {
+    /// RFC 8781: a PREF64 option sets the interface's prefix for its lifetime; a lifetime of 0 withdraws it.
+    private mutating func routerOptions(on index: Int32, _ bytes: [UInt8], now: UInt64) {
+        statistics.routerOptions += 1
+        guard table.links[index] != nil else {
+            return ignoreRouterOption("options for interface \(index), which is not known")
+        }
+        let (options, malformed) = RouterOption.parse(bytes)
+        let name = table.links[index]?.name ?? "\(index)"
+        for why in malformed { ignoreRouterOption("from a router on \(name): \(why)") }
+        var changed = false
+        for case .pref64(let prefix, let lifetime) in options {
+            if lifetime == 0 {
+                changed = nat64.removeValue(forKey: index) != nil || changed
+            } else {
+                changed = nat64[index]?.prefix != prefix || changed
+                nat64[index] = (prefix, now &+ UInt64(lifetime) * 1_000_000_000)
+            }
+        }
+        if changed { redeliverPrefixes() }
+    }
+
+    private mutating func ignoreRouterOption(_ why: String) {
+        statistics.ignoredRouterOptions += 1
+        // A router flooding bad options gets a line at the 1st, 2nd, 4th, 8th … of them.
+        let count = statistics.ignoredRouterOptions
+        if count & (count - 1) == 0 { outputs.append(.ignoredRouterOption(why + " (ignored: \(count) so far)")) }
+    }
+
+    /// Every verdict again with the prefixes as they are now (no route lookup: the routes did not move).
+    private mutating func redeliverPrefixes() {
+        for id in targets.keys.sorted() {
+            guard let verdict = targets[id]?.verdict else { continue }
+            deliver(verdict, to: id)
+        }
+    }
+
+    private mutating func deliver(_ verdict: ReachabilityVerdict, to id: TargetID) {
+        var new = verdict
+        new.nat64Prefix = nat64Prefix(onInterfaceNamed: verdict.interface)
+        new.routedFamilies = table.routedFamilies
         guard targets[id] != nil, new != targets[id]?.verdict else { return }
         targets[id]?.verdict = new
         outputs.append(.verdict(new, target: id))

@@ -9,6 +9,11 @@ public struct ReachabilityVerdict: Equatable, Sendable {
     public var source: String
     /// Why the path is not usable; "" when it is.
     public var reason: String
+    /// The NAT64 prefix routers advertise on the route's interface (RFC 8781); nil when none.
+    public var nat64Prefix: Nat64Prefix?
+    /// The families with a default route when this was said (so a family's default route coming or
+    /// going reaches every watch, as the path through a NAT64 prefix depends on it).
+    public var routedFamilies: Set<IPFamily> = []
 
     public init(usable: Bool, interface: String = "", kind: InterfaceKind? = nil, source: String = "", reason: String = "") {
         self.usable = usable

@@ -71,6 +71,9 @@ extension Simulation {
 
     func carryOut(_ output: ReachabilityCore.Output) {
         switch output {
+        case .ignoredRouterOption(let why):
+            // The simulated kernel passes on no router advertisements.
+            violation("a router option was ignored, but none was sent: \(why)")
         case .send(let request):
             kernel.answer(request)
             if overflowOnNextLookup, case .routeLookup = request {
@@ -302,6 +305,11 @@ final class SimulatedTarget: TargetWorld {
 
     func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
         simulation.resolve(host, generation, for: index)
+    }
+
+    /// The simulated networks have IPv4 routes: the core never needs to discover a NAT64 prefix.
+    func resolveNat64(generation: UInt64) {
+        simulation.violation("target \(index) looked for a NAT64 prefix on a network with IPv4 routes")
     }
 
     func cancelResolutions() {

@@ -27,6 +27,7 @@ final class TargetDriverTests: XCTestCase {
 
         func resolve(_ host: String, family: AddressFamily, generation: UInt64) { calls.append("resolve \(host)") }
         func cancelResolutions() { calls.append("cancelResolutions") }
+        func resolveNat64(generation: UInt64) { calls.append("resolveNat64") }
         func watchRoute(_ family: IPFamily, _ address: IPAddress?) {
             calls.append("watchRoute \(family) \(address.map { "\($0)" } ?? "none")")
         }

@@ -22,6 +22,11 @@ expected = {
     "Connectivity": (dbus.String, False), "ProbeMethod": (dbus.String, False), "CheckURL": (dbus.String, True),
     "PortalURL": (dbus.String, False), "Traffic": (dbus.String, False), "Evidence": (dbus.String, True),
     "ProbesSkipped": (dbus.UInt64, False),
+    "Connectivity4": (dbus.String, False), "Connectivity6": (dbus.String, False),
+    "Address4": (dbus.String, False), "Address6": (dbus.String, False),
+    "Reason4": (dbus.String, False), "Reason6": (dbus.String, False),
+    "RoundTripTime4": (dbus.UInt64, False), "RoundTripTime6": (dbus.UInt64, False),
+    "Nat64Prefix": (dbus.String, False), "Nat64Source": (dbus.String, False), "Ipv4Path": (dbus.String, False),
 }
 all_props = props.GetAll(IFACE)
 check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))

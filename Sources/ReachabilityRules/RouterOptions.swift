@@ -1,0 +1,122 @@
+import NetAddress
+
+/// The options of a router advertisement that the kernel hands to user space (RTM_NEWNDUSEROPT:
+/// the ones it does not act on itself), read without trusting them: a router is input from the
+/// network. Free of I/O and of the C headers; the numbers are RFC 4861's and RFC 8781's.
+public enum RouterOption: Equatable, Sendable {
+    /// RFC 8781 PREF64: the network's NAT64 prefix, for `lifetimeSeconds` (0 withdraws it).
+    case pref64(Nat64Prefix, lifetimeSeconds: UInt32)
+
+    public static let pref64Type: UInt8 = 38
+
+    /// The options in `bytes` (each: type, length in units of 8 bytes, body), and a line for each
+    /// malformed one. Unknown types are skipped; a length of 0 or one running past the end ends the
+    /// reading (nothing after it can be framed).
+    public static func parse(_ bytes: [UInt8]) -> (options: [RouterOption], malformed: [String]) {
+        var options: [RouterOption] = []
+        var malformed: [String] = []
+        var offset = 0
+        while offset + 2 <= bytes.count {
+            let type = bytes[offset]
+            let length = Int(bytes[offset + 1]) * 8
+            guard length > 0, offset + length <= bytes.count else {
+                malformed.append("option \(type): length \(length) at offset \(offset) of \(bytes.count) bytes")
+                break
+            }
+            let body = bytes[offset + 2 ..< offset + length]
+            if type == pref64Type {
+                switch Self.pref64(body) {
+                case .success(let option): options.append(option)
+                case .failure(let why): malformed.append("PREF64: \(why.text)")
+                }
+            }
+            offset += length
+        }
+        if offset < bytes.count && malformed.isEmpty {
+            malformed.append("\(bytes.count - offset) bytes after the last option")
+        }
+        return (options, malformed)
+    }
+
+    public struct Malformed: Error, Equatable {
+        public let text: String
+    }
+
+    /// RFC 8781 section 4: 13 bits of lifetime in units of 8 s, 3 bits of prefix length code, 96 bits of prefix.
+    static func pref64(_ body: ArraySlice<UInt8>) -> Result<RouterOption, Malformed> {
+        guard body.count == 14 else { return .failure(Malformed(text: "length \(body.count + 2), not 16")) }
+        let start = body.startIndex
+        let field = UInt16(body[start]) << 8 | UInt16(body[start + 1])
+        let lifetime = UInt32(field >> 3) * 8
+        let lengths: [UInt8] = [96, 64, 56, 48, 40, 32]
+        let code = Int(field & 0x7)
+        guard code < lengths.count else { return .failure(Malformed(text: "prefix length code \(code) is not defined")) }
+        var prefix = [UInt8](repeating: 0, count: 16)
+        for index in 0..<12 { prefix[index] = body[start + 2 + index] }
+        let length = lengths[code]
+        // Bits past the prefix length are ignored (RFC 8781: the receiver clears them).
+        for bit in Int(length)..<96 { prefix[bit / 8] &= ~(UInt8(0x80) >> UInt8(bit % 8)) }
+        return .success(.pref64(Nat64Prefix(prefix: .v6(prefix), length: length), lifetimeSeconds: lifetime))
+    }
+}
+
+/// A NAT64 prefix (RFC 6052): an IPv6 prefix of 32, 40, 48, 56, 64 or 96 bits under which IPv4
+/// addresses are reached.
+public struct Nat64Prefix: Hashable, Sendable, CustomStringConvertible {
+    public let prefix: IPAddress
+    public let length: UInt8
+
+    public init(prefix: IPAddress, length: UInt8) {
+        self.prefix = prefix
+        self.length = length
+    }
+
+    public static let validLengths: [UInt8] = [32, 40, 48, 56, 64, 96]
+
+    /// As `64:ff9b::/96`.
+    public var description: String { "\(prefix)/\(length)" }
+
+    /// The IPv6 address at which `address` (IPv4) is reached through this prefix (RFC 6052 section
+    /// 2.2: the IPv4 bits around the reserved octet 8); nil for an IPv6 address.
+    public func synthesize(_ address: IPAddress) -> IPAddress? {
+        guard case .v4(let v4) = address, case .v6(var bytes, _) = prefix, Self.validLengths.contains(length) else { return nil }
+        var position = Int(length) / 8
+        for octet in v4 {
+            if position == 8 { position += 1 }
+            bytes[position] = octet
+            position += 1
+        }
+        if length < 96 { bytes[8] = 0 }
+        return .v6(bytes)
+    }
+
+    /// The IPv4 address `address` carries under this prefix, if it is under it.
+    public func extract(_ address: IPAddress) -> IPAddress? {
+        guard case .v6(let bytes, _) = address, case .v6(let own, _) = prefix, Self.validLengths.contains(length),
+              bytes[0 ..< Int(length) / 8] == own[0 ..< Int(length) / 8] else { return nil }
+        var v4: [UInt8] = []
+        var position = Int(length) / 8
+        while v4.count < 4 {
+            if position == 8 { position += 1 }
+            v4.append(bytes[position])
+            position += 1
+        }
+        return .v4(v4)
+    }
+
+    /// RFC 7050: the prefix an AAAA answer for `ipv4only.arpa` reveals, the longest length first
+    /// under which it carries 192.0.0.170 or 192.0.0.171.
+    public static func discovered(in answers: [IPAddress]) -> Nat64Prefix? {
+        let wellKnown: [IPAddress] = [.v4([192, 0, 0, 170]), .v4([192, 0, 0, 171])]
+        for answer in answers {
+            guard case .v6(let bytes, _) = answer else { continue }
+            for length in validLengths.reversed() {
+                var prefix = [UInt8](repeating: 0, count: 16)
+                for index in 0 ..< Int(length) / 8 { prefix[index] = bytes[index] }
+                let candidate = Nat64Prefix(prefix: .v6(prefix), length: length)
+                if let carried = candidate.extract(answer), wellKnown.contains(carried) { return candidate }
+            }
+        }
+        return nil
+    }
+}

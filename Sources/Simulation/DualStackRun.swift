@@ -1,0 +1,232 @@
+import MonitorRules
+import NetAddress
+import ProbeRules
+import ReachabilityRules
+
+/// A target whose Host has an address in each family, run through the daemon's driver on a
+/// virtual clock, while each family's path is blackholed, restored, loses its route or gets it
+/// back on a schedule (INTERFACE.md "Every path"). It checks, on every published state, that the
+/// headline is the best family's; that a family failing while another is full never moves
+/// Connectivity or Status; that the families' first probes go out together; and that while every
+/// family is full the others than the headline's are probed within the cost rule.
+public final class DualStackRun: TargetWorld {
+    public enum FaultKind: Equatable, Sendable {
+        case blackhole, restore, routeLost, routeBack
+    }
+
+    public struct Fault: Sendable {
+        public var at: UInt64
+        public var family: IPFamily
+        public var kind: FaultKind
+
+        public init(atMilliseconds at: UInt64, _ family: IPFamily, _ kind: FaultKind) {
+            self.at = at * 1_000_000
+            self.family = family
+            self.kind = kind
+        }
+    }
+
+    /// What the run measured.
+    public struct Figures: Sendable {
+        /// When Connectivity was first `full` (ns after start); nil: never.
+        public var firstFull: UInt64?
+        /// Changes of Connectivity and of Status after the first `full`.
+        public var headlineTransitions = 0
+        public var statusChanges = 0
+        public var probes: [IPFamily: Int] = [.v4: 0, .v6: 0]
+        /// Each family's probes sent while every family was full, and the time that lasted (ns).
+        public var probesWhileAllFull: [IPFamily: Int] = [.v4: 0, .v6: 0]
+        public var allFullNanoseconds: UInt64 = 0
+        public var violations: [String] = []
+    }
+
+    public static let addresses: [IPFamily: IPAddress] = [
+        .v4: .v4([198, 18, 2, 2]),
+        .v6: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]),
+    ]
+
+    private enum Event {
+        case reply(IPFamily, sequence: UInt16, token: UInt64)
+        case fault(Fault)
+    }
+
+    public private(set) var now: UInt64 = 0
+    public var routedFamilies: Set<IPFamily>? { Set(IPFamily.allCases.filter { routed[$0] == true }) }
+    public private(set) var figures = Figures()
+    public private(set) var state = MonitorState()
+    private let order: [IPFamily]
+    private let duration: UInt64
+    private var random: SeededRandom
+    private var queue = EventQueue<Event>()
+    private var blackholed: [IPFamily: Bool] = [.v4: false, .v6: false]
+    private var routed: [IPFamily: Bool] = [.v4: true, .v6: true]
+    private var aimed: [IPFamily: IPAddress] = [:]
+    private var wake: UInt64?
+    private var firstSends: [IPFamily: UInt64] = [:]
+    private var lastPublished: (Status, Connectivity)?
+    private var allFullSince: UInt64?
+    private let settings: ProbeSettings
+    private lazy var driver = TargetDriver(core: TargetCore(host: "dual.test", family: .any, probeSettings: settings,
+                                                            seed: random.next()),
+                                           world: self) { _ in nil }
+
+    /// `order`: the families as the resolver lists them.
+    public init(settings: ProbeSettings, seed: UInt64, order: [IPFamily] = [.v6, .v4], faults: [Fault] = [],
+                durationMilliseconds: UInt64) {
+        self.settings = settings
+        self.order = order
+        duration = durationMilliseconds * 1_000_000
+        random = SeededRandom(seed: seed)
+        for fault in faults { queue.add(.fault(fault), at: fault.at) }
+    }
+
+    /// Runs to the end; returns the figures, the invariants' violations among them.
+    public func run() -> Figures {
+        driver.handle(.start(checkURL: ""))
+        driver.handle(.resolved(generation: 0, .success(order.compactMap { Self.addresses[$0] }), routedFamilies: routedFamilies))
+        for family in IPFamily.allCases { driver.handle(.route(family, verdict(family), routedFamilies: routedFamilies)) }
+        while figures.violations.isEmpty {
+            let next = min(queue.nextTime ?? .max, wake ?? .max)
+            guard next <= duration else { break }
+            now = next
+            if queue.nextTime == next, let (_, event) = queue.removeFirst() {
+                handle(event)
+            } else {
+                driver.handle(.timeout)
+            }
+        }
+        now = duration
+        noteAllFull()
+        return figures
+    }
+
+    private func handle(_ event: Event) {
+        switch event {
+        case .reply(let family, let sequence, let token):
+            driver.handle(.probe(family, .reply(sequence: sequence, token: token, via: .icmp)))
+        case .fault(let fault):
+            switch fault.kind {
+            case .blackhole: blackholed[fault.family] = true
+            case .restore: blackholed[fault.family] = false
+            case .routeLost, .routeBack:
+                routed[fault.family] = fault.kind == .routeBack
+                driver.handle(.route(fault.family, verdict(fault.family), routedFamilies: routedFamilies))
+            }
+        }
+    }
+
+    private func verdict(_ family: IPFamily) -> ReachabilityVerdict {
+        guard routed[family] == true else {
+            return ReachabilityVerdict(usable: false, reason: "no route to \(Self.addresses[family].map { "\($0)" } ?? "")")
+        }
+        return ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet,
+                                   source: family == .v4 ? "198.18.0.2" : "2001:db8:1::2")
+    }
+
+    // MARK: The world the driver acts on
+
+    public func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
+        driver.handle(.resolved(generation: generation, .success(order.compactMap { Self.addresses[$0] }), routedFamilies: routedFamilies))
+    }
+
+    public func cancelResolutions() {}
+
+    /// No NAT64 here: `ipv4only.arpa` has no address.
+    public func resolveNat64(generation: UInt64) {
+        driver.handle(.nat64Resolved(generation: generation, .failure(ResolverFailure(message: "cannot resolve ipv4only.arpa"))))
+    }
+    public func watchRoute(_ family: IPFamily, _ address: IPAddress?) {}
+
+    public func aimProbes(_ family: IPFamily, at address: IPAddress?) -> ProbeMethod? {
+        aimed[family] = address
+        return address == nil ? nil : .icmpDatagram
+    }
+
+    public func send(_ family: IPFamily, sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
+        figures.probes[family, default: 0] += 1
+        if allFullSince != nil { figures.probesWhileAllFull[family, default: 0] += 1 }
+        if firstSends[family] == nil {
+            firstSends[family] = now
+            if let other = firstSends[family == .v4 ? .v6 : .v4], other != now {
+                violation("the families' first probes went out \(Double(now - other) / 1e6) ms apart")
+            }
+        }
+        guard routed[family] == true else {
+            return driver.handle(.probe(family, .sendFailed(sequence: sequence, transient: false,
+                                                            reason: "cannot send: Network is unreachable")))
+        }
+        guard blackholed[family] != true else { return }
+        queue.add(.reply(family, sequence: sequence, token: token), at: now + 1_000_000 + random.next() % 20_000_000)
+    }
+
+    public func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32) {}
+    public func cancelCheck(_ family: IPFamily) {}
+
+    public func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
+                              inline: Bool) -> TrafficSampling {
+        .now(TrafficSample(), cost: 0)
+    }
+
+    public func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) {}
+
+    public func publish(_ compute: (MonitorState) -> MonitorState) {
+        state = compute(state)
+        checkHeadline()
+        noteAllFull()
+        let current = (state.status, state.connectivity)
+        if let last = lastPublished, figures.firstFull != nil {
+            if last.1 != current.1 { figures.headlineTransitions += 1 }
+            if last.0 != current.0 { figures.statusChanges += 1 }
+        }
+        if state.connectivity == .full && figures.firstFull == nil { figures.firstFull = now }
+        lastPublished = current
+    }
+
+    public func verdictReady() {}
+
+    public func wakeUp(at deadline: UInt64?) {
+        wake = deadline
+    }
+
+    public func settled() {}
+
+    // MARK: Invariants
+
+    private func violation(_ text: String) {
+        figures.violations.append("at \(Double(now) / 1e6) ms: \(text)")
+    }
+
+    private static func rank(_ connectivity: Connectivity) -> Int {
+        switch connectivity {
+        case .full: 3
+        case .portal: 2
+        case .limited: 1
+        case .none, .unknown: 0
+        }
+    }
+
+    /// The headline is never below the best family, is full whenever one family is, and waits
+    /// (unknown) only while some family has no verdict.
+    private func checkHeadline() {
+        let families = [state.ipv4.connectivity, state.ipv6.connectivity]
+        if families.contains(.full) && state.connectivity != .full {
+            violation("a family is full but Connectivity is \(state.connectivity)")
+        }
+        if state.connectivity == .unknown {
+            if !families.contains(.unknown) { violation("Connectivity unknown while every family has a verdict: \(families)") }
+        } else if let best = families.map(Self.rank).max(), Self.rank(state.connectivity) < best {
+            violation("Connectivity \(state.connectivity) below the best family: \(families)")
+        }
+    }
+
+    /// While every family is full, the time it lasts (the cost rule's denominator).
+    private func noteAllFull() {
+        let allFull = state.ipv4.connectivity == .full && state.ipv6.connectivity == .full
+        if let since = allFullSince, !allFull || now == duration {
+            figures.allFullNanoseconds += now - since
+            allFullSince = allFull && now != duration ? now : nil
+        } else if allFull && allFullSince == nil {
+            allFullSince = now
+        }
+    }
+}
