@@ -10,7 +10,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_PACKAGES := libdbus-1-dev libcurl4-openssl-dev pkg-config dbus-daemon gcc libglib2.0-dev
 TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 python3 python3-dbus python3-gi \
                  iproute2 iptables libxml2-utils procps util-linux passwd python3-seccomp \
-                 prometheus zsh fish python3-dbusmock nftables dnsmasq-base xdg-desktop-portal python3-pyqt6 strace
+                 prometheus zsh fish python3-dbusmock nftables dnsmasq-base xdg-desktop-portal python3-pyqt6 strace \
+                 tayga
 BENCH_PACKAGES := $(BUILD_PACKAGES) make libsystemd-dev dbus-bin python3-dbus python3-gi python3-dbusmock iproute2 procps \
                   xdg-desktop-portal
 

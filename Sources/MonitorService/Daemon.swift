@@ -144,6 +144,7 @@ final class Service {
             // One route watch for every target, the default one as the others (each a watch of its own on it).
             do {
                 routes = try ReachabilityEngine(loop: loop)
+                routes?.onIgnoredRouterOption = { Log.warning("router advertisement: \($0)") }
             } catch {
                 routes = nil
                 Log.warning("cannot watch the kernel's routes: \(error)")

@@ -1,0 +1,30 @@
+"""Sends one router advertisement on an interface, to all nodes, carrying the options given:
+send_ra.py IFNAME pref64 PREFIX/LENGTH LIFETIME_SECONDS  (RFC 8781; lifetime 0 withdraws)
+send_ra.py IFNAME raw HEX                                  (option bytes as given: malformed ones too)
+The router lifetime is 0, so the client takes no default route from it. Run as root in the
+router's namespace; the kernel fills in the ICMPv6 checksum."""
+import ipaddress
+import socket
+import struct
+import sys
+
+ifname, kind = sys.argv[1], sys.argv[2]
+if kind == "pref64":
+    network = ipaddress.IPv6Network(sys.argv[3])
+    codes = {96: 0, 64: 1, 56: 2, 48: 3, 40: 4, 32: 5}
+    scaled = min(int(sys.argv[4]) // 8, 0x1FFF)
+    option = struct.pack("!BBH", 38, 2, (scaled << 3) | codes[network.prefixlen]) + network.network_address.packed[:12]
+elif kind == "raw":
+    option = bytes.fromhex(sys.argv[3])
+else:
+    sys.exit("unknown kind " + kind)
+
+# Type 134, code 0, checksum 0, hop limit 64, no flags, router lifetime 0, reachable 0, retransmit 0.
+advertisement = struct.pack("!BBHBBHII", 134, 0, 0, 64, 0, 0, 0, 0) + option
+index = socket.if_nametoindex(ifname)
+sock = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
+sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, 255)
+sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, index)
+sock.sendto(advertisement, ("ff02::1", 0, 0, index))
+print("sent")
