@@ -264,4 +264,52 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertGreaterThan(bench.ready, readyBefore)
         XCTAssertTrue(bench.brokenContract.isEmpty, "\(bench.brokenContract)")
     }
+
+    /// NAT64: with no IPv4 default route and a prefix on the IPv6 route's network, the IPv4 address
+    /// is probed at its synthesized address; Address4 stays the IPv4 one. An IPv4 route back: natively.
+    func testWithoutAnIPv4RouteIPv4GoesThroughTheAdvertisedPrefix() throws {
+        var core = TargetCore(host: "198.18.2.2", family: .any, probeSettings: ProbeSettings(), seed: 3)
+        let prefix = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
+        let synthesized = try XCTUnwrap(prefix.synthesize(Self.v4))
+        _ = core.handle(.start(checkURL: ""), now: 0)
+        _ = core.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]), now: 0)
+        _ = core.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2"), routedFamilies: [.v6]), now: 0)
+        var ipv6Route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
+        ipv6Route.nat64Prefix = prefix
+        let actions = core.handle(.route(.v6, ipv6Route, routedFamilies: [.v6]), now: 1)
+        XCTAssertTrue(actions.contains(.probe(.v4, synthesized)), "\(actions)")
+        XCTAssertTrue(actions.contains(.watchRoute(.v4, synthesized)), "\(actions)")
+        var state = core.state(previous: MonitorState())
+        XCTAssertEqual(state.nat64Prefix, "2001:db8:64::/96")
+        XCTAssertEqual(state.nat64Source, "ra")
+        XCTAssertEqual(state.ipv4.address, "198.18.2.2")
+        XCTAssertFalse(actions.contains { if case .resolveNat64 = $0 { true } else { false } }, "the router said: no lookup")
+
+        _ = core.handle(.route(.v4, ipv6Route, routedFamilies: [.v6]), now: 2)
+        state = core.state(previous: MonitorState())
+        XCTAssertEqual(state.ipv4Path, "nat64")
+
+        let back = core.handle(.route(.v6, ipv6Route, routedFamilies: [.v4, .v6]), now: 3)
+        XCTAssertTrue(back.contains(.probe(.v4, Self.v4)), "an IPv4 route: natively again: \(back)")
+    }
+
+    /// No advertisement, no IPv4 route: ipv4only.arpa is asked once for the network, its answer gives the prefix.
+    func testWithoutAnAdvertisementThePrefixIsAskedOfDNSOncePerNetwork() throws {
+        var core = TargetCore(host: "198.18.2.2", family: .any, probeSettings: ProbeSettings(), seed: 3)
+        _ = core.handle(.start(checkURL: ""), now: 0)
+        _ = core.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]), now: 0)
+        let route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
+        let asked = core.handle(.route(.v6, route, routedFamilies: [.v6]), now: 1)
+        let lookups = asked.compactMap { if case .resolveNat64(let generation) = $0 { generation } else { nil } }
+        XCTAssertEqual(lookups.count, 1, "\(asked)")
+        let again = core.handle(.route(.v6, route, routedFamilies: [.v6]), now: 2)
+        XCTAssertFalse(again.contains { if case .resolveNat64 = $0 { true } else { false } }, "once per network")
+        let prefix = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
+        let answer = try XCTUnwrap(prefix.synthesize(.v4([192, 0, 0, 170])))
+        let learned = core.handle(.nat64Resolved(generation: try XCTUnwrap(lookups.first), .success([answer])), now: 3)
+        XCTAssertTrue(learned.contains(.probe(.v4, try XCTUnwrap(prefix.synthesize(Self.v4)))), "\(learned)")
+        XCTAssertEqual(core.state(previous: MonitorState()).nat64Source, "dns")
+        let hourLater = core.handle(.timeout, now: 1 + TargetCore.nat64DiscoveryNanoseconds)
+        XCTAssertTrue(hourLater.contains { if case .resolveNat64 = $0 { true } else { false } }, "asked again hourly")
+    }
 }

@@ -71,4 +71,20 @@ enum NetlinkBytes {
         body.error = -code
         return NetlinkRequest.message(type: NLMSG_ERROR, flags: 0, sequence: sequence, body: body, attributes: [])
     }
+
+    /// RTM_NEWNDUSEROPT: a router advertisement's options as the kernel passes them on.
+    static func routerOptions(index: Int32, _ options: [UInt8], family: Int32 = AF_INET6, icmpType: UInt8 = 134,
+                              claimedLength: UInt16? = nil) -> [UInt8] {
+        var header = nduseroptmsg()
+        header.nduseropt_family = UInt8(family)
+        header.nduseropt_opts_len = claimedLength ?? UInt16(options.count)
+        header.nduseropt_ifindex = index
+        header.nduseropt_icmp_type = icmpType
+        let body = withUnsafeBytes(of: header) { Array($0) } + options
+        var message = nlmsghdr()
+        message.nlmsg_len = UInt32(MemoryLayout<nlmsghdr>.size + body.count)
+        message.nlmsg_type = UInt16(RTM_NEWNDUSEROPT)
+        let bytes = withUnsafeBytes(of: message) { Array($0) } + body
+        return bytes + [UInt8](repeating: 0, count: (4 - bytes.count % 4) % 4)
+    }
 }

@@ -53,6 +53,21 @@ final class NetlinkParserTests: XCTestCase {
         XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.error(sequence: 8, errno: 0)).messages, [.error(sequence: 8, errno: 0)])
     }
 
+    /// A router advertisement's options: taken for IPv6 RAs only; a length past the message is malformed.
+    func testRouterAdvertisementOptions() {
+        let option: [UInt8] = [38, 2, 0x02, 0x58, 0x20, 0x01, 0x0d, 0xb8, 0, 0x64, 0, 0, 0, 0, 0, 0]
+        XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option)).messages,
+                       [.routerOptions(index: 3, options: option)])
+        XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option, family: AF_INET)).messages,
+                       [.ignored(type: UInt16(RTM_NEWNDUSEROPT))])
+        XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option, icmpType: 137)).messages,
+                       [.ignored(type: UInt16(RTM_NEWNDUSEROPT))])
+        let lying = NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option, claimedLength: 400))
+        XCTAssertEqual(lying.messages, [])
+        XCTAssertEqual(lying.malformed, 1)
+        XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.routerOptions(index: 0, option)).malformed, 1)
+    }
+
     func testEveryTruncationIsSafeAndCounted() {
         let datagram = NetlinkBytes.link(index: 2, name: "eth0", kind: "veth") + NetlinkBytes.address(index: 2, "fd00::2", prefix: 64)
             + NetlinkBytes.route(oif: 2, gateway: "198.18.0.1") + NetlinkBytes.done(sequence: 1)
