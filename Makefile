@@ -93,10 +93,11 @@ check: deps-build purity
 bench: deps-bench release gio-module
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^nob-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; \
-	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" simulate 20000 && tools/pure-lines.sh && \
+	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" simulate 20000 && "$$bin/netobserver-bench" dual-stack && \
+	  tools/pure-lines.sh && \
 	  tools/bench.sh "$$bin/netobserverd"
 
-# libFuzzer on the rtnetlink parser, the sock_diag parser, the ICMP reply parser, the GIO module's reading of the
+# libFuzzer on the rtnetlink parser, the router advertisements' options, the sock_diag parser, the ICMP reply parser, the GIO module's reading of the
 # service's replies and signals, the D-Bus surface (the whole service)
 # and the state file, the validators, the client and the system-bus follower: FUZZ_RUNS executions
 # each (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
@@ -108,7 +109,7 @@ FUZZ_RUNS ?= 10000000
 # real DBusKit, MonitorService and MonitorClientCore; libdbus demarshals each D-Bus input and
 # ObjectServer dispatches it to the whole service.
 FUZZ_BUILD := build -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
-FUZZ_PARSERS := netlink echo sockdiag
+FUZZ_PARSERS := netlink router echo sockdiag
 PARSER_FUZZER := .build/fuzz/parsers-spm/release/ParserFuzzer
 FUZZ_SURFACES := dbus statefile validators client follower
 SURFACE_FUZZER := .build/fuzz/dbus-spm/release/SurfaceFuzzer

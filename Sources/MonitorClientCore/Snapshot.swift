@@ -88,6 +88,9 @@ public struct Snapshot: Encodable {
     public var Reason6: String { string(.reason6) }
     public var RoundTripTime4: UInt64 { number(.roundTripTime4) }
     public var RoundTripTime6: UInt64 { number(.roundTripTime6) }
+    public var Nat64Prefix: String { string(.nat64Prefix) }
+    public var Nat64Source: String { string(.nat64Source) }
+    public var Ipv4Path: String { string(.ipv4Path) }
 
     /// One family's line: `full via eth0, 198.18.2.2, 1.2 ms`, or `limited: host not answering over IPv6: …`.
     public func familyLine(ipv6: Bool) -> String {
@@ -149,6 +152,10 @@ public struct Snapshot: Encodable {
             "IPv4:         \(familyLine(ipv6: false))",
             "IPv6:         \(familyLine(ipv6: true))",
         ]
+        if !Nat64Prefix.isEmpty {
+            lines.append("NAT64:        \(Nat64Prefix)" + (Nat64Source.isEmpty ? "" : " (from \(Nat64Source == "ra" ? "the router" : "DNS"))")
+                         + (Ipv4Path == "nat64" ? ", IPv4 reached through it" : ""))
+        }
         if !PortalURL.isEmpty { lines.append("Sign in at:   \(PortalURL)") }
         if !Reason.isEmpty { lines.append("Reason:       \(Reason)") }
         lines.append("Since:        \(Self.timestamp(LastChange))")

@@ -38,9 +38,10 @@ public final class ReachabilityEngine {
     public var table: LinkTable { core.table }
     public var statistics: Statistics { core.statistics }
 
-    /// One more target on the same socket and table: its own address, families and verdict.
+    /// One more target on the same socket and table: its own address, families and verdict. It keeps
+    /// the engine alive (the engine holds it only weakly), so owners may let go of the two in any order.
     public final class Watch: RouteWatch {
-        private unowned let engine: ReachabilityEngine
+        private let engine: ReachabilityEngine
         private let id: ReachabilityCore.TargetID
         public var onChange: (ReachabilityVerdict) -> Void = { _ in }
 
@@ -75,7 +76,7 @@ public final class ReachabilityEngine {
     public func watch(families: [IPFamily] = IPFamily.allCases) -> Watch {
         let id = core.addTarget(families: families)
         let watch = Watch(engine: self, id: id)
-        watches[id] = { [unowned watch] verdict in watch.onChange(verdict) }
+        watches[id] = { [weak watch] verdict in watch?.onChange(verdict) }
         drive()
         return watch
     }

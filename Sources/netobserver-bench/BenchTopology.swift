@@ -6,10 +6,12 @@ final class BenchTopology {
     let client: String
     let router: String
     let server: String
-    /// The client's link to the router.
+    /// The client's link to the router (the router's end is `<tag>r0`).
     let clientLink: String
+    let tag: String
 
     init(_ tag: String) {
+        self.tag = tag
         client = "nob-\(tag)c-\(getpid())"
         router = "nob-\(tag)r-\(getpid())"
         server = "nob-\(tag)s-\(getpid())"

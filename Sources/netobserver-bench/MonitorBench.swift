@@ -18,6 +18,10 @@ final class MonitorBench {
     var lastStatus = ""
     var lastSignal: UInt64 = 0
     var waitingFor: String?
+    /// The last Nat64Prefix a PropertiesChanged carried, when it came, and the value waited for.
+    var lastPrefix = ""
+    var lastPrefixSignal: UInt64 = 0
+    var waitingForPrefix: String?
 
     init(daemonPath: String) throws {
         self.daemonPath = daemonPath
@@ -75,7 +79,16 @@ final class MonitorBench {
         let address = readLine("\(directory)/address")
         let connection = try BusConnection(.address(address), loop: loop)
         connection.addMatch("type='signal',interface='org.netobserver.Monitor',member='StatusChanged'")
+        connection.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
         connection.onSignal = { [unowned self] message in
+            if message.isSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"),
+               let arguments = try? message.arguments(), arguments.count == 3,
+               let prefix = arguments[1].propertyMap?["Nat64Prefix"]?.stringValue {
+                lastPrefixSignal = MonotonicClock.now()
+                lastPrefix = prefix
+                if prefix == waitingForPrefix { loop.quit(status: 0) }
+                return
+            }
             guard message.isSignal(interface: "org.netobserver.Monitor", member: "StatusChanged"),
                   let status = (try? message.arguments())?.first?.stringValue else { return }
             lastSignal = MonotonicClock.now()
@@ -142,6 +155,8 @@ final class MonitorBench {
         }
         reportMilliseconds("monitor silent_loss_to_StatusChanged (interval 200, timeout 200, 2/1)", silent)
 
+        measureNat64Prefix()
+
         // Idle at the default 1 s interval for 60 s.
         let set = try Message.methodCall(destination: "org.netobserver.Monitor", path: "/org/netobserver/Monitor",
                                          interface: "org.freedesktop.DBus.Properties", member: "Set")
@@ -155,6 +170,46 @@ final class MonitorBench {
         let cpu = processCPUSeconds(daemonPID) - cpuBefore
         print("monitor idle_60s_at_1s_interval: cpu_s=" + fixed(cpu, 2) + " cpu_pct_of_core=" + fixed(100 * cpu / 60, 3)
               + " rss_before_kb=\(rssBefore) rss_after_kb=\(processRSS(daemonPID)) status=\(lastStatus)")
+    }
+
+    /// Runs the loop until PropertiesChanged carries Nat64Prefix `prefix`; when it arrived, nil after `timeout`.
+    func waitForPrefix(_ prefix: String, timeout: Double) -> UInt64? {
+        if lastPrefix == prefix { return lastPrefixSignal }
+        waitingForPrefix = prefix
+        let limit = loop.schedule(after: UInt64(timeout * 1e9)) { [loop] in loop.quit(status: 1) }
+        let result = loop.run()
+        loop.cancel(limit)
+        waitingForPrefix = nil
+        return result == 0 ? lastPrefixSignal : nil
+    }
+
+    /// The router advertises a NAT64 prefix (RFC 8781 PREF64) on the client's link: how long until
+    /// PropertiesChanged carries it, and how long after its lifetime's end it is dropped. The sender
+    /// stamps the moment of its sendto(2) on CLOCK_MONOTONIC, the clock the signals are stamped on.
+    func measureNat64Prefix() {
+        shell("ip -n \(topology.client) -6 addr add fd00::2/64 dev \(topology.clientLink) nodad && "
+              + "ip -n \(topology.router) -6 addr add fd00::1/64 dev \(topology.tag)r0 nodad && "
+              + "ip -n \(topology.client) -6 route add default via fd00::1")
+        usleep(2_500_000)  // the router's link-local address leaves DAD
+        func advertise(_ lifetime: Int) -> UInt64? {
+            let output = "\(directory)/ra.out"
+            shell("ip netns exec \(topology.router) python3 Tests/NamespaceTests/helpers/send_ra.py \(topology.tag)r0 "
+                  + "pref64 2001:db8:64::/96 \(lifetime) > \(output)")
+            return readLine(output).split(separator: " ").last.flatMap { UInt64($0) }
+        }
+        var published: [Double] = []
+        var dropped: [Double] = []
+        for _ in 0..<10 {
+            guard let sent = advertise(8), let seen = waitForPrefix("2001:db8:64::/96", timeout: 2) else {
+                print("monitor nat64: the prefix was not published (is python3 there, and the kernel passing PREF64 on?)")
+                return
+            }
+            published.append(Double(seen &- sent) / 1000)
+            guard let gone = waitForPrefix("", timeout: 12) else { return print("monitor nat64: the prefix was not dropped") }
+            dropped.append((Double(gone) - Double(sent + 8_000_000_000)) / 1000)
+        }
+        reportMilliseconds("monitor nat64_prefix_advertised_to_PropertiesChanged (goal ≤ 50 ms)", published)
+        reportMilliseconds("monitor nat64_prefix_lifetime_end_to_PropertiesChanged (goal ≤ 1000 ms)", dropped)
     }
 
     func reportMilliseconds(_ name: String, _ microseconds: [Double]) {

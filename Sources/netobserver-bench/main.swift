@@ -9,6 +9,11 @@ if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "simulate" {
     exit(SimulationBench(scenarios: Int(CommandLine.arguments[2]) ?? 1000).run() ? 0 : 1)
 }
 
+// `netobserver-bench dual-stack`: every path's figures on the virtual clock; needs neither root nor a network.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "dual-stack" {
+    exit(DualStackBench().run() ? 0 : 1)
+}
+
 // `netobserver-bench sample-cost HOST SOURCE [N]`: the traffic census's CPU per sample, where it runs.
 if CommandLine.arguments.count > 3, CommandLine.arguments[1] == "sample-cost",
    let host = IPAddress(CommandLine.arguments[2]), let source = IPAddress(CommandLine.arguments[3]) {

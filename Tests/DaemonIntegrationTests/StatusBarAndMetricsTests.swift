@@ -52,6 +52,14 @@ final class StatusBarAndMetricsTests: DaemonTestCase {
             XCTAssertEqual(values["netobserver_connectivity{\(labels),connectivity=\"\(connectivity.rawValue)\"}"],
                            connectivity.rawValue == (try get(.connectivity)) ? "1" : "0", connectivity.rawValue)
         }
+        for (family, property) in [("ipv4", P.connectivity4), ("ipv6", P.connectivity6)] {
+            let current = try get(property)
+            XCTAssertFalse(current.isEmpty)
+            for connectivity in MonitorContract.Connectivity.allCases {
+                XCTAssertEqual(values["netobserver_connectivity_family{\(labels),family=\"\(family)\",connectivity=\"\(connectivity.rawValue)\"}"],
+                               connectivity.rawValue == current ? "1" : "0", "\(family) \(connectivity.rawValue)")
+            }
+        }
         XCTAssertEqual(values["netobserver_probes_sent_total{\(labels)}"], try get(.probesSent))
         XCTAssertEqual(values["netobserver_probes_answered_total{\(labels)}"], try get(.probesAnswered))
         XCTAssertEqual(values["netobserver_probes_skipped_total{\(labels)}"], try get(.probesSkipped))

@@ -13,6 +13,7 @@ final class DualStackNamespaceTests: XCTestCase {
     var bus: PrivateBus!
     var daemon: DaemonProcess?
     var watcher: SignalWatcher?
+    var helpers: [Process] = []
 
     override func setUpWithError() throws {
         try requireRoot()
@@ -22,7 +23,7 @@ final class DualStackNamespaceTests: XCTestCase {
         try hosts.router.ip("-6 addr add 2001:db8:2::1/64 dev dsr1 nodad")
         try hosts.server.ip("-6 addr add 2001:db8:2::2/64 dev dss0 nodad")
         try FileManager.default.createDirectory(atPath: "/etc/netns/\(hosts.client.name)", withIntermediateDirectories: true)
-        try "127.0.0.1 localhost\n2001:db8:2::2 dual.test\n198.18.2.2 dual.test\n"
+        try "127.0.0.1 localhost\n2001:db8:2::2 dual.test\n198.18.2.2 dual.test\n2001:db8:2::2 check.test\n198.18.2.2 check.test\n"
             .write(toFile: "/etc/netns/\(hosts.client.name)/hosts", atomically: true, encoding: .utf8)
         try "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
             .write(toFile: "/etc/netns/\(hosts.client.name)/resolv.conf", atomically: true, encoding: .utf8)
@@ -31,6 +32,10 @@ final class DualStackNamespaceTests: XCTestCase {
 
     override func tearDown() {
         watcher?.stop()
+        for helper in helpers where helper.isRunning {
+            helper.terminate()
+            helper.waitUntilExit()
+        }
         daemon?.stop()
         bus?.stop()
         if let hosts { try? FileManager.default.removeItem(atPath: "/etc/netns/\(hosts.client.name)") }
@@ -157,5 +162,35 @@ final class DualStackNamespaceTests: XCTestCase {
         XCTAssertEqual(try get(.connectivity6), "none")
         XCTAssertEqual(try get(.reason6), "AddressFamily is ipv4")
         XCTAssertEqual(try get(.address6), "")
+    }
+
+    /// An HTTP server in `namespace` (the server's by default) until the test ends, once it is ready.
+    func checkServer(_ address: String, port: Int = 80, _ mode: String, location: String = "", in namespace: NetworkNamespace? = nil) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", (namespace ?? hosts.server).name, Paths.python, Paths.namespaceHelpers + "/check_server.py",
+                             address, "\(port)", mode, location]
+        let log = bus.directory + "/check-\(helpers.count).log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        helpers.append(process)
+        for _ in 0..<300 where !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
+    }
+
+    /// A portal that catches only IPv4 (the router sends IPv4 port 80 to its own portal), while IPv6
+    /// goes through: IPv4 is `portal`, IPv6 `full`, and so is the headline.
+    func testAPortalCatchingOnlyIPv4LeavesTheHeadlineFull() throws {
+        try checkServer("198.18.2.2", "204")
+        try checkServer("2001:db8:2::2", "204")
+        try checkServer("198.18.0.1", port: 8080, "302", location: "http://198.18.0.1:8080/login", in: hosts.router)
+        try hosts.closePortal(droppingTheRest: false)
+        try startDaemon(["--check-url", "http://check.test/generate_204"])
+        try wait(.connectivity6, "full", timeout: 8)
+        try wait(.connectivity4, "portal", timeout: 8)
+        XCTAssertEqual(try get(.connectivity), "full")
+        XCTAssertEqual(try get(.address), "2001:db8:2::2")
+        XCTAssertEqual(try get(.portalURL), "", "the headline is not a portal")
     }
 }

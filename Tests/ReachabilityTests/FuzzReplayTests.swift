@@ -1,6 +1,7 @@
 import Foundation
 import NetCore
 import Reachability
+import ReachabilityRules
 import TrafficCensus
 import XCTest
 
@@ -22,6 +23,29 @@ final class FuzzReplayTests: XCTestCase {
             }
         }
         XCTAssertGreaterThanOrEqual(count, 8, "the seed corpus is there")
+    }
+
+    /// The router options fuzzer's seeds and crash inputs: read without a trap, at most one prefix kept.
+    func testRouterOptionCorpusAndCrashInputsAreReadSafely() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        var count = 0
+        var prefixes = 0
+        for folder in ["Fuzz/router/corpus", "Fuzz/router/crashes"] {
+            let directory = root.appendingPathComponent(folder)
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where !name.hasPrefix(".") {
+                let bytes = Array(try Data(contentsOf: directory.appendingPathComponent(name)))
+                let (options, _) = RouterOption.parse(bytes)
+                XCTAssertLessThanOrEqual(options.count * 8, bytes.count, name)
+                var core = ReachabilityCore { _ in .ethernet }
+                core.receive([.newLink(Link(index: 2, name: "eth0", flags: 0x10041, type: 1)), .routerOptions(index: 2, options: bytes)],
+                             malformed: 0, now: 1)
+                XCTAssertLessThanOrEqual(core.nat64.count, 1, name)
+                prefixes += core.nat64.count
+                count += 1
+            }
+        }
+        XCTAssertGreaterThanOrEqual(count, 7, "the seed corpus is there")
+        XCTAssertGreaterThan(prefixes, 0, "some seeds carry a prefix")
     }
 
     /// The sock_diag fuzzer's seeds and crash inputs: never a trap, never more connections than messages.

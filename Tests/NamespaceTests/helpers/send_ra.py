@@ -7,6 +7,7 @@ import ipaddress
 import socket
 import struct
 import sys
+import time
 
 ifname, kind = sys.argv[1], sys.argv[2]
 if kind == "pref64":
@@ -27,4 +28,4 @@ sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, 255)
 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, index)
 sock.sendto(advertisement, ("ff02::1", 0, 0, index))
-print("sent")
+print("sent", time.monotonic_ns())

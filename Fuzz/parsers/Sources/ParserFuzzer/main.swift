@@ -14,6 +14,7 @@ func fuzzerMain(_ argc: CInt, _ argv: Arguments?) -> CInt {
         "netlink": { data, size in data.map { netlinkFuzzerTestOneInput($0, size) } ?? 0 },
         "echo": { data, size in data.map { echoFuzzerTestOneInput($0, size) } ?? 0 },
         "sockdiag": { data, size in data.map { socketDiagFuzzerTestOneInput($0, size) } ?? 0 },
+        "router": { data, size in data.map { routerOptionsFuzzerTestOneInput($0, size) } ?? 0 },
     ]
     guard let name = getenv("FUZZ_PARSER").map({ String(cString: $0) }), let parser = parsers[name] else {
         let usage = "set FUZZ_PARSER to one of: \(parsers.keys.sorted().joined(separator: ", "))\n"

@@ -1,0 +1,24 @@
+import NetAddress
+import ReachabilityRules
+
+// libFuzzer entry for the router advertisements' options (RTNLGRP_ND_USEROPT): the option reader,
+// then the reachability core keeping what they say, built by `make fuzz`.
+
+func routerOptionsFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    let (options, malformed) = RouterOption.parse(bytes)
+    // Each option, good or bad, takes 8 bytes at least (a bad length ends the reading).
+    precondition(options.count * 8 <= size && options.count + malformed.count <= size / 8 + 2)
+    for case .pref64(let prefix, _) in options {
+        precondition(Nat64Prefix.validLengths.contains(prefix.length))
+        precondition(prefix.extract(prefix.synthesize(.v4([198, 18, 2, 2]))!) == .v4([198, 18, 2, 2]))
+    }
+    var core = ReachabilityCore { _ in .ethernet }
+    core.receive([.newLink(Link(index: 2, name: "eth0", flags: 0x10041, type: 1)),
+                  .routerOptions(index: 2, options: bytes), .routerOptions(index: 3, options: bytes)],
+                 malformed: 0, now: 1)
+    precondition(core.nat64.count <= 1)
+    core.handleTimeout(now: .max)
+    precondition(core.nat64.isEmpty)
+    return 0
+}
