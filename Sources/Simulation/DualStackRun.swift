@@ -12,6 +12,8 @@ import ReachabilityRules
 public final class DualStackRun: TargetWorld {
     public enum FaultKind: Equatable, Sendable {
         case blackhole, restore, routeLost, routeBack
+        /// The router advertises the NAT64 prefix on the IPv6 link for this long (0 withdraws it).
+        case nat64Prefix(lifetimeSeconds: UInt64)
     }
 
     public struct Fault: Sendable {
@@ -48,7 +50,12 @@ public final class DualStackRun: TargetWorld {
     private enum Event {
         case reply(IPFamily, sequence: UInt16, token: UInt64)
         case fault(Fault)
+        /// The advertised prefix's lifetime ends (if it was not advertised again since).
+        case prefixExpires(at: UInt64)
     }
+
+    /// The prefix the router advertises (RFC 8781 style), through which IPv4 is reached when it has no route.
+    public static let prefix = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
 
     public private(set) var now: UInt64 = 0
     public var routedFamilies: Set<IPFamily>? { Set(IPFamily.allCases.filter { routed[$0] == true }) }
@@ -61,6 +68,10 @@ public final class DualStackRun: TargetWorld {
     private var blackholed: [IPFamily: Bool] = [.v4: false, .v6: false]
     private var routed: [IPFamily: Bool] = [.v4: true, .v6: true]
     private var aimed: [IPFamily: IPAddress] = [:]
+    /// Where each path's route watch points (the IPv4 path's at a synthesized address through NAT64).
+    private var watched: [IPFamily: IPAddress] = [:]
+    /// Until when the NAT64 prefix is advertised; nil: it is not.
+    private var prefixUntil: UInt64?
     private var wake: UInt64?
     private var firstSends: [IPFamily: UInt64] = [:]
     private var lastPublished: (Status, Connectivity)?
@@ -110,17 +121,54 @@ public final class DualStackRun: TargetWorld {
             case .restore: blackholed[fault.family] = false
             case .routeLost, .routeBack:
                 routed[fault.family] = fault.kind == .routeBack
-                driver.handle(.route(fault.family, verdict(fault.family), routedFamilies: routedFamilies))
+                tellRoutes()
+                checkNat64()
+            case .nat64Prefix(let lifetime):
+                prefixUntil = lifetime == 0 ? nil : now + lifetime * 1_000_000_000
+                if let until = prefixUntil { queue.add(.prefixExpires(at: until), at: until) }
+                tellRoutes()
+                checkNat64()
             }
+        case .prefixExpires(let at):
+            guard prefixUntil == at else { return }
+            prefixUntil = nil
+            tellRoutes()
+            checkNat64()
         }
     }
 
+    /// Each path's route, as the engine would say it now (the routes, the prefix, the watched address).
+    private func tellRoutes() {
+        for family in IPFamily.allCases { driver.handle(.route(family, verdict(family), routedFamilies: routedFamilies)) }
+    }
+
+    /// The route to what `family`'s path watches: an IPv6 address (the IPv4 path's through NAT64) goes
+    /// by IPv6's route, which carries the advertised prefix.
     private func verdict(_ family: IPFamily) -> ReachabilityVerdict {
-        guard routed[family] == true else {
-            return ReachabilityVerdict(usable: false, reason: "no route to \(Self.addresses[family].map { "\($0)" } ?? "")")
+        let routeFamily = watched[family]?.ipFamily ?? family
+        guard routed[routeFamily] == true else {
+            return ReachabilityVerdict(usable: false, reason: "no route to \(watched[family].map { "\($0)" } ?? "")")
         }
-        return ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet,
-                                   source: family == .v4 ? "198.18.0.2" : "2001:db8:1::2")
+        var verdict = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet,
+                                          source: routeFamily == .v4 ? "198.18.0.2" : "2001:db8:1::2")
+        if routeFamily == .v6, prefixUntil != nil { verdict.nat64Prefix = Self.prefix }
+        verdict.routedFamilies = routedFamilies ?? []
+        return verdict
+    }
+
+    /// While IPv4 has no route and the prefix is advertised, the IPv4 path probes the synthesized
+    /// address and says so; otherwise IPv4 natively. The prefix published is the one advertised.
+    private func checkNat64() {
+        // The prefix of the network IPv6's route goes over: none without that route.
+        let advertised = prefixUntil != nil && routed[.v6] == true
+        let expected = advertised ? "\(Self.prefix)" : ""
+        if state.nat64Prefix != expected {
+            violation("Nat64Prefix '\(state.nat64Prefix)' while the router advertises '\(expected)'")
+        }
+        guard let v4 = Self.addresses[.v4], let aimedV4 = aimed[.v4] else { return }
+        let throughNat64 = routed[.v4] != true && advertised
+        let wanted = throughNat64 ? Self.prefix.synthesize(v4) : v4
+        if aimedV4 != wanted { violation("IPv4 probes go to \(aimedV4), not \(wanted.map { "\($0)" } ?? "-")") }
     }
 
     // MARK: The world the driver acts on
@@ -135,7 +183,12 @@ public final class DualStackRun: TargetWorld {
     public func resolveNat64(generation: UInt64) {
         driver.handle(.nat64Resolved(generation: generation, .failure(ResolverFailure(message: "cannot resolve ipv4only.arpa"))))
     }
-    public func watchRoute(_ family: IPFamily, _ address: IPAddress?) {}
+    public func watchRoute(_ family: IPFamily, _ address: IPAddress?) {
+        let before = watched[family]
+        watched[family] = address
+        // A new destination: the engine's word on its route follows.
+        if address != before { driver.handle(.route(family, verdict(family), routedFamilies: routedFamilies)) }
+    }
 
     public func aimProbes(_ family: IPFamily, at address: IPAddress?) -> ProbeMethod? {
         aimed[family] = address
@@ -151,11 +204,13 @@ public final class DualStackRun: TargetWorld {
                 violation("the families' first probes went out \(Double(now - other) / 1e6) ms apart")
             }
         }
-        guard routed[family] == true else {
+        let pathFamily = aimed[family]?.ipFamily ?? family
+        guard routed[pathFamily] == true else {
             return driver.handle(.probe(family, .sendFailed(sequence: sequence, transient: false,
                                                             reason: "cannot send: Network is unreachable")))
         }
-        guard blackholed[family] != true else { return }
+        // Through NAT64 the IPv6 path carries it: both its blackhole and the prefix's translator matter.
+        guard blackholed[pathFamily] != true, pathFamily == family || prefixUntil != nil else { return }
         queue.add(.reply(family, sequence: sequence, token: token), at: now + 1_000_000 + random.next() % 20_000_000)
     }
 

@@ -22,6 +22,7 @@ final class MonitorBench {
     var lastPrefix = ""
     var lastPrefixSignal: UInt64 = 0
     var waitingForPrefix: String?
+    var connection: BusConnection?
 
     init(daemonPath: String) throws {
         self.daemonPath = daemonPath
@@ -72,12 +73,27 @@ final class MonitorBench {
         Int(readLine("/proc/\(pid)/statm").split(separator: " ").dropFirst().first ?? "0").map { $0 * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024 } ?? 0
     }
 
+    /// The NAT64 figures alone (`netobserver-bench nat64`).
+    func runNat64() throws {
+        try startDaemon()
+        measureNat64Prefix()
+    }
+
     func run() throws {
+        try startDaemon()
+        try measureDetection()
+        measureNat64Prefix()
+        try measureIdle()
+    }
+
+    /// A private bus, a client subscribed to StatusChanged and PropertiesChanged, and the daemon, until it says ethernet.
+    private func startDaemon() throws {
         shell("dbus-daemon --session --fork --nopidfile --address=unix:path=\(directory)/bus --print-address=3 --print-pid=4 "
               + "3>\(directory)/address 4>\(directory)/bus.pid")
         busPID = readNumber("\(directory)/bus.pid")
         let address = readLine("\(directory)/address")
         let connection = try BusConnection(.address(address), loop: loop)
+        self.connection = connection
         connection.addMatch("type='signal',interface='org.netobserver.Monitor',member='StatusChanged'")
         connection.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
         connection.onSignal = { [unowned self] message in
@@ -107,7 +123,9 @@ final class MonitorBench {
         daemonPID = readNumber("\(directory)/daemon.pid")
 
         _ = waitForStatus("ethernet", timeout: 10)
+    }
 
+    private func measureDetection() throws {
         let control = try inNamespace(topology.client) { try NetlinkSocket(groups: 0) }
         let index = inNamespace(topology.client) { () -> Int32 in
             Int32(if_nametoindex(topology.clientLink))
@@ -155,13 +173,14 @@ final class MonitorBench {
         }
         reportMilliseconds("monitor silent_loss_to_StatusChanged (interval 200, timeout 200, 2/1)", silent)
 
-        measureNat64Prefix()
+    }
 
-        // Idle at the default 1 s interval for 60 s.
+    /// Idle at the default 1 s interval for 60 s.
+    private func measureIdle() throws {
         let set = try Message.methodCall(destination: "org.netobserver.Monitor", path: "/org/netobserver/Monitor",
                                          interface: "org.freedesktop.DBus.Properties", member: "Set")
         try set.append([.string("org.netobserver.Monitor"), .string("Interval"), .variant(.uint32(1000))])
-        _ = try connection.callBlocking(set, timeoutMilliseconds: 5000)
+        _ = try connection?.callBlocking(set, timeoutMilliseconds: 5000)
         let rssBefore = processRSS(daemonPID)
         let cpuBefore = processCPUSeconds(daemonPID)
         let idle = loop.schedule(after: 60_000_000_000) { [loop] in loop.quit(status: 0) }
@@ -193,16 +212,16 @@ final class MonitorBench {
         usleep(2_500_000)  // the router's link-local address leaves DAD
         func advertise(_ lifetime: Int) -> UInt64? {
             let output = "\(directory)/ra.out"
-            shell("ip netns exec \(topology.router) python3 Tests/NamespaceTests/helpers/send_ra.py \(topology.tag)r0 "
-                  + "pref64 2001:db8:64::/96 \(lifetime) > \(output)")
+            _ = system("ip netns exec \(topology.router) python3 Tests/NamespaceTests/helpers/send_ra.py \(topology.tag)r0 "
+                       + "pref64 2001:db8:64::/96 \(lifetime) > \(output) 2>&1")
             return readLine(output).split(separator: " ").last.flatMap { UInt64($0) }
         }
         var published: [Double] = []
         var dropped: [Double] = []
         for _ in 0..<10 {
-            guard let sent = advertise(8), let seen = waitForPrefix("2001:db8:64::/96", timeout: 2) else {
-                print("monitor nat64: the prefix was not published (is python3 there, and the kernel passing PREF64 on?)")
-                return
+            guard let sent = advertise(8) else { return print("monitor nat64: the advertisement was not sent (python3?)") }
+            guard let seen = waitForPrefix("2001:db8:64::/96", timeout: 2) else {
+                return print("monitor nat64: the prefix was not published (last PropertiesChanged said '\(lastPrefix)')")
             }
             published.append(Double(seen &- sent) / 1000)
             guard let gone = waitForPrefix("", timeout: 12) else { return print("monitor nat64: the prefix was not dropped") }

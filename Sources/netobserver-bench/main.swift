@@ -27,6 +27,13 @@ guard geteuid() == 0 else {
     exit(0)
 }
 
+// `netobserver-bench nat64 [DAEMON]`: the NAT64 prefix's figures alone.
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "nat64" {
+    let here = String(CommandLine.arguments[0].prefix(upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex))
+    try MonitorBench(daemonPath: CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : here + "/netobserverd").runNat64()
+    exit(0)
+}
+
 try ReachabilityBench().run()
 try ProbeBench().run()
 // The daemon under test: the path given, else netobserverd beside this program.

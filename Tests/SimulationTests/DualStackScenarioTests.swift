@@ -71,12 +71,38 @@ final class DualStackScenarioTests: XCTestCase {
         for seed in 0..<200 as Range<UInt64> {
             var faults: [DualStackRun.Fault] = []
             for _ in 0..<12 {
-                let kinds: [DualStackRun.FaultKind] = [.blackhole, .restore, .routeLost, .routeBack]
+                let kinds: [DualStackRun.FaultKind] = [.blackhole, .restore, .routeLost, .routeBack,
+                                                        .nat64Prefix(lifetimeSeconds: random.next() % 40)]
                 faults.append(.init(atMilliseconds: random.next() % 120_000, random.next() % 2 == 0 ? .v4 : .v6,
-                                    kinds[Int(random.next() % 4)]))
+                                    kinds[Int(random.next() % 5)]))
             }
             let order: [IPFamily] = random.next() % 2 == 0 ? [.v4, .v6] : [.v6, .v4]
             _ = run(faults.sorted { $0.at < $1.at }, seconds: 150, seed: seed, order: order)
         }
+    }
+
+    /// IPv4's route gone on a network whose router advertises a NAT64 prefix: IPv4 is full through it;
+    /// when the prefix's lifetime ends, IPv4 is none (no route), and the headline stays with IPv6.
+    func testIPv4ThroughAnAdvertisedPrefixUntilItsLifetimeEnds() {
+        let run = DualStackRun(settings: settings, seed: 5, faults: [
+            .init(atMilliseconds: 5_000, .v6, .nat64Prefix(lifetimeSeconds: 30)),
+            .init(atMilliseconds: 10_000, .v4, .routeLost),
+        ], durationMilliseconds: 30_000)
+        var figures = run.run()
+        for violation in figures.violations { XCTFail(violation) }
+        XCTAssertEqual(run.state.ipv4.connectivity, .full)
+        XCTAssertEqual(run.state.ipv4Path, "nat64")
+        XCTAssertEqual(run.state.nat64Source, "ra")
+        XCTAssertEqual(figures.headlineTransitions, 0)
+
+        let expiring = DualStackRun(settings: settings, seed: 5, faults: [
+            .init(atMilliseconds: 5_000, .v6, .nat64Prefix(lifetimeSeconds: 20)),
+            .init(atMilliseconds: 10_000, .v4, .routeLost),
+        ], durationMilliseconds: 40_000)
+        figures = expiring.run()
+        for violation in figures.violations { XCTFail(violation) }
+        XCTAssertEqual(expiring.state.nat64Prefix, "")
+        XCTAssertEqual(expiring.state.ipv4.connectivity, .none)
+        XCTAssertEqual(expiring.state.connectivity, .full)
     }
 }
