@@ -106,6 +106,7 @@ public struct TargetCore {
                      seed: seed &+ UInt64(offset) &* 0x9E37_79B9, slot: slots[pathFamily] ?? 0, stride: stride, routeProblem: routeProblem,
                      refreshNanoseconds: refreshNanoseconds, linkFacts: linkFacts)
         }
+        watchedFamilies = IPFamily.allCases.filter(watches)
         nextWakeup = earliestWakeup
     }
 
@@ -122,7 +123,8 @@ public struct TargetCore {
         }
     }
 
-    private var watchedFamilies: [IPFamily] { IPFamily.allCases.filter(watches) }
+    /// The families AddressFamily watches (kept, not computed: read on every event).
+    private var watchedFamilies: [IPFamily] = IPFamily.allCases
 
     static func addressFamily(_ family: IPFamily) -> AddressFamily { family == .v4 ? .ipv4 : .ipv6 }
 
@@ -131,7 +133,9 @@ public struct TargetCore {
 
     private var earliestWakeup: UInt64? {
         var earliest = discoveryAt ?? .max
-        for family in watchedFamilies { if let at = path(family).nextWakeup, at < earliest { earliest = at } }
+        for family in IPFamily.allCases where watches(family) {
+            if let at = paths[Self.index(of: family)].nextWakeup, at < earliest { earliest = at }
+        }
         return earliest == .max ? nil : earliest
     }
 
@@ -141,14 +145,14 @@ public struct TargetCore {
     }
 
     /// Whether `family`'s probe `sequence` still waits for its answer.
-    public func isOutstanding(_ family: IPFamily, _ sequence: UInt16) -> Bool { path(family).isOutstanding(sequence) }
+    public func isOutstanding(_ family: IPFamily, _ sequence: UInt16) -> Bool { paths[Self.index(of: family)].isOutstanding(sequence) }
 
     // MARK: The state
 
     /// The headline and every family's verdict from what the paths know.
     public func state(previous: MonitorState) -> MonitorState {
         var states: [IPFamily: MonitorState] = [:]
-        for family in watchedFamilies { states[family] = path(family).state(previous: previous) }
+        for family in watchedFamilies { states[family] = paths[Self.index(of: family)].state(previous: previous) }
         let headline = Self.headline(states, order: resolverOrder)
         var state = headline.flatMap { states[$0] } ?? previous
         state.probesSent = paths.reduce(0) { $0 + $1.probe.report.probesSent }
@@ -165,7 +169,7 @@ public struct TargetCore {
 
     /// How Host's IPv4 address is reached: `nat64` through the prefix, `native` over an IPv4 route, "" when it is not.
     private var ipv4Path: String {
-        let v4 = path(.v4).monitor
+        let v4 = paths[Self.index(of: .v4)].monitor
         guard watches(.v4), case .resolved = v4.resolution, v4.route?.usable == true else { return "" }
         return v4.nat64 == nil ? "native" : "nat64"
     }
@@ -222,6 +226,7 @@ public struct TargetCore {
         case .targetChanged(let host, let family):
             self.host = host
             self.family = family
+            watchedFamilies = IPFamily.allCases.filter(watches)
             generation &+= 1
             lookupUnderway = false
             checkWaiting = []
@@ -246,7 +251,7 @@ public struct TargetCore {
             }
             for family in watchedFamilies {
                 let own = result.map { $0.filter { $0.ipFamily == family } }
-                feed(family, .resolved(generation: path(family).monitor.generation, own, routedFamilies: routedFamilies), now: now, &step)
+                feed(family, .resolved(generation: paths[Self.index(of: family)].monitor.generation, own, routedFamilies: routedFamilies), now: now, &step)
             }
         case .route(let family, let verdict, let routedFamilies):
             self.routedFamilies = routedFamilies ?? self.routedFamilies
@@ -266,7 +271,7 @@ public struct TargetCore {
         case .trafficSampled(let family, let generation, let sample, let cost):
             feed(family, .trafficSampled(generation: generation, sample, cost: cost), now: now, &step)
         case .timeout:
-            for family in watchedFamilies where (path(family).nextWakeup ?? .max) <= now {
+            for family in watchedFamilies where (paths[Self.index(of: family)].nextWakeup ?? .max) <= now {
                 feed(family, .timeout, now: now, &step)
             }
         }
@@ -341,7 +346,7 @@ public struct TargetCore {
         pace(now: now, &step)
         // A family that has nothing left to probe gives no verdict of its own: the Check waits for the others only.
         let waitedFor = checkWaiting
-        checkWaiting = checkWaiting.filter { path($0).probe.awaitingVerdict && watches($0) }
+        checkWaiting = checkWaiting.filter { paths[Self.index(of: $0)].probe.awaitingVerdict && watches($0) }
         if checkWaiting.count < waitedFor.count { step.verdict = true }
         var actions = step.actions
         if step.publish { actions.append(.publish) }
@@ -357,17 +362,17 @@ public struct TargetCore {
         let families = watchedFamilies
         guard families.count > 1 else { return }
         var states: [IPFamily: MonitorState] = [:]
-        for family in families { states[family] = path(family).state(previous: MonitorState()) }
+        for family in families { states[family] = paths[Self.index(of: family)].state(previous: MonitorState()) }
         let headline = Self.headline(states, order: resolverOrder)
         let allFull = families.allSatisfy { states[$0]?.connectivity == .full }
         let wanted: Set<IPFamily> = allFull ? Set(families.filter { $0 != headline }) : []
         if wanted != relaxed {
             relaxed = wanted
-            for family in families where path(family).probe.settings != pacedSettings(family) {
+            for family in families where paths[Self.index(of: family)].probe.settings != pacedSettings(family) {
                 feed(family, .probeSettings(pacedSettings(family)), now: now, &step)
             }
         }
-        let suspect = headline.map { path($0).probe.suspicious } ?? false
+        let suspect = headline.map { paths[Self.index(of: $0)].probe.suspicious } ?? false
         if suspect && !headlineSuspect {
             for family in families where family != headline { feed(family, .probeNow, now: now, &step) }
         }
@@ -378,7 +383,7 @@ public struct TargetCore {
     /// with no IPv4 default route, from `ipv4only.arpa` (RFC 7050, asked once per network and hourly).
     /// While IPv4 has no default route, IPv4 addresses are probed through it.
     private mutating func followNat64(now: UInt64, _ step: inout Step) {
-        let route = path(.v6).monitor.route
+        let route = paths[Self.index(of: .v6)].monitor.route
         let routed = routedFamilies ?? []
         let advertised = route?.nat64Prefix
         if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route, route.usable {
@@ -401,7 +406,7 @@ public struct TargetCore {
             step.publish = true
         }
         let wanted = routed.contains(.v4) ? nil : known?.prefix
-        if wanted != path(.v4).monitor.nat64 { feed(.v4, .nat64(wanted), now: now, &step) }
+        if wanted != paths[Self.index(of: .v4)].monitor.nat64 { feed(.v4, .nat64(wanted), now: now, &step) }
     }
 
     private func pacedSettings(_ family: IPFamily) -> ProbeSettings {
