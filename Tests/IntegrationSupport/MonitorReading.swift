@@ -65,3 +65,12 @@ public final class SignalWatcher {
         events.filter { $0["kind"] as? String == "props" }.compactMap { $0["changed"] as? [String: Any] }
     }
 }
+
+/// What a test says when `property` did not become `expected` within `timeout`: what it reads
+/// instead, the properties in `alongside`, and the daemon's log.
+public func notBecoming(_ property: P, _ expected: String, within timeout: Double, bus: PrivateBus, alongside: [P] = [.reason],
+                        log: String) -> String {
+    let read = { (property: P) in (try? readProperty(property, bus: bus)) ?? "?" }
+    return "\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(read(property))', "
+        + alongside.map { "\($0.name) '\(read($0))'" }.joined(separator: ", ") + "\n" + log
+}

@@ -93,3 +93,17 @@ public func currentNetworkNamespace() -> UInt64 {
     stat("/proc/thread-self/ns/net", &info)
     return UInt64(info.st_ino)
 }
+
+extension NetworkNamespace {
+    /// Lays `hosts` and `resolvConf` over /etc/hosts and /etc/resolv.conf for what runs in this
+    /// namespace (`ip netns exec` takes them from /etc/netns/NAME); `forgetNames()` removes them.
+    public func useNames(hosts: String, resolvConf: String) throws {
+        try FileManager.default.createDirectory(atPath: "/etc/netns/\(name)", withIntermediateDirectories: true)
+        try hosts.write(toFile: "/etc/netns/\(name)/hosts", atomically: true, encoding: .utf8)
+        try resolvConf.write(toFile: "/etc/netns/\(name)/resolv.conf", atomically: true, encoding: .utf8)
+    }
+
+    public func forgetNames() {
+        try? FileManager.default.removeItem(atPath: "/etc/netns/\(name)")
+    }
+}

@@ -22,11 +22,9 @@ final class DualStackNamespaceTests: XCTestCase {
         try hosts.router.ip("-6 addr add 2001:db8:1::1/64 dev dsr0 nodad")
         try hosts.router.ip("-6 addr add 2001:db8:2::1/64 dev dsr1 nodad")
         try hosts.server.ip("-6 addr add 2001:db8:2::2/64 dev dss0 nodad")
-        try FileManager.default.createDirectory(atPath: "/etc/netns/\(hosts.client.name)", withIntermediateDirectories: true)
-        try "127.0.0.1 localhost\n2001:db8:2::2 dual.test\n198.18.2.2 dual.test\n2001:db8:2::2 check.test\n198.18.2.2 check.test\n"
-            .write(toFile: "/etc/netns/\(hosts.client.name)/hosts", atomically: true, encoding: .utf8)
-        try "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"
-            .write(toFile: "/etc/netns/\(hosts.client.name)/resolv.conf", atomically: true, encoding: .utf8)
+        try hosts.client.useNames(hosts: "127.0.0.1 localhost\n2001:db8:2::2 dual.test\n198.18.2.2 dual.test\n"
+                                      + "2001:db8:2::2 check.test\n198.18.2.2 check.test\n",
+                                  resolvConf: "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
         bus = try PrivateBus()
     }
 
@@ -38,7 +36,7 @@ final class DualStackNamespaceTests: XCTestCase {
         }
         daemon?.stop()
         bus?.stop()
-        if let hosts { try? FileManager.default.removeItem(atPath: "/etc/netns/\(hosts.client.name)") }
+        hosts?.client.forgetNames()
         hosts = nil
     }
 
@@ -52,8 +50,8 @@ final class DualStackNamespaceTests: XCTestCase {
     @discardableResult
     func wait(_ property: P, _ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
         if let took = try waitForProperty(property, expected, bus: bus, timeout: timeout) { return took }
-        XCTFail("\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(try get(property))', Reason '\(try get(.reason))', "
-                + "Reason4 '\(try get(.reason4))', Reason6 '\(try get(.reason6))'\n\(daemon?.log ?? "")", file: file, line: line)
+        XCTFail(notBecoming(property, expected, within: timeout, bus: bus, alongside: [.reason, .reason4, .reason6], log: daemon?.log ?? ""),
+                file: file, line: line)
         return timeout
     }
 

@@ -30,10 +30,7 @@ final class Nat64NamespaceTests: XCTestCase {
         try hosts.router.ip("-6 addr add 2001:db8:1::1/64 dev n6r0 nodad")
         bus = try PrivateBus()
         try startTayga()
-        try FileManager.default.createDirectory(atPath: "/etc/netns/\(hosts.client.name)", withIntermediateDirectories: true)
-        try "127.0.0.1 localhost\n".write(toFile: "/etc/netns/\(hosts.client.name)/hosts", atomically: true, encoding: .utf8)
-        try "nameserver fd00:2::2\noptions timeout:1 attempts:1\n"
-            .write(toFile: "/etc/netns/\(hosts.client.name)/resolv.conf", atomically: true, encoding: .utf8)
+        try hosts.client.useNames(hosts: "127.0.0.1 localhost\n", resolvConf: "nameserver fd00:2::2\noptions timeout:1 attempts:1\n")
         // The router's link-local address must have passed DAD before it can advertise.
         for _ in 0..<300 {
             let addresses = (try? hosts.router.exec("ip -6 addr show dev n6r0 scope link")) ?? ""
@@ -51,7 +48,7 @@ final class Nat64NamespaceTests: XCTestCase {
         if let dnsPIDFile, let pid = (try? String(contentsOfFile: dnsPIDFile, encoding: .utf8))
             .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { kill(pid, SIGKILL) }
         bus?.stop()
-        if let hosts { try? FileManager.default.removeItem(atPath: "/etc/netns/\(hosts.client.name)") }
+        hosts?.client.forgetNames()
         hosts = nil
     }
 
@@ -103,8 +100,8 @@ final class Nat64NamespaceTests: XCTestCase {
     @discardableResult
     func wait(_ property: P, _ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
         if let took = try waitForProperty(property, expected, bus: bus, timeout: timeout) { return took }
-        XCTFail("\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(try get(property))', Reason '\(try get(.reason))', "
-                + "Reason4 '\(try get(.reason4))', Nat64Prefix '\(try get(.nat64Prefix))'\n\(daemon?.log ?? "")", file: file, line: line)
+        XCTFail(notBecoming(property, expected, within: timeout, bus: bus, alongside: [.reason, .reason4, .nat64Prefix], log: daemon?.log ?? ""),
+                file: file, line: line)
         return timeout
     }
 

@@ -83,7 +83,10 @@ final class ReachabilityNamespaceTests: XCTestCase {
 
     func testStartsUsableOverTheDefaultRoute() {
         let verdict = wait("initial") { $0.usable }
-        XCTAssertEqual(verdict, ReachabilityVerdict(usable: true, interface: "nc0", kind: .ethernet, source: "198.18.0.2"))
+        var expected = ReachabilityVerdict(usable: true, interface: "nc0", kind: .ethernet, source: "198.18.0.2")
+        expected.routedFamilies = verdict?.routedFamilies ?? []
+        XCTAssertEqual(verdict, expected)
+        XCTAssertTrue(verdict?.routedFamilies.contains(.v4) == true, "the verdict says which families have a default route")
         XCTAssertEqual(engine.statistics.malformed, 0)
         XCTAssertGreaterThanOrEqual(engine.table.links.count, 3)
     }
