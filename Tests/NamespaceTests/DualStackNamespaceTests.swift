@@ -8,12 +8,8 @@ import XCTest
 /// and a server with addresses from 2001:db8::/32 and 198.18.0.0/15, so that the resolver lists
 /// IPv6 first as on most real networks, and `dual.test` naming both. The router drops one family
 /// and then the other; the headline must read what applications live by.
-final class DualStackNamespaceTests: XCTestCase {
-    var hosts: ThreeHosts!
-    var bus: PrivateBus!
-    var daemon: DaemonProcess?
-    var watcher: SignalWatcher?
-    var helpers: [Process] = []
+final class DualStackNamespaceTests: DaemonInNamespaceTestCase {
+    override var alongside: [P] { [.reason, .reason4, .reason6] }
 
     override func setUpWithError() throws {
         try requireRoot()
@@ -28,31 +24,9 @@ final class DualStackNamespaceTests: XCTestCase {
         bus = try PrivateBus()
     }
 
-    override func tearDown() {
-        watcher?.stop()
-        for helper in helpers where helper.isRunning {
-            helper.terminate()
-            helper.waitUntilExit()
-        }
-        daemon?.stop()
-        bus?.stop()
-        hosts?.client.forgetNames()
-        hosts = nil
-    }
-
     func startDaemon(_ extra: [String] = []) throws {
         daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200", "--timeout", "200"] + extra,
                                    namespace: hosts.client.name, host: "dual.test")
-    }
-
-    func get(_ property: P) throws -> String { try readProperty(property, bus: bus) }
-
-    @discardableResult
-    func wait(_ property: P, _ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
-        if let took = try waitForProperty(property, expected, bus: bus, timeout: timeout) { return took }
-        XCTFail(notBecoming(property, expected, within: timeout, bus: bus, alongside: [.reason, .reason4, .reason6], log: daemon?.log ?? ""),
-                file: file, line: line)
-        return timeout
     }
 
     func router(_ command: String) throws { _ = try hosts.router.exec(command) }

@@ -9,12 +9,9 @@ import XCTest
 /// 198.18.0.0/15, RFC 6052), so an IPv4-literal Host is reached only through the prefix. The
 /// prefix is learned from the router's advertisement (PREF64, RFC 8781), or, with none, from
 /// dnsmasq answering `ipv4only.arpa` (RFC 7050).
-final class Nat64NamespaceTests: XCTestCase {
-    var hosts: ThreeHosts!
-    var bus: PrivateBus!
-    var daemon: DaemonProcess?
-    var tayga: Process?
+final class Nat64NamespaceTests: DaemonInNamespaceTestCase {
     var dnsPIDFile: String?
+    override var alongside: [P] { [.reason, .reason4, .nat64Prefix] }
 
     override func setUpWithError() throws {
         try requireRoot()
@@ -40,16 +37,9 @@ final class Nat64NamespaceTests: XCTestCase {
     }
 
     override func tearDown() {
-        daemon?.stop()
-        if let tayga, tayga.isRunning {
-            tayga.terminate()
-            tayga.waitUntilExit()
-        }
         if let dnsPIDFile, let pid = (try? String(contentsOfFile: dnsPIDFile, encoding: .utf8))
             .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { kill(pid, SIGKILL) }
-        bus?.stop()
-        hosts?.client.forgetNames()
-        hosts = nil
+        super.tearDown()
     }
 
     /// tayga in the router: 2001:db8:64::/96 ↔ IPv4, the client's IPv6 addresses mapped into 198.18.64.0/24.
@@ -76,7 +66,7 @@ final class Nat64NamespaceTests: XCTestCase {
         process.standardOutput = FileHandle(forWritingAtPath: log)
         process.standardError = FileHandle(forWritingAtPath: log)
         try process.run()
-        tayga = process
+        helpers.append(process)
         // Through the translator from the client: the path works before the service is asked about it.
         var translated = false
         for _ in 0..<50 where !translated {
@@ -93,16 +83,6 @@ final class Nat64NamespaceTests: XCTestCase {
     func advertise(_ arguments: String) throws {
         let out = try hosts.router.exec("\(Paths.python) \(Paths.namespaceHelpers)/send_ra.py n6r0 \(arguments)")
         XCTAssertTrue(out.contains("sent"), out)
-    }
-
-    func get(_ property: P) throws -> String { try readProperty(property, bus: bus) }
-
-    @discardableResult
-    func wait(_ property: P, _ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
-        if let took = try waitForProperty(property, expected, bus: bus, timeout: timeout) { return took }
-        XCTFail(notBecoming(property, expected, within: timeout, bus: bus, alongside: [.reason, .reason4, .nat64Prefix], log: daemon?.log ?? ""),
-                file: file, line: line)
-        return timeout
     }
 
     /// The router advertises PREF64: the prefix is published at once, the IPv4 literal is full
