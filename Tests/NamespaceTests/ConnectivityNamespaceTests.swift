@@ -9,12 +9,7 @@ import XCTest
 /// Connectivity end to end: the daemon in a client namespace behind a router, a real
 /// HTTP server (and dnsmasq) in the server namespace, a captive portal made of
 /// nftables rules and a portal server on the router. Nothing leaves the machine.
-final class ConnectivityNamespaceTests: XCTestCase {
-    var hosts: ThreeHosts!
-    var bus: PrivateBus!
-    var daemon: DaemonProcess?
-    var helpers: [Process] = []
-    var watcher: SignalWatcher?
+final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
     let checkURL = "http://198.18.2.2/generate_204"
     let portalLogin = "http://198.18.0.1:8080/login?from=netobserver"
     var dnsPIDFile: String?
@@ -22,51 +17,17 @@ final class ConnectivityNamespaceTests: XCTestCase {
     override func setUpWithError() throws {
         try requireRoot()
         hosts = try ThreeHosts(tag: "cn")
-        try FileManager.default.createDirectory(atPath: "/etc/netns/\(hosts.client.name)", withIntermediateDirectories: true)
-        try "127.0.0.1 localhost\n".write(toFile: "/etc/netns/\(hosts.client.name)/hosts", atomically: true, encoding: .utf8)
-        try "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n"
-            .write(toFile: "/etc/netns/\(hosts.client.name)/resolv.conf", atomically: true, encoding: .utf8)
+        try hosts.client.useNames(hosts: "127.0.0.1 localhost\n", resolvConf: "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n")
         bus = try PrivateBus()
     }
 
     override func tearDown() {
-        watcher?.stop()
-        for helper in helpers where helper.isRunning {
-            helper.terminate()
-            helper.waitUntilExit()
-        }
-        daemon?.stop()
         if let dnsPIDFile, let pid = (try? String(contentsOfFile: dnsPIDFile, encoding: .utf8))
             .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { kill(pid, SIGKILL) }
-        bus?.stop()
-        if let hosts { try? FileManager.default.removeItem(atPath: "/etc/netns/\(hosts.client.name)") }
-        hosts = nil
+        super.tearDown()
     }
 
     // MARK: Helpers
-
-    /// Runs `arguments` in `namespace` until the test ends; waits for `ready` on its output when asked.
-    @discardableResult
-    func run(in namespace: NetworkNamespace, _ arguments: [String], waitForReady: Bool = true) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["netns", "exec", namespace.name] + arguments
-        let log = bus.directory + "/helper-\(helpers.count).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: log)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        try process.run()
-        helpers.append(process)
-        if waitForReady {
-            for _ in 0..<300 where !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
-        }
-        return process
-    }
-
-    @discardableResult
-    func checkServer(in namespace: NetworkNamespace, _ address: String, _ port: Int, _ mode: String, location: String = "") throws -> Process {
-        try run(in: namespace, [Paths.python, Paths.namespaceHelpers + "/check_server.py", address, "\(port)", mode, location])
-    }
 
     func startDaemon(host: String = "198.18.2.2", _ extra: [String] = [], environment: [String: String] = [:]) throws {
         daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200", "--timeout", "200"] + extra,
@@ -87,23 +48,10 @@ final class ConnectivityNamespaceTests: XCTestCase {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon?.pid ?? 0)/fd").count) ?? 0
     }
 
-    func get(_ property: P) throws -> String {
-        try readProperty(property, bus: bus)
-    }
-
     func set(_ property: P, _ value: String, type: String = "s") throws {
         let out = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
                                   MonitorContract.objectPath, MonitorContract.interface, property.name, type, value])
         XCTAssertEqual(out.status, 0, out.stderr)
-    }
-
-    /// Polls until `property` reads `expected`; returns the seconds it took.
-    @discardableResult
-    func wait(_ property: P, _ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
-        if let took = try waitForProperty(property, expected, bus: bus, timeout: timeout) { return took }
-        XCTFail("\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(try get(property))', "
-                + "Reason '\(try get(.reason))'\n\(daemon?.log ?? "")", file: file, line: line)
-        return timeout
     }
 
     func startWatcher() throws {

@@ -38,4 +38,27 @@ class DaemonInNamespaceTestCase: XCTestCase {
                 file: file, line: line)
         return timeout
     }
+
+    /// Runs `arguments` in `namespace` until the test ends; waits for `ready` on its output when asked.
+    @discardableResult
+    func run(in namespace: NetworkNamespace, _ arguments: [String], waitForReady: Bool = true) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["netns", "exec", namespace.name] + arguments
+        let log = bus.directory + "/helper-\(helpers.count).log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        helpers.append(process)
+        if waitForReady {
+            for _ in 0..<300 where !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
+        }
+        return process
+    }
+
+    @discardableResult
+    func checkServer(in namespace: NetworkNamespace, _ address: String, _ port: Int, _ mode: String, location: String = "") throws -> Process {
+        try run(in: namespace, [Paths.python, Paths.namespaceHelpers + "/check_server.py", address, "\(port)", mode, location])
+    }
 }

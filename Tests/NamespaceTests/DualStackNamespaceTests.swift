@@ -136,27 +136,12 @@ final class DualStackNamespaceTests: DaemonInNamespaceTestCase {
         XCTAssertEqual(try get(.address6), "")
     }
 
-    /// An HTTP server in `namespace` (the server's by default) until the test ends, once it is ready.
-    func checkServer(_ address: String, port: Int = 80, _ mode: String, location: String = "", in namespace: NetworkNamespace? = nil) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["netns", "exec", (namespace ?? hosts.server).name, Paths.python, Paths.namespaceHelpers + "/check_server.py",
-                             address, "\(port)", mode, location]
-        let log = bus.directory + "/check-\(helpers.count).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: log)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        try process.run()
-        helpers.append(process)
-        for _ in 0..<300 where !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
-    }
-
     /// A portal that catches only IPv4 (the router sends IPv4 port 80 to its own portal), while IPv6
     /// goes through: IPv4 is `portal`, IPv6 `full`, and so is the headline.
     func testAPortalCatchingOnlyIPv4LeavesTheHeadlineFull() throws {
-        try checkServer("198.18.2.2", "204")
-        try checkServer("2001:db8:2::2", "204")
-        try checkServer("198.18.0.1", port: 8080, "302", location: "http://198.18.0.1:8080/login", in: hosts.router)
+        try checkServer(in: hosts.server, "198.18.2.2", 80, "204")
+        try checkServer(in: hosts.server, "2001:db8:2::2", 80, "204")
+        try checkServer(in: hosts.router, "198.18.0.1", 8080, "302", location: "http://198.18.0.1:8080/login")
         try hosts.closePortal(droppingTheRest: false)
         try startDaemon(["--check-url", "http://check.test/generate_204"])
         try wait(.connectivity6, "full", timeout: 8)
