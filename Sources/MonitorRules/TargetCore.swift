@@ -11,9 +11,11 @@ import ReachabilityRules
 /// same core.
 public struct TargetCore {
     public enum Event: Sendable {
-        /// The model is exported: start resolving Host; check `checkURL` when it is set.
+        /// The model is exported: every path starts (one lookup of Host for all); `checkURL` is checked once set.
         case start(checkURL: String)
+        /// Host or AddressFamily changed: every path starts over; a family AddressFamily leaves out stops.
         case targetChanged(host: String, family: AddressFamily)
+        /// Every path's settings (the paced families' Interval stretched while all are full).
         case probeSettings(ProbeSettings)
         case checkURL(String)
         /// The resolver answered lookup `generation`, every family in resolver order.
