@@ -32,8 +32,7 @@ final class MonitorBench {
     }
 
     deinit {
-        if daemonPID > 0 { kill(daemonPID, SIGTERM) }
-        if busPID > 0 { kill(busPID, SIGTERM) }
+        stop()
         _ = system("rm -rf '\(directory)'")
     }
 
@@ -73,10 +72,26 @@ final class MonitorBench {
         Int(readLine("/proc/\(pid)/statm").split(separator: " ").dropFirst().first ?? "0").map { $0 * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024 } ?? 0
     }
 
+    /// The detection figures alone (`netobserver-bench detection`).
+    func runDetection() throws {
+        try startDaemon()
+        try measureDetection()
+        stop()
+    }
+
     /// The NAT64 figures alone (`netobserver-bench nat64`).
     func runNat64() throws {
         try startDaemon()
         measureNat64Prefix()
+        stop()
+    }
+
+    /// Ends the daemon and the bus now (`exit` runs no deinit).
+    func stop() {
+        if daemonPID > 0 { kill(daemonPID, SIGTERM) }
+        if busPID > 0 { kill(busPID, SIGTERM) }
+        daemonPID = 0
+        busPID = 0
     }
 
     func run() throws {
@@ -125,7 +140,7 @@ final class MonitorBench {
         _ = waitForStatus("ethernet", timeout: 10)
     }
 
-    private func measureDetection() throws {
+    func measureDetection() throws {
         let control = try inNamespace(topology.client) { try NetlinkSocket(groups: 0) }
         let index = inNamespace(topology.client) { () -> Int32 in
             Int32(if_nametoindex(topology.clientLink))
@@ -210,19 +225,25 @@ final class MonitorBench {
               + "ip -n \(topology.router) -6 addr add fd00::1/64 dev \(topology.tag)r0 nodad && "
               + "ip -n \(topology.client) -6 route add default via fd00::1")
         usleep(2_500_000)  // the router's link-local address leaves DAD
-        func advertise(_ lifetime: Int) -> UInt64? {
-            let output = "\(directory)/ra.out"
+        let output = "\(directory)/ra.out"
+        // In the background: the loop stamps the signal when it comes, not after the sender's exit.
+        func advertise(_ lifetime: Int) {
+            unlink(output)
             _ = system("ip netns exec \(topology.router) python3 Tests/NamespaceTests/helpers/send_ra.py \(topology.tag)r0 "
-                       + "pref64 2001:db8:64::/96 \(lifetime) > \(output) 2>&1")
+                       + "pref64 2001:db8:64::/96 \(lifetime) > \(output).part 2>&1 && mv \(output).part \(output) &")
+        }
+        func sentAt() -> UInt64? {
+            for _ in 0..<300 where access(output, F_OK) != 0 { usleep(10_000) }
             return readLine(output).split(separator: " ").last.flatMap { UInt64($0) }
         }
         var published: [Double] = []
         var dropped: [Double] = []
         for _ in 0..<10 {
-            guard let sent = advertise(8) else { return print("monitor nat64: the advertisement was not sent (python3?)") }
-            guard let seen = waitForPrefix("2001:db8:64::/96", timeout: 2) else {
+            advertise(8)
+            guard let seen = waitForPrefix("2001:db8:64::/96", timeout: 3) else {
                 return print("monitor nat64: the prefix was not published (last PropertiesChanged said '\(lastPrefix)')")
             }
+            guard let sent = sentAt() else { return print("monitor nat64: the advertisement was not sent (python3?)") }
             published.append(Double(seen &- sent) / 1000)
             guard let gone = waitForPrefix("", timeout: 12) else { return print("monitor nat64: the prefix was not dropped") }
             dropped.append((Double(gone) - Double(sent + 8_000_000_000)) / 1000)

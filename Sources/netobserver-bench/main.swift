@@ -27,10 +27,11 @@ guard geteuid() == 0 else {
     exit(0)
 }
 
-// `netobserver-bench nat64 [DAEMON]`: the NAT64 prefix's figures alone.
-if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "nat64" {
+// `netobserver-bench nat64|detection [DAEMON]`: the NAT64 prefix's figures, or the detection figures, alone.
+if CommandLine.arguments.count > 1, ["nat64", "detection"].contains(CommandLine.arguments[1]) {
     let here = String(CommandLine.arguments[0].prefix(upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex))
-    try MonitorBench(daemonPath: CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : here + "/netobserverd").runNat64()
+    let bench = try MonitorBench(daemonPath: CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : here + "/netobserverd")
+    if CommandLine.arguments[1] == "nat64" { try bench.runNat64() } else { try bench.runDetection() }
     exit(0)
 }
 
