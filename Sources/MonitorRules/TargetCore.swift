@@ -153,16 +153,17 @@ public struct TargetCore {
 
     /// The headline and every family's verdict from what the paths know.
     public func state(previous: MonitorState) -> MonitorState {
-        var states: [IPFamily: MonitorState] = [:]
-        for family in watchedFamilies { states[family] = paths[Self.index(of: family)].state(previous: previous) }
-        let headline = Self.headline(states, order: resolverOrder)
-        var state = headline.flatMap { states[$0] } ?? previous
-        state.probesSent = paths.reduce(0) { $0 + $1.probe.report.probesSent }
-        state.probesAnswered = paths.reduce(0) { $0 + $1.probe.report.probesAnswered }
-        state.probesSkipped = paths.reduce(0) { $0 + $1.probe.report.probesSkipped }
-        state.traffic = Self.traffic(states.values.map(\.traffic))
-        state.ipv4 = familyState(.v4, states[.v4])
-        state.ipv6 = familyState(.v6, states[.v6])
+        // Each watched family's state, IPv4's then IPv6's (no dictionary: this runs at every publication).
+        let v4 = watches(.v4) ? paths[0].state(previous: previous) : nil
+        let v6 = watches(.v6) ? paths[1].state(previous: previous) : nil
+        let headline = Self.headline(order: resolverOrder) { $0 == .v4 ? v4?.connectivity : v6?.connectivity }
+        var state = (headline == .v4 ? v4 : headline == .v6 ? v6 : nil) ?? previous
+        state.probesSent = paths[0].probe.report.probesSent + paths[1].probe.report.probesSent
+        state.probesAnswered = paths[0].probe.report.probesAnswered + paths[1].probe.report.probesAnswered
+        state.probesSkipped = paths[0].probe.report.probesSkipped + paths[1].probe.report.probesSkipped
+        state.traffic = Self.traffic(v4?.traffic, v6?.traffic)
+        state.ipv4 = familyState(.v4, v4)
+        state.ipv6 = familyState(.v6, v6)
         state.nat64Prefix = nat64.map { "\($0.prefix)" } ?? ""
         state.nat64Source = nat64?.source.rawValue ?? ""
         state.ipv4Path = ipv4Path
@@ -179,16 +180,26 @@ public struct TargetCore {
     /// The family that gives the headline: the first `full` one in resolver order; else, while any is
     /// `unknown`, the first such (the headline waits); else the best, among equals the first in order.
     public static func headline(_ states: [IPFamily: MonitorState], order: [IPFamily]) -> IPFamily? {
-        let ordered = order.filter { states[$0] != nil } + IPFamily.allCases.filter { states[$0] != nil && !order.contains($0) }
-        if let full = ordered.first(where: { states[$0]?.connectivity == .full }) { return full }
-        if let waiting = ordered.first(where: { states[$0]?.connectivity == .unknown }) { return waiting }
+        headline(order: order) { states[$0]?.connectivity }
+    }
+
+    /// The same, from each family's Connectivity (nil: the family is not watched).
+    static func headline(order: [IPFamily], _ connectivity: (IPFamily) -> Connectivity?) -> IPFamily? {
+        var full: IPFamily?
+        var waiting: IPFamily?
         var best: (family: IPFamily, rank: Int)?
-        for family in ordered {
-            let rank = rank(states[family]?.connectivity)
-            if let best, rank <= best.rank { continue }
+        func consider(_ family: IPFamily) {
+            guard let value = connectivity(family) else { return }
+            if value == .full, full == nil { full = family }
+            if value == .unknown, waiting == nil { waiting = family }
+            let rank = rank(value)
+            if let current = best, rank <= current.rank { return }
             best = (family, rank)
         }
-        return best?.family
+        // Resolver order first, then any family it did not list.
+        for family in order { consider(family) }
+        for family in IPFamily.allCases where !order.contains(family) { consider(family) }
+        return full ?? waiting ?? best?.family
     }
 
     private static func rank(_ connectivity: Connectivity?) -> Int {
@@ -201,8 +212,8 @@ public struct TargetCore {
     }
 
     /// Traffic of the target: flowing on any path is flowing; else stalled on any, idle on any.
-    static func traffic(_ words: [Traffic]) -> Traffic {
-        for word in [Traffic.flowing, .stalled, .idle] where words.contains(word) { return word }
+    static func traffic(_ a: Traffic?, _ b: Traffic?) -> Traffic {
+        for word in [Traffic.flowing, .stalled, .idle] where a == word || b == word { return word }
         return .none
     }
 
