@@ -198,7 +198,7 @@ public struct MonitorCore {
         // address on the same link (another Wi-Fi network, a new lease) is another network too.
         // The first verdict at start is no move: a check already under way was sent on that network.
         if previous?.usable != verdict.usable || previous?.interface != verdict.interface || previous?.source != verdict.source {
-            carryOut(portalCheck.trigger(newNetwork: previous != nil, now: now))
+            triggerCheck(newNetwork: previous != nil, now: now)
         }
         outputs.append(.stateChanged)
     }
@@ -209,7 +209,7 @@ public struct MonitorCore {
         // A host that stops answering may have moved: look its name up again.
         if old.answering == true && new.answering == false { resolve() }
         if (old.answering == true) != (new.answering == true) {
-            carryOut(portalCheck.trigger(newNetwork: false, now: now))
+            triggerCheck(newNetwork: false, now: now)
         }
         outputs.append(.stateChanged)
     }
@@ -252,6 +252,16 @@ public struct MonitorCore {
         carryOut(portalCheck.handleTimeout(now: now))
         guard let at = resolveAt, at <= now else { return }
         resolve()
+    }
+
+    /// The check looks again, once Host has an address in this family (before, there is nothing to check over:
+    /// it waits for one).
+    private mutating func triggerCheck(newNetwork: Bool, now: UInt64) {
+        guard case .resolved = resolution else {
+            checkHeld = portalCheck.isOn
+            return
+        }
+        carryOut(portalCheck.trigger(newNetwork: newNetwork, now: now))
     }
 
     private mutating func carryOut(_ actions: [PortalCheck.Action]) {
