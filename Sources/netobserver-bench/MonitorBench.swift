@@ -52,11 +52,9 @@ final class MonitorBench {
     func waitForStatus(_ status: String, timeout: Double = 5) -> UInt64 {
         if lastStatus == status { return lastSignal }
         waitingFor = status
-        let limit = loop.schedule(after: UInt64(timeout * 1e9)) { [loop] in loop.quit(status: 1) }
-        let result = loop.run()
-        loop.cancel(limit)
+        let arrived = runLoop(atMost: timeout)
         waitingFor = nil
-        if result != 0 { fatalError("monitor bench: no StatusChanged(\(status)) in \(timeout) s (last \(lastStatus))") }
+        if !arrived { fatalError("monitor bench: no StatusChanged(\(status)) in \(timeout) s (last \(lastStatus))") }
         return lastSignal
     }
 
@@ -210,11 +208,17 @@ final class MonitorBench {
     func waitForPrefix(_ prefix: String, timeout: Double) -> UInt64? {
         if lastPrefix == prefix { return lastPrefixSignal }
         waitingForPrefix = prefix
+        let arrived = runLoop(atMost: timeout)
+        waitingForPrefix = nil
+        return arrived ? lastPrefixSignal : nil
+    }
+
+    /// Runs the loop until a signal handler quits it (true) or `timeout` seconds pass (false).
+    private func runLoop(atMost timeout: Double) -> Bool {
         let limit = loop.schedule(after: UInt64(timeout * 1e9)) { [loop] in loop.quit(status: 1) }
         let result = loop.run()
         loop.cancel(limit)
-        waitingForPrefix = nil
-        return result == 0 ? lastPrefixSignal : nil
+        return result == 0
     }
 
     /// The router advertises a NAT64 prefix (RFC 8781 PREF64) on the client's link: how long until
