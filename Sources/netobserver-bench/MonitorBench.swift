@@ -223,7 +223,7 @@ final class MonitorBench {
 
     /// The router advertises a NAT64 prefix (RFC 8781 PREF64) on the client's link: how long until
     /// PropertiesChanged carries it, and how long after its lifetime's end it is dropped. The sender
-    /// stamps the moment of its sendto(2) on CLOCK_MONOTONIC, the clock the signals are stamped on.
+    /// stamps the moment just before its sendto(2) on CLOCK_MONOTONIC, the clock the signals are stamped on.
     func measureNat64Prefix() {
         shell("ip -n \(topology.client) -6 addr add fd00::2/64 dev \(topology.clientLink) nodad && "
               + "ip -n \(topology.router) -6 addr add fd00::1/64 dev \(topology.tag)r0 nodad && "
@@ -248,7 +248,7 @@ final class MonitorBench {
                 return print("monitor nat64: the prefix was not published (last PropertiesChanged said '\(lastPrefix)')")
             }
             guard let sent = sentAt() else { return print("monitor nat64: the advertisement was not sent (python3?)") }
-            published.append(Double(seen &- sent) / 1000)
+            published.append((Double(seen) - Double(sent)) / 1000)
             guard let gone = waitForPrefix("", timeout: 12) else { return print("monitor nat64: the prefix was not dropped") }
             dropped.append((Double(gone) - Double(sent + 8_000_000_000)) / 1000)
         }
