@@ -32,6 +32,9 @@ public final class ReachabilityEngine {
     private var retryAt: UInt64?
     /// Told why a router advertisement's option was not taken (for the log; bounded by the core).
     public var onIgnoredRouterOption: ((String) -> Void)?
+    /// The captive-portal API URIs routers announce changed: each interface's, by name (RFC 8910).
+    public var onPortalAPIsChanged: (([String: String]) -> Void)?
+    public var portalAPIs: [String: String] { core.portalAPIs }
     /// Every target's watch, by its id in the core (the engine has no target of its own).
     private var watches: [ReachabilityCore.TargetID: (ReachabilityVerdict) -> Void] = [:]
 
@@ -149,6 +152,8 @@ public final class ReachabilityEngine {
                     watches[id]?(verdict)
                 case .ignoredRouterOption(let why):
                     onIgnoredRouterOption?(why)
+                case .portalAPIsChanged:
+                    onPortalAPIsChanged?(core.portalAPIs)
                 }
             }
         }

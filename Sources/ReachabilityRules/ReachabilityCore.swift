@@ -32,6 +32,8 @@ public struct ReachabilityCore {
         case verdict(ReachabilityVerdict, target: TargetID)
         /// A router advertisement's option was not taken (malformed, or for no known interface): for the log.
         case ignoredRouterOption(String)
+        /// The captive-portal API URIs routers announce (RFC 8910) changed: see `portalAPIs`.
+        case portalAPIsChanged
     }
 
     /// What one target needs: its address, its lookup, its verdict.
@@ -82,6 +84,9 @@ public struct ReachabilityCore {
     /// The NAT64 prefix each interface's routers advertise, until its lifetime ends: at most one per
     /// interface the table knows, so nothing a router sends grows it beyond the links.
     public private(set) var nat64: [Int32: (prefix: Nat64Prefix, until: UInt64)] = [:]
+    /// The captive-portal API URI each interface's routers last announced (RFC 8910 has no lifetime:
+    /// a later advertisement replaces it, the interface going down ends it). One per known interface.
+    private var portalAnnouncements: [Int32: String] = [:]
     private var outputs: [Output] = []
 
     /// `classify` tells a link's kind, `describeError` an errno's words (both ask the system).
@@ -136,6 +141,16 @@ public struct ReachabilityCore {
     public func nat64Prefix(onInterfaceNamed interface: String) -> Nat64Prefix? {
         guard !interface.isEmpty, let link = table.links.values.first(where: { $0.name == interface }) else { return nil }
         return nat64[link.index]?.prefix
+    }
+
+    /// The captive-portal API URI announced on each interface, by name.
+    public var portalAPIs: [String: String] {
+        var byName: [String: String] = [:]
+        for (index, uri) in portalAnnouncements {
+            guard let link = table.links[index] else { continue }
+            byName[link.name] = uri
+        }
+        return byName
     }
 
     // MARK: Events
@@ -290,7 +305,13 @@ public struct ReachabilityCore {
             routerOptions(on: index, bytes, now: now)
         case .deleteLink(let index):
             if nat64.removeValue(forKey: index) != nil { redeliverPrefixes() }
+            if portalAnnouncements.removeValue(forKey: index) != nil { outputs.append(.portalAPIsChanged) }
             if table.apply(message) { invalidateAll() }
+        case .newLink(let link):
+            if !link.isUp, portalAnnouncements.removeValue(forKey: link.index) != nil { outputs.append(.portalAPIsChanged) }
+            let renamed = portalAnnouncements[link.index] != nil && table.links[link.index]?.name != link.name
+            if table.apply(message) { invalidateAll() }
+            if renamed { outputs.append(.portalAPIsChanged) }
         default:
             if table.apply(message) { invalidateAll() }
         }
@@ -335,6 +356,7 @@ public struct ReachabilityCore {
     }
 
     /// RFC 8781: a PREF64 option sets the interface's prefix for its lifetime; a lifetime of 0 withdraws it.
+    /// RFC 8910: a captive-portal option replaces the interface's announcement.
     private mutating func routerOptions(on index: Int32, _ bytes: [UInt8], now: UInt64) {
         statistics.routerOptions += 1
         guard table.links[index] != nil else {
@@ -344,15 +366,21 @@ public struct ReachabilityCore {
         let name = table.links[index]?.name ?? "\(index)"
         for why in malformed { ignoreRouterOption("from a router on \(name): \(why)") }
         var changed = false
-        for case .pref64(let prefix, let lifetime) in options {
-            if lifetime == 0 {
+        var portalChanged = false
+        for option in options {
+            switch option {
+            case .pref64(_, let lifetime) where lifetime == 0:
                 changed = nat64.removeValue(forKey: index) != nil || changed
-            } else {
+            case .pref64(let prefix, let lifetime):
                 changed = nat64[index]?.prefix != prefix || changed
                 nat64[index] = (prefix, now &+ UInt64(lifetime) * 1_000_000_000)
+            case .captivePortal(let uri):
+                portalChanged = portalAnnouncements[index] != uri || portalChanged
+                portalAnnouncements[index] = uri
             }
         }
         if changed { redeliverPrefixes() }
+        if portalChanged { outputs.append(.portalAPIsChanged) }
     }
 
     private mutating func ignoreRouterOption(_ why: String) {

@@ -2,12 +2,17 @@ import NetAddress
 
 /// The options of a router advertisement that the kernel hands to user space (RTM_NEWNDUSEROPT:
 /// the ones it does not act on itself), read without trusting them: a router is input from the
-/// network. Free of I/O and of the C headers; the numbers are RFC 4861's and RFC 8781's.
+/// network. Free of I/O and of the C headers; the numbers are RFC 4861's, RFC 8781's and RFC 8910's.
 public enum RouterOption: Equatable, Sendable {
     /// RFC 8781 PREF64: the network's NAT64 prefix, for `lifetimeSeconds` (0 withdraws it).
     case pref64(Nat64Prefix, lifetimeSeconds: UInt32)
+    /// RFC 8910: the network's captive-portal API URI (RFC 8908), printable ASCII.
+    case captivePortal(String)
 
     public static let pref64Type: UInt8 = 38
+    public static let captivePortalType: UInt8 = 37
+    /// A captive-portal URI longer than this is not taken (as for CheckURL).
+    public static let longestPortalURI = 1024
 
     /// The options in `bytes` (each: type, length in units of 8 bytes, body), and a line for each
     /// malformed one. Unknown types are skipped; a length of 0 or one running past the end ends the
@@ -29,6 +34,11 @@ public enum RouterOption: Equatable, Sendable {
                 case .success(let option): options.append(option)
                 case .failure(let why): malformed.append("PREF64: \(why.text)")
                 }
+            } else if type == captivePortalType {
+                switch Self.captivePortal(body) {
+                case .success(let option): options.append(option)
+                case .failure(let why): malformed.append("captive portal: \(why.text)")
+                }
             }
             offset += length
         }
@@ -40,6 +50,20 @@ public enum RouterOption: Equatable, Sendable {
 
     public struct Malformed: Error, Equatable {
         public let text: String
+    }
+
+    /// RFC 8910 section 2.3: the URI, padded with NUL bytes to the option's length. Only printable
+    /// ASCII is taken (it goes into logs and onto the bus as it is); the URN for "no portal" is one.
+    static func captivePortal(_ body: ArraySlice<UInt8>) -> Result<RouterOption, Malformed> {
+        var end = body.endIndex
+        while end > body.startIndex, body[end - 1] == 0 { end -= 1 }
+        let uri = body[body.startIndex ..< end]
+        guard !uri.isEmpty else { return .failure(Malformed(text: "no URI")) }
+        guard uri.count <= longestPortalURI else { return .failure(Malformed(text: "a URI of \(uri.count) bytes")) }
+        guard uri.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            return .failure(Malformed(text: "a URI with bytes that are not printable ASCII"))
+        }
+        return .success(.captivePortal(String(decoding: uri, as: UTF8.self)))
     }
 
     /// RFC 8781 section 4: 13 bits of lifetime in units of 8 s, 3 bits of prefix length code, 96 bits of prefix.

@@ -74,6 +74,8 @@ extension Simulation {
         case .ignoredRouterOption(let why):
             // The simulated kernel passes on no router advertisements.
             violation("a router option was ignored, but none was sent: \(why)")
+        case .portalAPIsChanged:
+            violation("a captive-portal API was announced, but no router advertisement was sent")
         case .send(let request):
             kernel.answer(request)
             if overflowOnNextLookup, case .routeLookup = request {

@@ -10,7 +10,10 @@ final class Nat64TableTests: XCTestCase {
 
     /// A core with eth0 (index 2), an IPv6 default route over it, and a target without an address
     /// (the default route's verdict).
-    func makeCore() -> (ReachabilityCore, ReachabilityCore.TargetID) {
+    func makeCore() -> (ReachabilityCore, ReachabilityCore.TargetID) { Self.makeCore() }
+
+    static func makeCore() -> (ReachabilityCore, ReachabilityCore.TargetID) {
+        let upFlags = KernelNumbers.linkUp | KernelNumbers.linkRunning | KernelNumbers.linkLowerUp
         var core = ReachabilityCore { _ in .ethernet }
         let target = core.addTarget(families: [.v6])
         core.start()
