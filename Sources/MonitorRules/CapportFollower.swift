@@ -1,0 +1,128 @@
+/// When each interface's captive-portal API is asked, and what it last said (INTERFACE.md "Portal
+/// truth"), without I/O. The announcements (routers' option 37, else DHCP option 114) come in per
+/// interface; fetches go out, one at a time per interface, each answered once; the clock drives the
+/// cadence: at once when announced or changed, every 2 s while captive, else at the earlier of
+/// 300 s and `seconds-remaining` - 60 s. What cannot be fetched or taken is logged and says nothing.
+public struct CapportFollower: Sendable {
+    public static let captiveRefreshNanoseconds: UInt64 = 2_000_000_000
+    public static let refreshNanoseconds: UInt64 = 300_000_000_000
+    /// After an answer not taken (or none): asked again this much later.
+    public static let retryNanoseconds: UInt64 = 30_000_000_000
+    /// `seconds-remaining` is asked about this long before it runs out.
+    public static let marginSeconds: UInt64 = 60
+    /// RFC 8910: the URI that says there is no portal here.
+    public static let unrestricted = "urn:ietf:params:capport:unrestricted"
+
+    public enum Action: Equatable, Sendable {
+        /// GET `uri` for `interface`; answer with `fetched(interface:generation:…)`.
+        case fetch(interface: String, uri: String, generation: UInt64)
+        /// The fetch under way for `interface` is no longer wanted.
+        case cancel(interface: String)
+        /// For the log.
+        case log(String)
+    }
+
+    /// What the follower knows of one interface's API.
+    public struct Entry: Equatable, Sendable {
+        public var uri: String
+        /// The last answer taken; nil before the first, or after one not taken.
+        public var answer: CapportAnswer?
+        var running: UInt64?
+        var nextAt: UInt64?
+    }
+
+    public private(set) var entries: [String: Entry] = [:]
+    private var generation: UInt64 = 0
+
+    public init() {}
+
+    /// Each interface's facts: the announced URI and what its API last said.
+    public var facts: [String: PortalAPIFacts] {
+        entries.mapValues { PortalAPIFacts(uri: $0.uri, answer: $0.answer) }
+    }
+
+    public var nextWakeup: UInt64? {
+        entries.values.compactMap { $0.running == nil ? $0.nextAt : nil }.min()
+    }
+
+    /// The URIs announced now, by interface (an interface left out has none any more).
+    public mutating func announced(_ uris: [String: String], now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        for (interface, entry) in entries.sorted(by: { $0.key < $1.key }) where uris[interface] != entry.uri {
+            if entry.running != nil { actions.append(.cancel(interface: interface)) }
+            entries[interface] = nil
+        }
+        for (interface, uri) in uris.sorted(by: { $0.key < $1.key }) where entries[interface] == nil {
+            var entry = Entry(uri: uri)
+            if uri == Self.unrestricted {
+                actions.append(.log("\(interface): the network says it has no captive portal"))
+            } else if !uri.hasPrefix("https://") {
+                actions.append(.log("\(interface): captive-portal API \(uri) ignored: not an https URI"))
+            } else {
+                actions.append(.log("\(interface): the network announces its captive-portal API at \(uri)"))
+                entry.nextAt = now
+            }
+            entries[interface] = entry
+        }
+        return actions + due(now: now)
+    }
+
+    /// Fetch `generation` for `interface` ended: the API's answer, or why there is none to take.
+    public mutating func fetched(interface: String, generation: UInt64, _ result: Result<CapportAnswer, StrictJSON.Malformed>,
+                                 now: UInt64) -> (changed: Bool, actions: [Action]) {
+        guard var entry = entries[interface], entry.running == generation else { return (false, []) }
+        let before = entry.answer
+        entry.running = nil
+        var actions: [Action] = []
+        switch result {
+        case .success(let answer):
+            entry.answer = answer
+            if answer.captive {
+                entry.nextAt = now &+ Self.captiveRefreshNanoseconds
+            } else {
+                var wait = Self.refreshNanoseconds
+                if let seconds = answer.secondsRemaining {
+                    let early = seconds > Self.marginSeconds ? (seconds - Self.marginSeconds) * 1_000_000_000 : 0
+                    wait = max(Self.captiveRefreshNanoseconds, min(wait, early))
+                }
+                entry.nextAt = now &+ wait
+            }
+            if before?.captive != answer.captive {
+                actions.append(.log("\(interface): the captive-portal API says " + (answer.captive ? "captive: sign in at \(answer.userPortalURL ?? "")" : "not captive")))
+            }
+        case .failure(let why):
+            entry.answer = nil
+            entry.nextAt = now &+ (before?.captive == true ? Self.captiveRefreshNanoseconds : Self.retryNanoseconds)
+            actions.append(.log("\(interface): captive-portal API \(entry.uri) ignored: \(why.text)"))
+        }
+        entries[interface] = entry
+        return (before != entry.answer, actions)
+    }
+
+    public mutating func handleTimeout(now: UInt64) -> [Action] {
+        due(now: now)
+    }
+
+    private mutating func due(now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        for (interface, entry) in entries.sorted(by: { $0.key < $1.key }) {
+            guard entry.running == nil, let at = entry.nextAt, at <= now else { continue }
+            generation &+= 1
+            entries[interface]?.running = generation
+            entries[interface]?.nextAt = nil
+            actions.append(.fetch(interface: interface, uri: entry.uri, generation: generation))
+        }
+        return actions
+    }
+}
+
+/// One interface's captive-portal API as the targets see it.
+public struct PortalAPIFacts: Equatable, Sendable {
+    public var uri: String
+    public var answer: CapportAnswer?
+
+    public init(uri: String, answer: CapportAnswer? = nil) {
+        self.uri = uri
+        self.answer = answer
+    }
+}
