@@ -81,8 +81,8 @@ static int load(void) {
     FIND(easy_getinfo, "curl_easy_getinfo")
     FIND(slist_append, "curl_slist_append")
     FIND(slist_free_all, "curl_slist_free_all")
-    /* Plain HTTP only: no TLS library to initialise. */
-    if (api.global_init(CURL_GLOBAL_NOTHING) != CURLE_OK) {
+    /* TLS (for SecureCheckURL and the captive-portal API) is set up by libcurl on its own since 7.57. */
+    if (api.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(failure, sizeof failure, "curl_global_init failed");
         return 0;
     }
@@ -132,6 +132,10 @@ CURLcode CCurl_easy_setopt_slist(CURL *easy, CURLoption option, struct curl_slis
 CURLcode CCurl_easy_set_write(CURL *easy, CCurl_write_callback callback, void *context) {
     CURLcode code = api.easy_setopt(easy, CURLOPT_WRITEFUNCTION, callback);
     return code != CURLE_OK ? code : api.easy_setopt(easy, CURLOPT_WRITEDATA, context);
+}
+CURLcode CCurl_easy_set_header(CURL *easy, CCurl_header_callback callback, void *context) {
+    CURLcode code = api.easy_setopt(easy, CURLOPT_HEADERFUNCTION, callback);
+    return code != CURLE_OK ? code : api.easy_setopt(easy, CURLOPT_HEADERDATA, context);
 }
 CURLcode CCurl_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) { return api.easy_getinfo(easy, info, value); }
 CURLcode CCurl_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value) {

@@ -86,7 +86,7 @@ public final class LinkFactsWatch {
                                          path: "/org/freedesktop/ModemManager1", interfaces: [LinkFactsTable.modemInterface],
                                          objectLimit: 256)
         let devices = RemoteObjectManager(connection: connection, service: Self.networkManager, path: "/org/freedesktop",
-                                          interfaces: [LinkFactsTable.deviceInterface], objectLimit: 1024)
+                                          interfaces: [LinkFactsTable.deviceInterface, LinkFactsTable.dhcp4Interface], objectLimit: 1024)
         modems.onChange = { [unowned self] in update() }
         devices.onChange = { [unowned self] in update() }
         self.modems = modems
@@ -138,8 +138,8 @@ public final class LinkFactsWatch {
 
     private func update() {
         guard let modems, let devices else { return }
-        describe("ModemManager", modems, noun: "modem")
-        describe("NetworkManager", devices, noun: "device")
+        describe("ModemManager", modems, noun: "modem", interface: LinkFactsTable.modemInterface)
+        describe("NetworkManager", devices, noun: "device", interface: LinkFactsTable.deviceInterface)
         let new = LinkFactsTable(modems: modems.objects.values, devices: devices.objects.values)
         if new != table {
             table = new
@@ -151,9 +151,9 @@ public final class LinkFactsWatch {
         }
     }
 
-    private func describe(_ service: String, _ manager: RemoteObjectManager, noun: String) {
+    private func describe(_ service: String, _ manager: RemoteObjectManager, noun: String, interface: String) {
         guard manager.isReady else { return }
-        let count = manager.objects.count
+        let count = manager.objects.values.filter { $0.interfaces[interface] != nil }.count
         let text = "\(service): " + (!manager.hasOwner ? "not running"
                                      : "\(count) \(noun)\(count == 1 ? "" : "s")")
         guard described[service] != text else { return }

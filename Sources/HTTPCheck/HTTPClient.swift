@@ -3,7 +3,28 @@ import EventLoop
 import MonitorRules
 import ProbeRules
 
-/// Plain HTTP GETs with libcurl's multi-socket interface, driven by the MainLoop
+/// What one GET asks beyond the URL: the scheme it may use, the authorities it trusts, a few headers.
+public struct HTTPRequestOptions: Equatable, Sendable {
+    /// https only, the certificate and name verified (else http only).
+    public var secure = false
+    /// A PEM bundle trusted instead of the system's (secure requests only); nil: the system's.
+    public var caFile: String?
+    /// Request headers beyond Host, User-Agent and Connection (`Name: value`, printable ASCII).
+    public var headers: [String] = []
+    /// Keep the body (up to `bodyLimit` bytes) rather than only count it.
+    public var keepBody = false
+    public var bodyLimit = 64 * 1024
+
+    public init(secure: Bool = false, caFile: String? = nil, headers: [String] = [], keepBody: Bool = false, bodyLimit: Int = 64 * 1024) {
+        self.secure = secure
+        self.caFile = caFile
+        self.headers = headers
+        self.keepBody = keepBody
+        self.bodyLimit = bodyLimit
+    }
+}
+
+/// HTTP(S) GETs with libcurl's multi-socket interface, driven by the MainLoop
 /// (as libdbus's watches and timeouts are): curl says which sockets to watch and
 /// when to wake it; no thread of ours, no blocking call, no polling timer. The caller
 /// resolves the URL's host and pins the address, so curl starts no resolver thread
@@ -14,7 +35,6 @@ public final class HTTPClient {
     private var sources: [Int32: IOSource] = [:]
     private var timer: LoopTimer?
     private var transfers: [UnsafeMutableRawPointer: HTTPRequest] = [:]
-    private var headers: UnsafeMutablePointer<curl_slist>?
 
     public static let userAgent = "netobserver"
 
@@ -25,9 +45,6 @@ public final class HTTPClient {
         guard CCurl_load() != 0 else { throw .unavailable(String(cString: CCurl_load_error())) }
         guard let multi = CCurl_multi_init() else { throw .unavailable("curl_multi_init failed") }
         self.multi = multi
-        // Nothing beyond the request line, Host, User-Agent and this: no Accept, no cookies.
-        headers = CCurl_slist_append(nil, "Connection: close")
-        headers = CCurl_slist_append(headers, "Accept:")
         let context = Unmanaged.passUnretained(self).toOpaque()
         guard CCurl_multi_set_callbacks(multi, socketCallback, timerCallback, context) == CURLM_OK else {
             CCurl_multi_cleanup(multi)
@@ -44,7 +61,6 @@ public final class HTTPClient {
         if let timer { loop.cancel(timer) }
         sources.values.forEach { loop.remove($0) }
         CCurl_multi_cleanup(multi)
-        CCurl_slist_free_all(headers)
     }
 
     /// Whether curl resolves names off the loop's thread (its threaded resolver or c-ares).
@@ -68,18 +84,28 @@ public final class HTTPClient {
         var entry: String { "\(host):\(port):" + (address.contains(":") ? "[\(address)]" : address) }
     }
 
-    /// One GET of `url` (http only, no redirect followed, at most `bodyLimit` body bytes read,
-    /// `timeoutMilliseconds` in all); `completion` runs on the loop once, unless cancelled.
+    /// One GET of `url` (no redirect followed, no cookie kept, at most `options.bodyLimit` body bytes
+    /// read, `timeoutMilliseconds` in all); `completion` runs on the loop once, unless cancelled.
     /// `pinnedTo`: the URL's host name is this address (curl then looks nothing up).
-    public func get(_ url: String, pinnedTo pin: Pin? = nil, timeoutMilliseconds: Int, bodyLimit: Int = 64 * 1024,
+    public func get(_ url: String, pinnedTo pin: Pin? = nil, timeoutMilliseconds: Int, options: HTTPRequestOptions = HTTPRequestOptions(),
                     completion: @escaping (CheckAnswer) -> Void) -> HTTPRequest? {
         guard let easy = CCurl_easy_init() else { return nil }
         let resolve = pin.map { CCurl_slist_append(nil, $0.entry) } ?? nil
-        let request = HTTPRequest(client: self, easy: easy, bodyLimit: bodyLimit, resolve: resolve, completion: completion)
+        // Nothing beyond the request line, Host, User-Agent, these and the caller's: no Accept unless asked, no cookies.
+        var headers = CCurl_slist_append(nil, "Connection: close")
+        if !options.headers.contains(where: { $0.lowercased().hasPrefix("accept:") }) { headers = CCurl_slist_append(headers, "Accept:") }
+        for header in options.headers { headers = CCurl_slist_append(headers, header) }
+        let request = HTTPRequest(client: self, easy: easy, bodyLimit: options.bodyLimit, keepBody: options.keepBody, resolve: resolve,
+                                  headers: headers, completion: completion)
         let context = Unmanaged.passUnretained(request).toOpaque()
-        let options: [CURLcode] = [
+        let secure: [CURLcode] = options.secure ? [
+            CCurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1),
+            CCurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2),
+            options.caFile.map { CCurl_easy_setopt_string(easy, CURLOPT_CAINFO, $0) } ?? CURLE_OK,
+        ] : []
+        let settings: [CURLcode] = secure + [
             CCurl_easy_setopt_string(easy, CURLOPT_URL, url),
-            CCurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http"),
+            CCurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, options.secure ? "https" : "http"),
             CCurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
             CCurl_easy_setopt_string(easy, CURLOPT_USERAGENT, Self.userAgent),
             CCurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers),
@@ -92,9 +118,10 @@ public final class HTTPClient {
             CCurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds),
             CCurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
             CCurl_easy_set_write(easy, writeCallback, context),
+            CCurl_easy_set_header(easy, headerCallback, context),
             resolve.map { CCurl_easy_setopt_slist(easy, CURLOPT_RESOLVE, $0) } ?? CURLE_OK,
         ]
-        guard options.allSatisfy({ $0 == CURLE_OK }), CCurl_multi_add_handle(multi, easy) == CURLM_OK else {
+        guard settings.allSatisfy({ $0 == CURLE_OK }), CCurl_multi_add_handle(multi, easy) == CURLM_OK else {
             CCurl_easy_cleanup(easy)
             request.detach()
             return nil
@@ -170,7 +197,7 @@ public final class HTTPClient {
         // Stopping at the body cap is ours, not a failure.
         let error = code == CURLE_OK || (code == CURLE_WRITE_ERROR && request.truncated) ? "" : describe(code)
         return CheckAnswer(transportError: error, status: status, location: location.map { String(cString: $0) } ?? "",
-                           bodyBytes: request.bodyBytes)
+                           bodyBytes: request.bodyBytes, echo: request.echo, body: request.body)
     }
 
     static func describe(_ code: CURLcode) -> String {
@@ -180,6 +207,9 @@ public final class HTTPClient {
         case CURLE_COULDNT_RESOLVE_HOST: "cannot resolve the check's host"
         case CURLE_GOT_NOTHING: "the server closed the connection without an answer"
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR: "the connection failed"
+        case CURLE_PEER_FAILED_VERIFICATION: "the server's certificate is not trusted"
+        case CURLE_SSL_CONNECT_ERROR: "the TLS handshake failed"
+        case CURLE_UNSUPPORTED_PROTOCOL: "the URL's scheme is not allowed here"
         default: CCurl_easy_strerror(code).map { String(cString: $0) } ?? "curl error \(code.rawValue)"
         }
     }
@@ -191,24 +221,35 @@ public final class HTTPRequest {
     private var easy: UnsafeMutableRawPointer?
     private var completion: ((CheckAnswer) -> Void)?
     let bodyLimit: Int
+    let keepBody: Bool
     fileprivate(set) var bodyBytes = 0
     fileprivate(set) var truncated = false
-    /// CURLOPT_RESOLVE's list: curl reads it until the handle is cleaned up, so it lives as long as this.
+    fileprivate(set) var body: [UInt8] = []
+    /// The final response's X-Netobserver-Echo value ("" when it had none).
+    fileprivate(set) var echo = ""
+    /// CURLOPT_RESOLVE's and CURLOPT_HTTPHEADER's lists: curl reads them until the handle is cleaned up,
+    /// so they live as long as this.
     private let resolve: UnsafeMutablePointer<curl_slist>?
+    private let headers: UnsafeMutablePointer<curl_slist>?
 
-    init(client: HTTPClient, easy: UnsafeMutableRawPointer, bodyLimit: Int, resolve: UnsafeMutablePointer<curl_slist>?,
-         completion: @escaping (CheckAnswer) -> Void) {
+    init(client: HTTPClient, easy: UnsafeMutableRawPointer, bodyLimit: Int, keepBody: Bool, resolve: UnsafeMutablePointer<curl_slist>?,
+         headers: UnsafeMutablePointer<curl_slist>?, completion: @escaping (CheckAnswer) -> Void) {
         self.client = client
         self.easy = easy
         self.bodyLimit = bodyLimit
+        self.keepBody = keepBody
         self.resolve = resolve
+        self.headers = headers
         self.completion = completion
     }
 
     deinit {
         // Every path that ends a transfer cleans its handle up first (or leaves it to the client's deinit,
-        // which detaches this request and cleans up before the list can go).
-        if easy == nil { CCurl_slist_free_all(resolve) }
+        // which detaches this request and cleans up before the lists can go).
+        if easy == nil {
+            CCurl_slist_free_all(resolve)
+            CCurl_slist_free_all(headers)
+        }
     }
 
     public func cancel() {
@@ -229,14 +270,32 @@ public final class HTTPRequest {
         completion?(answer)
     }
 
-    /// Counts body bytes; past the limit, stops the transfer (curl then reports a write error).
-    fileprivate func received(_ count: Int) -> Bool {
-        bodyBytes += count
+    /// Counts (and keeps, when asked) body bytes; past the limit, stops the transfer (curl then reports a write error).
+    fileprivate func received(_ data: UnsafeRawBufferPointer) -> Bool {
+        bodyBytes += data.count
         guard bodyBytes <= bodyLimit else {
             truncated = true
             return false
         }
+        if keepBody { body.append(contentsOf: data) }
         return true
+    }
+
+    /// One header line of a response. A status line starts a response over (after a 100 Continue, the
+    /// last one's headers count); the echo is taken only when short and printable.
+    fileprivate func header(_ line: UnsafeRawBufferPointer) {
+        let name = Array(CheckAnswer.echoHeader.lowercased().utf8) + [UInt8(ascii: ":")]
+        if line.starts(with: Array("HTTP/".utf8)) {
+            echo = ""
+            return
+        }
+        guard line.count > name.count, line.count <= name.count + 80,
+              zip(line.prefix(name.count), name).allSatisfy({ ($0 | 0x20) == $1 || $0 == $1 }) else { return }
+        var value = line.dropFirst(name.count)
+        while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+        while let last = value.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { value = value.dropLast() }
+        guard value.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return }
+        echo = String(decoding: value, as: UTF8.self)
     }
 }
 
@@ -257,5 +316,12 @@ private func writeCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ 
     guard let context else { return 0 }
     let request = Unmanaged<HTTPRequest>.fromOpaque(context).takeUnretainedValue()
     let bytes = size * count
-    return request.received(bytes) ? bytes : 0
+    return request.received(UnsafeRawBufferPointer(start: data, count: bytes)) ? bytes : 0
+}
+
+private func headerCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let context else { return 0 }
+    let bytes = size * count
+    Unmanaged<HTTPRequest>.fromOpaque(context).takeUnretainedValue().header(UnsafeRawBufferPointer(start: data, count: bytes))
+    return bytes
 }

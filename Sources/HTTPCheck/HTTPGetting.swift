@@ -4,7 +4,7 @@ import MonitorRules
 /// HTTPClient does it with libcurl; the driver tests stand in for it.
 public protocol HTTPGetting: AnyObject {
     /// nil when it could not start; `completion` runs on the loop unless the transfer is cancelled first.
-    func startGet(_ url: String, pinnedTo pin: HTTPClient.Pin?, timeoutMilliseconds: Int,
+    func startGet(_ url: String, pinnedTo pin: HTTPClient.Pin?, timeoutMilliseconds: Int, options: HTTPRequestOptions,
                   completion: @escaping (CheckAnswer) -> Void) -> (any HTTPTransfer)?
 }
 
@@ -24,9 +24,9 @@ public protocol HTTPClientSource: AnyObject {
 extension HTTPRequest: HTTPTransfer {}
 
 extension HTTPClient: HTTPGetting {
-    public func startGet(_ url: String, pinnedTo pin: Pin?, timeoutMilliseconds: Int,
+    public func startGet(_ url: String, pinnedTo pin: Pin?, timeoutMilliseconds: Int, options: HTTPRequestOptions,
                          completion: @escaping (CheckAnswer) -> Void) -> (any HTTPTransfer)? {
-        get(url, pinnedTo: pin, timeoutMilliseconds: timeoutMilliseconds, completion: completion)
+        get(url, pinnedTo: pin, timeoutMilliseconds: timeoutMilliseconds, options: options, completion: completion)
     }
 }
 

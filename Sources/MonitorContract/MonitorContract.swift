@@ -49,6 +49,12 @@ public enum MonitorContract {
         case nat64Prefix = "Nat64Prefix"
         case nat64Source = "Nat64Source"
         case ipv4Path = "Ipv4Path"
+        case portalAPI = "PortalAPI"
+        case portalVenueURL = "PortalVenueURL"
+        case portalSecondsRemaining = "PortalSecondsRemaining"
+        case secureCheckURL = "SecureCheckURL"
+        case checkEcho = "CheckEcho"
+        case partial = "Partial"
 
         public var name: String { rawValue }
 
@@ -57,9 +63,10 @@ public enum MonitorContract {
             case .status, .host, .interface, .address, .reason, .addressFamily, .accessTechnology,
                  .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence,
                  .connectivity4, .connectivity6, .address4, .address6, .reason4, .reason6, .nat64Prefix, .nat64Source,
-                 .ipv4Path: .string
-            case .reachable, .metered: .boolean
-            case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped, .roundTripTime4, .roundTripTime6: .uint64
+                 .ipv4Path, .portalAPI, .portalVenueURL, .secureCheckURL: .string
+            case .reachable, .metered, .checkEcho, .partial: .boolean
+            case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped, .roundTripTime4, .roundTripTime6,
+                 .portalSecondsRemaining: .uint64
             case .packetLoss: .double
             case .interval, .timeout, .failureThreshold, .recoveryThreshold: .uint32
             }
@@ -71,7 +78,8 @@ public enum MonitorContract {
         /// every burst of traffic: they ride along with loud changes only.
         public var changeMode: PropertyChangeMode {
             switch self {
-            case .roundTripTime, .packetLoss, .probesSent, .probesAnswered, .traffic, .probesSkipped, .roundTripTime4, .roundTripTime6: .quiet
+            case .roundTripTime, .packetLoss, .probesSent, .probesAnswered, .traffic, .probesSkipped, .roundTripTime4, .roundTripTime6,
+                 .portalSecondsRemaining: .quiet
             default: .emits
             }
         }
@@ -89,6 +97,8 @@ public enum MonitorContract {
             case .addressFamily: "family"
             case .checkURL: "check-url"
             case .evidence: "evidence"
+            case .secureCheckURL: "secure-check-url"
+            case .checkEcho: "check-echo"
             default: nil
             }
         }

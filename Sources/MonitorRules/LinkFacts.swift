@@ -6,11 +6,18 @@ public struct LinkFacts: Equatable, Sendable {
     public var generation: CellularGeneration?
     /// NetworkManager's device for the interface is metered (yes or guess-yes).
     public var meteredByNetworkManager = false
+    /// The captive-portal API URI the interface's DHCPv4 lease carried (option 114), as NetworkManager reports it.
+    public var dhcpPortalAPI: String?
+    /// The interface's captive-portal API (from a router advertisement, else DHCP) and what it last said.
+    public var portalAPI: PortalAPIFacts?
 
-    public init(isModem: Bool = false, generation: CellularGeneration? = nil, meteredByNetworkManager: Bool = false) {
+    public init(isModem: Bool = false, generation: CellularGeneration? = nil, meteredByNetworkManager: Bool = false,
+                dhcpPortalAPI: String? = nil, portalAPI: PortalAPIFacts? = nil) {
         self.isModem = isModem
         self.generation = generation
         self.meteredByNetworkManager = meteredByNetworkManager
+        self.dhcpPortalAPI = dhcpPortalAPI
+        self.portalAPI = portalAPI
     }
 }
 
@@ -25,5 +32,18 @@ public struct LinkFactsTable: Equatable, Sendable {
 
     public subscript(interface: String) -> LinkFacts? {
         interface.isEmpty ? nil : byInterface[interface]
+    }
+
+    /// This table with each interface's captive-portal API facts (the follower's) in place of what it had.
+    public func with(portalAPIs: [String: PortalAPIFacts]) -> LinkFactsTable {
+        var merged = byInterface
+        for name in merged.keys { merged[name]?.portalAPI = nil }
+        for (name, facts) in portalAPIs { merged[name, default: LinkFacts()].portalAPI = facts }
+        return LinkFactsTable(merged)
+    }
+
+    /// Each interface's DHCP-announced captive-portal API.
+    public var dhcpPortalAPIs: [String: String] {
+        byInterface.compactMapValues(\.dhcpPortalAPI)
     }
 }

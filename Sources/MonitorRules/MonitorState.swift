@@ -54,6 +54,13 @@ public struct MonitorState: Equatable, Sendable {
     public var probeMethod = ""
     /// Where a captive portal wants the user to sign in; "" unless Connectivity is `portal`.
     public var portalURL = ""
+    /// The captive-portal API the route's network announced (RFC 8910), "" when none; its `venue-info-url`
+    /// and `seconds-remaining` at the last answer (0 when not given).
+    public var portalAPI = ""
+    public var portalVenueURL = ""
+    public var portalSecondsRemaining: UInt64 = 0
+    /// The plain check gets the expected answer while the secure one fails.
+    public var partial = false
     /// What the machine's own TCP traffic says about the route to Host.
     public var traffic: Traffic = .none
     /// Scheduled probes skipped because traffic flowed, since the daemon started; only grows.

@@ -33,9 +33,13 @@ public enum StatusRules {
                              beyond: BeyondTheHost = BeyondTheHost(), previous: MonitorState) -> MonitorState {
         var state = pathState(host: host, resolution: resolution, route: route, probe: probe, previous: previous)
         state.probeMethod = probe.answeredBy?.rawValue ?? ""
-        connectivity(&state, resolution: resolution, route: route, beyond: beyond)
-        // The services' word on the route's link: a modem is cellular whatever its link type.
         let facts = linkFacts[state.interface]
+        let api = route?.usable == true ? facts?.portalAPI : nil
+        state.portalAPI = api?.uri ?? ""
+        state.portalVenueURL = api?.answer?.venueInfoURL ?? ""
+        state.portalSecondsRemaining = api?.answer?.secondsRemaining ?? 0
+        connectivity(&state, resolution: resolution, route: route, beyond: beyond, api: api?.answer)
+        // The services' word on the route's link: a modem is cellular whatever its link type.
         if state.status.isConnected, facts?.isModem == true { state.status = .cellular }
         state.accessTechnology = facts?.generation?.rawValue ?? ""
         state.metered = facts?.meteredByNetworkManager == true || facts?.isModem == true || state.status == .cellular
@@ -96,9 +100,11 @@ public enum StatusRules {
 
     /// Connectivity from the path's verdict, the check and DNS health; Status and Reason follow it.
     /// `none` wins, then `portal`, then `limited`.
+    /// `api`: what the network's captive-portal API last said (a portal from it goes before the check's).
     private static func connectivity(_ state: inout MonitorState, resolution: Resolution, route: ReachabilityVerdict?,
-                                     beyond: BeyondTheHost) {
+                                     beyond: BeyondTheHost, api: CapportAnswer?) {
         state.portalURL = ""
+        state.partial = false
         var connectivity: Connectivity
         switch state.status {
         case .unknown:
@@ -111,6 +117,13 @@ public enum StatusRules {
         }
         guard connectivity != .none else {
             state.connectivity = .none
+            return
+        }
+        if let api, api.captive, let url = api.userPortalURL {
+            state.connectivity = .portal
+            state.portalURL = url
+            state.status = .none
+            state.reason = "captive portal: sign in at \(url)"
             return
         }
         if case .portal(let url)? = beyond.check {
@@ -130,6 +143,13 @@ public enum StatusRules {
         } else if case .failed(let why)? = beyond.check {
             connectivity = .limited
             state.reason = "check \(beyond.checkURL) failed: \(why)"
+        } else if case .limited(let reason, let partial)? = beyond.check {
+            connectivity = .limited
+            state.reason = reason
+            state.partial = partial
+        } else if beyond.check == .intercepted {
+            connectivity = .limited
+            state.reason = CheckAnswer.intercepted(beyond.checkURL)
         } else if !beyond.checkURL.isEmpty && beyond.check == nil {
             connectivity = .unknown
             state.reason = "checking \(beyond.checkURL)"

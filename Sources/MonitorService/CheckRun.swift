@@ -6,11 +6,11 @@ import NetAddress
 import NetCore
 import Probe
 
-/// One run of the HTTP check, all within its time limit: the URL's host is resolved by
-/// the service's own resolver (off the loop, as Host is), an address leading into this
-/// machine is refused unless the administrator chose the URL, and libcurl is handed the
-/// address, so it never starts a resolver thread of its own (whose clean-up would block
-/// the loop when a lookup hangs).
+/// One GET for the checks or the captive-portal API, all within its time limit: the URL's host is
+/// resolved by the service's own resolver (off the loop, as Host is), an address leading into this
+/// machine is refused unless the administrator chose the URL, and libcurl is handed the address, so
+/// it never starts a resolver thread of its own (whose clean-up would block the loop when a lookup
+/// hangs). It ends with curl's answer, or one whose `transportError` says why there is none.
 final class CheckRun {
     private let loop: MainLoop
     private let resolver: HostResolver
@@ -19,7 +19,8 @@ final class CheckRun {
     private let limitMilliseconds: Int
     private var request: (any HTTPTransfer)?
     private var deadline: LoopTimer?
-    private var completion: ((CheckAnswer.Meaning) -> Void)?
+    private var completion: ((CheckAnswer) -> Void)?
+    private let options: HTTPRequestOptions
     private let isThisMachine: (IPAddress) -> Bool
 
     /// Starts checking `url`; `completion` runs on the loop once, on a later turn, unless cancelled.
@@ -27,10 +28,12 @@ final class CheckRun {
     /// administrator chose the URL). `first`: the lookup goes before other targets' (the default target's).
     /// `family`: the check runs over the URL host's first address in that family, or, when it has none
     /// there, over its first address (that family then takes the other's answer).
-    init(url: String, family: IPFamily? = nil, limitMilliseconds: Int, mayPointInward: Bool, isThisMachine: @escaping (IPAddress) -> Bool = { _ in false },
+    init(url: String, family: IPFamily? = nil, options: HTTPRequestOptions = HTTPRequestOptions(), limitMilliseconds: Int,
+         mayPointInward: Bool, isThisMachine: @escaping (IPAddress) -> Bool = { _ in false },
          first: Bool = false, loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?,
-         completion: @escaping (CheckAnswer.Meaning) -> Void) {
+         completion: @escaping (CheckAnswer) -> Void) {
         self.loop = loop
+        self.options = options
         self.resolver = resolver
         self.limitMilliseconds = limitMilliseconds
         self.completion = completion
@@ -47,8 +50,8 @@ final class CheckRun {
                                                                 : "timed out"
             finish(.failed(why))
         }
-        guard let target else {
-            finishLater(.failed("the check URL is not valid"))
+        guard let target, target.secure == options.secure else {
+            finishLater(.failed("the URL is not valid"))
             return
         }
         guard let client = http?.getter else {
@@ -107,21 +110,31 @@ final class CheckRun {
         let spent = Int((loop.now() &- started) / 1_000_000)
         let left = max(1, limitMilliseconds - spent)
         let pinned = target.literal == nil ? HTTPClient.Pin(host: target.host, port: target.port, address: address.description) : nil
-        request = client.startGet(url, pinnedTo: pinned, timeoutMilliseconds: left) { [weak self] answer in
+        request = client.startGet(url, pinnedTo: pinned, timeoutMilliseconds: left, options: options) { [weak self] answer in
             guard let self else { return }
             request = nil
-            finish(answer.meaning(checkURL: url))
+            finish(answer)
         }
         if request == nil { finishLater(.failed("the check could not start")) }
     }
 
-    private func finishLater(_ meaning: CheckAnswer.Meaning) {
-        loop.atEndOfTurn { [weak self] in self?.finish(meaning) }
+    private func finishLater(_ failure: Failure) {
+        loop.atEndOfTurn { [weak self] in self?.finish(failure) }
     }
 
-    private func finish(_ meaning: CheckAnswer.Meaning) {
+    private func finish(_ failure: Failure) {
+        finish(CheckAnswer(transportError: failure.why))
+    }
+
+    private func finish(_ answer: CheckAnswer) {
         guard let completion else { return }
         cancel()
-        completion(meaning)
+        completion(answer)
+    }
+
+    /// Why there is no answer from the server.
+    private struct Failure {
+        let why: String
+        static func failed(_ why: String) -> Failure { Failure(why: why) }
     }
 }

@@ -5,9 +5,12 @@
 public enum CheckURL {
     public static let longest = 1024
     static let scheme = "http://"
+    static let secureScheme = "https://"
 
-    public static func isValid(_ url: String) -> Bool {
+    /// CheckURL's rule; `secure`: SecureCheckURL's, the same with `https://`.
+    public static func isValid(_ url: String, secure: Bool = false) -> Bool {
         if url.isEmpty { return true }
+        let scheme = secure ? secureScheme : scheme
         guard url.utf8.count <= longest, url.hasPrefix(scheme) else { return false }
         let rest = url.utf8.dropFirst(scheme.utf8.count)
         let slash = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex

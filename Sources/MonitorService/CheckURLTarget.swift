@@ -8,13 +8,17 @@ public struct CheckURLTarget: Equatable, Sendable {
     public let port: UInt16
     public let literal: IPAddress?
 
-    /// nil for "" or a URL `CheckURL.isValid` refuses.
+    /// Whether the URL is https.
+    public let secure: Bool
+
+    /// nil for "" or a URL `CheckURL.isValid` refuses (as CheckURL, or as SecureCheckURL when https).
     public init?(_ url: String) {
-        guard !url.isEmpty, CheckURL.isValid(url) else { return nil }
-        let rest = url.utf8.dropFirst(CheckURL.scheme.utf8.count)
-        let authority = Substring(rest.prefix { $0 != UInt8(ascii: "/") })
+        secure = url.hasPrefix(CheckURL.secureScheme)
+        guard !url.isEmpty, CheckURL.isValid(url, secure: secure) else { return nil }
+        let rest = url.utf8.dropFirst((secure ? CheckURL.secureScheme : CheckURL.scheme).utf8.count)
+        let authority = Substring(rest.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") })
         var host = authority
-        var port: UInt16 = 80
+        var port: UInt16 = secure ? 443 : 80
         if authority.hasPrefix("[") {
             guard let close = authority.firstIndex(of: "]") else { return nil }
             host = authority[authority.index(after: authority.startIndex)..<close]

@@ -31,7 +31,9 @@ public final class ConnectivityMonitor {
     private lazy var driver = TargetDriver(core: initialCore, world: self) { IPAddress($0) }
     /// Shared by every target; libcurl is loaded on the first check.
     private let http: (any HTTPClientSource)?
-    private var checks: [CheckRun?] = [nil, nil]
+    /// The authorities the secure check trusts instead of the system's (--ca-file); nil: the system's.
+    private let caFile: String?
+    private var checks: [CheckPairRun?] = [nil, nil]
     /// Shared by every target; nil when the kernel's sock_diag cannot be opened (every sample then fails).
     private let trafficSampler: TrafficSampler?
     /// At the core's next wake-up.
@@ -45,6 +47,7 @@ public final class ConnectivityMonitor {
     /// `transports` and `routeWatches`: stand-ins for the sockets, IPv4's then IPv6's (driver tests); without them, real ones.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
                 sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: (any HTTPClientSource)? = nil,
+                caFile: String? = nil,
                 dnsRefreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds, resolvesFirst: Bool = false,
                 classifier: InterfaceClassifier = InterfaceClassifier(), trafficSampler: TrafficSampler? = nil,
                 transports: [any ProbeTransporting]? = nil, routeWatches: [any RouteWatch]? = nil) throws(SystemError) {
@@ -53,6 +56,7 @@ public final class ConnectivityMonitor {
         self.resolvesFirst = resolvesFirst
         self.model = model
         self.http = http
+        self.caFile = caFile
         wakeup = WakeupTimer(loop: loop)
         if let resolver {
             self.resolver = resolver
@@ -118,7 +122,7 @@ public final class ConnectivityMonitor {
 
     /// Starts resolving the Host; call once the model is exported.
     public func start() {
-        handle(.start(checkURL: model.settings.checkURL))
+        handle(.start(checkURL: Self.checkShown(model.settings)))
     }
 
     /// ModemManager or NetworkManager changed what they say about links.
@@ -142,9 +146,15 @@ public final class ConnectivityMonitor {
             handle(.targetChanged(host: model.settings.host, family: model.settings.family))
         case .interval, .timeout, .failureThreshold, .recoveryThreshold, .evidence:
             handle(.probeSettings(Self.probeSettings(model.settings)))
-        case .checkURL:
-            handle(.checkURL(model.settings.checkURL))
+        case .checkURL, .secureCheckURL, .checkEcho:
+            handle(.checkURL(Self.checkShown(model.settings)))
         }
+    }
+
+    /// The URL that stands for the check in the core (and in Reason while it runs): CheckURL, else
+    /// SecureCheckURL; "" when both are off. What else the check is made of, the driver reads when it runs.
+    static func checkShown(_ settings: MonitorSettings) -> String {
+        settings.checkURL.isEmpty ? settings.secureCheckURL : settings.checkURL
     }
 
     static func probeSettings(_ settings: MonitorSettings) -> ProbeSettings {
@@ -162,6 +172,8 @@ public final class ConnectivityMonitor {
         case .expected: "answered as expected"
         case .portal(let url): "captive portal at \(url)"
         case .failed(let why): why
+        case .intercepted: "answered without the echo (intercepted)"
+        case .limited(let reason, _): reason
         }
     }
 }
@@ -214,9 +226,11 @@ extension ConnectivityMonitor: TargetWorld {
     public func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds limit: UInt32) {
         let index = TargetCore.index(of: family)
         checks[index]?.cancel()
-        checks[index] = CheckRun(url: url, family: family, limitMilliseconds: Int(limit),
-                                 mayPointInward: model.settings.checkURLMayPointInward, isThisMachine: model.isThisMachine,
-                                 first: resolvesFirst, loop: loop, resolver: resolver, http: http) { [weak self] meaning in
+        let settings = model.settings
+        let check = CheckPairRun.CheckSettings(url: settings.checkURL, secureURL: settings.secureCheckURL, echo: settings.checkEcho,
+                                               caFile: caFile, mayPointInward: settings.checkURLMayPointInward)
+        checks[index] = CheckPairRun(check, family: family, limitMilliseconds: Int(limit), isThisMachine: model.isThisMachine,
+                                     first: resolvesFirst, loop: loop, resolver: resolver, http: http) { [weak self] meaning in
             guard let self else { return }
             checks[index] = nil
             Log.info("check \(url) over \(family): \(Self.describe(meaning))")

@@ -5,6 +5,7 @@ import EventLoop
 import Glibc
 import HTTPCheck
 import MonitorContract
+import MonitorRules
 import Probe
 import ProbeRules
 import Reachability
@@ -98,6 +99,8 @@ final class Service {
     private let budget: PendingBudget
     /// ModemManager and NetworkManager on the system bus (followed again whenever it comes back).
     private var linkFacts: LinkFactsWatch?
+    /// The captive-portal APIs the networks announce, asked for every target.
+    private var capport: CapportWatch?
     private var targets: TargetSet?
     private var saver: StateSaver?
     /// What the state file holds of the default target (or will once saved): values Set over
@@ -150,7 +153,7 @@ final class Service {
                 Log.warning("cannot watch the kernel's routes: \(error)")
             }
             connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
-                                                   probeSockets: probeSockets, http: http,
+                                                   probeSockets: probeSockets, http: http, caFile: options.caFile,
                                                    dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
                                                    resolvesFirst: true, trafficSampler: trafficSampler)
         } catch {
@@ -174,6 +177,9 @@ final class Service {
             loop.quit(status: 1)
         }
         linkFacts = LinkFactsWatch(loop: loop)
+        capport = CapportWatch(loop: loop, resolver: resolver, http: http, caFile: options.caFile) { [model] in
+            Int(PortalCheck.limitMilliseconds(timeout: model.settings.timeout))
+        }
     }
 
     deinit {
@@ -181,6 +187,7 @@ final class Service {
         // apart while it still exists.
         connection.close()
         linkFacts = nil
+        capport = nil
         saver = nil
         targets = nil
     }
@@ -229,13 +236,17 @@ final class Service {
                                      persisted: restoredValues) { [loop, resolver, probeSockets, http, options,
                                                                    routes, trafficSampler] model throws(SystemError) in
             try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
-                                    probeSockets: probeSockets, http: http, dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
+                                    probeSockets: probeSockets, http: http, caFile: options.caFile,
+                                    dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
                                     trafficSampler: trafficSampler)
         }
         let targets = objects.targets
         self.targets = targets
         exportTargets(targets)
-        linkFacts?.onChange = { [unowned self] table in self.targets?.linkFactsChanged(table) }
+        capport?.onChange = { [unowned self] table in self.targets?.linkFactsChanged(table) }
+        linkFacts?.onChange = { [unowned self] table in capport?.linkFactsChanged(table) }
+        routes?.onPortalAPIsChanged = { [unowned self] uris in capport?.routersAnnounced(uris) }
+        if let uris = routes?.portalAPIs, !uris.isEmpty { capport?.routersAnnounced(uris) }
         linkFacts?.onNews = { Log.info($0) }
         linkFacts?.onReady = { Log.info("modems and metered links: first view complete") }
         linkFacts?.start()

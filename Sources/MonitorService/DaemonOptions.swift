@@ -16,6 +16,8 @@ public struct DaemonOptions: Equatable, Sendable {
     public var targets: [String] = []
     /// How often a Host name that answers is looked up again (DNS health).
     public var dnsRefreshSeconds: UInt32 = 300
+    /// A PEM bundle the secure check and the captive-portal API trust instead of the system's.
+    public var caFile: String?
 
     public init() {}
 
@@ -36,6 +38,7 @@ public struct DaemonOptions: Equatable, Sendable {
         Usage: netobserverd [--system | --session | --address ADDRESS]
                             [--host HOST] [--interval MS] [--timeout MS] [--failures N] [--recoveries N]
                             [--family any|ipv4|ipv6] [--check-url URL] [--evidence probes|traffic]
+                            [--secure-check-url URL] [--check-echo] [--ca-file PATH]
                             [--target HOST]... [--dns-refresh S]
                             [--state-dir DIR] [--user NAME]
                             [--replace] [--verbose] [--version] [--help]
@@ -53,6 +56,13 @@ public struct DaemonOptions: Equatable, Sendable {
           --family FAMILY      any, ipv4 or ipv6 (default any)
           --check-url URL      an http:// URL answering 204, to tell the Internet from a captive portal
                                (default "": off)
+          --secure-check-url URL
+                               an https:// URL answering 204, fetched beside the check with certificate
+                               verification: HTTPS blocked or broken on the way reads limited (default "": off)
+          --check-echo         every check carries a random nonce, and only a 204 echoing it in
+                               X-Netobserver-Echo is the expected answer (a middlebox cannot fake it)
+          --ca-file PATH       a PEM bundle trusted instead of the system's for the secure check and the
+                               networks' captive-portal APIs
           --evidence E         probes (default), or traffic: while this machine's own TCP traffic to
                                remotes routed like HOST flows, the scheduled probe is skipped
           --target HOST        one more target to watch, at /org/netobserver/Monitor/N (repeatable; not kept)
@@ -131,6 +141,20 @@ public struct DaemonOptions: Equatable, Sendable {
                     throw UsageError(message: "--dns-refresh: '\(MonitorSettings.printable(text))' is not 1–86400 seconds")
                 }
                 options.dnsRefreshSeconds = seconds
+            case "--ca-file":
+                let path = try value(for: flag, inline: inline)
+                guard path.hasPrefix("/"), path.utf8.count <= 4096 else {
+                    throw UsageError(message: "--ca-file: '\(MonitorSettings.printable(path))' is not an absolute path")
+                }
+                options.caFile = path
+            case "--check-echo":
+                let text = inline ?? "true"
+                do {
+                    try options.settings.set(.checkEcho, text: text, name: flag)
+                } catch {
+                    throw UsageError(message: error.message)
+                }
+                options.flagged.insert(.checkEcho)
             case "--replace": options.replace = true
             case "--verbose": options.verbose = true
             default:
@@ -146,7 +170,7 @@ public struct DaemonOptions: Equatable, Sendable {
                 }
                 options.flagged.insert(key)
             }
-            if inline != nil && !["--address", "--state-dir", "--user", "--target", "--dns-refresh"].contains(flag)
+            if inline != nil && !["--address", "--state-dir", "--user", "--target", "--dns-refresh", "--ca-file"].contains(flag)
                 && MonitorSettings.Key.allCases.first(where: { $0.flag == flag }) == nil {
                 throw UsageError(message: "\(flag) takes no value")
             }

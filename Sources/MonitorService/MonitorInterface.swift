@@ -17,6 +17,8 @@ public enum MonitorInterface {
                     try model.set(key) { (settings: inout MonitorSettings) throws(SettingError) in
                         if let number = value.uint32Value {
                             try settings.set(key, number: number)
+                        } else if let flag = value.boolValue {
+                            try settings.set(key, text: flag ? "true" : "false")
                         } else {
                             try settings.set(key, text: value.stringValue ?? "", isThisMachine: model.isThisMachine)
                         }
@@ -87,6 +89,12 @@ extension MonitorModel {
         case .nat64Prefix: .string(state.nat64Prefix)
         case .nat64Source: .string(state.nat64Source)
         case .ipv4Path: .string(state.ipv4Path)
+        case .portalAPI: .string(state.portalAPI)
+        case .portalVenueURL: .string(state.portalVenueURL)
+        case .portalSecondsRemaining: .uint64(state.portalSecondsRemaining)
+        case .secureCheckURL: .string(settings.secureCheckURL)
+        case .checkEcho: .boolean(settings.checkEcho)
+        case .partial: .boolean(state.partial)
         }
     }
 }

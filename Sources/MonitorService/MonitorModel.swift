@@ -87,7 +87,8 @@ public final class MonitorModel {
         let changed = new.changedKeys(from: settings)
         for key in changed {
             try? set(key) { (settings: inout MonitorSettings) throws(SettingError) in
-                try settings.set(key, text: new.text(key), fromAdministrator: new.checkURLMayPointInward)
+                try settings.set(key, text: new.text(key),
+                                 fromAdministrator: key == .secureCheckURL ? new.secureCheckURLMayPointInward : new.checkURLMayPointInward)
             }
         }
         return changed

@@ -31,6 +31,10 @@ extension MonitorState {
         if nat64Prefix != old.nat64Prefix { changed.append(.nat64Prefix) }
         if nat64Source != old.nat64Source { changed.append(.nat64Source) }
         if ipv4Path != old.ipv4Path { changed.append(.ipv4Path) }
+        if portalAPI != old.portalAPI { changed.append(.portalAPI) }
+        if portalVenueURL != old.portalVenueURL { changed.append(.portalVenueURL) }
+        if portalSecondsRemaining != old.portalSecondsRemaining { changed.append(.portalSecondsRemaining) }
+        if partial != old.partial { changed.append(.partial) }
         return changed
     }
 }

@@ -25,6 +25,12 @@ public struct MonitorSettings: Equatable, Sendable {
     public var checkURLMayPointInward = false
     /// Whether flowing traffic may stand in for scheduled probes.
     public var evidence: Evidence = .probes
+    /// "" turns the secure check off.
+    public var secureCheckURL = ""
+    /// As `checkURLMayPointInward`, for SecureCheckURL.
+    public var secureCheckURLMayPointInward = false
+    /// Every check carries a nonce only the real server echoes.
+    public var checkEcho = false
 
     public init() {}
 
@@ -34,7 +40,7 @@ public struct MonitorSettings: Equatable, Sendable {
 
     /// One writable setting: its D-Bus property (name, type), command-line flag and range.
     public enum Key: CaseIterable, Sendable {
-        case host, interval, timeout, failureThreshold, recoveryThreshold, family, checkURL, evidence
+        case host, interval, timeout, failureThreshold, recoveryThreshold, family, checkURL, evidence, secureCheckURL, checkEcho
 
         public var property: MonitorContract.Property {
             switch self {
@@ -46,6 +52,8 @@ public struct MonitorSettings: Equatable, Sendable {
             case .family: .addressFamily
             case .checkURL: .checkURL
             case .evidence: .evidence
+            case .secureCheckURL: .secureCheckURL
+            case .checkEcho: .checkEcho
             }
         }
 
@@ -69,6 +77,8 @@ public struct MonitorSettings: Equatable, Sendable {
             case .family: AddressFamily.allCases.map(\.rawValue).joined(separator: ", ")
             case .evidence: Evidence.allCases.map(\.rawValue).joined(separator: ", ")
             case .checkURL: "\"\" (off) or an http:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
+            case .secureCheckURL: "\"\" (off) or an https:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
+            case .checkEcho: "true, false"
             }
         }
 
@@ -77,7 +87,7 @@ public struct MonitorSettings: Equatable, Sendable {
             case .interval: MonitorSettings.intervalRange
             case .timeout: MonitorSettings.timeoutRange
             case .failureThreshold, .recoveryThreshold: MonitorSettings.thresholdRange
-            case .host, .family, .checkURL, .evidence: nil
+            case .host, .family, .checkURL, .evidence, .secureCheckURL, .checkEcho: nil
             }
         }
     }
@@ -112,8 +122,9 @@ public struct MonitorSettings: Equatable, Sendable {
                 throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             self.evidence = evidence
-        case .checkURL:
-            guard CheckURL.isValid(text) else {
+        case .checkURL, .secureCheckURL:
+            let secure = key == .secureCheckURL
+            guard CheckURL.isValid(text, secure: secure) else {
                 throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             if !fromAdministrator, let target = CheckURLTarget(text),
@@ -121,8 +132,18 @@ public struct MonitorSettings: Equatable, Sendable {
                 throw SettingError(message: "\(label): '\(Self.printable(text))' points into this machine or its link "
                                    + "(loopback, link-local, unspecified, multicast and this machine's own addresses are refused)")
             }
-            checkURL = text
-            checkURLMayPointInward = fromAdministrator
+            if secure {
+                secureCheckURL = text
+                secureCheckURLMayPointInward = fromAdministrator
+            } else {
+                checkURL = text
+                checkURLMayPointInward = fromAdministrator
+            }
+        case .checkEcho:
+            guard let flag = ["true": true, "false": false][text] else {
+                throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+            }
+            checkEcho = flag
         default:
             break
         }
@@ -142,7 +163,7 @@ public struct MonitorSettings: Equatable, Sendable {
         case .timeout: timeout = number
         case .failureThreshold: failureThreshold = number
         case .recoveryThreshold: recoveryThreshold = number
-        case .host, .family, .checkURL, .evidence: break
+        case .host, .family, .checkURL, .evidence, .secureCheckURL, .checkEcho: break
         }
     }
 
@@ -157,6 +178,8 @@ public struct MonitorSettings: Equatable, Sendable {
         case .family: family.rawValue
         case .checkURL: checkURL
         case .evidence: evidence.rawValue
+        case .secureCheckURL: secureCheckURL
+        case .checkEcho: checkEcho ? "true" : "false"
         }
     }
 
@@ -200,6 +223,9 @@ extension MonitorSettings {
 
     /// The keys whose values differ from `other`'s.
     public func changedKeys(from other: MonitorSettings) -> [Key] {
-        Key.allCases.filter { text($0) != other.text($0) || ($0 == .checkURL && checkURLMayPointInward != other.checkURLMayPointInward) }
+        Key.allCases.filter {
+            text($0) != other.text($0) || ($0 == .checkURL && checkURLMayPointInward != other.checkURLMayPointInward)
+                || ($0 == .secureCheckURL && secureCheckURLMayPointInward != other.secureCheckURLMayPointInward)
+        }
     }
 }

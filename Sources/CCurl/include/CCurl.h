@@ -36,6 +36,8 @@ CURLcode CCurl_easy_setopt_string(CURL *easy, CURLoption option, const char *val
 CURLcode CCurl_easy_setopt_slist(CURL *easy, CURLoption option, struct curl_slist *value);
 typedef size_t (*CCurl_write_callback)(char *data, size_t size, size_t count, void *context);
 CURLcode CCurl_easy_set_write(CURL *easy, CCurl_write_callback callback, void *context);
+typedef size_t (*CCurl_header_callback)(char *data, size_t size, size_t count, void *context);
+CURLcode CCurl_easy_set_header(CURL *easy, CCurl_header_callback callback, void *context);
 CURLcode CCurl_easy_getinfo_long(CURL *easy, CURLINFO info, long *value);
 CURLcode CCurl_easy_getinfo_string(CURL *easy, CURLINFO info, const char **value);
 
