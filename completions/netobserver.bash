@@ -48,11 +48,13 @@ _netobserver() {
         metrics) COMPREPLY=($(compgen -W "--textfile" -- "$cur")) ;;
         set)
             if [ "$prev" = set ]; then
-                COMPREPLY=($(compgen -W "host interval timeout failures recoveries family check-url evidence" -- "$cur"))
+                COMPREPLY=($(compgen -W "host interval timeout failures recoveries family check-url secure-check-url check-echo evidence" -- "$cur"))
             elif [ "$prev" = family ]; then
                 COMPREPLY=($(compgen -W "any ipv4 ipv6" -- "$cur"))
             elif [ "$prev" = evidence ]; then
                 COMPREPLY=($(compgen -W "probes traffic" -- "$cur"))
+            elif [ "$prev" = check-echo ]; then
+                COMPREPLY=($(compgen -W "true false" -- "$cur"))
             fi
             ;;
     esac

@@ -59,6 +59,14 @@ public enum PrometheusText {
                "Scheduled probes skipped because traffic flowed (Evidence traffic), since the service started.") { labels, s in
             ["{\(labels)} \(s.ProbesSkipped)"]
         }
+        family("netobserver_partial", "gauge",
+               "1 while the plain check passes and the secure one fails (HTTPS blocked or broken on the way), else 0.") { labels, s in
+            ["{\(labels)} \(s.Partial ? 1 : 0)"]
+        }
+        family("netobserver_portal_seconds_remaining", "gauge",
+               "The network's captive-portal API's seconds-remaining at its last answer (0 when not given).") { labels, s in
+            ["{\(labels)} \(s.PortalSecondsRemaining)"]
+        }
         return text
     }
 

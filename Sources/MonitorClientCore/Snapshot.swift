@@ -91,6 +91,12 @@ public struct Snapshot: Encodable {
     public var Nat64Prefix: String { string(.nat64Prefix) }
     public var Nat64Source: String { string(.nat64Source) }
     public var Ipv4Path: String { string(.ipv4Path) }
+    public var PortalAPI: String { string(.portalAPI) }
+    public var PortalVenueURL: String { string(.portalVenueURL) }
+    public var PortalSecondsRemaining: UInt64 { number(.portalSecondsRemaining) }
+    public var SecureCheckURL: String { string(.secureCheckURL) }
+    public var CheckEcho: Bool { values[.checkEcho]?.boolValue ?? false }
+    public var Partial: Bool { values[.partial]?.boolValue ?? false }
 
     /// One family's line: `full via eth0, 198.18.2.2, 1.2 ms`, or `limited: host not answering over IPv6: …`.
     public func familyLine(ipv6: Bool) -> String {
@@ -157,11 +163,17 @@ public struct Snapshot: Encodable {
                          + (Ipv4Path == "nat64" ? ", IPv4 reached through it" : ""))
         }
         if !PortalURL.isEmpty { lines.append("Sign in at:   \(PortalURL)") }
+        if !PortalAPI.isEmpty {
+            lines.append("Portal API:   \(PortalAPI)" + (PortalSecondsRemaining > 0 ? " (\(PortalSecondsRemaining) s remaining)" : ""))
+        }
+        if !PortalVenueURL.isEmpty { lines.append("Venue:        \(PortalVenueURL)") }
+        if Partial { lines.append("Partial:      yes: plain HTTP passes, HTTPS fails") }
         if !Reason.isEmpty { lines.append("Reason:       \(Reason)") }
         lines.append("Since:        \(Self.timestamp(LastChange))")
         lines.append("Traffic:      \(Traffic.isEmpty ? dash : Traffic)"
                      + (Evidence == "traffic" ? " (stands in for probes while flowing: \(ProbesSkipped) skipped)" : ""))
-        lines.append("Check URL:    \(CheckURL.isEmpty ? "off" : CheckURL)")
+        lines.append("Check URL:    \(CheckURL.isEmpty ? "off" : CheckURL)" + (CheckEcho ? " (with the echo)" : ""))
+        if !SecureCheckURL.isEmpty { lines.append("Secure check: \(SecureCheckURL)") }
         lines.append("Probing:      every \(Interval) ms, timeout \(Timeout) ms, down after \(FailureThreshold), up after \(RecoveryThreshold)")
         return lines.joined(separator: "\n")
     }

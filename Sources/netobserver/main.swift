@@ -72,6 +72,10 @@ do {
         if property.type == .uint32 {
             guard let number = UInt32(text) else { fail("set \(property.settingName ?? property.name): '\(text)' is not a number", status: 2) }
             value = .uint32(number)
+        } else if property.type == .boolean {
+            let flags = ["true": true, "false": false, "yes": true, "no": false, "on": true, "off": false]
+            guard let flag = flags[text] else { fail("set \(property.settingName ?? property.name): '\(text)' is not true or false", status: 2) }
+            value = .boolean(flag)
         } else {
             value = .string(text)
         }

@@ -54,7 +54,7 @@ final class CheckRunTests: XCTestCase {
         let started = loop.now()
         let check = CheckRun(url: url, limitMilliseconds: limit, mayPointInward: mayPointInward, isThisMachine: isThisMachine,
                              first: first, loop: loop, resolver: resolver, http: http) { [loop] answer in
-            meaning = answer
+            meaning = answer.meaning(checkURL: url)
             loop!.quit(status: 0)
         }
         loop.schedule(after: UInt64(limit + 2_000) * 1_000_000) { [loop] in loop!.quit(status: 1) }

@@ -103,7 +103,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         let failure: String? = nil
         private(set) var transfers: [Transfer] = []
 
-        func startGet(_ url: String, pinnedTo pin: HTTPClient.Pin?, timeoutMilliseconds: Int,
+        func startGet(_ url: String, pinnedTo pin: HTTPClient.Pin?, timeoutMilliseconds: Int, options: HTTPRequestOptions,
                       completion: @escaping (CheckAnswer) -> Void) -> (any HTTPTransfer)? {
             let transfer = Transfer(url: url, pin: pin, timeoutMilliseconds: timeoutMilliseconds, completion: completion)
             transfers.append(transfer)

@@ -43,7 +43,7 @@ final class InterfaceXMLTests: XCTestCase {
         }
         XCTAssertEqual(MonitorContract.Property.allCases.filter { $0.changeMode == .quiet }, [.roundTripTime, .packetLoss, .probesSent, .probesAnswered,
                                                                                                     .traffic, .probesSkipped,
-                                                                                                    .roundTripTime4, .roundTripTime6])
+                                                                                                    .roundTripTime4, .roundTripTime6, .portalSecondsRemaining])
         XCTAssertEqual(declaration.methods.map(\.name), MonitorContract.Method.allCases.map(\.name))
         XCTAssertEqual(declaration.signals.map(\.name), MonitorContract.Signal.allCases.map(\.name))
     }
