@@ -11,7 +11,7 @@ BUILD_PACKAGES := libdbus-1-dev libcurl4-openssl-dev pkg-config dbus-daemon gcc 
 TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 python3 python3-dbus python3-gi \
                  iproute2 iptables libxml2-utils procps util-linux passwd python3-seccomp \
                  prometheus zsh fish python3-dbusmock nftables dnsmasq-base xdg-desktop-portal python3-pyqt6 strace \
-                 tayga
+                 tayga openssl ca-certificates
 BENCH_PACKAGES := $(BUILD_PACKAGES) make libsystemd-dev dbus-bin python3-dbus python3-gi python3-dbusmock iproute2 procps \
                   xdg-desktop-portal
 

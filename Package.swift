@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(name: "ReachabilityRulesTests", dependencies: ["CLinux", "NetAddress", "NetCore", "ReachabilityRules"]),
         .testTarget(name: "MonitorRulesTests", dependencies: ["MonitorRules", "NetAddress", "NetCore", "ProbeRules", "ReachabilityRules"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "MonitorService", "Probe", "MonitorRules", "ProbeRules"]),
-        .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "MonitorRules", "EventLoop", "IntegrationSupport"], exclude: ["server.py"]),
+        .testTarget(name: "HTTPCheckTests", dependencies: ["HTTPCheck", "MonitorRules", "EventLoop", "IntegrationSupport"], exclude: ["server.py", "make_test_ca.sh"]),
         .testTarget(name: "ProbeTests", dependencies: ["Probe", "NetCore", "EventLoop", "NetAddress", "ProbeRules"]),
         .testTarget(name: "ReachabilityTests", dependencies: ["Reachability", "ReachabilityRules", "CLinux", "EventLoop", "NetCore", "ProbeRules", "IntegrationSupport", "NetAddress", "TrafficCensus"]),
         // Root only: network namespaces with veth pairs; they skip (or fail under CI=true) otherwise.

@@ -8,9 +8,10 @@ public final class LoopbackHTTPServer {
     private let output: FileHandle
     private var buffered = Data()
 
-    public init() throws {
+    /// `arguments`: server.py's options (`--tls CERT KEY`, `--capport-file F`, …).
+    public init(_ arguments: [String] = []) throws {
         process.executableURL = URL(fileURLWithPath: Paths.python)
-        process.arguments = [Paths.repository.appendingPathComponent("Tests/HTTPCheckTests/server.py").path]
+        process.arguments = [Paths.repository.appendingPathComponent("Tests/HTTPCheckTests/server.py").path] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
@@ -40,4 +41,15 @@ public final class LoopbackHTTPServer {
     }
 
     deinit { stop() }
+
+    /// A test CA and a server certificate for `san` (openssl's form: `DNS:check.test,IP:127.0.0.1`) in a new
+    /// directory: ca.pem, server.pem, server.key, and rogue.pem/rogue.key that no one trusts.
+    public static func makeCertificates(san: String) throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("netobserver-ca-\(UUID().uuidString)")
+        let script = Paths.repository.appendingPathComponent("Tests/HTTPCheckTests/make_test_ca.sh").path
+        let process = try Process.run(URL(fileURLWithPath: "/bin/sh"), arguments: [script, directory.path, san])
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw NSError(domain: "make_test_ca.sh failed", code: 1) }
+        return directory
+    }
 }
