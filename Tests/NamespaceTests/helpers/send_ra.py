@@ -1,6 +1,7 @@
 """Sends one router advertisement on an interface, to all nodes, carrying the options given:
 send_ra.py IFNAME pref64 PREFIX/LENGTH LIFETIME_SECONDS  (RFC 8781; lifetime 0 withdraws)
 send_ra.py IFNAME raw HEX                                  (option bytes as given: malformed ones too)
+send_ra.py IFNAME portal URI                               (RFC 8910's captive-portal option, 37)
 The router lifetime is 0, so the client takes no default route from it. Run as root in the
 router's namespace; the kernel fills in the ICMPv6 checksum."""
 import ipaddress
@@ -15,6 +16,10 @@ if kind == "pref64":
     codes = {96: 0, 64: 1, 56: 2, 48: 3, 40: 4, 32: 5}
     scaled = min(int(sys.argv[4]) // 8, 0x1FFF)
     option = struct.pack("!BBH", 38, 2, (scaled << 3) | codes[network.prefixlen]) + network.network_address.packed[:12]
+elif kind == "portal":
+    uri = sys.argv[3].encode()
+    length = (2 + len(uri) + 7) // 8
+    option = struct.pack("!BB", 37, length) + uri + b"\0" * (length * 8 - 2 - len(uri))
 elif kind == "raw":
     option = bytes.fromhex(sys.argv[3])
 else:
