@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "Reachability", targets: ["Reachability"]),
         .library(name: "ProbeRules", targets: ["ProbeRules"]),
         .library(name: "TrafficCensus", targets: ["TrafficCensus"]),
+        .library(name: "MonitorRules", targets: ["MonitorRules"]),
     ],
     targets: [
         // libdbus-1, with a shim header for what Swift's importer cannot see.

@@ -37,10 +37,11 @@ extension LinkFactsTable {
             dhcpPortals[config.path] = uri
         }
         for device in devices {
+            // The lease is on the interface that carries IP (IpInterface), else on Interface.
             guard case .objectPath(let path)? = device.property("Dhcp4Config", of: Self.deviceInterface),
                   let uri = dhcpPortals[path],
-                  let name = device.property("IpInterface", of: Self.deviceInterface)?.stringValue
-                      ?? device.property("Interface", of: Self.deviceInterface)?.stringValue, !name.isEmpty else { continue }
+                  let name = ["IpInterface", "Interface"].lazy.compactMap({ device.property($0, of: Self.deviceInterface)?.stringValue })
+                      .first(where: { !$0.isEmpty }) else { continue }
             byInterface[name, default: LinkFacts()].dhcpPortalAPI = uri
         }
         for device in devices {

@@ -18,6 +18,20 @@ final class DaemonOptionsTests: XCTestCase {
         }
     }
 
+    func testThePortalTruthFlags() throws {
+        let options = try run(["--check-url", "http://198.18.2.2/204", "--secure-check-url", "https://198.18.2.2/204", "--check-echo",
+                               "--ca-file", "/etc/netobserver/ca.pem"])
+        XCTAssertEqual(options.settings.secureCheckURL, "https://198.18.2.2/204")
+        XCTAssertTrue(options.settings.secureCheckURLMayPointInward, "the administrator's URL may point anywhere")
+        XCTAssertTrue(options.settings.checkEcho)
+        XCTAssertEqual(options.caFile, "/etc/netobserver/ca.pem")
+        XCTAssertEqual(options.flagged, [.checkURL, .secureCheckURL, .checkEcho])
+        XCTAssertFalse(try run(["--check-echo=false"]).settings.checkEcho)
+        XCTAssertTrue(usageError(["--secure-check-url", "http://198.18.2.2/204"]).contains("is not valid"))
+        XCTAssertTrue(usageError(["--ca-file", "ca.pem"]).contains("not an absolute path"))
+        XCTAssertTrue(usageError(["--check-echo=maybe"]).contains("is not valid"))
+    }
+
     func testEveryFlag() throws {
         let options = try run(["--address", "unix:path=/tmp/x", "--host", "198.18.0.1", "--interval=200", "--timeout", "150",
                                "--failures", "3", "--recoveries", "2", "--family", "ipv4", "--state-dir", "/tmp/s",

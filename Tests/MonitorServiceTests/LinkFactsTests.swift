@@ -41,6 +41,30 @@ final class LinkFactsTests: XCTestCase {
         ]])
     }
 
+    /// DHCPv4 option 114 as NetworkManager reports it: the device's Dhcp4Config object, its Options'
+    /// `captive_portal`; taken only when printable and bounded, on the interface carrying IP.
+    func testDHCPsCaptivePortalOptionIsTheInterfaces() {
+        func config(_ path: String, _ options: [String: DBusValue]) -> RemoteObject {
+            let entries = options.map { DBusDictEntry(key: .string($0.key), value: .variant($0.value)) }
+            let properties: [String: DBusValue] = ["Options": .dictionary(key: .string, value: .variant, entries)]
+            return RemoteObject(path: path, interfaces: [LinkFactsTable.dhcp4Interface: properties])
+        }
+        func device(_ interface: String, ip: String = "", config: String) -> RemoteObject {
+            RemoteObject(path: "/d/" + interface, interfaces: [LinkFactsTable.deviceInterface: [
+                "Interface": .string(interface), "IpInterface": .string(ip), "Dhcp4Config": .objectPath(config),
+            ]])
+        }
+        let table = LinkFactsTable(modems: [], devices: [
+            config("/c/1", ["captive_portal": .string("https://api.example/capport"), "ip_address": .string("198.18.0.2")]),
+            config("/c/2", ["captive_portal": .string("https://bad example/")]),
+            config("/c/3", ["captive_portal": .uint32(5)]),
+            config("/c/4", ["captive_portal": .string("https://wwan.example/")]),
+            device("wlan0", config: "/c/1"), device("eth0", config: "/c/2"), device("eth1", config: "/c/3"),
+            device("eth2", config: "/"), device("cdc-wdm0", ip: "wwan0", config: "/c/4"),
+        ])
+        XCTAssertEqual(table.dhcpPortalAPIs, ["wlan0": "https://api.example/capport", "wwan0": "https://wwan.example/"])
+    }
+
     func testTheTableNamesNetPortsAndMeteredDevices() {
         let table = LinkFactsTable(
             modems: [modem("/m/0", ports: [("cdc-wdm0", 6), ("wwan0", 2), ("ttyUSB2", 3)], mask: .uint32(1 << 14)),

@@ -62,6 +62,32 @@ final class SettingsTests: XCTestCase {
         }
     }
 
+    /// SecureCheckURL has CheckURL's rules with https; CheckEcho is true or false; both round-trip as the state file keeps them.
+    func testThePortalTruthSettings() throws {
+        var settings = MonitorSettings()
+        XCTAssertEqual(settings.secureCheckURL, "")
+        XCTAssertFalse(settings.checkEcho)
+        try settings.set(.secureCheckURL, text: "https://check.example:8443/generate_204")
+        try settings.set(.checkEcho, text: "true")
+        XCTAssertEqual(settings.text(.secureCheckURL), "https://check.example:8443/generate_204")
+        XCTAssertEqual(settings.text(.checkEcho), "true")
+        XCTAssertFalse(settings.secureCheckURLMayPointInward)
+        let restored = MonitorSettings().applying([.secureCheckURL: settings.text(.secureCheckURL), .checkEcho: "true"]).settings
+        XCTAssertEqual(restored.secureCheckURL, settings.secureCheckURL)
+        XCTAssertTrue(restored.checkEcho)
+        for (key, text) in [(MonitorSettings.Key.secureCheckURL, "http://check.example/"), (.secureCheckURL, "https://"),
+                            (.secureCheckURL, "https://127.0.0.1/"), (.secureCheckURL, "https://[fe80::1]/"),
+                            (.secureCheckURL, "https://user@check.example/"), (.checkEcho, "yes"), (.checkEcho, "")] {
+            var copy = settings
+            XCTAssertThrowsError(try copy.set(key, text: text), "\(key) \(text)")
+            XCTAssertEqual(copy, settings)
+        }
+        // The command line may name any address.
+        try settings.set(.secureCheckURL, text: "https://127.0.0.1:8443/204", fromAdministrator: true)
+        XCTAssertTrue(settings.secureCheckURLMayPointInward)
+        XCTAssertEqual(MonitorSettings.Key.checkEcho.property.type, .boolean)
+    }
+
     func testControlCharactersAreEscapedInMessages() {
         var settings = MonitorSettings()
         XCTAssertThrowsError(try settings.set(.host, text: "a\u{1b}[31m")) { error in

@@ -27,6 +27,8 @@ expected = {
     "Reason4": (dbus.String, False), "Reason6": (dbus.String, False),
     "RoundTripTime4": (dbus.UInt64, False), "RoundTripTime6": (dbus.UInt64, False),
     "Nat64Prefix": (dbus.String, False), "Nat64Source": (dbus.String, False), "Ipv4Path": (dbus.String, False),
+    "PortalAPI": (dbus.String, False), "PortalVenueURL": (dbus.String, False), "PortalSecondsRemaining": (dbus.UInt64, False),
+    "SecureCheckURL": (dbus.String, True), "CheckEcho": (dbus.Boolean, True), "Partial": (dbus.Boolean, False),
 }
 all_props = props.GetAll(IFACE)
 check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))
@@ -99,6 +101,15 @@ for interface, member, signature, args in [
         (IFACE, "Wait", "(ii)v", [(1, 2), dbus.String("x", variant_level=1)])]:
     msg = expect_error(ERR + "InvalidArgs", raw, interface, member, signature, args)
     check(member in msg, "InvalidArgs names the method: " + msg)
+for name, value in [("CheckEcho", dbus.String("true")), ("CheckEcho", dbus.UInt32(1)),
+                    ("SecureCheckURL", dbus.String("http://198.18.2.2/")), ("SecureCheckURL", dbus.String("https://127.0.0.1/")),
+                    ("SecureCheckURL", dbus.Boolean(True)), ("PortalAPI", dbus.String("https://x/")), ("Partial", dbus.Boolean(True))]:
+    try:
+        props.Set(IFACE, name, value)
+        check(False, "Set %s to %r was taken" % (name, value))
+    except dbus.DBusException as error:
+        check(error.get_dbus_name() in (ERR + "InvalidArgs", ERR + "PropertyReadOnly"),
+              "Set %s to %r: %s" % (name, value, error.get_dbus_name()))
 expect_error(ERR + "UnknownObject", bus.get_object(NAME, "/org/netobserver/Nope").Introspect,
              dbus_interface="org.freedesktop.DBus.Introspectable")
 check(props.Get(IFACE, "Status") == "none", "still serving after bad calls")
@@ -107,7 +118,9 @@ print("ok malformed calls answered")
 # Valid sets: stored, read back, one PropertiesChanged with the new value.
 for name, value in [("Interval", dbus.UInt32(100)), ("Interval", dbus.UInt32(3600000)), ("Timeout", dbus.UInt32(10)),
                     ("Timeout", dbus.UInt32(60000)), ("FailureThreshold", dbus.UInt32(100)),
-                    ("RecoveryThreshold", dbus.UInt32(100)), ("RecoveryThreshold", dbus.UInt32(1))]:
+                    ("RecoveryThreshold", dbus.UInt32(100)), ("RecoveryThreshold", dbus.UInt32(1)),
+                    ("CheckEcho", dbus.Boolean(True)), ("CheckEcho", dbus.Boolean(False)),
+                    ("SecureCheckURL", dbus.String("https://198.18.2.2/generate_204")), ("SecureCheckURL", dbus.String(""))]:
     signals.clear()
     props.Set(IFACE, name, value)
     check(props.Get(IFACE, name) == value, "%s reads back %s" % (name, value))

@@ -18,6 +18,7 @@ func routerOptionsFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) 
                   .routerOptions(index: 2, options: bytes), .routerOptions(index: 3, options: bytes)],
                  malformed: 0, now: 1)
     precondition(core.nat64.count <= 1)
+    precondition(core.portalAPIs.count <= 1 && core.portalAPIs.values.allSatisfy { $0.utf8.count <= RouterOption.longestPortalURI })
     core.handleTimeout(now: .max)
     precondition(core.nat64.isEmpty)
     return 0
