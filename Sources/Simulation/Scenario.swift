@@ -53,6 +53,22 @@ public struct Scenario: Sendable {
         case failing
         /// Lookup or server never answers: the limit ends it.
         case hanging
+        /// A middlebox answers 204 to every plain request (it never saw a nonce); inside TLS it cannot pass.
+        case intercepted
+        /// Plain HTTP passes, HTTPS is dropped on the way (the secure check times out).
+        case httpsBlocked
+    }
+
+    /// What the network's captive-portal API (announced on every link, RFC 8910) answers from some moment on.
+    public enum APIBehaviour: Equatable, Sendable {
+        /// Nothing is announced.
+        case none
+        case captive
+        case open
+        /// Something that is not RFC 8908's answer.
+        case malformed
+        /// Never answers: the fetch's limit ends it.
+        case hanging
     }
 
     /// This machine's own TCP connections from some moment on. Those routed like Host receive while
@@ -74,6 +90,7 @@ public struct Scenario: Sendable {
         case behaviour(HostBehaviour)
         case resolver(ResolverBehaviour)
         case check(CheckBehaviour)
+        case api(APIBehaviour)
         case traffic(TrafficBehaviour)
         case linkUp(Int32, Bool)
         case carrier(Int32, Bool)
@@ -104,6 +121,9 @@ public struct Scenario: Sendable {
     public var quietFrom: UInt64?
     /// Whether CheckURL is set (to http://check.test/generate_204).
     public var checkURL = false
+    /// Whether SecureCheckURL is set (to https://check.test/generate_204), and CheckEcho.
+    public var secureCheck = false
+    public var checkEcho = false
     /// How often the name is looked up again while its address answers, milliseconds.
     public var dnsRefreshMilliseconds: UInt64 = 300_000
     /// How the transport probes: ICMP echo (with the TCP ladder beside it), or TCP connections
@@ -165,6 +185,13 @@ public struct Scenario: Sendable {
             }
             timeline.append((at, fault))
         }
+        // Portal truth's faults, drawn after the others (a seed's earlier draws stay what they were).
+        for _ in 0..<between(0, 3) {
+            let at = between(0, faultTime)
+            let fault: Fault = random.next() % 2 == 0 ? .api(pick([.captive, .open, .malformed, .hanging, .none]))
+                                                       : .check(pick([.intercepted, .httpsBlocked]))
+            timeline.append((at, fault))
+        }
         timeline.sort { $0.at < $1.at }
         let healAt = faultTime + 1
         timeline.append((healAt, .heal))
@@ -185,6 +212,8 @@ public struct Scenario: Sendable {
         if random.next() % 4 == 0 {
             scenario.extraTargets = (0..<between(1, 6)).map { _ in pick(["a.test", "b.test", "hang.test", "fail.test"]) }
         }
+        scenario.secureCheck = random.next() % 3 == 0
+        scenario.checkEcho = random.next() % 2 == 0
         // A lookup hung before healing fails up to 10 s later and is retried 5 s after that; a check
         // that failed is retried after 10 s and may take its whole limit.
         let settled = healAt + 16_000 + UInt64(slowest.timeoutMilliseconds)
@@ -192,7 +221,8 @@ public struct Scenario: Sendable {
             switch entry.fault {
             // A lookup of hang.test holds the resolver's one thread up to 10 s: a.test waits behind it.
             case .resolver(.failing), .resolver(.hanging), .host("hang.test"): true
-            case .check(.portal), .check(.failing), .check(.hanging): scenario.checkURL
+            case .check(.portal), .check(.failing), .check(.hanging), .check(.intercepted), .check(.httpsBlocked):
+                scenario.checkURL || scenario.secureCheck
             default: false
             }
         }

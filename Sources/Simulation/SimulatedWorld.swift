@@ -108,12 +108,23 @@ extension Simulation {
             violation("a check started with a limit of \(Double(limit) / 1e6) ms, not max(5 s, Timeout)")
         }
         runningCheck = (generation, now, limit)
-        let (after, meaning): (UInt64, CheckAnswer.Meaning) = switch checkBehaviour {
-        case .expected(let milliseconds): (UInt64(milliseconds) * 1_000_000, .expected)
-        case .portal: (20_000_000, .portal("http://portal.test/login"))
-        case .failing: (20_000_000, .failed("HTTP 500"))
-        case .hanging: (limit, .failed("timed out after \(limit / 1_000_000_000) s"))
+        // The plain and the secure fetch, each as the network treats it, combined as CheckPairRun does.
+        let nonce = scenario.checkEcho ? "0123456789abcdef0123456789abcdef" : nil
+        let timedOut = CheckAnswer.Meaning.failed("timed out")
+        let (after, plain, secure): (UInt64, CheckAnswer.Meaning, CheckAnswer.Meaning) = switch checkBehaviour {
+        case .expected(let milliseconds): (UInt64(milliseconds) * 1_000_000, .expected, .expected)
+        case .portal: (20_000_000, .portal("http://portal.test/login"), .failed("the server's certificate is not trusted"))
+        case .failing: (20_000_000, .failed("HTTP 500"), .failed("HTTP 500"))
+        case .hanging: (limit, timedOut, timedOut)
+        case .intercepted: (20_000_000, CheckAnswer(status: 204).meaning(checkURL: Self.checkURL, nonce: nonce),
+                            .failed("the server's certificate is not trusted"))
+        case .httpsBlocked: (limit, .expected, timedOut)
         }
+        runningCheckFaked = (checkBehaviour == .intercepted && scenario.checkEcho && scenario.checkURL)
+            || ((checkBehaviour == .intercepted || checkBehaviour == .httpsBlocked) && scenario.secureCheck)
+        let meaning = CheckAnswer.combine(plainURL: scenario.checkURL ? Self.checkURL : "", plain: scenario.checkURL ? plain : nil,
+                                          secureURL: scenario.secureCheck ? Self.secureCheckURL : "",
+                                          secure: scenario.secureCheck ? secure : nil)
         queue.add(.checkAnswer(generation: generation, meaning), at: now + min(after, limit))
     }
 

@@ -48,6 +48,10 @@ public final class Simulation {
         case resolverAnswer(target: Int, generation: UInt64, Result<[IPAddress], ResolverFailure>, worker: Bool)
         case extraReply(target: Int, sequence: UInt16, token: UInt64)
         case checkAnswer(generation: UInt64, CheckAnswer.Meaning)
+        /// The captive-portal API's answer to fetch `generation` on `interface`.
+        case capportAnswer(interface: String, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
+        /// The follower's next wake-up.
+        case capportWake
         case trafficSample(generation: UInt64, TrafficSample, cost: UInt64, takenAt: UInt64)
         case fault(Scenario.Fault)
     }
@@ -106,6 +110,17 @@ public final class Simulation {
     static let extraTargetSettings = ProbeSettings(intervalMilliseconds: 5_000, timeoutMilliseconds: 1_000)
     var extras: [ExtraTarget] = []
     var checkBehaviour: Scenario.CheckBehaviour = .expected(milliseconds: 20)
+    /// The check under way was answered by a middlebox with the echo asked, or had HTTPS dropped with the
+    /// secure check on, from its start to its end; and whether the answer the core holds came from such a check.
+    var runningCheckFaked = false
+    var heldCheckFaked = false
+    /// The network's captive-portal API, and the follower that asks it (as the daemon's CapportWatch does).
+    var apiBehaviour: Scenario.APIBehaviour = .none
+    var follower = CapportFollower()
+    var capportWakeAt: UInt64?
+    /// Each interface's last API answer taken, and whether a captive one came from the captive API.
+    var apiAnswers: [String: Bool] = [:]
+    static let apiPortalURL = "https://portal.test/api-login"
     var trafficBehaviour: Scenario.TrafficBehaviour = .none
     var trafficSince: UInt64 = 0
     /// Since when the path to Host has failed (the connections routed like it then stall).
@@ -123,6 +138,7 @@ public final class Simulation {
     /// The check of CheckURL under way, and its limit, max(5 s, Timeout) when it started.
     var runningCheck: (generation: UInt64, startedAt: UInt64, limit: UInt64)?
     static let checkURL = "http://check.test/generate_204"
+    static let secureCheckURL = "https://check.test/generate_204"
     /// Since when the far host filters ICMP (and answers TCP); whether its path failed meanwhile.
     var filteredSince: UInt64?
     var pathTroubleSinceFiltered = false
@@ -205,7 +221,7 @@ public final class Simulation {
             takeExtra(index + 1, .start(checkURL: ""))
         }
         pump()
-        take(.start(checkURL: scenario.checkURL ? Self.checkURL : ""))
+        take(.start(checkURL: scenario.checkURL ? Self.checkURL : scenario.secureCheck ? Self.secureCheckURL : ""))
         pump()
         let end = scenario.duration * 1_000_000
         while violations.isEmpty {
@@ -314,7 +330,16 @@ public final class Simulation {
             // A cancelled check says nothing more, as CheckRun.cancel makes sure.
             guard runningCheck?.generation == generation else { return }
             runningCheck = nil
+            heldCheckFaked = runningCheckFaked
             take(.checkAnswered(watchedFamily, generation: generation, meaning))
+        case .capportAnswer(let interface, let generation, let result):
+            if case .success(let answer) = result { apiAnswers[interface] = answer.captive } else { apiAnswers[interface] = nil }
+            let (changed, actions) = follower.fetched(interface: interface, generation: generation, result, now: now)
+            carryOut(actions)
+            if changed { take(.linkFacts(LinkFactsTable().with(portalAPIs: follower.facts))) }
+        case .capportWake:
+            capportWakeAt = nil
+            carryOut(follower.handleTimeout(now: now))
         case .resolverAnswer(let index, let generation, let result, let worker):
             if worker { resolver.finished() }
             if index == 0 {
@@ -378,6 +403,11 @@ public final class Simulation {
             resolverAnsweringSince = new == .answering ? resolverAnsweringSince ?? now : nil
         case .check(let new):
             checkBehaviour = new
+            // A check already under way meets the new network part way: its answer proves nothing either way.
+            runningCheckFaked = false
+        case .api(let new):
+            apiBehaviour = new
+            announceAPI()
         case .traffic(let new):
             trafficBehaviour = new
             trafficSince = now
@@ -430,6 +460,9 @@ public final class Simulation {
             resolver.behaviour = .answering
             resolverAnsweringSince = resolverAnsweringSince ?? now
             checkBehaviour = .expected(milliseconds: 20)
+            runningCheckFaked = false
+            apiBehaviour = .none
+            announceAPI()
             filteredSince = nil
             pathTroubleSinceFiltered = false
             for index: Int32 in [2, 3] {
@@ -448,6 +481,41 @@ public final class Simulation {
         notePath()
         scheduleKernelRead()
     }
+
+    /// The network announces its API on every link (or stops): the follower hears of it as CapportWatch would.
+    func announceAPI() {
+        let uris = apiBehaviour == .none ? [:] : ["eth0": "https://api.test/capport", "wlan0": "https://api.test/capport"]
+        let before = follower.facts
+        if uris.isEmpty { apiAnswers = [:] }
+        carryOut(follower.announced(uris, now: now))
+        if follower.facts != before { take(.linkFacts(LinkFactsTable().with(portalAPIs: follower.facts))) }
+    }
+
+    /// A fetch as CheckRun runs it for CapportWatch: the answer after a round trip, or the limit's end.
+    func carryOut(_ actions: [CapportFollower.Action]) {
+        for action in actions {
+            guard case .fetch(let interface, _, let generation) = action else { continue }
+            let limit = UInt64(max(5_000, settings.timeoutMilliseconds)) * 1_000_000
+            let (after, result): (UInt64, Result<CapportAnswer, StrictJSON.Malformed>) = switch apiBehaviour {
+            case .captive: (10_000_000, .success(CapportAnswer(captive: true, userPortalURL: Self.apiPortalURL)))
+            case .open: (10_000_000, .success(CapportAnswer(captive: false, secondsRemaining: random.next() % 4000)))
+            case .malformed:
+                (10_000_000, CapportAnswer.parse(Array(pick(Self.malformedAnswers).utf8)))
+            case .hanging, .none: (limit, .failure(StrictJSON.Malformed(text: "timed out")))
+            }
+            queue.add(.capportAnswer(interface: interface, generation: generation, result), at: now + after)
+        }
+        if let wake = follower.nextWakeup, capportWakeAt.map({ wake < $0 }) ?? true {
+            capportWakeAt = wake
+            queue.add(.capportWake, at: max(wake, now))
+        }
+    }
+
+    static let malformedAnswers = [#"{"captive": true}"#, #"{"captive": true, "user-portal-url": "http://portal.test/"}"#,
+                                   #"{"captive": "yes", "user-portal-url": "https://portal.test/"}"#, "<html>",
+                                   #"{"captive": true, "captive": false, "user-portal-url": "https://portal.test/"}"#]
+
+    func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
 
     /// Hands `event` to the default target's driver, which carries out its actions at once.
     func take(_ event: TargetCore.Event) {

@@ -165,6 +165,20 @@ extension Simulation {
             violation("Connectivity unknown (\(state.reason)) \(Double(now - running.startedAt) / 1e6) ms into a check "
                       + "whose limit is \(Double(running.limit) / 1e6) ms")
         }
+        // With the echo, no answer without it is full; a secure check that fails never leaves full.
+        if heldCheckFaked, target.monitor.portalCheck.meaning != nil, state.connectivity == .full {
+            violation("full (\(state.reason)) on a check answered by a middlebox or with HTTPS blocked "
+                      + "(echo \(scenario.checkEcho), secure check \(scenario.secureCheck))")
+        }
+        // A portal from the API only when the API said captive (never from a malformed or missing answer).
+        if state.connectivity == .portal, state.portalURL == Self.apiPortalURL, apiAnswers[state.interface] != true {
+            violation("a portal at the API's URL on \(state.interface), but its API's last answer taken was not captive")
+        }
+        // The API saying captive is the verdict (none aside).
+        if follower.facts[state.interface]?.answer?.captive == true, target.monitor.route?.usable == true,
+           state.connectivity != .portal, state.connectivity != .none {
+            violation("the API on \(state.interface) says captive, but Connectivity is \(state.connectivity)")
+        }
         if case .failed = target.monitor.portalCheck.meaning, target.probe.report.answering == true, target.monitor.route?.usable == true,
            case .resolved = target.monitor.resolution, state.connectivity == .none {
             violation("the check failed (\(state.reason)) and an answering host over a usable route is none")
