@@ -13,7 +13,7 @@ TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 pyt
                  prometheus zsh fish python3-dbusmock nftables dnsmasq-base xdg-desktop-portal python3-pyqt6 strace \
                  tayga openssl ca-certificates
 BENCH_PACKAGES := $(BUILD_PACKAGES) make libsystemd-dev dbus-bin python3-dbus python3-gi python3-dbusmock iproute2 procps \
-                  xdg-desktop-portal
+                  xdg-desktop-portal openssl curl nftables
 
 # Warnings are errors wherever `make` builds: the standard is none.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
@@ -93,7 +93,8 @@ check: deps-build purity
 bench: deps-bench release gio-module
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^nob-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; \
-	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" simulate 20000 && "$$bin/netobserver-bench" dual-stack && \
+	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" portal && "$$bin/netobserver-bench" simulate 20000 && \
+	  "$$bin/netobserver-bench" dual-stack && \
 	  tools/pure-lines.sh && \
 	  tools/bench.sh "$$bin/netobserverd"
 

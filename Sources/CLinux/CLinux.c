@@ -22,6 +22,10 @@ int CLinux_lower_thread_priority(int nice) {
     return setpriority(PRIO_PROCESS, (id_t) gettid(), nice);
 }
 
+void CLinux_line_buffer_stdout(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
 int CLinux_enter_network_namespace(int fd) {
     return setns(fd, CLONE_NEWNET);
 }

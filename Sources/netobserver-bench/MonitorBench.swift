@@ -22,6 +22,12 @@ final class MonitorBench {
     var lastPrefix = ""
     var lastPrefixSignal: UInt64 = 0
     var waitingForPrefix: String?
+    /// The last Connectivity a PropertiesChanged carried, when, and the value waited for.
+    var lastConnectivity = ""
+    var lastConnectivitySignal: UInt64 = 0
+    var waitingForConnectivity: String?
+    /// More of the daemon's command line (the portal bench's --ca-file).
+    var extraArguments = ""
     var connection: BusConnection?
 
     init(daemonPath: String) throws {
@@ -100,7 +106,7 @@ final class MonitorBench {
     }
 
     /// A private bus, a client subscribed to StatusChanged and PropertiesChanged, and the daemon, until it says ethernet.
-    private func startDaemon() throws {
+    func startDaemon() throws {
         shell("dbus-daemon --session --fork --nopidfile --address=unix:path=\(directory)/bus --print-address=3 --print-pid=4 "
               + "3>\(directory)/address 4>\(directory)/bus.pid")
         busPID = readNumber("\(directory)/bus.pid")
@@ -110,6 +116,13 @@ final class MonitorBench {
         connection.addMatch("type='signal',interface='org.netobserver.Monitor',member='StatusChanged'")
         connection.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
         connection.onSignal = { [unowned self] message in
+            if message.isSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"),
+               let arguments = try? message.arguments(), arguments.count == 3,
+               let connectivity = arguments[1].propertyMap?["Connectivity"]?.stringValue {
+                lastConnectivitySignal = MonotonicClock.now()
+                lastConnectivity = connectivity
+                if connectivity == waitingForConnectivity { loop.quit(status: 0) }
+            }
             if message.isSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"),
                let arguments = try? message.arguments(), arguments.count == 3,
                let prefix = arguments[1].propertyMap?["Nat64Prefix"]?.stringValue {
@@ -131,7 +144,7 @@ final class MonitorBench {
         // sh writes its PID, then execs ip, which execs the daemon: the PID stays the daemon's.
         shell("sh -c 'echo $$ > \(directory)/daemon.pid; exec ip netns exec \(topology.client) \(daemonPath) "
               + "--address \"\(address)\" --state-dir \(directory)/state --host 198.18.2.2 --interval 200 --timeout 200 "
-              + "2>\(directory)/daemon.log' &")
+              + extraArguments + " 2>\(directory)/daemon.log' &")
         for _ in 0..<100 where readNumber("\(directory)/daemon.pid") == 0 { usleep(10_000) }
         daemonPID = readNumber("\(directory)/daemon.pid")
 
@@ -213,8 +226,17 @@ final class MonitorBench {
         return arrived ? lastPrefixSignal : nil
     }
 
+    /// Runs the loop until PropertiesChanged carries Connectivity `value`; when it came, nil after `timeout`.
+    func waitForConnectivity(_ value: String, timeout: Double) -> UInt64? {
+        if lastConnectivity == value { return lastConnectivitySignal }
+        waitingForConnectivity = value
+        let arrived = runLoop(atMost: timeout)
+        waitingForConnectivity = nil
+        return arrived ? lastConnectivitySignal : nil
+    }
+
     /// Runs the loop until a signal handler quits it (true) or `timeout` seconds pass (false).
-    private func runLoop(atMost timeout: Double) -> Bool {
+    func runLoop(atMost timeout: Double) -> Bool {
         let limit = loop.schedule(after: UInt64(timeout * 1e9)) { [loop] in loop.quit(status: 1) }
         let result = loop.run()
         loop.cancel(limit)

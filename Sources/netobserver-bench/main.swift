@@ -1,8 +1,12 @@
 // netobserver-bench: measurements that need root and network namespaces
 // (`make bench` runs it). Traffic stays inside namespaces it creates and removes.
+import CLinux
 import Glibc
 import NetAddress
 import NetCore
+
+// A line at a time, also into a pipe: what a run said before it was stopped is not lost.
+CLinux_line_buffer_stdout()
 
 // `netobserver-bench simulate N`: the cores in virtual time; needs neither root nor a network.
 if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "simulate" {
@@ -27,11 +31,15 @@ guard geteuid() == 0 else {
     exit(0)
 }
 
-// `netobserver-bench nat64|detection [DAEMON]`: the NAT64 prefix's figures, or the detection figures, alone.
-if CommandLine.arguments.count > 1, ["nat64", "detection"].contains(CommandLine.arguments[1]) {
+// `netobserver-bench nat64|detection|portal [DAEMON]`: the NAT64 prefix's figures, the detection figures, or portal truth's, alone.
+if CommandLine.arguments.count > 1, ["nat64", "detection", "portal"].contains(CommandLine.arguments[1]) {
     let here = String(CommandLine.arguments[0].prefix(upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex))
     let bench = try MonitorBench(daemonPath: CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : here + "/netobserverd")
-    if CommandLine.arguments[1] == "nat64" { try bench.runNat64() } else { try bench.runDetection() }
+    switch CommandLine.arguments[1] {
+    case "nat64": try bench.runNat64()
+    case "portal": try bench.runPortal()
+    default: try bench.runDetection()
+    }
     exit(0)
 }
 

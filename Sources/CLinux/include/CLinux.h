@@ -122,6 +122,9 @@ _Static_assert(sizeof(struct inet_diag_hostcond) == 8, "inet_diag_hostcond layou
 /* getrusage(RUSAGE_THREAD): _GNU_SOURCE-only too. */
 int CLinux_thread_usage(struct rusage *usage);
 
+/* stdout a line at a time, also into a pipe (Swift 6 cannot name the C library's stdout). */
+void CLinux_line_buffer_stdout(void);
+
 /* setns(fd, CLONE_NEWNET): _GNU_SOURCE-only, so it is defined in CLinux.c. */
 int CLinux_enter_network_namespace(int fd);
 
