@@ -127,11 +127,15 @@ final class LifecycleTests: XCTestCase {
         }
         try set(.interval, "4321")
         try set(.addressFamily, "ipv4")
+        try set(.secureCheckURL, "https://198.18.2.2/generate_204")
+        try set(.checkEcho, "true")
         daemon.stop()
         // DaemonProcess always passes --host 198.18.0.1, so Host comes from the flag here.
         daemon = try DaemonProcess(bus: bus, arguments: ["--family", "ipv6"], stateDirectory: state)
         XCTAssertEqual(try get(.interval), "u 4321\n", "restored from the state file")
         XCTAssertEqual(try get(.addressFamily), "s \"ipv6\"\n", "the flag wins over the state file")
+        XCTAssertEqual(try get(.secureCheckURL), "s \"https://198.18.2.2/generate_204\"\n")
+        XCTAssertEqual(try get(.checkEcho), "b true\n")
         daemon.stop()
         let saved = try String(contentsOfFile: state + "/settings", encoding: .utf8)
         XCTAssertTrue(saved.contains("\(P.interval)=4321\n") && saved.contains("\(P.addressFamily)=ipv4\n"), saved)

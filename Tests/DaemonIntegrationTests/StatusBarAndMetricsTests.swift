@@ -174,5 +174,6 @@ final class CompletionTests: XCTestCase {
         XCTAssertEqual(try bashCompletions(["netobserver", "monitor", "--format", ""]).sorted(),
                        ["i3blocks", "json", "polybar", "waybar"])
         XCTAssertEqual(try bashCompletions(["netobserver", "set", "family", ""]).sorted(), ["any", "ipv4", "ipv6"])
+        XCTAssertEqual(try bashCompletions(["netobserver", "set", "check-echo", ""]).sorted(), ["false", "true"])
     }
 }

@@ -94,6 +94,10 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
         XCTAssertEqual(try get(.portalVenueURL), "https://198.18.0.1:8443/venue")
         XCTAssertEqual(try get(.reason), "captive portal: sign in at https://198.18.0.1:8443/portal")
         XCTAssertEqual(try get(.reachable), "false")
+        let screen = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
+        XCTAssertTrue(screen.contains("Sign in at:   https://198.18.0.1:8443/portal"), screen)
+        XCTAssertTrue(screen.contains("Portal API:   \(api)"), screen)
+        XCTAssertTrue(screen.contains("Venue:        https://198.18.0.1:8443/venue"), screen)
 
         try captive(false, secondsRemaining: 3600)
         let ended = try wait(.connectivity, "full", timeout: 4)
@@ -228,6 +232,11 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
         XCTAssertEqual(try get(.connectivity), "limited")
         let reason = try get(.reason)
         XCTAssertTrue(reason.hasPrefix("HTTPS fails on this network: https://198.18.2.2/204: "), reason)
+        let screen = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
+        XCTAssertTrue(screen.contains("Partial:      yes"), screen)
+        XCTAssertTrue(screen.contains("Secure check: https://198.18.2.2/204"), screen)
+        let metrics = try runCommand([Paths.client, "--address", bus.address, "metrics"]).stdout
+        XCTAssertTrue(metrics.contains("netobserver_partial{host=\"198.18.2.2\",target=\"/org/netobserver/Monitor\"} 1"), metrics)
         _ = try hosts.router.exec("nft delete table ip nohttps")
         // Retried every 10 s while the check fails.
         try wait(.connectivity, "full", timeout: 15)
