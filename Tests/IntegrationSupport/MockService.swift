@@ -99,6 +99,25 @@ public final class MockService {
                  ["org.freedesktop.NetworkManager.Device", "1", "Metered", "u", "\(metered)"])
     }
 
+    /// The device's DHCPv4 lease carried `options` (NetworkManager's names: `captive_portal` for option 114): a
+    /// DHCP4Config object announced on the ObjectManager, and the device's Dhcp4Config pointing at it (set
+    /// quietly: dbusmock's UpdateProperties cannot carry an object path, so call this before the daemon starts).
+    public func setDHCP4Options(_ device: String, number: Int, _ options: [String: String]) throws {
+        let path = "/org/freedesktop/NetworkManager/DHCP4Config/\(number)"
+        let entries = ["\(options.count)"] + options.sorted { $0.key < $1.key }.flatMap { [$0.key, "s", $0.value] }
+        try call("/org/freedesktop", "org.freedesktop.DBus.Mock", "AddObject", "ssa{sv}a(ssss)",
+                 [path, "org.freedesktop.NetworkManager.DHCP4Config", "1", "Options", "a{sv}"] + entries + ["0"])
+        try call("/org/freedesktop", "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
+                 [Self.objectManager, "InterfacesAdded", "oa{sa{sv}}", "2", "o", path, "a{sa{sv}}", "1",
+                  "org.freedesktop.NetworkManager.DHCP4Config", "1", "Options", "a{sv}"] + entries)
+        let devicePath = "/org/freedesktop/NetworkManager/Devices/\(device)"
+        if (try? call(devicePath, "org.freedesktop.DBus.Mock", "AddProperty", "ssv",
+                      ["org.freedesktop.NetworkManager.Device", "Dhcp4Config", "o", path])) == nil {
+            try call(devicePath, "org.freedesktop.DBus.Properties", "Set", "ssv",
+                     ["org.freedesktop.NetworkManager.Device", "Dhcp4Config", "o", path])
+        }
+    }
+
     public func stop() {
         if process.isRunning {
             kill(process.processIdentifier, SIGTERM)

@@ -114,6 +114,23 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
         try wait(.portalAPI, "", timeout: 3)
     }
 
+    /// DHCPv4 option 114, as NetworkManager reports it (the device's DHCP4Config, Options' captive_portal):
+    /// the same API, the same portal, with no router advertisement.
+    func testDHCPsWordThroughNetworkManager() throws {
+        try startAPI()
+        let networkManager = try MockService.networkManager(bus: bus)
+        try networkManager.addEthernetDevice("veth", interface: hosts.clientLink, metered: 0)
+        try networkManager.setDHCP4Options("veth", number: 1, ["captive_portal": api, "ip_address": "198.18.0.2"])
+        try startDaemon()
+        try wait(.portalAPI, api, timeout: 5)
+        try wait(.connectivity, "portal", timeout: 3)
+        XCTAssertEqual(try get(.portalURL), "https://198.18.0.1:8443/portal")
+        // NetworkManager gone: its word goes with it.
+        networkManager.stop()
+        try wait(.portalAPI, "", timeout: 5)
+        try wait(.connectivity, "full", timeout: 5)
+    }
+
     /// Nothing an API answers beside RFC 8908's JSON makes a portal: each bad answer is logged and ignored.
     func testABadAnswerNeverMakesAPortal() throws {
         try startAPI()
