@@ -41,6 +41,11 @@ public struct CapportFollower: Sendable {
         entries.mapValues { PortalAPIFacts(uri: $0.uri, answer: $0.answer) }
     }
 
+    /// Whether fetch `generation` is the one under way for `interface` (its answer will be taken).
+    public func isUnderway(interface: String, generation: UInt64) -> Bool {
+        entries[interface]?.running == generation
+    }
+
     public var nextWakeup: UInt64? {
         entries.values.compactMap { $0.running == nil ? $0.nextAt : nil }.min()
     }

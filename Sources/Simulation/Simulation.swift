@@ -333,7 +333,10 @@ public final class Simulation {
             heldCheckFaked = runningCheckFaked
             take(.checkAnswered(watchedFamily, generation: generation, meaning))
         case .capportAnswer(let interface, let generation, let result):
-            if case .success(let answer) = result { apiAnswers[interface] = answer.captive } else { apiAnswers[interface] = nil }
+            // What the follower takes (a cancelled fetch's answer it does not).
+            if follower.isUnderway(interface: interface, generation: generation) {
+                if case .success(let answer) = result { apiAnswers[interface] = answer.captive } else { apiAnswers[interface] = nil }
+            }
             let (changed, actions) = follower.fetched(interface: interface, generation: generation, result, now: now)
             carryOut(actions)
             if changed { take(.linkFacts(LinkFactsTable().with(portalAPIs: follower.facts))) }

@@ -62,6 +62,8 @@ final class CapportTests: XCTestCase {
         var actions = follower.announced(["eth0": "https://api.example/capport"], now: 0)
         guard case .fetch("eth0", "https://api.example/capport", let first)? = actions.last else { return XCTFail("\(actions)") }
         XCTAssertNil(follower.nextWakeup, "nothing else while the fetch runs")
+        XCTAssertTrue(follower.isUnderway(interface: "eth0", generation: first))
+        XCTAssertFalse(follower.isUnderway(interface: "eth0", generation: first + 1))
         let captive = CapportAnswer(captive: true, userPortalURL: "https://portal.example/")
         XCTAssertTrue(follower.fetched(interface: "eth0", generation: first, .success(captive), now: second).changed)
         XCTAssertEqual(follower.facts["eth0"], PortalAPIFacts(uri: "https://api.example/capport", answer: captive))
