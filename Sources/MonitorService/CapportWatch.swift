@@ -88,8 +88,9 @@ final class CapportWatch {
         let options = HTTPRequestOptions(secure: true, caFile: caFile, headers: ["Accept: application/captive+json"],
                                          keepBody: true, bodyLimit: CapportAnswer.largestBody)
         // The API's host may be on the local network, never loopback, link-local, unspecified or multicast.
+        // Its lookup goes first, as the default target's do: no added target's hanging name holds it up.
         fetches[interface] = CheckRun(url: uri, options: options, limitMilliseconds: limitMilliseconds(), mayPointInward: false,
-                                      loop: loop, resolver: resolver, http: http) { [weak self] answer in
+                                      first: true, loop: loop, resolver: resolver, http: http) { [weak self] answer in
             guard let self else { return }
             fetches[interface] = nil
             fetched(interface, generation, Self.read(answer))
