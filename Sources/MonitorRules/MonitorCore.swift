@@ -12,8 +12,8 @@ public struct MonitorCore {
         case resolve(host: String, family: AddressFamily, generation: UInt64)
         /// Lookups for an earlier Host will be ignored: drop them.
         case cancelResolutions
-        /// Point both engines at this address (nil: none), with these default-route families.
-        case retarget(IPAddress?, families: [IPFamily])
+        /// Point both engines at this address (nil: none).
+        case retarget(IPAddress?)
         /// A route gained or changed: probe at once, so recovery takes one round trip. `firstKnown`: the
         /// kernel's first word on the route since the target was set, which the target's first probe
         /// (already under way) answers for.
@@ -77,15 +77,6 @@ public struct MonitorCore {
         switch (resolveAt, portalCheck.nextAt) {
         case (nil, let at), (let at, nil): at
         case (let a?, let b?): min(a, b)
-        }
-    }
-
-    /// The default-route families AddressFamily allows.
-    public var families: [IPFamily] {
-        switch family {
-        case .any: [.v4, .v6]
-        case .ipv4: [.v4]
-        case .ipv6: [.v6]
         }
     }
 
@@ -303,6 +294,6 @@ public struct MonitorCore {
             target = address
             route = nil
         }
-        outputs.append(.retarget(address, families: families))
+        outputs.append(.retarget(address))
     }
 }

@@ -41,8 +41,8 @@ public struct PathCore {
         case resolve(host: String, family: AddressFamily, generation: UInt64)
         /// Lookups for an earlier Host are no longer wanted.
         case cancelResolutions
-        /// Watch the route to `address` (nil: none) and these default-route families.
-        case watchRoute(IPAddress?, families: [IPFamily])
+        /// Watch the route to `address` (nil: none; the route watch is this path's family's).
+        case watchRoute(IPAddress?)
         /// Send probes to `address` from now on (nil: stop); answer with `.probing`.
         case probe(IPAddress?)
         /// Send probe `sequence` (see `ProbeCore.Output.send`).
@@ -93,9 +93,6 @@ public struct PathCore {
     public static func outputContractBroken(_ actions: [Action]) -> String? {
         OutputContract.broken(actions, publish: .publish, verdictReady: .verdictReady)
     }
-
-    /// The default-route families AddressFamily allows.
-    public var families: [IPFamily] { monitor.families }
 
     /// Status, Interface, Address, Reason, RoundTripTime, PacketLoss and the rest from what is known.
     public func state(previous: MonitorState) -> MonitorState {
@@ -206,8 +203,8 @@ public struct PathCore {
                     actions.append(.resolve(host: host, family: family, generation: generation))
                 case .cancelResolutions:
                     actions.append(.cancelResolutions)
-                case .retarget(let address, let families):
-                    actions.append(.watchRoute(address, families: families))
+                case .retarget(let address):
+                    actions.append(.watchRoute(address))
                     if address != probeAddress {
                         probeAddress = address
                         awaitingProbing = true

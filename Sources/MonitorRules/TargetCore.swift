@@ -330,7 +330,7 @@ public struct TargetCore {
                 step.actions.append(.resolve(host: host, family: self.family, generation: generation))
             case .cancelResolutions:
                 if !step.actions.contains(.cancelResolutions) { step.actions.append(.cancelResolutions) }
-            case .watchRoute(let address, _):
+            case .watchRoute(let address):
                 step.actions.append(.watchRoute(family, watched ? address : nil))
             case .probe(let address):
                 step.actions.append(.probe(family, watched ? address : nil))

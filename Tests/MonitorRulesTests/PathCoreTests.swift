@@ -45,7 +45,7 @@ final class PathCoreTests: XCTestCase {
         XCTAssertEqual(started, [.resolve(host: "a.test", family: .ipv4, generation: 0), .publish])
         let resolved = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 5 * ms)
         assertOnePublishAtMostAndLast(resolved)
-        XCTAssertTrue(resolved.contains(.watchRoute(address, families: [.v4])), "\(resolved)")
+        XCTAssertTrue(resolved.contains(.watchRoute(address)), "\(resolved)")
         XCTAssertTrue(resolved.contains(.probe(address)), "\(resolved)")
         XCTAssertTrue(sends(resolved).isEmpty, "a probe went out before the transport could send: \(resolved)")
         let routed = core.handle(.route(route, routedFamilies: [.v4]), now: 6 * ms)
