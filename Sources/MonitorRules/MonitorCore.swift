@@ -177,11 +177,11 @@ public struct MonitorCore {
         }
     }
 
-    /// The reachability engine's verdict changed.
-    public mutating func routeChanged(_ verdict: ReachabilityVerdict, routedFamilies: Set<IPFamily>?, now: UInt64) {
+    /// The reachability engine's verdict changed (it says which families have a default route now).
+    public mutating func routeChanged(_ verdict: ReachabilityVerdict, now: UInt64) {
         let previous = route
         route = verdict
-        if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: routedFamilies, now: now) }
+        if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: verdict.routedFamilies, now: now) }
         if verdict.usable, case .resolved = resolution, previous?.usable != true || previous?.interface != verdict.interface {
             outputs.append(.routeRegained(firstKnown: previous == nil))
         }

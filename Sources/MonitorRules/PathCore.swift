@@ -17,8 +17,8 @@ public struct PathCore {
         case checkURL(String)
         /// The resolver answered lookup `generation`; `routedFamilies`: the families with a default route now.
         case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: Set<IPFamily>?)
-        /// The route watch's verdict for the target changed.
-        case route(ReachabilityVerdict, routedFamilies: Set<IPFamily>?)
+        /// The route watch's verdict for the target changed (with the families that have a default route now).
+        case route(ReachabilityVerdict)
         case linkFacts(LinkFactsTable)
         /// The transport can send to the address of the last `.probe` this way (nil: not at all).
         case probing(ProbeMethod?)
@@ -117,8 +117,8 @@ public struct PathCore {
             monitor.checkURLChanged(url, now: now)
         case .resolved(let generation, let result, let routedFamilies):
             monitor.resolved(generation: generation, result, routedFamilies: routedFamilies, now: now)
-        case .route(let verdict, let routedFamilies):
-            monitor.routeChanged(verdict, routedFamilies: routedFamilies, now: now)
+        case .route(let verdict):
+            monitor.routeChanged(verdict, now: now)
         case .linkFacts(let table):
             monitor.linkFactsChanged(table)
         case .probing(let method):

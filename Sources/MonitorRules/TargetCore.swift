@@ -20,8 +20,8 @@ public struct TargetCore {
         case checkURL(String)
         /// The resolver answered lookup `generation`, every family in resolver order.
         case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: Set<IPFamily>?)
-        /// The route watch of `family`'s path said this.
-        case route(IPFamily, ReachabilityVerdict, routedFamilies: Set<IPFamily>?)
+        /// The route watch of `family`'s path said this (with the families that have a default route now).
+        case route(IPFamily, ReachabilityVerdict)
         case linkFacts(LinkFactsTable)
         /// `family`'s transport can send to the address of its last `.probe` this way (nil: not at all).
         case probing(IPFamily, ProbeMethod?)
@@ -266,9 +266,9 @@ public struct TargetCore {
                 let own = result.map { $0.filter { $0.ipFamily == family } }
                 feed(family, .resolved(generation: paths[Self.index(of: family)].monitor.generation, own, routedFamilies: routedFamilies), now: now, &step)
             }
-        case .route(let family, let verdict, let routedFamilies):
-            self.routedFamilies = routedFamilies ?? self.routedFamilies
-            feed(family, .route(verdict, routedFamilies: routedFamilies), now: now, &step)
+        case .route(let family, let verdict):
+            routedFamilies = verdict.routedFamilies
+            feed(family, .route(verdict), now: now, &step)
         case .nat64Resolved(let generation, let result):
             guard generation == discoveryGeneration else { break }
             discovered = (try? result.get()).flatMap(Nat64Prefix.discovered)

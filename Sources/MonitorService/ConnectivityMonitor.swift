@@ -112,7 +112,7 @@ public final class ConnectivityMonitor {
             if routeWatches.indices.contains(index) {
                 routeWatches[index].families = [family]
                 routeWatches[index].onChange = { [unowned self] verdict in
-                    handle(.route(family, verdict, routedFamilies: routedFamilies))
+                    handle(.route(family, verdict))
                 }
             }
         }

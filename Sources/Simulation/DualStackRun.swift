@@ -95,7 +95,7 @@ public final class DualStackRun: TargetWorld {
     public func run() -> Figures {
         driver.handle(.start(checkURL: ""))
         driver.handle(.resolved(generation: 0, .success(order.compactMap { Self.addresses[$0] }), routedFamilies: routedFamilies))
-        for family in IPFamily.allCases { driver.handle(.route(family, verdict(family), routedFamilies: routedFamilies)) }
+        for family in IPFamily.allCases { driver.handle(.route(family, verdict(family))) }
         while figures.violations.isEmpty {
             let next = min(queue.nextTime ?? .max, wake ?? .max)
             guard next <= duration else { break }
@@ -139,7 +139,7 @@ public final class DualStackRun: TargetWorld {
 
     /// Each path's route, as the engine would say it now (the routes, the prefix, the watched address).
     private func tellRoutes() {
-        for family in IPFamily.allCases { driver.handle(.route(family, verdict(family), routedFamilies: routedFamilies)) }
+        for family in IPFamily.allCases { driver.handle(.route(family, verdict(family))) }
     }
 
     /// The route to what `family`'s path watches: an IPv6 address (the IPv4 path's through NAT64) goes
@@ -187,7 +187,7 @@ public final class DualStackRun: TargetWorld {
         let before = watched[family]
         watched[family] = address
         // A new destination: the engine's word on its route follows.
-        if address != before { driver.handle(.route(family, verdict(family), routedFamilies: routedFamilies)) }
+        if address != before { driver.handle(.route(family, verdict(family))) }
     }
 
     public func aimProbes(_ family: IPFamily, at address: IPAddress?) -> ProbeMethod? {

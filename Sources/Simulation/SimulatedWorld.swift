@@ -88,12 +88,12 @@ extension Simulation {
             evaluationDue = true
         case .verdict(let verdict, let id):
             if let index = extras.firstIndex(where: { $0.routeID == id }) {
-                return takeExtra(index + 1, .route(watchedFamily, verdict, routedFamilies: routedFamilies))
+                return takeExtra(index + 1, .route(watchedFamily, verdict))
             }
             checkVerdictHeld(verdict, id)
             guard id == firstRoute else { return }
             let previous = target.monitor.route
-            take(.route(watchedFamily, verdict, routedFamilies: routedFamilies))
+            take(.route(watchedFamily, verdict))
             // A route gained or changed probes at once: off the schedule.
             if verdict.usable, case .resolved = target.monitor.resolution,
                previous?.usable != true || previous?.interface != verdict.interface {

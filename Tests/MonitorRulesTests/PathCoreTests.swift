@@ -48,7 +48,7 @@ final class PathCoreTests: XCTestCase {
         XCTAssertTrue(resolved.contains(.watchRoute(address)), "\(resolved)")
         XCTAssertTrue(resolved.contains(.probe(address)), "\(resolved)")
         XCTAssertTrue(sends(resolved).isEmpty, "a probe went out before the transport could send: \(resolved)")
-        let routed = core.handle(.route(route, routedFamilies: [.v4]), now: 6 * ms)
+        let routed = core.handle(.route(route.routed([.v4])), now: 6 * ms)
         XCTAssertTrue(sends(routed).isEmpty, "the route regained probed before the transport was ready: \(routed)")
         assertOnePublishAtMostAndLast(routed)
 
@@ -76,10 +76,10 @@ final class PathCoreTests: XCTestCase {
         var events: [PathCore.Event] = [
             .start(checkURL: "http://198.18.2.2/generate_204"),
             .resolved(generation: 0, .success([address]), routedFamilies: [.v4]),
-            .probing(.icmpDatagram), .route(route, routedFamilies: [.v4]),
+            .probing(.icmpDatagram), .route(route.routed([.v4])),
             .checkAnswered(generation: 1, .expected), .timeout, .timeout,
-            .route(ReachabilityVerdict(usable: false, reason: "no route"), routedFamilies: []),
-            .route(route, routedFamilies: [.v4]), .targetChanged(host: "b.test", family: .ipv4),
+            .route(ReachabilityVerdict(usable: false, reason: "no route").routed([])),
+            .route(route.routed([.v4])), .targetChanged(host: "b.test", family: .ipv4),
             .resolved(generation: 1, .failure(ResolverFailure(message: "cannot resolve b.test: SERVFAIL")), routedFamilies: nil),
             .timeout, .probeSettings(ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 100)), .checkURL(""),
         ]
@@ -125,7 +125,7 @@ final class PathCoreTests: XCTestCase {
                               probeSettings: ProbeSettings(intervalMilliseconds: 5000, timeoutMilliseconds: 5000), seed: 3)
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
-        _ = core.handle(.route(route, routedFamilies: [.v4]), now: 1 * ms)
+        _ = core.handle(.route(route.routed([.v4])), now: 1 * ms)
         let first = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 2 * ms)).first)
         let refused = core.handle(.probe(.error(sequence: first.0, token: first.1, .unreachable(code: 0), from: "198.18.0.1")),
                                   now: 3 * ms)
@@ -168,7 +168,7 @@ final class PathCoreTests: XCTestCase {
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
         let first = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 2 * ms)).first)
-        let routed = core.handle(.route(route, routedFamilies: [.v4]), now: 3 * ms)
+        let routed = core.handle(.route(route.routed([.v4])), now: 3 * ms)
         XCTAssertTrue(sends(routed).isEmpty, "a second probe beside the first: \(routed)")
         _ = core.handle(.probe(.reply(sequence: first.0, token: first.1, via: .icmp)), now: 4 * ms)
         XCTAssertEqual(core.state(previous: MonitorState()).status, .ethernet)
@@ -179,11 +179,20 @@ final class PathCoreTests: XCTestCase {
         _ = core.handle(.resolved(generation: 1, .success([other]), routedFamilies: [.v4]), now: 300 * ms)
         let again = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 301 * ms)).first)
         _ = core.handle(.probe(.reply(sequence: again.0, token: again.1, via: .icmp)), now: 301 * ms + 50_000)
-        let late = core.handle(.route(route, routedFamilies: [.v4]), now: 302 * ms)
+        let late = core.handle(.route(route.routed([.v4])), now: 302 * ms)
         XCTAssertTrue(sends(late).isEmpty, "a second probe after the first was answered: \(late)")
         let lost = ReachabilityVerdict(usable: false, reason: "no route to 198.18.0.2")
-        _ = core.handle(.route(lost, routedFamilies: []), now: 310 * ms)
-        let regained = core.handle(.route(route, routedFamilies: [.v4]), now: 320 * ms)
+        _ = core.handle(.route(lost.routed([])), now: 310 * ms)
+        let regained = core.handle(.route(route.routed([.v4])), now: 320 * ms)
         XCTAssertEqual(sends(regained).count, 1, "a route regained probes at once: \(regained)")
+    }
+}
+
+extension ReachabilityVerdict {
+    /// This verdict said while `families` have a default route.
+    func routed(_ families: Set<IPFamily>) -> ReachabilityVerdict {
+        var verdict = self
+        verdict.routedFamilies = families
+        return verdict
     }
 }

@@ -93,10 +93,10 @@ final class TargetCoreTests: XCTestCase {
         mutating func start(addresses: [IPAddress] = [TargetCoreTests.v6, TargetCoreTests.v4]) {
             handle(.start(checkURL: ""))
             handle(.resolved(generation: 0, .success(addresses), routedFamilies: [.v4, .v6]))
-            handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.1.1"),
-                          routedFamilies: [.v4, .v6]))
-            handle(.route(.v6, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "2001:db8:1::1"),
-                          routedFamilies: [.v4, .v6]))
+            handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.1.1")
+                              .routed([.v4, .v6])))
+            handle(.route(.v6, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "2001:db8:1::1")
+                              .routed([.v4, .v6])))
         }
     }
 
@@ -273,10 +273,10 @@ final class TargetCoreTests: XCTestCase {
         let synthesized = try XCTUnwrap(prefix.synthesize(Self.v4))
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]), now: 0)
-        _ = core.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2"), routedFamilies: [.v6]), now: 0)
+        _ = core.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])), now: 0)
         var ipv6Route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
         ipv6Route.nat64Prefix = prefix
-        let actions = core.handle(.route(.v6, ipv6Route, routedFamilies: [.v6]), now: 1)
+        let actions = core.handle(.route(.v6, ipv6Route.routed([.v6])), now: 1)
         XCTAssertTrue(actions.contains(.probe(.v4, synthesized)), "\(actions)")
         XCTAssertTrue(actions.contains(.watchRoute(.v4, synthesized)), "\(actions)")
         var state = core.state(previous: MonitorState())
@@ -285,11 +285,11 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertEqual(state.ipv4.address, "198.18.2.2")
         XCTAssertFalse(actions.contains { if case .resolveNat64 = $0 { true } else { false } }, "the router said: no lookup")
 
-        _ = core.handle(.route(.v4, ipv6Route, routedFamilies: [.v6]), now: 2)
+        _ = core.handle(.route(.v4, ipv6Route.routed([.v6])), now: 2)
         state = core.state(previous: MonitorState())
         XCTAssertEqual(state.ipv4Path, "nat64")
 
-        let back = core.handle(.route(.v6, ipv6Route, routedFamilies: [.v4, .v6]), now: 3)
+        let back = core.handle(.route(.v6, ipv6Route.routed([.v4, .v6])), now: 3)
         XCTAssertTrue(back.contains(.probe(.v4, Self.v4)), "an IPv4 route: natively again: \(back)")
     }
 
@@ -299,10 +299,10 @@ final class TargetCoreTests: XCTestCase {
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]), now: 0)
         let route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
-        let asked = core.handle(.route(.v6, route, routedFamilies: [.v6]), now: 1)
+        let asked = core.handle(.route(.v6, route.routed([.v6])), now: 1)
         let lookups = asked.compactMap { if case .resolveNat64(let generation) = $0 { generation } else { nil } }
         XCTAssertEqual(lookups.count, 1, "\(asked)")
-        let again = core.handle(.route(.v6, route, routedFamilies: [.v6]), now: 2)
+        let again = core.handle(.route(.v6, route.routed([.v6])), now: 2)
         XCTAssertFalse(again.contains { if case .resolveNat64 = $0 { true } else { false } }, "once per network")
         let prefix = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
         let answer = try XCTUnwrap(prefix.synthesize(.v4([192, 0, 0, 170])))

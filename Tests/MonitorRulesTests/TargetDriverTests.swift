@@ -91,7 +91,7 @@ final class TargetDriverTests: XCTestCase {
         driver.handle(.start(checkURL: ""))
         world.calls = []
         driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
-        driver.handle(.route(.v4, route, routedFamilies: [.v4]))
+        driver.handle(.route(.v4, route.routed([.v4])))
         let aimed = world.calls.firstIndex(of: "aimProbes IPv4 198.18.0.2")
         let sent = world.calls.firstIndex(of: "send")
         XCTAssertNotNil(aimed, "\(world.calls)")
@@ -130,7 +130,7 @@ final class TargetDriverTests: XCTestCase {
         driver.observeStep = { steps.append($0) }
         driver.handle(.start(checkURL: ""))
         driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
-        driver.handle(.route(.v4, route, routedFamilies: [.v4]))
+        driver.handle(.route(.v4, route.routed([.v4])))
         let sent = try XCTUnwrap(world.lastSent)
         driver.handle(.probe(.v4, .reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
         XCTAssertGreaterThan(steps.count, 3)
@@ -147,8 +147,8 @@ final class HostChangeTests: XCTestCase {
                               probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200), seed: 7)
         let driver = TargetDriver(core: core, world: world) { IPAddress($0) }
         driver.handle(.start(checkURL: ""))
-        driver.handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9"),
-                             routedFamilies: [.v4]))
+        driver.handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
+                                 .routed([.v4])))
         let sent = try XCTUnwrap(world.lastSent)
         world.now = 3_000_000
         driver.handle(.probe(.v4, .reply(sequence: sent.sequence, token: sent.token, via: .icmp)))

@@ -158,7 +158,7 @@ final class ConnectivityRulesTests: XCTestCase {
         var core = MonitorCore(host: "h.test", family: .any)
         core.start(now: 0)
         core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 0)
-        core.routeChanged(route, routedFamilies: nil, now: 0)
+        core.routeChanged(route, now: 0)
         var answering = ProbeReport(answering: true)
         answering.answeredBy = .icmp
         core.probeReportChanged(from: ProbeReport(), to: answering, now: 1)
@@ -198,7 +198,7 @@ final class ConnectivityRulesTests: XCTestCase {
         core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: second)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 1)), "an address: check")
         core.checkAnswered(generation: 1, .expected, now: second)
-        core.routeChanged(route, routedFamilies: nil, now: 2 * second)
+        core.routeChanged(route, now: 2 * second)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 2)), "a route: check again")
         core.checkAnswered(generation: 2, .expected, now: 2 * second + 1)
         core.probeReportChanged(from: ProbeReport(), to: ProbeReport(answering: true), now: 3 * second)
@@ -236,13 +236,13 @@ final class ConnectivityRulesTests: XCTestCase {
         core.start(now: 0)
         core.checkURLChanged("http://c.test/", now: 0)
         core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 1)
-        core.routeChanged(route, routedFamilies: nil, now: 2)
+        core.routeChanged(route, now: 2)
         core.probeReportChanged(from: ProbeReport(), to: ProbeReport(answering: true), now: 3)
         let checks = core.takeOutputs().filter { if case .startCheck = $0 { true } else if case .cancelCheck = $0 { true } else { false } }
         XCTAssertEqual(checks, [.startCheck(url: "http://c.test/", generation: 1)])
         var moved = route
         moved.interface = "wlan0"
-        core.routeChanged(moved, routedFamilies: nil, now: 4)
+        core.routeChanged(moved, now: 4)
         let restarted = core.takeOutputs().filter { if case .startCheck = $0 { true } else if case .cancelCheck = $0 { true } else { false } }
         XCTAssertEqual(restarted, [.cancelCheck, .startCheck(url: "http://c.test/", generation: 2)])
     }
