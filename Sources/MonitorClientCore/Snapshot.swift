@@ -97,6 +97,8 @@ public struct Snapshot: Encodable {
     public var SecureCheckURL: String { string(.secureCheckURL) }
     public var CheckEcho: Bool { values[.checkEcho]?.boolValue ?? false }
     public var Partial: Bool { values[.partial]?.boolValue ?? false }
+    public var Gateway4: String { string(.gateway4) }
+    public var Gateway6: String { string(.gateway6) }
 
     /// One family's line: `full via eth0, 198.18.2.2, 1.2 ms`, or `limited: host not answering over IPv6: …`.
     public func familyLine(ipv6: Bool) -> String {
@@ -158,6 +160,8 @@ public struct Snapshot: Encodable {
             "IPv4:         \(familyLine(ipv6: false))",
             "IPv6:         \(familyLine(ipv6: true))",
         ]
+        let gateways = [(Gateway4, "IPv4"), (Gateway6, "IPv6")].filter { !$0.0.isEmpty }.map { "\($0.0) (\($0.1))" }
+        if !gateways.isEmpty { lines.append("Gateway:      " + gateways.joined(separator: ", ")) }
         if !Nat64Prefix.isEmpty {
             lines.append("NAT64:        \(Nat64Prefix)" + (Nat64Source.isEmpty ? "" : " (from \(Nat64Source == "ra" ? "the router" : "DNS"))")
                          + (Ipv4Path == "nat64" ? ", IPv4 reached through it" : ""))

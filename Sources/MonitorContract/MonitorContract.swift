@@ -55,6 +55,8 @@ public enum MonitorContract {
         case secureCheckURL = "SecureCheckURL"
         case checkEcho = "CheckEcho"
         case partial = "Partial"
+        case gateway4 = "Gateway4"
+        case gateway6 = "Gateway6"
 
         public var name: String { rawValue }
 
@@ -63,7 +65,7 @@ public enum MonitorContract {
             case .status, .host, .interface, .address, .reason, .addressFamily, .accessTechnology,
                  .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence,
                  .connectivity4, .connectivity6, .address4, .address6, .reason4, .reason6, .nat64Prefix, .nat64Source,
-                 .ipv4Path, .portalAPI, .portalVenueURL, .secureCheckURL: .string
+                 .ipv4Path, .portalAPI, .portalVenueURL, .secureCheckURL, .gateway4, .gateway6: .string
             case .reachable, .metered, .checkEcho, .partial: .boolean
             case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped, .roundTripTime4, .roundTripTime6,
                  .portalSecondsRemaining: .uint64

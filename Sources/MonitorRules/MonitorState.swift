@@ -54,6 +54,8 @@ public struct MonitorState: Equatable, Sendable {
     public var probeMethod = ""
     /// Where a captive portal wants the user to sign in; "" unless Connectivity is `portal`.
     public var portalURL = ""
+    /// The next hop of the route to Host ("" when on-link or no usable route).
+    public var gateway = ""
     /// The captive-portal API the route's network announced (RFC 8910), "" when none; its `venue-info-url`
     /// and `seconds-remaining` at the last answer (0 when not given).
     public var portalAPI = ""
@@ -89,11 +91,15 @@ public struct FamilyState: Equatable, Sendable {
     public var reason: String
     /// The last successful round trip in this family, microseconds; 0 when none.
     public var roundTripTime: UInt64
+    /// The next hop of this family's route to Host; "" when on-link or no route.
+    public var gateway: String
 
-    public init(connectivity: Connectivity = .unknown, address: String = "", reason: String = "", roundTripTime: UInt64 = 0) {
+    public init(connectivity: Connectivity = .unknown, address: String = "", reason: String = "", roundTripTime: UInt64 = 0,
+                gateway: String = "") {
         self.connectivity = connectivity
         self.address = address
         self.reason = reason
         self.roundTripTime = roundTripTime
+        self.gateway = gateway
     }
 }

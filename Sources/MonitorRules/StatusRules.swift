@@ -33,6 +33,9 @@ public enum StatusRules {
                              beyond: BeyondTheHost = BeyondTheHost(), previous: MonitorState) -> MonitorState {
         var state = pathState(host: host, resolution: resolution, route: route, probe: probe, previous: previous)
         state.probeMethod = probe.answeredBy?.rawValue ?? ""
+        // The route to Host's address: none while Host has no address in this family.
+        let routesHost = if case .resolved = resolution { route?.usable == true } else { false }
+        state.gateway = routesHost ? route?.gateway?.description ?? "" : ""
         let facts = linkFacts[state.interface]
         let api = route?.usable == true ? facts?.portalAPI : nil
         state.portalAPI = api?.uri ?? ""

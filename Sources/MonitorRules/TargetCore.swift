@@ -225,7 +225,7 @@ public struct TargetCore {
         let silent = "host not answering"
         if reason.hasPrefix(silent) { reason = silent + " over \(family)" + reason.dropFirst(silent.count) }
         return FamilyState(connectivity: state.connectivity, address: state.address, reason: reason,
-                           roundTripTime: state.roundTripTime)
+                           roundTripTime: state.roundTripTime, gateway: state.gateway)
     }
 
     // MARK: Events

@@ -95,6 +95,8 @@ extension MonitorModel {
         case .secureCheckURL: .string(settings.secureCheckURL)
         case .checkEcho: .boolean(settings.checkEcho)
         case .partial: .boolean(state.partial)
+        case .gateway4: .string(state.ipv4.gateway)
+        case .gateway6: .string(state.ipv6.gateway)
         }
     }
 }

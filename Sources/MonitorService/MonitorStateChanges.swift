@@ -35,6 +35,8 @@ extension MonitorState {
         if portalVenueURL != old.portalVenueURL { changed.append(.portalVenueURL) }
         if portalSecondsRemaining != old.portalSecondsRemaining { changed.append(.portalSecondsRemaining) }
         if partial != old.partial { changed.append(.partial) }
+        if ipv4.gateway != old.ipv4.gateway { changed.append(.gateway4) }
+        if ipv6.gateway != old.ipv6.gateway { changed.append(.gateway6) }
         return changed
     }
 }

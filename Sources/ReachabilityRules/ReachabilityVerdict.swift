@@ -9,6 +9,8 @@ public struct ReachabilityVerdict: Equatable, Sendable {
     public var source: String
     /// Why the path is not usable; "" when it is.
     public var reason: String
+    /// The route's next hop; nil when the destination is on-link (or there is no route).
+    public var gateway: IPAddress?
     /// The NAT64 prefix routers advertise on the route's interface (RFC 8781); nil when none.
     public var nat64Prefix: Nat64Prefix?
     /// The families with a default route when this was said (so a family's default route coming or
@@ -64,8 +66,10 @@ public enum ReachabilityEvaluation {
         guard let link = table.links[index] else {
             return .unusable("the route to \(target) uses an unknown interface (index \(index))")
         }
-        return linkVerdict(link, family: target.family, preferredSource: route.preferredSource, table: table,
-                           classify: classify)
+        var verdict = linkVerdict(link, family: target.family, preferredSource: route.preferredSource, table: table,
+                                  classify: classify)
+        if verdict.usable { verdict.gateway = route.gateway }
+        return verdict
     }
 
     /// An errno's words where the system's (strerror) are not at hand.
@@ -80,9 +84,12 @@ public enum ReachabilityEvaluation {
             .sorted { ($0.family, $0.priority) < ($1.family, $1.priority) }
         for route in candidates {
             guard let index = route.outputInterface, let link = table.links[index] else { continue }
-            let verdict = linkVerdict(link, family: Int32(route.family), preferredSource: route.preferredSource,
+            var verdict = linkVerdict(link, family: Int32(route.family), preferredSource: route.preferredSource,
                                       table: table, classify: classify)
-            if verdict.usable { return verdict }
+            if verdict.usable {
+                verdict.gateway = route.gateway
+                return verdict
+            }
             firstProblem = firstProblem ?? verdict
         }
         if let firstProblem { return firstProblem }

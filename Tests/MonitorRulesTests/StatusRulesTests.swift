@@ -37,6 +37,19 @@ final class StatusRulesTests: XCTestCase {
         }
     }
 
+    /// Gateway4/6: the next hop of the route to Host's address; none while Host has no address, none over an unusable route.
+    func testTheGatewayIsTheNextHopOfTheRouteToHost() {
+        var routed = route
+        routed.gateway = IPAddress("198.18.0.1")
+        XCTAssertEqual(state(.resolved(address), routed, answering(true)).gateway, "198.18.0.1")
+        XCTAssertEqual(state(.resolved(address), route, answering(true)).gateway, "", "on-link")
+        XCTAssertEqual(state(.pending, routed, answering(nil)).gateway, "", "no address yet: the default route is not Host's")
+        XCTAssertEqual(state(.failed("no IPv6 address for server.test"), routed, answering(nil)).gateway, "")
+        var down = routed
+        down.usable = false
+        XCTAssertEqual(state(.resolved(address), down, answering(false)).gateway, "")
+    }
+
     func testNoRouteIsNoneWhateverTheProbesSay() {
         let lost = ReachabilityVerdict(usable: false, reason: "interface c0 is down")
         let s = state(.resolved(address), lost, answering(true))

@@ -71,6 +71,20 @@ final class DualStackNamespaceTests: DaemonInNamespaceTestCase {
         XCTAssertEqual(watcher?.statuses.count, 0)
     }
 
+    /// Gateway4 and Gateway6 are the next hops of each family's route to Host; an on-link Host has none.
+    func testTheGatewaysAreTheRoutesNextHops() throws {
+        try startBothFull()
+        XCTAssertEqual(try get(.gateway4), "198.18.0.1")
+        XCTAssertEqual(try get(.gateway6), "fd00::1")
+        let screen = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
+        XCTAssertTrue(screen.contains("Gateway:      198.18.0.1 (IPv4), fd00::1 (IPv6)"), screen)
+        _ = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
+                            MonitorContract.interface, "Host", "s", "198.18.0.1"])
+        try wait(.connectivity, "full")
+        try wait(.gateway4, "")
+        XCTAssertEqual(try get(.gateway6), "", "an IPv4 literal has no IPv6 path")
+    }
+
     /// The opposite: IPv4 dies behind a working IPv6 path; it is seen, and the headline does not move.
     func testADeadIPv4PathIsSeenBehindAWorkingIPv6One() throws {
         try startBothFull()

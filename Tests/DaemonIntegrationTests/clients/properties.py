@@ -29,6 +29,7 @@ expected = {
     "Nat64Prefix": (dbus.String, False), "Nat64Source": (dbus.String, False), "Ipv4Path": (dbus.String, False),
     "PortalAPI": (dbus.String, False), "PortalVenueURL": (dbus.String, False), "PortalSecondsRemaining": (dbus.UInt64, False),
     "SecureCheckURL": (dbus.String, True), "CheckEcho": (dbus.Boolean, True), "Partial": (dbus.Boolean, False),
+    "Gateway4": (dbus.String, False), "Gateway6": (dbus.String, False),
 }
 all_props = props.GetAll(IFACE)
 check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))
