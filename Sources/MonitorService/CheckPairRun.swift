@@ -21,7 +21,9 @@ final class CheckPairRun {
         var secureURL: String
         var echo: Bool
         var caFile: String?
-        var mayPointInward: Bool
+        /// Each URL may lead into this machine only when the administrator chose it (the command line).
+        var plainMayPointInward: Bool
+        var secureMayPointInward: Bool
     }
 
     init(_ settings: CheckSettings, family: IPFamily, limitMilliseconds: Int, isThisMachine: @escaping (IPAddress) -> Bool,
@@ -38,7 +40,8 @@ final class CheckPairRun {
                 options.headers = ["\(CheckAnswer.nonceHeader): \(nonce)"]
             }
             return CheckRun(url: fetched, family: family, options: options, limitMilliseconds: limitMilliseconds,
-                            mayPointInward: settings.mayPointInward, isThisMachine: isThisMachine, first: first, loop: loop,
+                            mayPointInward: secure ? settings.secureMayPointInward : settings.plainMayPointInward,
+                            isThisMachine: isThisMachine, first: first, loop: loop,
                             resolver: resolver, http: http) { [weak self] answer in
                 guard let self else { return }
                 done(self, answer.meaning(checkURL: url, nonce: nonce))

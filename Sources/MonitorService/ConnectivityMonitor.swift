@@ -228,7 +228,8 @@ extension ConnectivityMonitor: TargetWorld {
         checks[index]?.cancel()
         let settings = model.settings
         let check = CheckPairRun.CheckSettings(url: settings.checkURL, secureURL: settings.secureCheckURL, echo: settings.checkEcho,
-                                               caFile: caFile, mayPointInward: settings.checkURLMayPointInward)
+                                               caFile: caFile, plainMayPointInward: settings.checkURLMayPointInward,
+                                               secureMayPointInward: settings.secureCheckURLMayPointInward)
         checks[index] = CheckPairRun(check, family: family, limitMilliseconds: Int(limit), isThisMachine: model.isThisMachine,
                                      first: resolvesFirst, loop: loop, resolver: resolver, http: http) { [weak self] meaning in
             guard let self else { return }

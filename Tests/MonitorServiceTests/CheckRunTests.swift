@@ -95,6 +95,26 @@ final class CheckRunTests: XCTestCase {
         XCTAssertTrue(try XCTUnwrap(readLine()).contains("\"path\": \"/200\""), "the refused checks sent nothing")
     }
 
+    /// CheckURL and SecureCheckURL side by side: each may lead inward only when the administrator chose it. A
+    /// CheckURL from the command line does not let a SecureCheckURL Set over D-Bus reach this machine.
+    func testEachCheckURLHasItsOwnInwardPermission() throws {
+        let resolver = try HostResolver(loop: loop, lookup: Self.answering("127.0.0.1"))
+        let settings = CheckPairRun.CheckSettings(url: "http://check.test:\(port)/204", secureURL: "https://secure.test:\(port)/204",
+                                                  echo: false, caFile: nil, plainMayPointInward: true, secureMayPointInward: false)
+        var meaning: CheckAnswer.Meaning?
+        let run = CheckPairRun(settings, family: .v4, limitMilliseconds: 3_000, isThisMachine: { _ in false }, first: true,
+                               loop: loop, resolver: resolver, http: http) { [loop] in
+            meaning = $0
+            loop!.quit(status: 0)
+        }
+        loop.schedule(after: 5_000_000_000) { [loop] in loop!.quit(status: 1) }
+        _ = loop.run()
+        withExtendedLifetime(run) {}
+        XCTAssertEqual(meaning, .limited(reason: "HTTPS fails on this network: https://secure.test:\(port)/204: \(CheckRun.inward)",
+                                         partial: true), "the plain check reached the loopback server, the secure one was refused")
+        XCTAssertTrue(try XCTUnwrap(readLine()).contains("\"path\": \"/204\""), "only the plain check's request")
+    }
+
     /// The default target's check lookups go first: three other targets' names that hang the resolver thread
     /// do not hold up a check host the hosts file answers (it used to wait behind them and time out).
     func testTheDefaultTargetsCheckLookupGoesBeforeOtherTargets() throws {
