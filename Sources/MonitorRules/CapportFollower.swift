@@ -87,8 +87,9 @@ public struct CapportFollower: Sendable {
             } else {
                 var wait = Self.refreshNanoseconds
                 if let seconds = answer.secondsRemaining {
-                    let early = seconds > Self.marginSeconds ? (seconds - Self.marginSeconds) * 1_000_000_000 : 0
-                    wait = max(Self.captiveRefreshNanoseconds, min(wait, early))
+                    // Bounded before it is scaled: the API says how many seconds, up to 2^40.
+                    let early = min(seconds > Self.marginSeconds ? seconds - Self.marginSeconds : 0, Self.refreshNanoseconds / 1_000_000_000)
+                    wait = max(Self.captiveRefreshNanoseconds, min(wait, early * 1_000_000_000))
                 }
                 entry.nextAt = now &+ wait
             }

@@ -13,9 +13,16 @@ final class CapportFuzzReplayTests: XCTestCase {
             let directory = root.appendingPathComponent(folder)
             for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where !name.hasPrefix(".") {
                 let bytes = Array(try Data(contentsOf: directory.appendingPathComponent(name)))
-                if case .success(let answer) = CapportAnswer.parse(bytes), answer.captive {
+                let result = CapportAnswer.parse(bytes)
+                if case .success(let answer) = result, answer.captive {
                     XCTAssertTrue(answer.userPortalURL.map(CapportAnswer.isSecureURL) == true, name)
                     captive += 1
+                }
+                // And the follower taking it, as the fuzzer does (a huge seconds-remaining once overflowed here).
+                var follower = CapportFollower()
+                if case .fetch(_, _, let generation)? = follower.announced(["eth0": "https://api.test/"], now: 0).last {
+                    _ = follower.fetched(interface: "eth0", generation: generation, result, now: 1)
+                    XCTAssertNotNil(follower.nextWakeup, name)
                 }
                 count += 1
             }

@@ -81,6 +81,12 @@ final class CapportTests: XCTestCase {
         guard case .fetch(_, _, let third)? = actions.first else { return XCTFail("\(actions)") }
         _ = follower.fetched(interface: "eth0", generation: third, .success(CapportAnswer(captive: false, secondsRemaining: 120)), now: 305 * second)
         XCTAssertEqual(follower.nextWakeup, 365 * second)
+        // However many seconds the API says (the fuzzer's 444,444,444,444), the next ask is at most 300 s away.
+        guard case .fetch(_, _, let fourth)? = follower.handleTimeout(now: 365 * second).first else { return XCTFail() }
+        let huge = try? CapportAnswer.parse(Array(#"{"captive": false, "seconds-remaining":444444444444}"#.utf8)).get()
+        XCTAssertEqual(huge?.secondsRemaining, 444_444_444_444)
+        _ = follower.fetched(interface: "eth0", generation: fourth, .success(huge ?? open), now: 366 * second)
+        XCTAssertEqual(follower.nextWakeup, 666 * second)
     }
 
     func testAnAnswerNotTakenForgetsThePortalAndAnEndedAnnouncementCancels() {
