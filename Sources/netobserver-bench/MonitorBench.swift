@@ -116,19 +116,20 @@ final class MonitorBench {
         connection.addMatch("type='signal',interface='org.netobserver.Monitor',member='StatusChanged'")
         connection.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
         connection.onSignal = { [unowned self] message in
-            if message.isSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"),
-               let arguments = try? message.arguments(), arguments.count == 3,
-               let connectivity = arguments[1].propertyMap?["Connectivity"]?.stringValue {
-                lastConnectivitySignal = MonotonicClock.now()
-                lastConnectivity = connectivity
-                if connectivity == waitingForConnectivity { loop.quit(status: 0) }
-            }
-            if message.isSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"),
-               let arguments = try? message.arguments(), arguments.count == 3,
-               let prefix = arguments[1].propertyMap?["Nat64Prefix"]?.stringValue {
-                lastPrefixSignal = MonotonicClock.now()
-                lastPrefix = prefix
-                if prefix == waitingForPrefix { loop.quit(status: 0) }
+            if message.isSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged") {
+                guard let arguments = try? message.arguments(), arguments.count == 3,
+                      let changed = arguments[1].propertyMap else { return }
+                let now = MonotonicClock.now()
+                if let connectivity = changed["Connectivity"]?.stringValue {
+                    lastConnectivitySignal = now
+                    lastConnectivity = connectivity
+                    if connectivity == waitingForConnectivity { loop.quit(status: 0) }
+                }
+                if let prefix = changed["Nat64Prefix"]?.stringValue {
+                    lastPrefixSignal = now
+                    lastPrefix = prefix
+                    if prefix == waitingForPrefix { loop.quit(status: 0) }
+                }
                 return
             }
             guard message.isSignal(interface: "org.netobserver.Monitor", member: "StatusChanged"),
