@@ -87,8 +87,7 @@ public final class MonitorModel {
         let changed = new.changedKeys(from: settings)
         for key in changed {
             try? set(key) { (settings: inout MonitorSettings) throws(SettingError) in
-                try settings.set(key, text: new.text(key),
-                                 fromAdministrator: key == .secureCheckURL ? new.secureCheckURLMayPointInward : new.checkURLMayPointInward)
+                try settings.set(key, text: new.text(key), fromAdministrator: new.mayPointInward(key))
             }
         }
         return changed

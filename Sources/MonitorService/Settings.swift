@@ -221,11 +221,17 @@ extension MonitorSettings {
         return (settings, kept, problems)
     }
 
-    /// The keys whose values differ from `other`'s.
-    public func changedKeys(from other: MonitorSettings) -> [Key] {
-        Key.allCases.filter {
-            text($0) != other.text($0) || ($0 == .checkURL && checkURLMayPointInward != other.checkURLMayPointInward)
-                || ($0 == .secureCheckURL && secureCheckURLMayPointInward != other.secureCheckURLMayPointInward)
+    /// Whether `key`'s URL came from the command line and may point anywhere (false for every other key).
+    public func mayPointInward(_ key: Key) -> Bool {
+        switch key {
+        case .checkURL: checkURLMayPointInward
+        case .secureCheckURL: secureCheckURLMayPointInward
+        default: false
         }
+    }
+
+    /// The keys whose values (or whose URLs' permission to point inward) differ from `other`'s.
+    public func changedKeys(from other: MonitorSettings) -> [Key] {
+        Key.allCases.filter { text($0) != other.text($0) || mayPointInward($0) != other.mayPointInward($0) }
     }
 }
