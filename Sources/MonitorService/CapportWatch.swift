@@ -40,24 +40,26 @@ final class CapportWatch {
     /// What routers announce now, by interface.
     func routersAnnounced(_ uris: [String: String]) {
         routerAnnouncements = uris
-        announce()
+        if announce() { publish() }
     }
 
-    /// What ModemManager and NetworkManager say now (DHCP's announcements among it).
+    /// What ModemManager and NetworkManager say now (DHCP's announcements among it): published once, whatever
+    /// the announcements did.
     func linkFactsChanged(_ table: LinkFactsTable) {
         services = table
-        announce()
+        _ = announce()
         publish()
     }
 
     var table: LinkFactsTable { services.with(portalAPIs: follower.facts) }
 
-    private func announce() {
+    /// Hands the follower every announcement; true when what it knows changed.
+    private func announce() -> Bool {
         // A router's word goes before DHCP's on the same interface (it is the fresher, and IPv6's own).
         let merged = services.dhcpPortalAPIs.merging(routerAnnouncements) { _, router in router }
         let before = follower.facts
         carryOut(follower.announced(merged, now: loop.now()))
-        if follower.facts != before { publish() }
+        return follower.facts != before
     }
 
     private func publish() {
