@@ -281,11 +281,14 @@ public final class HTTPRequest {
         return true
     }
 
+    private static let statusLine = Array("HTTP/".utf8)
+    private static let echoField = Array(CheckAnswer.echoHeader.lowercased().utf8) + [UInt8(ascii: ":")]
+
     /// One header line of a response. A status line starts a response over (after a 100 Continue, the
     /// last one's headers count); the echo is taken only when short and printable.
     fileprivate func header(_ line: UnsafeRawBufferPointer) {
-        let name = Array(CheckAnswer.echoHeader.lowercased().utf8) + [UInt8(ascii: ":")]
-        if line.starts(with: Array("HTTP/".utf8)) {
+        let name = Self.echoField
+        if line.starts(with: Self.statusLine) {
             echo = ""
             return
         }
