@@ -28,13 +28,7 @@ final class HTTPClientTests: XCTestCase {
     func readLine() -> String? { server.readLine() }
 
     func get(_ path: String, timeoutMilliseconds: Int = 3000) throws -> CheckAnswer {
-        var answer: CheckAnswer?
-        let request = client.get("http://127.0.0.1:\(port)\(path)", timeoutMilliseconds: timeoutMilliseconds) { answer = $0; self.loop.quit(status: 0) }
-        XCTAssertNotNil(request)
-        let guardTimer = loop.schedule(after: 10_000_000_000) { self.loop.quit(status: 1) }
-        _ = loop.run()
-        loop.cancel(guardTimer)
-        return try XCTUnwrap(answer, "no answer for \(path)")
+        try get("http://127.0.0.1:\(port)\(path)", timeoutMilliseconds: timeoutMilliseconds, options: HTTPRequestOptions())
     }
 
     func testAnswersAndWhatTheyMean() throws {
@@ -78,10 +72,13 @@ final class HTTPClientTests: XCTestCase {
         XCTAssertEqual(loop.scheduledTimers, 0, "no timer of curl's left behind")
     }
 
-    /// A GET with options against `server`, answered on the loop.
-    func get(_ url: String, pin: HTTPClient.Pin? = nil, options: HTTPRequestOptions) throws -> CheckAnswer {
+    /// A GET of `url` with `options`, answered on the loop.
+    func get(_ url: String, pin: HTTPClient.Pin? = nil, timeoutMilliseconds: Int = 5000, options: HTTPRequestOptions) throws -> CheckAnswer {
         var answer: CheckAnswer?
-        let request = client.get(url, pinnedTo: pin, timeoutMilliseconds: 5000, options: options) { answer = $0; self.loop.quit(status: 0) }
+        let request = client.get(url, pinnedTo: pin, timeoutMilliseconds: timeoutMilliseconds, options: options) {
+            answer = $0
+            self.loop.quit(status: 0)
+        }
         XCTAssertNotNil(request)
         let guardTimer = loop.schedule(after: 10_000_000_000) { self.loop.quit(status: 1) }
         _ = loop.run()
