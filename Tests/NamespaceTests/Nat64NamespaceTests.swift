@@ -15,10 +15,7 @@ final class Nat64NamespaceTests: DaemonInNamespaceTestCase {
 
     override func setUpWithError() throws {
         try requireRoot()
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/tayga") else {
-            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail("tayga is not installed (make test installs it)") }
-            throw XCTSkip("tayga is not installed")
-        }
+        try requireTool("/usr/sbin/tayga")
         hosts = try ThreeHosts(tag: "n6")
         // The client's network is IPv6-only: no IPv4 address, no IPv4 route.
         try hosts.client.ip("route del default via 198.18.0.1")
