@@ -339,7 +339,7 @@ public final class Simulation {
             }
             let (changed, actions) = follower.fetched(interface: interface, generation: generation, result, now: now)
             carryOut(actions)
-            if changed { take(.linkFacts(LinkFactsTable().with(portalAPIs: follower.facts))) }
+            if changed { tellAPIFacts() }
         case .capportWake:
             capportWakeAt = nil
             carryOut(follower.handleTimeout(now: now))
@@ -491,14 +491,19 @@ public final class Simulation {
         let before = follower.facts
         if uris.isEmpty { apiAnswers = [:] }
         carryOut(follower.announced(uris, now: now))
-        if follower.facts != before { take(.linkFacts(LinkFactsTable().with(portalAPIs: follower.facts))) }
+        if follower.facts != before { tellAPIFacts() }
+    }
+
+    /// What the APIs said, in the link facts the target reads (no ModemManager or NetworkManager here).
+    func tellAPIFacts() {
+        take(.linkFacts(LinkFactsTable().with(portalAPIs: follower.facts)))
     }
 
     /// A fetch as CheckRun runs it for CapportWatch: the answer after a round trip, or the limit's end.
     func carryOut(_ actions: [CapportFollower.Action]) {
         for action in actions {
             guard case .fetch(let interface, _, let generation) = action else { continue }
-            let limit = UInt64(max(5_000, settings.timeoutMilliseconds)) * 1_000_000
+            let limit = UInt64(PortalCheck.limitMilliseconds(timeout: settings.timeoutMilliseconds)) * 1_000_000
             let (after, result): (UInt64, Result<CapportAnswer, StrictJSON.Malformed>) = switch apiBehaviour {
             case .captive: (10_000_000, .success(CapportAnswer(captive: true, userPortalURL: Self.apiPortalURL)))
             case .open: (10_000_000, .success(CapportAnswer(captive: false, secondsRemaining: random.next() % 4000)))
