@@ -16,7 +16,13 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
+#include <linux/if_packet.h>
+#include <linux/if_ether.h>
 #include "CLinux.h"
+
+/* <net/if.h> clashes with <linux/if.h>, which CLinux.h needs. */
+extern char *if_indextoname(unsigned int index, char *name);
 
 int CLinux_lower_thread_priority(int nice) {
     return setpriority(PRIO_PROCESS, (id_t) gettid(), nice);
@@ -181,4 +187,68 @@ int CLinux_drop_clean_file_pages(void) {
     }
     fclose(smaps);
     return dropped;
+}
+
+int CLinux_link_hardware_address(int ifindex, unsigned char out[6]) {
+    struct ifreq request;
+    memset(&request, 0, sizeof request);
+    if (!if_indextoname((unsigned int)ifindex, request.ifr_name)) return -1;
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int ok = ioctl(fd, SIOCGIFHWADDR, &request);
+    int saved = errno;
+    close(fd);
+    if (ok < 0) { errno = saved; return -1; }
+    memcpy(out, request.ifr_hwaddr.sa_data, 6);
+    return request.ifr_hwaddr.sa_family;
+}
+
+int CLinux_packet_socket(int ifindex, unsigned short protocol) {
+    int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, htons(protocol));
+    if (fd < 0) return -1;
+    struct sockaddr_ll address;
+    memset(&address, 0, sizeof address);
+    address.sll_family = AF_PACKET;
+    address.sll_protocol = htons(protocol);
+    address.sll_ifindex = ifindex;
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+long CLinux_packet_send(int fd, int ifindex, unsigned short protocol, const unsigned char *destination,
+                        const void *bytes, unsigned long length) {
+    struct sockaddr_ll address;
+    memset(&address, 0, sizeof address);
+    address.sll_family = AF_PACKET;
+    address.sll_protocol = htons(protocol);
+    address.sll_ifindex = ifindex;
+    address.sll_halen = 6;
+    memcpy(address.sll_addr, destination, 6);
+    return sendto(fd, bytes, length, 0, (struct sockaddr *)&address, sizeof address);
+}
+
+int CLinux_neighbor_socket6(int ifindex) {
+    char name[IFNAMSIZ];
+    if (!if_indextoname((unsigned int)ifindex, name)) return -1;
+    int fd = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_ICMPV6);
+    if (fd < 0) return -1;
+    int hops = 255;
+    struct icmp6_filter filter;
+    ICMP6_FILTER_SETBLOCKALL(&filter);
+    ICMP6_FILTER_SETPASS(ND_NEIGHBOR_ADVERT, &filter);
+    if (setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &hops, sizeof hops) < 0
+        || setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &hops, sizeof hops) < 0
+        || setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof filter) < 0
+        || setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, name, (socklen_t)strlen(name) + 1) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
 }

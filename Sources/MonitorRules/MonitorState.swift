@@ -56,6 +56,10 @@ public struct MonitorState: Equatable, Sendable {
     public var portalURL = ""
     /// The next hop of the route to Host ("" when on-link or no usable route).
     public var gateway = ""
+    /// The next hop's answer to the neighbour check: `reachable`, `unreachable`, `unknown`; "" when none applies.
+    public var neighbor = ""
+    /// Where the path to Host breaks (`Blame`'s raw values); "" while full or unknown, or not found yet.
+    public var blame = ""
     /// The captive-portal API the route's network announced (RFC 8910), "" when none; its `venue-info-url`
     /// and `seconds-remaining` at the last answer (0 when not given).
     public var portalAPI = ""
@@ -93,13 +97,16 @@ public struct FamilyState: Equatable, Sendable {
     public var roundTripTime: UInt64
     /// The next hop of this family's route to Host; "" when on-link or no route.
     public var gateway: String
+    /// The next hop's answer to the neighbour check (`Neighbor4`, `Neighbor6`); "" when none applies.
+    public var neighbor: String
 
     public init(connectivity: Connectivity = .unknown, address: String = "", reason: String = "", roundTripTime: UInt64 = 0,
-                gateway: String = "") {
+                gateway: String = "", neighbor: String = "") {
         self.connectivity = connectivity
         self.address = address
         self.reason = reason
         self.roundTripTime = roundTripTime
         self.gateway = gateway
+        self.neighbor = neighbor
     }
 }

@@ -34,6 +34,14 @@ public struct PathCore {
         case probeNow
         /// Reach IPv4 addresses through this NAT64 prefix (nil: natively).
         case nat64(Nat64Prefix?)
+        /// The neighbour check `generation` of the next hop answered.
+        case neighborAnswered(generation: UInt64, NeighborAnswer)
+        /// The TTL-limited probe `generation` past the gateway ended.
+        case beyondAnswered(generation: UInt64, BeyondAnswer)
+        /// The machine goes to sleep: nothing is sent until `.resume`.
+        case suspend
+        /// The machine woke: probe and ask the next hop at once.
+        case resume
     }
 
     public enum Action: Equatable, Sendable {
@@ -57,6 +65,10 @@ public struct PathCore {
         case verdictReady
         /// The probe report changed (for logs; the state to publish follows in `.publish`).
         case reportChanged(old: ProbeReport, new: ProbeReport)
+        /// Ask the next hop (see `PathDiagnosis.Action`); answer with `.neighborAnswered`.
+        case checkNeighbor(gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64)
+        /// One echo to `host` whose TTL expires past `gateway`; answer with `.beyondAnswered`.
+        case probeBeyond(host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
         /// What `state(previous:)` computes changed: publish it.
         case publish
     }
@@ -64,6 +76,8 @@ public struct PathCore {
     public private(set) var monitor: MonitorCore
     public private(set) var probe: ProbeCore
     public private(set) var trafficWatch = TrafficWatch()
+    /// Where the path breaks, when it does (the neighbour check, the probe past the gateway).
+    public private(set) var diagnosis = PathDiagnosis()
     /// Where the transport sends, as last asked by `.probe`; whether its `.probing` is still to come.
     private var probeAddress: IPAddress?
     private var awaitingProbing = false
@@ -86,6 +100,7 @@ public struct PathCore {
         var earliest = monitor.nextWakeup ?? .max
         if let probe = probe.nextWakeup, probe < earliest { earliest = probe }
         if let traffic = trafficWatch.nextWakeup, traffic < earliest { earliest = traffic }
+        if let diagnosis = diagnosis.nextWakeup, diagnosis < earliest { earliest = diagnosis }
         return earliest == .max ? nil : earliest
     }
 
@@ -98,6 +113,20 @@ public struct PathCore {
     public func state(previous: MonitorState) -> MonitorState {
         var state = monitor.state(previous: previous)
         state.traffic = trafficWatch.traffic
+        let hop = diagnosis.nextHop
+        state.neighbor = hop?.hasNeighbors == true && monitor.route?.usable == true ? (diagnosis.neighbor ?? .unknown).rawValue : ""
+        var facts = BlameFacts(connectivity: state.connectivity)
+        if case .failed = monitor.resolution { facts.lookupFailed = true }
+        facts.routeUsable = monitor.route?.usable == true
+        facts.hostAnswering = probe.verdict.answering == true
+        facts.resolverBroken = monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures
+        facts.hasGateway = hop != nil
+        facts.neighborChecked = diagnosis.neighborApplies
+        facts.neighbor = diagnosis.neighbor
+        facts.beyond = diagnosis.beyond
+        let blame = BlameRules.blame(facts)
+        state.blame = blame?.rawValue ?? ""
+        if let hop, let reason = BlameRules.reason(blame, gateway: hop.gateway, interface: hop.interface) { state.reason = reason }
         return state
     }
 
@@ -139,10 +168,21 @@ public struct PathCore {
             monitor.nat64Changed(prefix, now: now)
         case .probeNow:
             if monitor.canProbe, probe.outstandingCount == 0 { probe.probeNow(now: now) }
+        case .neighborAnswered(let generation, let answer):
+            diagnosisActions += diagnosis.neighborAnswered(generation: generation, answer, now: now)
+        case .beyondAnswered(let generation, let answer):
+            diagnosis.beyondAnswered(generation: generation, answer)
+        case .suspend:
+            probe.suspend()
+            diagnosis.suspended()
+        case .resume:
+            probe.resume(now: now)
+            diagnosisActions += diagnosis.resumed(now: now)
         case .timeout:
             monitor.handleTimeout(now: now)
             if trafficWatch.expire(now: now) { trafficChanged(now: now) }
             if let due = probe.nextWakeup, due <= now { probe.handleTimeout(now: now) }
+            diagnosisActions += diagnosis.handleTimeout(now: now)
         }
         return settle(now: now)
     }
@@ -166,6 +206,8 @@ public struct PathCore {
     private var pathChangesSeen: UInt64 = .max
 
     private var trafficPublishDue = false
+    /// What the diagnosis asked during the event, carried out in `settle`.
+    private var diagnosisActions: [PathDiagnosis.Action] = []
 
     /// The word changed: the probes hear of it, and it is published (Traffic is quiet on its own).
     private mutating func trafficChanged(now: UInt64) {
@@ -234,9 +276,36 @@ public struct PathCore {
                 }
             }
         }
+        if followDiagnosis(now: now, &actions) { publishDue = true }
         if publishDue { actions.append(.publish) }
         if verdictReady { actions.append(.verdictReady) }
         nextWakeup = earliestWakeup
         return actions
+    }
+
+    /// Hands the diagnosis the route's next hop and whether Host answers, and its asks to the driver;
+    /// true when what it knows changed (Neighbor, Blame).
+    private mutating func followDiagnosis(now: UInt64, _ actions: inout [Action]) -> Bool {
+        let before = (diagnosis.neighbor, diagnosis.beyond, diagnosis.nextHop)
+        var asked = diagnosisActions
+        diagnosisActions = []
+        let route = monitor.route
+        var hop: PathDiagnosis.NextHop?
+        if let route, route.usable, let gateway = route.gateway, case .resolved = monitor.resolution {
+            hop = PathDiagnosis.NextHop(gateway: gateway, interface: route.interface, interfaceIndex: route.interfaceIndex,
+                                        source: route.source, hasNeighbors: route.hasNeighbors)
+        }
+        asked += diagnosis.routeChanged(hop, now: now)
+        let silent = probe.verdict.answering == false || probe.suspicious
+        asked += diagnosis.hostChanged(silent: silent, address: probeAddress, now: now)
+        for ask in asked {
+            switch ask {
+            case .checkNeighbor(let gateway, let index, let source, let generation):
+                actions.append(.checkNeighbor(gateway: gateway, interfaceIndex: index, source: source, generation: generation))
+            case .probeBeyond(let host, let gateway, let hops, let generation):
+                actions.append(.probeBeyond(host: host, gateway: gateway, hops: hops, generation: generation))
+            }
+        }
+        return before.0 != diagnosis.neighbor || before.1 != diagnosis.beyond || before.2 != diagnosis.nextHop
     }
 }

@@ -33,6 +33,14 @@ public struct TargetCore {
         case trafficSampled(IPFamily, generation: UInt64, TrafficSample?, cost: UInt64)
         /// The lookup of `ipv4only.arpa` (RFC 7050) `generation` answered.
         case nat64Resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>)
+        /// `family`'s neighbour check `generation` answered.
+        case neighborAnswered(IPFamily, generation: UInt64, NeighborAnswer)
+        /// `family`'s TTL-limited probe `generation` ended.
+        case beyondAnswered(IPFamily, generation: UInt64, BeyondAnswer)
+        /// The machine goes to sleep (logind's PrepareForSleep): nothing is sent until `.resume`.
+        case suspend
+        /// The machine woke (logind, or a jump of BOOTTIME): every path probes and asks its next hop at once.
+        case resume
         /// `nextWakeup` has come.
         case timeout
     }
@@ -59,6 +67,10 @@ public struct TargetCore {
         case verdictReady
         /// `family`'s probe report changed (for logs).
         case reportChanged(IPFamily, old: ProbeReport, new: ProbeReport)
+        /// Ask `family`'s next hop (ARP or Neighbor Solicitation, up to 3 tries); answer with `.neighborAnswered`.
+        case checkNeighbor(IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64)
+        /// One echo to `host` whose TTL expires past `gateway`; answer with `.beyondAnswered`.
+        case probeBeyond(IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
         /// What `state(previous:)` computes changed: publish it.
         case publish
     }
@@ -164,6 +176,7 @@ public struct TargetCore {
         state.traffic = Self.traffic(v4?.traffic, v6?.traffic)
         state.ipv4 = familyState(.v4, v4)
         state.ipv6 = familyState(.v6, v6)
+        if headline == nil { state.blame = "" }
         state.nat64Prefix = nat64.map { "\($0.prefix)" } ?? ""
         state.nat64Source = nat64?.source.rawValue ?? ""
         state.ipv4Path = ipv4Path
@@ -225,7 +238,7 @@ public struct TargetCore {
         let silent = "host not answering"
         if reason.hasPrefix(silent) { reason = silent + " over \(family)" + reason.dropFirst(silent.count) }
         return FamilyState(connectivity: state.connectivity, address: state.address, reason: reason,
-                           roundTripTime: state.roundTripTime, gateway: state.gateway)
+                           roundTripTime: state.roundTripTime, gateway: state.gateway, neighbor: state.neighbor)
     }
 
     // MARK: Events
@@ -283,6 +296,16 @@ public struct TargetCore {
             feed(family, .checkAnswered(generation: generation, meaning), now: now, &step)
         case .trafficSampled(let family, let generation, let sample, let cost):
             feed(family, .trafficSampled(generation: generation, sample, cost: cost), now: now, &step)
+        case .neighborAnswered(let family, let generation, let answer):
+            feed(family, .neighborAnswered(generation: generation, answer), now: now, &step)
+        case .beyondAnswered(let family, let generation, let answer):
+            feed(family, .beyondAnswered(generation: generation, answer), now: now, &step)
+        case .suspend:
+            for family in IPFamily.allCases { feed(family, .suspend, now: now, &step) }
+            step.publish = true
+        case .resume:
+            for family in watchedFamilies { feed(family, .resume, now: now, &step) }
+            step.publish = true
         case .timeout:
             for family in watchedFamilies where (paths[Self.index(of: family)].nextWakeup ?? .max) <= now {
                 feed(family, .timeout, now: now, &step)
@@ -344,6 +367,13 @@ public struct TargetCore {
                 if watched { step.actions.append(.sampleTraffic(family, generation: generation, host: host, interface: interface, inline: inline)) }
             case .reportChanged(let old, let new):
                 step.actions.append(.reportChanged(family, old: old, new: new))
+            case .checkNeighbor(let gateway, let index, let source, let generation):
+                if watched {
+                    step.actions.append(.checkNeighbor(family, gateway: gateway, interfaceIndex: index, source: source,
+                                                       generation: generation))
+                }
+            case .probeBeyond(let host, let gateway, let hops, let generation):
+                if watched { step.actions.append(.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)) }
             case .publish:
                 step.publish = true
             case .verdictReady:

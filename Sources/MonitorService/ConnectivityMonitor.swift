@@ -34,6 +34,9 @@ public final class ConnectivityMonitor {
     /// The authorities the secure check trusts instead of the system's (--ca-file); nil: the system's.
     private let caFile: String?
     private var checks: [CheckPairRun?] = [nil, nil]
+    /// Each family's neighbour check and probe past the gateway under way.
+    private var neighborChecks: [NeighborCheckRun?] = [nil, nil]
+    private var beyondProbes: [BeyondProbeRun?] = [nil, nil]
     /// Shared by every target; nil when the kernel's sock_diag cannot be opened (every sample then fails).
     private let trafficSampler: TrafficSampler?
     /// At the core's next wake-up.
@@ -101,6 +104,8 @@ public final class ConnectivityMonitor {
     deinit {
         resolver.cancelAll(owner: resolverOwner)
         for check in checks { check?.cancel() }
+        for check in neighborChecks { check?.cancel() }
+        for probe in beyondProbes { probe?.cancel() }
     }
 
     private func wireUp() {
@@ -264,6 +269,29 @@ extension ConnectivityMonitor: TargetWorld {
     public func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) {
         if let method = new.method, method != old.method, let target = transports[TargetCore.index(of: family)].target {
             Log.info("probing \(target) with \(method.rawValue)")
+        }
+    }
+
+    public func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64) {
+        let index = TargetCore.index(of: family)
+        neighborChecks[index]?.cancel()
+        neighborChecks[index] = NeighborCheckRun(loop: loop, gateway: gateway, interfaceIndex: interfaceIndex,
+                                                 source: IPAddress(source)) { [weak self] answer in
+            guard let self else { return }
+            neighborChecks[index] = nil
+            if answer != .reachable { Log.info("neighbour check of gateway \(gateway) over \(family): \(answer.rawValue)") }
+            handle(.neighborAnswered(family, generation: generation, answer))
+        }
+    }
+
+    public func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64) {
+        let index = TargetCore.index(of: family)
+        beyondProbes[index]?.cancel()
+        beyondProbes[index] = BeyondProbeRun(loop: loop, host: host, gateway: gateway, hops: hops) { [weak self] answer in
+            guard let self else { return }
+            beyondProbes[index] = nil
+            Log.info("probe past gateway \(gateway) towards \(host): \(answer == .carried ? "a router past it answered" : "nothing came back")")
+            handle(.beyondAnswered(family, generation: generation, answer))
         }
     }
 

@@ -109,46 +109,9 @@ public struct StateStore: Sendable {
         return (number, key)
     }
 
-    private struct Refused: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// The file's bytes; nil when there is none.
-    private func read() -> Result<ArraySlice<UInt8>?, Refused> {
-        let file: Descriptor
-        do throws(SystemError) {
-            file = try Syscall.descriptor("open") { open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
-        } catch {
-            switch error.errno {
-            case ENOENT: return .success(nil)
-            case ELOOP: return .failure(Refused(description: "is a symbolic link"))
-            default: return .failure(Refused(description: error.description))
-            }
-        }
-        let fd = file.raw
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { return .failure(Refused(description: SystemError("fstat").description)) }
-        guard status.st_mode & S_IFMT == S_IFREG else { return .failure(Refused(description: "is not a regular file")) }
-        guard status.st_size <= Self.maximumSize else {
-            return .failure(Refused(description: "is larger than \(Self.maximumSize / 1024) KiB"))
-        }
-        // One byte more than allowed, to notice a file that grew after fstat.
-        var buffer = [UInt8](repeating: 0, count: Self.maximumSize + 1)
-        var length = 0
-        while length < buffer.count {
-            let got: Int
-            do throws(SystemError) {
-                got = try Syscall.retrying("read") { buffer[length...].withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
-            } catch {
-                return .failure(Refused(description: error.description))
-            }
-            if got == 0 { break }
-            length += got
-        }
-        guard length <= Self.maximumSize else {
-            return .failure(Refused(description: "is larger than \(Self.maximumSize / 1024) KiB"))
-        }
-        return .success(buffer[..<length])
+    private func read() -> Result<ArraySlice<UInt8>?, AtomicFile.Refused> {
+        AtomicFile(directory: directory, name: "settings").read(maximumSize: Self.maximumSize)
     }
 
     /// Writes `values`: a new, uniquely named temporary file beside the real one
@@ -160,7 +123,6 @@ public struct StateStore: Sendable {
     }
 
     public func save(_ state: StoredState) throws(SystemError) {
-        try makeDirectory(directory)
         var text = "# netobserverd: settings Set over D-Bus\n"
         for key in MonitorSettings.Key.allCases {
             if let value = state.values[key] { text += "\(key.name)=\(value)\n" }
@@ -171,69 +133,7 @@ public struct StateStore: Sendable {
                 if let value = target.values[key] { text += "Target.\(target.number).\(key.name)=\(value)\n" }
             }
         }
-        let temporary = try createTemporary()
-        let name = temporary.name
-        do throws(SystemError) {
-            try writeAll(temporary.descriptor.raw, Array(text.utf8), name: name)
-            try Syscall.retrying("fsync \(name)") { fsync(temporary.descriptor.raw) }
-            try temporary.close()
-        } catch {
-            unlink(name)
-            throw error
-        }
-        let temporaryName = name
-        guard rename(temporaryName, path) == 0 else {
-            let error = SystemError("rename \(path)")
-            unlink(temporaryName)
-            throw error
-        }
-        if let dir = try? Syscall.descriptor("open \(directory)", { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) {
-            _ = try? Syscall.retrying("fsync \(directory)") { fsync(dir.raw) }
-        }
+        try AtomicFile(directory: directory, name: "settings").write(text)
     }
 
-    /// A new file beside the real one, open for writing.
-    private struct TemporaryFile: ~Copyable {
-        let name: String
-        let descriptor: Descriptor
-
-        consuming func close() throws(SystemError) {
-            let name = self.name
-            do throws(SystemError) {
-                try descriptor.close()
-            } catch {
-                throw SystemError("close \(name)", errno: error.errno)
-            }
-        }
-    }
-
-    private func createTemporary() throws(SystemError) -> TemporaryFile {
-        var generator = SystemRandomNumberGenerator()
-        for _ in 0..<16 {
-            let name = path + ".tmp-" + String(generator.next() as UInt64, radix: 36)
-            do throws(SystemError) {
-                let descriptor = try Syscall.descriptor("open \(name)") { open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
-                return TemporaryFile(name: name, descriptor: descriptor)
-            } catch where error.errno == EEXIST {
-                continue
-            }
-        }
-        throw SystemError("open \(path).tmp-…", errno: EEXIST)
-    }
-
-    private func writeAll(_ fd: Int32, _ bytes: [UInt8], name: String) throws(SystemError) {
-        var rest = bytes[...]
-        while !rest.isEmpty {
-            let written = try Syscall.retrying("write \(name)") { rest.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
-            rest = rest.dropFirst(written)
-        }
-    }
-
-    private func makeDirectory(_ path: String) throws(SystemError) {
-        var current = ""
-        for component in path.split(separator: "/") {
-            current += "/" + component
-            if mkdir(current, 0o755) != 0 && errno != EEXIST { throw SystemError("mkdir \(current)") }
-        }
-    }
 }

@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 /// Asks the kernel to queue ICMP errors about what `fd` sends (IP_RECVERR / IPV6_RECVERR),

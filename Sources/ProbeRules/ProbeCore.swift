@@ -48,6 +48,8 @@ public struct ProbeCore: Sendable {
     /// A scheduled probe was skipped for flowing traffic since the last one went out.
     private var owedProbe = false
     private var outputs: [Output] = []
+    /// The machine sleeps: nothing goes out until `resume`.
+    public private(set) var asleep = false
 
     /// `slot` and `stride` (a power of two): this core's sequences are those ≡ slot mod stride,
     /// so cores sharing one socket never use the same sequence.
@@ -153,7 +155,7 @@ public struct ProbeCore: Sendable {
     /// there is nothing to probe; else `.probeFinished` follows.
     public mutating func check(now: UInt64) -> Bool {
         defer { refreshWakeup() }
-        guard target != nil else { return false }
+        guard target != nil, !asleep else { return false }
         if !tracker.outstanding.isEmpty || deferredProbeAt != nil { return true }
         if mayForceProbe(now: now) { forceProbe(now: now) }
         return true
@@ -177,7 +179,7 @@ public struct ProbeCore: Sendable {
         defer { refreshWakeup() }
         let old = traffic
         traffic = new
-        guard new != old, target != nil else { return }
+        guard new != old, target != nil, !asleep else { return }
         if new == .stalled, verdict.answering == true, tracker.outstanding.isEmpty, deferredProbeAt == nil {
             if mayForceProbe(now: now) {
                 statistics.suspicions += 1
@@ -187,6 +189,27 @@ public struct ProbeCore: Sendable {
             nextProbeAt = nil
             sendProbe(now: now)
         }
+    }
+
+    /// The machine goes to sleep: probes in flight are forgotten (their silence would be the sleep's,
+    /// not the host's), nothing is scheduled, and nothing goes out until `resume`. The verdict stays.
+    public mutating func suspend() {
+        defer { refreshWakeup() }
+        let waited = !tracker.outstanding.isEmpty || deferredProbeAt != nil
+        asleep = true
+        tracker.reset()
+        nextProbeAt = nil
+        overdue = nil
+        deferredProbeAt = nil
+        if waited { outputs.append(.probeFinished) }
+    }
+
+    /// The machine woke: a probe goes out at once, and the schedule continues from it.
+    public mutating func resume(now: UInt64) {
+        defer { refreshWakeup() }
+        guard asleep else { return }
+        asleep = false
+        sendProbe(now: now)
     }
 
     // MARK: Events from the network
@@ -345,7 +368,7 @@ public struct ProbeCore: Sendable {
 
     /// `early`: a follow-up beside an overdue probe, off the schedule. `extra`: its loss adds no failure.
     private mutating func sendProbe(now: UInt64, early: Bool = false, extra: Bool = false, forCheck: Bool = false) {
-        guard target != nil else { return }
+        guard target != nil, !asleep else { return }
         let token = random.next()
         owedProbe = false
         let sequence = tracker.send(token: token, now: now, timeout: settings.timeoutNanoseconds, extra: extra)

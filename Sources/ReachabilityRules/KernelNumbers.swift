@@ -4,6 +4,8 @@ public enum KernelNumbers {
     public static let linkUp: UInt32 = 0x1            // IFF_UP
     public static let linkRunning: UInt32 = 0x40      // IFF_RUNNING
     public static let linkLowerUp: UInt32 = 0x10000   // IFF_LOWER_UP
+    public static let linkPointToPoint: UInt32 = 0x10  // IFF_POINTOPOINT
+    public static let linkNoArp: UInt32 = 0x80         // IFF_NOARP
     public static let addressDuplicate: UInt32 = 0x08   // IFA_F_DADFAILED
     public static let addressDeprecated: UInt32 = 0x20  // IFA_F_DEPRECATED
     public static let addressTentative: UInt32 = 0x40   // IFA_F_TENTATIVE

@@ -16,6 +16,10 @@ public struct ReachabilityVerdict: Equatable, Sendable {
     /// The families with a default route when this was said (so a family's default route coming or
     /// going reaches every watch, as the path through a NAT64 prefix depends on it).
     public var routedFamilies: Set<IPFamily> = []
+    /// The route's output interface's index (0 when there is no route).
+    public var interfaceIndex: Int32 = 0
+    /// The route's link resolves its neighbours (ARP, NDP): neither point-to-point nor NOARP.
+    public var hasNeighbors = false
 
     public init(usable: Bool, interface: String = "", kind: InterfaceKind? = nil, source: String = "", reason: String = "") {
         self.usable = usable
@@ -123,7 +127,10 @@ public enum ReachabilityEvaluation {
             return .unusable("interface \(link.name): address \(source.address) is still being checked for duplicates",
                              interface: link.name)
         }
-        return ReachabilityVerdict(usable: true, interface: link.name, kind: classify(link), source: source.address.description)
+        var verdict = ReachabilityVerdict(usable: true, interface: link.name, kind: classify(link), source: source.address.description)
+        verdict.interfaceIndex = link.index
+        verdict.hasNeighbors = link.hasNeighbors
+        return verdict
     }
 
     static func routeTypeName(_ type: UInt8) -> String {

@@ -23,6 +23,8 @@ public struct Link: Equatable, Sendable {
     public var isUp: Bool { flags & KernelNumbers.linkUp != 0 }
     public var isRunning: Bool { flags & KernelNumbers.linkRunning != 0 }
     public var hasCarrier: Bool { flags & KernelNumbers.linkLowerUp != 0 }
+    /// Whether the link resolves neighbours' link-layer addresses (not point-to-point, not NOARP).
+    public var hasNeighbors: Bool { flags & (KernelNumbers.linkPointToPoint | KernelNumbers.linkNoArp) == 0 }
 }
 
 /// An address assigned to an interface.

@@ -224,6 +224,15 @@ public final class DualStackRun: TargetWorld {
 
     public func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) {}
 
+    /// The dual-stack world's routes are on-link: nothing asks a next hop.
+    public func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64) {
+        figures.violations.append("asked next hop \(gateway) on an on-link route")
+    }
+
+    public func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64) {
+        figures.violations.append("probed past gateway \(gateway) on an on-link route")
+    }
+
     public func publish(_ compute: (MonitorState) -> MonitorState) {
         state = compute(state)
         checkHeadline()

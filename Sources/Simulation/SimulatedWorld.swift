@@ -383,6 +383,15 @@ final class SimulatedTarget: TargetWorld {
         if index == 0 { simulation.reported.append(.reportChanged(old: old, new: new)) }
     }
 
+    /// The simulated kernel's routes are on-link: no next hop to ask.
+    func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64) {
+        simulation.violation("target \(index) asked next hop \(gateway), but no simulated route has one")
+    }
+
+    func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64) {
+        simulation.violation("target \(index) probed past gateway \(gateway), but no simulated route has one")
+    }
+
     func publish(_ state: (MonitorState) -> MonitorState) {
         if index == 0 { simulation.publish(state) } else { simulation.publishExtra(index, state) }
     }

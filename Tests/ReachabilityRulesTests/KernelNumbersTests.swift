@@ -12,6 +12,8 @@ final class KernelNumbersTests: XCTestCase {
         XCTAssertEqual(KernelNumbers.linkUp, UInt32(IFF_UP.rawValue))
         XCTAssertEqual(KernelNumbers.linkRunning, UInt32(IFF_RUNNING.rawValue))
         XCTAssertEqual(KernelNumbers.linkLowerUp, UInt32(IFF_LOWER_UP.rawValue))
+        XCTAssertEqual(KernelNumbers.linkPointToPoint, UInt32(IFF_POINTOPOINT.rawValue))
+        XCTAssertEqual(KernelNumbers.linkNoArp, UInt32(IFF_NOARP.rawValue))
         XCTAssertEqual(KernelNumbers.addressDuplicate, UInt32(IFA_F_DADFAILED))
         XCTAssertEqual(KernelNumbers.addressDeprecated, UInt32(IFA_F_DEPRECATED))
         XCTAssertEqual(KernelNumbers.addressTentative, UInt32(IFA_F_TENTATIVE))

@@ -79,6 +79,20 @@ int CLinux_attach_echo_filter(int fd, int ipv4, unsigned short identifier);
 int CLinux_set_icmp_filter(int fd);
 int CLinux_set_icmp6_filter(int fd);
 
+/* The neighbour check's sockets (CAP_NET_RAW). The link's hardware address into out[6]: its ARPHRD_* type,
+ * -1 with errno. */
+int CLinux_link_hardware_address(int ifindex, unsigned char out[6]);
+/* An AF_PACKET datagram socket for `protocol` (host order, e.g. ETH_P_ARP) bound to `ifindex`: the fd, -1 with errno. */
+int CLinux_packet_socket(int ifindex, unsigned short protocol);
+/* Sends `length` bytes to the link-layer `destination` (6 bytes) on `ifindex`: bytes sent, -1 with errno. */
+long CLinux_packet_send(int fd, int ifindex, unsigned short protocol, const unsigned char *destination,
+                        const void *bytes, unsigned long length);
+/* A raw ICMPv6 socket for Neighbor Solicitations on `ifindex`: hop limit 255, only Neighbor Advertisements let
+ * through, bound to the link. The fd, -1 with errno. */
+int CLinux_neighbor_socket6(int ifindex);
+/* The protocol numbers, as Swift cannot import the macros' types. */
+static const unsigned short CLinux_ETH_P_ARP = 0x0806;
+
 static const unsigned char CLinux_SO_EE_ORIGIN_LOCAL = SO_EE_ORIGIN_LOCAL;
 static const unsigned char CLinux_SO_EE_ORIGIN_ICMP = SO_EE_ORIGIN_ICMP;
 static const unsigned char CLinux_SO_EE_ORIGIN_ICMP6 = SO_EE_ORIGIN_ICMP6;

@@ -1,0 +1,98 @@
+import CLinux
+import EventLoop
+import Glibc
+import NetAddress
+import ProbeRules
+
+/// The diagnosis's one probe past the gateway (INTERFACE.md "Diagnosis"): an echo to Host whose TTL
+/// (hop limit) expires at the first router beyond the gateway, on a socket of its own that lives for
+/// this probe only. A Time Exceeded from any router but the gateway means the upstream carries
+/// packets (`.carried`); nothing within the limit is `.silent`. Ends once, through `completion`.
+public final class BeyondProbeRun {
+    private let loop: MainLoop
+    private let gateway: IPAddress
+    private let family: EchoPacket.Family
+    private let identifier: UInt16
+    private var socket: ICMPSocket?
+    private var source: IOSource?
+    private var timer: LoopTimer?
+    private var completion: ((BeyondAnswer) -> Void)?
+
+    /// How long a Time Exceeded may take to come back.
+    public static let limitNanoseconds: UInt64 = 1_000_000_000
+
+    public init(loop: MainLoop, host: IPAddress, gateway: IPAddress, hops: UInt8, completion: @escaping (BeyondAnswer) -> Void) {
+        self.loop = loop
+        self.gateway = gateway
+        self.completion = completion
+        family = host.ipFamily == .v4 ? .v4 : .v6
+        identifier = UInt16.random(in: 1...UInt16.max)
+        start(host: host, hops: hops)
+    }
+
+    deinit { cancel() }
+
+    /// Nothing more is heard; no completion.
+    public func cancel() {
+        completion = nil
+        close()
+    }
+
+    private func start(host: IPAddress, hops: UInt8) {
+        timer = loop.schedule(after: Self.limitNanoseconds) { [weak self] in self?.finish(.silent) }
+        guard let opened = try? ICMPSocket(family: family, identifier: identifier) else {
+            return
+        }
+        var limit = Int32(hops)
+        let size = socklen_t(MemoryLayout<Int32>.size)
+        let set = family == .v4 ? setsockopt(opened.fd, Int32(IPPROTO_IP), IP_TTL, &limit, size)
+                                : setsockopt(opened.fd, Int32(IPPROTO_IPV6), IPV6_UNICAST_HOPS, &limit, size)
+        guard set == 0 else { return }
+        enableErrorQueue(opened.fd, ipv6: family == .v6)
+        socket = opened
+        source = try? loop.watch(fd: opened.fd, interest: [.readable, .error]) { [weak self] _ in self?.receiveAll() }
+        let packet = EchoPacket.request(family: family, identifier: identifier, sequence: 1, token: UInt64.random(in: 0...UInt64.max))
+        if opened.send(packet, to: host) != nil { close() }
+    }
+
+    private func receiveAll() {
+        // Bounded: a socket of our own, open for one second, read at most this much per wake-up.
+        for _ in 0..<64 {
+            guard let socket else { return }
+            switch socket.receive() {
+            case .nothing:
+                return
+            case .queuedError(let error, _):
+                guard error.origin == CLinux_SO_EE_ORIGIN_ICMP || error.origin == CLinux_SO_EE_ORIGIN_ICMP6,
+                      EchoPacket.Failure(family: family, type: error.type, code: error.code) == .timeExceeded else { continue }
+                var storage = error.offender
+                let offender = error.has_offender != 0 ? withUnsafeBytes(of: &storage) { raw in
+                    raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: raw.count) }
+                } : nil
+                if let offender, offender.unmapped != gateway.unmapped { return finish(.carried) }
+            case .packet(let bytes, let from):
+                // A raw socket also reads the error itself; a datagram socket only what the kernel matched.
+                guard case .error(.timeExceeded, let id, _, _, _) = EchoPacket.parse(bytes, family: family,
+                                                                                    includesIPHeader: family == .v4 && socket.method == .icmpRaw),
+                      id == identifier || socket.method == .icmpDatagram,
+                      let from, from.unmapped != gateway.unmapped else { continue }
+                return finish(.carried)
+            }
+        }
+    }
+
+    private func finish(_ answer: BeyondAnswer) {
+        let completion = self.completion
+        self.completion = nil
+        close()
+        completion?(answer)
+    }
+
+    private func close() {
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        if let source { loop.remove(source) }
+        source = nil
+        socket = nil
+    }
+}

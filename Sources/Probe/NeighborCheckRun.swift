@@ -1,0 +1,168 @@
+import CLinux
+import EventLoop
+import Glibc
+import NetAddress
+import NetCore
+import ProbeRules
+
+/// The service's own neighbour check of a next hop (INTERFACE.md "The neighbour check"): up to
+/// `tries` unicast ARP requests (IPv4, to the gateway's last known link-layer address, else
+/// broadcast) or Neighbor Solicitations (IPv6), `spacing` apart, on a socket of its own bound to
+/// the route's interface and closed when done. Only an answer from the gateway's own address counts:
+/// `.reachable`; none after the last try's spacing is `.unreachable`; a check that cannot be made
+/// (no CAP_NET_RAW, no hardware address) is `.unknown`. Ends once, through `completion`.
+public final class NeighborCheckRun {
+    public static let tries = 3
+    public static let spacingNanoseconds: UInt64 = 200_000_000
+
+    private let loop: MainLoop
+    private let gateway: IPAddress
+    private let interfaceIndex: Int32
+    private var descriptor: Descriptor?
+    private var source: IOSource?
+    private var timer: LoopTimer?
+    private var sent = 0
+    private var packet: [UInt8] = []
+    private var destination: [UInt8] = NeighborPackets.broadcast
+    private var buffer = [UInt8](repeating: 0, count: 512)
+    private var completion: ((NeighborAnswer) -> Void)?
+    /// How many requests went out (for the bench's count of packets per diagnosis).
+    public private(set) var requestsSent = 0
+
+    /// `source`: our address on the link (the route's preferred source), the ARP request's sender.
+    public init(loop: MainLoop, gateway: IPAddress, interfaceIndex: Int32, source: IPAddress?,
+                completion: @escaping (NeighborAnswer) -> Void) {
+        self.loop = loop
+        self.gateway = gateway
+        self.interfaceIndex = interfaceIndex
+        self.completion = completion
+        if let why = open(sender: source) {
+            loop.atEndOfTurn { [weak self] in self?.finish(.unknown, why: why) }
+            return
+        }
+        sendNext()
+    }
+
+    deinit { cancel() }
+
+    /// Nothing more is sent or heard; no completion.
+    public func cancel() {
+        completion = nil
+        close()
+    }
+
+    /// Opens the socket and builds the request; why it cannot be made, nil when it can.
+    private func open(sender: IPAddress?) -> String? {
+        var hardware = [UInt8](repeating: 0, count: 6)
+        let type = hardware.withUnsafeMutableBufferPointer { CLinux_link_hardware_address(interfaceIndex, $0.baseAddress) }
+        let ours: [UInt8]? = type == Int32(ARPHRD_ETHER) && hardware != [0, 0, 0, 0, 0, 0] ? hardware : nil
+        let cached = gateway.ipFamily == .v4 ? cachedHardwareAddress() : nil
+        let fd: Int32
+        switch gateway.ipFamily {
+        case .v4:
+            guard let ours, let sender,
+                  let request = NeighborPackets.arpRequest(senderHardware: ours, sender: sender,
+                                                           targetHardware: cached ?? [0, 0, 0, 0, 0, 0], target: gateway)
+            else { return "no Ethernet address of our own on interface \(interfaceIndex)" }
+            packet = request
+            destination = cached ?? NeighborPackets.broadcast
+            fd = CLinux_packet_socket(interfaceIndex, CLinux_ETH_P_ARP)
+        case .v6:
+            guard let solicitation = NeighborPackets.solicitation(target: gateway, sourceHardware: ours) else { return "not an IPv6 gateway" }
+            packet = solicitation
+            fd = CLinux_neighbor_socket6(interfaceIndex)
+        }
+        guard fd >= 0 else { return "cannot open the neighbour check's socket: \(SystemError("socket"))" }
+        descriptor = Descriptor(owning: fd)
+        source = try? loop.watch(fd: fd, interest: .readable) { [weak self] _ in self?.receiveAll() }
+        return nil
+    }
+
+    /// The next hop's link-layer address as the kernel last knew it (ARP cache); nil when unknown.
+    private func cachedHardwareAddress() -> [UInt8]? {
+        var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard if_indextoname(UInt32(bitPattern: interfaceIndex), &name) != nil, let text = Self.readArpCache() else { return nil }
+        let device = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return NeighborPackets.cachedHardwareAddress(of: gateway, device: device, in: text)
+    }
+
+    /// /proc/net/arp, at most 256 KiB of it (procfs answers at once; a table larger than that is cut).
+    private static func readArpCache() -> String? {
+        guard let file = try? Syscall.descriptor("open", { Glibc.open("/proc/net/arp", O_RDONLY | O_CLOEXEC) }) else { return nil }
+        var text: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while text.count < 256 * 1024 {
+            let count = (try? Syscall.retrying("read") { chunk.withUnsafeMutableBytes { Glibc.read(file.raw, $0.baseAddress, $0.count) } }) ?? 0
+            guard count > 0 else { break }
+            text += chunk[..<count]
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    private func sendNext() {
+        guard let fd = descriptor?.raw else { return }
+        guard sent < Self.tries else { return finish(.unreachable, why: nil) }
+        sent += 1
+        let result = gateway.ipFamily == .v4 ? sendArp(fd) : sendSolicitation(fd)
+        if result >= 0 { requestsSent += 1 }
+        timer = loop.schedule(after: Self.spacingNanoseconds) { [weak self] in self?.sendNext() }
+    }
+
+    private func sendArp(_ fd: Int32) -> Int {
+        packet.withUnsafeBytes { bytes in
+            destination.withUnsafeBufferPointer {
+                CLinux_packet_send(fd, interfaceIndex, CLinux_ETH_P_ARP, $0.baseAddress, bytes.baseAddress, UInt(bytes.count))
+            }
+        }
+    }
+
+    private func sendSolicitation(_ fd: Int32) -> Int {
+        // A link-local next hop is reached through the route's interface.
+        let scoped = IPAddress.v6(gateway.bytes, zone: IPAddress.Zone(index: UInt32(bitPattern: interfaceIndex)))
+        return packet.withUnsafeBytes { bytes in
+            scoped.withSocketAddress { address, length in sendto(fd, bytes.baseAddress, bytes.count, 0, address, length) }
+        }
+    }
+
+    private func receiveAll() {
+        // Bounded per wake-up; the socket lives for at most 600 ms.
+        for _ in 0..<64 {
+            guard let fd = descriptor?.raw else { return }
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let count = buffer.withUnsafeMutableBytes { bytes in
+                withUnsafeMutablePointer(to: &storage) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        recvfrom(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
+                    }
+                }
+            }
+            guard count >= 0 else { return }
+            let bytes = Array(buffer[..<count])
+            switch gateway.ipFamily {
+            case .v4:
+                if NeighborPackets.isArpReply(bytes, from: gateway) { return finish(.reachable, why: nil) }
+            case .v6:
+                let from = withUnsafeBytes(of: storage) { raw in
+                    raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: Int(length)) }
+                }
+                if from?.bytes == gateway.bytes, NeighborPackets.isAdvertisement(bytes, for: gateway) { return finish(.reachable, why: nil) }
+            }
+        }
+    }
+
+    private func finish(_ answer: NeighborAnswer, why: String?) {
+        let completion = self.completion
+        self.completion = nil
+        close()
+        completion?(answer)
+    }
+
+    private func close() {
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        if let source { loop.remove(source) }
+        source = nil
+        descriptor = nil
+    }
+}

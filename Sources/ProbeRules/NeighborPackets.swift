@@ -1,0 +1,72 @@
+import NetAddress
+
+/// The neighbour check's packets (INTERFACE.md "The neighbour check"): an ARP request (RFC 826) for
+/// IPv4 and a Neighbor Solicitation (RFC 4861) for IPv6, both to the next hop only, and the reading of
+/// their answers. Pure bytes; the sockets are the driver's.
+public enum NeighborPackets {
+    /// Ethernet's hardware type and address length, IPv4's protocol type (ARP's fields).
+    static let ethernet: UInt16 = 1
+    static let ipv4: UInt16 = 0x0800
+    static let arpRequest: UInt16 = 1
+    static let arpReply: UInt16 = 2
+    static let solicitation: UInt8 = 135
+    static let advertisement: UInt8 = 136
+    /// The broadcast link-layer address: where a request goes when the next hop's is not known.
+    public static let broadcast: [UInt8] = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff]
+
+    /// The 28-byte ARP request "who has `target`, tell `sender`" from `senderHardware`, addressed to
+    /// `targetHardware` (zeros when unknown). nil unless both addresses are IPv4 and the hardware 6 bytes.
+    public static func arpRequest(senderHardware: [UInt8], sender: IPAddress, targetHardware: [UInt8], target: IPAddress) -> [UInt8]? {
+        guard senderHardware.count == 6, targetHardware.count == 6, sender.ipFamily == .v4, target.ipFamily == .v4 else { return nil }
+        var packet: [UInt8] = []
+        packet.reserveCapacity(28)
+        for field in [ethernet, ipv4] { packet += [UInt8(field >> 8), UInt8(field & 0xff)] }
+        packet += [6, 4, UInt8(arpRequest >> 8), UInt8(arpRequest & 0xff)]
+        packet += senderHardware + sender.bytes + targetHardware + target.bytes
+        return packet
+    }
+
+    /// Whether `bytes` (an ARP packet, without the link header) is a reply from `address` over Ethernet.
+    public static func isArpReply(_ bytes: [UInt8], from address: IPAddress) -> Bool {
+        guard address.ipFamily == .v4, bytes.count >= 28 else { return false }
+        let header: [UInt8] = [0, UInt8(ethernet), UInt8(ipv4 >> 8), UInt8(ipv4 & 0xff), 6, 4, 0, UInt8(arpReply)]
+        guard bytes[0..<8].elementsEqual(header) else { return false }
+        // Sender protocol address: after the sender's 6-byte hardware address.
+        return bytes[14..<18].elementsEqual(address.bytes)
+    }
+
+    /// A Neighbor Solicitation for `target` (the kernel fills in the checksum of raw ICMPv6 sockets),
+    /// with our link-layer address as its Source Link-Layer Address option when known.
+    public static func solicitation(target: IPAddress, sourceHardware: [UInt8]?) -> [UInt8]? {
+        guard target.ipFamily == .v6 else { return nil }
+        var packet: [UInt8] = [solicitation, 0, 0, 0, 0, 0, 0, 0] + target.bytes
+        if let sourceHardware, sourceHardware.count == 6 { packet += [1, 1] + sourceHardware }
+        return packet
+    }
+
+    /// Whether `bytes` (an ICMPv6 message) is a Neighbor Advertisement for `target`.
+    public static func isAdvertisement(_ bytes: [UInt8], for target: IPAddress) -> Bool {
+        guard target.ipFamily == .v6, bytes.count >= 24, bytes[0] == advertisement, bytes[1] == 0 else { return false }
+        return bytes[8..<24].elementsEqual(target.bytes)
+    }
+
+    /// The next hop's last known link-layer address in the kernel's ARP cache (`/proc/net/arp`'s text):
+    /// nil when it has none (or only an incomplete one) on `device`.
+    public static func cachedHardwareAddress(of address: IPAddress, device: String, in text: String) -> [UInt8]? {
+        let wanted = address.description
+        for line in text.split(separator: "\n").dropFirst().prefix(4096) {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            // IP address, HW type, Flags, HW address, Mask, Device.
+            guard fields.count >= 6, fields[0] == wanted, fields[5] == device, fields[2] != "0x0" else { continue }
+            let octets = fields[3].split(separator: ":", omittingEmptySubsequences: false)
+            guard octets.count == 6 else { return nil }
+            var hardware: [UInt8] = []
+            for octet in octets {
+                guard octet.count == 2, let value = UInt8(octet, radix: 16) else { return nil }
+                hardware.append(value)
+            }
+            return hardware == [0, 0, 0, 0, 0, 0] ? nil : hardware
+        }
+        return nil
+    }
+}
