@@ -19,12 +19,17 @@ public final class LinkFactsWatch {
     public var onReady: (() -> Void)?
     /// A line per service appearing, leaving or loaded, and per loss or return of the bus, for the log.
     public var onNews: ((String) -> Void)?
+    /// logind's PrepareForSleep: true before the machine sleeps, false once it woke (or nobody is left to say so).
+    public var onSleep: ((Bool) -> Void)?
+    /// Whether logind last said the machine is going to sleep.
+    public var asleep: Bool { sleep?.asleep ?? false }
 
     private let loop: MainLoop
     private let bus: BusAddress
     private var connection: BusConnection?
     private var modems: RemoteObjectManager?
     private var devices: RemoteObjectManager?
+    private var sleep: SleepFollower?
     private var wasReady = false
     private var described: [String: String] = [:]
     private var failedAttempts = 0
@@ -47,6 +52,7 @@ public final class LinkFactsWatch {
         if let retryTimer { loop.cancel(retryTimer) }
         modems = nil
         devices = nil
+        sleep = nil
         connection?.close()
     }
 
@@ -91,6 +97,10 @@ public final class LinkFactsWatch {
         devices.onChange = { [unowned self] in update() }
         self.modems = modems
         self.devices = devices
+        sleep = SleepFollower(connection: connection) { [weak self] asleep in
+            self?.onNews?(asleep ? "logind: the machine is going to sleep" : "logind: the machine woke")
+            self?.onSleep?(asleep)
+        }
     }
 
     /// The bus went away: the facts go with it until it is back.
@@ -114,6 +124,8 @@ public final class LinkFactsWatch {
     private func dropConnection() {
         modems = nil
         devices = nil
+        sleep?.drop()
+        sleep = nil
         connection?.onDisconnected = nil
         connection?.close()
         connection = nil

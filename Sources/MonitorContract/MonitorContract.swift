@@ -57,6 +57,10 @@ public enum MonitorContract {
         case partial = "Partial"
         case gateway4 = "Gateway4"
         case gateway6 = "Gateway6"
+        case blame = "Blame"
+        case neighbor4 = "Neighbor4"
+        case neighbor6 = "Neighbor6"
+        case timeInState = "TimeInState"
 
         public var name: String { rawValue }
 
@@ -65,7 +69,8 @@ public enum MonitorContract {
             case .status, .host, .interface, .address, .reason, .addressFamily, .accessTechnology,
                  .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence,
                  .connectivity4, .connectivity6, .address4, .address6, .reason4, .reason6, .nat64Prefix, .nat64Source,
-                 .ipv4Path, .portalAPI, .portalVenueURL, .secureCheckURL, .gateway4, .gateway6: .string
+                 .ipv4Path, .portalAPI, .portalVenueURL, .secureCheckURL, .gateway4, .gateway6, .blame, .neighbor4, .neighbor6: .string
+            case .timeInState: .dictionary(key: .string, value: .uint64)
             case .reachable, .metered, .checkEcho, .partial: .boolean
             case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped, .roundTripTime4, .roundTripTime6,
                  .portalSecondsRemaining: .uint64
@@ -81,7 +86,7 @@ public enum MonitorContract {
         public var changeMode: PropertyChangeMode {
             switch self {
             case .roundTripTime, .packetLoss, .probesSent, .probesAnswered, .traffic, .probesSkipped, .roundTripTime4, .roundTripTime6,
-                 .portalSecondsRemaining: .quiet
+                 .portalSecondsRemaining, .timeInState: .quiet
             default: .emits
             }
         }
@@ -116,28 +121,43 @@ public enum MonitorContract {
     public enum Method: String, CaseIterable, Sendable {
         case check = "Check"
         case wait = "Wait"
+        case getHistory = "GetHistory"
 
         public var name: String { rawValue }
         public var inputs: [DBusArgument] {
             switch self {
             case .check: []
             case .wait: [DBusArgument("timeout_ms", .uint32)]
+            case .getHistory: [DBusArgument("max", .uint32)]
             }
         }
         public var outputs: [DBusArgument] {
             switch self {
             case .check: [DBusArgument("status", .string)]
             case .wait: [DBusArgument("reachable", .boolean)]
+            case .getHistory: [DBusArgument("outages", MonitorContract.outageList)]
             }
         }
     }
 
     public enum Signal: String, CaseIterable, Sendable {
         case statusChanged = "StatusChanged"
+        case outageEnded = "OutageEnded"
 
         public var name: String { rawValue }
-        public var arguments: [DBusArgument] { [DBusArgument("status", .string), DBusArgument("host", .string)] }
+        public var arguments: [DBusArgument] {
+            switch self {
+            case .statusChanged: [DBusArgument("status", .string), DBusArgument("host", .string)]
+            case .outageEnded: [DBusArgument("start", .uint64), DBusArgument("duration", .uint64), DBusArgument("blame", .string)]
+            }
+        }
     }
+
+    /// GetHistory's reply: start (CLOCK_REALTIME µs), duration (µs), Blame, the worst Connectivity, Reason; newest first.
+    public static let outageList = DBusType.array(.structure([.uint64, .uint64, .string, .string, .string]))
+    /// GetHistory returns at most this many outages (the service keeps no more), and fewer when its reply would pass `historyReplyBytes`.
+    public static let historyLimit: UInt32 = 1_000
+    public static let historyReplyBytes = 64 * 1024
 
     /// Status's and Connectivity's values (MonitorRules decides them).
     public typealias Status = MonitorRules.Status

@@ -127,6 +127,11 @@ public struct AtomicFile: Sendable {
         }
     }
 
+    /// Removes the file; false when it could not be (or was not there).
+    public func remove() -> Bool {
+        unlink(path) == 0
+    }
+
     /// Moves the file aside (`<name>.corrupt`), replacing an earlier one set aside; false when it could not be.
     public func setAside() -> Bool {
         rename(path, path + ".corrupt") == 0

@@ -44,6 +44,8 @@ public final class ConnectivityMonitor {
 
     /// After every finished probe: a verdict is in (pending Checks answer then).
     public var onVerdictReady: (() -> Void)?
+    /// Before each wake-up is handled: a sleep nobody announced is noticed before any probe times out across it.
+    var beforeTimeout: (() -> Void)?
 
     /// `sharedReachability`: an engine already watching the kernel's routes (another
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
@@ -109,7 +111,10 @@ public final class ConnectivityMonitor {
     }
 
     private func wireUp() {
-        wakeup.onFire = { [unowned self] in handle(.timeout) }
+        wakeup.onFire = { [unowned self] in
+            beforeTimeout?()
+            handle(.timeout)
+        }
         for family in IPFamily.allCases {
             let index = TargetCore.index(of: family)
             transports[index].onInput = { [unowned self] input in handle(.probe(family, input)) }
@@ -128,6 +133,11 @@ public final class ConnectivityMonitor {
     /// Starts resolving the Host; call once the model is exported.
     public func start() {
         handle(.start(checkURL: Self.checkShown(model.settings)))
+    }
+
+    /// The machine goes to sleep (true: nothing is sent) or woke (false: probe and ask the next hop at once).
+    public func sleep(_ asleep: Bool) {
+        handle(asleep ? .suspend : .resume)
     }
 
     /// ModemManager or NetworkManager changed what they say about links.

@@ -103,6 +103,10 @@ final class Service {
     private var capport: CapportWatch?
     private var targets: TargetSet?
     private var saver: StateSaver?
+    /// Every target's history (outages, TimeInState) and the sleeps.
+    private var history: HistoryBook?
+    /// Where the settings and histories are kept; nil: nowhere (nothing persists).
+    private var stateDirectory: String?
     /// What the state file holds of the default target (or will once saved): values Set over
     /// D-Bus, never flags. Target 0 keeps them once exported.
     private var restoredValues: [MonitorSettings.Key: String] = [:]
@@ -186,6 +190,7 @@ final class Service {
         // Everything below holds the loop unowned or is attached to it: take them
         // apart while it still exists.
         connection.close()
+        history = nil
         linkFacts = nil
         capport = nil
         saver = nil
@@ -206,6 +211,7 @@ final class Service {
     /// no flag overrides, before anything is exported or announced.
     func restoreSettings() {
         guard let directory = options.stateDirectory ?? options.defaultStateDirectory() else { return }
+        stateDirectory = directory
         let store = StateStore(directory: directory)
         let (state, problems) = store.loadState()
         problems.forEach { Log.warning($0) }
@@ -232,8 +238,10 @@ final class Service {
     func export() {
         let server = ObjectServer(connection: connection)
         // The default target starts first: its first lookup is asked before any added target's.
+        let history = HistoryBook(loop: loop, directory: stateDirectory)
+        self.history = history
         let objects = ServiceObjects(server: server, model: model, budget: budget, engines: connectivity,
-                                     persisted: restoredValues) { [loop, resolver, probeSockets, http, options,
+                                     persisted: restoredValues, history: history) { [loop, resolver, probeSockets, http, options,
                                                                    routes, trafficSampler] model throws(SystemError) in
             try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
                                     probeSockets: probeSockets, http: http, caFile: options.caFile,
@@ -248,6 +256,7 @@ final class Service {
         routes?.onPortalAPIsChanged = { [unowned self] uris in capport?.routersAnnounced(uris) }
         if let uris = routes?.portalAPIs, !uris.isEmpty { capport?.routersAnnounced(uris) }
         linkFacts?.onNews = { Log.info($0) }
+        linkFacts?.onSleep = { [unowned history] asleep in history.sleepAnnounced(asleep) }
         linkFacts?.onReady = { Log.info("modems and metered links: first view complete") }
         linkFacts?.start()
         connection.onSignal = { [unowned self] message in busSignal(message) }
@@ -380,6 +389,7 @@ final class Service {
         }
         connection.close()
         saver?.finish()
+        history?.flush()
         return status
     }
 }

@@ -8,6 +8,7 @@ public enum MonitorInterface {
     public static func declaration(model: MonitorModel,
                                    check: @escaping (MethodCall) throws(DBusError) -> MethodOutcome,
                                    wait: @escaping (MethodCall) throws(DBusError) -> MethodOutcome,
+                                   getHistory: @escaping (MethodCall) throws(DBusError) -> MethodOutcome,
                                    persist: @escaping (MonitorSettings.Key, MethodCall) -> MethodOutcome) -> DBusInterface {
         func setting(_ key: MonitorSettings.Key) -> DBusProperty {
             let property = key.property
@@ -33,7 +34,9 @@ public enum MonitorInterface {
             DBusProperty(property.name, property.type, access: property.access, changeMode: property.changeMode,
                          get: { model.value(property) })
         }
-        let handlers: [MonitorContract.Method: (MethodCall) throws(DBusError) -> MethodOutcome] = [.check: check, .wait: wait]
+        let handlers: [MonitorContract.Method: (MethodCall) throws(DBusError) -> MethodOutcome] = [
+            .check: check, .wait: wait, .getHistory: getHistory,
+        ]
         return DBusInterface(MonitorContract.interface, methods: MonitorContract.Method.allCases.map { method in
             DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, handler: handlers[method] ?? check)
         }, properties: MonitorContract.Property.allCases.map { property in
@@ -97,6 +100,10 @@ extension MonitorModel {
         case .partial: .boolean(state.partial)
         case .gateway4: .string(state.ipv4.gateway)
         case .gateway6: .string(state.ipv6.gateway)
+        case .blame: .string(state.blame)
+        case .neighbor4: .string(state.ipv4.neighbor)
+        case .neighbor6: .string(state.ipv6.neighbor)
+        case .timeInState: .dictionary(key: .string, value: .uint64, timeInState().map { DBusDictEntry(key: .string($0.0), value: .uint64($0.1)) })
         }
     }
 }

@@ -23,6 +23,12 @@ public final class MonitorModel {
     /// Asks the engines for a fresh verdict; returns false when there is nothing to
     /// probe (no address, no route), so Check answers at once. nil while no engine runs.
     public var probeNow: (() -> Bool)?
+    /// Seconds in each Connectivity value and asleep (TimeInState); every key at 0 while no history is kept.
+    public var timeInState: () -> [(String, UInt64)] = {
+        (Connectivity.allCases.map(\.rawValue) + [OutageHistory.asleep]).map { ($0, UInt64(0)) }
+    }
+    /// The last `count` outages, newest first (GetHistory).
+    public var outages: (Int) -> [Outage] = { _ in [] }
     /// Whether an address is one of this machine's, as the kernel last said (CheckURL may not name one).
     public var isThisMachine: (IPAddress) -> Bool = { _ in false }
 
@@ -73,6 +79,7 @@ public final class MonitorModel {
                 state.ipv4 = FamilyState()
                 state.ipv6 = FamilyState()
                 state.ipv4Path = ""
+                state.blame = ""
                 state.reason = probeNow == nil ? Self.noEngineReason : "resolving \(new.host)"
             }
         }

@@ -17,6 +17,8 @@ public final class MonitorObject {
 
     /// Called after each StatusChanged, with the new state.
     public var onStatusChanged: ((MonitorState, String) -> Void)?
+    /// After each change of the state's properties, with their names.
+    public var onPropertiesChanged: (([MonitorContract.Property]) -> Void)?
     /// Keeps a value just Set over D-Bus and answers the Set (when saved); nil: answered at once.
     public var persist: ((MonitorSettings.Key, MethodCall) -> MethodOutcome)?
 
@@ -34,6 +36,7 @@ public final class MonitorObject {
             model: model,
             check: { [unowned self] call throws(DBusError) in try check(call) },
             wait: { [unowned self] call throws(DBusError) in try wait(call) },
+            getHistory: { [unowned self] call throws(DBusError) in try history(call) },
             persist: { [unowned self] key, call in persist?(key, call) ?? .reply([]) })
         server.export(path: path, interfaces: [declaration] + extraInterfaces)
         model.onChange = { [unowned self] properties, announceStatus in
@@ -66,6 +69,7 @@ public final class MonitorObject {
     private func modelChanged(_ properties: [MonitorContract.Property], announceStatus: Bool) {
         if !properties.isEmpty {
             server.propertiesChanged(path: path, interface: MonitorContract.interface, properties.map(\.name))
+            onPropertiesChanged?(properties)
         }
         guard announceStatus else { return }
         try? server.emit(path: path, interface: MonitorContract.interface,
@@ -75,6 +79,28 @@ public final class MonitorObject {
         if model.state.reachable {
             waits.resolveAll { $0.reply([.boolean(true)]) }
         }
+    }
+
+    /// OutageEnded, once per outage.
+    public func outageEnded(_ outage: Outage) {
+        try? server.emit(path: path, interface: MonitorContract.interface, signal: MonitorContract.Signal.outageEnded.name,
+                         [.uint64(outage.start), .uint64(outage.duration), .string(outage.blame)])
+    }
+
+    /// GetHistory(max): the newest outages, as many as fit the reply bound.
+    private func history(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
+        guard let max = call.uint32(at: 0) else { throw .invalidArgs("max: expected a uint32") }
+        var entries: [DBusValue] = []
+        var bytes = 64
+        for outage in model.outages(Int(min(max, MonitorContract.historyLimit))) {
+            // Two uint64s, three strings (length, bytes, NUL), the struct's alignment.
+            let size = 8 + 8 + 3 * 5 + outage.blame.utf8.count + outage.worst.rawValue.utf8.count + outage.reason.utf8.count + 8
+            guard bytes + size <= MonitorContract.historyReplyBytes else { break }
+            bytes += size
+            entries.append(.structure([.uint64(outage.start), .uint64(outage.duration), .string(outage.blame),
+                                       .string(outage.worst.rawValue), .string(outage.reason)]))
+        }
+        return .reply([.array(.structure([.uint64, .uint64, .string, .string, .string]), entries)])
     }
 
     private func check(_ call: MethodCall) throws(DBusError) -> MethodOutcome {

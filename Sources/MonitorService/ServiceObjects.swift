@@ -10,8 +10,8 @@ public final class ServiceObjects {
 
     /// `engines`: the default target's (nil without engines); `makeEngines`: an added target's.
     init(server: ObjectServer, model: MonitorModel, budget: PendingBudget, engines: ConnectivityMonitor?,
-         persisted: [MonitorSettings.Key: String] = [:], makeEngines: TargetSet.EngineFactory?) {
-        targets = TargetSet(loop: server.loop, server: server, budget: budget, makeEngines: makeEngines)
+         persisted: [MonitorSettings.Key: String] = [:], history: HistoryBook? = nil, makeEngines: TargetSet.EngineFactory?) {
+        targets = TargetSet(loop: server.loop, server: server, budget: budget, history: history, makeEngines: makeEngines)
         monitor = MonitorObject(model: model, server: server, budget: budget, extraInterfaces: [targets.declaration()])
         server.manageObjects(under: MonitorContract.objectPath)
         targets.adoptDefault(model: model, object: monitor, connectivity: engines, persisted: persisted)

@@ -42,6 +42,8 @@ final class TargetSet {
     private let server: ObjectServer
     private let makeEngines: EngineFactory?
     private let budget: PendingBudget
+    /// Every target's history and the sleeps; nil where the set runs without engines (the fuzzer).
+    private let history: HistoryBook?
     /// Every target, the default one (number 0) among them, in the order of their numbers.
     private(set) var all: [Target] = []
     /// Target 0, once the service adopted it.
@@ -64,11 +66,15 @@ final class TargetSet {
     var onStatusChanged: ((Target, MonitorState) -> Void)?
     var onSettingChanged: ((Target, MonitorSettings.Key) -> Void)?
 
-    init(loop: MainLoop, server: ObjectServer, budget: PendingBudget, makeEngines: EngineFactory?) {
+    init(loop: MainLoop, server: ObjectServer, budget: PendingBudget, history: HistoryBook? = nil, makeEngines: EngineFactory?) {
         self.loop = loop
         self.server = server
         self.budget = budget
+        self.history = history
         self.makeEngines = makeEngines
+        history?.onSleep = { [unowned self] asleep in
+            for target in all { target.connectivity?.sleep(asleep) }
+        }
     }
 
     var paths: [String] { added.map { Self.path($0.number) } }
@@ -167,6 +173,18 @@ final class TargetSet {
             return target.fromCommandLine ? .reply([]) : persist?(target, key, call) ?? .reply([])
         }
         object.onStatusChanged = { [unowned self, unowned target] state, _ in onStatusChanged?(target, state) }
+        if let history {
+            let model = target.model
+            let keeper = history.keeper(for: target.number, minimumOutage: Self.minimumOutage(model.settings))
+            model.timeInState = { [unowned keeper] in keeper.timeInState() }
+            model.outages = { [unowned keeper] count in keeper.history.latest(count) }
+            keeper.onOutageEnded = { [unowned object] outage in object.outageEnded(outage) }
+            object.onPropertiesChanged = { [unowned keeper, unowned model] properties in
+                guard properties.contains(.connectivity) || properties.contains(.blame) else { return }
+                keeper.observe(model.state, minimumOutage: Self.minimumOutage(model.settings))
+            }
+            target.connectivity?.beforeTimeout = { [unowned history] in history.noticeSleep() }
+        }
         // After this turn's signals: clients hear of a change before the work it causes.
         target.model.onSettingChanged = { [unowned self, unowned target] key in
             loop.atEndOfTurn { [weak self, weak target] in
@@ -186,9 +204,15 @@ final class TargetSet {
         guard all[index].number != 0 else { throw .invalidArgs("the default target cannot be removed") }
         let target = all.remove(at: index)
         target.object.remove()
+        history?.remove(target.number)
         // The engines go with the last reference, after this turn's signals.
         loop.atEndOfTurn { _ = target }
         changed()
+    }
+
+    /// A blip shorter than FailureThreshold probes' worth is no outage.
+    static func minimumOutage(_ settings: MonitorSettings) -> UInt64 {
+        UInt64(settings.failureThreshold) * UInt64(settings.interval) * 1_000
     }
 
     func linkFactsChanged(_ table: LinkFactsTable) {

@@ -51,6 +51,12 @@ final class TargetDriverTests: XCTestCase {
             return .later
         }
         func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) { calls.append("reportChanged") }
+        func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64) {
+            calls.append("checkNeighbor \(gateway)")
+        }
+        func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64) {
+            calls.append("probeBeyond \(host) \(hops)")
+        }
         func publish(_ state: (MonitorState) -> MonitorState) {
             published = state(published)
             calls.append("publish \(published.status.rawValue)")

@@ -11,7 +11,8 @@ final class InterfaceXMLTests: XCTestCase {
         let shipped = try String(contentsOf: root.appendingPathComponent("dbus/org.netobserver.Monitor.xml"), encoding: .utf8)
         let model = MonitorModel(settings: MonitorSettings())
         let declaration = MonitorInterface.declaration(model: model, check: { _ throws(DBusError) in .later },
-                                                       wait: { _ throws(DBusError) in .later }, persist: { _, _ in .later })
+                                                       wait: { _ throws(DBusError) in .later }, getHistory: { _ throws(DBusError) in .later },
+                                                       persist: { _, _ in .later })
         XCTAssertEqual(shipped, Introspection.document(interfaces: [declaration], children: []))
     }
 
@@ -20,7 +21,7 @@ final class InterfaceXMLTests: XCTestCase {
     func testEveryPropertyOfTheContractIsDeclaredWithItsTypeAndAccess() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let shipped = try String(contentsOf: root.appendingPathComponent("dbus/org.netobserver.Monitor.xml"), encoding: .utf8)
-        let pattern = try NSRegularExpression(pattern: #"<property name="(\w+)" type="(\w+)" access="(\w+)""#)
+        let pattern = try NSRegularExpression(pattern: #"<property name="(\w+)" type="([^"]+)" access="(\w+)""#)
         let inXML = pattern.matches(in: shipped, range: NSRange(shipped.startIndex..., in: shipped)).map { match in
             (1...3).map { String(shipped[Range(match.range(at: $0), in: shipped)!]) }
         }
@@ -32,7 +33,8 @@ final class InterfaceXMLTests: XCTestCase {
 
         let model = MonitorModel(settings: MonitorSettings())
         let declaration = MonitorInterface.declaration(model: model, check: { _ throws(DBusError) in .later },
-                                                       wait: { _ throws(DBusError) in .later }, persist: { _, _ in .later })
+                                                       wait: { _ throws(DBusError) in .later }, getHistory: { _ throws(DBusError) in .later },
+                                                       persist: { _, _ in .later })
         XCTAssertEqual(declaration.properties.map(\.name), MonitorContract.Property.allCases.map(\.name))
         for property in MonitorContract.Property.allCases {
             let declared = declaration.property(named: property.name)
@@ -43,7 +45,8 @@ final class InterfaceXMLTests: XCTestCase {
         }
         XCTAssertEqual(MonitorContract.Property.allCases.filter { $0.changeMode == .quiet }, [.roundTripTime, .packetLoss, .probesSent, .probesAnswered,
                                                                                                     .traffic, .probesSkipped,
-                                                                                                    .roundTripTime4, .roundTripTime6, .portalSecondsRemaining])
+                                                                                                    .roundTripTime4, .roundTripTime6, .portalSecondsRemaining,
+                                                                                                    .timeInState])
         XCTAssertEqual(declaration.methods.map(\.name), MonitorContract.Method.allCases.map(\.name))
         XCTAssertEqual(declaration.signals.map(\.name), MonitorContract.Signal.allCases.map(\.name))
     }

@@ -30,7 +30,9 @@ final class EvaluationTests: XCTestCase {
         let v = verdict(table(addresses: [InterfaceAddress(index: 3, address: IPAddress("198.18.0.2")!, prefixLength: 24)]), route)
         var expected = ReachabilityVerdict(usable: true, interface: "c0", kind: .ethernet, source: "198.18.0.2")
         expected.gateway = IPAddress("198.18.0.1")
-        XCTAssertEqual(v, expected, "the route's next hop is the verdict's gateway")
+        expected.interfaceIndex = 3
+        expected.hasNeighbors = true
+        XCTAssertEqual(v, expected, "the route's next hop is the verdict's gateway, on a link with neighbours")
     }
 
     func testReasons() {

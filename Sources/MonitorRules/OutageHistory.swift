@@ -1,0 +1,211 @@
+/// One outage as `GetHistory` returns it: start (CLOCK_REALTIME µs), duration (µs, time asleep
+/// excluded), Blame (its first published value), the worst Connectivity, and Reason.
+public struct Outage: Equatable, Sendable {
+    public var start: UInt64
+    public var duration: UInt64
+    public var blame: String
+    public var worst: Connectivity
+    public var reason: String
+
+    public init(start: UInt64, duration: UInt64, blame: String, worst: Connectivity, reason: String) {
+        self.start = start
+        self.duration = duration
+        self.blame = blame
+        self.worst = worst
+        self.reason = reason
+    }
+}
+
+/// A target's history (INTERFACE.md "History"), without I/O or clocks of its own: the outages, the
+/// time in each Connectivity value and asleep. Times come in as CLOCK_BOOTTIME µs (`boot`, for
+/// durations, so a suspend nobody announced still shows as the jump it is) and CLOCK_REALTIME µs
+/// (`real`, for the start shown). An outage is a period away from `full`, after having been `full`,
+/// that lasts at least `minimumOutage`; sleep closes one, and time asleep is never in one nor in
+/// any Connectivity value.
+public struct OutageHistory: Equatable, Sendable {
+    public static let maximumOutages = 1_000
+    public static let maximumAge: UInt64 = 30 * 86_400 * 1_000_000
+    /// The key of time asleep in `TimeInState`.
+    public static let asleep = "asleep"
+
+    /// Oldest first.
+    public private(set) var outages: [Outage] = []
+    /// µs spent in each Connectivity value (raw value) and asleep, up to `since`.
+    public private(set) var spent: [String: UInt64] = [:]
+    /// When the history began (CLOCK_REALTIME µs).
+    public private(set) var began: UInt64
+    /// A blip shorter than this is no outage (FailureThreshold probes' worth).
+    public var minimumOutage: UInt64
+
+    // What is going on now; not kept in the file.
+    private var current: Connectivity = .unknown
+    private var since: UInt64?
+    private var asleepSince: UInt64?
+    /// Connectivity was `full` since the service started or woke, so leaving it is an outage.
+    private var armed = false
+    private var running: Running?
+
+    private struct Running: Equatable, Sendable {
+        var startReal: UInt64
+        var startBoot: UInt64
+        var asleep: UInt64 = 0
+        var blame = ""
+        var worst: Connectivity
+        var reason: String
+    }
+
+    public init(began: UInt64, minimumOutage: UInt64) {
+        self.began = began
+        self.minimumOutage = minimumOutage
+    }
+
+    /// The service started at `boot`: time counts from here (as `unknown` until the first verdict).
+    public mutating func observeStart(boot: UInt64) {
+        current = .unknown
+        since = boot
+    }
+
+    /// Whether an outage is under way.
+    public var outageUnderway: Bool { running != nil }
+
+    /// The published Connectivity, Blame and Reason at `boot`/`real`; the outage it ended, if any.
+    public mutating func observe(_ connectivity: Connectivity, blame: String, reason: String, boot: UInt64, real: UInt64) -> Outage? {
+        guard asleepSince == nil else { return nil }
+        account(boot: boot)
+        current = connectivity
+        switch connectivity {
+        case .full:
+            armed = true
+            return end(boot: boot)
+        case .unknown:
+            return nil
+        case .none, .limited, .portal:
+            if running == nil, armed {
+                running = Running(startReal: real, startBoot: boot, worst: connectivity, reason: reason)
+            }
+            guard var outage = running else { return nil }
+            if Self.rank(connectivity) < Self.rank(outage.worst) { outage.worst = connectivity }
+            if outage.blame.isEmpty, !blame.isEmpty {
+                outage.blame = blame
+                outage.reason = reason
+            }
+            running = outage
+            return nil
+        }
+    }
+
+    /// The machine goes to sleep at `boot`: a running outage is closed now (returned when it counts).
+    public mutating func suspend(boot: UInt64) -> Outage? {
+        guard asleepSince == nil else { return nil }
+        account(boot: boot)
+        let ended = end(boot: boot)
+        asleepSince = boot
+        return ended
+    }
+
+    /// The machine woke at `boot`: the time since `suspend` was asleep. A fault still there starts a new outage.
+    public mutating func resume(boot: UInt64, real: UInt64) {
+        guard let start = asleepSince else { return }
+        asleepSince = nil
+        spent[Self.asleep, default: 0] &+= boot >= start ? boot - start : 0
+        since = boot
+        if armed, [.none, .limited, .portal].contains(current) {
+            running = Running(startReal: real, startBoot: boot, worst: current, reason: "")
+        }
+    }
+
+    /// A sleep nobody announced: CLOCK_BOOTTIME ran `duration` µs ahead of the monotonic clock up to
+    /// `boot`. That time moves from the current value (and the running outage) to asleep.
+    public mutating func slept(_ duration: UInt64, boot: UInt64) {
+        guard asleepSince == nil, let start = since else { return }
+        let elapsed = boot >= start ? boot - start : 0
+        let asleep = min(duration, elapsed)
+        spent[current.rawValue, default: 0] &+= elapsed - asleep
+        spent[Self.asleep, default: 0] &+= asleep
+        since = boot
+        if var outage = running {
+            outage.asleep &+= asleep
+            running = outage
+        }
+    }
+
+    /// Seconds in each Connectivity value and asleep, as of `boot` (every key present).
+    public func timeInState(boot: UInt64) -> [(String, UInt64)] {
+        var totals = spent
+        if let asleepSince {
+            totals[Self.asleep, default: 0] &+= boot >= asleepSince ? boot - asleepSince : 0
+        } else if let since {
+            totals[current.rawValue, default: 0] &+= boot >= since ? boot - since : 0
+        }
+        let keys = Connectivity.allCases.map(\.rawValue) + [Self.asleep]
+        return keys.map { ($0, (totals[$0] ?? 0) / 1_000_000) }
+    }
+
+    /// The share of time `full` (0…1) among the awake time, as of `boot`; nil before any.
+    public func fullShare(boot: UInt64) -> Double? {
+        let times = timeInState(boot: boot)
+        let awake = times.filter { $0.0 != Self.asleep }.reduce(UInt64(0)) { $0 &+ $1.1 }
+        guard awake > 0 else { return nil }
+        return Double(times.first { $0.0 == Connectivity.full.rawValue }?.1 ?? 0) / Double(awake)
+    }
+
+    /// The last `count` outages, newest first.
+    public func latest(_ count: Int) -> [Outage] {
+        Array(outages.suffix(max(0, count)).reversed())
+    }
+
+    /// Folds the current period into `spent` (before the history is written).
+    public mutating func settle(boot: UInt64) {
+        guard asleepSince == nil else { return }
+        account(boot: boot)
+    }
+
+    /// Drops outages beyond the bounds: more than `maximumOutages`, or started over `maximumAge` before `real`.
+    public mutating func prune(real: UInt64) {
+        if outages.count > Self.maximumOutages { outages.removeFirst(outages.count - Self.maximumOutages) }
+        let oldest = real > Self.maximumAge ? real - Self.maximumAge : 0
+        if let keep = outages.firstIndex(where: { $0.start >= oldest }) {
+            if keep > 0 { outages.removeFirst(keep) }
+        } else {
+            outages = []
+        }
+    }
+
+    // MARK: Internals
+
+    private mutating func account(boot: UInt64) {
+        if let since { spent[current.rawValue, default: 0] &+= boot >= since ? boot - since : 0 }
+        since = boot
+    }
+
+    private mutating func end(boot: UInt64) -> Outage? {
+        guard let outage = running else { return nil }
+        running = nil
+        let elapsed = boot >= outage.startBoot ? boot - outage.startBoot : 0
+        let duration = elapsed >= outage.asleep ? elapsed - outage.asleep : 0
+        guard duration >= minimumOutage else { return nil }
+        let ended = Outage(start: outage.startReal, duration: duration, blame: outage.blame, worst: outage.worst,
+                           reason: OutageHistoryFile.clean(outage.reason))
+        outages.append(ended)
+        prune(real: outage.startReal)
+        return ended
+    }
+
+    /// Worse is smaller: none, then limited, then portal.
+    private static func rank(_ connectivity: Connectivity) -> Int {
+        switch connectivity {
+        case .none: 0
+        case .limited: 1
+        case .portal: 2
+        case .full, .unknown: 3
+        }
+    }
+
+    /// Only `restore` builds a history from a file's parts.
+    init(began: UInt64, minimumOutage: UInt64, spent: [String: UInt64], outages: [Outage]) {
+        self.began = began
+        self.minimumOutage = minimumOutage
+        self.spent = spent
+        self.outages = outages
+    }
+}

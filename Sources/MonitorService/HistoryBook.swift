@@ -1,0 +1,103 @@
+import EventLoop
+import MonitorRules
+
+/// Every target's history, for the whole service: the keepers, their files written off the loop at
+/// most once per `writeInterval` (and at once at shutdown), and the sleeps — logind's, and the jumps
+/// of CLOCK_BOOTTIME over CLOCK_MONOTONIC that no one announced — handed to every target.
+final class HistoryBook {
+    static let writeInterval: UInt64 = 10_000_000_000
+    /// A jump of BOOTTIME over MONOTONIC longer than this is a sleep (clock adjustments never move either).
+    static let sleepJump: UInt64 = 1_000_000
+
+    private let loop: MainLoop
+    private let directory: String?
+    private let worker: WorkerThread?
+    private var keepers: [UInt32: HistoryKeeper] = [:]
+    private var timer: LoopTimer?
+    private var slept = MonotonicClock.sleptMicroseconds()
+    private var asleep = false
+    /// The machine slept (logind said so: `announced`) or woke; the targets' engines follow.
+    var onSleep: ((_ asleep: Bool) -> Void)?
+
+    /// `directory`: the state directory (nil: histories are kept in memory only).
+    init(loop: MainLoop, directory: String?) {
+        self.loop = loop
+        self.directory = directory
+        worker = directory == nil ? nil : try? WorkerThread()
+        timer = loop.schedule(after: Self.writeInterval, repeats: true) { [unowned self] in tick() }
+    }
+
+    deinit {
+        if let timer { loop.cancel(timer) }
+    }
+
+    /// Target `number`'s keeper, its file read now.
+    func keeper(for number: UInt32, minimumOutage: UInt64) -> HistoryKeeper {
+        if let known = keepers[number] { return known }
+        let file = directory.map { AtomicFile(directory: $0, name: number == 0 ? "history" : "history.\(number)") }
+        let keeper = HistoryKeeper(file: file, minimumOutage: minimumOutage)
+        keepers[number] = keeper
+        return keeper
+    }
+
+    /// Target `number` was removed: its history goes with it.
+    func remove(_ number: UInt32) {
+        guard let keeper = keepers.removeValue(forKey: number), let file = keeper.file else { return }
+        worker?.async { _ = file.remove() }
+    }
+
+    /// logind: the machine is about to sleep (true) or woke (false).
+    func sleepAnnounced(_ value: Bool) {
+        guard value != asleep else { return }
+        asleep = value
+        for keeper in keepers.values {
+            if value { keeper.suspend() } else { keeper.resume() }
+        }
+        if !value { slept = MonotonicClock.sleptMicroseconds() }
+        onSleep?(value)
+        // What sleep closed is on disk before the machine sleeps.
+        if value { writeAll() }
+    }
+
+    /// Whether the machine slept unannounced since the last look: then every target hears of it
+    /// (the time asleep leaves the running values and outages, and the engines start afresh).
+    func noticeSleep() {
+        let now = MonotonicClock.sleptMicroseconds()
+        let jump = now >= slept ? now - slept : 0
+        slept = now
+        guard jump > Self.sleepJump, !asleep else { return }
+        Log.info("the machine slept for \(jump / 1_000_000) s (CLOCK_BOOTTIME jumped)")
+        for keeper in keepers.values { keeper.slept(jump) }
+        onSleep?(true)
+        onSleep?(false)
+    }
+
+    private func tick() {
+        noticeSleep()
+        writeAll()
+    }
+
+    /// Hands every changed history to the writer thread.
+    private func writeAll() {
+        guard let worker else { return }
+        for keeper in keepers.values {
+            guard let file = keeper.file else { continue }
+            let text = keeper.text()
+            guard text != keeper.written else { continue }
+            keeper.written = text
+            worker.async {
+                do throws(SystemError) {
+                    try file.write(text)
+                } catch {
+                    Log.warning("cannot write \(file.path): \(error)")
+                }
+            }
+        }
+    }
+
+    /// At shutdown: every history on disk before the service exits.
+    func flush() {
+        writeAll()
+        worker?.drain()
+    }
+}

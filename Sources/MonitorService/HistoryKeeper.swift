@@ -1,0 +1,81 @@
+import EventLoop
+import MonitorContract
+import MonitorRules
+
+/// One target's history on the loop: the pure `OutageHistory`, fed what the target publishes and
+/// the sleeps the service hears of, on CLOCK_BOOTTIME and CLOCK_REALTIME; its file in the state
+/// directory (`history` for the default target, `history.N` for target N), read once at start — a
+/// corrupt or oversized one set aside with a log line — and written by `HistoryBook`.
+final class HistoryKeeper {
+    let file: AtomicFile?
+    private(set) var history: OutageHistory
+    /// Once per outage, when it ended (Connectivity back to `full`, or the machine went to sleep).
+    var onOutageEnded: ((Outage) -> Void)?
+    /// The text last handed to the writer: unchanged text is not written again.
+    var written: String?
+    private var seen: (connectivity: Connectivity, blame: String)?
+
+    init(file: AtomicFile?, minimumOutage: UInt64) {
+        self.file = file
+        history = Self.load(file, minimumOutage: minimumOutage)
+        history.observeStart(boot: MonotonicClock.bootMicroseconds())
+    }
+
+    private static func load(_ file: AtomicFile?, minimumOutage: UInt64) -> OutageHistory {
+        let fresh = OutageHistory(began: MonotonicClock.wallMicroseconds(), minimumOutage: minimumOutage)
+        guard let file else { return fresh }
+        switch file.read(maximumSize: OutageHistoryFile.maximumSize) {
+        case .success(nil):
+            return fresh
+        case .success(let bytes?):
+            do throws(OutageHistoryFile.Corrupt) {
+                return try OutageHistoryFile.decode(bytes, minimumOutage: minimumOutage)
+            } catch {
+                setAside(file, because: error.description)
+                return fresh
+            }
+        case .failure(let refused):
+            setAside(file, because: refused.description)
+            return fresh
+        }
+    }
+
+    private static func setAside(_ file: AtomicFile, because why: String) {
+        let moved = file.setAside()
+        Log.warning("\(file.path): \(why): " + (moved ? "set aside as \(file.path).corrupt, " : "") + "history starts afresh")
+    }
+
+    /// What the target published (call after every change of Connectivity, Blame or Reason).
+    func observe(_ state: MonitorState, minimumOutage: UInt64) {
+        history.minimumOutage = minimumOutage
+        let now = (connectivity: state.connectivity, blame: state.blame)
+        guard seen.map({ $0.connectivity != now.connectivity || $0.blame != now.blame }) ?? true else { return }
+        seen = now
+        if let ended = history.observe(state.connectivity, blame: state.blame, reason: state.reason,
+                                       boot: MonotonicClock.bootMicroseconds(), real: MonotonicClock.wallMicroseconds()) {
+            onOutageEnded?(ended)
+        }
+    }
+
+    func suspend() {
+        if let ended = history.suspend(boot: MonotonicClock.bootMicroseconds()) { onOutageEnded?(ended) }
+    }
+
+    func resume() {
+        history.resume(boot: MonotonicClock.bootMicroseconds(), real: MonotonicClock.wallMicroseconds())
+    }
+
+    /// A sleep nobody announced, `microseconds` long, just ended.
+    func slept(_ microseconds: UInt64) {
+        history.slept(microseconds, boot: MonotonicClock.bootMicroseconds())
+    }
+
+    func timeInState() -> [(String, UInt64)] { history.timeInState(boot: MonotonicClock.bootMicroseconds()) }
+
+    /// The file's text as of now.
+    func text() -> String {
+        history.settle(boot: MonotonicClock.bootMicroseconds())
+        history.prune(real: MonotonicClock.wallMicroseconds())
+        return OutageHistoryFile.encode(history)
+    }
+}
