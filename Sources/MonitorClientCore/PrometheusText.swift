@@ -67,6 +67,24 @@ public enum PrometheusText {
                "The network's captive-portal API's seconds-remaining at its last answer (0 when not given).") { labels, s in
             ["{\(labels)} \(s.PortalSecondsRemaining)"]
         }
+        family("netobserver_blame", "gauge",
+               "Where the path to the target breaks (Blame): 1 for the current place, 0 for the others (all 0 while full).") { labels, s in
+            Blame.allCases.map { "{\(labels),blame=\"\($0.rawValue)\"} \(s.Blame == $0.rawValue ? 1 : 0)" }
+        }
+        family("netobserver_connectivity_seconds_total", "counter",
+               "Seconds the target spent in each Connectivity value since its history began (TimeInState).") { labels, s in
+            let times = s.TimeInState
+            return MonitorContract.Connectivity.allCases.map { "{\(labels),connectivity=\"\($0.rawValue)\"} \(times[$0.rawValue] ?? 0)" }
+        }
+        family("netobserver_asleep_seconds_total", "counter", "Seconds the machine slept since the target's history began.") { labels, s in
+            ["{\(labels)} \(s.TimeInState["asleep"] ?? 0)"]
+        }
+        family("netobserver_outages_total", "counter",
+               "Outages the service keeps in the target's history (1,000 at most, 30 days), by their Blame.") { labels, s in
+            (Blame.allCases.map(\.rawValue) + [""]).map { blame in
+                "{\(labels),blame=\"\(blame)\"} \(s.outageCounts[blame] ?? 0)"
+            }
+        }
         return text
     }
 

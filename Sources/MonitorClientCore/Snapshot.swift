@@ -9,6 +9,8 @@ import ProbeRules
 /// is the one the contract gives the property.
 public struct Snapshot: Encodable {
     private var values: [MonitorContract.Property: DBusValue] = [:]
+    /// The outages in the target's history by Blame (from GetHistory; for the metrics).
+    public var outageCounts: [String: UInt64] = [:]
 
     public init(_ values: [String: DBusValue]) {
         update(values)
@@ -99,6 +101,19 @@ public struct Snapshot: Encodable {
     public var Partial: Bool { values[.partial]?.boolValue ?? false }
     public var Gateway4: String { string(.gateway4) }
     public var Gateway6: String { string(.gateway6) }
+    public var Blame: String { string(.blame) }
+    public var Neighbor4: String { string(.neighbor4) }
+    public var Neighbor6: String { string(.neighbor6) }
+    /// Seconds in each Connectivity value and asleep, as the service counts them.
+    public var TimeInState: [String: UInt64] {
+        guard case .dictionary(_, _, let entries)? = values[.timeInState] else { return [:] }
+        var times: [String: UInt64] = [:]
+        for entry in entries {
+            guard let key = entry.key.stringValue, case .uint64(let seconds) = entry.value else { continue }
+            times[Self.withoutControlCharacters(key)] = seconds
+        }
+        return times
+    }
 
     /// One family's line: `full via eth0, 198.18.2.2, 1.2 ms`, or `limited: host not answering over IPv6: …`.
     public func familyLine(ipv6: Bool) -> String {
@@ -133,6 +148,7 @@ public struct Snapshot: Encodable {
             switch property.type {
             case .boolean: try container.encode(values[property]?.boolValue ?? false, forKey: key)
             case .uint32, .uint64: try container.encode(number(property), forKey: key)
+            case .dictionary: try container.encode(TimeInState, forKey: key)
             case .double: try container.encode(values[property]?.doubleValue ?? 0, forKey: key)
             default: try container.encode(string(property), forKey: key)
             }
@@ -160,8 +176,11 @@ public struct Snapshot: Encodable {
             "IPv4:         \(familyLine(ipv6: false))",
             "IPv6:         \(familyLine(ipv6: true))",
         ]
-        let gateways = [(Gateway4, "IPv4"), (Gateway6, "IPv6")].filter { !$0.0.isEmpty }.map { "\($0.0) (\($0.1))" }
+        let gateways = [(Gateway4, "IPv4", Neighbor4), (Gateway6, "IPv6", Neighbor6)].filter { !$0.0.isEmpty }.map {
+            "\($0.0) (\($0.1)" + ($0.2.isEmpty ? "" : ", \($0.2)") + ")"
+        }
         if !gateways.isEmpty { lines.append("Gateway:      " + gateways.joined(separator: ", ")) }
+        if !Blame.isEmpty { lines.append("Blame:        \(Blame)") }
         if !Nat64Prefix.isEmpty {
             lines.append("NAT64:        \(Nat64Prefix)" + (Nat64Source.isEmpty ? "" : " (from \(Nat64Source == "ra" ? "the router" : "DNS"))")
                          + (Ipv4Path == "nat64" ? ", IPv4 reached through it" : ""))

@@ -37,6 +37,9 @@ extension MonitorState {
         if partial != old.partial { changed.append(.partial) }
         if ipv4.gateway != old.ipv4.gateway { changed.append(.gateway4) }
         if ipv6.gateway != old.ipv6.gateway { changed.append(.gateway6) }
+        if blame != old.blame { changed.append(.blame) }
+        if ipv4.neighbor != old.ipv4.neighbor { changed.append(.neighbor4) }
+        if ipv6.neighbor != old.ipv6.neighbor { changed.append(.neighbor6) }
         return changed
     }
 }

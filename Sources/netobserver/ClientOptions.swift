@@ -15,6 +15,7 @@ struct ClientOptions {
         case check(require: Requirement)
         case wait(seconds: UInt32, require: Requirement)
         case set(MonitorContract.Property, value: String)
+        case history(limit: UInt32, json: Bool)
     }
 
     var bus: BusAddress = .session
@@ -40,6 +41,7 @@ struct ClientOptions {
           wait [--timeout SECONDS] [--require R]  exit 0 once Connectivity is at least R, 1 on timeout (default 30 s)
                                      R: full (default, which is Reachable), portal or limited
           set PROPERTY VALUE         \(settingNames)
+          history [--limit N] [--json]  the last N outages (default 20), newest first, and the share of time full
         Exit status: 0 as above, 1 when the service is not running or refuses a value, 2 for a usage error.
         """
 
@@ -151,6 +153,22 @@ struct ClientOptions {
                 }
             }
             command = .wait(seconds: seconds, require: require)
+        case "history":
+            var limit: UInt32 = 20
+            var json = false
+            var rest = flags[...]
+            while let flag = rest.popFirst() {
+                switch flag {
+                case "--limit":
+                    guard let value = rest.popFirst().flatMap({ UInt32($0) }), (1...MonitorContract.historyLimit).contains(value) else {
+                        throw UsageError(message: "history: --limit takes a number, 1–\(MonitorContract.historyLimit)")
+                    }
+                    limit = value
+                case "--json": json = true
+                default: throw UsageError(message: "history takes --limit N and --json")
+                }
+            }
+            command = .history(limit: limit, json: json)
         case "set":
             guard flags.count == 2 else { throw UsageError(message: "set takes PROPERTY VALUE") }
             guard let property = MonitorContract.Property(settingName: flags[0]) else {

@@ -78,7 +78,15 @@ struct MonitorClient {
     /// Every target's path and properties, the default first.
     func allSnapshots() throws(Failure) -> [(path: String, snapshot: Snapshot)] {
         var result: [(path: String, snapshot: Snapshot)] = []
-        for path in try targetPaths() { result.append((path, Snapshot(try at(path).properties()))) }
+        for path in try targetPaths() {
+            let target = at(path)
+            var snapshot = Snapshot(try target.properties())
+            // The outages kept, by Blame (a service without GetHistory has none to count).
+            let outages = HistoryText.entries((try? target.call(.getHistory, [.uint32(MonitorContract.historyLimit)],
+                                                                timeoutMilliseconds: 25_000)) ?? [])
+            for outage in outages { snapshot.outageCounts[outage.blame, default: 0] += 1 }
+            result.append((path, snapshot))
+        }
         return result
     }
 

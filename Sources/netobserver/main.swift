@@ -120,6 +120,10 @@ do {
     case .remove(let path):
         _ = try client.at(MonitorContract.objectPath).call(MonitorContract.Targets.interface,
                                                            MonitorContract.Targets.removeTarget, [.objectPath(path)])
+    case .history(let limit, let json):
+        let entries = HistoryText.entries(try client.call(.getHistory, [.uint32(limit)], timeoutMilliseconds: 25_000))
+        let times = Snapshot(try client.properties()).TimeInState
+        writeLine(json ? HistoryText.json(entries, times: times) : HistoryText.text(entries, times: times))
     case .metrics(nil):
         writeLine(PrometheusText.render(try client.allSnapshots()), terminator: "")
     case .metrics(let path?):

@@ -60,6 +60,13 @@ public final class SignalWatcher {
         events.filter { $0["kind"] as? String == "status" }.map { ($0["status"] as? String ?? "", $0["host"] as? String ?? "") }
     }
 
+    /// The OutageEnded signals so far, as (start µs, duration µs, blame).
+    public var outages: [(start: UInt64, duration: UInt64, blame: String)] {
+        events.filter { $0["kind"] as? String == "outage" }.map {
+            (($0["start"] as? NSNumber)?.uint64Value ?? 0, ($0["duration"] as? NSNumber)?.uint64Value ?? 0, $0["blame"] as? String ?? "")
+        }
+    }
+
     /// The `changed` maps of the PropertiesChanged signals so far.
     public var propertyChanges: [[String: Any]] {
         events.filter { $0["kind"] as? String == "props" }.compactMap { $0["changed"] as? [String: Any] }

@@ -1,4 +1,4 @@
-"""Prints every StatusChanged and PropertiesChanged of the Monitor as a JSON line.
+"""Prints every StatusChanged, PropertiesChanged and OutageEnded of the Monitor as a JSON line.
 Usage: watch.py BUS_ADDRESS"""
 import json
 import sys
@@ -21,5 +21,8 @@ bus.add_signal_receiver(lambda s, h: emit("status", {"status": str(s), "host": s
 bus.add_signal_receiver(lambda i, c, inv: emit("props", {"changed": {str(k): (v if isinstance(v, (bool, int, float)) else str(v))
                                                                     for k, v in c.items()}}),
                         "PropertiesChanged", "org.freedesktop.DBus.Properties", path="/org/netobserver/Monitor")
+bus.add_signal_receiver(lambda start, duration, blame: emit("outage", {"start": int(start), "duration": int(duration),
+                                                                       "blame": str(blame)}),
+                        "OutageEnded", "org.netobserver.Monitor", path="/org/netobserver/Monitor")
 GLib.timeout_add(100, lambda: print("ready", flush=True) and False)
 GLib.MainLoop().run()
