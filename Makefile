@@ -110,7 +110,7 @@ FUZZ_RUNS ?= 10000000
 # real DBusKit, MonitorService and MonitorClientCore; libdbus demarshals each D-Bus input and
 # ObjectServer dispatches it to the whole service.
 FUZZ_BUILD := build -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
-FUZZ_PARSERS := netlink router echo sockdiag capport
+FUZZ_PARSERS := netlink router echo sockdiag capport history
 PARSER_FUZZER := .build/fuzz/parsers-spm/release/ParserFuzzer
 FUZZ_SURFACES := dbus statefile validators client follower
 SURFACE_FUZZER := .build/fuzz/dbus-spm/release/SurfaceFuzzer

@@ -1,3 +1,4 @@
+import Foundation
 import MonitorRules
 import XCTest
 
@@ -117,5 +118,27 @@ final class OutageHistoryTests: XCTestCase {
         XCTAssertThrowsError(try OutageHistoryFile.decode([0xff, 0xfe][...], minimumOutage: 0))
         let huge = [UInt8](repeating: UInt8(ascii: "a"), count: OutageHistoryFile.maximumSize + 1)
         XCTAssertThrowsError(try OutageHistoryFile.decode(huge[...], minimumOutage: 0))
+    }
+
+    /// The history fuzzer's seeds and crash inputs: read without a trap, and what is written reads back.
+    func testHistoryCorpusAndCrashInputsAreReadSafely() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        var read = 0
+        var taken = 0
+        for folder in ["Fuzz/history/corpus", "Fuzz/history/crashes"] {
+            let directory = root.appendingPathComponent(folder)
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where !name.hasPrefix(".") {
+                let bytes = Array(try Data(contentsOf: directory.appendingPathComponent(name)))
+                read += 1
+                guard var history = try? OutageHistoryFile.decode(bytes[...], minimumOutage: 0) else { continue }
+                taken += 1
+                history.observeStart(boot: 0)
+                _ = history.timeInState(boot: 1)
+                let back = try OutageHistoryFile.decode(Array(OutageHistoryFile.encode(history).utf8)[...], minimumOutage: 0)
+                XCTAssertEqual(back.outages, history.outages, name)
+            }
+        }
+        XCTAssertGreaterThanOrEqual(read, 7, "the seed corpus is there")
+        XCTAssertEqual(taken, 5, "the well-formed seeds are taken, the others refused")
     }
 }

@@ -16,6 +16,7 @@ func fuzzerMain(_ argc: CInt, _ argv: Arguments?) -> CInt {
         "sockdiag": { data, size in data.map { socketDiagFuzzerTestOneInput($0, size) } ?? 0 },
         "router": { data, size in data.map { routerOptionsFuzzerTestOneInput($0, size) } ?? 0 },
         "capport": { data, size in data.map { capportFuzzerTestOneInput($0, size) } ?? 0 },
+        "history": { data, size in data.map { historyFuzzerTestOneInput($0, size) } ?? 0 },
     ]
     guard let name = getenv("FUZZ_PARSER").map({ String(cString: $0) }), let parser = parsers[name] else {
         let usage = "set FUZZ_PARSER to one of: \(parsers.keys.sorted().joined(separator: ", "))\n"
