@@ -16,7 +16,7 @@ _netobserver() {
     local cur prev words cword
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
-    local commands="status monitor check wait set metrics targets add remove help"
+    local commands="status monitor check wait set metrics history targets add remove help"
     local bus_flags="--system --session --address --target --help"
 
     # The subcommand: the first word after the bus flags.
@@ -46,6 +46,7 @@ _netobserver() {
         wait) COMPREPLY=($(compgen -W "--timeout --require" -- "$cur")) ;;
         check) COMPREPLY=($(compgen -W "--require" -- "$cur")) ;;
         metrics) COMPREPLY=($(compgen -W "--textfile" -- "$cur")) ;;
+        history) COMPREPLY=($(compgen -W "--limit --json" -- "$cur")) ;;
         set)
             if [ "$prev" = set ]; then
                 COMPREPLY=($(compgen -W "host interval timeout failures recoveries family check-url secure-check-url check-echo evidence" -- "$cur"))

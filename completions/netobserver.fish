@@ -1,6 +1,6 @@
 # fish completion for netobserver(1)
 
-set -l commands status monitor check wait set metrics targets add remove help
+set -l commands status monitor check wait set metrics history targets add remove help
 
 complete -c netobserver -f
 complete -c netobserver -n "not __fish_seen_subcommand_from $commands" -l system -d 'the system bus'
@@ -17,6 +17,9 @@ complete -c netobserver -n "not __fish_seen_subcommand_from $commands" -a check 
 complete -c netobserver -n "not __fish_seen_subcommand_from $commands" -a wait -d 'exit 0 once reachable, 1 on timeout'
 complete -c netobserver -n "not __fish_seen_subcommand_from $commands" -a set -d 'set a property'
 complete -c netobserver -n "not __fish_seen_subcommand_from $commands" -a metrics -d 'Prometheus text format'
+complete -c netobserver -n "not __fish_seen_subcommand_from $commands" -a history -d 'the last outages and the share of time full'
+complete -c netobserver -n "__fish_seen_subcommand_from history" -l limit -x -d 'how many outages'
+complete -c netobserver -n "__fish_seen_subcommand_from history" -l json -d 'as JSON'
 complete -c netobserver -n "__fish_seen_subcommand_from status" -l json -d 'the properties as JSON'
 complete -c netobserver -n "__fish_seen_subcommand_from monitor" -l json -d 'one JSON object per change'
 complete -c netobserver -n "__fish_seen_subcommand_from monitor" -l format -x -a 'json waybar i3blocks polybar' -d 'a status bar format'

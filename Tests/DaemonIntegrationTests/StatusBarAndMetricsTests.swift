@@ -70,6 +70,15 @@ final class StatusBarAndMetricsTests: DaemonTestCase {
         let lastChange = try XCTUnwrap(values["netobserver_last_change_timestamp_seconds{\(labels)}"].flatMap(Double.init))
         XCTAssertEqual(lastChange, (Double(try get(.lastChange)) ?? 0) / 1e6, accuracy: 1e-6)
         XCTAssertGreaterThan(Int(try get(.probesSent)) ?? 0, 0, "probes fail to send here, and count")
+        for blame in ["link", "gateway", "upstream", "host", "dns", "portal", "check"] {
+            XCTAssertEqual(values["netobserver_blame{\(labels),blame=\"\(blame)\"}"], blame == (try get(.blame)) ? "1" : "0", blame)
+            XCTAssertEqual(values["netobserver_outages_total{\(labels),blame=\"\(blame)\"}"], "0", blame)
+        }
+        for connectivity in MonitorContract.Connectivity.allCases {
+            XCTAssertNotNil(values["netobserver_connectivity_seconds_total{\(labels),connectivity=\"\(connectivity.rawValue)\"}"]
+                .flatMap(UInt64.init), connectivity.rawValue)
+        }
+        XCTAssertEqual(values["netobserver_asleep_seconds_total{\(labels)}"], "0")
     }
 
     private func file(_ text: String) throws -> String {
@@ -175,5 +184,7 @@ final class CompletionTests: XCTestCase {
                        ["i3blocks", "json", "polybar", "waybar"])
         XCTAssertEqual(try bashCompletions(["netobserver", "set", "family", ""]).sorted(), ["any", "ipv4", "ipv6"])
         XCTAssertEqual(try bashCompletions(["netobserver", "set", "check-echo", ""]).sorted(), ["false", "true"])
+        XCTAssertEqual(try bashCompletions(["netobserver", "h"]).sorted(), ["help", "history"])
+        XCTAssertEqual(try bashCompletions(["netobserver", "history", ""]).sorted(), ["--json", "--limit"])
     }
 }
