@@ -93,7 +93,7 @@ check: deps-build purity
 bench: deps-bench release gio-module
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^nob-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; \
-	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" portal && "$$bin/netobserver-bench" simulate 20000 && \
+	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" portal && "$$bin/netobserver-bench" blame && "$$bin/netobserver-bench" simulate 20000 && \
 	  "$$bin/netobserver-bench" dual-stack && \
 	  tools/pure-lines.sh && \
 	  tools/bench.sh "$$bin/netobserverd"

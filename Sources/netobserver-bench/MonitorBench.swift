@@ -9,7 +9,7 @@ import Reachability
 /// netobserverd end to end, timed at a D-Bus client receiving StatusChanged:
 /// the daemon runs in the client namespace on a private bus made here.
 final class MonitorBench {
-    let topology = BenchTopology("m")
+    let topology: BenchTopology
     let daemonPath: String
     let directory: String
     let loop: MainLoop
@@ -27,11 +27,18 @@ final class MonitorBench {
     var lastConnectivitySignal: UInt64 = 0
     var waitingForConnectivity: String?
     /// More of the daemon's command line (the portal bench's --ca-file).
+    var lastBlame = ""
+    var lastBlameSignal: UInt64 = 0
+    var waitingForBlame: String?
+
     var extraArguments = ""
+    /// Environment for the daemon ("NAME=value " each).
+    var extraEnvironment = ""
     var connection: BusConnection?
 
-    init(daemonPath: String) throws {
+    init(daemonPath: String, chain: Bool = false) throws {
         self.daemonPath = daemonPath
+        topology = BenchTopology(chain ? "b" : "m", chain: chain)
         loop = try MainLoop()
         var template = Array("/tmp/netobserver-mbench-XXXXXX".utf8CString)
         directory = mkdtemp(&template).map { String(cString: $0) } ?? "/tmp"
@@ -125,6 +132,11 @@ final class MonitorBench {
                     lastConnectivity = connectivity
                     if connectivity == waitingForConnectivity { loop.quit(status: 0) }
                 }
+                if let blame = changed["Blame"]?.stringValue {
+                    lastBlameSignal = now
+                    lastBlame = blame
+                    if blame == waitingForBlame { loop.quit(status: 0) }
+                }
                 if let prefix = changed["Nat64Prefix"]?.stringValue {
                     lastPrefixSignal = now
                     lastPrefix = prefix
@@ -143,7 +155,7 @@ final class MonitorBench {
                                                                interface: "org.freedesktop.DBus", member: "GetId"),
                                         timeoutMilliseconds: 5000)
         // sh writes its PID, then execs ip, which execs the daemon: the PID stays the daemon's.
-        shell("sh -c 'echo $$ > \(directory)/daemon.pid; exec ip netns exec \(topology.client) \(daemonPath) "
+        shell("sh -c 'echo $$ > \(directory)/daemon.pid; \(extraEnvironment.isEmpty ? "" : "export " + extraEnvironment + ";") exec ip netns exec \(topology.client) \(daemonPath) "
               + "--address \"\(address)\" --state-dir \(directory)/state --host 198.18.2.2 --interval 200 --timeout 200 "
               + extraArguments + " 2>\(directory)/daemon.log' &")
         for _ in 0..<100 where readNumber("\(directory)/daemon.pid") == 0 { usleep(10_000) }
@@ -228,6 +240,14 @@ final class MonitorBench {
     }
 
     /// Runs the loop until PropertiesChanged carries Connectivity `value`; when it came, nil after `timeout`.
+    func waitForBlame(_ value: String, timeout: Double) -> UInt64? {
+        if lastBlame == value { return lastBlameSignal }
+        waitingForBlame = value
+        let arrived = runLoop(atMost: timeout)
+        waitingForBlame = nil
+        return arrived ? lastBlameSignal : nil
+    }
+
     func waitForConnectivity(_ value: String, timeout: Double) -> UInt64? {
         if lastConnectivity == value { return lastConnectivitySignal }
         waitingForConnectivity = value

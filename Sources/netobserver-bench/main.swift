@@ -31,13 +31,16 @@ guard geteuid() == 0 else {
     exit(0)
 }
 
-// `netobserver-bench nat64|detection|portal [DAEMON]`: the NAT64 prefix's figures, the detection figures, or portal truth's, alone.
-if CommandLine.arguments.count > 1, ["nat64", "detection", "portal"].contains(CommandLine.arguments[1]) {
+// `netobserver-bench nat64|detection|portal|blame [DAEMON]`: the NAT64 prefix's figures, the detection figures,
+// portal truth's, or where it broke's, alone.
+if CommandLine.arguments.count > 1, ["nat64", "detection", "portal", "blame"].contains(CommandLine.arguments[1]) {
     let here = String(CommandLine.arguments[0].prefix(upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex))
-    let bench = try MonitorBench(daemonPath: CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : here + "/netobserverd")
+    let bench = try MonitorBench(daemonPath: CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : here + "/netobserverd",
+                                 chain: CommandLine.arguments[1] == "blame")
     switch CommandLine.arguments[1] {
     case "nat64": try bench.runNat64()
     case "portal": try bench.runPortal()
+    case "blame": try bench.runWhereItBroke()
     default: try bench.runDetection()
     }
     exit(0)
