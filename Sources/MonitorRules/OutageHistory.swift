@@ -44,6 +44,9 @@ public struct OutageHistory: Equatable, Sendable {
     /// Connectivity was `full` since the service started or woke, so leaving it is an outage.
     private var armed = false
     private var running: Running?
+    /// Time not yet counted in any value, under a second: each value holds whole seconds, and the
+    /// fraction passes on to the next, so the values add up to the whole time and none ever shrinks.
+    private var carry: UInt64 = 0
 
     private struct Running: Equatable, Sendable {
         var startReal: UInt64
@@ -107,7 +110,7 @@ public struct OutageHistory: Equatable, Sendable {
     public mutating func resume(boot: UInt64, real: UInt64) {
         guard let start = asleepSince else { return }
         asleepSince = nil
-        spent[Self.asleep, default: 0] &+= boot >= start ? boot - start : 0
+        add(boot >= start ? boot - start : 0, to: Self.asleep)
         since = boot
         if armed, [.none, .limited, .portal].contains(current) {
             running = Running(startReal: real, startBoot: boot, worst: current, reason: "")
@@ -120,8 +123,8 @@ public struct OutageHistory: Equatable, Sendable {
         guard asleepSince == nil, let start = since else { return }
         let elapsed = boot >= start ? boot - start : 0
         let asleep = min(duration, elapsed)
-        spent[current.rawValue, default: 0] &+= elapsed - asleep
-        spent[Self.asleep, default: 0] &+= asleep
+        add(elapsed - asleep, to: current.rawValue)
+        add(asleep, to: Self.asleep)
         since = boot
         if var outage = running {
             outage.asleep &+= asleep
@@ -132,10 +135,8 @@ public struct OutageHistory: Equatable, Sendable {
     /// Seconds in each Connectivity value and asleep, as of `boot` (every key present).
     public func timeInState(boot: UInt64) -> [(String, UInt64)] {
         var totals = spent
-        if let asleepSince {
-            totals[Self.asleep, default: 0] &+= boot >= asleepSince ? boot - asleepSince : 0
-        } else if let since {
-            totals[current.rawValue, default: 0] &+= boot >= since ? boot - since : 0
+        if let start = asleepSince ?? since {
+            totals[asleepSince == nil ? current.rawValue : Self.asleep, default: 0] &+= carry &+ (boot >= start ? boot - start : 0)
         }
         let keys = Connectivity.allCases.map(\.rawValue) + [Self.asleep]
         return keys.map { ($0, (totals[$0] ?? 0) / 1_000_000) }
@@ -174,8 +175,15 @@ public struct OutageHistory: Equatable, Sendable {
     // MARK: Internals
 
     private mutating func account(boot: UInt64) {
-        if let since { spent[current.rawValue, default: 0] &+= boot >= since ? boot - since : 0 }
+        if let since { add(boot >= since ? boot - since : 0, to: current.rawValue) }
         since = boot
+    }
+
+    /// `microseconds` more in `key`: its whole seconds there, the rest carried on.
+    private mutating func add(_ microseconds: UInt64, to key: String) {
+        let pool = carry &+ microseconds
+        spent[key, default: 0] &+= pool / 1_000_000 * 1_000_000
+        carry = pool % 1_000_000
     }
 
     private mutating func end(boot: UInt64) -> Outage? {

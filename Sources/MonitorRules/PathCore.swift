@@ -286,7 +286,6 @@ public struct PathCore {
     /// Hands the diagnosis the route's next hop and whether Host answers, and its asks to the driver;
     /// true when what it knows changed (Neighbor, Blame).
     private mutating func followDiagnosis(now: UInt64, _ actions: inout [Action]) -> Bool {
-        let before = (diagnosis.neighbor, diagnosis.beyond, diagnosis.nextHop)
         var asked = diagnosisActions
         diagnosisActions = []
         let route = monitor.route
@@ -306,6 +305,16 @@ public struct PathCore {
                 actions.append(.probeBeyond(host: host, gateway: gateway, hops: hops, generation: generation))
             }
         }
-        return before.0 != diagnosis.neighbor || before.1 != diagnosis.beyond || before.2 != diagnosis.nextHop
+        let now = DiagnosisShown(neighbor: diagnosis.neighbor, beyond: diagnosis.beyond, nextHop: diagnosis.nextHop)
+        defer { diagnosisShown = now }
+        return now != diagnosisShown
     }
+
+    /// What the diagnosis knew at the last publication (its answers arrive as events of their own).
+    private struct DiagnosisShown: Equatable {
+        var neighbor: NeighborAnswer?
+        var beyond: BeyondAnswer?
+        var nextHop: PathDiagnosis.NextHop?
+    }
+    private var diagnosisShown = DiagnosisShown()
 }

@@ -105,6 +105,12 @@ public struct Scenario: Sendable {
         case settings(ProbeSettings)
         /// Someone who knows our identifier and sequence, not our token, forges errors and replies.
         case forgeries(count: Int)
+        /// The gateway forwards nothing from now on, answering its neighbours (ARP, NDP) or not.
+        case gateway(arp: Bool)
+        /// The router past the gateway takes nothing in: nothing past the gateway answers.
+        case upstreamDies
+        /// The machine sleeps so long: logind says so before and after (`announced`), or only CLOCK_BOOTTIME shows it.
+        case sleep(milliseconds: UInt32, announced: Bool)
         /// Everything back to normal: links and routes up, the host answering, a resolvable Host,
         /// the resolver and the check answering.
         case heal
@@ -192,8 +198,23 @@ public struct Scenario: Sendable {
                                                        : .check(pick([.intercepted, .httpsBlocked]))
             timeline.append((at, fault))
         }
+        // Where it broke's faults, drawn after those (the earlier draws stay what they were).
+        var lastWake: UInt64 = 0
+        for _ in 0..<between(0, 2) {
+            let at = between(0, faultTime)
+            let fault: Fault
+            switch random.next() % 4 {
+            case 0: fault = .gateway(arp: random.next() % 2 == 0)
+            case 1: fault = .upstreamDies
+            default:
+                let milliseconds = UInt32(between(200, 3_000))
+                fault = .sleep(milliseconds: milliseconds, announced: random.next() % 3 != 0)
+                lastWake = max(lastWake, at + UInt64(milliseconds))
+            }
+            timeline.append((at, fault))
+        }
         timeline.sort { $0.at < $1.at }
-        let healAt = faultTime + 1
+        let healAt = max(faultTime, lastWake) + 1
         timeline.append((healAt, .heal))
         // Long enough for the slowest settings in the run to recover: RecoveryThreshold answers at the interval.
         var slowest = settings

@@ -29,7 +29,8 @@ struct SimulatedKernel {
             let link = Link(index: index, name: name, flags: Self.up | Self.running | Self.lowerUp, operState: 6,
                             type: 1, kind: kind)
             let address = v4 ? IPAddress.v4([198, 18, UInt8(index), 1]) : Simulation.v6(UInt8(index), 1)
-            let route = Route(family: UInt8(family.number), outputInterface: index, preferredSource: address, priority: priority)
+            let route = Route(family: UInt8(family.number), outputInterface: index, gateway: Simulation.gatewayAddress(index, v6: !v4),
+                              preferredSource: address, priority: priority)
             interfaces[index] = Interface(link: link, address: InterfaceAddress(index: index, address: address,
                                                                                 prefixLength: v4 ? 24 : 64), route: route)
         }

@@ -160,7 +160,7 @@ extension Simulation {
         guard kernel.canSend(to: address) else {
             return takeExtra(index, .probe(watchedFamily, .sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(address): Network is unreachable")))
         }
-        if kernel.delivers(to: address), case .answering(let minRTT, _, let loss) = behaviour, loss < 0.5 {
+        if kernel.delivers(to: address), gateway.carries, case .answering(let minRTT, _, let loss) = behaviour, loss < 0.5 {
             queue.add(.extraReply(target: index, sequence: sequence, token: token), at: now + UInt64(minRTT) * 1_000_000)
         }
     }
@@ -194,7 +194,9 @@ extension Simulation {
     func transmit(_ sequence: UInt16, _ token: UInt64, alsoTCP: Bool) {
         guard let target = probeTarget else { return }
         let alone = scenario.probeMethod == .tcp
-        if filteredSince != nil && !(kernel.canSend(to: target) && kernel.delivers(to: target)) { pathTroubleSinceFiltered = true }
+        if filteredSince != nil && !(kernel.canSend(to: target) && kernel.delivers(to: target) && gateway.carries) {
+            pathTroubleSinceFiltered = true
+        }
         guard kernel.canSend(to: target) else {
             let inFlight = self.target.isOutstanding(sequence)
             if alone {
@@ -210,7 +212,8 @@ extension Simulation {
             }
             return
         }
-        guard kernel.delivers(to: target) else { return }
+        // Past the link: a gateway that forwards nothing, or a dead upstream, and nothing comes back.
+        guard kernel.delivers(to: target), gateway.carries else { return }
         if alone || alsoTCP { connect(sequence, token, alone: alone) }
         guard !alone else { return }
         switch behaviour {
@@ -260,7 +263,7 @@ extension Simulation {
     /// (ICMP filtered or not); when it stopped working.
     func notePath() {
         let works: Bool
-        if let target = probeTarget, kernel.canSend(to: target), kernel.delivers(to: target) {
+        if let target = probeTarget, kernel.canSend(to: target), kernel.delivers(to: target), gateway.carries {
             switch behaviour {
             case .answering(_, _, let loss): works = loss < 0.5
             case .icmpFiltered(_, let path): works = path == .accepts || path == .resets
@@ -383,13 +386,18 @@ final class SimulatedTarget: TargetWorld {
         if index == 0 { simulation.reported.append(.reportChanged(old: old, new: new)) }
     }
 
-    /// The simulated kernel's routes are on-link: no next hop to ask.
     func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64) {
-        simulation.violation("target \(index) asked next hop \(gateway), but no simulated route has one")
+        guard watched(family, "ask a next hop") else { return }
+        if Simulation.gatewayAddress(interfaceIndex, v6: family == .v6) != gateway {
+            simulation.violation("target \(index) asked \(gateway), which is not interface \(interfaceIndex)'s next hop")
+        }
+        simulation.checkNeighbor(for: index, family, gateway: gateway, generation: generation)
     }
 
     func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64) {
-        simulation.violation("target \(index) probed past gateway \(gateway), but no simulated route has one")
+        guard watched(family, "probe past the gateway") else { return }
+        if hops != 2 { simulation.violation("target \(index) probed past the gateway with TTL \(hops), not 2") }
+        simulation.probeBeyond(for: index, family, generation: generation)
     }
 
     func publish(_ state: (MonitorState) -> MonitorState) {

@@ -53,6 +53,11 @@ public final class Simulation {
         /// The follower's next wake-up.
         case capportWake
         case trafficSample(generation: UInt64, TrafficSample, cost: UInt64, takenAt: UInt64)
+        /// Target `target`'s neighbour check, or its probe past the gateway, ended so.
+        case neighborAnswer(target: Int, family: IPFamily, generation: UInt64, NeighborAnswer)
+        case beyondAnswer(target: Int, family: IPFamily, generation: UInt64, BeyondAnswer)
+        /// An announced sleep ends.
+        case wake
         case fault(Scenario.Fault)
     }
 
@@ -121,6 +126,8 @@ public final class Simulation {
     /// Each interface's last API answer taken, and whether a captive one came from the captive API.
     var apiAnswers: [String: Bool] = [:]
     static let apiPortalURL = "https://portal.test/api-login"
+    /// The next hop, the path past it, the sleeps, and the history (see `GatewayWorld`).
+    var gateway = GatewayWorld()
     var trafficBehaviour: Scenario.TrafficBehaviour = .none
     var trafficSince: UInt64 = 0
     /// Since when the path to Host has failed (the connections routed like it then stall).
@@ -209,6 +216,7 @@ public final class Simulation {
         reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: secondTarget)
         noteKernelTruth(reset: true)
         reach.start()
+        gateway.history.observeStart(boot: 0)
         first.driver.observeStep = { [unowned self] actions in
             for action in actions { log("target: \(action)") }
             checkPublication(actions)
@@ -260,6 +268,7 @@ public final class Simulation {
             endOfTurn()
             checkKernelAgreement()
             checkTraffic()
+            checkBlameLate()
             if let by = resolver.defaultMustStartBy, now > by {
                 violation("the default target's lookup still waits \(Double(now - by) / 1e6) ms after the lookup under way when it was asked ended")
             }
@@ -357,6 +366,19 @@ public final class Simulation {
             startNextLookup()
         case .extraReply(let index, let sequence, let token):
             takeExtra(index, .probe(watchedFamily, .reply(sequence: sequence, token: token, via: .icmp)))
+        case .neighborAnswer(let index, let family, let generation, let answer):
+            let event = TargetCore.Event.neighborAnswered(family, generation: generation, answer)
+            if index == 0 {
+                neighborAnswered(generation: generation)
+                take(event)
+            } else {
+                takeExtra(index, event)
+            }
+        case .beyondAnswer(let index, let family, let generation, let answer):
+            let event = TargetCore.Event.beyondAnswered(family, generation: generation, answer)
+            if index == 0 { take(event) } else { takeExtra(index, event) }
+        case .wake:
+            wake()
         case .fault(let fault):
             apply(fault)
         }
@@ -391,7 +413,10 @@ public final class Simulation {
     }
 
     func apply(_ fault: Scenario.Fault) {
+        applyGatewayFault(fault)
         switch fault {
+        case .gateway, .upstreamDies, .sleep:
+            break
         case .behaviour(let new):
             behaviour = new
             // The ladder must find a host that answers TCP.
@@ -557,6 +582,7 @@ public final class Simulation {
             stateDue = false
             checkResolution()
             checkBeyondTheHost()
+            checkWhereItBroke()
         }
     }
 

@@ -44,7 +44,8 @@ extension Simulation {
             }
             lastTraffic = word
         }
-        if target.probe.report.answering != true || word == .none {
+        // Asleep nothing is sent, whatever traffic says (logind said so; the probes start again on resume).
+        if target.probe.report.answering != true || word == .none || target.probe.asleep {
             stallWaitingSince = nil
             resumeWaitingSince = nil
         }
@@ -246,6 +247,7 @@ extension Simulation {
 
     func finish() {
         noteExpiries()
+        checkTimeInState()
         for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange {
             violation("a Check never got its verdict (arrived at \(Double(check.arrival) / 1e9) s)")
         }

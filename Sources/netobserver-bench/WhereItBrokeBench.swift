@@ -36,15 +36,15 @@ extension MonitorBench {
             Fault(name: "link", expected: "link", apply: "ip -n \(topology.client) link set \(topology.clientLink) down",
                   heal: "ip -n \(topology.client) link set \(topology.clientLink) up && ip -n \(topology.client) route replace default via 198.18.0.1"),
             Fault(name: "gateway", expected: "gateway",
-                  apply: "ip netns exec \(topology.router) nft 'add table netdev fault; add chain netdev fault drop "
+                  apply: "ip netns exec \(topology.router) nft 'add table netdev fault; add chain netdev fault dropping "
                   + "{ type filter hook ingress device \(g0) priority -500; policy drop; }'",
                   heal: "ip netns exec \(topology.router) nft delete table netdev fault"),
             Fault(name: "upstream", expected: "upstream",
-                  apply: "ip netns exec \(upstream) nft 'add table inet fault; add chain inet fault drop "
+                  apply: "ip netns exec \(upstream) nft 'add table inet fault; add chain inet fault dropping "
                   + "{ type filter hook prerouting priority -400; policy drop; }'",
                   heal: "ip netns exec \(upstream) nft delete table inet fault"),
             Fault(name: "host", expected: "host",
-                  apply: "ip netns exec \(topology.server) nft 'add table inet fault; add chain inet fault drop "
+                  apply: "ip netns exec \(topology.server) nft 'add table inet fault; add chain inet fault dropping "
                   + "{ type filter hook input priority 0; policy drop; }'",
                   heal: "ip netns exec \(topology.server) nft delete table inet fault"),
         ]
@@ -98,7 +98,7 @@ extension MonitorBench {
         let text = commandText("ip netns exec \(topology.router) nft list counters table netdev census")
         var values: [Int] = []
         for line in text.split(separator: "\n") where line.contains("packets") {
-            let words = line.split(separator: " ")
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             if let index = words.firstIndex(of: "packets"), index + 1 < words.count, let value = Int(words[index + 1]) { values.append(value) }
         }
         return (values.first ?? 0, values.dropFirst().first ?? 0)
@@ -130,7 +130,7 @@ extension MonitorBench {
             emitPrepareForSleep(true)
             let slept = MonotonicClock.now()
             _ = runLoop(atMost: 0.2)
-            shell("ip netns exec \(upstream) nft 'add table inet fault; add chain inet fault drop "
+            shell("ip netns exec \(upstream) nft 'add table inet fault; add chain inet fault dropping "
                   + "{ type filter hook prerouting priority -400; policy drop; }'")
             _ = runLoop(atMost: 1.5)
             shell("ip netns exec \(upstream) nft delete table inet fault")
@@ -148,12 +148,16 @@ extension MonitorBench {
         print("monitor blame sleep_asleep_seconds (goal within 1 s of \(fixed(asleepFor, 1)) s): \(fixed(asleep, 0))")
     }
 
-    /// TimeInState's sum against the time since the history began (the daemon's start: its state directory is new).
+    /// TimeInState's sum against the time since the history began: the daemon's start (its state directory is new),
+    /// both on CLOCK_BOOTTIME (/proc's start time and uptime).
     private func measureTimeInState(since started: UInt64) {
         let total = timeInState().values.reduce(0, +)
-        let elapsed = Double(MonotonicClock.now() - started) / 1e9
-        print("monitor blame time_in_state_sum_s: \(total) against \(fixed(elapsed, 1)) s since the daemon started "
-              + "(goal within 1 s or one Interval; the sum is of whole seconds per value)")
+        let fields = readLine("/proc/\(daemonPID)/stat").split(separator: ")").last?.split(separator: " ") ?? []
+        let startTicks = fields.count > 19 ? Double(fields[19]) ?? 0 : 0
+        let uptime = Double(readLine("/proc/uptime").split(separator: " ").first ?? "0") ?? 0
+        let elapsed = uptime - startTicks / Double(sysconf(Int32(_SC_CLK_TCK)))
+        print("monitor blame time_in_state_sum_s: \(total) against \(fixed(elapsed, 2)) s since the daemon started "
+              + "(goal within 1 s or one Interval: \(fixed(elapsed - Double(total), 2)) s apart)")
     }
 
     private func emitPrepareForSleep(_ start: Bool) {

@@ -227,4 +227,53 @@ final class DiagnosisTests: XCTestCase {
         XCTAssertTrue(resumed.contains { if case .send = $0 { true } else { false } }, "\(resumed)")
         XCTAssertEqual(core.probe.verdict.consecutiveFailures, 0)
     }
+
+    /// The diagnosis starts at the first failed probe: with FailureThreshold 2 the probe past the gateway is
+    /// out before Connectivity changes, so Blame follows the change by less than the probe's limit.
+    func testTheDiagnosisStartsAtTheSuspicion() throws {
+        var core = PathCore(host: "198.18.9.2", family: .ipv4,
+                            probeSettings: ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 200, failureThreshold: 2), seed: 9)
+        var route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.2")
+        route.gateway = gateway
+        route.interfaceIndex = 3
+        route.hasNeighbors = true
+        route.routedFamilies = [.v4]
+        var now: UInt64 = 0
+        var silent = false
+        var beyondAt: UInt64?
+        var changedAt: UInt64?
+        var pending: [PathCore.Event] = []
+        func step(_ event: PathCore.Event) {
+            for action in core.handle(event, now: now) {
+                switch action {
+                case .send(let sequence, let token, _, _, _) where !silent:
+                    pending.append(.probe(.reply(sequence: sequence, token: token, via: .icmp)))
+                case .checkNeighbor(_, _, _, let generation):
+                    pending.append(.neighborAnswered(generation: generation, .reachable))
+                case .probeBeyond:
+                    if beyondAt == nil, silent { beyondAt = now }
+                default:
+                    break
+                }
+            }
+            if changedAt == nil, silent, core.state(previous: MonitorState()).connectivity == .limited { changedAt = now }
+        }
+        step(.start(checkURL: ""))
+        step(.resolved(generation: 0, .success([host]), routedFamilies: [.v4]))
+        step(.route(route))
+        step(.probing(.icmpDatagram))
+        for _ in 0..<200 {
+            while !pending.isEmpty {
+                now += ms
+                step(pending.removeFirst())
+            }
+            if now > 2_000 * ms { silent = true }
+            if changedAt != nil { break }
+            now = max(now, core.nextWakeup ?? now + ms)
+            step(.timeout)
+        }
+        let beyond = try XCTUnwrap(beyondAt)
+        let changed = try XCTUnwrap(changedAt)
+        XCTAssertLessThan(beyond, changed, "the probe past the gateway went out at the suspicion")
+    }
 }

@@ -1,0 +1,171 @@
+import MonitorRules
+import NetAddress
+import ProbeRules
+
+/// The simulated world's next hop and what lies past it, the machine's sleeps, and the history the
+/// daemon keeps of what the target publishes — with the rules of INTERFACE.md "Where it broke" that
+/// hold over them: Blame within 1.5 s of the change; never `gateway` while the gateway answers its
+/// neighbour check; no outage spans an announced sleep; TimeInState adds up to the time since the
+/// history began.
+struct GatewayWorld {
+    /// The gateway answers ARP / Neighbor Solicitations; forwards; the path past it carries packets.
+    var answersNeighbors = true
+    var forwards = true
+    var upstreamCarries = true
+    /// Since when the gateway has answered its neighbours without a break (nil while it does not).
+    var answeringSince: UInt64? = 0
+    /// When the default target asked the next hop whose answer came last; the checks still out, by generation.
+    var lastCheckAskedAt: UInt64?
+    var checksOut: [UInt64: UInt64] = [:]
+    /// Since when Connectivity has been away from `full` with no Blame (nil: it is full, or Blame is said).
+    var unblamedSince: UInt64?
+    /// The last moment the place of a fault could move: a next hop asked, a resume.
+    var lastRediagnosis: UInt64 = 0
+    var history = OutageHistory(began: 0, minimumOutage: 0)
+    /// How far the boot clock is ahead of the virtual (monotonic) one: the sleeps nobody announced.
+    var bootOffset: UInt64 = 0
+    /// The announced sleep under way, and those that ended (boot clock).
+    var asleepSince: UInt64?
+    var sleeps: [(start: UInt64, end: UInt64)] = []
+    var askedNeighbors = 0
+    var probedBeyond = 0
+
+    /// Whether a probe past the gateway gets anywhere.
+    var carries: Bool { forwards && upstreamCarries }
+}
+
+extension Simulation {
+    /// The outages the history kept, oldest first; TimeInState at the end; the next hop asked and the probes past it.
+    public var outages: [Outage] { gateway.history.outages }
+    public var timeInState: [String: UInt64] { Dictionary(uniqueKeysWithValues: gateway.history.timeInState(boot: bootMicroseconds)) }
+    public var neighborChecksAsked: Int { gateway.askedNeighbors }
+    public var probesPastTheGateway: Int { gateway.probedBeyond }
+
+    /// Microseconds on the simulated CLOCK_BOOTTIME (and, for the history, CLOCK_REALTIME alike).
+    var bootMicroseconds: UInt64 { (now + gateway.bootOffset) / 1000 }
+
+    static func gatewayAddress(_ index: Int32, v6 six: Bool) -> IPAddress {
+        six ? v6(UInt8(index), 254) : .v4([198, 18, UInt8(index), 254])
+    }
+
+    /// Target `index`'s driver asked the next hop: its answer after a round trip, or after three tries.
+    func checkNeighbor(for index: Int, _ family: IPFamily, gateway address: IPAddress, generation: UInt64) {
+        if index == 0 {
+            gateway.checksOut[generation] = now
+            gateway.askedNeighbors += 1
+            gateway.lastRediagnosis = now
+        }
+        let answering = gateway.answersNeighbors
+        queue.add(.neighborAnswer(target: index, family: family, generation: generation, answering ? .reachable : .unreachable),
+                  at: now + (answering ? 1_000_000 : 600_000_000))
+    }
+
+    /// The one probe past the gateway: a router past it says Time Exceeded, or nothing does within 1 s.
+    func probeBeyond(for index: Int, _ family: IPFamily, generation: UInt64) {
+        if index == 0 { gateway.probedBeyond += 1 }
+        let carried = gateway.carries
+        queue.add(.beyondAnswer(target: index, family: family, generation: generation, carried ? .carried : .silent),
+                  at: now + (carried ? 3_000_000 : 1_000_000_000))
+    }
+
+    /// The default target's check `generation` is answered now.
+    func neighborAnswered(generation: UInt64) {
+        if let asked = gateway.checksOut.removeValue(forKey: generation) { gateway.lastCheckAskedAt = asked }
+    }
+
+    func applyGatewayFault(_ fault: Scenario.Fault) {
+        switch fault {
+        case .gateway(let arp):
+            gateway.forwards = false
+            setAnswersNeighbors(arp)
+        case .upstreamDies:
+            gateway.upstreamCarries = false
+        case .sleep(let milliseconds, let announced):
+            guard gateway.asleepSince == nil else { return }
+            // The probes in flight are forgotten, not failed: their silence is the sleep's.
+            for sequence in sent.keys { sent[sequence]?.finished = true }
+            if announced {
+                gateway.asleepSince = bootMicroseconds
+                if let ended = gateway.history.suspend(boot: bootMicroseconds) { noteOutage(ended) }
+                take(.suspend)
+                queue.add(.wake, at: now + UInt64(milliseconds) * 1_000_000)
+            } else {
+                // Monotonic time stands still; the boot clock jumps; the daemon notices before its next wake-up.
+                gateway.bootOffset += UInt64(milliseconds) * 1_000_000
+                gateway.history.slept(UInt64(milliseconds) * 1000, boot: bootMicroseconds)
+                take(.suspend)
+                take(.resume)
+                gateway.lastRediagnosis = now
+            }
+        case .heal:
+            gateway.forwards = true
+            gateway.upstreamCarries = true
+            setAnswersNeighbors(true)
+        default:
+            break
+        }
+    }
+
+    func wake() {
+        guard let start = gateway.asleepSince else { return }
+        gateway.asleepSince = nil
+        gateway.sleeps.append((start, bootMicroseconds))
+        gateway.history.resume(boot: bootMicroseconds, real: bootMicroseconds)
+        take(.resume)
+        gateway.lastRediagnosis = now
+    }
+
+    private func setAnswersNeighbors(_ answering: Bool) {
+        if answering, !gateway.answersNeighbors { gateway.answeringSince = now }
+        if !answering { gateway.answeringSince = nil }
+        gateway.answersNeighbors = answering
+    }
+
+    /// After each publication: the history hears it, and Blame's rules are checked.
+    func checkWhereItBroke() {
+        if gateway.asleepSince == nil,
+           let ended = gateway.history.observe(state.connectivity, blame: state.blame, reason: state.reason,
+                                               boot: bootMicroseconds, real: bootMicroseconds) {
+            noteOutage(ended)
+        }
+        if state.blame == Blame.gateway.rawValue, let since = gateway.answeringSince, let asked = gateway.lastCheckAskedAt, since < asked {
+            violation("Blame is gateway, but the gateway has answered its neighbours since before it was last asked")
+        }
+        let away = [.none, .limited, .portal].contains(state.connectivity)
+        if away && state.blame.isEmpty {
+            if gateway.unblamedSince == nil { gateway.unblamedSince = now }
+        } else {
+            gateway.unblamedSince = nil
+        }
+        if away, !state.blame.isEmpty, state.blame != Blame.link.rawValue, state.connectivity == .none, state.reason.isEmpty {
+            violation("Blame \(state.blame) with no Reason")
+        }
+    }
+
+    /// Blame is said within 1.5 s of Connectivity leaving `full` (or of the next hop changing, or a resume).
+    func checkBlameLate() {
+        guard let since = gateway.unblamedSince, gateway.asleepSince == nil else { return }
+        let from = max(since, gateway.lastRediagnosis)
+        if now > from + 1_500_000_000 {
+            violation("Connectivity \(state.connectivity) for \(Double(now - from) / 1e9) s with no Blame (\(state.reason))")
+        }
+    }
+
+    /// An outage the history kept: it never spans an announced sleep.
+    func noteOutage(_ outage: Outage) {
+        let end = outage.start + outage.duration
+        for sleep in gateway.sleeps where sleep.start >= outage.start && sleep.end <= end {
+            violation("an outage from \(Double(outage.start) / 1e6) s for \(Double(outage.duration) / 1e6) s spans a sleep")
+        }
+    }
+
+    /// At the end: TimeInState adds up to the time since the history began, within a second (or one Interval).
+    func checkTimeInState() {
+        let total = gateway.history.timeInState(boot: bootMicroseconds).reduce(UInt64(0)) { $0 + $1.1 } * 1_000_000
+        let elapsed = bootMicroseconds
+        let slack = max(1_000_000, UInt64(settings.intervalMilliseconds) * 1000)
+        if total > elapsed || elapsed - total > slack {
+            violation("TimeInState adds up to \(total / 1_000_000) s, but the history began \(Double(elapsed) / 1e6) s ago")
+        }
+    }
+}
