@@ -1,7 +1,7 @@
 extension DBusValue {
     /// An upper bound of the bytes this value takes in a message body (alignment
     /// padding included), computed without building the message.
-    var wireSizeBound: Int {
+    public var wireSizeBound: Int {
         switch self {
         case .byte, .boolean, .int16, .uint16, .int32, .uint32, .unixFD: 8
         case .int64, .uint64, .double: 16

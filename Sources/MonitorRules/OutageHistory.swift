@@ -47,6 +47,8 @@ public struct OutageHistory: Equatable, Sendable {
     /// Time not yet counted in any value, under a second: each value holds whole seconds, and the
     /// fraction passes on to the next, so the values add up to the whole time and none ever shrinks.
     private var carry: UInt64 = 0
+    /// The whole seconds in `spent`, kept as they are added (see `secondsCounted`).
+    private var countedWhole: UInt64 = 0
 
     private struct Running: Equatable, Sendable {
         var startReal: UInt64
@@ -142,6 +144,12 @@ public struct OutageHistory: Equatable, Sendable {
         return keys.map { ($0, (totals[$0] ?? 0) / 1_000_000) }
     }
 
+    /// The sum of `timeInState(boot:)`, in constant time: it changes exactly when one of the values does.
+    public func secondsCounted(boot: UInt64) -> UInt64 {
+        guard let start = asleepSince ?? since else { return countedWhole }
+        return countedWhole &+ (carry &+ (boot >= start ? boot - start : 0)) / 1_000_000
+    }
+
     /// The share of time `full` (0…1) among the awake time, as of `boot`; nil before any.
     public func fullShare(boot: UInt64) -> Double? {
         let times = timeInState(boot: boot)
@@ -183,6 +191,7 @@ public struct OutageHistory: Equatable, Sendable {
     private mutating func add(_ microseconds: UInt64, to key: String) {
         let pool = carry &+ microseconds
         spent[key, default: 0] &+= pool / 1_000_000 * 1_000_000
+        countedWhole &+= pool / 1_000_000
         carry = pool % 1_000_000
     }
 
@@ -215,5 +224,6 @@ public struct OutageHistory: Equatable, Sendable {
         self.minimumOutage = minimumOutage
         self.spent = spent
         self.outages = outages
+        countedWhole = spent.values.reduce(0) { $0 &+ $1 / 1_000_000 }
     }
 }

@@ -41,7 +41,10 @@ public enum MonitorInterface {
             DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, handler: handlers[method] ?? check)
         }, properties: MonitorContract.Property.allCases.map { property in
             MonitorSettings.Key(property).map(setting) ?? state(property)
-        }, signals: MonitorContract.Signal.allCases.map { DBusSignal($0.name, $0.arguments) }, version: { model.version })
+        }, signals: MonitorContract.Signal.allCases.map { DBusSignal($0.name, $0.arguments) }, version: {
+            // The model's changes, and TimeInState's seconds (which pass without one).
+            model.version &* 0x1_0000_0000 &+ model.timeInStateTick()
+        })
     }
 }
 

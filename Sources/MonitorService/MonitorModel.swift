@@ -27,6 +27,9 @@ public final class MonitorModel {
     public var timeInState: () -> [(String, UInt64)] = {
         (Connectivity.allCases.map(\.rawValue) + [OutageHistory.asleep]).map { ($0, UInt64(0)) }
     }
+    /// Changes exactly when TimeInState does (the seconds it adds up to): part of the interface's version,
+    /// so Get and GetAll never answer with a TimeInState kept from an earlier second.
+    public var timeInStateTick: () -> UInt64 = { 0 }
     /// The last `count` outages, newest first (GetHistory).
     public var outages: (Int) -> [Outage] = { _ in [] }
     /// Whether an address is one of this machine's, as the kernel last said (CheckURL may not name one).

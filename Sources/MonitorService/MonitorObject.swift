@@ -91,14 +91,14 @@ public final class MonitorObject {
     private func history(_ call: MethodCall) throws(DBusError) -> MethodOutcome {
         guard let max = call.uint32(at: 0) else { throw .invalidArgs("max: expected a uint32") }
         var entries: [DBusValue] = []
-        var bytes = 64
+        // As the dispatcher bounds a reply's body (the array's own header included), with room to spare.
+        var bytes = 16
         for outage in model.outages(Int(min(max, MonitorContract.historyLimit))) {
-            // Two uint64s, three strings (length, bytes, NUL), the struct's alignment.
-            let size = 8 + 8 + 3 * 5 + outage.blame.utf8.count + outage.worst.rawValue.utf8.count + outage.reason.utf8.count + 8
-            guard bytes + size <= MonitorContract.historyReplyBytes else { break }
-            bytes += size
-            entries.append(.structure([.uint64(outage.start), .uint64(outage.duration), .string(outage.blame),
-                                       .string(outage.worst.rawValue), .string(outage.reason)]))
+            let entry = DBusValue.structure([.uint64(outage.start), .uint64(outage.duration), .string(outage.blame),
+                                             .string(outage.worst.rawValue), .string(outage.reason)])
+            guard bytes + entry.wireSizeBound <= MonitorContract.historyReplyBytes - 2_048 else { break }
+            bytes += entry.wireSizeBound
+            entries.append(entry)
         }
         return .reply([.array(.structure([.uint64, .uint64, .string, .string, .string]), entries)])
     }

@@ -177,6 +177,7 @@ final class TargetSet {
             let model = target.model
             let keeper = history.keeper(for: target.number, minimumOutage: Self.minimumOutage(model.settings))
             model.timeInState = { [unowned keeper] in keeper.timeInState() }
+            model.timeInStateTick = { [unowned keeper] in keeper.history.secondsCounted(boot: MonotonicClock.bootMicroseconds()) }
             model.outages = { [unowned keeper] count in keeper.history.latest(count) }
             keeper.onOutageEnded = { [unowned object] outage in object.outageEnded(outage) }
             object.onPropertiesChanged = { [unowned keeper, unowned model] properties in

@@ -84,6 +84,7 @@ final class OutageHistoryTests: XCTestCase {
                 XCTAssertGreaterThanOrEqual(value, previous[key] ?? 0, "\(key) never shrinks")
                 previous[key] = value
             }
+            XCTAssertEqual(later.secondsCounted(boot: at + 1), later.timeInState(boot: at + 1).reduce(0) { $0 + $1.1 })
         }
         XCTAssertEqual(Set(history.timeInState(boot: 0).map(\.0)), ["unknown", "none", "portal", "limited", "full", "asleep"])
     }

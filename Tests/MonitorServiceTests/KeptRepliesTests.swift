@@ -52,4 +52,24 @@ final class KeptRepliesTests: XCTestCase {
         XCTAssertEqual(fresh.first, .variant(.string("something else")))
         withExtendedLifetime(objects) {}
     }
+
+    /// TimeInState grows without any change of the model: a kept reply never answers for it past its second.
+    func testTimeInStateIsNeverAnsweredFromAnEarlierSecond() throws {
+        let recorder = try MessageRecorder()
+        let server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
+        let model = MonitorModel(settings: MonitorSettings())
+        let objects = ServiceObjects.withoutEngines(server: server, model: model, budget: PendingBudget { _, answer in answer(0) })
+        var seconds: UInt64 = 7
+        model.timeInState = { [("full", seconds)] }
+        model.timeInStateTick = { seconds }
+        let property: [DBusValue] = [.string(MonitorContract.interface), .string("TimeInState")]
+        let (_, first) = try call(server, recorder, sender: ":1.7", "Get", property)
+        seconds = 8
+        let (_, second) = try call(server, recorder, sender: ":1.7", "Get", property)
+        XCTAssertNotEqual(first.first, second.first, "a second later, a fresh value")
+        XCTAssertEqual(second.first, .variant(.dictionary(key: .string, value: .uint64, [DBusDictEntry(key: .string("full"), value: .uint64(8))])))
+        let (_, third) = try call(server, recorder, sender: ":1.7", "Get", property)
+        XCTAssertEqual(third.first, second.first)
+        withExtendedLifetime(objects) {}
+    }
 }
