@@ -4,10 +4,11 @@ import Glibc
 import NetAddress
 import NetCore
 import ProbeRules
+import ReachabilityRules
 
 /// The service's own neighbour check of a next hop (INTERFACE.md "The neighbour check"): up to
-/// `tries` unicast ARP requests (IPv4, to the gateway's last known link-layer address, else
-/// broadcast) or Neighbor Solicitations (IPv6), `spacing` apart, on a socket of its own bound to
+/// `tries` unicast ARP requests (IPv4, to the gateway's last known link-layer address in the
+/// kernel's neighbour table, else broadcast) or Neighbor Solicitations (IPv6), `spacing` apart, on a socket of its own bound to
 /// the route's interface and closed when done. Only an answer from the gateway's own address counts:
 /// `.reachable`; none after the last try's spacing is `.unreachable`; a check that cannot be made
 /// (no CAP_NET_RAW, no hardware address) is `.unknown`. Ends once, through `completion`.
@@ -78,25 +79,24 @@ public final class NeighborCheckRun {
         return nil
     }
 
-    /// The next hop's link-layer address as the kernel last knew it (ARP cache); nil when unknown.
+    /// The next hop's link-layer address as the kernel last knew it (its neighbour table, asked over rtnetlink:
+    /// the dump's parts are made as they are read, so reading without waiting never blocks); nil when unknown.
     private func cachedHardwareAddress() -> [UInt8]? {
-        var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
-        guard if_indextoname(UInt32(bitPattern: interfaceIndex), &name) != nil, let text = Self.readArpCache() else { return nil }
-        let device = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return NeighborPackets.cachedHardwareAddress(of: gateway, device: device, in: text)
-    }
-
-    /// /proc/net/arp, at most 256 KiB of it (procfs answers at once; a table larger than that is cut).
-    private static func readArpCache() -> String? {
-        guard let file = try? Syscall.descriptor("open", { Glibc.open("/proc/net/arp", O_RDONLY | O_CLOEXEC) }) else { return nil }
-        var text: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while text.count < 256 * 1024 {
-            let count = (try? Syscall.retrying("read") { chunk.withUnsafeMutableBytes { Glibc.read(file.raw, $0.baseAddress, $0.count) } }) ?? 0
+        let flags = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        guard let socket = try? Syscall.descriptor("socket(NETLINK_ROUTE)", { Glibc.socket(AF_NETLINK, flags, 0) }) else { return nil }
+        let request = NeighborDump.request(family: AF_INET, sequence: 1)
+        guard request.withUnsafeBytes({ Glibc.send(socket.raw, $0.baseAddress, $0.count, 0) }) == request.count else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 32 * 1024)
+        var found: [UInt8]?
+        // Bounded: a neighbour table of a few thousand entries at most is read.
+        for _ in 0..<64 {
+            let count = buffer.withUnsafeMutableBytes { Glibc.recv(socket.raw, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             guard count > 0 else { break }
-            text += chunk[..<count]
+            let (address, ended) = NeighborDump.hardwareAddress(of: gateway, interfaceIndex: interfaceIndex, in: Array(buffer[..<count]))
+            found = address ?? found
+            if ended { break }
         }
-        return String(decoding: text, as: UTF8.self)
+        return found
     }
 
     private func sendNext() {

@@ -49,24 +49,4 @@ public enum NeighborPackets {
         guard target.ipFamily == .v6, bytes.count >= 24, bytes[0] == advertisement, bytes[1] == 0 else { return false }
         return bytes[8..<24].elementsEqual(target.bytes)
     }
-
-    /// The next hop's last known link-layer address in the kernel's ARP cache (`/proc/net/arp`'s text):
-    /// nil when it has none (or only an incomplete one) on `device`.
-    public static func cachedHardwareAddress(of address: IPAddress, device: String, in text: String) -> [UInt8]? {
-        let wanted = address.description
-        for line in text.split(separator: "\n").dropFirst().prefix(4096) {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            // IP address, HW type, Flags, HW address, Mask, Device.
-            guard fields.count >= 6, fields[0] == wanted, fields[5] == device, fields[2] != "0x0" else { continue }
-            let octets = fields[3].split(separator: ":", omittingEmptySubsequences: false)
-            guard octets.count == 6 else { return nil }
-            var hardware: [UInt8] = []
-            for octet in octets {
-                guard octet.count == 2, let value = UInt8(octet, radix: 16) else { return nil }
-                hardware.append(value)
-            }
-            return hardware == [0, 0, 0, 0, 0, 0] ? nil : hardware
-        }
-        return nil
-    }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import MonitorRules
 import XCTest
 
@@ -132,13 +132,11 @@ final class OutageHistoryTests: XCTestCase {
 
     /// The history fuzzer's seeds and crash inputs: read without a trap, and what is written reads back.
     func testHistoryCorpusAndCrashInputsAreReadSafely() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = String(#filePath.prefix(upTo: #filePath.range(of: "/Tests/")!.lowerBound))
         var read = 0
         var taken = 0
         for folder in ["Fuzz/history/corpus", "Fuzz/history/crashes"] {
-            let directory = root.appendingPathComponent(folder)
-            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where !name.hasPrefix(".") {
-                let bytes = Array(try Data(contentsOf: directory.appendingPathComponent(name)))
+            for (name, bytes) in Self.files(in: root + "/" + folder) {
                 read += 1
                 guard var history = try? OutageHistoryFile.decode(bytes[...], minimumOutage: 0) else { continue }
                 taken += 1
@@ -150,5 +148,26 @@ final class OutageHistoryTests: XCTestCase {
         }
         XCTAssertGreaterThanOrEqual(read, 7, "the seed corpus is there")
         XCTAssertEqual(taken, 5, "the well-formed seeds are taken, the others refused")
+    }
+
+    /// Every regular file in `directory` but the hidden ones, with its bytes.
+    static func files(in directory: String) -> [(String, [UInt8])] {
+        guard let listing = opendir(directory) else { return [] }
+        defer { closedir(listing) }
+        var found: [(String, [UInt8])] = []
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard !name.hasPrefix("."), let file = fopen(directory + "/" + name, "rb") else { continue }
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = fread(&chunk, 1, chunk.count, file)
+                if count == 0 { break }
+                bytes += chunk[..<count]
+            }
+            fclose(file)
+            found.append((name, bytes))
+        }
+        return found
     }
 }

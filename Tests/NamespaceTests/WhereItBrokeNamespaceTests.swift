@@ -125,6 +125,31 @@ final class WhereItBrokeNamespaceTests: DaemonInNamespaceTestCase {
         XCTAssertEqual(try get(.neighbor6), "unreachable")
     }
 
+    /// The neighbour check asks the gateway at the link-layer address the kernel knows for it, at most 3
+    /// times per suspicion (the kernel's own ARP requests carry no target hardware address).
+    func testTheNeighbourCheckIsUnicastToTheGatewaysKnownAddress() throws {
+        let link = String(chain.clientLink.dropLast(2)) + "g0"
+        _ = try chain.gateway.exec("nft 'add table netdev census; add counter netdev census ours; "
+                                   + "add chain netdev census count { type filter hook ingress device \(link) priority -600 ; }'")
+        _ = try chain.gateway.exec("nft 'add rule netdev census count arp operation request arp daddr ether != 00:00:00:00:00:00 "
+                                   + "counter name ours'")
+        try startDaemon()
+        try wait(.connectivity, "full")
+        let before = try oursCounted()
+        try chain.silenceServer()
+        try wait(.blame, "host", timeout: 10)
+        let sent = try oursCounted() - before
+        XCTAssertGreaterThanOrEqual(sent, 1, "unicast, to the address the neighbour table keeps")
+        XCTAssertLessThanOrEqual(sent, 3, "3 tries at most per suspicion")
+    }
+
+    func oursCounted() throws -> Int {
+        let text = try chain.gateway.exec("nft list counter netdev census ours")
+        let words = text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" })
+        guard let index = words.firstIndex(of: "packets"), index + 1 < words.count, let value = Int(words[index + 1]) else { return -1 }
+        return value
+    }
+
     // MARK: History
 
     func testAnOutageIsSignalledKeptAcrossARestartAndCounted() throws {

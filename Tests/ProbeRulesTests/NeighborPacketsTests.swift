@@ -53,18 +53,4 @@ final class NeighborPacketsTests: XCTestCase {
         solicitationBack[0] = 135
         XCTAssertFalse(NeighborPackets.isAdvertisement(solicitationBack, for: v6))
     }
-
-    func testTheKernelsARPCacheGivesTheLastKnownAddress() {
-        let text = """
-        IP address       HW type     Flags       HW address            Mask     Device
-        198.18.0.1       0x1         0x2         02:00:00:00:00:fe     *        eth0
-        198.18.0.7       0x1         0x0         00:00:00:00:00:00     *        eth0
-        198.18.0.1       0x1         0x2         02:00:00:00:00:aa     *        eth1
-        """
-        XCTAssertEqual(NeighborPackets.cachedHardwareAddress(of: gateway, device: "eth0", in: text), theirs)
-        XCTAssertEqual(NeighborPackets.cachedHardwareAddress(of: gateway, device: "eth1", in: text), [2, 0, 0, 0, 0, 0xaa])
-        XCTAssertNil(NeighborPackets.cachedHardwareAddress(of: .v4([198, 18, 0, 7]), device: "eth0", in: text), "incomplete")
-        XCTAssertNil(NeighborPackets.cachedHardwareAddress(of: gateway, device: "wlan0", in: text))
-        XCTAssertNil(NeighborPackets.cachedHardwareAddress(of: gateway, device: "eth0", in: "garbage\n198.18.0.1 x 0x2 zz:zz eth0 eth0"))
-    }
 }

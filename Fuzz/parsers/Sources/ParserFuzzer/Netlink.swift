@@ -21,5 +21,10 @@ func netlinkFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CIn
         }
     }
     precondition(result.messages.count + result.malformed <= size / 16 + 1)
+    // The neighbour table's reader (the next hop's link-layer address) over the same bytes.
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    if let found = NeighborDump.hardwareAddress(of: .v4([198, 18, 0, 1]), interfaceIndex: 3, in: bytes).address {
+        precondition(found.count == 6)
+    }
     return 0
 }
