@@ -76,8 +76,10 @@ final class DualStackNamespaceTests: DaemonInNamespaceTestCase {
         try startBothFull()
         XCTAssertEqual(try get(.gateway4), "198.18.0.1")
         XCTAssertEqual(try get(.gateway6), "fd00::1")
+        try wait(.neighbor4, "reachable")
+        try wait(.neighbor6, "reachable")
         let screen = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
-        XCTAssertTrue(screen.contains("Gateway:      198.18.0.1 (IPv4), fd00::1 (IPv6)"), screen)
+        XCTAssertTrue(screen.contains("Gateway:      198.18.0.1 (IPv4, reachable), fd00::1 (IPv6, reachable)"), screen)
         _ = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
                             MonitorContract.interface, "Host", "s", "198.18.0.1"])
         try wait(.connectivity, "full")

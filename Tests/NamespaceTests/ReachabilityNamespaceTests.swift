@@ -86,7 +86,10 @@ final class ReachabilityNamespaceTests: XCTestCase {
         var expected = ReachabilityVerdict(usable: true, interface: "nc0", kind: .ethernet, source: "198.18.0.2")
         expected.routedFamilies = verdict?.routedFamilies ?? []
         expected.gateway = IPAddress("198.18.0.1")
-        XCTAssertEqual(verdict, expected, "the default route's next hop is the gateway")
+        expected.interfaceIndex = verdict?.interfaceIndex ?? 0
+        expected.hasNeighbors = true
+        XCTAssertGreaterThan(expected.interfaceIndex, 0)
+        XCTAssertEqual(verdict, expected, "the default route's next hop is the gateway, on a link with neighbours")
         XCTAssertTrue(verdict?.routedFamilies.contains(.v4) == true, "the verdict says which families have a default route")
         XCTAssertEqual(engine.statistics.malformed, 0)
         XCTAssertGreaterThanOrEqual(engine.table.links.count, 3)

@@ -22,7 +22,8 @@ check(os.path.exists(path), "the writer made the file")
 families = ["netobserver_up", "netobserver_status", "netobserver_round_trip_seconds", "netobserver_packet_loss_ratio",
             "netobserver_last_change_timestamp_seconds", "netobserver_probes_sent_total",
             "netobserver_probes_answered_total", "netobserver_traffic", "netobserver_probes_skipped_total",
-            "netobserver_partial", "netobserver_portal_seconds_remaining"]
+            "netobserver_partial", "netobserver_portal_seconds_remaining", "netobserver_blame",
+            "netobserver_connectivity_seconds_total", "netobserver_asleep_seconds_total", "netobserver_outages_total"]
 stop = False
 reads = 0
 versions = set()
@@ -38,7 +39,7 @@ def hammer():
         versions.add(text)
         lines = text.split("\n")
         whole = text.endswith("\n") and all(("# TYPE %s " % name) in text for name in families) \
-            and lines[-2].startswith("netobserver_portal_seconds_remaining{")
+            and lines[-2].startswith("netobserver_outages_total{")
         if not whole:
             problems.append(text)
 
