@@ -13,7 +13,7 @@ TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 pyt
                  prometheus zsh fish python3-dbusmock nftables dnsmasq-base xdg-desktop-portal python3-pyqt6 strace \
                  tayga openssl ca-certificates
 BENCH_PACKAGES := $(BUILD_PACKAGES) make libsystemd-dev dbus-bin python3-dbus python3-gi python3-dbusmock iproute2 procps \
-                  xdg-desktop-portal openssl curl nftables
+                  xdg-desktop-portal openssl curl nftables dnsmasq-base
 
 # Warnings are errors wherever `make` builds: the standard is none.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors

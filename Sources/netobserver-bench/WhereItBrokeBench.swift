@@ -12,6 +12,8 @@ extension MonitorBench {
         let expected: String
         let apply: String
         let heal: String
+        /// After `apply`: what makes the service look again (nil: it notices by itself).
+        var after: (() -> Void)?
     }
 
     func runWhereItBroke(runs: Int = 20) throws {
@@ -49,40 +51,7 @@ extension MonitorBench {
                   heal: "ip netns exec \(topology.server) nft delete table inet fault"),
         ]
         var diagnosisPackets: [Int] = []
-        for fault in faults {
-            var right = 0
-            var afterChange: [Double] = []
-            var seen: [String: Int] = [:]
-            for _ in 0..<runs {
-                let before = counters()
-                shell(fault.apply)
-                guard let changed = waitAway(from: "full", timeout: 10) else {
-                    print("monitor blame \(fault.name): Connectivity never left full")
-                    shell(fault.heal)
-                    continue
-                }
-                let blamed = waitForBlame(fault.expected, timeout: 3)
-                // What it says a second later is the verdict of the run.
-                _ = runLoop(atMost: 1)
-                seen[lastBlame, default: 0] += 1
-                if let blamed, lastBlame == fault.expected {
-                    right += 1
-                    afterChange.append(blamed > changed ? Double(blamed - changed) / 1000 : 0)
-                }
-                let after = counters()
-                diagnosisPackets.append((after.ours - before.ours) + (after.beyond - before.beyond))
-                shell(fault.heal)
-                guard waitForConnectivity("full", timeout: 15) != nil else {
-                    print("monitor blame \(fault.name): never full again (\(lastConnectivity))")
-                    break
-                }
-                _ = runLoop(atMost: 0.5)
-            }
-            let goal = fault.name == "gateway" ? "700" : "1500"
-            print("monitor blame \(fault.name) right (goal \(runs) of \(runs)): \(right) of \(runs)"
-                  + (seen.keys.count > 1 || seen[fault.expected] == nil ? " (seen \(seen.sorted { $0.key < $1.key }))" : ""))
-            reportMilliseconds("monitor blame \(fault.name) after_the_connectivity_change (goal ≤ \(goal) ms)", afterChange)
-        }
+        for fault in faults { diagnosisPackets += measure(fault, runs: runs) }
         let packets = diagnosisPackets.map(Double.init)
         print("monitor blame packets_per_diagnosis (goal ≤ 5): median " + fixed(percentile(packets, 0.5), 1)
               + " max " + fixed(packets.max() ?? 0, 0))
@@ -91,6 +60,95 @@ extension MonitorBench {
         measureTimeInState(since: started)
         if let pid = Int32(readLine("\(directory)/logind.pid")) { kill(pid, SIGTERM) }
         stop()
+        try measureDNSAndPortal(runs: runs)
+    }
+
+    /// `runs` times: the fault, Blame, healing; Blame right, how long after the Connectivity change, and the
+    /// diagnosis's packets per run.
+    private func measure(_ fault: Fault, runs: Int) -> [Int] {
+        var packets: [Int] = []
+        var right = 0
+        var afterChange: [Double] = []
+        var seen: [String: Int] = [:]
+        for _ in 0..<runs {
+            let before = counters()
+            shell(fault.apply)
+            fault.after?()
+            guard let changed = waitAway(from: "full", timeout: 10) else {
+                print("monitor blame \(fault.name): Connectivity never left full")
+                shell(fault.heal)
+                continue
+            }
+            let blamed = waitForBlame(fault.expected, timeout: 3)
+            // What it says a second later is the verdict of the run.
+            _ = runLoop(atMost: 1)
+            seen[lastBlame, default: 0] += 1
+            if let blamed, lastBlame == fault.expected {
+                right += 1
+                afterChange.append(blamed > changed ? Double(blamed - changed) / 1000 : 0)
+            }
+            let after = counters()
+            packets.append((after.ours - before.ours) + (after.beyond - before.beyond))
+            shell(fault.heal)
+            fault.after?()
+            guard waitForConnectivity("full", timeout: 15) != nil else {
+                print("monitor blame \(fault.name): never full again (\(lastConnectivity))")
+                break
+            }
+            _ = runLoop(atMost: 0.5)
+        }
+        let goal = fault.name == "gateway" ? "700" : "1500"
+        print("monitor blame \(fault.name) right (goal \(runs) of \(runs)): \(right) of \(runs)"
+              + (seen.keys.count > 1 || seen[fault.expected] == nil ? " (seen \(seen.sorted { $0.key < $1.key }))" : ""))
+        reportMilliseconds("monitor blame \(fault.name) after_the_connectivity_change (goal ≤ \(goal) ms)", afterChange)
+        return packets
+    }
+
+    /// The resolver failing and a captive portal, with Host a name (dnsmasq on the server) and CheckURL set.
+    private func measureDNSAndPortal(runs: Int) throws {
+        let names = "/etc/netns/\(topology.client)"
+        shell("mkdir -p \(names) && printf '127.0.0.1 localhost\\n' > \(names)/hosts && "
+              + "printf 'nameserver 198.18.2.2\\noptions timeout:1 attempts:1\\n' > \(names)/resolv.conf")
+        shell("ip netns exec \(topology.server) dnsmasq --no-resolv --no-hosts --listen-address=198.18.2.2 --bind-interfaces "
+              + "--user=root --pid-file=\(directory)/dnsmasq.pid --address=/far.test/198.18.2.2")
+        let helpers = "Tests/NamespaceTests/helpers/check_server.py"
+        shell("ip netns exec \(topology.server) /usr/bin/python3 \(helpers) 198.18.2.2 80 204 >/dev/null 2>&1 &")
+        shell("ip netns exec \(topology.router) /usr/bin/python3 \(helpers) 198.18.0.1 8080 302 http://198.18.0.1:8080/login >/dev/null 2>&1 &")
+        usleep(1_000_000)
+        shell("rm -f \(directory)/bus")
+        extraEnvironment = ""
+        extraArguments = "--host far.test --dns-refresh 1 --check-url http://198.18.2.2/generate_204"
+        defer {
+            stop()
+            if let pid = Int32(readLine("\(directory)/dnsmasq.pid")) { kill(pid, SIGTERM) }
+            _ = system("for ns in \(topology.router) \(topology.server); do ip netns pids $ns | xargs -r kill; done 2>/dev/null")
+            shell("rm -rf \(names)")
+        }
+        try startDaemon()
+        guard waitForConnectivity("full", timeout: 10) != nil else { return print("monitor blame dns/portal: never full (\(lastConnectivity))") }
+        var check = 0
+        // A new CheckURL (another query) is checked at once, as a network change would make it.
+        let recheck = { [unowned self] in
+            check += 1
+            setCheckURL("http://198.18.2.2/generate_204?run=\(check)")
+        }
+        let server = "ip netns exec \(topology.server) nft"
+        let router = "ip netns exec \(topology.router) nft"
+        _ = measure(Fault(name: "dns", expected: "dns",
+                          apply: "\(server) 'add table inet fault; add chain inet fault dropping { type filter hook input priority 0; }; "
+                          + "add rule inet fault dropping udp dport 53 drop'",
+                          heal: "\(server) delete table inet fault"), runs: runs)
+        _ = measure(Fault(name: "portal", expected: "portal",
+                          apply: "\(router) 'add table ip portal; add chain ip portal nat { type nat hook prerouting priority -100; }; "
+                          + "add rule ip portal nat iifname \(topology.tag)r0 tcp dport 80 dnat to 198.18.0.1:8080'",
+                          heal: "\(router) delete table ip portal", after: recheck), runs: runs)
+    }
+
+    private func setCheckURL(_ url: String) {
+        guard let connection, let call = try? Message.methodCall(destination: "org.netobserver.Monitor", path: "/org/netobserver/Monitor",
+                                                                 interface: "org.freedesktop.DBus.Properties", member: "Set"),
+              (try? call.append([.string("org.netobserver.Monitor"), .string("CheckURL"), .variant(.string(url))])) != nil else { return }
+        _ = try? connection.callBlocking(call, timeoutMilliseconds: 5000)
     }
 
     /// Our ARP requests and probes past the gateway, as the gateway counted them so far.
@@ -104,11 +162,12 @@ extension MonitorBench {
         return (values.first ?? 0, values.dropFirst().first ?? 0)
     }
 
-    /// Runs the loop until Connectivity is anything but `value`; when it changed.
+    /// Runs the loop until Connectivity is anything but `value` (and not `unknown`, a check under way); when it changed.
     private func waitAway(from value: String, timeout: Double) -> UInt64? {
         let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
-        while lastConnectivity == value && MonotonicClock.now() < deadline { _ = runLoop(atMost: 0.05) }
-        return lastConnectivity == value ? nil : lastConnectivitySignal
+        func away() -> Bool { lastConnectivity != value && lastConnectivity != "unknown" }
+        while !away() && MonotonicClock.now() < deadline { _ = runLoop(atMost: 0.05) }
+        return away() ? lastConnectivitySignal : nil
     }
 
     /// Three minutes of health: our ARP requests to the gateway, as an hour's worth.
