@@ -124,8 +124,12 @@ extension MonitorBench {
             _ = system("for ns in \(topology.router) \(topology.server); do ip netns pids $ns | xargs -r kill; done 2>/dev/null")
             shell("rm -rf \(names)")
         }
+        // What the first daemon said is not what this one says.
+        lastStatus = ""
+        lastConnectivity = ""
+        lastBlame = ""
         try startDaemon()
-        guard waitForConnectivity("full", timeout: 10) != nil else { return print("monitor blame dns/portal: never full (\(lastConnectivity))") }
+        guard waitForConnectivity("full", timeout: 15) != nil else { return print("monitor blame dns/portal: never full (\(lastConnectivity))") }
         var check = 0
         // A new CheckURL (another query) is checked at once, as a network change would make it.
         let recheck = { [unowned self] in
@@ -139,8 +143,8 @@ extension MonitorBench {
                           + "add rule inet fault dropping udp dport 53 drop'",
                           heal: "\(server) delete table inet fault"), runs: runs)
         _ = measure(Fault(name: "portal", expected: "portal",
-                          apply: "\(router) 'add table ip portal; add chain ip portal nat { type nat hook prerouting priority -100; }; "
-                          + "add rule ip portal nat iifname \(topology.tag)r0 tcp dport 80 dnat to 198.18.0.1:8080'",
+                          apply: "\(router) 'add table ip portal; add chain ip portal redirecting { type nat hook prerouting priority -100; }; "
+                          + "add rule ip portal redirecting iifname \(topology.tag)r0 tcp dport 80 dnat to 198.18.0.1:8080'",
                           heal: "\(router) delete table ip portal", after: recheck), runs: runs)
     }
 

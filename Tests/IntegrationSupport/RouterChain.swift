@@ -56,6 +56,12 @@ public final class RouterChain {
         try drop(in: gateway, "add table inet fault", "add chain inet fault forwarding { type filter hook forward priority 0 ; policy drop ; }")
     }
 
+    /// The gateway drops every ICMP packet it would forward (echoes and errors alike), and forwards the rest.
+    public func dropPing() throws {
+        try drop(in: gateway, "add table inet fault", "add chain inet fault forwarding { type filter hook forward priority 0 ; }")
+        _ = try gateway.exec("nft 'add rule inet fault forwarding meta l4proto { icmp, ipv6-icmp } drop'")
+    }
+
     /// The upstream router takes nothing in: nothing past the gateway answers, not even with Time Exceeded.
     public func silenceUpstream() throws {
         try drop(in: upstream, "add table inet fault", "add chain inet fault early { type filter hook prerouting priority -400 ; policy drop ; }")

@@ -87,6 +87,20 @@ final class WhereItBrokeNamespaceTests: DaemonInNamespaceTestCase {
         XCTAssertFalse(blamesSeen().contains("gateway"), "\(blamesSeen())")
     }
 
+    /// A gateway that drops ping but forwards the rest: the probes' TCP ladder hears the host, the neighbour
+    /// check hears the gateway, and nothing is blamed.
+    func testAGatewayFilteringICMPIsNoFault() throws {
+        try startDaemon()
+        try wait(.connectivity, "full")
+        watcher = try SignalWatcher(bus: bus)
+        try chain.dropPing()
+        try wait(.probeMethod, "tcp", timeout: 10)
+        XCTAssertEqual(try get(.connectivity), "full")
+        XCTAssertEqual(try get(.blame), "")
+        XCTAssertEqual(try get(.neighbor4), "reachable")
+        XCTAssertFalse(blamesSeen().contains("gateway"), "\(blamesSeen())")
+    }
+
     /// Past the gateway: a dead upstream router is `upstream`, a silent server behind a working path `host`.
     func testUpstreamAndHostAreToldApart() throws {
         try startDaemon()
@@ -100,6 +114,29 @@ final class WhereItBrokeNamespaceTests: DaemonInNamespaceTestCase {
         try wait(.connectivity, "limited", timeout: 10)
         try wait(.blame, "host", timeout: 3)
         XCTAssertEqual(try get(.neighbor4), "reachable")
+    }
+
+    /// Host a name (dnsmasq on the server): its lookups failing while its address answers is `dns`.
+    func testAResolverThatStopsAnsweringIsBlamed() throws {
+        try chain.client.useNames(hosts: "127.0.0.1 localhost\n", resolvConf: "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n")
+        defer { chain.client.forgetNames() }
+        let pidFile = bus.directory + "/dnsmasq.pid"
+        try sh("ip netns exec \(chain.server.name) dnsmasq --no-resolv --no-hosts --listen-address=198.18.2.2 --bind-interfaces "
+               + "--user=root --pid-file=\(pidFile) --address=/far.test/198.18.2.2")
+        defer {
+            if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) {
+                kill(pid, SIGKILL)
+            }
+        }
+        try startDaemon(host: "far.test", ["--dns-refresh", "1"])
+        try wait(.connectivity, "full")
+        _ = try chain.server.exec("nft 'add table inet dns; add chain inet dns in { type filter hook input priority 0 ; }; "
+                                  + "add rule inet dns in udp dport 53 drop'")
+        try wait(.connectivity, "limited", timeout: 10)
+        XCTAssertEqual(try get(.blame), "dns")
+        _ = try chain.server.exec("nft delete table inet dns")
+        try wait(.connectivity, "full", timeout: 10)
+        XCTAssertEqual(try get(.blame), "")
     }
 
     func testALinkDownIsBlamedWithTheChange() throws {
