@@ -198,10 +198,12 @@ public struct ProbeCore: Sendable {
         let waited = !tracker.outstanding.isEmpty || deferredProbeAt != nil
         asleep = true
         tracker.reset()
+        verdict.startStreaksAfresh()
         nextProbeAt = nil
         overdue = nil
         deferredProbeAt = nil
         if waited { outputs.append(.probeFinished) }
+        publish()
     }
 
     /// The machine woke: a probe goes out at once, and the schedule continues from it.

@@ -107,6 +107,14 @@ public struct ProbeVerdict: Equatable, Sendable {
         }
     }
 
+    /// The machine slept: the streaks before it say nothing about the network after it (the verdict and
+    /// PacketLoss stay). Failures and answers toward a change count afresh from the resume.
+    public mutating func startStreaksAfresh() {
+        consecutiveFailures = 0
+        consecutiveAnswers = 0
+        lastFailureWasSilence = false
+    }
+
     /// A new target: no verdict, no history.
     public mutating func reset() {
         self = ProbeVerdict(failureThreshold: failureThreshold, recoveryThreshold: recoveryThreshold)

@@ -82,8 +82,11 @@ extension Simulation {
             gateway.upstreamCarries = false
         case .sleep(let milliseconds, let announced):
             guard gateway.asleepSince == nil else { return }
-            // The probes in flight are forgotten, not failed: their silence is the sleep's.
+            // The probes in flight are forgotten, not failed: their silence is the sleep's; the streaks start afresh.
             for sequence in sent.keys { sent[sequence]?.finished = true }
+            answersInRow = 0
+            firstFailureSentAt = nil
+            failureKindsSinceAnswer = []
             if announced {
                 gateway.asleepSince = bootMicroseconds
                 if let ended = gateway.history.suspend(boot: bootMicroseconds) { noteOutage(ended) }
