@@ -71,11 +71,6 @@ public enum HistoryText {
 
     /// Local time, "2026-12-03 18:02:11".
     static func date(_ microseconds: UInt64) -> String {
-        var seconds = time_t(microseconds / 1_000_000)
-        var parts = tm()
-        localtime_r(&seconds, &parts)
-        var buffer = [CChar](repeating: 0, count: 32)
-        let count = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S", &parts)
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        Snapshot.formatted(microseconds, "%Y-%m-%d %H:%M:%S", local: true)
     }
 }

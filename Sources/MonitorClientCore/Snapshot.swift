@@ -219,11 +219,16 @@ public struct Snapshot: Encodable {
     /// CLOCK_REALTIME microseconds as an ISO 8601 UTC time.
     public static func timestamp(_ microseconds: UInt64) -> String {
         guard microseconds > 0 else { return "—" }
+        return formatted(microseconds, "%Y-%m-%dT%H:%M:%SZ", local: false)
+    }
+
+    /// CLOCK_REALTIME microseconds in strftime's `format`, as UTC or local time.
+    static func formatted(_ microseconds: UInt64, _ format: String, local: Bool) -> String {
         var seconds = time_t(microseconds / 1_000_000)
         var parts = tm()
-        gmtime_r(&seconds, &parts)
+        if local { localtime_r(&seconds, &parts) } else { gmtime_r(&seconds, &parts) }
         var buffer = [CChar](repeating: 0, count: 32)
-        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%SZ", &parts)
+        let count = strftime(&buffer, buffer.count, format, &parts)
         return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -37,8 +37,8 @@ public final class NeighborCheckRun {
         self.gateway = gateway
         self.interfaceIndex = interfaceIndex
         self.completion = completion
-        if let why = open(sender: source) {
-            loop.atEndOfTurn { [weak self] in self?.finish(.unknown, why: why) }
+        guard open(sender: source) else {
+            loop.atEndOfTurn { [weak self] in self?.finish(.unknown) }
             return
         }
         sendNext()
@@ -52,8 +52,8 @@ public final class NeighborCheckRun {
         close()
     }
 
-    /// Opens the socket and builds the request; why it cannot be made, nil when it can.
-    private func open(sender: IPAddress?) -> String? {
+    /// Opens the socket and builds the request; false when the check cannot be made.
+    private func open(sender: IPAddress?) -> Bool {
         var hardware = [UInt8](repeating: 0, count: 6)
         let type = hardware.withUnsafeMutableBufferPointer { CLinux_link_hardware_address(interfaceIndex, $0.baseAddress) }
         let ours: [UInt8]? = type == Int32(ARPHRD_ETHER) && hardware != [0, 0, 0, 0, 0, 0] ? hardware : nil
@@ -64,19 +64,19 @@ public final class NeighborCheckRun {
             guard let ours, let sender,
                   let request = NeighborPackets.arpRequest(senderHardware: ours, sender: sender,
                                                            targetHardware: cached ?? [0, 0, 0, 0, 0, 0], target: gateway)
-            else { return "no Ethernet address of our own on interface \(interfaceIndex)" }
+            else { return false }
             packet = request
             destination = cached ?? NeighborPackets.broadcast
             fd = CLinux_packet_socket(interfaceIndex, CLinux_ETH_P_ARP)
         case .v6:
-            guard let solicitation = NeighborPackets.solicitation(target: gateway, sourceHardware: ours) else { return "not an IPv6 gateway" }
+            guard let solicitation = NeighborPackets.solicitation(target: gateway, sourceHardware: ours) else { return false }
             packet = solicitation
             fd = CLinux_neighbor_socket6(interfaceIndex)
         }
-        guard fd >= 0 else { return "cannot open the neighbour check's socket: \(SystemError("socket"))" }
+        guard fd >= 0 else { return false }
         descriptor = Descriptor(owning: fd)
         source = try? loop.watch(fd: fd, interest: .readable) { [weak self] _ in self?.receiveAll() }
-        return nil
+        return true
     }
 
     /// The next hop's link-layer address as the kernel last knew it (its neighbour table, asked over rtnetlink:
@@ -101,7 +101,7 @@ public final class NeighborCheckRun {
 
     private func sendNext() {
         guard let fd = descriptor?.raw else { return }
-        guard sent < Self.tries else { return finish(.unreachable, why: nil) }
+        guard sent < Self.tries else { return finish(.unreachable) }
         sent += 1
         let result = gateway.ipFamily == .v4 ? sendArp(fd) : sendSolicitation(fd)
         if result >= 0 { requestsSent += 1 }
@@ -141,17 +141,17 @@ public final class NeighborCheckRun {
             let bytes = Array(buffer[..<count])
             switch gateway.ipFamily {
             case .v4:
-                if NeighborPackets.isArpReply(bytes, from: gateway) { return finish(.reachable, why: nil) }
+                if NeighborPackets.isArpReply(bytes, from: gateway) { return finish(.reachable) }
             case .v6:
                 let from = withUnsafeBytes(of: storage) { raw in
                     raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: Int(length)) }
                 }
-                if from?.bytes == gateway.bytes, NeighborPackets.isAdvertisement(bytes, for: gateway) { return finish(.reachable, why: nil) }
+                if from?.bytes == gateway.bytes, NeighborPackets.isAdvertisement(bytes, for: gateway) { return finish(.reachable) }
             }
         }
     }
 
-    private func finish(_ answer: NeighborAnswer, why: String?) {
+    private func finish(_ answer: NeighborAnswer) {
         let completion = self.completion
         self.completion = nil
         close()

@@ -239,7 +239,7 @@ final class MonitorBench {
         return arrived ? lastPrefixSignal : nil
     }
 
-    /// Runs the loop until PropertiesChanged carries Connectivity `value`; when it came, nil after `timeout`.
+    /// Runs the loop until PropertiesChanged carries Blame `value`; when it came, nil after `timeout`.
     func waitForBlame(_ value: String, timeout: Double) -> UInt64? {
         if lastBlame == value { return lastBlameSignal }
         waitingForBlame = value
