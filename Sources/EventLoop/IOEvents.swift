@@ -31,6 +31,9 @@ public final class IOSource {
 public final class LoopTimer {
     public let interval: UInt64
     public let repeats: Bool
+    /// How much later than `deadline` it may fire: the loop wakes for it only then, and fires it
+    /// sooner when something else wakes the loop after `deadline`.
+    public let leeway: UInt64
     public internal(set) var isActive = true
     /// When it fires next, on MonotonicClock.
     public internal(set) var deadline: UInt64
@@ -38,10 +41,11 @@ public final class LoopTimer {
     var heapIndex = -1
     let handler: () -> Void
 
-    init(deadline: UInt64, interval: UInt64, repeats: Bool, handler: @escaping () -> Void) {
+    init(deadline: UInt64, interval: UInt64, repeats: Bool, leeway: UInt64 = 0, handler: @escaping () -> Void) {
         self.deadline = deadline
         self.interval = interval
         self.repeats = repeats
+        self.leeway = leeway
         self.handler = handler
     }
 }

@@ -26,6 +26,8 @@ public final class MainLoop {
     private var descriptorByToken: [UInt64: Int32] = [:]
     private var lastToken: UInt64 = 0
     private var timers = TimerHeap()
+    /// Timers with leeway, which ride on other wake-ups: few (housekeeping), so a list serves.
+    private var lenientTimers: [LoopTimer] = []
     private var endOfTurn: [() -> Void] = []
     private var runningBatch: [() -> Void] = []
     private var exitStatus: Int32?
@@ -139,6 +141,23 @@ public final class MainLoop {
         return timer
     }
 
+    /// Calls `handler` after `nanoseconds`, and every `nanoseconds` after that when `repeats`, on the
+    /// first turn after then — but the loop wakes for it only `leeway` later. Housekeeping that need
+    /// not be punctual rides on the wake-ups the loop has anyway and adds none of its own while
+    /// anything else wakes the loop within `leeway`.
+    @discardableResult
+    public func schedule(after nanoseconds: UInt64, leeway: UInt64, repeats: Bool = false,
+                         handler: @escaping () -> Void) -> LoopTimer {
+        let timer = LoopTimer(deadline: Self.saturatingSum(clock(), nanoseconds), interval: nanoseconds,
+                              repeats: repeats, leeway: leeway, handler: handler)
+        if leeway == 0 {
+            timers.insert(timer)
+        } else {
+            lenientTimers.append(timer)
+        }
+        return timer
+    }
+
     /// Calls `handler` once the loop's clock reaches `deadline`.
     @discardableResult
     public func schedule(at deadline: UInt64, handler: @escaping () -> Void) -> LoopTimer {
@@ -155,23 +174,39 @@ public final class MainLoop {
 
     public func cancel(_ timer: LoopTimer) {
         timer.isActive = false
-        timers.remove(timer)
+        if timer.leeway == 0 {
+            timers.remove(timer)
+        } else {
+            lenientTimers.removeAll { $0 === timer }
+        }
     }
 
     /// How many timers are scheduled (for tests and diagnostics).
-    public var scheduledTimers: Int { timers.count }
+    public var scheduledTimers: Int { timers.count + lenientTimers.count }
 
-    /// Nanoseconds until the next timer is due; nil when none is scheduled.
+    /// The latest the loop may sleep until: the next punctual deadline, or a lenient one's end of leeway.
+    private var nextWake: UInt64? {
+        let lenient = lenientTimers.lazy.map { Self.saturatingSum($0.deadline, $0.leeway) }.min()
+        guard let first = timers.first?.deadline else { return lenient }
+        return min(first, lenient ?? first)
+    }
+
+    /// Nanoseconds until the loop must wake for a timer; nil when none is scheduled.
     private func nextWait() -> UInt64? {
-        guard let first = timers.first else { return nil }
+        guard let wake = nextWake else { return nil }
         let now = clock()
-        return first.deadline > now ? first.deadline - now : 0
+        return wake > now ? wake - now : 0
+    }
+
+    private func hasDueTimers(_ now: UInt64) -> Bool {
+        if let first = timers.first, first.deadline <= now { return true }
+        return lenientTimers.contains { $0.deadline <= now }
     }
 
     private func fireDueTimers() {
         let now = clock()
         // Most turns are for descriptors: no allocation unless a timer is due.
-        guard let first = timers.first, first.deadline <= now else { return }
+        guard hasDueTimers(now) else { return }
         // Take every due timer out first, so handlers that schedule new ones
         // (even with no delay) do not run them in this same pass.
         var due: [LoopTimer] = []
@@ -179,8 +214,18 @@ public final class MainLoop {
             timers.remove(next)
             due.append(next)
         }
+        for timer in lenientTimers where timer.deadline <= now {
+            due.append(timer)
+        }
         for timer in due where timer.isActive {
-            if timer.repeats {
+            if timer.leeway != 0 {
+                // A lenient timer counts its interval from when it ran: riding late never makes it run twice.
+                if timer.repeats {
+                    timer.deadline = Self.saturatingSum(now, timer.interval)
+                } else {
+                    cancel(timer)
+                }
+            } else if timer.repeats {
                 timer.deadline = max(Self.saturatingSum(timer.deadline, timer.interval), now &+ 1)
                 timers.insert(timer)
             } else {
@@ -227,7 +272,7 @@ public final class MainLoop {
         repeat {
             runEndOfTurn()
             fireDueTimers()
-        } while !endOfTurn.isEmpty || (timers.first.map { $0.deadline <= clock() } ?? false)
+        } while !endOfTurn.isEmpty || hasDueTimers(clock())
     }
 
     /// Makes `run()` return `status` at the end of the current turn.

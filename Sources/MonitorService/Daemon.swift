@@ -372,8 +372,9 @@ final class Service {
         let notifier = SystemdNotifier()
         notifier?.notify("READY=1\nSTATUS=serving \(MonitorContract.busName)")
         if let notifier, let period = notifier.watchdogPeriod {
-            // The loop itself answers the watchdog: a stuck loop stops the keep-alives.
-            loop.schedule(after: period, repeats: true) { notifier.notify("WATCHDOG=1") }
+            // The loop itself answers the watchdog: a stuck loop stops the keep-alives. They ride on the loop's own
+            // wake-ups, and are still sent at least once per half of WatchdogSec.
+            loop.schedule(after: period / 2, leeway: period / 2, repeats: true) { notifier.notify("WATCHDOG=1") }
         }
         // What only start-up used is let go, once serving starts and again once the first verdicts are in: code,
         // constants and symbol tables mapped 64 KiB at a time were most of the resident set (the static Swift

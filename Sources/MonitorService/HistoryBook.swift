@@ -24,7 +24,7 @@ final class HistoryBook {
         self.loop = loop
         self.directory = directory
         worker = directory == nil ? nil : try? WorkerThread()
-        timer = loop.schedule(after: Self.writeInterval, repeats: true) { [unowned self] in tick() }
+        timer = loop.schedule(after: Self.writeInterval, leeway: Self.writeInterval, repeats: true) { [unowned self] in tick() }
     }
 
     deinit {

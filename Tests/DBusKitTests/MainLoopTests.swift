@@ -215,6 +215,33 @@ extension MainLoopTests {
         XCTAssertEqual(loop.now(), 10_000)
     }
 
+    /// A timer with leeway fires on the first turn after its deadline that something else woke, and
+    /// wakes the loop itself only when its leeway is over; repeating, it counts from when it ran.
+    func testALenientTimerRidesOnOtherWakeUps() throws {
+        let loop = try MainLoop()
+        var lenientRuns: [UInt64] = []
+        var punctualRan: UInt64 = 0
+        let lenient = loop.schedule(after: 20_000_000, leeway: 1_000_000_000, repeats: true) { lenientRuns.append(loop.now()) }
+        loop.schedule(after: 60_000_000) { punctualRan = loop.now(); loop.quit(status: 0) }
+        XCTAssertEqual(loop.scheduledTimers, 2)
+        XCTAssertEqual(loop.run(), 0)
+        XCTAssertEqual(lenientRuns.count, 1, "it ran once, on the punctual timer's turn")
+        XCTAssertGreaterThanOrEqual(lenientRuns.first ?? 0, punctualRan, "it waited for a turn it did not cause")
+        XCTAssertEqual(loop.scheduledTimers, 1, "repeating, it stays")
+        loop.cancel(lenient)
+        XCTAssertEqual(loop.scheduledTimers, 0)
+
+        let started = loop.now()
+        var aloneRan: UInt64 = 0
+        loop.schedule(after: 10_000_000, leeway: 100_000_000) { aloneRan = loop.now() }
+        let cancelled = loop.schedule(after: 1_000, leeway: 1_000) { XCTFail("a cancelled lenient timer never runs") }
+        loop.cancel(cancelled)
+        loop.schedule(after: 300_000_000) { loop.quit(status: 1) }
+        XCTAssertEqual(loop.run(), 1)
+        XCTAssertGreaterThanOrEqual(aloneRan - started, 110_000_000, "alone, it woke the loop only when its leeway was over")
+        XCTAssertEqual(loop.scheduledTimers, 0)
+    }
+
     func testDescriptorsCloseOnceWithTheirOwnerAndSyscallsRetryInterrupts() throws {
         var ends: [Int32] = [0, 0]
         XCTAssertEqual(pipe(&ends), 0)
