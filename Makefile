@@ -20,7 +20,7 @@ SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # No $$ORIGIN run path: the installed binaries load no library from beside themselves.
 RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath $(SWIFT_FLAGS)
 
-.PHONY: all build release run test check purity bench fuzz install uninstall deps-build deps-test deps-bench gio-module gio-fuzz-replay clean
+.PHONY: all build release run test check purity bench text-order fuzz install uninstall deps-build deps-test deps-bench gio-module gio-fuzz-replay clean
 
 all: build
 
@@ -97,6 +97,12 @@ bench: deps-bench release gio-module
 	  "$$bin/netobserver-bench" dual-stack && \
 	  tools/pure-lines.sh && \
 	  tools/bench.sh "$$bin/netobserverd"
+
+# The functions an idle daemon runs, linked first in the release binary (Sources/netobserverd/steady-text.order):
+# regenerate after large changes; stale names are skipped.
+text-order: release
+	tools/text-order.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd"
+	$(SWIFT) build $(RELEASE_FLAGS)
 
 # libFuzzer on the rtnetlink parser, the router advertisements' options, the sock_diag parser, the ICMP reply parser, the GIO module's reading of the
 # service's replies and signals, the D-Bus surface (the whole service)
