@@ -15,22 +15,12 @@ final class MonitorBench {
     let loop: MainLoop
     var busPID: Int32 = 0
     var daemonPID: Int32 = 0
-    var lastStatus = ""
-    var lastSignal: UInt64 = 0
-    var waitingFor: String?
-    /// The last Nat64Prefix a PropertiesChanged carried, when it came, and the value waited for.
-    var lastPrefix = ""
-    var lastPrefixSignal: UInt64 = 0
-    var waitingForPrefix: String?
-    /// The last Connectivity a PropertiesChanged carried, when, and the value waited for.
-    var lastConnectivity = ""
-    var lastConnectivitySignal: UInt64 = 0
-    var waitingForConnectivity: String?
+    /// What StatusChanged carried; what PropertiesChanged carried of Nat64Prefix, Connectivity and Blame.
+    var status = SignalledValue()
+    var prefix = SignalledValue()
+    var connectivity = SignalledValue()
+    var blame = SignalledValue()
     /// More of the daemon's command line (the portal bench's --ca-file).
-    var lastBlame = ""
-    var lastBlameSignal: UInt64 = 0
-    var waitingForBlame: String?
-
     var extraArguments = ""
     /// Environment for the daemon ("NAME=value " each).
     var extraEnvironment = ""
@@ -61,14 +51,21 @@ final class MonitorBench {
         return String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Runs the loop until StatusChanged carries `status`; returns when it arrived.
-    func waitForStatus(_ status: String, timeout: Double = 5) -> UInt64 {
-        if lastStatus == status { return lastSignal }
-        waitingFor = status
+    /// Runs the loop until StatusChanged carries `expected`; returns when it arrived.
+    func waitForStatus(_ expected: String, timeout: Double = 5) -> UInt64 {
+        guard let arrived = waitFor(\.status, expected, timeout: timeout) else {
+            fatalError("monitor bench: no StatusChanged(\(expected)) in \(timeout) s (last \(status.last))")
+        }
+        return arrived
+    }
+
+    /// Runs the loop until the signals carry `expected` for `value`; when it arrived, nil after `timeout`.
+    func waitFor(_ value: ReferenceWritableKeyPath<MonitorBench, SignalledValue>, _ expected: String, timeout: Double) -> UInt64? {
+        if self[keyPath: value].last == expected { return self[keyPath: value].at }
+        self[keyPath: value].awaited = expected
         let arrived = runLoop(atMost: timeout)
-        waitingFor = nil
-        if !arrived { fatalError("monitor bench: no StatusChanged(\(status)) in \(timeout) s (last \(lastStatus))") }
-        return lastSignal
+        self[keyPath: value].awaited = nil
+        return arrived ? self[keyPath: value].at : nil
     }
 
     func processCPUSeconds(_ pid: Int32) -> Double {
@@ -127,28 +124,16 @@ final class MonitorBench {
                 guard let arguments = try? message.arguments(), arguments.count == 3,
                       let changed = arguments[1].propertyMap else { return }
                 let now = MonotonicClock.now()
-                if let connectivity = changed["Connectivity"]?.stringValue {
-                    lastConnectivitySignal = now
-                    lastConnectivity = connectivity
-                    if connectivity == waitingForConnectivity { loop.quit(status: 0) }
+                var awaitedCame = false
+                for (name, value) in [("Connectivity", \MonitorBench.connectivity), ("Blame", \.blame), ("Nat64Prefix", \.prefix)] {
+                    if let carried = changed[name]?.stringValue, self[keyPath: value].arrived(carried, at: now) { awaitedCame = true }
                 }
-                if let blame = changed["Blame"]?.stringValue {
-                    lastBlameSignal = now
-                    lastBlame = blame
-                    if blame == waitingForBlame { loop.quit(status: 0) }
-                }
-                if let prefix = changed["Nat64Prefix"]?.stringValue {
-                    lastPrefixSignal = now
-                    lastPrefix = prefix
-                    if prefix == waitingForPrefix { loop.quit(status: 0) }
-                }
+                if awaitedCame { loop.quit(status: 0) }
                 return
             }
             guard message.isSignal(interface: "org.netobserver.Monitor", member: "StatusChanged"),
-                  let status = (try? message.arguments())?.first?.stringValue else { return }
-            lastSignal = MonotonicClock.now()
-            lastStatus = status
-            if status == waitingFor { loop.quit(status: 0) }
+                  let carried = (try? message.arguments())?.first?.stringValue else { return }
+            if status.arrived(carried, at: MonotonicClock.now()) { loop.quit(status: 0) }
         }
         // Subscribed before the daemon starts: a round trip to the bus puts the match in force.
         _ = try connection.callBlocking(try Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
@@ -227,33 +212,7 @@ final class MonitorBench {
         loop.cancel(idle)
         let cpu = processCPUSeconds(daemonPID) - cpuBefore
         print("monitor idle_60s_at_1s_interval: cpu_s=" + fixed(cpu, 2) + " cpu_pct_of_core=" + fixed(100 * cpu / 60, 3)
-              + " rss_before_kb=\(rssBefore) rss_after_kb=\(processRSS(daemonPID)) status=\(lastStatus)")
-    }
-
-    /// Runs the loop until PropertiesChanged carries Nat64Prefix `prefix`; when it arrived, nil after `timeout`.
-    func waitForPrefix(_ prefix: String, timeout: Double) -> UInt64? {
-        if lastPrefix == prefix { return lastPrefixSignal }
-        waitingForPrefix = prefix
-        let arrived = runLoop(atMost: timeout)
-        waitingForPrefix = nil
-        return arrived ? lastPrefixSignal : nil
-    }
-
-    /// Runs the loop until PropertiesChanged carries Blame `value`; when it came, nil after `timeout`.
-    func waitForBlame(_ value: String, timeout: Double) -> UInt64? {
-        if lastBlame == value { return lastBlameSignal }
-        waitingForBlame = value
-        let arrived = runLoop(atMost: timeout)
-        waitingForBlame = nil
-        return arrived ? lastBlameSignal : nil
-    }
-
-    func waitForConnectivity(_ value: String, timeout: Double) -> UInt64? {
-        if lastConnectivity == value { return lastConnectivitySignal }
-        waitingForConnectivity = value
-        let arrived = runLoop(atMost: timeout)
-        waitingForConnectivity = nil
-        return arrived ? lastConnectivitySignal : nil
+              + " rss_before_kb=\(rssBefore) rss_after_kb=\(processRSS(daemonPID)) status=\(status.last)")
     }
 
     /// Runs the loop until a signal handler quits it (true) or `timeout` seconds pass (false).
@@ -287,12 +246,12 @@ final class MonitorBench {
         var dropped: [Double] = []
         for _ in 0..<10 {
             advertise(8)
-            guard let seen = waitForPrefix("2001:db8:64::/96", timeout: 3) else {
-                return print("monitor nat64: the prefix was not published (last PropertiesChanged said '\(lastPrefix)')")
+            guard let seen = waitFor(\.prefix, "2001:db8:64::/96", timeout: 3) else {
+                return print("monitor nat64: the prefix was not published (last PropertiesChanged said '\(prefix.last)')")
             }
             guard let sent = sentAt() else { return print("monitor nat64: the advertisement was not sent (python3?)") }
             published.append((Double(seen) - Double(sent)) / 1000)
-            guard let gone = waitForPrefix("", timeout: 12) else { return print("monitor nat64: the prefix was not dropped") }
+            guard let gone = waitFor(\.prefix, "", timeout: 12) else { return print("monitor nat64: the prefix was not dropped") }
             dropped.append((Double(gone) - Double(sent + 8_000_000_000)) / 1000)
         }
         reportMilliseconds("monitor nat64_prefix_advertised_to_PropertiesChanged (goal ≤ 50 ms)", published)
@@ -309,5 +268,19 @@ final class MonitorBench {
 extension String {
     func trimmingSpaces() -> String {
         String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+}
+
+/// One value the daemon's signals carry: the last one, when it came, and the one a wait is for.
+struct SignalledValue {
+    var last = ""
+    var at: UInt64 = 0
+    var awaited: String?
+
+    /// `value` came at `now`: true when it is the one awaited.
+    mutating func arrived(_ value: String, at now: UInt64) -> Bool {
+        last = value
+        at = now
+        return value == awaited
     }
 }

@@ -24,7 +24,7 @@ extension MonitorBench {
               + "ip -n \(topology.router) -6 addr add fd00::1/64 dev \(topology.tag)r0 nodad")
         usleep(2_500_000)  // the router's link-local address leaves DAD; the servers listen
         try startDaemon()
-        guard waitForConnectivity("full", timeout: 10) != nil else { return print("monitor portal: never full (\(lastConnectivity))") }
+        guard waitFor(\.connectivity, "full", timeout: 10) != nil else { return print("monitor portal: never full (\(connectivity.last))") }
         measureAnnouncement(capport, certificates)
         measureInterception()
         measureHangingAPI(capport)
@@ -55,7 +55,7 @@ extension MonitorBench {
             unlink(output)
             _ = system("ip netns exec \(topology.router) python3 Tests/NamespaceTests/helpers/send_ra.py \(topology.tag)r0 portal "
                        + "'https://198.18.0.1:8443/capport?run=\(run)' > \(output).part 2>&1 && mv \(output).part \(output) &")
-            guard let portal = waitForConnectivity("portal", timeout: 5) else { return print("monitor portal: no portal (\(lastConnectivity))") }
+            guard let portal = waitFor(\.connectivity, "portal", timeout: 5) else { return print("monitor portal: no portal (\(connectivity.last))") }
             for _ in 0..<300 where access(output, F_OK) != 0 { usleep(10_000) }
             guard let sent = readLine(output).split(separator: " ").last.flatMap({ UInt64($0) }) else {
                 return print("monitor portal: the advertisement was not sent (python3?)")
@@ -63,7 +63,7 @@ extension MonitorBench {
             toPortal.append((Double(portal) - Double(sent)) / 1000)
             let opened = MonotonicClock.now()
             writeFile(capport, #"{"captive": false}"#)
-            guard let full = waitForConnectivity("full", timeout: 6) else { return print("monitor portal: the portal did not end") }
+            guard let full = waitFor(\.connectivity, "full", timeout: 6) else { return print("monitor portal: the portal did not end") }
             toFull.append((Double(full) - Double(opened)) / 1000)
         }
         let stray = commandOutput("ip netns exec \(topology.router) nft list table inet census | grep -o 'packets [0-9]*' | awk '{s+=$2} END {print s+0}'")
@@ -86,11 +86,11 @@ extension MonitorBench {
         for run in 0..<20 {
             setProperty("CheckURL", .string("http://198.18.2.2/echo?run=\(run)"))
             // Each Set starts a check ("checking …", unknown); its answer is what counts.
-            _ = waitForConnectivity("unknown", timeout: 2)
+            _ = waitFor(\.connectivity, "unknown", timeout: 2)
             var answered = ""
             for _ in 0..<100 {
                 _ = runLoop(atMost: 0.1)
-                if lastConnectivity != "unknown" { answered = lastConnectivity; break }
+                if connectivity.last != "unknown" { answered = connectivity.last; break }
             }
             if answered == "full" { full += 1 } else if answered == "limited" { limited += 1 }
         }

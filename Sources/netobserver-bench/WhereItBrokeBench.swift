@@ -26,7 +26,7 @@ extension MonitorBench {
         let started = MonotonicClock.now()
         try startDaemon()
         shell("DBUS_SYSTEM_BUS_ADDRESS=unix:path=\(directory)/bus /usr/bin/python3 -m dbusmock --system -t logind >/dev/null 2>&1 & echo $! > \(directory)/logind.pid")
-        guard waitForConnectivity("full", timeout: 10) != nil else { return print("monitor blame: never full (\(lastConnectivity))") }
+        guard waitFor(\.connectivity, "full", timeout: 10) != nil else { return print("monitor blame: never full (\(connectivity.last))") }
         let g0 = "\(topology.tag)r0"
         // The gateway counts what the diagnosis sends it, before any fault's rule: our ARP requests carry the
         // gateway's link-layer address (the kernel's own have zeros), the probe past it arrives with TTL 2.
@@ -81,11 +81,11 @@ extension MonitorBench {
                 shell(fault.heal)
                 continue
             }
-            let blamed = waitForBlame(fault.expected, timeout: 3)
+            let blamed = waitFor(\.blame, fault.expected, timeout: 3)
             // What it says a second later is the verdict of the run.
             _ = runLoop(atMost: 1)
-            seen[lastBlame, default: 0] += 1
-            if let blamed, lastBlame == fault.expected {
+            seen[blame.last, default: 0] += 1
+            if let blamed, blame.last == fault.expected {
                 right += 1
                 afterChange.append(blamed > changed ? Double(blamed - changed) / 1000 : 0)
             }
@@ -93,8 +93,8 @@ extension MonitorBench {
             packets.append((after.ours - before.ours) + (after.beyond - before.beyond))
             shell(fault.heal)
             fault.after?()
-            guard waitForConnectivity("full", timeout: 15) != nil else {
-                print("monitor blame \(fault.name): never full again (\(lastConnectivity))")
+            guard waitFor(\.connectivity, "full", timeout: 15) != nil else {
+                print("monitor blame \(fault.name): never full again (\(connectivity.last))")
                 break
             }
             _ = runLoop(atMost: 0.5)
@@ -128,11 +128,11 @@ extension MonitorBench {
             shell("rm -rf \(names)")
         }
         // What the first daemon said is not what this one says.
-        lastStatus = ""
-        lastConnectivity = ""
-        lastBlame = ""
+        status.last = ""
+        connectivity.last = ""
+        blame.last = ""
         try startDaemon()
-        guard waitForConnectivity("full", timeout: 15) != nil else { return print("monitor blame dns/portal: never full (\(lastConnectivity))") }
+        guard waitFor(\.connectivity, "full", timeout: 15) != nil else { return print("monitor blame dns/portal: never full (\(connectivity.last))") }
         var check = 0
         // A new CheckURL (another query) is checked at once, as a network change would make it.
         let recheck = { [unowned self] in
@@ -172,9 +172,9 @@ extension MonitorBench {
     /// Runs the loop until Connectivity is anything but `value` (and not `unknown`, a check under way); when it changed.
     private func waitAway(from value: String, timeout: Double) -> UInt64? {
         let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
-        func away() -> Bool { lastConnectivity != value && lastConnectivity != "unknown" }
+        func away() -> Bool { connectivity.last != value && connectivity.last != "unknown" }
         while !away() && MonotonicClock.now() < deadline { _ = runLoop(atMost: 0.05) }
-        return away() ? lastConnectivitySignal : nil
+        return away() ? connectivity.at : nil
     }
 
     /// Three minutes of health: our ARP requests to the gateway, as an hour's worth.
@@ -205,7 +205,7 @@ extension MonitorBench {
             let wentAway = waitAway(from: "full", timeout: 1.5)
             if wentAway != nil {
                 leftFull += 1
-                _ = waitForConnectivity("full", timeout: 10)
+                _ = waitFor(\.connectivity, "full", timeout: 10)
             }
         }
         let outages = outageCount() - outagesBefore
