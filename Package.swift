@@ -8,7 +8,7 @@ let package = Package(
         .executable(name: "netobserver", targets: ["netobserver"]),
         // For the fuzzers' own packages (Fuzz/dbus, Fuzz/parsers).
         .library(name: "DBusFuzzHarness", targets: ["DBusFuzzHarness"]),
-        .library(name: "Reachability", targets: ["Reachability"]),
+        .library(name: "ReachabilityRules", targets: ["ReachabilityRules"]),
         .library(name: "ProbeRules", targets: ["ProbeRules"]),
         .library(name: "TrafficCensus", targets: ["TrafficCensus"]),
         .library(name: "MonitorRules", targets: ["MonitorRules"]),

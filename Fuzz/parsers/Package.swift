@@ -9,7 +9,7 @@ let package = Package(
     dependencies: [.package(name: "netobserver", path: "../..")],
     targets: [
         .executableTarget(name: "ParserFuzzer", dependencies: [
-            .product(name: "Reachability", package: "netobserver"),
+            .product(name: "ReachabilityRules", package: "netobserver"),
             .product(name: "ProbeRules", package: "netobserver"),
             .product(name: "TrafficCensus", package: "netobserver"),
             .product(name: "MonitorRules", package: "netobserver"),

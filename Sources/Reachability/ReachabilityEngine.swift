@@ -125,7 +125,7 @@ public final class ReachabilityEngine {
             case .overrun:
                 core.overrun()
             case .datagram(let bytes):
-                let parsed = NetlinkParser.parse(aligned: bytes)
+                let parsed = NetlinkParser.parse(bytes)
                 core.receive(parsed.messages, malformed: parsed.malformed, now: loop.now())
             }
         }

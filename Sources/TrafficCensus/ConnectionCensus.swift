@@ -191,7 +191,7 @@ final class ConnectionCensus {
             // The kernel answers a lookup while it is being sent: the reply is already queued.
             reading: for _ in 0..<8 {
                 guard case .datagram(let bytes) = routes.receive() else { break }
-                for message in NetlinkParser.parse(aligned: bytes).messages {
+                for message in NetlinkParser.parse(bytes).messages {
                     switch message {
                     case .newRoute(let route, let sequence) where sequence == asked:
                         if route.type == UInt8(RTN_UNICAST) || route.type == UInt8(RTN_LOCAL) {

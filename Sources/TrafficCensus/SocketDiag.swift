@@ -3,6 +3,7 @@ import Glibc
 import NetAddress
 import NetCore
 import Reachability
+import ReachabilityRules
 
 /// sock_diag (NETLINK_SOCK_DIAG) as the traffic evidence needs it: the request for this machine's
 /// established TCP sockets with given source addresses, filtered in the kernel, and what each
@@ -148,8 +149,8 @@ public enum SocketDiag {
         let attributesStart = (messageSize + 3) & ~3
         guard payloadLength >= attributesStart else { return nil }
         var facts: CLinux_tcp_facts?
-        let tiled = NetlinkParser.attributes(data.advanced(by: attributesStart).assumingMemoryBound(to: rtattr.self),
-                                             Int32(payloadLength - attributesStart)) { type, payload in
+        let attributes = UnsafeRawBufferPointer(start: data.advanced(by: attributesStart), count: payloadLength - attributesStart)
+        let tiled = NetlinkParser.attributes(in: attributes) { type, payload in
             if type == CLinux_INET_DIAG_INFO {
                 var read = CLinux_tcp_facts()
                 if CLinux_read_tcp_info(payload.baseAddress, UInt(payload.count), &read) == 1 { facts = read }

@@ -1,8 +1,7 @@
 import NetAddress
-import Reachability
 import ReachabilityRules
 
-// libFuzzer entry for the rtnetlink parser (Reachability), built by `make fuzz`.
+// libFuzzer entry for the rtnetlink parser (ReachabilityRules), built by `make fuzz`.
 
 func netlinkFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let result = NetlinkParser.parse(UnsafeBufferPointer(start: data, count: size))
