@@ -110,9 +110,9 @@ text-order: release
 # each (default 10 million); crash inputs land in Fuzz/*/crashes, which `make test` replays.
 FUZZ_RUNS ?= 10000000
 # Each fuzzer is a package of its own over the real modules (libFuzzer brings its own main), built
-# with the sanitizers; lld, because gold crashes on the sanitizer build. Fuzz/parsers: the rtnetlink,
-# ICMP reply and sock_diag parsers (FUZZ_PARSER picks one; the C shim that reads tcp_info is
-# instrumented too). Fuzz/dbus: the D-Bus surface and the others (FUZZ_SURFACE picks one) over the
+# with the sanitizers; lld, because gold crashes on the sanitizer build. Fuzz/parsers: the pure rtnetlink,
+# router advertisement, ICMP reply, sock_diag, captive-portal API and history readers (FUZZ_PARSER picks
+# one). Fuzz/dbus: the D-Bus surface and the others (FUZZ_SURFACE picks one) over the
 # real DBusKit, MonitorService and MonitorClientCore; libdbus demarshals each D-Bus input and
 # ObjectServer dispatches it to the whole service.
 FUZZ_BUILD := build -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
@@ -124,7 +124,7 @@ SURFACE_FUZZER := .build/fuzz/dbus-spm/release/SurfaceFuzzer
 fuzz: deps-build
 	mkdir -p .build/fuzz
 	@# A failed build must stop here, not fuzz a stale binary.
-	cd Fuzz/parsers && out=$$($(SWIFT) $(FUZZ_BUILD) -Xcc -fsanitize=fuzzer-no-link,address --scratch-path ../../.build/fuzz/parsers-spm \
+	cd Fuzz/parsers && out=$$($(SWIFT) $(FUZZ_BUILD) --scratch-path ../../.build/fuzz/parsers-spm \
 	  --product ParserFuzzer 2>&1) || { echo "$$out"; exit 1; }; echo "$$out" | grep -E "error|warning:" || true
 	@for parser in $(FUZZ_PARSERS); do \
 	  echo "fuzzing $$parser"; mkdir -p .build/fuzz/$$parser-corpus; cp Fuzz/$$parser/corpus/* .build/fuzz/$$parser-corpus/; \

@@ -11,7 +11,6 @@ let package = Package(
         .executableTarget(name: "ParserFuzzer", dependencies: [
             .product(name: "ReachabilityRules", package: "netobserver"),
             .product(name: "ProbeRules", package: "netobserver"),
-            .product(name: "TrafficCensus", package: "netobserver"),
             .product(name: "MonitorRules", package: "netobserver"),
         ]),
     ],

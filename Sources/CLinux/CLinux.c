@@ -36,20 +36,10 @@ int CLinux_enter_network_namespace(int fd) {
     return setns(fd, CLONE_NEWNET);
 }
 
-int CLinux_read_tcp_info(const void *info, unsigned long length, struct CLinux_tcp_facts *out) {
-    struct tcp_info copy;
-    memset(&copy, 0, sizeof copy);
-    memset(out, 0, sizeof *out);
-    if (info == NULL || length < offsetof(struct tcp_info, tcpi_last_data_recv) + sizeof copy.tcpi_last_data_recv)
-        return 0;
-    memcpy(&copy, info, length < sizeof copy ? length : sizeof copy);
-    out->retransmits = copy.tcpi_retransmits;
-    out->backoff = copy.tcpi_backoff;
-    out->last_data_recv = copy.tcpi_last_data_recv;
-    out->has_bytes_received = length >= offsetof(struct tcp_info, tcpi_bytes_received) + sizeof copy.tcpi_bytes_received;
-    out->bytes_received = copy.tcpi_bytes_received;
-    return 1;
-}
+const unsigned long CLinux_tcp_info_offsets[4] = {
+    offsetof(struct tcp_info, tcpi_retransmits), offsetof(struct tcp_info, tcpi_backoff),
+    offsetof(struct tcp_info, tcpi_last_data_recv), offsetof(struct tcp_info, tcpi_bytes_received),
+};
 
 int CLinux_thread_usage(struct rusage *usage) {
     return getrusage(RUSAGE_THREAD, usage);

@@ -22,22 +22,32 @@ public enum NetlinkParser {
     /// Parses a datagram as it was received.
     public static func parse(_ buffer: UnsafeRawBufferPointer) -> Result {
         var result = Result()
+        let tail = messages(in: buffer) { type, sequence, data in
+            if let parsed = parseMessage(type, sequence, data) {
+                result.messages.append(parsed)
+            } else {
+                result.malformed += 1
+            }
+        }
+        if tail { result.malformed += 1 }
+        return result
+    }
+
+    /// Calls `body` with each message's type, sequence and data (what follows its header); true when
+    /// bytes are left that do not form a message (a lying length or a truncated tail).
+    public static func messages(in buffer: UnsafeRawBufferPointer,
+                                _ body: (_ type: UInt16, _ sequence: UInt32, _ data: UnsafeRawBufferPointer) -> Void) -> Bool {
         var offset = 0
         // NLMSG_OK: a whole header, a length that covers it and stays inside what is left.
         while buffer.count - offset >= NetlinkLayout.headerSize {
             let length = Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
             guard length >= NetlinkLayout.headerSize, length <= buffer.count - offset else { break }
-            let message = UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + length)])
-            if let parsed = parseMessage(message) {
-                result.messages.append(parsed)
-            } else {
-                result.malformed += 1
-            }
+            body(buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt16.self),
+                 buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self),
+                 UnsafeRawBufferPointer(rebasing: buffer[(offset + NetlinkLayout.headerSize)..<(offset + length)]))
             offset += aligned(length)
         }
-        // Bytes left that do not form a message: a lying length or a truncated tail.
-        if offset < buffer.count { result.malformed += 1 }
-        return result
+        return offset < buffer.count
     }
 
     /// Calls `body` with each attribute's type and payload in `buffer`; false when the attributes do
@@ -61,11 +71,8 @@ public enum NetlinkParser {
 
     private static func aligned(_ length: Int) -> Int { (length + 3) & ~3 }
 
-    /// One message, `length` bytes from its header on.
-    private static func parseMessage(_ message: UnsafeRawBufferPointer) -> RouteMessage? {
-        let type = message.loadUnaligned(fromByteOffset: 4, as: UInt16.self)
-        let sequence = message.loadUnaligned(fromByteOffset: 8, as: UInt32.self)
-        let data = UnsafeRawBufferPointer(rebasing: message[NetlinkLayout.headerSize...])
+    /// One message: its type, sequence and what follows its header.
+    private static func parseMessage(_ type: UInt16, _ sequence: UInt32, _ data: UnsafeRawBufferPointer) -> RouteMessage? {
         /// The fixed part of size `size`, and the attributes after it (from its aligned end).
         func body(_ size: Int) -> (fixed: UnsafeRawBufferPointer, attributes: UnsafeRawBufferPointer)? {
             guard data.count >= size else { return nil }

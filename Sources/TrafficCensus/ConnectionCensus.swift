@@ -49,7 +49,7 @@ final class ConnectionCensus {
     private struct Dump {
         var at: UInt64
         var total: Int
-        var telling: [SocketDiag.Connection]
+        var telling: [SocketDiagReply.Connection]
     }
 
     private struct DumpKey: Hashable {
@@ -147,16 +147,16 @@ final class ConnectionCensus {
         return .success(dump)
     }
 
-    func dump(_ request: [UInt8], wait: Int32, each: (SocketDiag.Connection) -> Void) -> Result<Void, Failure> {
+    func dump(_ request: [UInt8], wait: Int32, each: (SocketDiagReply.Connection) -> Void) -> Result<Void, Failure> {
         do throws(SystemError) { try diag.send(request) } catch { return .failure(.refused(error)) }
-        var result = SocketDiag.Result()
+        var result = SocketDiagReply.Result()
         var reads = 0
         while !result.done && result.error == nil {
             reads += 1
             if reads > Self.readLimit { return .failure(.incomplete) }
             switch diag.receive() {
             case .datagram(let bytes):
-                SocketDiag.parse(aligned: bytes, sequence: sequence, into: &result)
+                SocketDiagReply.parse(bytes, sequence: sequence, into: &result)
                 result.connections.forEach(each)
                 result.connections.removeAll(keepingCapacity: true)
             case .dropped:

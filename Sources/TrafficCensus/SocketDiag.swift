@@ -6,40 +6,12 @@ import Reachability
 import ReachabilityRules
 
 /// sock_diag (NETLINK_SOCK_DIAG) as the traffic evidence needs it: the request for this machine's
-/// established TCP sockets with given source addresses, filtered in the kernel, and what each
-/// answer says. Pure: bytes in, bytes out; nothing here can trap on input.
+/// established TCP sockets with given source addresses, filtered in the kernel (the answer is
+/// `SocketDiagReply`'s). Bytes out, built from the C structs.
 public enum SocketDiag {
     /// At most this many source addresses go into the kernel's filter (its jumps are 16-bit); with more,
     /// the dump is not filtered by source and the caller keeps the connections whose `local` is one of them.
     public static let maxSources = 64
-
-    /// What one connection says, as far as the traffic rules care.
-    public struct Connection: Equatable, Sendable {
-        public var local: IPAddress
-        public var remote: IPAddress
-        /// An RTO retransmission or a backoff is outstanding: sent data is not being acknowledged.
-        public var retransmitting: Bool
-        /// Data arrived within the last second.
-        public var receivedRecently: Bool
-
-        public init(local: IPAddress, remote: IPAddress, retransmitting: Bool, receivedRecently: Bool) {
-            self.local = local
-            self.remote = remote
-            self.retransmitting = retransmitting
-            self.receivedRecently = receivedRecently
-        }
-    }
-
-    public struct Result: Equatable, Sendable {
-        public var connections: [Connection] = []
-        /// NLMSG_DONE for our sequence arrived: the dump is whole.
-        public var done = false
-        /// The kernel refused the request (errno).
-        public var error: Int32?
-        public var malformed = 0
-
-        public init() {}
-    }
 
     /// A dump of the established TCP sockets whose source address is one of `sources` of `family`, each with
     /// its tcp_info; nil when no source is of `family`. `filtered`: whether the kernel filters by source (at
@@ -99,75 +71,5 @@ public enum SocketDiag {
 
     private static func op(code: UInt8, yes: UInt8, no: UInt16) -> [UInt8] {
         withUnsafeBytes(of: inet_diag_bc_op(code: code, yes: yes, no: no)) { Array($0) }
-    }
-
-    /// Parses one datagram of the dump answering `sequence`; other sequences' messages are skipped.
-    public static func parse(aligned buffer: UnsafeRawBufferPointer, sequence: UInt32, into result: inout Result) {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        var remaining = Int32(clamping: buffer.count)
-        var header = base.assumingMemoryBound(to: nlmsghdr.self)
-        while CLinux_NLMSG_OK(header, remaining) != 0 {
-            if header.pointee.nlmsg_seq == sequence {
-                parseMessage(header, into: &result)
-            }
-            header = CLinux_NLMSG_NEXT(header, &remaining)
-        }
-        if remaining > 0 { result.malformed += 1 }
-    }
-
-    private static func parseMessage(_ header: UnsafePointer<nlmsghdr>, into result: inout Result) {
-        let length = Int32(header.pointee.nlmsg_len)
-        let data = UnsafeRawPointer(CLinux_NLMSG_DATA(header)!)
-        switch Int32(header.pointee.nlmsg_type) {
-        case NLMSG_DONE:
-            result.done = true
-        case NLMSG_ERROR:
-            guard length >= CLinux_NLMSG_LENGTH(4) else {
-                result.malformed += 1
-                return
-            }
-            let code = data.loadUnaligned(as: Int32.self)
-            if code < 0, code != .min { result.error = -code } else { result.malformed += 1 }
-        case Int32(CLinux_SOCK_DIAG_BY_FAMILY), Int32(CLinux_TCPDIAG_GETSOCK):
-            if let connection = connection(data, payloadLength: Int(length - CLinux_NLMSG_LENGTH(0))) {
-                result.connections.append(connection)
-            } else {
-                result.malformed += 1
-            }
-        default:
-            break
-        }
-    }
-
-    private static func connection(_ data: UnsafeRawPointer, payloadLength: Int) -> Connection? {
-        let messageSize = MemoryLayout<inet_diag_msg>.size
-        guard payloadLength >= messageSize else { return nil }
-        let message = data.loadUnaligned(as: inet_diag_msg.self)
-        let family = Int32(message.idiag_family)
-        guard let local = withUnsafeBytes(of: message.id.idiag_src, { address(family: family, $0) }),
-              let remote = withUnsafeBytes(of: message.id.idiag_dst, { address(family: family, $0) }) else { return nil }
-        let attributesStart = (messageSize + 3) & ~3
-        guard payloadLength >= attributesStart else { return nil }
-        var facts: CLinux_tcp_facts?
-        let attributes = UnsafeRawBufferPointer(start: data.advanced(by: attributesStart), count: payloadLength - attributesStart)
-        let tiled = NetlinkParser.attributes(in: attributes) { type, payload in
-            if type == CLinux_INET_DIAG_INFO {
-                var read = CLinux_tcp_facts()
-                if CLinux_read_tcp_info(payload.baseAddress, UInt(payload.count), &read) == 1 { facts = read }
-            }
-            return true
-        }
-        guard tiled, let facts else { return nil }
-        let received = facts.last_data_recv < 1000 && (facts.has_bytes_received == 0 || facts.bytes_received > 0)
-        return Connection(local: local, remote: remote, retransmitting: facts.retransmits > 0 || facts.backoff > 0, receivedRecently: received)
-    }
-
-    /// An address as inet_diag gives it; a v4-mapped one (::ffff:a.b.c.d) is the IPv4 address it maps.
-    private static func address(family: Int32, _ bytes: UnsafeRawBufferPointer) -> IPAddress? {
-        switch family {
-        case AF_INET: IPAddress(bytes: bytes.prefix(4))
-        case AF_INET6: IPAddress(bytes: bytes.prefix(16))?.unmapped
-        default: nil
-        }
     }
 }

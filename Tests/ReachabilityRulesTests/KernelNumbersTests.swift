@@ -80,6 +80,20 @@ final class KernelNumbersTests: XCTestCase {
         XCTAssertEqual(MemoryLayout<nlmsghdr>.offset(of: \.nlmsg_seq), 8)
     }
 
+    /// The sock_diag reply is read by offset too.
+    func testSocketDiagLayoutIsTheHeaders() {
+        XCTAssertEqual(SocketDiagLayout.byFamily, CLinux_SOCK_DIAG_BY_FAMILY)
+        XCTAssertEqual(SocketDiagLayout.tcpGetSocket, CLinux_TCPDIAG_GETSOCK)
+        XCTAssertEqual(SocketDiagLayout.info, CLinux_INET_DIAG_INFO)
+        XCTAssertEqual(SocketDiagLayout.messageSize, MemoryLayout<inet_diag_msg>.size)
+        XCTAssertEqual(SocketDiagLayout.sourceOffset, MemoryLayout<inet_diag_msg>.offset(of: \.id.idiag_src))
+        XCTAssertEqual(SocketDiagLayout.destinationOffset, MemoryLayout<inet_diag_msg>.offset(of: \.id.idiag_dst))
+        XCTAssertEqual(MemoryLayout<inet_diag_msg>.offset(of: \.idiag_family), 0)
+        let tcpInfo = withUnsafeBytes(of: CLinux_tcp_info_offsets) { Array($0.bindMemory(to: UInt.self)) }
+        XCTAssertEqual(tcpInfo, [UInt(SocketDiagLayout.retransmitsOffset), UInt(SocketDiagLayout.backoffOffset),
+                                 UInt(SocketDiagLayout.lastDataReceivedOffset), UInt(SocketDiagLayout.bytesReceivedOffset)])
+    }
+
     /// Random addresses whose groups are often zero (so every run length and position of `::`
     /// occurs), the IPv4-mapped and -compatible forms, and all of IPv4's edges.
 }

@@ -7,6 +7,7 @@ import IntegrationSupport
 import NetAddress
 import NetCore
 import ProbeRules
+import ReachabilityRules
 import XCTest
 
 /// sock_diag against this machine's kernel (no root: loopback connections), and its parser against
@@ -244,16 +245,16 @@ final class ConnectionSamplingTests: XCTestCase {
         header.nlmsg_type = CLinux_SOCK_DIAG_BY_FAMILY
         header.nlmsg_seq = 4
         let whole = withUnsafeBytes(of: header) { Array($0) } + body
-        func parse(_ bytes: [UInt8], sequence: UInt32 = 4) -> SocketDiag.Result {
-            var result = SocketDiag.Result()
+        func parse(_ bytes: [UInt8], sequence: UInt32 = 4) -> SocketDiagReply.Result {
+            var result = SocketDiagReply.Result()
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
             defer { buffer.deallocate() }
             buffer.copyBytes(from: bytes)
-            SocketDiag.parse(aligned: UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), sequence: sequence, into: &result)
+            SocketDiagReply.parse(UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), sequence: sequence, into: &result)
             return result
         }
         let parsed = parse(whole)
-        XCTAssertEqual(parsed.connections, [SocketDiag.Connection(local: try XCTUnwrap(IPAddress("0.0.0.0")),
+        XCTAssertEqual(parsed.connections, [SocketDiagReply.Connection(local: try XCTUnwrap(IPAddress("0.0.0.0")),
                                                                    remote: try XCTUnwrap(IPAddress("198.18.0.2")),
                                                                    retransmitting: true, receivedRecently: false)])
         XCTAssertTrue(parse(whole, sequence: 5).connections.isEmpty, "another request's answer is not ours")

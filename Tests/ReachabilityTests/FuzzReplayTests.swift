@@ -60,8 +60,8 @@ final class FuzzReplayTests: XCTestCase {
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
                 defer { buffer.deallocate() }
                 buffer.copyBytes(from: bytes)
-                var result = SocketDiag.Result()
-                SocketDiag.parse(aligned: UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), sequence: 1, into: &result)
+                var result = SocketDiagReply.Result()
+                SocketDiagReply.parse(UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), sequence: 1, into: &result)
                 XCTAssertLessThanOrEqual(result.connections.count, bytes.count / (16 + 72), name)
                 connections += result.connections.count
                 count += 1

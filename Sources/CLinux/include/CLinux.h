@@ -102,22 +102,14 @@ static const unsigned char CLinux_SO_EE_ORIGIN_ICMP6 = SO_EE_ORIGIN_ICMP6;
  * start. 0 on success, -1 with errno. */
 int CLinux_drop_privileges(unsigned int uid, unsigned int gid);
 
-/* What the traffic rules read of one TCP socket's tcp_info (INET_DIAG_INFO), from however
- * much of the struct the kernel sent: 1 with *out filled, 0 when it is too short to say. */
-struct CLinux_tcp_facts {
-    unsigned char retransmits;      /* tcpi_retransmits: RTO retransmissions outstanding */
-    unsigned char backoff;          /* tcpi_backoff */
-    unsigned int last_data_recv;    /* ms since data last arrived */
-    unsigned long long bytes_received;
-    int has_bytes_received;         /* the kernel's tcp_info is long enough (Linux >= 4.1) */
-};
+/* Where tcp_info's fields are, for the test that holds the pure sock_diag reader (SocketDiagReply) to the
+ * headers: tcpi_retransmits, tcpi_backoff, tcpi_last_data_recv, tcpi_bytes_received. */
+extern const unsigned long CLinux_tcp_info_offsets[4];
 /* This thread's nice value (setpriority on its thread id); -1 with errno when refused. */
 int CLinux_lower_thread_priority(int nice);
 
 /* Unmaps the resident pages of read-only file mappings that hold none of their own (read back from the file if used). */
 int CLinux_drop_clean_file_pages(void);
-
-int CLinux_read_tcp_info(const void *info, unsigned long length, struct CLinux_tcp_facts *out);
 
 /* Constants the importer cannot see as such. */
 static const unsigned short CLinux_SOCK_DIAG_BY_FAMILY = SOCK_DIAG_BY_FAMILY;
