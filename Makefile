@@ -102,7 +102,9 @@ bench: deps-bench release gio-module
 # regenerate after large changes; stale names are skipped.
 text-order: release
 	tools/text-order.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd"
-	$(SWIFT) build $(RELEASE_FLAGS)
+	@# SwiftPM does not see the order file as an input: the daemon is linked again by hand.
+	rm -f "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd"
+	$(SWIFT) build $(RELEASE_FLAGS) --product netobserverd
 
 # libFuzzer on the rtnetlink parser, the router advertisements' options, the sock_diag parser, the ICMP reply parser, the GIO module's reading of the
 # service's replies and signals, the D-Bus surface (the whole service)

@@ -10,7 +10,6 @@ let package = Package(
         .library(name: "DBusFuzzHarness", targets: ["DBusFuzzHarness"]),
         .library(name: "ReachabilityRules", targets: ["ReachabilityRules"]),
         .library(name: "ProbeRules", targets: ["ProbeRules"]),
-        .library(name: "TrafficCensus", targets: ["TrafficCensus"]),
         .library(name: "MonitorRules", targets: ["MonitorRules"]),
     ],
     targets: [
