@@ -50,8 +50,10 @@ final class BenchTopology {
         shell("ip -n \(server) route add default via 198.18.2.1")
     }
 
-    deinit {
-        _ = system("ip netns del \(client) 2>/dev/null; ip netns del \(router) 2>/dev/null; ip netns del \(server) 2>/dev/null")
-        if let upstream { _ = system("ip netns del \(upstream) 2>/dev/null") }
+    deinit { remove() }
+
+    /// Deletes the namespaces (again harmlessly): a program that exits runs no deinit.
+    func remove() {
+        for ns in [client, router, server] + (upstream.map { [$0] } ?? []) { _ = system("ip netns del \(ns) 2>/dev/null") }
     }
 }

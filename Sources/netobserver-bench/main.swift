@@ -33,16 +33,24 @@ guard geteuid() == 0 else {
 
 // `netobserver-bench nat64|detection|portal|blame [DAEMON]`: the NAT64 prefix's figures, the detection figures,
 // portal truth's, or where it broke's, alone.
-if CommandLine.arguments.count > 1, ["nat64", "detection", "portal", "blame"].contains(CommandLine.arguments[1]) {
-    let here = String(CommandLine.arguments[0].prefix(upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex))
-    let bench = try MonitorBench(daemonPath: CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : here + "/netobserverd",
-                                 chain: CommandLine.arguments[1] == "blame")
-    switch CommandLine.arguments[1] {
+/// One of the monitor's benches alone; its namespaces go with it when it returns (exit runs no deinit).
+func runMonitorBench(_ which: String, daemon: String) throws {
+    let bench = try MonitorBench(daemonPath: daemon, chain: which == "blame")
+    defer {
+        bench.stop()
+        bench.topology.remove()
+    }
+    switch which {
     case "nat64": try bench.runNat64()
     case "portal": try bench.runPortal()
     case "blame": try bench.runWhereItBroke()
     default: try bench.runDetection()
     }
+}
+
+if CommandLine.arguments.count > 1, ["nat64", "detection", "portal", "blame"].contains(CommandLine.arguments[1]) {
+    let here = String(CommandLine.arguments[0].prefix(upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex))
+    try runMonitorBench(CommandLine.arguments[1], daemon: CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : here + "/netobserverd")
     exit(0)
 }
 
