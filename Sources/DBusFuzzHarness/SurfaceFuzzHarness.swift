@@ -30,15 +30,15 @@ public enum FuzzSurface: String, CaseIterable, Sendable {
 
     private static func stateFile(_ bytes: [UInt8]) {
         let (state, problems) = StateStore.parse(bytes.prefix(StateStore.maximumSize), path: "settings")
-        precondition(state.targets.count <= MonitorContract.Targets.limit, "\(state.targets.count) targets read back")
-        precondition(state.targets.allSatisfy { MonitorContract.Targets.numbers.contains($0.number) && $0.number < state.nextTarget },
+        precondition(state.added.count <= MonitorContract.Targets.limit, "\(state.added.count) targets read back")
+        precondition(state.added.allSatisfy { MonitorContract.Targets.numbers.contains($0.number) && $0.number < state.nextTarget },
                      "a target number outside the numbers, or not below NextTarget")
         precondition(state.nextTarget <= MonitorContract.Targets.numbers.upperBound + 1, "NextTarget \(state.nextTarget)")
         precondition(problems.count <= bytes.count + 1, "more problems than lines")
         // Whatever was read, what the service then writes reads back the same.
         var settings = MonitorSettings()
         for key in MonitorSettings.Key.allCases {
-            guard let text = state.values[key] else { continue }
+            guard let text = state.targets[0]?[key] else { continue }
             try? settings.set(key, text: text)
         }
         for key in MonitorSettings.Key.allCases {

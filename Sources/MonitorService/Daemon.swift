@@ -215,7 +215,7 @@ final class Service {
         let store = StateStore(directory: directory)
         let (state, problems) = store.loadState()
         problems.forEach { Log.warning($0) }
-        apply(state.values, from: store.path)
+        apply(state.targets[0] ?? [:], from: store.path)
         restoredState = state
         connectivity.settingsRestored()
         do {
@@ -297,9 +297,11 @@ final class Service {
         target.number == 0 ? "" : "target \(target.number): "
     }
 
-    /// Everything the state file keeps: the default target's values and the added targets.
+    /// Everything the state file keeps: every target's values (the default one's as 0) and the next number.
     private var storedState: StoredState {
-        StoredState(values: persisted, targets: targets?.stored ?? [], nextTarget: targets?.nextNumber ?? restoredState.nextTarget)
+        var stored = targets?.stored ?? [:]
+        stored[0] = persisted
+        return StoredState(targets: stored, nextTarget: targets?.nextNumber ?? restoredState.nextTarget)
     }
 
     /// Saves the whole state after this turn's signals; `call` (a Set of `key`) is answered
@@ -331,7 +333,7 @@ final class Service {
         }
         saver.reload { [unowned self] state, problems in
             problems.forEach { Log.warning($0) }
-            let changed = apply(state.values, from: saver.store.path)
+            let changed = apply(state.targets[0] ?? [:], from: saver.store.path)
             var names = changed.map { "\($0.name)=\(model.settings.text($0))" }
             names += targets?.reload(state) ?? []
             Log.notice("SIGHUP: re-read \(saver.store.path): \(names.isEmpty ? "nothing changed" : names.joined(separator: ", "))")

@@ -2,29 +2,24 @@ import EventLoop
 import Glibc
 import MonitorContract
 
-/// What the state file keeps: the default target's values Set over D-Bus, and the added
-/// targets (their numbers, never reused, and the values Set on each).
+/// What the state file keeps: each target's values Set over D-Bus, by number — 0 the default
+/// target, the others added ones (their numbers never reused) — and the number the next one gets.
 public struct StoredState: Equatable, Sendable {
-    public struct Target: Equatable, Sendable {
-        public var number: UInt32
-        public var values: [MonitorSettings.Key: String]
+    public typealias Values = [MonitorSettings.Key: String]
 
-        public init(number: UInt32, values: [MonitorSettings.Key: String]) {
-            self.number = number
-            self.values = values
-        }
-    }
-
-    public var values: [MonitorSettings.Key: String]
-    /// In the order they were added (rising numbers).
-    public var targets: [Target]
+    /// Every target's values, the default one (0) among them.
+    public var targets: [UInt32: Values]
     /// The number the next added target gets.
     public var nextTarget: UInt32
 
-    public init(values: [MonitorSettings.Key: String] = [:], targets: [Target] = [], nextTarget: UInt32 = 1) {
-        self.values = values
+    public init(targets: [UInt32: Values] = [:], nextTarget: UInt32 = 1) {
         self.targets = targets
         self.nextTarget = nextTarget
+    }
+
+    /// The added targets (all but 0), in the order they were added (rising numbers).
+    public var added: [(number: UInt32, values: Values)] {
+        targets.filter { $0.key != 0 }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 }
 
@@ -47,7 +42,7 @@ public struct StateStore: Sendable {
     /// The default target's stored values, and a line for each problem found (never fatal).
     public func load() -> (values: [MonitorSettings.Key: String], problems: [String]) {
         let (state, problems) = loadState()
-        return (state.values, problems)
+        return (state.targets[0] ?? [:], problems)
     }
 
     /// Everything stored, and a line for each problem found (never fatal).
@@ -79,7 +74,7 @@ public struct StateStore: Sendable {
             if name == "NextTarget", let next = UInt32(value), next >= 1, next <= MonitorContract.Targets.numbers.upperBound + 1 {
                 state.nextTarget = next
             } else if let key = MonitorSettings.Key(name: String(name)) {
-                state.values[key] = value
+                state.targets[0, default: [:]][key] = value
             } else if let (target, key) = Self.targetKey(name), targets.count < Self.maximumTargets || targets[target] != nil {
                 targets[target, default: [:]][key] = value
             } else {
@@ -92,7 +87,7 @@ public struct StateStore: Sendable {
                 problems.append("\(path): target \(target) has no Host, ignored")
                 continue
             }
-            state.targets.append(StoredState.Target(number: target, values: values))
+            state.targets[target] = values
             state.nextTarget = max(state.nextTarget, target + 1)
         }
         return (state, problems)
@@ -119,16 +114,17 @@ public struct StateStore: Sendable {
     /// so a crash leaves either the old file or the new one. On failure the
     /// temporary file is removed and the old file stays as it was.
     public func save(_ values: [MonitorSettings.Key: String]) throws(SystemError) {
-        try save(StoredState(values: values))
+        try save(StoredState(targets: [0: values]))
     }
 
     public func save(_ state: StoredState) throws(SystemError) {
         var text = "# netobserverd: settings Set over D-Bus\n"
         for key in MonitorSettings.Key.allCases {
-            if let value = state.values[key] { text += "\(key.name)=\(value)\n" }
+            if let value = state.targets[0]?[key] { text += "\(key.name)=\(value)\n" }
         }
-        if !state.targets.isEmpty || state.nextTarget > 1 { text += "NextTarget=\(state.nextTarget)\n" }
-        for target in state.targets {
+        let added = state.added
+        if !added.isEmpty || state.nextTarget > 1 { text += "NextTarget=\(state.nextTarget)\n" }
+        for target in added {
             for key in MonitorSettings.Key.allCases {
                 if let value = target.values[key] { text += "Target.\(target.number).\(key.name)=\(value)\n" }
             }

@@ -226,8 +226,9 @@ final class TargetSet {
     }
 
     /// What the state file keeps of the added targets.
-    var stored: [StoredState.Target] {
-        added.filter { !$0.fromCommandLine }.map { StoredState.Target(number: $0.number, values: $0.persisted) }
+    /// What the state file keeps of the added targets (not those of --target), by number.
+    var stored: [UInt32: StoredState.Values] {
+        Dictionary(uniqueKeysWithValues: added.filter { !$0.fromCommandLine }.map { ($0.number, $0.persisted) })
     }
 
     private func changed() {
@@ -240,15 +241,15 @@ final class TargetSet {
     /// --target), those it adds come, and the others take its values. Returns what changed.
     func reload(_ state: StoredState) -> [String] {
         var changes: [String] = []
-        let listed = Set(state.targets.map(\.number))
+        let listed = Set(state.added.map(\.number))
         for target in added where !target.fromCommandLine && !listed.contains(target.number) {
             try? remove(path: MonitorContract.Targets.path(target.number))
             changes.append("target \(target.number) removed")
         }
-        for stored in state.targets {
+        for stored in state.added {
             guard let target = added.first(where: { $0.number == stored.number }) else {
                 let before = all.count
-                _ = restore(StoredState(targets: [stored], nextTarget: nextNumber))
+                _ = restore(StoredState(targets: [stored.number: stored.values], nextTarget: nextNumber))
                 if all.count > before { changes.append("target \(stored.number) added") }
                 continue
             }
@@ -264,7 +265,7 @@ final class TargetSet {
     func restore(_ state: StoredState, flagged: Set<MonitorSettings.Key> = []) -> [String] {
         nextNumber = max(nextNumber, state.nextTarget)
         var problems: [String] = []
-        for stored in state.targets {
+        for stored in state.added {
             let (settings, kept, invalid) = MonitorSettings().applying(stored.values)
             problems += invalid.map { "target \(stored.number): \($0), ignored" }
             guard kept[.host] != nil else { continue }

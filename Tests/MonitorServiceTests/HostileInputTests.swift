@@ -86,7 +86,7 @@ final class HostileInputTests: XCTestCase {
         try "NextTarget=4294967295\nTarget.4294967295.Host=198.18.0.1\nTarget.7.Host=198.18.0.7\n"
             .write(toFile: store.path, atomically: true, encoding: .utf8)
         let (state, problems) = store.loadState()
-        XCTAssertEqual(state.targets.map(\.number), [7])
+        XCTAssertEqual(state.added.map(\.number), [7])
         XCTAssertEqual(state.nextTarget, 8, "NextTarget past the last number is not believed")
         XCTAssertEqual(problems.count, 2, "\(problems)")
         try "NextTarget=1000000001\n".write(toFile: store.path, atomically: true, encoding: .utf8)

@@ -26,6 +26,29 @@ final class StateStoreTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/nested"), ["settings"], "no temporary file left behind")
     }
 
+    /// Every target's values in one map by number, the default target as 0 (its lines bare), the
+    /// others as `Target.N.`: what is saved reads back the same, and a target without Host is not one.
+    func testEveryTargetIsOneMapByNumber() throws {
+        let store = StateStore(directory: directory)
+        let state = StoredState(targets: [0: [.interval: "250"], 3: [.host: "198.18.2.3", .timeout: "500"], 9: [.host: "fd00::9"]],
+                                nextTarget: 12)
+        try store.save(state)
+        let text = try String(contentsOfFile: store.path, encoding: .utf8)
+        XCTAssertTrue(text.contains("\nInterval=250\n"), text)
+        XCTAssertTrue(text.contains("Target.3.Host=198.18.2.3\nTarget.3.Timeout=500\n"), text)
+        XCTAssertTrue(text.contains("NextTarget=12\n"), text)
+        let (read, problems) = store.loadState()
+        XCTAssertEqual(read, state)
+        XCTAssertEqual(problems, [])
+        XCTAssertEqual(read.added.map(\.number), [3, 9], "added targets in the order they were added")
+        XCTAssertEqual(store.load().values, [.interval: "250"])
+
+        try "Target.4.Interval=300\nTarget.5.Host=h5\n".write(toFile: store.path, atomically: true, encoding: .utf8)
+        let (partial, complaints) = store.loadState()
+        XCTAssertEqual(partial, StoredState(targets: [5: [.host: "h5"]], nextTarget: 6))
+        XCTAssertEqual(complaints, ["\(store.path): target 4 has no Host, ignored"])
+    }
+
     func testCorruptFileIsReportedNotFatal() throws {
         let store = StateStore(directory: directory)
         let garbage = "Host=example.org\n\u{1}\u{2}garbage\nNoSuchKey=1\nInterval=250\n"
