@@ -135,16 +135,13 @@ public final class MainLoop {
     /// Calls `handler` after `nanoseconds`, and every `nanoseconds` after that when `repeats`.
     @discardableResult
     public func schedule(after nanoseconds: UInt64, repeats: Bool = false, handler: @escaping () -> Void) -> LoopTimer {
-        let timer = LoopTimer(deadline: Self.saturatingSum(clock(), nanoseconds), interval: nanoseconds,
-                              repeats: repeats, handler: handler)
-        timers.insert(timer)
-        return timer
+        schedule(after: nanoseconds, leeway: 0, repeats: repeats, handler: handler)
     }
 
     /// Calls `handler` after `nanoseconds`, and every `nanoseconds` after that when `repeats`, on the
-    /// first turn after then — but the loop wakes for it only `leeway` later. Housekeeping that need
-    /// not be punctual rides on the wake-ups the loop has anyway and adds none of its own while
-    /// anything else wakes the loop within `leeway`.
+    /// first turn after then — but the loop wakes for it only `leeway` later (0: punctual). Housekeeping
+    /// that need not be punctual rides on the wake-ups the loop has anyway and adds none of its own
+    /// while anything else wakes the loop within `leeway`.
     @discardableResult
     public func schedule(after nanoseconds: UInt64, leeway: UInt64, repeats: Bool = false,
                          handler: @escaping () -> Void) -> LoopTimer {

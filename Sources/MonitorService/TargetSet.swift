@@ -225,7 +225,6 @@ final class TargetSet {
         for target in all { target.object.clientVanished(client) }
     }
 
-    /// What the state file keeps of the added targets.
     /// What the state file keeps of the added targets (not those of --target), by number.
     var stored: [UInt32: StoredState.Values] {
         Dictionary(uniqueKeysWithValues: added.filter { !$0.fromCommandLine }.map { ($0.number, $0.persisted) })
@@ -241,12 +240,13 @@ final class TargetSet {
     /// --target), those it adds come, and the others take its values. Returns what changed.
     func reload(_ state: StoredState) -> [String] {
         var changes: [String] = []
-        let listed = Set(state.added.map(\.number))
-        for target in added where !target.fromCommandLine && !listed.contains(target.number) {
+        let listed = state.added
+        let numbers = Set(listed.map(\.number))
+        for target in added where !target.fromCommandLine && !numbers.contains(target.number) {
             try? remove(path: MonitorContract.Targets.path(target.number))
             changes.append("target \(target.number) removed")
         }
-        for stored in state.added {
+        for stored in listed {
             guard let target = added.first(where: { $0.number == stored.number }) else {
                 let before = all.count
                 _ = restore(StoredState(targets: [stored.number: stored.values], nextTarget: nextNumber))
