@@ -33,44 +33,32 @@ public enum NeighborDump {
     /// What one read of the dump gave: the address kept for `address` on `interfaceIndex` (nil when the read
     /// has none, or only one being resolved or failed), and whether the dump ended in it.
     public static func hardwareAddress(of address: IPAddress, interfaceIndex: Int32, in bytes: [UInt8]) -> (address: [UInt8]?, ended: Bool) {
-        var offset = 0
         var found: [UInt8]?
-        while offset + 16 <= bytes.count {
-            let length = Int(read32(bytes, offset))
-            let type = read16(bytes, offset + 4)
-            guard length >= 16, offset + length <= bytes.count else { break }
-            if type == done || type == error { return (found, true) }
-            if type == newNeighbor, length >= 28, read32(bytes, offset + 20) == UInt32(bitPattern: interfaceIndex),
-               let entry = entry(bytes, from: offset + 28, to: offset + length), entry.destination == address.bytes {
-                let state = read16(bytes, offset + 24)
+        var ended = false
+        _ = bytes.withUnsafeBytes { buffer in
+            NetlinkParser.messages(in: buffer) { type, _, data in
+                guard !ended else { return }
+                if type == done || type == error { return ended = true }
+                // struct ndmsg: family, pads, index (32), state (16), flags, type; then the attributes.
+                guard type == newNeighbor, data.count >= 12,
+                      data.loadUnaligned(fromByteOffset: 4, as: Int32.self) == interfaceIndex,
+                      let entry = entry(UnsafeRawBufferPointer(rebasing: data[12...])), entry.destination == address.bytes else { return }
+                let state = data.loadUnaligned(fromByteOffset: 8, as: UInt16.self)
                 if state & (incomplete | failed) == 0, let link = entry.link, link.count == 6, link != [0, 0, 0, 0, 0, 0] { found = link }
             }
-            offset += (length + 3) & ~3
         }
-        return (found, false)
+        return (found, ended)
     }
 
-    /// NDA_DST and NDA_LLADDR of one message's attributes.
-    private static func entry(_ bytes: [UInt8], from start: Int, to end: Int) -> (destination: [UInt8]?, link: [UInt8]?)? {
-        var offset = start
+    /// NDA_DST and NDA_LLADDR of one message's attributes; nil when they do not tile.
+    private static func entry(_ attributes: UnsafeRawBufferPointer) -> (destination: [UInt8]?, link: [UInt8]?)? {
         var destination: [UInt8]?
         var link: [UInt8]?
-        while offset + 4 <= end {
-            let length = Int(read16(bytes, offset))
-            let type = read16(bytes, offset + 2) & 0x3fff
-            guard length >= 4, offset + length <= end else { return nil }
-            let value = Array(bytes[(offset + 4)..<(offset + length)])
-            if type == Self.destination { destination = value }
-            if type == linkAddress { link = value }
-            offset += (length + 3) & ~3
+        let tiled = NetlinkParser.attributes(in: attributes) { type, value in
+            if type == Self.destination { destination = Array(value) }
+            if type == linkAddress { link = Array(value) }
+            return true
         }
-        return (destination, link)
-    }
-
-    private static func read16(_ bytes: [UInt8], _ at: Int) -> UInt16 {
-        bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt16.self) }
-    }
-    private static func read32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
-        bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: UInt32.self) }
+        return tiled ? (destination, link) : nil
     }
 }

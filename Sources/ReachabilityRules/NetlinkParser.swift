@@ -69,7 +69,8 @@ public enum NetlinkParser {
         return offset >= buffer.count
     }
 
-    private static func aligned(_ length: Int) -> Int { (length + 3) & ~3 }
+    /// A length rounded up to netlink's 4-byte alignment (NLMSG_ALIGN, RTA_ALIGN).
+    static func aligned(_ length: Int) -> Int { (length + 3) & ~3 }
 
     /// One message: its type, sequence and what follows its header.
     private static func parseMessage(_ type: UInt16, _ sequence: UInt32, _ data: UnsafeRawBufferPointer) -> RouteMessage? {

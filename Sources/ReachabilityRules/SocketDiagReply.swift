@@ -69,7 +69,7 @@ public enum SocketDiagReply {
         guard let local = address(family: family, data, at: SocketDiagLayout.sourceOffset),
               let remote = address(family: family, data, at: SocketDiagLayout.destinationOffset) else { return nil }
         var facts: TCPFacts?
-        let attributes = UnsafeRawBufferPointer(rebasing: data[((SocketDiagLayout.messageSize + 3) & ~3)...])
+        let attributes = UnsafeRawBufferPointer(rebasing: data[NetlinkParser.aligned(SocketDiagLayout.messageSize)...])
         let tiled = NetlinkParser.attributes(in: attributes) { type, payload in
             if type == SocketDiagLayout.info, let read = TCPFacts(payload) { facts = read }
             return true
