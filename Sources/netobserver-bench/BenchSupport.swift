@@ -9,6 +9,31 @@ func shell(_ command: String) {
     if system(command + " >/dev/null 2>&1") != 0 { fatalError("failed: \(command)") }
 }
 
+/// Writes `text` to `path` whole: to a file beside it, then renamed over it (a reader sees the old or the new).
+func writeFile(_ path: String, _ text: String) {
+    guard let file = fopen(path + ".new", "w") else { return }
+    fputs(text, file)
+    fclose(file)
+    rename(path + ".new", path)
+}
+
+/// What `command` printed on standard output.
+func commandText(_ command: String) -> String {
+    guard let pipe = popen(command, "r") else { return "" }
+    defer { pclose(pipe) }
+    var text = ""
+    var buffer = [CChar](repeating: 0, count: 512)
+    while fgets(&buffer, Int32(buffer.count), pipe) != nil {
+        text += String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+    return text
+}
+
+/// The first line `command` printed, without its newline.
+func firstLine(of command: String) -> String {
+    String(commandText(command).prefix { $0 != "\n" })
+}
+
 func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()
     return sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]

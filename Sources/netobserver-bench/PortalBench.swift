@@ -45,7 +45,7 @@ extension MonitorBench {
                   + "  iifname \"\(topology.tag)r0\" counter\n }\n}\n")
         shell("ip netns exec \(topology.router) nft -f \(rules)")
         // The API's own round trip, as a client in the same namespace sees it.
-        let roundTrip = commandOutput("ip netns exec \(topology.client) curl -s -o /dev/null -w '%{time_total}' "
+        let roundTrip = firstLine(of: "ip netns exec \(topology.client) curl -s -o /dev/null -w '%{time_total}' "
                                       + "--cacert \(certificates)/ca.pem -H 'Accept: application/captive+json' https://198.18.0.1:8443/capport")
         var toPortal: [Double] = []
         var toFull: [Double] = []
@@ -66,7 +66,7 @@ extension MonitorBench {
             guard let full = waitFor(\.connectivity, "full", timeout: 6) else { return print("monitor portal: the portal did not end") }
             toFull.append((Double(full) - Double(opened)) / 1000)
         }
-        let stray = commandOutput("ip netns exec \(topology.router) nft list table inet census | grep -o 'packets [0-9]*' | awk '{s+=$2} END {print s+0}'")
+        let stray = firstLine(of: "ip netns exec \(topology.router) nft list table inet census | grep -o 'packets [0-9]*' | awk '{s+=$2} END {print s+0}'")
         print("monitor portal api_round_trip_ms (curl from the client): " + fixed((Double(roundTrip) ?? 0) * 1000, 2))
         reportMilliseconds("monitor portal advertisement_to_portal (goal ≤ API round trip + 50 ms)", toPortal)
         reportMilliseconds("monitor portal api_not_captive_to_full (goal ≤ 2 s + API round trip)", toFull)
@@ -126,20 +126,5 @@ extension MonitorBench {
 
     private func background(_ namespace: String, _ command: String) {
         _ = system("ip netns exec \(namespace) \(command) >/dev/null 2>&1 &")
-    }
-
-    private func writeFile(_ path: String, _ text: String) {
-        guard let file = fopen(path + ".new", "w") else { return }
-        fputs(text, file)
-        fclose(file)
-        rename(path + ".new", path)
-    }
-
-    private func commandOutput(_ command: String) -> String {
-        guard let pipe = popen(command, "r") else { return "" }
-        defer { pclose(pipe) }
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard fgets(&buffer, Int32(buffer.count), pipe) != nil else { return "" }
-        return String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -31,7 +31,7 @@ extension MonitorBench {
         // The gateway counts what the diagnosis sends it, before any fault's rule: our ARP requests carry the
         // gateway's link-layer address (the kernel's own have zeros), the probe past it arrives with TTL 2.
         let census = directory + "/census.nft"
-        writeText(census, "table netdev census {\n chain count {\n  type filter hook ingress device \(g0) priority -600;\n"
+        writeFile(census, "table netdev census {\n chain count {\n  type filter hook ingress device \(g0) priority -600;\n"
                   + "  arp operation request arp daddr ether != 00:00:00:00:00:00 counter name ours\n"
                   + "  ip ttl 2 icmp type echo-request counter name beyond\n }\n"
                   + " counter ours {}\n counter beyond {}\n}\n")
@@ -110,8 +110,8 @@ extension MonitorBench {
     private func measureDNSAndPortal(runs: Int) throws {
         let names = "/etc/netns/\(topology.client)"
         shell("mkdir -p \(names)")
-        writeText(names + "/hosts", "127.0.0.1 localhost\n")
-        writeText(names + "/resolv.conf", "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n")
+        writeFile(names + "/hosts", "127.0.0.1 localhost\n")
+        writeFile(names + "/resolv.conf", "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n")
         shell("ip netns exec \(topology.server) dnsmasq --no-resolv --no-hosts --listen-address=198.18.2.2 --bind-interfaces "
               + "--user=root --pid-file=\(directory)/dnsmasq.pid --address=/far.test/198.18.2.2")
         let helpers = "Tests/NamespaceTests/helpers/check_server.py"
@@ -251,22 +251,5 @@ extension MonitorBench {
             if let key = entry.key.stringValue, case .uint64(let value) = entry.value { times[key] = value }
         }
         return times
-    }
-
-    private func writeText(_ path: String, _ text: String) {
-        guard let file = fopen(path, "w") else { return }
-        fputs(text, file)
-        fclose(file)
-    }
-
-    private func commandText(_ command: String) -> String {
-        guard let pipe = popen(command, "r") else { return "" }
-        defer { pclose(pipe) }
-        var text = ""
-        var buffer = [CChar](repeating: 0, count: 512)
-        while fgets(&buffer, Int32(buffer.count), pipe) != nil {
-            text += String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
-        return text
     }
 }
