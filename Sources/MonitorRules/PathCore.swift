@@ -204,6 +204,8 @@ public struct PathCore {
     /// The path `trafficWatch` watches, as of `monitor.pathChanges` = `pathChangesSeen`.
     private var trafficPath: (host: IPAddress, interface: String)?
     private var pathChangesSeen: UInt64 = .max
+    /// `monitor.pathChanges` when the diagnosis was last told the next hop.
+    private var diagnosisPathChangesSeen: UInt64 = .max
 
     private var trafficPublishDue = false
     /// What the diagnosis asked during the event, carried out in `settle`.
@@ -288,13 +290,11 @@ public struct PathCore {
     private mutating func followDiagnosis(now: UInt64, _ actions: inout [Action]) -> Bool {
         var asked = diagnosisActions
         diagnosisActions = []
-        let route = monitor.route
-        var hop: PathDiagnosis.NextHop?
-        if let route, route.usable, let gateway = route.gateway, case .resolved = monitor.resolution {
-            hop = PathDiagnosis.NextHop(gateway: gateway, interface: route.interface, interfaceIndex: route.interfaceIndex,
-                                        source: route.source, hasNeighbors: route.hasNeighbors)
+        // The next hop follows from the route and the resolution alone.
+        if monitor.pathChanges != diagnosisPathChangesSeen {
+            diagnosisPathChangesSeen = monitor.pathChanges
+            asked += diagnosis.routeChanged(nextHop, now: now)
         }
-        asked += diagnosis.routeChanged(hop, now: now)
         let silent = probe.verdict.answering == false || probe.suspicious
         asked += diagnosis.hostChanged(silent: silent, address: probeAddress, now: now)
         for ask in asked {
@@ -308,6 +308,13 @@ public struct PathCore {
         let now = DiagnosisShown(neighbor: diagnosis.neighbor, beyond: diagnosis.beyond, nextHop: diagnosis.nextHop)
         defer { diagnosisShown = now }
         return now != diagnosisShown
+    }
+
+    /// The route's next hop towards the resolved Host; nil when on-link, unusable or unresolved.
+    private var nextHop: PathDiagnosis.NextHop? {
+        guard let route = monitor.route, route.usable, let gateway = route.gateway, case .resolved = monitor.resolution else { return nil }
+        return PathDiagnosis.NextHop(gateway: gateway, interface: route.interface, interfaceIndex: route.interfaceIndex,
+                                     source: route.source, hasNeighbors: route.hasNeighbors)
     }
 
     /// What the diagnosis knew at the last publication (its answers arrive as events of their own).

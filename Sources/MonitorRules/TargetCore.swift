@@ -75,8 +75,36 @@ public struct TargetCore {
         case publish
     }
 
-    /// The paths, IPv4's then IPv6's (see `index(of:)`).
-    public private(set) var paths: [PathCore]
+    /// Each family's path, stored apart: a method called on an array's element (or on what an accessor
+    /// yields) runs on a copy, and a path is large and asked at every event. See `read` and `change`.
+    public private(set) var ipv4: PathCore
+    public private(set) var ipv6: PathCore
+
+    /// `family`'s path, for reading its stored values.
+    @inlinable public subscript(path family: IPFamily) -> PathCore {
+        _read {
+            switch family {
+            case .v4: yield ipv4
+            case .v6: yield ipv6
+            }
+        }
+    }
+
+    /// `body` on `family`'s path in place.
+    private func read<R>(_ family: IPFamily, _ body: (PathCore) -> R) -> R {
+        switch family {
+        case .v4: body(ipv4)
+        case .v6: body(ipv6)
+        }
+    }
+
+    private mutating func change<R>(_ family: IPFamily, _ body: (inout PathCore) -> R) -> R {
+        switch family {
+        case .v4: body(&ipv4)
+        case .v6: body(&ipv6)
+        }
+    }
+
     public private(set) var host: String
     public private(set) var family: AddressFamily
     /// Whom the headline follows among equals: the families in the order the last lookup listed them.
@@ -114,19 +142,21 @@ public struct TargetCore {
         self.host = host
         self.family = family
         settings = probeSettings
-        paths = IPFamily.allCases.enumerated().map { offset, pathFamily in
+        func path(_ pathFamily: IPFamily, _ offset: UInt64) -> PathCore {
             // Each path its own random stream.
             PathCore(host: host, family: Self.addressFamily(pathFamily), probeSettings: probeSettings,
-                     seed: seed &+ UInt64(offset) &* 0x9E37_79B9, slot: slots[pathFamily] ?? 0, stride: stride, routeProblem: routeProblem,
+                     seed: seed &+ offset &* 0x9E37_79B9, slot: slots[pathFamily] ?? 0, stride: stride, routeProblem: routeProblem,
                      refreshNanoseconds: refreshNanoseconds, linkFacts: linkFacts)
         }
-        watchedFamilies = IPFamily.allCases.filter(watches)
+        ipv4 = path(.v4, 0)
+        ipv6 = path(.v6, 1)
+        watchedFamilies = IPFamily.allCases.filter { watches($0) }
         nextWakeup = earliestWakeup
     }
 
-    public static func index(of family: IPFamily) -> Int { family == .v4 ? 0 : 1 }
 
-    public func path(_ family: IPFamily) -> PathCore { paths[Self.index(of: family)] }
+    /// Where `family` goes in a per-family array (IPv4's, then IPv6's).
+    public static func index(of family: IPFamily) -> Int { family == .v4 ? 0 : 1 }
 
     /// Whether AddressFamily lets `family` be watched.
     public func watches(_ family: IPFamily) -> Bool {
@@ -148,7 +178,7 @@ public struct TargetCore {
     private var earliestWakeup: UInt64? {
         var earliest = discoveryAt ?? .max
         for family in IPFamily.allCases where watches(family) {
-            if let at = paths[Self.index(of: family)].nextWakeup, at < earliest { earliest = at }
+            if let at = self[path: family].nextWakeup, at < earliest { earliest = at }
         }
         return earliest == .max ? nil : earliest
     }
@@ -159,20 +189,20 @@ public struct TargetCore {
     }
 
     /// Whether `family`'s probe `sequence` still waits for its answer.
-    public func isOutstanding(_ family: IPFamily, _ sequence: UInt16) -> Bool { paths[Self.index(of: family)].isOutstanding(sequence) }
+    public func isOutstanding(_ family: IPFamily, _ sequence: UInt16) -> Bool { read(family) { $0.isOutstanding(sequence) } }
 
     // MARK: The state
 
     /// The headline and every family's verdict from what the paths know.
     public func state(previous: MonitorState) -> MonitorState {
         // Each watched family's state, IPv4's then IPv6's (no dictionary: this runs at every publication).
-        let v4 = watches(.v4) ? paths[0].state(previous: previous) : nil
-        let v6 = watches(.v6) ? paths[1].state(previous: previous) : nil
+        let v4 = watches(.v4) ? ipv4.state(previous: previous) : nil
+        let v6 = watches(.v6) ? ipv6.state(previous: previous) : nil
         let headline = Self.headline(order: resolverOrder) { $0 == .v4 ? v4?.connectivity : v6?.connectivity }
         var state = (headline == .v4 ? v4 : headline == .v6 ? v6 : nil) ?? previous
-        state.probesSent = paths[0].probe.report.probesSent + paths[1].probe.report.probesSent
-        state.probesAnswered = paths[0].probe.report.probesAnswered + paths[1].probe.report.probesAnswered
-        state.probesSkipped = paths[0].probe.report.probesSkipped + paths[1].probe.report.probesSkipped
+        state.probesSent = self[path: .v4].probe.report.probesSent + self[path: .v6].probe.report.probesSent
+        state.probesAnswered = self[path: .v4].probe.report.probesAnswered + self[path: .v6].probe.report.probesAnswered
+        state.probesSkipped = self[path: .v4].probe.report.probesSkipped + self[path: .v6].probe.report.probesSkipped
         state.traffic = Self.traffic(v4?.traffic, v6?.traffic)
         state.ipv4 = familyState(.v4, v4)
         state.ipv6 = familyState(.v6, v6)
@@ -185,9 +215,8 @@ public struct TargetCore {
 
     /// How Host's IPv4 address is reached: `nat64` through the prefix, `native` over an IPv4 route, "" when it is not.
     private var ipv4Path: String {
-        let v4 = paths[Self.index(of: .v4)].monitor
-        guard watches(.v4), case .resolved = v4.resolution, v4.route?.usable == true else { return "" }
-        return v4.nat64 == nil ? "native" : "nat64"
+        guard watches(.v4), case .resolved = ipv4.monitor.resolution, ipv4.monitor.route?.usable == true else { return "" }
+        return ipv4.monitor.nat64 == nil ? "native" : "nat64"
     }
 
     /// The family that gives the headline: the first `full` one in resolver order; else, while any is
@@ -252,7 +281,7 @@ public struct TargetCore {
         case .targetChanged(let host, let family):
             self.host = host
             self.family = family
-            watchedFamilies = IPFamily.allCases.filter(watches)
+            watchedFamilies = IPFamily.allCases.filter { watches($0) }
             generation &+= 1
             lookupUnderway = false
             checkWaiting = []
@@ -277,7 +306,7 @@ public struct TargetCore {
             }
             for family in watchedFamilies {
                 let own = result.map { $0.filter { $0.ipFamily == family } }
-                feed(family, .resolved(generation: paths[Self.index(of: family)].monitor.generation, own, routedFamilies: routedFamilies), now: now, &step)
+                feed(family, .resolved(generation: self[path: family].monitor.generation, own, routedFamilies: routedFamilies), now: now, &step)
             }
         case .route(let family, let verdict):
             routedFamilies = verdict.routedFamilies
@@ -307,7 +336,7 @@ public struct TargetCore {
             for family in watchedFamilies { feed(family, .resume, now: now, &step) }
             step.publish = true
         case .timeout:
-            for family in watchedFamilies where (paths[Self.index(of: family)].nextWakeup ?? .max) <= now {
+            for family in watchedFamilies where (self[path: family].nextWakeup ?? .max) <= now {
                 feed(family, .timeout, now: now, &step)
             }
         }
@@ -319,8 +348,7 @@ public struct TargetCore {
     public mutating func check(now: UInt64) -> (probing: Bool, actions: [Action]) {
         var step = Step()
         for family in watchedFamilies {
-            let index = Self.index(of: family)
-            let (probing, actions) = paths[index].check(now: now)
+            let (probing, actions) = change(family) { $0.check(now: now) }
             if probing { checkWaiting.insert(family) }
             take(family, actions, now: now, &step)
         }
@@ -337,7 +365,7 @@ public struct TargetCore {
     }
 
     private mutating func feed(_ family: IPFamily, _ event: PathCore.Event, now: UInt64, _ step: inout Step) {
-        let actions = paths[Self.index(of: family)].handle(event, now: now)
+        let actions = change(family) { $0.handle(event, now: now) }
         take(family, actions, now: now, &step)
     }
 
@@ -389,7 +417,7 @@ public struct TargetCore {
         pace(now: now, &step)
         // A family that has nothing left to probe gives no verdict of its own: the Check waits for the others only.
         let waitedFor = checkWaiting
-        checkWaiting = checkWaiting.filter { paths[Self.index(of: $0)].probe.awaitingVerdict && watches($0) }
+        checkWaiting = checkWaiting.filter { family in watches(family) && read(family) { $0.probe.awaitingVerdict } }
         if checkWaiting.count < waitedFor.count { step.verdict = true }
         var actions = step.actions
         if step.publish { actions.append(.publish) }
@@ -405,17 +433,17 @@ public struct TargetCore {
         let families = watchedFamilies
         guard families.count > 1 else { return }
         var states: [IPFamily: MonitorState] = [:]
-        for family in families { states[family] = paths[Self.index(of: family)].state(previous: MonitorState()) }
+        for family in families { states[family] = read(family) { $0.state(previous: MonitorState()) } }
         let headline = Self.headline(states, order: resolverOrder)
         let allFull = families.allSatisfy { states[$0]?.connectivity == .full }
         let wanted: Set<IPFamily> = allFull ? Set(families.filter { $0 != headline }) : []
         if wanted != relaxed {
             relaxed = wanted
-            for family in families where paths[Self.index(of: family)].probe.settings != pacedSettings(family) {
+            for family in families where read(family, { $0.probe.settings }) != pacedSettings(family) {
                 feed(family, .probeSettings(pacedSettings(family)), now: now, &step)
             }
         }
-        let suspect = headline.map { paths[Self.index(of: $0)].probe.suspicious } ?? false
+        let suspect = headline.map { family in read(family) { $0.probe.suspicious } } ?? false
         if suspect && !headlineSuspect {
             for family in families where family != headline { feed(family, .probeNow, now: now, &step) }
         }
@@ -426,7 +454,7 @@ public struct TargetCore {
     /// with no IPv4 default route, from `ipv4only.arpa` (RFC 7050, asked once per network and hourly).
     /// While IPv4 has no default route, IPv4 addresses are probed through it.
     private mutating func followNat64(now: UInt64, _ step: inout Step) {
-        let route = paths[Self.index(of: .v6)].monitor.route
+        let route = ipv6.monitor.route
         let routed = routedFamilies ?? []
         let advertised = route?.nat64Prefix
         if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route, route.usable {
@@ -449,7 +477,7 @@ public struct TargetCore {
             step.publish = true
         }
         let wanted = routed.contains(.v4) ? nil : known?.prefix
-        if wanted != paths[Self.index(of: .v4)].monitor.nat64 { feed(.v4, .nat64(wanted), now: now, &step) }
+        if wanted != ipv4.monitor.nat64 { feed(.v4, .nat64(wanted), now: now, &step) }
     }
 
     private func pacedSettings(_ family: IPFamily) -> ProbeSettings {

@@ -54,10 +54,13 @@ public enum TrafficSampling {
 /// transport's answer to `.probe` (`.probing`) goes before anything else queued, since the
 /// core sends nothing until it knows how. An address needs no lookup: the driver answers it.
 public final class TargetDriver {
-    @usableFromInline var current: TargetCore
-    /// The core as of the last event, lent, not copied (it is large, and read after every event).
+    /// The core, in memory the driver owns: its values are read in place through `core` and `path`, its
+    /// methods through `ask`. (A struct stored in a class is copied whole before each read of it; a core is
+    /// large, and read at every event.)
+    @usableFromInline let storage: UnsafeMutablePointer<TargetCore>
+    /// The core as of the last event, lent: read its stored values here, call its methods through `ask`.
     @inlinable public var core: TargetCore {
-        _read { yield current }
+        unsafeAddress { UnsafePointer(storage) }
     }
     private unowned let world: any TargetWorld
     /// Reads an address written as text (libc's inet_pton, which the rules do not link).
@@ -76,27 +79,48 @@ public final class TargetDriver {
     }
 
     public init(core: TargetCore, world: any TargetWorld, parseAddress: @escaping (String) -> IPAddress?) {
-        current = core
+        storage = .allocate(capacity: 1)
+        storage.initialize(to: core)
         self.world = world
         self.parseAddress = parseAddress
     }
 
+    deinit {
+        storage.deinitialize(count: 1)
+        storage.deallocate()
+    }
+
+    /// What `question` says of the core, asked in place: a method called on `core` runs on a copy.
+    public func ask<Answer>(_ question: (TargetCore) -> Answer) -> Answer { Self.ask(&storage.pointee, question) }
+
+    private static func ask<Answer>(_ core: inout TargetCore, _ question: (TargetCore) -> Answer) -> Answer { question(core) }
+
+    /// `family`'s path of the core, lent in place like `core`.
+    @inlinable public func path(_ family: IPFamily) -> UnsafePointer<PathCore> {
+        let offset = family == .v4 ? Self.ipv4Offset : Self.ipv6Offset
+        return UnsafeRawPointer(storage).advanced(by: offset).assumingMemoryBound(to: PathCore.self)
+    }
+
+    // Both are stored properties of TargetCore, which always have an offset.
+    @usableFromInline static let ipv4Offset = MemoryLayout<TargetCore>.offset(of: \TargetCore.ipv4)!
+    @usableFromInline static let ipv6Offset = MemoryLayout<TargetCore>.offset(of: \TargetCore.ipv6)!
+
     /// Hands `event` to the core (after whatever is being carried out now).
     public func handle(_ event: TargetCore.Event) {
         if driving { return queue.append(.event(event)) }
-        drive(current.handle(event, now: world.now))
+        drive(storage.pointee.handle(event, now: world.now))
     }
 
     /// A Check wants a fresh verdict: false when there is nothing to probe (see `TargetCore.check`).
     public func check() -> Bool {
-        let (probing, actions) = current.check(now: world.now)
+        let (probing, actions) = storage.pointee.check(now: world.now)
         if driving { queue.append(.actions(actions)) } else { drive(actions) }
         return probing
     }
 
     /// Starts over with `core` (settings restored before the start), keeping nothing queued.
     public func replaceCore(_ core: TargetCore) {
-        current = core
+        storage.pointee = core
         world.wakeUp(at: core.nextWakeup)
     }
 
@@ -109,7 +133,7 @@ public final class TargetDriver {
             let work = queue[head]
             head += 1
             switch work {
-            case .event(let event): carryOut(current.handle(event, now: world.now))
+            case .event(let event): carryOut(storage.pointee.handle(event, now: world.now))
             case .actions(let actions): carryOut(actions)
             }
         }
@@ -118,7 +142,7 @@ public final class TargetDriver {
             head = 0
         }
         world.settled()
-        world.wakeUp(at: current.nextWakeup)
+        world.wakeUp(at: storage.pointee.nextWakeup)
     }
 
     private func carryOut(_ actions: [TargetCore.Action]) {
@@ -160,7 +184,7 @@ public final class TargetDriver {
             case .probeBeyond(let family, let host, let gateway, let hops, let generation):
                 world.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)
             case .publish:
-                world.publish { [unowned self] previous in current.state(previous: previous) }
+                world.publish { [unowned self] previous in ask { $0.state(previous: previous) } }
             case .verdictReady:
                 world.verdictReady()
             }

@@ -118,7 +118,7 @@ public final class ConnectivityMonitor {
         for family in IPFamily.allCases {
             let index = TargetCore.index(of: family)
             transports[index].onInput = { [unowned self] input in handle(.probe(family, input)) }
-            transports[index].isOutstanding = { [unowned self] in driver.core.isOutstanding(family, $0) }
+            transports[index].isOutstanding = { [unowned self] sequence in driver.ask { $0.isOutstanding(family, sequence) } }
             if routeWatches.indices.contains(index) {
                 routeWatches[index].families = [family]
                 routeWatches[index].onChange = { [unowned self] verdict in
@@ -148,7 +148,7 @@ public final class ConnectivityMonitor {
     /// The settings were restored from the state file before `start`: take them
     /// without looking anything up yet.
     public func settingsRestored() {
-        let old = driver.core.paths[0].monitor
+        let old = driver.core[path: .v4].monitor
         let core = Self.makeCore(model.settings, transports: transports, routeProblem: old.routeProblem,
                                  refreshNanoseconds: old.refreshNanoseconds, linkFacts: old.linkFacts)
         driver.replaceCore(core)

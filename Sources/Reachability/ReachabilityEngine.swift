@@ -34,7 +34,7 @@ public final class ReachabilityEngine {
     public var onIgnoredRouterOption: ((String) -> Void)?
     /// The captive-portal API URIs routers announce changed: each interface's, by name (RFC 8910).
     public var onPortalAPIsChanged: (([String: String]) -> Void)?
-    public var portalAPIs: [String: String] { core.portalAPIs }
+    public var portalAPIs: [String: String] { ask { $0.portalAPIs } }
     /// Every target's watch, by its id in the core (the engine has no target of its own).
     private var watches: [ReachabilityCore.TargetID: (ReachabilityVerdict) -> Void] = [:]
 
@@ -58,16 +58,16 @@ public final class ReachabilityEngine {
         }
 
         public var table: LinkTable { engine.core.table }
-        public var verdict: ReachabilityVerdict? { engine.core.verdict(id) }
+        public var verdict: ReachabilityVerdict? { engine.ask { $0.verdict(id) } }
         public var target: IPAddress? {
-            get { engine.core.target(id) }
+            get { engine.ask { $0.target(id) } }
             set {
                 engine.core.setTarget(newValue, for: id)
                 engine.drive()
             }
         }
         public var families: [IPFamily] {
-            get { engine.core.families(id) }
+            get { engine.ask { $0.families(id) } }
             set {
                 engine.core.setFamilies(newValue, for: id)
                 engine.drive()
@@ -153,16 +153,23 @@ public final class ReachabilityEngine {
                 case .ignoredRouterOption(let why):
                     onIgnoredRouterOption?(why)
                 case .portalAPIsChanged:
-                    onPortalAPIsChanged?(core.portalAPIs)
+                    onPortalAPIsChanged?(portalAPIs)
                 }
             }
         }
         armRetryTimer()
     }
 
+    /// What `question` says of the core, asked in place: a method called on a stored struct runs on a copy.
+    fileprivate func ask<Answer>(_ question: (ReachabilityCore) -> Answer) -> Answer { Self.ask(&core, question) }
+
+    private static func ask<Answer>(_ core: inout ReachabilityCore, _ question: (ReachabilityCore) -> Answer) -> Answer {
+        question(core)
+    }
+
     /// At the core's next deadline (a dump to retry, a NAT64 prefix's lifetime ending), earlier ones first.
     private func armRetryTimer() {
-        guard let wake = core.nextWakeup else { return }
+        guard let wake = ask(\.nextWakeup) else { return }
         if retryTimer != nil, let retryAt, retryAt <= wake { return }
         if let retryTimer { loop.cancel(retryTimer) }
         retryAt = wake

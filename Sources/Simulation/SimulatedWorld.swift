@@ -26,7 +26,7 @@ extension Simulation {
 
     func watchRoute(_ address: IPAddress?, families: [IPFamily]) {
         routeNewsSinceCheck = true
-        let changed = address != reach.target(firstRoute) || families != reach.families(firstRoute)
+        let changed = address != askReach({ $0.target(firstRoute) }) || families != askReach({ $0.families(firstRoute) })
         reach.setTarget(address, for: firstRoute)
         reach.setFamilies(families, for: firstRoute)
         if changed { noteKernelTruth(reset: true) }
@@ -168,10 +168,11 @@ extension Simulation {
     func publishExtra(_ index: Int, _ newState: (MonitorState) -> MonitorState) {
         let extra = extras[index - 1]
         extra.state = newState(extra.state)
-        let path = extra.core.path(watchedFamily)
-        if case .resolved(let address) = path.monitor.resolution,
-           !Self.addresses(of: path.monitor.host, v6: scenario.family == .ipv6).contains(address) {
-            violation("target \(index)'s Host \(path.monitor.host) resolved to \(address), an answer for another name")
+        if case .resolved(let address) = extra.core[path: watchedFamily].monitor.resolution {
+            let host = extra.core[path: watchedFamily].monitor.host
+            if !Self.addresses(of: host, v6: scenario.family == .ipv6).contains(address) {
+                violation("target \(index)'s Host \(host) resolved to \(address), an answer for another name")
+            }
         }
     }
 

@@ -81,7 +81,7 @@ public final class Simulation {
     lazy var first = SimulatedTarget(simulation: self, index: 0, core: initialCore)
     /// The path of the family the scenario watches (the other is not watched: nothing may be sent in it).
     var target: PathCore {
-        _read { yield first.driver.core.paths[TargetCore.index(of: watchedFamily)] }
+        unsafeAddress { first.driver.path(watchedFamily) }
     }
     var watchedFamily: IPFamily { scenario.family == .ipv6 ? .v6 : .v4 }
     let initialCore: TargetCore
@@ -104,7 +104,9 @@ public final class Simulation {
         let routeID: ReachabilityCore.TargetID
         var probeAddress: IPAddress?
         var state = MonitorState()
-        var core: TargetCore { world.driver.core }
+        var core: TargetCore {
+            _read { yield world.driver.core }
+        }
 
         init(world: SimulatedTarget, routeID: ReachabilityCore.TargetID) {
             self.world = world
@@ -234,11 +236,11 @@ public final class Simulation {
         let end = scenario.duration * 1_000_000
         while violations.isEmpty {
             let targetWake = first.wake
+            let reachWake = askReach(\.nextWakeup)
             var next = queue.nextTime ?? end
             if let check = checkArrivals.last, check < next { next = check }
-            for wake in [targetWake, reach.nextWakeup] {
-                if let wake, wake < next { next = wake }
-            }
+            if let wake = targetWake, wake < next { next = wake }
+            if let wake = reachWake, wake < next { next = wake }
             var extraDue: Int?
             for index in extras.indices {
                 if let wake = extras[index].world.wake, wake < next || (wake == next && extraDue == nil) {
@@ -253,7 +255,7 @@ public final class Simulation {
                 take(.timeout)
             } else if let index = extraDue, let wake = extras[index - 1].world.wake, wake <= now {
                 takeExtra(index, .timeout)
-            } else if let wake = reach.nextWakeup, wake <= now {
+            } else if let wake = reachWake, wake <= now {
                 reach.handleTimeout(now: now)
             } else if let arrival = checkArrivals.last, arrival <= now, arrival < queue.nextTime ?? .max {
                 checkArrivals.removeLast()
@@ -277,6 +279,14 @@ public final class Simulation {
         finish()
         summary.finalStatus = state.status
         return violations
+    }
+
+    /// What `question` says of the reachability core, asked in place: a method called on a stored
+    /// struct runs on a copy.
+    func askReach<Answer>(_ question: (ReachabilityCore) -> Answer) -> Answer { Self.ask(&reach, question) }
+
+    private static func ask<Answer>(_ core: inout ReachabilityCore, _ question: (ReachabilityCore) -> Answer) -> Answer {
+        question(core)
     }
 
     func handle(_ event: Event) {

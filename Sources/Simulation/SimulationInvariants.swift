@@ -199,10 +199,10 @@ extension Simulation {
     /// What a reader that missed nothing would conclude about one of the reachability core's targets now.
     func kernelTruth(_ id: ReachabilityCore.TargetID, _ table: LinkTable) -> ReachabilityVerdict {
         let classify: (Link) -> InterfaceKind = { $0.name.hasPrefix("wlan") ? .wifi : .ethernet }
-        if let target = reach.target(id) {
+        if let target = askReach({ $0.target(id) }) {
             return ReachabilityEvaluation.verdict(target: target, lookup: kernel.lookup(target), table: table, classify: classify)
         }
-        return ReachabilityEvaluation.defaultRouteVerdict(families: reach.families(id), table: table, classify: classify)
+        return ReachabilityEvaluation.defaultRouteVerdict(families: askReach({ $0.families(id) }), table: table, classify: classify)
     }
 
     static func key(_ verdict: ReachabilityVerdict) -> String {
@@ -234,7 +234,7 @@ extension Simulation {
         let table = kernel.wholeTable
         for id in [firstRoute, secondTarget] {
             let truth = kernelTruth(id, table)
-            guard let verdict = reach.verdict(id) else {
+            guard let verdict = askReach({ $0.verdict(id) }) else {
                 return violation("no route verdict for target \(id) although the kernel has said everything "
                                  + "(truth: \(truth.usable ? truth.interface : truth.reason))")
             }

@@ -86,7 +86,7 @@ final class TargetDriverTests: XCTestCase {
         XCTAssertFalse(literalWorld.calls.contains { $0.hasPrefix("resolve") }, "\(literalWorld.calls)")
         XCTAssertTrue(literalWorld.calls.contains("watchRoute IPv4 198.18.0.2"), "\(literalWorld.calls)")
         XCTAssertTrue(literalWorld.calls.contains("aimProbes IPv4 198.18.0.2"), "\(literalWorld.calls)")
-        XCTAssertEqual(literal.core.path(.v4).monitor.resolution, .resolved(address))
+        XCTAssertEqual(literal.core[path: .v4].monitor.resolution, .resolved(address))
     }
 
     /// The transport's answer to `.probe` is the core's next event, before anything the world
@@ -103,7 +103,22 @@ final class TargetDriverTests: XCTestCase {
         XCTAssertNotNil(aimed, "\(world.calls)")
         XCTAssertNotNil(sent, "\(world.calls)")
         if let aimed, let sent { XCTAssertLessThan(aimed, sent) }
-        XCTAssertEqual(driver.core.path(.v4).probe.statistics.sent, 1)
+        XCTAssertEqual(driver.core[path: .v4].probe.statistics.sent, 1)
+    }
+
+    /// The driver lends its core in place: each family's path through `path`, and `ask` answers as the core does.
+    func testThePathsAreLentInPlace() {
+        let world = RecordingWorld()
+        let driver = makeDriver(world: world)
+        driver.handle(.start(checkURL: ""))
+        driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
+        driver.handle(.route(.v4, route.routed([.v4])))
+        XCTAssertEqual(driver.path(.v4).pointee.monitor.family, .ipv4)
+        XCTAssertEqual(driver.path(.v6).pointee.monitor.family, .ipv6)
+        XCTAssertEqual(driver.path(.v4).pointee.probe.statistics.sent, 1)
+        XCTAssertEqual(driver.path(.v4).pointee.monitor.resolution, driver.core[path: .v4].monitor.resolution)
+        XCTAssertEqual(driver.ask { $0.state(previous: MonitorState()) }, driver.core.state(previous: MonitorState()))
+        XCTAssertTrue(driver.ask { $0.isOutstanding(.v4, 0) } == driver.core.isOutstanding(.v4, 0))
     }
 
     /// No re-entry: an event the world hands over while an action is carried out waits until
