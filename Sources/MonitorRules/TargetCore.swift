@@ -154,7 +154,6 @@ public struct TargetCore {
         nextWakeup = earliestWakeup
     }
 
-
     /// Where `family` goes in a per-family array (IPv4's, then IPv6's).
     public static func index(of family: IPFamily) -> Int { family == .v4 ? 0 : 1 }
 
@@ -200,9 +199,9 @@ public struct TargetCore {
         let v6 = watches(.v6) ? ipv6.state(previous: previous) : nil
         let headline = Self.headline(order: resolverOrder) { $0 == .v4 ? v4?.connectivity : v6?.connectivity }
         var state = (headline == .v4 ? v4 : headline == .v6 ? v6 : nil) ?? previous
-        state.probesSent = self[path: .v4].probe.report.probesSent + self[path: .v6].probe.report.probesSent
-        state.probesAnswered = self[path: .v4].probe.report.probesAnswered + self[path: .v6].probe.report.probesAnswered
-        state.probesSkipped = self[path: .v4].probe.report.probesSkipped + self[path: .v6].probe.report.probesSkipped
+        state.probesSent = ipv4.probe.report.probesSent + ipv6.probe.report.probesSent
+        state.probesAnswered = ipv4.probe.report.probesAnswered + ipv6.probe.report.probesAnswered
+        state.probesSkipped = ipv4.probe.report.probesSkipped + ipv6.probe.report.probesSkipped
         state.traffic = Self.traffic(v4?.traffic, v6?.traffic)
         state.ipv4 = familyState(.v4, v4)
         state.ipv6 = familyState(.v6, v6)

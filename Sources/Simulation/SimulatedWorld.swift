@@ -168,8 +168,9 @@ extension Simulation {
     func publishExtra(_ index: Int, _ newState: (MonitorState) -> MonitorState) {
         let extra = extras[index - 1]
         extra.state = newState(extra.state)
-        if case .resolved(let address) = extra.core[path: watchedFamily].monitor.resolution {
-            let host = extra.core[path: watchedFamily].monitor.host
+        let path = extra.world.driver.path(watchedFamily)
+        if case .resolved(let address) = path.pointee.monitor.resolution {
+            let host = path.pointee.monitor.host
             if !Self.addresses(of: host, v6: scenario.family == .ipv6).contains(address) {
                 violation("target \(index)'s Host \(host) resolved to \(address), an answer for another name")
             }

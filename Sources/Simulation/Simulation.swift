@@ -104,9 +104,6 @@ public final class Simulation {
         let routeID: ReachabilityCore.TargetID
         var probeAddress: IPAddress?
         var state = MonitorState()
-        var core: TargetCore {
-            _read { yield world.driver.core }
-        }
 
         init(world: SimulatedTarget, routeID: ReachabilityCore.TargetID) {
             self.world = world
