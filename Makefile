@@ -82,7 +82,7 @@ gio-fuzz-replay: deps-build
 # The pure parts alone: each pure target's test target and the simulation, in virtual time; no root,
 # no bus, no socket (under a minute). The list of pure targets is tools/purity.sh's.
 CHECK_SUITES = $(shell tools/purity.sh --list | sed 's/\([A-Za-z]*\)/\1Tests/g; s/ /|/g')|SimulationTests
-# The pure targets (NetAddress, ProbeRules, ReachabilityRules, MonitorRules) import only one another.
+# The pure targets (NetAddress, Timekeeping, ProbeRules, ReachabilityRules, MonitorRules) import only one another.
 purity:
 	@tools/purity.sh
 

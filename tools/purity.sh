@@ -4,7 +4,7 @@
 # the same graph; this also catches an import that builds only because the module happens
 # to lie in the build directory.
 cd "$(dirname "$0")/.." || exit 1
-pure="NetAddress ProbeRules ReachabilityRules MonitorRules"
+pure="NetAddress Timekeeping ProbeRules ReachabilityRules MonitorRules"
 status=0
 for target in $pure; do
     for module in $(grep -hoE '^(@_exported )?import [A-Za-z_]+' "Sources/$target"/*.swift | awk '{print $NF}' | sort -u); do
@@ -15,14 +15,15 @@ for target in $pure; do
     done
 done
 # Each pure target has a test target of its own (make check runs them), which links no driver:
-# the rules, NetCore (addresses read from text), and CLinux (headers to hold numbers to) at most.
+# the rules, TestTime (how tests write time), NetCore (addresses read from text), and CLinux (headers to
+# hold numbers to) at most.
 for target in $pure; do
     tests="Tests/${target}Tests"
     if [ ! -d "$tests" ]; then
         echo "$target has no test target $tests"; status=1; continue
     fi
     for module in $(grep -hoE '^(@testable )?import [A-Za-z_]+' "$tests"/*.swift | awk '{print $NF}' | sort -u); do
-        case " $pure NetCore CLinux Glibc XCTest " in
+        case " $pure TestTime NetCore CLinux Glibc XCTest " in
             *" $module "*) ;;
             *) echo "$tests imports $module, a driver"; status=1 ;;
         esac

@@ -12,6 +12,7 @@ let package = Package(
             .product(name: "ReachabilityRules", package: "netobserver"),
             .product(name: "ProbeRules", package: "netobserver"),
             .product(name: "MonitorRules", package: "netobserver"),
+            .product(name: "Timekeeping", package: "netobserver"),
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,7 @@
 import DBusKit
 import EventLoop
 import MonitorRules
+import Timekeeping
 
 /// Follows ModemManager's modems and NetworkManager's devices on the system bus
 /// (DBUS_SYSTEM_BUS_ADDRESS honoured, whatever bus the daemon serves) and
@@ -140,8 +141,8 @@ public final class LinkFactsWatch {
     private func scheduleRetry() {
         guard retryTimer == nil else { return }
         failedAttempts += 1
-        let seconds = UInt64(min(60, 1 << min(failedAttempts - 1, 6)))
-        retryTimer = loop.schedule(after: seconds * 1_000_000_000) { [weak self] in
+        let wait = Duration.seconds(min(60, 1 << min(failedAttempts - 1, 6)))
+        retryTimer = loop.schedule(after: wait) { [weak self] in
             guard let self else { return }
             retryTimer = nil
             connect()

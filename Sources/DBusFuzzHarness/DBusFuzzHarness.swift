@@ -2,6 +2,7 @@ import DBusKit
 import EventLoop
 import MonitorContract
 import MonitorService
+import Timekeeping
 
 /// One fuzz input: bytes turned into a message by libdbus, then, when it is a method
 /// call, through the real ObjectServer dispatch of the whole service as the daemon
@@ -24,7 +25,7 @@ public enum DBusFuzzHarness {
         let took = recorder.loop.now() - started
         withExtendedLifetime(objects) {}
 
-        precondition(took < Self.slowestDispatch, "one call kept the loop \(took / 1_000_000) ms")
+        precondition(took < Self.slowestDispatch, "one call kept the loop \(took)")
         let answers = recorder.sent.filter { $0.kind == .methodReturn || $0.kind == .error }
         precondition(answers.count <= 1, "one call, \(answers.count) answers")
         precondition(message.expectsReply || answers.isEmpty, "a NO_REPLY call was answered")
@@ -65,7 +66,7 @@ public enum DBusFuzzHarness {
     }
 
     /// No dispatch may hold the loop longer (INTERFACE.md, "Hostile callers").
-    static let slowestDispatch: UInt64 = 50_000_000
+    static let slowestDispatch = Duration.milliseconds(50)
 
     /// Keeps what the server sends; one loop for every input, so a run costs no new descriptors.
     final class Recorder: MessageTransport {
@@ -85,7 +86,7 @@ public enum DBusFuzzHarness {
 
         /// One loop turn: what the service does at the end of a turn goes out.
         func runOneTurn() {
-            loop.schedule(after: 0) { [loop] in loop.quit(status: 0) }
+            loop.schedule(after: .zero) { [loop] in loop.quit(status: 0) }
             _ = loop.run()
         }
     }

@@ -1,5 +1,6 @@
 import CDBus
 import EventLoop
+import Timekeeping
 
 /// Connects one libdbus connection's watches, timeouts and dispatch status to
 /// a MainLoop, the way dbus-gmain and BlueZ's mainloop do.
@@ -120,7 +121,7 @@ final class LoopBinding {
         if let timer = slot.timer { loop.cancel(timer) }
         slot.timer = nil
         guard dbus_timeout_get_enabled(timeout) != 0 else { return }
-        let interval = UInt64(max(0, dbus_timeout_get_interval(timeout))) * 1_000_000
+        let interval = Duration.milliseconds(max(0, dbus_timeout_get_interval(timeout)))
         // libdbus timeouts repeat until removed or disabled.
         slot.timer = loop.schedule(after: interval, repeats: true) {
             dbus_timeout_handle(timeout)

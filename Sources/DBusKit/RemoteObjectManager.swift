@@ -1,4 +1,5 @@
 import EventLoop
+import Timekeeping
 
 /// A client of a remote org.freedesktop.DBus.ObjectManager, as GDBusObjectManagerClient
 /// is: it follows the service's owner, loads every object with GetManagedObjects, and
@@ -105,8 +106,8 @@ public final class RemoteObjectManager {
     /// A load that failed (or answered nonsense) is tried again after 1, 2, 4 … 60 s.
     private func retryLater() {
         failedLoads += 1
-        let seconds = UInt64(min(60, 1 << min(failedLoads - 1, 6)))
-        retryTimer = connection.loop.schedule(after: seconds * 1_000_000_000) { [weak self] in
+        let wait = Duration.seconds(min(60, 1 << min(failedLoads - 1, 6)))
+        retryTimer = connection.loop.schedule(after: wait) { [weak self] in
             guard let self else { return }
             retryTimer = nil
             loadObjects()

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import Timekeeping
 
 /// Readiness of a file descriptor, as the loop reports it.
 public struct IOEvents: OptionSet, Sendable {
@@ -29,19 +30,19 @@ public final class IOSource {
 
 /// A timer on the loop's monotonic clock; repeating timers re-arm until cancelled.
 public final class LoopTimer {
-    public let interval: UInt64
+    public let interval: Duration
     public let repeats: Bool
     /// How much later than `deadline` it may fire: the loop wakes for it only then, and fires it
     /// sooner when something else wakes the loop after `deadline`.
-    public let leeway: UInt64
+    public let leeway: Duration
     public internal(set) var isActive = true
     /// When it fires next, on MonotonicClock.
-    public internal(set) var deadline: UInt64
+    public internal(set) var deadline: Instant
     /// Position in the loop's TimerHeap; -1 when not scheduled.
     var heapIndex = -1
     let handler: () -> Void
 
-    init(deadline: UInt64, interval: UInt64, repeats: Bool, leeway: UInt64 = 0, handler: @escaping () -> Void) {
+    init(deadline: Instant, interval: Duration, repeats: Bool, leeway: Duration = .zero, handler: @escaping () -> Void) {
         self.deadline = deadline
         self.interval = interval
         self.repeats = repeats

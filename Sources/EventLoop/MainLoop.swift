@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import Timekeeping
 
 /// A single-threaded event loop over epoll.
 ///
@@ -31,8 +32,8 @@ public final class MainLoop {
     private var endOfTurn: [() -> Void] = []
     private var runningBatch: [() -> Void] = []
     private var exitStatus: Int32?
-    /// The loop's time (nanoseconds, monotonic): timers are due by it. Tests pass a clock they advance.
-    public let clock: @Sendable () -> UInt64
+    /// The loop's time (monotonic): timers are due by it. Tests pass a clock they advance.
+    public let clock: @Sendable () -> Instant
 
     /// How the loop waits: `epoll_pwait2` takes a nanosecond timeout; kernels
     /// before 5.11 lack it (ENOSYS) and seccomp filters written before it may
@@ -43,12 +44,12 @@ public final class MainLoop {
     }
     public let waitCall: WaitCall
 
-    /// Called after a turn whose work took longer than `slowTurnNanoseconds`, with its duration.
-    public var onSlowTurn: ((UInt64) -> Void)?
-    public var slowTurnNanoseconds: UInt64 = 50_000_000
+    /// Called after a turn whose work took longer than `slowTurn`, with its duration.
+    public var onSlowTurn: ((Duration) -> Void)?
+    public var slowTurn = Duration.milliseconds(50)
 
     /// `waitCall` nil: decided once here, by trying `epoll_pwait2`.
-    public init(waitCall: WaitCall? = nil, clock: @escaping @Sendable () -> UInt64 = MonotonicClock.now) throws(SystemError) {
+    public init(waitCall: WaitCall? = nil, clock: @escaping @Sendable () -> Instant = MonotonicClock.now) throws(SystemError) {
         epoll = try Syscall.descriptor("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
         self.clock = clock
         self.waitCall = waitCall ?? Self.probeWaitCall(epollFD: epoll.raw)
@@ -65,7 +66,7 @@ public final class MainLoop {
     }
 
     /// The loop's clock now.
-    public func now() -> UInt64 { clock() }
+    public func now() -> Instant { clock() }
 
     // MARK: Descriptors
 
@@ -132,22 +133,22 @@ public final class MainLoop {
 
     // MARK: Timers
 
-    /// Calls `handler` after `nanoseconds`, and every `nanoseconds` after that when `repeats`.
+    /// Calls `handler` after `delay`, and every `delay` after that when `repeats`.
     @discardableResult
-    public func schedule(after nanoseconds: UInt64, repeats: Bool = false, handler: @escaping () -> Void) -> LoopTimer {
-        schedule(after: nanoseconds, leeway: 0, repeats: repeats, handler: handler)
+    public func schedule(after delay: Duration, repeats: Bool = false, handler: @escaping () -> Void) -> LoopTimer {
+        schedule(after: delay, leeway: .zero, repeats: repeats, handler: handler)
     }
 
-    /// Calls `handler` after `nanoseconds`, and every `nanoseconds` after that when `repeats`, on the
+    /// Calls `handler` after `delay`, and every `delay` after that when `repeats`, on the
     /// first turn after then — but the loop wakes for it only `leeway` later (0: punctual). Housekeeping
     /// that need not be punctual rides on the wake-ups the loop has anyway and adds none of its own
     /// while anything else wakes the loop within `leeway`.
     @discardableResult
-    public func schedule(after nanoseconds: UInt64, leeway: UInt64, repeats: Bool = false,
+    public func schedule(after delay: Duration, leeway: Duration, repeats: Bool = false,
                          handler: @escaping () -> Void) -> LoopTimer {
-        let timer = LoopTimer(deadline: Self.saturatingSum(clock(), nanoseconds), interval: nanoseconds,
+        let timer = LoopTimer(deadline: Self.saturatingSum(clock(), delay), interval: delay,
                               repeats: repeats, leeway: leeway, handler: handler)
-        if leeway == 0 {
+        if leeway == .zero {
             timers.insert(timer)
         } else {
             lenientTimers.append(timer)
@@ -157,21 +158,21 @@ public final class MainLoop {
 
     /// Calls `handler` once the loop's clock reaches `deadline`.
     @discardableResult
-    public func schedule(at deadline: UInt64, handler: @escaping () -> Void) -> LoopTimer {
-        let timer = LoopTimer(deadline: deadline, interval: 0, repeats: false, handler: handler)
+    public func schedule(at deadline: Instant, handler: @escaping () -> Void) -> LoopTimer {
+        let timer = LoopTimer(deadline: deadline, interval: .zero, repeats: false, handler: handler)
         timers.insert(timer)
         return timer
     }
 
     /// A deadline far in the future stays there: it never wraps round to "due now".
-    static func saturatingSum(_ a: UInt64, _ b: UInt64) -> UInt64 {
-        let (sum, overflow) = a.addingReportingOverflow(b)
-        return overflow ? .max : sum
+    static func saturatingSum(_ a: Instant, _ b: Duration) -> Instant {
+        let (sum, overflow) = a.nanoseconds.addingReportingOverflow(b.nanoseconds)
+        return overflow ? .distantFuture : Instant(nanoseconds: sum)
     }
 
     public func cancel(_ timer: LoopTimer) {
         timer.isActive = false
-        if timer.leeway == 0 {
+        if timer.leeway == .zero {
             timers.remove(timer)
         } else {
             lenientTimers.removeAll { $0 === timer }
@@ -182,20 +183,19 @@ public final class MainLoop {
     public var scheduledTimers: Int { timers.count + lenientTimers.count }
 
     /// The latest the loop may sleep until: the next punctual deadline, or a lenient one's end of leeway.
-    private var nextWake: UInt64? {
+    private var nextWake: Instant? {
         let lenient = lenientTimers.lazy.map { Self.saturatingSum($0.deadline, $0.leeway) }.min()
         guard let first = timers.first?.deadline else { return lenient }
         return min(first, lenient ?? first)
     }
 
-    /// Nanoseconds until the loop must wake for a timer; nil when none is scheduled.
-    private func nextWait() -> UInt64? {
+    /// How long until the loop must wake for a timer; nil when none is scheduled.
+    private func nextWait() -> Duration? {
         guard let wake = nextWake else { return nil }
-        let now = clock()
-        return wake > now ? wake - now : 0
+        return wake.duration(since: clock())
     }
 
-    private func hasDueTimers(_ now: UInt64) -> Bool {
+    private func hasDueTimers(_ now: Instant) -> Bool {
         if let first = timers.first, first.deadline <= now { return true }
         return lenientTimers.contains { $0.deadline <= now }
     }
@@ -215,7 +215,7 @@ public final class MainLoop {
             due.append(timer)
         }
         for timer in due where timer.isActive {
-            if timer.leeway != 0 {
+            if timer.leeway != .zero {
                 // A lenient timer counts its interval from when it ran: riding late never makes it run twice.
                 if timer.repeats {
                     timer.deadline = Self.saturatingSum(now, timer.interval)
@@ -223,7 +223,7 @@ public final class MainLoop {
                     cancel(timer)
                 }
             } else if timer.repeats {
-                timer.deadline = max(Self.saturatingSum(timer.deadline, timer.interval), now &+ 1)
+                timer.deadline = max(Self.saturatingSum(timer.deadline, timer.interval), now &+ .nanoseconds(1))
                 timers.insert(timer)
             } else {
                 timer.isActive = false
@@ -232,16 +232,16 @@ public final class MainLoop {
         }
     }
 
-    private func wait(_ events: UnsafeMutableBufferPointer<epoll_event>, nanoseconds: UInt64?) -> Int32 {
+    private func wait(_ events: UnsafeMutableBufferPointer<epoll_event>, atMost limit: Duration?) -> Int32 {
         let count = Int32(events.count)
         switch waitCall {
         case .epollPwait2:
-            guard let nanoseconds else { return epoll_pwait2(epollFD, events.baseAddress, count, nil, nil) }
+            guard let nanoseconds = limit?.nanoseconds else { return epoll_pwait2(epollFD, events.baseAddress, count, nil, nil) }
             var timeout = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
             return epoll_pwait2(epollFD, events.baseAddress, count, &timeout, nil)
         case .epollPwait:
             // Rounded up: waking early would only mean another turn to wait the rest.
-            let milliseconds = nanoseconds.map { Int32(clamping: ($0 + 999_999) / 1_000_000) } ?? -1
+            let milliseconds = limit.map { Int32(clamping: ($0.nanoseconds + 999_999) / 1_000_000) } ?? -1
             return epoll_pwait(epollFD, events.baseAddress, count, milliseconds, nil)
         }
     }
@@ -280,19 +280,19 @@ public final class MainLoop {
     /// Runs until `quit(status:)`, and returns that status; it may be run again afterwards.
     public func run() -> Int32 {
         var events = [epoll_event](repeating: epoll_event(), count: 64)
-        var turnStarted: UInt64 = 0
+        var turnStarted: Instant?
         while true {
             runEndOfTurn()
-            if let onSlowTurn, turnStarted != 0 {
+            if let onSlowTurn, let turnStarted {
                 let took = MonotonicClock.now() - turnStarted
-                if took > slowTurnNanoseconds { onSlowTurn(took) }
+                if took > slowTurn { onSlowTurn(took) }
             }
             if let status = exitStatus {
                 exitStatus = nil
                 return status
             }
             let timeout = nextWait()
-            let n = events.withUnsafeMutableBufferPointer { wait($0, nanoseconds: timeout) }
+            let n = events.withUnsafeMutableBufferPointer { wait($0, atMost: timeout) }
             if n < 0 {
                 if errno == EINTR { continue }
                 // Only EBADF, EFAULT or EINVAL are left: the loop's own descriptor or buffer is wrong.
@@ -304,13 +304,13 @@ public final class MainLoop {
         }
     }
 
-    /// One turn that waits at most `nanoseconds` for descriptors: what is ready by then, the
+    /// One turn that waits at most `limit` for descriptors: what is ready by then, the
     /// timers due by the clock, the end-of-turn work. How a test on an injected clock lets
     /// answers from other threads (the resolver's) arrive.
-    public func runTurn(waitingAtMost nanoseconds: UInt64) {
+    public func runTurn(waitingAtMost limit: Duration) {
         var events = [epoll_event](repeating: epoll_event(), count: 64)
         runEndOfTurn()
-        let n = events.withUnsafeMutableBufferPointer { wait($0, nanoseconds: nanoseconds) }
+        let n = events.withUnsafeMutableBufferPointer { wait($0, atMost: limit) }
         if n > 0 { dispatch(events, count: n) }
         fireDueTimers()
         runEndOfTurn()

@@ -1,12 +1,13 @@
 import Glibc
+import Timekeeping
 
-/// CLOCK_MONOTONIC and CLOCK_REALTIME readings in nanoseconds / microseconds.
+/// CLOCK_MONOTONIC as an Instant; CLOCK_REALTIME and CLOCK_BOOTTIME readings in microseconds.
 public enum MonotonicClock {
-    /// Nanoseconds on CLOCK_MONOTONIC.
-    public static func now() -> UInt64 {
+    /// CLOCK_MONOTONIC now.
+    public static func now() -> Instant {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+        return Instant(nanoseconds: UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec))
     }
 
     /// Microseconds on CLOCK_REALTIME (for timestamps shown to users).
@@ -26,7 +27,7 @@ public enum MonotonicClock {
     /// How far CLOCK_BOOTTIME is ahead of CLOCK_MONOTONIC, µs: it grows only while the machine sleeps.
     public static func sleptMicroseconds() -> UInt64 {
         let boot = bootMicroseconds()
-        let monotonic = now() / 1000
+        let monotonic = now().sinceOrigin.microseconds
         return boot >= monotonic ? boot - monotonic : 0
     }
 }

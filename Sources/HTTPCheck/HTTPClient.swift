@@ -2,6 +2,7 @@ import CCurl
 import EventLoop
 import MonitorRules
 import ProbeRules
+import Timekeeping
 
 /// What one GET asks beyond the URL: the scheme it may use, the authorities it trusts, a few headers.
 public struct HTTPRequestOptions: Equatable, Sendable {
@@ -165,7 +166,7 @@ public final class HTTPClient {
         timer = nil
         guard milliseconds >= 0 else { return }
         // Never from inside curl's own call: the loop runs it on a later turn.
-        timer = loop.schedule(after: UInt64(milliseconds) * 1_000_000) { [unowned self] in
+        timer = loop.schedule(after: .milliseconds(milliseconds)) { [unowned self] in
             timer = nil
             act(on: CCurl_SOCKET_TIMEOUT, 0)
         }

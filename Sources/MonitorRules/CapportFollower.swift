@@ -1,13 +1,15 @@
+import Timekeeping
+
 /// When each interface's captive-portal API is asked, and what it last said (INTERFACE.md "Portal
 /// truth"), without I/O. The announcements (routers' option 37, else DHCP option 114) come in per
 /// interface; fetches go out, one at a time per interface, each answered once; the clock drives the
 /// cadence: at once when announced or changed, every 2 s while captive, else at the earlier of
 /// 300 s and `seconds-remaining` - 60 s. What cannot be fetched or taken is logged and says nothing.
 public struct CapportFollower: Sendable {
-    public static let captiveRefreshNanoseconds: UInt64 = 2_000_000_000
-    public static let refreshNanoseconds: UInt64 = 300_000_000_000
+    public static let captiveRefresh = Duration.seconds(2)
+    public static let refresh = Duration.seconds(300)
     /// After an answer not taken (or none): asked again this much later.
-    public static let retryNanoseconds: UInt64 = 30_000_000_000
+    public static let retry = Duration.seconds(30)
     /// `seconds-remaining` is asked about this long before it runs out.
     public static let marginSeconds: UInt64 = 60
     /// RFC 8910: the URI that says there is no portal here.
@@ -28,7 +30,7 @@ public struct CapportFollower: Sendable {
         /// The last answer taken; nil before the first, or after one not taken.
         public var answer: CapportAnswer?
         var running: UInt64?
-        var nextAt: UInt64?
+        var nextAt: Instant?
     }
 
     public private(set) var entries: [String: Entry] = [:]
@@ -46,12 +48,12 @@ public struct CapportFollower: Sendable {
         entries[interface]?.running == generation
     }
 
-    public var nextWakeup: UInt64? {
+    public var nextWakeup: Instant? {
         entries.values.compactMap { $0.running == nil ? $0.nextAt : nil }.min()
     }
 
     /// The URIs announced now, by interface (an interface left out has none any more).
-    public mutating func announced(_ uris: [String: String], now: UInt64) -> [Action] {
+    public mutating func announced(_ uris: [String: String], now: Instant) -> [Action] {
         var actions: [Action] = []
         for (interface, entry) in entries.sorted(by: { $0.key < $1.key }) where uris[interface] != entry.uri {
             if entry.running != nil { actions.append(.cancel(interface: interface)) }
@@ -74,7 +76,7 @@ public struct CapportFollower: Sendable {
 
     /// Fetch `generation` for `interface` ended: the API's answer, or why there is none to take.
     public mutating func fetched(interface: String, generation: UInt64, _ result: Result<CapportAnswer, StrictJSON.Malformed>,
-                                 now: UInt64) -> (changed: Bool, actions: [Action]) {
+                                 now: Instant) -> (changed: Bool, actions: [Action]) {
         guard var entry = entries[interface], entry.running == generation else { return (false, []) }
         let before = entry.answer
         entry.running = nil
@@ -83,13 +85,13 @@ public struct CapportFollower: Sendable {
         case .success(let answer):
             entry.answer = answer
             if answer.captive {
-                entry.nextAt = now &+ Self.captiveRefreshNanoseconds
+                entry.nextAt = now &+ Self.captiveRefresh
             } else {
-                var wait = Self.refreshNanoseconds
+                var wait = Self.refresh
                 if let seconds = answer.secondsRemaining {
                     // Bounded before it is scaled: the API says how many seconds, up to 2^40.
-                    let early = min(seconds > Self.marginSeconds ? seconds - Self.marginSeconds : 0, Self.refreshNanoseconds / 1_000_000_000)
-                    wait = max(Self.captiveRefreshNanoseconds, min(wait, early * 1_000_000_000))
+                    let early = min(seconds > Self.marginSeconds ? seconds - Self.marginSeconds : 0, Self.refresh.seconds)
+                    wait = max(Self.captiveRefresh, min(wait, .seconds(early)))
                 }
                 entry.nextAt = now &+ wait
             }
@@ -98,18 +100,18 @@ public struct CapportFollower: Sendable {
             }
         case .failure(let why):
             entry.answer = nil
-            entry.nextAt = now &+ (before?.captive == true ? Self.captiveRefreshNanoseconds : Self.retryNanoseconds)
+            entry.nextAt = now &+ (before?.captive == true ? Self.captiveRefresh : Self.retry)
             actions.append(.log("\(interface): captive-portal API \(entry.uri) ignored: \(why.text)"))
         }
         entries[interface] = entry
         return (before != entry.answer, actions)
     }
 
-    public mutating func handleTimeout(now: UInt64) -> [Action] {
+    public mutating func handleTimeout(now: Instant) -> [Action] {
         due(now: now)
     }
 
-    private mutating func due(now: UInt64) -> [Action] {
+    private mutating func due(now: Instant) -> [Action] {
         var actions: [Action] = []
         for (interface, entry) in entries.sorted(by: { $0.key < $1.key }) {
             guard entry.running == nil, let at = entry.nextAt, at <= now else { continue }

@@ -1,12 +1,13 @@
 import NetAddress
 import ProbeRules
 import ReachabilityRules
+import Timekeeping
 
 /// The monitor's combination of name resolution, the route and the probes, without
 /// I/O: settings, resolver answers, route verdicts, probe reports and the clock in;
 /// "resolve", "point the engines at this address", "the route came back" and "the
 /// state changed" out. `state(previous:)` applies StatusRules to what it knows.
-public struct MonitorCore {
+public struct MonitorCore: TimerTable {
     public enum Output: Equatable, Sendable {
         /// Look `host` up off the loop; answer with `resolved(generation:…)`.
         case resolve(host: String, family: AddressFamily, generation: UInt64)
@@ -27,8 +28,8 @@ public struct MonitorCore {
     }
 
     /// How often a resolved name is looked up again, by default.
-    public static let refreshNanoseconds: UInt64 = 300 * 1_000_000_000
-    public let refreshNanoseconds: UInt64
+    public static let refresh = Duration.seconds(300)
+    public let refresh: Duration
 
     public private(set) var host: String
     public private(set) var family: AddressFamily
@@ -54,14 +55,14 @@ public struct MonitorCore {
     private var target: IPAddress?
     private var addresses: [IPAddress] = []
     private var failedResolutions = 0
-    private var resolveAt: UInt64?
+    private var resolveAt: Instant?
     private var outputs: [Output] = []
     /// CheckURL was set while Host had no address (nothing to check over): the check starts once there is one.
     private var checkHeld = false
 
     public init(host: String, family: AddressFamily, routeProblem: String? = nil,
-                refreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds) {
-        self.refreshNanoseconds = refreshNanoseconds
+                refresh: Duration = MonitorCore.refresh) {
+        self.refresh = refresh
         self.host = host
         self.family = family
         self.routeProblem = routeProblem
@@ -73,12 +74,22 @@ public struct MonitorCore {
         return outputs
     }
 
-    public var nextWakeup: UInt64? {
-        switch (resolveAt, portalCheck.nextAt) {
-        case (nil, let at), (let at, nil): at
-        case (let a?, let b?): min(a, b)
+    /// The timers, each by name.
+    public enum Timer: CaseIterable, Hashable, Sendable {
+        /// The HTTP check's next run (`PortalCheck`'s schedule).
+        case check
+        /// Host looked up again: the refresh, or a retry after a failure.
+        case lookup
+    }
+
+    public func deadline(_ timer: Timer) -> Instant? {
+        switch timer {
+        case .check: portalCheck.nextAt
+        case .lookup: resolveAt
         }
     }
+
+    public var nextWakeup: Instant? { earliestDeadline }
 
     private var familyWord: String {
         switch family {
@@ -107,13 +118,13 @@ public struct MonitorCore {
     // MARK: Events
 
     /// Starts resolving the Host (once the model is exported).
-    public mutating func start(now: UInt64) {
+    public mutating func start(now: Instant) {
         resolve()
         outputs.append(.stateChanged)
     }
 
     /// Host or AddressFamily changed: everything about the old target is forgotten.
-    public mutating func targetChanged(host: String, family: AddressFamily, now: UInt64) {
+    public mutating func targetChanged(host: String, family: AddressFamily, now: Instant) {
         self.host = host
         self.family = family
         generation &+= 1
@@ -136,7 +147,7 @@ public struct MonitorCore {
     /// The resolver answered lookup `generation`. `routedFamilies`: the families with a
     /// default route now (nil when no engine knows).
     public mutating func resolved(generation: UInt64, _ result: Result<[IPAddress], ResolverFailure>,
-                                  routedFamilies: Set<IPFamily>?, now: UInt64) {
+                                  routedFamilies: Set<IPFamily>?, now: Instant) {
         guard generation == self.generation else { return }
         switch result {
         case .success(let found) where found.isEmpty:
@@ -146,7 +157,7 @@ public struct MonitorCore {
             addresses = []
             resolution = .failed("no \(familyWord)address for \(host)")
             retarget(nil)
-            resolveAt = now &+ refreshNanoseconds
+            resolveAt = now &+ refresh
             outputs.append(.stateChanged)
         case .success(let found):
             failedResolutions = 0
@@ -154,7 +165,7 @@ public struct MonitorCore {
             failedLookupsWhileAnswering = 0
             addresses = found
             chooseAddress(routedFamilies: routedFamilies, now: now)
-            resolveAt = now &+ refreshNanoseconds
+            resolveAt = now &+ refresh
         case .failure(let failure):
             failedResolutions += 1
             // Only while the known address answers does a failed lookup say the resolver is broken.
@@ -171,14 +182,14 @@ public struct MonitorCore {
             // With a known address, every 5 s: once the name resolves again, `limited` ends within
             // 5 s. Backing off (5, 10, 20, 40, 60 s) is only for a Host that has no address yet.
             let knowsAnAddress = if case .resolved = resolution { true } else { false }
-            let backoff = knowsAnAddress ? 5 : UInt64(min(60, 5 << min(failedResolutions - 1, 4)))
-            resolveAt = now &+ backoff * 1_000_000_000
+            let backoff = Duration.seconds(knowsAnAddress ? 5 : min(60, 5 << min(failedResolutions - 1, 4)))
+            resolveAt = now &+ backoff
             outputs.append(.stateChanged)
         }
     }
 
     /// The reachability engine's verdict changed (it says which families have a default route now).
-    public mutating func routeChanged(_ verdict: ReachabilityVerdict, now: UInt64) {
+    public mutating func routeChanged(_ verdict: ReachabilityVerdict, now: Instant) {
         let previous = route
         route = verdict
         if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: verdict.routedFamilies, now: now) }
@@ -195,7 +206,7 @@ public struct MonitorCore {
     }
 
     /// The probe engine's report changed.
-    public mutating func probeReportChanged(from old: ProbeReport, to new: ProbeReport, now: UInt64) {
+    public mutating func probeReportChanged(from old: ProbeReport, to new: ProbeReport, now: Instant) {
         probe = new
         // A host that stops answering may have moved: look its name up again.
         if old.answering == true && new.answering == false { resolve() }
@@ -206,7 +217,7 @@ public struct MonitorCore {
     }
 
     /// IPv4 addresses are to be reached through `prefix` (nil: natively), RFC 6052.
-    public mutating func nat64Changed(_ prefix: Nat64Prefix?, now: UInt64) {
+    public mutating func nat64Changed(_ prefix: Nat64Prefix?, now: Instant) {
         guard prefix != nat64 else { return }
         nat64 = prefix
         if case .resolved(let address) = resolution { retarget(address) }
@@ -226,7 +237,7 @@ public struct MonitorCore {
     }
 
     /// CheckURL changed (or was restored).
-    public mutating func checkURLChanged(_ url: String, now: UInt64) {
+    public mutating func checkURLChanged(_ url: String, now: Instant) {
         let hasAddress = if case .resolved = resolution { true } else { false }
         checkHeld = !hasAddress
         carryOut(portalCheck.setURL(url, now: now, starting: hasAddress))
@@ -234,20 +245,23 @@ public struct MonitorCore {
     }
 
     /// The check `generation` answered.
-    public mutating func checkAnswered(generation: UInt64, _ meaning: CheckAnswer.Meaning, now: UInt64) {
+    public mutating func checkAnswered(generation: UInt64, _ meaning: CheckAnswer.Meaning, now: Instant) {
         guard portalCheck.answered(generation: generation, meaning, now: now) else { return }
         outputs.append(.stateChanged)
     }
 
-    public mutating func handleTimeout(now: UInt64) {
-        carryOut(portalCheck.handleTimeout(now: now))
-        guard let at = resolveAt, at <= now else { return }
-        resolve()
+    public mutating func handleTimeout(now: Instant) {
+        for timer in Timer.allCases where isDue(timer, now: now) {
+            switch timer {
+            case .check: carryOut(portalCheck.handleTimeout(now: now))
+            case .lookup: resolve()
+            }
+        }
     }
 
     /// The check looks again, once Host has an address in this family (before, there is nothing to check over:
     /// it waits for one).
-    private mutating func triggerCheck(newNetwork: Bool, now: UInt64) {
+    private mutating func triggerCheck(newNetwork: Bool, now: Instant) {
         guard case .resolved = resolution else {
             checkHeld = portalCheck.isOn
             return
@@ -272,7 +286,7 @@ public struct MonitorCore {
     }
 
     /// `any`: the first address, in resolver order, whose family has a default route.
-    private mutating func chooseAddress(routedFamilies: Set<IPFamily>?, now: UInt64) {
+    private mutating func chooseAddress(routedFamilies: Set<IPFamily>?, now: Instant) {
         guard var chosen = addresses.first else { return }
         if family == .any, let routedFamilies {
             chosen = addresses.first { routedFamilies.contains($0.ipFamily) } ?? chosen

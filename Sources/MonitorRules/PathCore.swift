@@ -1,6 +1,7 @@
 import NetAddress
 import ProbeRules
 import ReachabilityRules
+import Timekeeping
 
 /// One address family's path of a target, without I/O: `MonitorCore` (the name's address in this
 /// family, the route, the check of CheckURL, DNS health, link facts) and `ProbeCore` (the schedule,
@@ -27,7 +28,7 @@ public struct PathCore {
         /// The check `generation` of CheckURL ended.
         case checkAnswered(generation: UInt64, CheckAnswer.Meaning)
         /// Traffic sample `generation` was taken, at this CPU cost (ns); nil: it could not be.
-        case trafficSampled(generation: UInt64, TrafficSample?, cost: UInt64)
+        case trafficSampled(generation: UInt64, TrafficSample?, cost: Duration)
         /// `nextWakeup` has come.
         case timeout
         /// Another family of the target is suspect: probe now, unless a probe is in flight.
@@ -83,26 +84,18 @@ public struct PathCore {
     private var awaitingProbing = false
 
     public init(host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64, slot: UInt16 = 0,
-                stride: UInt16 = 1, routeProblem: String? = nil, refreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds,
+                stride: UInt16 = 1, routeProblem: String? = nil, refresh: Duration = MonitorCore.refresh,
                 linkFacts: LinkFactsTable = LinkFactsTable()) {
-        monitor = MonitorCore(host: host, family: family, routeProblem: routeProblem, refreshNanoseconds: refreshNanoseconds)
+        monitor = MonitorCore(host: host, family: family, routeProblem: routeProblem, refresh: refresh)
         monitor.linkFactsChanged(linkFacts)
         _ = monitor.takeOutputs()
         probe = ProbeCore(settings: probeSettings, seed: seed, slot: slot, stride: stride)
-        nextWakeup = earliestWakeup
+        nextWakeup = earliestDeadline
     }
 
-    /// When to hand the core `.timeout`: the earliest of its parts' deadlines, as of the last event
+    /// When to hand the core `.timeout`: the earliest deadline in its table (`PathTimer`), as of the last event
     /// (kept, not computed, so a driver asking after every event copies nothing).
-    public private(set) var nextWakeup: UInt64?
-
-    private var earliestWakeup: UInt64? {
-        var earliest = monitor.nextWakeup ?? .max
-        if let probe = probe.nextWakeup, probe < earliest { earliest = probe }
-        if let traffic = trafficWatch.nextWakeup, traffic < earliest { earliest = traffic }
-        if let diagnosis = diagnosis.nextWakeup, diagnosis < earliest { earliest = diagnosis }
-        return earliest == .max ? nil : earliest
-    }
+    public private(set) var nextWakeup: Instant?
 
     /// The output contract above (see `OutputContract`); what broke it, nil when kept.
     public static func outputContractBroken(_ actions: [Action]) -> String? {
@@ -133,7 +126,7 @@ public struct PathCore {
     /// Whether probe `sequence` still waits for its answer (the transport keeps its TCP connection so long).
     public func isOutstanding(_ sequence: UInt16) -> Bool { probe.isOutstanding(sequence) }
 
-    public mutating func handle(_ event: Event, now: UInt64) -> [Action] {
+    public mutating func handle(_ event: Event, now: Instant) -> [Action] {
         switch event {
         case .start(let checkURL):
             monitor.start(now: now)
@@ -179,17 +172,21 @@ public struct PathCore {
             probe.resume(now: now)
             diagnosisActions += diagnosis.resumed(now: now)
         case .timeout:
-            monitor.handleTimeout(now: now)
-            if trafficWatch.expire(now: now) { trafficChanged(now: now) }
-            if let due = probe.nextWakeup, due <= now { probe.handleTimeout(now: now) }
-            diagnosisActions += diagnosis.handleTimeout(now: now)
+            for timer in PathTimer.allCases where isDue(timer, now: now) {
+                switch timer {
+                case .lookupAndCheck: monitor.handleTimeout(now: now)
+                case .traffic: if trafficWatch.expire(now: now) { trafficChanged(now: now) }
+                case .probe: probe.handleTimeout(now: now)
+                case .diagnosis: diagnosisActions += diagnosis.handleTimeout(now: now)
+                }
+            }
         }
         return settle(now: now)
     }
 
     /// A Check wants a fresh verdict: false when there is nothing to probe (no address, a
     /// known-bad route); else `.verdictReady` follows within two Timeouts (see `ProbeCore.check`).
-    public mutating func check(now: UInt64) -> (probing: Bool, actions: [Action]) {
+    public mutating func check(now: Instant) -> (probing: Bool, actions: [Action]) {
         let probing = monitor.canProbe && probe.check(now: now)
         return (probing, settle(now: now))
     }
@@ -212,14 +209,14 @@ public struct PathCore {
     private var diagnosisActions: [PathDiagnosis.Action] = []
 
     /// The word changed: the probes hear of it, and it is published (Traffic is quiet on its own).
-    private mutating func trafficChanged(now: UInt64) {
+    private mutating func trafficChanged(now: Instant) {
         probe.trafficChanged(trafficWatch.traffic, now: now)
         trafficPublishDue = true
     }
 
     /// Feeds each core's outputs to the other until both are quiet; the state is published once,
     /// and only then is a verdict ready.
-    private mutating func settle(now: UInt64) -> [Action] {
+    private mutating func settle(now: Instant) -> [Action] {
         var actions: [Action] = []
         var verdictReady = false
         // Only the event itself moves Host's address or its route (what the cores say to each other below does not).
@@ -281,13 +278,13 @@ public struct PathCore {
         if followDiagnosis(now: now, &actions) { publishDue = true }
         if publishDue { actions.append(.publish) }
         if verdictReady { actions.append(.verdictReady) }
-        nextWakeup = earliestWakeup
+        nextWakeup = earliestDeadline
         return actions
     }
 
     /// Hands the diagnosis the route's next hop and whether Host answers, and its asks to the driver;
     /// true when what it knows changed (Neighbor, Blame).
-    private mutating func followDiagnosis(now: UInt64, _ actions: inout [Action]) -> Bool {
+    private mutating func followDiagnosis(now: Instant, _ actions: inout [Action]) -> Bool {
         var asked = diagnosisActions
         diagnosisActions = []
         // The next hop follows from the route and the resolution alone.

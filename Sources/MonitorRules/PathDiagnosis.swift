@@ -1,9 +1,10 @@
 import NetAddress
 import ProbeRules
+import Timekeeping
 
 /// Where one path breaks, found with the fewest packets (INTERFACE.md "Where it broke"), without I/O:
 /// the neighbour check of the route's next hop — at a suspicion, when the next hop changes, after a
-/// resume, and while healthy at most once per `healthyRecheckNanoseconds` — and, once the next hop
+/// resume, and while healthy at most once per `healthyRecheck` — and, once the next hop
 /// answers (or cannot be asked) while Host is silent, one probe whose TTL expires just past it. Its
 /// answers stay until Host answers again or the next hop changes.
 public struct PathDiagnosis: Sendable {
@@ -33,9 +34,9 @@ public struct PathDiagnosis: Sendable {
     }
 
     /// A healthy path's next hop is asked again after this long (never more than one ARP/NS a minute).
-    public static let healthyRecheckNanoseconds: UInt64 = 60_000_000_000
+    public static let healthyRecheck = Duration.seconds(60)
     /// A broken path is diagnosed again after this long, so Blame follows a fault that moves.
-    public static let brokenRecheckNanoseconds: UInt64 = 60_000_000_000
+    public static let brokenRecheck = Duration.seconds(60)
     /// The TTL-limited probe's hop count: it expires at the first router past the gateway.
     public static let beyondHops: UInt8 = 2
 
@@ -47,14 +48,14 @@ public struct PathDiagnosis: Sendable {
     private var beyondGeneration: UInt64 = 0
     private var neighborRunning = false
     private var beyondRunning = false
-    private var lastNeighborCheck: UInt64?
+    private var lastNeighborCheck: Instant?
     /// Host is silent (suspect or failed) as of the last `hostChanged`.
     private var hostSilent = false
     private var hostAddress: IPAddress?
     private var asleep = false
     /// A probe past the gateway is wanted once the next hop has answered (one per diagnosis).
     private var beyondDue = false
-    private var lastDiagnosis: UInt64?
+    private var lastDiagnosis: Instant?
 
     public init() {}
 
@@ -62,14 +63,14 @@ public struct PathDiagnosis: Sendable {
     public var neighborApplies: Bool { nextHop?.hasNeighbors == true }
 
     /// When `timeout` is due: the next recheck.
-    public var nextWakeup: UInt64? {
+    public var nextWakeup: Instant? {
         guard !asleep, let nextHop, nextHop.hasNeighbors || hostSilent, !neighborRunning, !beyondRunning else { return nil }
-        if hostSilent { return lastDiagnosis.map { $0 &+ Self.brokenRecheckNanoseconds } }
-        return lastNeighborCheck.map { $0 &+ Self.healthyRecheckNanoseconds }
+        if hostSilent { return lastDiagnosis.map { $0 &+ Self.brokenRecheck } }
+        return lastNeighborCheck.map { $0 &+ Self.healthyRecheck }
     }
 
     /// The route's next hop (nil: on-link or no usable route). A new one is asked at once.
-    public mutating func routeChanged(_ hop: NextHop?, now: UInt64) -> [Action] {
+    public mutating func routeChanged(_ hop: NextHop?, now: Instant) -> [Action] {
         guard hop != nextHop else { return [] }
         let sameGateway = hop?.gateway == nextHop?.gateway && hop?.interfaceIndex == nextHop?.interfaceIndex
         nextHop = hop
@@ -79,7 +80,7 @@ public struct PathDiagnosis: Sendable {
     }
 
     /// Whether Host answers (false: a probe failed — a suspicion — or it is down) and at which address.
-    public mutating func hostChanged(silent: Bool, address: IPAddress?, now: UInt64) -> [Action] {
+    public mutating func hostChanged(silent: Bool, address: IPAddress?, now: Instant) -> [Action] {
         let wasSilent = hostSilent
         hostSilent = silent
         if address != hostAddress {
@@ -109,12 +110,12 @@ public struct PathDiagnosis: Sendable {
     }
 
     /// After a resume the next hop is asked at once, as after a route change.
-    public mutating func resumed(now: UInt64) -> [Action] {
+    public mutating func resumed(now: Instant) -> [Action] {
         asleep = false
         return diagnose(now: now)
     }
 
-    public mutating func neighborAnswered(generation: UInt64, _ answer: NeighborAnswer, now: UInt64) -> [Action] {
+    public mutating func neighborAnswered(generation: UInt64, _ answer: NeighborAnswer, now: Instant) -> [Action] {
         guard generation == neighborGeneration, neighborRunning else { return [] }
         neighborRunning = false
         neighbor = answer
@@ -127,7 +128,7 @@ public struct PathDiagnosis: Sendable {
         beyond = answer
     }
 
-    public mutating func handleTimeout(now: UInt64) -> [Action] {
+    public mutating func handleTimeout(now: Instant) -> [Action] {
         guard let due = nextWakeup, due <= now else { return [] }
         return diagnose(now: now)
     }
@@ -145,7 +146,7 @@ public struct PathDiagnosis: Sendable {
     }
 
     /// The neighbour check when it applies, else (Host silent) straight to the probe past the gateway.
-    private mutating func diagnose(now: UInt64) -> [Action] {
+    private mutating func diagnose(now: Instant) -> [Action] {
         guard !asleep, let nextHop else { return [] }
         if hostSilent {
             lastDiagnosis = now

@@ -1,6 +1,7 @@
 import NetAddress
 import ProbeRules
 import ReachabilityRules
+import Timekeeping
 
 /// One target's whole verdict without I/O: a `PathCore` per address family, one lookup of Host
 /// for all of them, and the headline (INTERFACE.md "Every path"): the best family, among equals
@@ -30,7 +31,7 @@ public struct TargetCore {
         /// `family`'s check `generation` of CheckURL ended.
         case checkAnswered(IPFamily, generation: UInt64, CheckAnswer.Meaning)
         /// `family`'s traffic sample `generation` was taken, at this CPU cost (ns); nil: it could not be.
-        case trafficSampled(IPFamily, generation: UInt64, TrafficSample?, cost: UInt64)
+        case trafficSampled(IPFamily, generation: UInt64, TrafficSample?, cost: Duration)
         /// The lookup of `ipv4only.arpa` (RFC 7050) `generation` answered.
         case nat64Resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>)
         /// `family`'s neighbour check `generation` answered.
@@ -126,18 +127,18 @@ public struct TargetCore {
     /// RFC 7050: the prefix `ipv4only.arpa` revealed, for the network (IPv6 route) it was asked on.
     private var discovered: Nat64Prefix?
     private var discoveryNetwork: String?
-    private var discoveryAt: UInt64?
+    private(set) var discoveryAt: Instant?
     private var discoveryGeneration: UInt64 = 0
 
     /// How often `ipv4only.arpa` is asked again on the same network (RFC 7050: hourly).
-    public static let nat64DiscoveryNanoseconds: UInt64 = 3_600_000_000_000
+    public static let nat64Discovery = Duration.seconds(3600)
 
     /// While every family is `full`, the others than the headline's are probed at most this often.
     public static let relaxedIntervalMilliseconds: UInt32 = 30_000
 
     /// `slots`: each family's sequence slot in shared sockets (0 when not given), all with `stride`.
     public init(host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64, slots: [IPFamily: UInt16] = [:],
-                stride: UInt16 = 1, routeProblem: String? = nil, refreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds,
+                stride: UInt16 = 1, routeProblem: String? = nil, refresh: Duration = MonitorCore.refresh,
                 linkFacts: LinkFactsTable = LinkFactsTable()) {
         self.host = host
         self.family = family
@@ -146,12 +147,12 @@ public struct TargetCore {
             // Each path its own random stream.
             PathCore(host: host, family: Self.addressFamily(pathFamily), probeSettings: probeSettings,
                      seed: seed &+ offset &* 0x9E37_79B9, slot: slots[pathFamily] ?? 0, stride: stride, routeProblem: routeProblem,
-                     refreshNanoseconds: refreshNanoseconds, linkFacts: linkFacts)
+                     refresh: refresh, linkFacts: linkFacts)
         }
         ipv4 = path(.v4, 0)
         ipv6 = path(.v6, 1)
         watchedFamilies = IPFamily.allCases.filter { watches($0) }
-        nextWakeup = earliestWakeup
+        nextWakeup = earliestDeadline
     }
 
     /// Where `family` goes in a per-family array (IPv4's, then IPv6's).
@@ -171,16 +172,9 @@ public struct TargetCore {
 
     static func addressFamily(_ family: IPFamily) -> AddressFamily { family == .v4 ? .ipv4 : .ipv6 }
 
-    /// When to hand the core `.timeout`: the earliest of its paths' deadlines, as of the last event.
-    public private(set) var nextWakeup: UInt64?
+    /// When to hand the core `.timeout`: the earliest deadline in its table (`TargetTimer`), as of the last event.
+    public private(set) var nextWakeup: Instant?
 
-    private var earliestWakeup: UInt64? {
-        var earliest = discoveryAt ?? .max
-        for family in IPFamily.allCases where watches(family) {
-            if let at = self[path: family].nextWakeup, at < earliest { earliest = at }
-        }
-        return earliest == .max ? nil : earliest
-    }
 
     /// The output contract above (see `OutputContract`); what broke it, nil when kept.
     public static func outputContractBroken(_ actions: [Action]) -> String? {
@@ -271,7 +265,7 @@ public struct TargetCore {
 
     // MARK: Events
 
-    public mutating func handle(_ event: Event, now: UInt64) -> [Action] {
+    public mutating func handle(_ event: Event, now: Instant) -> [Action] {
         var step = Step()
         switch event {
         case .start(let checkURL):
@@ -335,8 +329,8 @@ public struct TargetCore {
             for family in watchedFamilies { feed(family, .resume, now: now, &step) }
             step.publish = true
         case .timeout:
-            for family in watchedFamilies where (self[path: family].nextWakeup ?? .max) <= now {
-                feed(family, .timeout, now: now, &step)
+            for timer in TargetTimer.allCases where isDue(timer, now: now) {
+                if let family = timer.family { feed(family, .timeout, now: now, &step) }
             }
         }
         return finish(&step, now: now)
@@ -344,7 +338,7 @@ public struct TargetCore {
 
     /// A Check wants a fresh verdict: every watched family with something to probe probes (see
     /// `PathCore.check`); the verdict is ready once each has its own. False when none can probe.
-    public mutating func check(now: UInt64) -> (probing: Bool, actions: [Action]) {
+    public mutating func check(now: Instant) -> (probing: Bool, actions: [Action]) {
         var step = Step()
         for family in watchedFamilies {
             let (probing, actions) = change(family) { $0.check(now: now) }
@@ -363,14 +357,14 @@ public struct TargetCore {
         var verdict = false
     }
 
-    private mutating func feed(_ family: IPFamily, _ event: PathCore.Event, now: UInt64, _ step: inout Step) {
+    private mutating func feed(_ family: IPFamily, _ event: PathCore.Event, now: Instant, _ step: inout Step) {
         let actions = change(family) { $0.handle(event, now: now) }
         take(family, actions, now: now, &step)
     }
 
     /// A path's actions, tagged with its family; lookups become the target's one lookup, and a family
     /// AddressFamily does not watch only lets go of what it held.
-    private mutating func take(_ family: IPFamily, _ actions: [PathCore.Action], now: UInt64, _ step: inout Step) {
+    private mutating func take(_ family: IPFamily, _ actions: [PathCore.Action], now: Instant, _ step: inout Step) {
         let watched = watches(family)
         for action in actions {
             switch action {
@@ -411,7 +405,7 @@ public struct TargetCore {
     }
 
     /// The pace across families, then the publish and the verdict, last.
-    private mutating func finish(_ step: inout Step, now: UInt64) -> [Action] {
+    private mutating func finish(_ step: inout Step, now: Instant) -> [Action] {
         followNat64(now: now, &step)
         pace(now: now, &step)
         // A family that has nothing left to probe gives no verdict of its own: the Check waits for the others only.
@@ -421,14 +415,14 @@ public struct TargetCore {
         var actions = step.actions
         if step.publish { actions.append(.publish) }
         if step.verdict && checkWaiting.isEmpty { actions.append(.verdictReady) }
-        nextWakeup = earliestWakeup
+        nextWakeup = earliestDeadline
         return actions
     }
 
     /// INTERFACE.md "Cheap when both work": while every watched family is `full`, the others than the
     /// headline's are probed at the relaxed pace; when the headline's family turns suspect, every other
     /// one is probed at once.
-    private mutating func pace(now: UInt64, _ step: inout Step) {
+    private mutating func pace(now: Instant, _ step: inout Step) {
         let families = watchedFamilies
         guard families.count > 1 else { return }
         var states: [IPFamily: MonitorState] = [:]
@@ -452,16 +446,16 @@ public struct TargetCore {
     /// INTERFACE.md "NAT64": the prefix from the routers of the IPv6 route's network (RFC 8781), else,
     /// with no IPv4 default route, from `ipv4only.arpa` (RFC 7050, asked once per network and hourly).
     /// While IPv4 has no default route, IPv4 addresses are probed through it.
-    private mutating func followNat64(now: UInt64, _ step: inout Step) {
+    private mutating func followNat64(now: Instant, _ step: inout Step) {
         let route = ipv6.monitor.route
         let routed = routedFamilies ?? []
         let advertised = route?.nat64Prefix
         if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route, route.usable {
             let network = route.interface + " " + route.source
-            if network != discoveryNetwork || (discoveryAt ?? .max) <= now {
+            if network != discoveryNetwork || (discoveryAt ?? .distantFuture) <= now {
                 if network != discoveryNetwork { discovered = nil }
                 discoveryNetwork = network
-                discoveryAt = now &+ Self.nat64DiscoveryNanoseconds
+                discoveryAt = now &+ Self.nat64Discovery
                 discoveryGeneration &+= 1
                 step.actions.append(.resolveNat64(generation: discoveryGeneration))
             }

@@ -1,13 +1,14 @@
 import NetAddress
 import ProbeRules
 import ReachabilityRules
+import Timekeeping
 
 /// What a target's driver asks of the world around it: the daemon's sockets, threads and
 /// model, or the simulation's. Each call only starts something or hands a value over; what
 /// comes of it comes back as an event through `TargetDriver.handle`.
 public protocol TargetWorld: AnyObject {
-    /// The clock the core runs on (monotonic nanoseconds).
-    var now: UInt64 { get }
+    /// The clock the core runs on (monotonic).
+    var now: Instant { get }
     /// The families that have a default route now (nil: the routes are not watched).
     var routedFamilies: Set<IPFamily>? { get }
     /// Look a name up off the loop (an address never gets here); answer with `.resolved`.
@@ -37,14 +38,14 @@ public protocol TargetWorld: AnyObject {
     /// A probe ended and its verdict is published: pending Checks may answer.
     func verdictReady()
     /// Hand the core `.timeout` at `deadline` (nil: no wake-up); replaces the last one asked for.
-    func wakeUp(at deadline: UInt64?)
+    func wakeUp(at deadline: Instant?)
     /// The core is quiet after an event: let go of what finished probes hold.
     func settled()
 }
 
 /// How a traffic sample was taken: on the spot (nil: it could not be), or later through `.trafficSampled`.
 public enum TrafficSampling {
-    case now(TrafficSample?, cost: UInt64)
+    case now(TrafficSample?, cost: Duration)
     case later
 }
 

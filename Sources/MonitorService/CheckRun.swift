@@ -5,6 +5,7 @@ import MonitorRules
 import NetAddress
 import NetCore
 import Probe
+import Timekeeping
 
 /// One GET for the checks or the captive-portal API, all within its time limit: the URL's host is
 /// resolved by the service's own resolver (off the loop, as Host is), an address leading into this
@@ -15,7 +16,7 @@ final class CheckRun {
     private let loop: MainLoop
     private let resolver: HostResolver
     private let resolverOwner: UInt64
-    private let started: UInt64
+    private let started: Instant
     private let limitMilliseconds: Int
     private var request: (any HTTPTransfer)?
     private var deadline: LoopTimer?
@@ -41,7 +42,7 @@ final class CheckRun {
         resolverOwner = resolver.newOwner()
         started = loop.now()
         let target = CheckURLTarget(url)
-        deadline = loop.schedule(after: UInt64(limitMilliseconds) * 1_000_000) { [weak self] in
+        deadline = loop.schedule(after: .milliseconds(limitMilliseconds)) { [weak self] in
             guard let self else { return }
             deadline = nil
             let limit = Self.duration(limitMilliseconds)
@@ -107,7 +108,7 @@ final class CheckRun {
     private func connect(_ url: String, _ target: CheckURLTarget, _ address: IPAddress, _ client: any HTTPGetting,
                          mayPointInward: Bool) {
         guard mayPointInward || !leadsInward(address) else { return finishLater(.failed(Self.inward)) }
-        let spent = Int((loop.now() &- started) / 1_000_000)
+        let spent = Int((loop.now() &- started).milliseconds)
         let left = max(1, limitMilliseconds - spent)
         let pinned = target.literal == nil ? HTTPClient.Pin(host: target.host, port: target.port, address: address.description) : nil
         request = client.startGet(url, pinnedTo: pinned, timeoutMilliseconds: left, options: options) { [weak self] answer in

@@ -8,6 +8,7 @@ import NetCore
 import Probe
 import ProbeRules
 import Reachability
+import Timekeeping
 import TrafficCensus
 
 /// The world around one target's `TargetDriver`: it turns what the resolver, the route watch,
@@ -53,7 +54,7 @@ public final class ConnectivityMonitor {
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
                 sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: (any HTTPClientSource)? = nil,
                 caFile: String? = nil,
-                dnsRefreshNanoseconds: UInt64 = MonitorCore.refreshNanoseconds, resolvesFirst: Bool = false,
+                dnsRefresh: Duration = MonitorCore.refresh, resolvesFirst: Bool = false,
                 classifier: InterfaceClassifier = InterfaceClassifier(), trafficSampler: TrafficSampler? = nil,
                 transports: [any ProbeTransporting]? = nil, routeWatches: [any RouteWatch]? = nil) throws(SystemError) {
         self.loop = loop
@@ -89,18 +90,18 @@ public final class ConnectivityMonitor {
             }
         }
         initialCore = Self.makeCore(model.settings, transports: self.transports, routeProblem: problem,
-                             refreshNanoseconds: dnsRefreshNanoseconds, linkFacts: LinkFactsTable())
+                             refresh: dnsRefresh, linkFacts: LinkFactsTable())
         wireUp()
     }
 
     /// A core for `settings`, each family probing in its transport's slot.
     private static func makeCore(_ settings: MonitorSettings, transports: [any ProbeTransporting], routeProblem: String?,
-                                 refreshNanoseconds: UInt64, linkFacts: LinkFactsTable) -> TargetCore {
+                                 refresh: Duration, linkFacts: LinkFactsTable) -> TargetCore {
         var slots: [IPFamily: UInt16] = [:]
         for family in IPFamily.allCases { slots[family] = transports[TargetCore.index(of: family)].slot ?? 0 }
         return TargetCore(host: settings.host, family: settings.family, probeSettings: probeSettings(settings),
                           seed: UInt64.random(in: 0...UInt64.max), slots: slots, stride: transports[0].stride,
-                          routeProblem: routeProblem, refreshNanoseconds: refreshNanoseconds, linkFacts: linkFacts)
+                          routeProblem: routeProblem, refresh: refresh, linkFacts: linkFacts)
     }
 
     deinit {
@@ -150,7 +151,7 @@ public final class ConnectivityMonitor {
     public func settingsRestored() {
         let old = driver.core[path: .v4].monitor
         let core = Self.makeCore(model.settings, transports: transports, routeProblem: old.routeProblem,
-                                 refreshNanoseconds: old.refreshNanoseconds, linkFacts: old.linkFacts)
+                                 refresh: old.refresh, linkFacts: old.linkFacts)
         driver.replaceCore(core)
     }
 
@@ -195,7 +196,7 @@ public final class ConnectivityMonitor {
 
 /// What the driver asks, carried out on the loop's sockets, threads and the model.
 extension ConnectivityMonitor: TargetWorld {
-    public var now: UInt64 { loop.now() }
+    public var now: Instant { loop.now() }
 
     public var routedFamilies: Set<IPFamily>? {
         routeWatches.first?.table.routedFamilies
@@ -265,7 +266,7 @@ extension ConnectivityMonitor: TargetWorld {
                               inline: Bool) -> TrafficSampling {
         guard let trafficSampler,
               let sources = routeWatches.first?.table.trafficSources(interface: interface, family: host.ipFamily) else {
-            return .now(nil, cost: 0)
+            return .now(nil, cost: .zero)
         }
         if inline, let (sample, cost) = trafficSampler.sampleNow(host: host, sources: sources) {
             return .now(sample, cost: cost)
@@ -313,7 +314,7 @@ extension ConnectivityMonitor: TargetWorld {
         onVerdictReady?()
     }
 
-    public func wakeUp(at deadline: UInt64?) {
+    public func wakeUp(at deadline: Instant?) {
         wakeup.arm(at: deadline)
     }
 

@@ -9,6 +9,7 @@ import MonitorRules
 import Probe
 import ProbeRules
 import Reachability
+import Timekeeping
 import TrafficCensus
 
 /// netobserverd: the bus connection, the Monitor object and the loop.
@@ -129,7 +130,7 @@ final class Service {
         } catch {
             throw StartFailure(status: 1, message: "\(error)")
         }
-        loop.onSlowTurn = { nanoseconds in Log.warning("one loop turn took \(nanoseconds / 1_000_000) ms") }
+        loop.onSlowTurn = { took in Log.warning("one loop turn took \(took.milliseconds) ms") }
         if loop.waitCall == .epollPwait { Log.info("epoll_pwait2 is missing or forbidden here: waiting with epoll_pwait") }
         do {
             connection = try BusConnection(options.bus, loop: loop)
@@ -158,7 +159,7 @@ final class Service {
             }
             connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
                                                    probeSockets: probeSockets, http: http, caFile: options.caFile,
-                                                   dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
+                                                   dnsRefresh: options.dnsRefresh,
                                                    resolvesFirst: true, trafficSampler: trafficSampler)
         } catch {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
@@ -245,7 +246,7 @@ final class Service {
                                                                    routes, trafficSampler] model throws(SystemError) in
             try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
                                     probeSockets: probeSockets, http: http, caFile: options.caFile,
-                                    dnsRefreshNanoseconds: options.dnsRefreshNanoseconds,
+                                    dnsRefresh: options.dnsRefresh,
                                     trafficSampler: trafficSampler)
         }
         let targets = objects.targets
@@ -367,7 +368,7 @@ final class Service {
         Log.info("serving \(MonitorContract.busName) at \(MonitorContract.objectPath) as \(connection.uniqueName), host \(model.settings.host)")
     }
 
-    static let startUpTrims: [UInt64] = [200_000_000, 3_000_000_000]
+    static let startUpTrims: [Duration] = [.milliseconds(200), .seconds(3)]
 
     /// Serves until a signal or a lost bus; returns the exit status.
     func run() -> Int32 {

@@ -1,6 +1,7 @@
 import MonitorContract
 import DBusKit
 import Glibc
+import Timekeeping
 
 /// netobserverd's command line (INTERFACE.md, "Command lines").
 public struct DaemonOptions: Equatable, Sendable {
@@ -179,7 +180,7 @@ public struct DaemonOptions: Equatable, Sendable {
         return .run(options)
     }
 
-    var dnsRefreshNanoseconds: UInt64 { UInt64(dnsRefreshSeconds) * 1_000_000_000 }
+    var dnsRefresh: Duration { .seconds(dnsRefreshSeconds) }
 
     /// Where the state file lives when --state-dir is not given.
     public func defaultStateDirectory(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> String? {

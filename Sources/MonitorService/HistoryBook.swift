@@ -1,11 +1,12 @@
 import EventLoop
 import MonitorRules
+import Timekeeping
 
 /// Every target's history, for the whole service: the keepers, their files written off the loop at
 /// most once per `writeInterval` (and at once at shutdown), and the sleeps — logind's, and the jumps
 /// of CLOCK_BOOTTIME over CLOCK_MONOTONIC that no one announced — handed to every target.
 final class HistoryBook {
-    static let writeInterval: UInt64 = 10_000_000_000
+    static let writeInterval = Duration.seconds(10)
     /// A jump of BOOTTIME over MONOTONIC longer than this is a sleep (clock adjustments never move either).
     static let sleepJump: UInt64 = 1_000_000
 

@@ -2,6 +2,7 @@ import DBusKit
 import EventLoop
 import MonitorContract
 import MonitorRules
+import Timekeeping
 
 /// The exported /org/netobserver/Monitor: binds the model to the bus, turns
 /// model changes into PropertiesChanged and StatusChanged, and keeps the
@@ -114,8 +115,8 @@ public final class MonitorObject {
         // Pending before the probe goes out: a probe that fails at once delivers its verdict right away.
         // The verdict is in within two Timeouts (a forced probe may wait one Timeout for the
         // previous one); the margin covers scheduling.
-        let deadline = (2 * UInt64(model.settings.timeout) + 100) * 1_000_000
-        checks.add(call, timeoutNanoseconds: deadline) { [unowned self] call in
+        let deadline = Duration.milliseconds(2 * UInt64(model.settings.timeout) + 100)
+        checks.add(call, timeout: deadline) { [unowned self] call in
             call.reply([.string(model.state.status.rawValue)])
         }
         if model.probeNow?() != true, checks.remove(call) {
@@ -138,7 +139,7 @@ public final class MonitorObject {
                 call.reply([.boolean(true)])
                 return
             }
-            waits.add(call, timeoutNanoseconds: UInt64(timeout) * 1_000_000) { call in
+            waits.add(call, timeout: .milliseconds(timeout)) { call in
                 call.reply([.boolean(false)])
             }
         }

@@ -1,6 +1,7 @@
 import DBusKit
 import EventLoop
 import ProbeRules
+import Timekeeping
 
 /// The Waits or the Checks of one target that are answered later, each with its own
 /// deadline, counted in the service's `PendingBudget` (which decides whether a call may
@@ -38,9 +39,9 @@ public final class PendingCalls {
     public func count(for client: String) -> Int { byClient[client]?.count ?? 0 }
 
     /// Keeps `call` (which the budget admitted) until `resolveAll`, `remove` or its deadline.
-    public func add(_ call: MethodCall, timeoutNanoseconds: UInt64, onTimeout: @escaping (MethodCall) -> Void) {
+    public func add(_ call: MethodCall, timeout: Duration, onTimeout: @escaping (MethodCall) -> Void) {
         let entry = Entry(call: call, onTimeout: onTimeout)
-        entry.timer = loop.schedule(after: timeoutNanoseconds) { [weak self, weak entry] in
+        entry.timer = loop.schedule(after: timeout) { [weak self, weak entry] in
             guard let self, let entry else { return }
             remove(entry)
             entry.onTimeout(entry.call)

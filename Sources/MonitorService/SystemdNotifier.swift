@@ -1,5 +1,6 @@
 import EventLoop
 import Glibc
+import Timekeeping
 
 /// sd_notify(3) without libsystemd: datagrams to $NOTIFY_SOCKET (READY=1,
 /// WATCHDOG=1, STOPPING=1, STATUS=…), and the watchdog period from $WATCHDOG_USEC.
@@ -8,7 +9,7 @@ public final class SystemdNotifier {
     private let address: sockaddr_un
     private let length: socklen_t
     /// Half of WATCHDOG_USEC, in nanoseconds, when systemd wants keep-alives from this process.
-    public let watchdogPeriod: UInt64?
+    public let watchdogPeriod: Duration?
 
     public init?(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) {
         guard let path = environment("NOTIFY_SOCKET"), !path.isEmpty, path.utf8.count < 108,
@@ -29,7 +30,7 @@ public final class SystemdNotifier {
         if pidMatches, let text = environment("WATCHDOG_USEC"), let microseconds = UInt64(text), microseconds > 0 {
             // Saturating: systemd's "infinity" and any other huge value mean a very long period, not a trap.
             let (nanoseconds, overflow) = microseconds.multipliedReportingOverflow(by: 1000)
-            watchdogPeriod = (overflow ? UInt64.max : nanoseconds) / 2
+            watchdogPeriod = Duration(nanoseconds: overflow ? .max : nanoseconds) / 2
         } else {
             watchdogPeriod = nil
         }

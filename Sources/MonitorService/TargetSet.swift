@@ -6,6 +6,7 @@ import MonitorContract
 import MonitorRules
 import Probe
 import Reachability
+import Timekeeping
 
 /// Every target: the default one, number 0 at `/org/netobserver/Monitor`, and the added ones,
 /// each a complete org.netobserver.Monitor at `…/Monitor/N` with its own settings and state,
@@ -56,7 +57,7 @@ final class TargetSet {
     /// AddTarget over D-Bus: each new target probes at once, so callers may add only so many so fast.
     private var recentAdditions = RecentEvents(limit: TargetSet.additionsPerWindow, window: TargetSet.additionWindow)
     static let additionsPerWindow = 16
-    static let additionWindow: UInt64 = 10_000_000_000
+    static let additionWindow = Duration.seconds(10)
 
     /// The set of targets changed (Targets, and what the state file keeps).
     var onChange: (() -> Void)?
@@ -97,7 +98,7 @@ final class TargetSet {
                     throw .invalidArgs(error.message)
                 }
                 guard recentAdditions.hasRoom(now: loop.now()) else {
-                    throw .limitsExceeded("at most \(Self.additionsPerWindow) targets added in \(Self.additionWindow / 1_000_000_000) s: try again later")
+                    throw .limitsExceeded("at most \(Self.additionsPerWindow) targets added in \(Self.additionWindow): try again later")
                 }
                 // Only an addition that happened counts toward the limit.
                 let target = try add(settings: settings, persisted: [.host: settings.host])

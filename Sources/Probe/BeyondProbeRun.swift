@@ -3,6 +3,7 @@ import EventLoop
 import Glibc
 import NetAddress
 import ProbeRules
+import Timekeeping
 
 /// The diagnosis's one probe past the gateway (INTERFACE.md "Diagnosis"): an echo to Host whose TTL
 /// (hop limit) expires at the first router beyond the gateway, on a socket of its own that lives for
@@ -19,7 +20,7 @@ public final class BeyondProbeRun {
     private var completion: ((BeyondAnswer) -> Void)?
 
     /// How long a Time Exceeded may take to come back.
-    public static let limitNanoseconds: UInt64 = 1_000_000_000
+    public static let limit = Duration.seconds(1)
 
     public init(loop: MainLoop, host: IPAddress, gateway: IPAddress, hops: UInt8, completion: @escaping (BeyondAnswer) -> Void) {
         self.loop = loop
@@ -39,7 +40,7 @@ public final class BeyondProbeRun {
     }
 
     private func start(host: IPAddress, hops: UInt8) {
-        timer = loop.schedule(after: Self.limitNanoseconds) { [weak self] in self?.finish(.silent) }
+        timer = loop.schedule(after: Self.limit) { [weak self] in self?.finish(.silent) }
         guard let opened = try? ICMPSocket(family: family, identifier: identifier) else {
             return
         }

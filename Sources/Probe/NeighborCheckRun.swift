@@ -5,6 +5,7 @@ import NetAddress
 import NetCore
 import ProbeRules
 import ReachabilityRules
+import Timekeeping
 
 /// The service's own neighbour check of a next hop (INTERFACE.md "The neighbour check"): up to
 /// `tries` unicast ARP requests (IPv4, to the gateway's last known link-layer address in the
@@ -14,7 +15,7 @@ import ReachabilityRules
 /// (no CAP_NET_RAW, no hardware address) is `.unknown`. Ends once, through `completion`.
 public final class NeighborCheckRun {
     public static let tries = 3
-    public static let spacingNanoseconds: UInt64 = 200_000_000
+    public static let spacing = Duration.milliseconds(200)
 
     private let loop: MainLoop
     private let gateway: IPAddress
@@ -105,7 +106,7 @@ public final class NeighborCheckRun {
         sent += 1
         let result = gateway.ipFamily == .v4 ? sendArp(fd) : sendSolicitation(fd)
         if result >= 0 { requestsSent += 1 }
-        timer = loop.schedule(after: Self.spacingNanoseconds) { [weak self] in self?.sendNext() }
+        timer = loop.schedule(after: Self.spacing) { [weak self] in self?.sendNext() }
     }
 
     private func sendArp(_ fd: Int32) -> Int {

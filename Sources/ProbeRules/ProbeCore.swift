@@ -1,6 +1,8 @@
+import Timekeeping
+
 /// The probe schedule and verdict, without I/O (in the manner of quinn-proto).
 ///
-/// Events come in as method calls, each with `now` (nanoseconds on a monotonic
+/// Events come in as method calls, each with `now` (an `Instant` on a monotonic
 /// clock): a reply, an ICMP error, a refusal, a failed send, a Check, a route
 /// regained, a setting, a new target, or `handleTimeout` once `nextWakeup` has
 /// come. What the driver must do comes out of `takeOutputs()`: send a probe,
@@ -31,18 +33,18 @@ public struct ProbeCore: Sendable {
     /// previous one has no echo reply (lost, answered by TCP only, or still waiting) also tries TCP.
     private var lastSent: (sequence: UInt16, echoReplied: Bool)?
     private var answeredBy: AnswerPath?
-    /// Smoothed round trip (RFC 6298 style, α = 1/8), nanoseconds; 0 until the first answer.
-    private var smoothedRoundTrip: UInt64 = 0
-    private(set) var nextProbeAt: UInt64?
+    /// Smoothed round trip (RFC 6298 style, α = 1/8); zero until the first answer.
+    private var smoothedRoundTrip = Duration.zero
+    private(set) var nextProbeAt: Instant?
     /// When to send a follow-up if probe `sequence` is still unanswered.
-    private(set) var overdue: (at: UInt64, sequence: UInt16)?
+    private(set) var overdue: (at: Instant, sequence: UInt16)?
     /// When the probe Checks wait for goes out (one was forced less than a Timeout before).
-    private(set) var deferredProbeAt: UInt64?
-    private var lastForcedProbe: UInt64?
+    private(set) var deferredProbeAt: Instant?
+    private var lastForcedProbe: Instant?
     /// When a new target's first probe last went out.
-    private var lastFirstProbe: UInt64?
+    private var lastFirstProbe: Instant?
     /// When the newest probe that got an answer was sent: an older probe lost after that is old news.
-    private var newestAnsweredSentAt: UInt64?
+    private var newestAnsweredSentAt: Instant?
     /// What the machine's own traffic says (see `trafficChanged`).
     public private(set) var traffic: Traffic = .none
     /// A scheduled probe was skipped for flowing traffic since the last one went out.
@@ -70,7 +72,7 @@ public struct ProbeCore: Sendable {
 
     /// When `handleTimeout` is due next; nil when nothing is scheduled. Kept up to date by
     /// every event (a stored value: drivers read it after each one).
-    public private(set) var nextWakeup: UInt64?
+    public private(set) var nextWakeup: Instant?
 
     private mutating func refreshWakeup() {
         // A watch for an overdue probe that has finished would only wake the driver for nothing.
@@ -86,18 +88,18 @@ public struct ProbeCore: Sendable {
     /// The host answers, but the last probe went unanswered: an outage may be starting.
     public var suspicious: Bool { verdict.answering == true && verdict.consecutiveFailures > 0 }
     /// When the schedule probes next.
-    public var nextScheduledProbe: UInt64? { nextProbeAt }
+    public var nextScheduledProbe: Instant? { nextProbeAt }
 
     // MARK: Events from the application
 
     /// A new target (or none): starts over with no verdict and probes at once.
     /// `method` is how the driver will send to it.
-    public mutating func start(target: ProbeTarget?, method: ProbeMethod?, now: UInt64) {
+    public mutating func start(target: ProbeTarget?, method: ProbeMethod?, now: Instant) {
         defer { refreshWakeup() }
         nextProbeAt = nil
         overdue = nil
         deferredProbeAt = nil
-        smoothedRoundTrip = 0
+        smoothedRoundTrip = .zero
         newestAnsweredSentAt = nil
         lastSent = nil
         answeredBy = nil
@@ -115,15 +117,15 @@ public struct ProbeCore: Sendable {
         // A new target's first probe is the service's own: it never takes the slot a Check may force a
         // probe in. However often the target changes, at most one such probe goes out per Timeout (later
         // ones wait for the schedule's first tick, a Timeout after the last).
-        if let last = lastFirstProbe, now &- last < settings.timeoutNanoseconds {
-            nextProbeAt = last &+ settings.timeoutNanoseconds
+        if let last = lastFirstProbe, now &- last < settings.timeout {
+            nextProbeAt = last &+ settings.timeout
             return
         }
         lastFirstProbe = now
         sendProbe(now: now)
     }
 
-    public mutating func updateSettings(_ new: ProbeSettings, now: UInt64) {
+    public mutating func updateSettings(_ new: ProbeSettings, now: Instant) {
         defer { refreshWakeup() }
         let old = settings
         settings = new
@@ -131,17 +133,17 @@ public struct ProbeCore: Sendable {
         verdict.recoveryThreshold = new.recoveryThreshold
         // A new Interval applies from the next probe on.
         if new.intervalMilliseconds != old.intervalMilliseconds, target != nil {
-            nextProbeAt = now &+ new.intervalNanoseconds
+            nextProbeAt = now &+ new.interval
         }
         // The probe Checks wait for goes out one (new) Timeout after the last forced one.
         if deferredProbeAt != nil, let last = lastForcedProbe {
-            deferredProbeAt = max(last &+ new.timeoutNanoseconds, now)
+            deferredProbeAt = max(last &+ new.timeout, now)
         }
     }
 
     /// Probes now, outside the schedule; the schedule continues from here. Sent while
     /// another probe is in flight, it is in flight with it: its loss is no failure of its own.
-    public mutating func probeNow(now: UInt64) {
+    public mutating func probeNow(now: Instant) {
         defer { refreshWakeup() }
         guard target != nil else { return }
         sendProbe(now: now, extra: !tracker.outstanding.isEmpty)
@@ -153,7 +155,7 @@ public struct ProbeCore: Sendable {
     /// Checks sends more than one extra probe per Timeout, and each gets a verdict
     /// from a probe sent after it arrived, within two Timeouts. Returns false when
     /// there is nothing to probe; else `.probeFinished` follows.
-    public mutating func check(now: UInt64) -> Bool {
+    public mutating func check(now: Instant) -> Bool {
         defer { refreshWakeup() }
         guard target != nil, !asleep else { return false }
         if !tracker.outstanding.isEmpty || deferredProbeAt != nil { return true }
@@ -164,7 +166,7 @@ public struct ProbeCore: Sendable {
     /// The route came back: the next probes go back to back until the host counts as answering.
     /// `firstKnown`: the kernel's first word on the route; the target's first probe, in flight or already
     /// answered, speaks for it, and no second one goes out (one that failed is followed at once).
-    public mutating func routeRegained(now: UInt64, firstKnown: Bool = false) {
+    public mutating func routeRegained(now: Instant, firstKnown: Bool = false) {
         defer { refreshWakeup() }
         verdict.recoveringBackToBack = verdict.answering != true
         if firstKnown && (!tracker.outstanding.isEmpty || verdict.answering == true) { return }
@@ -175,7 +177,7 @@ public struct ProbeCore: Sendable {
     /// answers, a probe goes out at once unless one is in flight (at most one forced probe per
     /// Timeout, shared with Checks). A probe skipped for flowing traffic goes out as soon as
     /// traffic stops flowing. Traffic never makes the host answer or fail by itself.
-    public mutating func trafficChanged(_ new: Traffic, now: UInt64) {
+    public mutating func trafficChanged(_ new: Traffic, now: Instant) {
         defer { refreshWakeup() }
         let old = traffic
         traffic = new
@@ -207,7 +209,7 @@ public struct ProbeCore: Sendable {
     }
 
     /// The machine woke: a probe goes out at once, and the schedule continues from it.
-    public mutating func resume(now: UInt64) {
+    public mutating func resume(now: Instant) {
         defer { refreshWakeup() }
         guard asleep else { return }
         asleep = false
@@ -219,7 +221,7 @@ public struct ProbeCore: Sendable {
     /// An echo reply with this sequence and token arrived (`via` .icmp), or the host
     /// accepted or refused the probe's TCP connection (`via` .tcp).
     @discardableResult
-    public mutating func receiveReply(sequence: UInt16, token: UInt64, now: UInt64, via path: AnswerPath = .icmp)
+    public mutating func receiveReply(sequence: UInt16, token: UInt64, now: Instant, via path: AnswerPath = .icmp)
         -> ProbeTracker.ReplyOutcome {
         defer { refreshWakeup() }
         let outcome = tracker.reply(sequence: sequence, token: token, now: now)
@@ -228,9 +230,9 @@ public struct ProbeCore: Sendable {
             statistics.answered += 1
             if path == .icmp, lastSent?.sequence == sequence { lastSent?.echoReplied = true }
             answeredBy = path
-            newestAnsweredSentAt = max(newestAnsweredSentAt ?? 0, now &- rtt)
-            smoothedRoundTrip = smoothedRoundTrip == 0 ? rtt : (7 * smoothedRoundTrip + rtt) / 8
-            finish(.answered(roundTripMicroseconds: rtt / 1000), now: now)
+            newestAnsweredSentAt = max(newestAnsweredSentAt ?? .origin, now &- rtt)
+            smoothedRoundTrip = smoothedRoundTrip == .zero ? rtt : (7 * smoothedRoundTrip + rtt) / 8
+            finish(.answered(roundTrip: rtt), now: now)
         case .late:
             statistics.late += 1
             verdict.noteLateReply(timeoutMilliseconds: settings.timeoutMilliseconds)
@@ -256,7 +258,7 @@ public struct ProbeCore: Sendable {
     /// Returns whether the error was about a probe in flight (else it is counted foreign).
     @discardableResult
     public mutating func receiveError(sequence: UInt16, token: UInt64?, _ failure: EchoPacket.Failure,
-                                      from router: String?, now: UInt64) -> Bool {
+                                      from router: String?, now: Instant) -> Bool {
         defer { refreshWakeup() }
         guard let target, let probe = tracker.error(sequence: sequence, token: token) else {
             statistics.foreign += 1
@@ -285,7 +287,7 @@ public struct ProbeCore: Sendable {
 
     /// The system refused probe `sequence` (a local error from the socket's error queue, a
     /// TCP connection refused by the network): not answering at once.
-    public mutating func refuse(sequence: UInt16, token: UInt64?, reason: String, now: UInt64) {
+    public mutating func refuse(sequence: UInt16, token: UInt64?, reason: String, now: Instant) {
         defer { refreshWakeup() }
         guard let probe = tracker.error(sequence: sequence, token: token) else {
             statistics.foreign += 1
@@ -299,7 +301,7 @@ public struct ProbeCore: Sendable {
     /// Sending probe `sequence` failed. A transient failure (no buffer space) is a lost
     /// probe; anything else (no route, not permitted) a refusal. Returns whether it was in flight.
     @discardableResult
-    public mutating func sendFailed(sequence: UInt16, transient: Bool, reason: String, now: UInt64) -> Bool {
+    public mutating func sendFailed(sequence: UInt16, transient: Bool, reason: String, now: Instant) -> Bool {
         defer { refreshWakeup() }
         guard tracker.error(sequence: sequence, token: nil) != nil else { return false }
         statistics.errors += 1
@@ -315,7 +317,7 @@ public struct ProbeCore: Sendable {
     // MARK: Time
 
     /// Runs everything due at `now`, earliest first.
-    public mutating func handleTimeout(now: UInt64) {
+    public mutating func handleTimeout(now: Instant) {
         defer { refreshWakeup() }
         while let (timer, at) = firstDue(now: now) {
             switch timer {
@@ -331,8 +333,8 @@ public struct ProbeCore: Sendable {
 
     /// At most one forced probe per Timeout: true (the slot taken) when one may go out now,
     /// else false, the probe deferred to a Timeout after the last forced one.
-    private mutating func mayForceProbe(now: UInt64) -> Bool {
-        let timeout = settings.timeoutNanoseconds
+    private mutating func mayForceProbe(now: Instant) -> Bool {
+        let timeout = settings.timeout
         if let last = lastForcedProbe, now &- last < timeout {
             deferredProbeAt = last &+ timeout
             return false
@@ -341,7 +343,7 @@ public struct ProbeCore: Sendable {
         return true
     }
 
-    private mutating func forceProbe(now: UInt64) {
+    private mutating func forceProbe(now: Instant) {
         lastForcedProbe = now
         statistics.forced += 1
         sendProbe(now: now, forCheck: true)
@@ -349,7 +351,7 @@ public struct ProbeCore: Sendable {
 
     /// With Evidence `traffic`, flowing traffic stands in for the scheduled probe of a host
     /// that answers (ProbeMethod `traffic`); anything else sends it.
-    private mutating func scheduledProbeDue(now: UInt64) {
+    private mutating func scheduledProbeDue(now: Instant) {
         guard settings.evidence == .traffic, traffic == .flowing, verdict.answering == true,
               tracker.outstanding.isEmpty else {
             nextProbeAt = nil
@@ -358,25 +360,25 @@ public struct ProbeCore: Sendable {
         }
         statistics.skipped += 1
         owedProbe = true
-        nextProbeAt = now &+ settings.intervalNanoseconds
+        nextProbeAt = now &+ settings.interval
         answeredBy = .traffic
         publish()
     }
 
-    private mutating func deferredProbeDue(now: UInt64) {
+    private mutating func deferredProbeDue(now: Instant) {
         deferredProbeAt = nil
         if tracker.outstanding.isEmpty { forceProbe(now: now) }
     }
 
     /// `early`: a follow-up beside an overdue probe, off the schedule. `extra`: its loss adds no failure.
-    private mutating func sendProbe(now: UInt64, early: Bool = false, extra: Bool = false, forCheck: Bool = false) {
+    private mutating func sendProbe(now: Instant, early: Bool = false, extra: Bool = false, forCheck: Bool = false) {
         guard target != nil, !asleep else { return }
         let token = random.next()
         owedProbe = false
-        let sequence = tracker.send(token: token, now: now, timeout: settings.timeoutNanoseconds, extra: extra)
+        let sequence = tracker.send(token: token, now: now, timeout: settings.timeout, extra: extra)
         statistics.sent += 1
         if !early {
-            nextProbeAt = now &+ settings.intervalNanoseconds
+            nextProbeAt = now &+ settings.interval
             // A probe a Check forced gets no follow-up: Checks may add one probe per Timeout, no more.
             if !forCheck { watchForOverdue(sequence, now: now) }
         }
@@ -390,16 +392,16 @@ public struct ProbeCore: Sendable {
     /// probably lost: one follow-up goes out then, so that if the host is gone the
     /// suspicion re-probe is already under way. Both probes still get their full
     /// Timeout, and the follow-up's loss is no failure of its own.
-    private mutating func watchForOverdue(_ sequence: UInt16, now: UInt64) {
+    private mutating func watchForOverdue(_ sequence: UInt16, now: Instant) {
         overdue = nil
-        guard verdict.answering == true, smoothedRoundTrip > 0 else { return }
-        let after = min(max(4 * smoothedRoundTrip, 10_000_000), settings.timeoutNanoseconds / 2)
+        guard verdict.answering == true, smoothedRoundTrip > .zero else { return }
+        let after = min(max(4 * smoothedRoundTrip, .milliseconds(10)), settings.timeout / 2)
         // The next scheduled probe would go out first (or with it): it serves as the follow-up.
-        guard after < settings.intervalNanoseconds else { return }
+        guard after < settings.interval else { return }
         overdue = (now &+ after, sequence)
     }
 
-    private mutating func followUpIfOverdue(now: UInt64) {
+    private mutating func followUpIfOverdue(now: Instant) {
         guard let (_, sequence) = overdue else { return }
         overdue = nil
         guard tracker.outstanding[sequence] != nil, verdict.answering == true,
@@ -408,7 +410,7 @@ public struct ProbeCore: Sendable {
         sendProbe(now: now, early: true, extra: true)
     }
 
-    private mutating func expire(now deadline: UInt64, clock now: UInt64) {
+    private mutating func expire(now deadline: Instant, clock now: Instant) {
         for probe in tracker.expire(now: deadline) {
             statistics.lost += 1
             if probe.isExtra {
@@ -434,7 +436,7 @@ public struct ProbeCore: Sendable {
         return true
     }
 
-    private mutating func finish(_ outcome: ProbeOutcome, now: UInt64) {
+    private mutating func finish(_ outcome: ProbeOutcome, now: Instant) {
         verdict.record(outcome, timeoutMilliseconds: settings.timeoutMilliseconds)
         publish()
         outputs.append(.probeFinished)

@@ -1,3 +1,5 @@
+import Timekeeping
+
 /// What the network and the system said about our probes, as the transport hands it to
 /// the core: one value per packet, error or outcome, in the order it came.
 public enum ProbeInput: Equatable, Sendable {
@@ -25,7 +27,7 @@ public enum ProbeInput: Equatable, Sendable {
 
 extension ProbeCore {
     /// Takes one input from the transport.
-    public mutating func handle(_ input: ProbeInput, now: UInt64) {
+    public mutating func handle(_ input: ProbeInput, now: Instant) {
         switch input {
         case .reply(let sequence, let token, let path):
             receiveReply(sequence: sequence, token: token, now: now, via: path)

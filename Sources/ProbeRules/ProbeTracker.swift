@@ -1,17 +1,19 @@
+import Timekeeping
+
 /// The probes in flight, matched by sequence and token. RTTs come only from
 /// our own monotonic send times, never from anything in a packet.
 public struct ProbeTracker: Sendable {
     public struct Outstanding: Equatable, Sendable {
         public let sequence: UInt16
         public let token: UInt64
-        public let sentAt: UInt64
-        public let deadline: UInt64
+        public let sentAt: Instant
+        public let deadline: Instant
         /// Sent early beside a probe that counts: its loss is not a failure of its own.
         public let isExtra: Bool
     }
 
     public enum ReplyOutcome: Equatable, Sendable {
-        case answered(sequence: UInt16, roundTripNanoseconds: UInt64)
+        case answered(sequence: UInt16, roundTrip: Duration)
         /// Ours, but after its timeout had already counted it lost.
         case late(sequence: UInt16)
         case duplicate
@@ -55,7 +57,7 @@ public struct ProbeTracker: Sendable {
     }
 
     /// Records a probe sent at `now`; returns its sequence number.
-    public mutating func send(token: UInt64, now: UInt64, timeout: UInt64, extra: Bool = false) -> UInt16 {
+    public mutating func send(token: UInt64, now: Instant, timeout: Duration, extra: Bool = false) -> UInt16 {
         let sequence = nextSequence
         nextSequence &+= stride
         // A sequence 65,536 probes old may still be remembered; the new probe replaces it.
@@ -65,12 +67,12 @@ public struct ProbeTracker: Sendable {
     }
 
     /// Matches a reply by sequence and token.
-    public mutating func reply(sequence: UInt16, token: UInt64, now: UInt64) -> ReplyOutcome {
+    public mutating func reply(sequence: UInt16, token: UInt64, now: Instant) -> ReplyOutcome {
         if let probe = outstanding[sequence] {
             guard probe.token == token else { return .foreign }
             outstanding[sequence] = nil
             answered.insert(sequence, token)
-            return .answered(sequence: sequence, roundTripNanoseconds: now >= probe.sentAt ? now - probe.sentAt : 0)
+            return .answered(sequence: sequence, roundTrip: now.duration(since: probe.sentAt))
         }
         if answered[sequence] == token { return .duplicate }
         if let expiredToken = expired[sequence], expiredToken == token {
@@ -89,7 +91,7 @@ public struct ProbeTracker: Sendable {
     }
 
     /// Removes and returns the probes whose deadline has passed.
-    public mutating func expire(now: UInt64) -> [Outstanding] {
+    public mutating func expire(now: Instant) -> [Outstanding] {
         let due = outstanding.values.filter { $0.deadline <= now }.sorted { $0.sentAt < $1.sentAt }
         for probe in due {
             outstanding[probe.sequence] = nil
@@ -98,9 +100,9 @@ public struct ProbeTracker: Sendable {
         return due
     }
 
-    public var nextDeadline: UInt64? {
-        var earliest: UInt64?
-        for probe in outstanding.values where probe.deadline < earliest ?? .max { earliest = probe.deadline }
+    public var nextDeadline: Instant? {
+        var earliest: Instant?
+        for probe in outstanding.values where probe.deadline < earliest ?? .distantFuture { earliest = probe.deadline }
         return earliest
     }
 

@@ -1,3 +1,5 @@
+import Timekeeping
+
 /// The probe settings of INTERFACE.md.
 public struct ProbeSettings: Equatable, Sendable {
     public var intervalMilliseconds: UInt32
@@ -16,8 +18,9 @@ public struct ProbeSettings: Equatable, Sendable {
         self.evidence = evidence
     }
 
-    var intervalNanoseconds: UInt64 { max(UInt64(intervalMilliseconds), 1) * 1_000_000 }
-    var timeoutNanoseconds: UInt64 { max(UInt64(timeoutMilliseconds), 1) * 1_000_000 }
+    /// Interval and Timeout as durations (a millisecond at least).
+    public var interval: Duration { .milliseconds(max(intervalMilliseconds, 1)) }
+    public var timeout: Duration { .milliseconds(max(timeoutMilliseconds, 1)) }
 }
 
 /// What the engine says about the host.

@@ -1,6 +1,8 @@
+import Timekeeping
+
 /// How one probe ended.
 public enum ProbeOutcome: Equatable, Sendable {
-    case answered(roundTripMicroseconds: UInt64)
+    case answered(roundTrip: Duration)
     /// No valid reply within Timeout.
     case lost
     /// ICMP Time Exceeded about our probe: counts as one failed probe.
@@ -57,7 +59,7 @@ public struct ProbeVerdict: Equatable, Sendable {
         switch outcome {
         case .answered(let rtt):
             push(true)
-            roundTripMicroseconds = rtt
+            roundTripMicroseconds = rtt.microseconds
             consecutiveFailures = 0
             consecutiveAnswers = consecutiveAnswers.saturatingSuccessor
             tooSlow = false

@@ -4,6 +4,7 @@ import Glibc
 import NetAddress
 import NetCore
 import ReachabilityRules
+import Timekeeping
 
 /// What a monitor needs of the reachability engine for its target: a `Watch` on it (or a stand-in).
 public protocol RouteWatch: AnyObject {
@@ -29,7 +30,7 @@ public final class ReachabilityEngine {
     private var source: IOSource?
     private var core: ReachabilityCore
     private var retryTimer: LoopTimer?
-    private var retryAt: UInt64?
+    private var retryAt: Instant?
     /// Told why a router advertisement's option was not taken (for the log; bounded by the core).
     public var onIgnoredRouterOption: ((String) -> Void)?
     /// The captive-portal API URIs routers announce changed: each interface's, by name (RFC 8910).

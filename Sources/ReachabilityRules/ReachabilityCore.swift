@@ -1,4 +1,5 @@
 import NetAddress
+import Timekeeping
 
 /// The reachability evaluation without I/O: parsed rtnetlink messages, overruns,
 /// a new target and the clock in; requests for the kernel, "evaluate at the end
@@ -13,7 +14,7 @@ import NetAddress
 /// One core serves every target (one netlink socket for all): each has its own
 /// address, families, lookup and verdict, and every change costs one lookup per target.
 /// Target 0 always exists; the unlabelled accessors are about it.
-public struct ReachabilityCore {
+public struct ReachabilityCore: TimerTable {
     public typealias TargetID = Int
 
     public enum Dump: Equatable, Sendable, CaseIterable {
@@ -60,7 +61,7 @@ public struct ReachabilityCore {
     }
 
     /// How long to wait before dumping again after the kernel refused a dump (EBUSY and the like).
-    public static let dumpRetryNanoseconds: UInt64 = 10_000_000
+    public static let dumpRetry = Duration.milliseconds(10)
 
     public private(set) var table = LinkTable()
     public private(set) var statistics = Statistics()
@@ -74,7 +75,7 @@ public struct ReachabilityCore {
     private var sequence: UInt32 = 0
     private var pendingDumps: [Dump] = []
     private var dumpSequence: UInt32?
-    private var dumpRetryAt: UInt64?
+    private var dumpRetryAt: Instant?
     /// The table is whole: every dump of the current round has ended.
     public private(set) var ready = false
     private var redumpNeeded = false
@@ -83,7 +84,7 @@ public struct ReachabilityCore {
     private var evaluationScheduled = false
     /// The NAT64 prefix each interface's routers advertise, until its lifetime ends: at most one per
     /// interface the table knows, so nothing a router sends grows it beyond the links.
-    public private(set) var nat64: [Int32: (prefix: Nat64Prefix, until: UInt64)] = [:]
+    public private(set) var nat64: [Int32: (prefix: Nat64Prefix, until: Instant)] = [:]
     /// The captive-portal API URI each interface's routers last announced (RFC 8910 has no lifetime:
     /// a later advertisement replaces it, the interface going down ends it). One per known interface.
     private var portalAnnouncements: [Int32: String] = [:]
@@ -128,14 +129,24 @@ public struct ReachabilityCore {
     /// Whether a route lookup is out and not yet answered.
     public var isLookingUp: Bool { !lookupOwners.isEmpty }
 
-    /// When `handleTimeout` is due; nil when nothing waits for time.
-    public var nextWakeup: UInt64? {
-        let expiry = nat64.values.map(\.until).min()
-        switch (dumpRetryAt, expiry) {
-        case (nil, let at), (let at, nil): return at
-        case (let a?, let b?): return min(a, b)
+    /// The timers, each by name.
+    public enum Timer: CaseIterable, Hashable, Sendable {
+        /// The earliest end of an advertised NAT64 prefix's lifetime.
+        case nat64Expiry
+        /// A dump the kernel refused (or that overran), asked again.
+        case dumpRetry
+    }
+
+    public func deadline(_ timer: Timer) -> Instant? {
+        switch timer {
+        case .nat64Expiry: nat64.values.lazy.map(\.until).min()
+        case .dumpRetry: dumpRetryAt
         }
     }
+
+    /// When `handleTimeout` is due; nil when nothing waits for time.
+    public var nextWakeup: Instant? { earliestDeadline }
+
 
     /// The NAT64 prefix advertised on the link named `interface`; nil when none.
     public func nat64Prefix(onInterfaceNamed interface: String) -> Nat64Prefix? {
@@ -177,7 +188,7 @@ public struct ReachabilityCore {
     }
 
     /// One datagram's messages, as `NetlinkParser` read them.
-    public mutating func receive(_ messages: [RouteMessage], malformed: Int, now: UInt64) {
+    public mutating func receive(_ messages: [RouteMessage], malformed: Int, now: Instant) {
         statistics.datagrams += 1
         statistics.malformed += malformed
         statistics.messages += messages.count
@@ -207,11 +218,11 @@ public struct ReachabilityCore {
     }
 
     /// A request could not be sent.
-    public mutating func requestFailed(_ request: Request, reason: String, now: UInt64) {
+    public mutating func requestFailed(_ request: Request, reason: String, now: Instant) {
         switch request {
         case .dump(_, let sequence) where sequence == dumpSequence:
             dumpSequence = nil
-            dumpRetryAt = now &+ Self.dumpRetryNanoseconds
+            dumpRetryAt = now &+ Self.dumpRetry
         case .routeLookup(let target, let sequence):
             guard let id = lookupOwners.removeValue(forKey: sequence) else { return }
             targets[id]?.lookupSequence = nil
@@ -221,15 +232,17 @@ public struct ReachabilityCore {
         }
     }
 
-    public mutating func handleTimeout(now: UInt64) {
-        let expired = nat64.filter { $0.value.until <= now }.map(\.key)
-        if !expired.isEmpty {
-            for index in expired { nat64[index] = nil }
-            redeliverPrefixes()
+    public mutating func handleTimeout(now: Instant) {
+        for timer in Timer.allCases where isDue(timer, now: now) {
+            switch timer {
+            case .nat64Expiry:
+                for index in nat64.filter({ $0.value.until <= now }).map(\.key) { nat64[index] = nil }
+                redeliverPrefixes()
+            case .dumpRetry:
+                dumpRetryAt = nil
+                startDump()
+            }
         }
-        guard let at = dumpRetryAt, at <= now else { return }
-        dumpRetryAt = nil
-        startDump()
     }
 
     /// The coalesced evaluation asked for by `.evaluateAtEndOfTurn`: for every target that
@@ -285,7 +298,7 @@ public struct ReachabilityCore {
         outputs.append(.send(.dump(dump, sequence: sequence)))
     }
 
-    private mutating func handle(_ message: RouteMessage, now: UInt64) {
+    private mutating func handle(_ message: RouteMessage, now: Instant) {
         switch message {
         case .done(let sequence) where sequence == dumpSequence:
             if redumpNeeded { startDump() } else { sendNextDump() }
@@ -293,7 +306,7 @@ public struct ReachabilityCore {
             // A dump the kernel refused: start over a little later.
             dumpSequence = nil
             redumpNeeded = true
-            dumpRetryAt = now &+ Self.dumpRetryNanoseconds
+            dumpRetryAt = now &+ Self.dumpRetry
         case .newRoute(let route, let sequence) where sequence != 0 && lookupOwners[sequence] != nil:
             finishLookup(sequence, .route(route))
         case .error(let sequence, let code) where lookupOwners[sequence] != nil:
@@ -357,7 +370,7 @@ public struct ReachabilityCore {
 
     /// RFC 8781: a PREF64 option sets the interface's prefix for its lifetime; a lifetime of 0 withdraws it.
     /// RFC 8910: a captive-portal option replaces the interface's announcement.
-    private mutating func routerOptions(on index: Int32, _ bytes: [UInt8], now: UInt64) {
+    private mutating func routerOptions(on index: Int32, _ bytes: [UInt8], now: Instant) {
         statistics.routerOptions += 1
         guard table.links[index] != nil else {
             return ignoreRouterOption("options for interface \(index), which is not known")
@@ -373,7 +386,7 @@ public struct ReachabilityCore {
                 changed = nat64.removeValue(forKey: index) != nil || changed
             case .pref64(let prefix, let lifetime):
                 changed = nat64[index]?.prefix != prefix || changed
-                nat64[index] = (prefix, now &+ UInt64(lifetime) * 1_000_000_000)
+                nat64[index] = (prefix, now &+ .seconds(lifetime))
             case .captivePortal(let uri):
                 portalChanged = portalAnnouncements[index] != uri || portalChanged
                 portalAnnouncements[index] = uri

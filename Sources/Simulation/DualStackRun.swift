@@ -2,6 +2,7 @@ import MonitorRules
 import NetAddress
 import ProbeRules
 import ReachabilityRules
+import Timekeeping
 
 /// A target whose Host has an address in each family, run through the daemon's driver on a
 /// virtual clock, while each family's path is blackholed, restored, loses its route or gets it
@@ -17,12 +18,12 @@ public final class DualStackRun: TargetWorld {
     }
 
     public struct Fault: Sendable {
-        public var at: UInt64
+        public var at: Instant
         public var family: IPFamily
         public var kind: FaultKind
 
         public init(atMilliseconds at: UInt64, _ family: IPFamily, _ kind: FaultKind) {
-            self.at = at * 1_000_000
+            self.at = .origin + .milliseconds(at)
             self.family = family
             self.kind = kind
         }
@@ -31,14 +32,14 @@ public final class DualStackRun: TargetWorld {
     /// What the run measured.
     public struct Figures: Sendable {
         /// When Connectivity was first `full` (ns after start); nil: never.
-        public var firstFull: UInt64?
+        public var firstFull: Instant?
         /// Changes of Connectivity and of Status after the first `full`.
         public var headlineTransitions = 0
         public var statusChanges = 0
         public var probes: [IPFamily: Int] = [.v4: 0, .v6: 0]
         /// Each family's probes sent while every family was full, and the time that lasted (ns).
         public var probesWhileAllFull: [IPFamily: Int] = [.v4: 0, .v6: 0]
-        public var allFullNanoseconds: UInt64 = 0
+        public var allFull = Duration.zero
         public var violations: [String] = []
     }
 
@@ -51,18 +52,18 @@ public final class DualStackRun: TargetWorld {
         case reply(IPFamily, sequence: UInt16, token: UInt64)
         case fault(Fault)
         /// The advertised prefix's lifetime ends (if it was not advertised again since).
-        case prefixExpires(at: UInt64)
+        case prefixExpires(at: Instant)
     }
 
     /// The prefix the router advertises (RFC 8781 style), through which IPv4 is reached when it has no route.
     public static let prefix = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
 
-    public private(set) var now: UInt64 = 0
+    public private(set) var now = Instant.origin
     public var routedFamilies: Set<IPFamily>? { Set(IPFamily.allCases.filter { routed[$0] == true }) }
     public private(set) var figures = Figures()
     public private(set) var state = MonitorState()
     private let order: [IPFamily]
-    private let duration: UInt64
+    private let end: Instant
     private var random: SeededRandom
     private var queue = EventQueue<Event>()
     private var blackholed: [IPFamily: Bool] = [.v4: false, .v6: false]
@@ -71,11 +72,11 @@ public final class DualStackRun: TargetWorld {
     /// Where each path's route watch points (the IPv4 path's at a synthesized address through NAT64).
     private var watched: [IPFamily: IPAddress] = [:]
     /// Until when the NAT64 prefix is advertised; nil: it is not.
-    private var prefixUntil: UInt64?
-    private var wake: UInt64?
-    private var firstSends: [IPFamily: UInt64] = [:]
+    private var prefixUntil: Instant?
+    private var wake: Instant?
+    private var firstSends: [IPFamily: Instant] = [:]
     private var lastPublished: (Status, Connectivity)?
-    private var allFullSince: UInt64?
+    private var allFullSince: Instant?
     private let settings: ProbeSettings
     private lazy var driver = TargetDriver(core: TargetCore(host: "dual.test", family: .any, probeSettings: settings,
                                                             seed: random.next()),
@@ -86,7 +87,7 @@ public final class DualStackRun: TargetWorld {
                 durationMilliseconds: UInt64) {
         self.settings = settings
         self.order = order
-        duration = durationMilliseconds * 1_000_000
+        end = .origin + .milliseconds(durationMilliseconds)
         random = SeededRandom(seed: seed)
         for fault in faults { queue.add(.fault(fault), at: fault.at) }
     }
@@ -97,8 +98,8 @@ public final class DualStackRun: TargetWorld {
         driver.handle(.resolved(generation: 0, .success(order.compactMap { Self.addresses[$0] }), routedFamilies: routedFamilies))
         for family in IPFamily.allCases { driver.handle(.route(family, verdict(family))) }
         while figures.violations.isEmpty {
-            let next = min(queue.nextTime ?? .max, wake ?? .max)
-            guard next <= duration else { break }
+            let next = min(queue.nextTime ?? .distantFuture, wake ?? .distantFuture)
+            guard next <= end else { break }
             now = next
             if queue.nextTime == next, let (_, event) = queue.removeFirst() {
                 handle(event)
@@ -106,7 +107,7 @@ public final class DualStackRun: TargetWorld {
                 driver.handle(.timeout)
             }
         }
-        now = duration
+        now = end
         noteAllFull()
         return figures
     }
@@ -124,7 +125,7 @@ public final class DualStackRun: TargetWorld {
                 tellRoutes()
                 checkNat64()
             case .nat64Prefix(let lifetime):
-                prefixUntil = lifetime == 0 ? nil : now + lifetime * 1_000_000_000
+                prefixUntil = lifetime == 0 ? nil : now + .seconds(lifetime)
                 if let until = prefixUntil { queue.add(.prefixExpires(at: until), at: until) }
                 tellRoutes()
                 checkNat64()
@@ -201,7 +202,7 @@ public final class DualStackRun: TargetWorld {
         if firstSends[family] == nil {
             firstSends[family] = now
             if let other = firstSends[family == .v4 ? .v6 : .v4], other != now {
-                violation("the families' first probes went out \(Double(now - other) / 1e6) ms apart")
+                violation("the families' first probes went out \(now - other) apart")
             }
         }
         let pathFamily = aimed[family]?.ipFamily ?? family
@@ -211,7 +212,7 @@ public final class DualStackRun: TargetWorld {
         }
         // Through NAT64 the IPv6 path carries it: both its blackhole and the prefix's translator matter.
         guard blackholed[pathFamily] != true, pathFamily == family || prefixUntil != nil else { return }
-        queue.add(.reply(family, sequence: sequence, token: token), at: now + 1_000_000 + random.next() % 20_000_000)
+        queue.add(.reply(family, sequence: sequence, token: token), at: now + .milliseconds(1) + .nanoseconds(random.next() % 20_000_000))
     }
 
     public func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32) {}
@@ -219,7 +220,7 @@ public final class DualStackRun: TargetWorld {
 
     public func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
                               inline: Bool) -> TrafficSampling {
-        .now(TrafficSample(), cost: 0)
+        .now(TrafficSample(), cost: .zero)
     }
 
     public func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) {}
@@ -248,7 +249,7 @@ public final class DualStackRun: TargetWorld {
 
     public func verdictReady() {}
 
-    public func wakeUp(at deadline: UInt64?) {
+    public func wakeUp(at deadline: Instant?) {
         wake = deadline
     }
 
@@ -257,7 +258,7 @@ public final class DualStackRun: TargetWorld {
     // MARK: Invariants
 
     private func violation(_ text: String) {
-        figures.violations.append("at \(Double(now) / 1e6) ms: \(text)")
+        figures.violations.append("at \(now.sinceOrigin): \(text)")
     }
 
     private static func rank(_ connectivity: Connectivity) -> Int {
@@ -286,9 +287,9 @@ public final class DualStackRun: TargetWorld {
     /// While every family is full, the time it lasts (the cost rule's denominator).
     private func noteAllFull() {
         let allFull = state.ipv4.connectivity == .full && state.ipv6.connectivity == .full
-        if let since = allFullSince, !allFull || now == duration {
-            figures.allFullNanoseconds += now - since
-            allFullSince = allFull && now != duration ? now : nil
+        if let since = allFullSince, !allFull || now == end {
+            figures.allFull += now - since
+            allFullSince = allFull && now != end ? now : nil
         } else if allFull && allFullSince == nil {
             allFullSince = now
         }

@@ -1,13 +1,14 @@
 /// Things due at virtual times, earliest first; equal times in the order they were added.
 import MonitorRules
+import Timekeeping
 struct EventQueue<Event> {
-    private var heap: [(time: UInt64, order: UInt64, event: Event)] = []
+    private var heap: [(time: Instant, order: UInt64, event: Event)] = []
     private var added: UInt64 = 0
 
     var isEmpty: Bool { heap.isEmpty }
-    var nextTime: UInt64? { heap.first?.time }
+    var nextTime: Instant? { heap.first?.time }
 
-    mutating func add(_ event: Event, at time: UInt64) {
+    mutating func add(_ event: Event, at time: Instant) {
         added += 1
         heap.append((time, added, event))
         var child = heap.count - 1
@@ -19,7 +20,7 @@ struct EventQueue<Event> {
         }
     }
 
-    mutating func removeFirst() -> (time: UInt64, event: Event)? {
+    mutating func removeFirst() -> (time: Instant, event: Event)? {
         guard !heap.isEmpty else { return nil }
         heap.swapAt(0, heap.count - 1)
         let first = heap.removeLast()

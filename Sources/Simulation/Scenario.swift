@@ -1,6 +1,7 @@
 import Glibc
 import MonitorRules
 import ProbeRules
+import Timekeeping
 
 /// One simulated run: settings, how the far host behaves over time, and the faults
 /// and callers that hit the service. Everything comes from one seed.

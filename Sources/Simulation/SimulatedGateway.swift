@@ -1,6 +1,7 @@
 import MonitorRules
 import NetAddress
 import ProbeRules
+import Timekeeping
 
 /// The simulated world's next hop and what lies past it, the machine's sleeps, and the history the
 /// daemon keeps of what the target publishes — with the rules of INTERFACE.md "Where it broke" that
@@ -13,17 +14,17 @@ struct GatewayWorld {
     var forwards = true
     var upstreamCarries = true
     /// Since when the gateway has answered its neighbours without a break (nil while it does not).
-    var answeringSince: UInt64? = 0
+    var answeringSince: Instant? = .origin
     /// When the default target asked the next hop whose answer came last; the checks still out, by generation.
-    var lastCheckAskedAt: UInt64?
-    var checksOut: [UInt64: UInt64] = [:]
+    var lastCheckAskedAt: Instant?
+    var checksOut: [UInt64: Instant] = [:]
     /// Since when Connectivity has been away from `full` with no Blame (nil: it is full, or Blame is said).
-    var unblamedSince: UInt64?
+    var unblamedSince: Instant?
     /// The last moment the place of a fault could move: a next hop asked, a resume.
-    var lastRediagnosis: UInt64 = 0
+    var lastRediagnosis = Instant.origin
     var history = OutageHistory(began: 0, minimumOutage: 0)
     /// How far the boot clock is ahead of the virtual (monotonic) one: the sleeps nobody announced.
-    var bootOffset: UInt64 = 0
+    var bootOffset = Duration.zero
     /// The announced sleep under way, and those that ended (boot clock).
     var asleepSince: UInt64?
     var sleeps: [(start: UInt64, end: UInt64)] = []
@@ -42,7 +43,7 @@ extension Simulation {
     public var probesPastTheGateway: Int { gateway.probedBeyond }
 
     /// Microseconds on the simulated CLOCK_BOOTTIME (and, for the history, CLOCK_REALTIME alike).
-    var bootMicroseconds: UInt64 { (now + gateway.bootOffset) / 1000 }
+    var bootMicroseconds: UInt64 { (now + gateway.bootOffset).sinceOrigin.microseconds }
 
     static func gatewayAddress(_ index: Int32, v6 six: Bool) -> IPAddress {
         six ? v6(UInt8(index), 254) : .v4([198, 18, UInt8(index), 254])
@@ -57,7 +58,7 @@ extension Simulation {
         }
         let answering = gateway.answersNeighbors
         queue.add(.neighborAnswer(target: index, family: family, generation: generation, answering ? .reachable : .unreachable),
-                  at: now + (answering ? 1_000_000 : 600_000_000))
+                  at: now + (answering ? .milliseconds(1) : .milliseconds(600)))
     }
 
     /// The one probe past the gateway: a router past it says Time Exceeded, or nothing does within 1 s.
@@ -65,7 +66,7 @@ extension Simulation {
         if index == 0 { gateway.probedBeyond += 1 }
         let carried = gateway.carries
         queue.add(.beyondAnswer(target: index, family: family, generation: generation, carried ? .carried : .silent),
-                  at: now + (carried ? 3_000_000 : 1_000_000_000))
+                  at: now + (carried ? .milliseconds(3) : .seconds(1)))
     }
 
     /// The default target's check `generation` is answered now.
@@ -91,10 +92,10 @@ extension Simulation {
                 gateway.asleepSince = bootMicroseconds
                 if let ended = gateway.history.suspend(boot: bootMicroseconds) { noteOutage(ended) }
                 take(.suspend)
-                queue.add(.wake, at: now + UInt64(milliseconds) * 1_000_000)
+                queue.add(.wake, at: now + .milliseconds(milliseconds))
             } else {
                 // Monotonic time stands still; the boot clock jumps; the daemon notices before its next wake-up.
-                gateway.bootOffset += UInt64(milliseconds) * 1_000_000
+                gateway.bootOffset += .milliseconds(milliseconds)
                 gateway.history.slept(UInt64(milliseconds) * 1000, boot: bootMicroseconds)
                 take(.suspend)
                 take(.resume)
@@ -149,8 +150,8 @@ extension Simulation {
     func checkBlameLate() {
         guard let since = gateway.unblamedSince, gateway.asleepSince == nil else { return }
         let from = max(since, gateway.lastRediagnosis)
-        if now > from + 1_500_000_000 {
-            violation("Connectivity \(state.connectivity) for \(Double(now - from) / 1e9) s with no Blame (\(state.reason))")
+        if now > from + .milliseconds(1_500) {
+            violation("Connectivity \(state.connectivity) for \(now - from) with no Blame (\(state.reason))")
         }
     }
 

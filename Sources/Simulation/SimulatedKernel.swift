@@ -2,6 +2,7 @@ import Glibc
 import NetAddress
 import NetCore
 import ReachabilityRules
+import Timekeeping
 
 /// The kernel as the reachability core sees it: links, their addresses and default
 /// routes, a receive queue that overruns, dumps that are never lost (the kernel

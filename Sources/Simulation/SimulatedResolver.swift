@@ -1,6 +1,7 @@
 import NetAddress
 import NetCore
 import ProbeRules
+import Timekeeping
 
 /// The daemon's resolver as the simulation plays it: one thread for every target, taking
 /// lookups in `LookupQueue`'s order (HostResolver's), each answered as the resolver behaves
@@ -17,21 +18,21 @@ struct SimulatedResolver {
     struct Started {
         let lookup: Lookup
         let answer: Result<[IPAddress], ResolverFailure>
-        let at: UInt64
+        let at: Instant
     }
 
     var behaviour: Scenario.ResolverBehaviour = .answering
     private var queue = LookupQueue<Lookup>()
     private var underWay = false
     /// When the lookup under way ends.
-    private var endsAt: UInt64 = 0
+    private var endsAt = Instant.origin
     private var asked: UInt64 = 0
     /// By when the default target's waiting lookup must start; nil when it has none waiting.
-    private(set) var defaultMustStartBy: UInt64?
-    private(set) var lastDefaultStart: UInt64 = 0
+    private(set) var defaultMustStartBy: Instant?
+    private(set) var lastDefaultStart = Instant.origin
 
     /// Queues a lookup for a name (an address needs none); a violation when the queue broke its bounds.
-    mutating func ask(_ lookup: Lookup, targets: Int, now: UInt64) -> String? {
+    mutating func ask(_ lookup: Lookup, targets: Int, now: Instant) -> String? {
         asked += 1
         _ = queue.add(.init(id: asked, owner: UInt64(lookup.target), first: lookup.target == 0, payload: lookup))
         if lookup.target == 0 { defaultMustStartBy = underWay ? (defaultMustStartBy ?? endsAt) : now }
@@ -52,9 +53,9 @@ struct SimulatedResolver {
     }
 
     /// The thread takes the next lookup if it is free; `late` says how long the default target's waited too long.
-    mutating func startNext(now: UInt64, v6: Bool, random: inout SeededRandom) -> (started: Started, late: UInt64?)? {
+    mutating func startNext(now: Instant, v6: Bool, random: inout SeededRandom) -> (started: Started, late: Duration?)? {
         guard !underWay, let next = queue.next() else { return nil }
-        var late: UInt64?
+        var late: Duration?
         if next.payload.target == 0 {
             if let by = defaultMustStartBy, now > by { late = now - by }
             defaultMustStartBy = nil
@@ -68,14 +69,14 @@ struct SimulatedResolver {
 
     /// What the resolver says of `host`, and after how long: glibc's own timeout (5 to 10 s) for a name nobody answers.
     private static func answer(_ host: String, _ behaviour: Scenario.ResolverBehaviour, v6: Bool,
-                               random: inout SeededRandom) -> (Result<[IPAddress], ResolverFailure>, UInt64) {
-        let hung = (ResolverFailure(message: "cannot resolve \(host): no answer"), 5_000_000_000 + random.next() % 5_000_000_000)
-        var delay = random.next() % 30_000_000
+                               random: inout SeededRandom) -> (Result<[IPAddress], ResolverFailure>, Duration) {
+        let hung = (ResolverFailure(message: "cannot resolve \(host): no answer"), Duration.seconds(5) + .nanoseconds(random.next() % 5_000_000_000))
+        var delay = Duration.nanoseconds(random.next() % 30_000_000)
         switch host {
         case "a.test", "b.test":
             switch behaviour {
             case .answering: break
-            case .slow(let milliseconds): delay = UInt64(milliseconds) * 1_000_000
+            case .slow(let milliseconds): delay = .milliseconds(milliseconds)
             case .failing(let why): return (.failure(ResolverFailure(message: "cannot resolve \(host): \(why)")), delay)
             case .hanging: return (.failure(hung.0), hung.1)
             }

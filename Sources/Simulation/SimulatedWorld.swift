@@ -4,18 +4,19 @@ import NetAddress
 import NetCore
 import ProbeRules
 import ReachabilityRules
+import Timekeeping
 
 /// The simulated world the targets' drivers act on: the far host and its answers, the
 /// kernel's routes, the resolver's thread, the check of CheckURL and this machine's own traffic.
 extension Simulation {
     func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
-        log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(target.probe.outstandingCount), next wake \(target.probe.nextWakeup.map { Double($0) / 1e6 } ?? -1))")
+        log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(target.probe.outstandingCount), next wake \(target.probe.nextWakeup.map { "\($0.sinceOrigin)" } ?? "none"))")
         summary.probesSent += 1
         stallWaitingSince = nil
         resumeWaitingSince = nil
         skippedSinceSend = false
-        sent[sequence] = SentProbe(sentAt: now, deadline: now + UInt64(settings.timeoutMilliseconds) * 1_000_000, extra: extra)
-        if sent.count > 4096 { sent = sent.filter { $0.value.deadline + 10_000_000_000 > now } }
+        sent[sequence] = SentProbe(sentAt: now, deadline: now + .milliseconds(settings.timeoutMilliseconds), extra: extra)
+        if sent.count > 4096 { sent = sent.filter { $0.value.deadline + .seconds(10) > now } }
         if forCheck {
             onScheduleSinceAnswer = false
             summary.forcedProbes += 1
@@ -42,7 +43,7 @@ extension Simulation {
         onScheduleSinceAnswer = true
         answersInRow = 0
         lastAnswerAt = now
-        newestAnsweredSentAt = 0
+        newestAnsweredSentAt = .origin
         return scenario.probeMethod
     }
 
@@ -62,9 +63,9 @@ extension Simulation {
         summary.trafficSamples += 1
         if inline {
             newSample = (now, sample.receivingRemotes > 0)
-            return .now(sample, cost: 20_000 + random.next() % 200_000)
+            return .now(sample, cost: .nanoseconds(20_000 + random.next() % 200_000))
         }
-        let cost = 100_000 + random.next() % 5_000_000
+        let cost = Duration.nanoseconds(100_000 + random.next() % 5_000_000)
         queue.add(.trafficSample(generation: generation, sample, cost: cost, takenAt: now), at: now + cost)
         return .later
     }
@@ -103,20 +104,20 @@ extension Simulation {
     }
 
     /// The check as CheckRun runs it: lookup, connect and GET, never past its limit.
-    func startCheck(_ generation: UInt64, limit: UInt64) {
-        if limit != UInt64(max(5_000, settings.timeoutMilliseconds)) * 1_000_000 {
-            violation("a check started with a limit of \(Double(limit) / 1e6) ms, not max(5 s, Timeout)")
+    func startCheck(_ generation: UInt64, limit: Duration) {
+        if limit != .milliseconds(max(5_000, settings.timeoutMilliseconds)) {
+            violation("a check started with a limit of \(limit), not max(5 s, Timeout)")
         }
         runningCheck = (generation, now, limit)
         // The plain and the secure fetch, each as the network treats it, combined as CheckPairRun does.
         let nonce = scenario.checkEcho ? "0123456789abcdef0123456789abcdef" : nil
         let timedOut = CheckAnswer.Meaning.failed("timed out")
-        let (after, plain, secure): (UInt64, CheckAnswer.Meaning, CheckAnswer.Meaning) = switch checkBehaviour {
-        case .expected(let milliseconds): (UInt64(milliseconds) * 1_000_000, .expected, .expected)
-        case .portal: (20_000_000, .portal("http://portal.test/login"), .failed("the server's certificate is not trusted"))
-        case .failing: (20_000_000, .failed("HTTP 500"), .failed("HTTP 500"))
+        let (after, plain, secure): (Duration, CheckAnswer.Meaning, CheckAnswer.Meaning) = switch checkBehaviour {
+        case .expected(let milliseconds): (.milliseconds(milliseconds), .expected, .expected)
+        case .portal: (.milliseconds(20), .portal("http://portal.test/login"), .failed("the server's certificate is not trusted"))
+        case .failing: (.milliseconds(20), .failed("HTTP 500"), .failed("HTTP 500"))
         case .hanging: (limit, timedOut, timedOut)
-        case .intercepted: (20_000_000, CheckAnswer(status: 204).meaning(checkURL: Self.checkURL, nonce: nonce),
+        case .intercepted: (.milliseconds(20), CheckAnswer(status: 204).meaning(checkURL: Self.checkURL, nonce: nonce),
                             .failed("the server's certificate is not trusted"))
         case .httpsBlocked: (limit, .expected, timedOut)
         }
@@ -131,7 +132,7 @@ extension Simulation {
     func scheduleKernelRead() {
         guard kernel.hasQueued, !kernelReadScheduled else { return }
         kernelReadScheduled = true
-        queue.add(.kernelReadable, at: now + 50_000)
+        queue.add(.kernelReadable, at: now + .microseconds(50))
     }
 
     /// Asks the shared resolver for a name (the driver answers an address itself).
@@ -144,7 +145,7 @@ extension Simulation {
     /// The resolver's thread takes the next lookup, if it is free.
     func startNextLookup() {
         guard let (started, late) = resolver.startNext(now: now, v6: scenario.family == .ipv6, random: &random) else { return }
-        if let late { violation("the default target's lookup started \(Double(late) / 1e6) ms after the lookup under way when it was asked") }
+        if let late { violation("the default target's lookup started \(late) after the lookup under way when it was asked") }
         let lookup = started.lookup
         if lookup.target == 0, lookup.generation == first.driver.core.generation { lookupAskedAt = now }
         queue.add(.resolverAnswer(target: lookup.target, generation: lookup.generation, started.answer, worker: true), at: started.at)
@@ -161,7 +162,7 @@ extension Simulation {
             return takeExtra(index, .probe(watchedFamily, .sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(address): Network is unreachable")))
         }
         if kernel.delivers(to: address), gateway.carries, case .answering(let minRTT, _, let loss) = behaviour, loss < 0.5 {
-            queue.add(.extraReply(target: index, sequence: sequence, token: token), at: now + UInt64(minRTT) * 1_000_000)
+            queue.add(.extraReply(target: index, sequence: sequence, token: token), at: now + .milliseconds(minRTT))
         }
     }
 
@@ -221,33 +222,33 @@ extension Simulation {
         switch behaviour {
         case .answering(let minRTT, let maxRTT, let loss):
             guard Double(random.next() % 1000) / 1000 >= loss else { return }
-            let rtt = UInt64(minRTT) * 1_000_000 + random.next() % (UInt64(max(maxRTT, minRTT) - minRTT) * 1_000_000 + 1)
+            let rtt = Duration.milliseconds(minRTT) + .nanoseconds(random.next() % (Duration.milliseconds(max(maxRTT, minRTT) - minRTT).nanoseconds + 1))
             queue.add(.reply(sequence: sequence, token: token, via: .icmp), at: now + rtt)
-            if random.next() % 50 == 0 { queue.add(.reply(sequence: sequence, token: token, via: .icmp), at: now + rtt + 1_000) }
+            if random.next() % 50 == 0 { queue.add(.reply(sequence: sequence, token: token, via: .icmp), at: now + rtt + .microseconds(1)) }
         case .icmpFiltered, .silent:
             break
         case .timeExceeded:
-            queue.add(.icmpError(sequence: sequence, token: token, .timeExceeded), at: now + 2_000_000)
+            queue.add(.icmpError(sequence: sequence, token: token, .timeExceeded), at: now + .milliseconds(2))
         case .unreachable(let whole):
-            queue.add(.icmpError(sequence: sequence, token: whole ? token : nil, .unreachable(code: 1)), at: now + 2_000_000)
+            queue.add(.icmpError(sequence: sequence, token: whole ? token : nil, .unreachable(code: 1)), at: now + .milliseconds(2))
         }
     }
 
     /// The probe's TCP connection to port 443 (the ladder's beside an echo request, or the probe
     /// itself), ending as the path of the moment makes it.
     func connect(_ sequence: UInt16, _ token: UInt64, alone: Bool) {
-        let routerDelay: UInt64 = 2_000_000
-        let (outcome, after, fromHost): (TCPOutcome, UInt64, Bool)
+        let routerDelay = Duration.milliseconds(2)
+        let (outcome, after, fromHost): (TCPOutcome, Duration, Bool)
         switch behaviour {
         case .answering(let minRTT, let maxRTT, let loss):
             guard Double(random.next() % 1000) / 1000 >= loss else { return }
             // Racing the echo, a little slower or faster.
-            let rtt = UInt64(minRTT) * 1_000_000 + random.next() % (UInt64(max(maxRTT, minRTT) - minRTT) * 1_000_000 + 2_000_001)
+            let rtt = Duration.milliseconds(minRTT) + .nanoseconds(random.next() % (Duration.milliseconds(max(maxRTT, minRTT) - minRTT + 2).nanoseconds + 1))
             (outcome, after, fromHost) = (.accepted, rtt, true)
         case .icmpFiltered(let rtt, let path):
             switch path {
-            case .accepts: (outcome, after, fromHost) = (.accepted, UInt64(rtt) * 1_000_000, true)
-            case .resets: (outcome, after, fromHost) = (.reset, UInt64(rtt) * 1_000_000, true)
+            case .accepts: (outcome, after, fromHost) = (.accepted, .milliseconds(rtt), true)
+            case .resets: (outcome, after, fromHost) = (.reset, .milliseconds(rtt), true)
             // ECONNREFUSED, with the router's ICMP error in the socket's error queue.
             case .rejectedByRouter: (outcome, after, fromHost) = (.icmpError(errno: 111), routerDelay, false)
             case .dropped: return
@@ -288,7 +289,7 @@ extension Simulation {
         case .lossy(let count):
             remotes = count
             lossy = true
-        case .dying(let count): remotes = max(0, count - Int((now - trafficSince) / 2_000_000_000))
+        case .dying(let count): remotes = max(0, count - Int((now - trafficSince) / .seconds(2)))
         }
         guard remotes > 0 else { return TrafficSample() }
         guard let down = pathDownSince else {
@@ -296,8 +297,8 @@ extension Simulation {
                                  retransmittingRemotes: lossy ? Int(random.next() % UInt64(remotes + 1)) : 0)
         }
         let elapsed = now - down
-        return TrafficSample(connections: remotes, receivingRemotes: elapsed < 1_000_000_000 ? remotes : 0,
-                             retransmittingRemotes: elapsed >= 300_000_000 ? remotes : 0)
+        return TrafficSample(connections: remotes, receivingRemotes: elapsed < .seconds(1) ? remotes : 0,
+                             retransmittingRemotes: elapsed >= .milliseconds(300) ? remotes : 0)
     }
 }
 
@@ -309,7 +310,7 @@ final class SimulatedTarget: TargetWorld {
     let initialCore: TargetCore
     lazy var driver = TargetDriver(core: initialCore, world: self) { IPAddress($0) }
     /// When the driver asked to be woken.
-    private(set) var wake: UInt64?
+    private(set) var wake: Instant?
 
     init(simulation: Simulation, index: Int, core: TargetCore) {
         self.simulation = simulation
@@ -318,7 +319,7 @@ final class SimulatedTarget: TargetWorld {
         wake = core.nextWakeup
     }
 
-    var now: UInt64 { simulation.now }
+    var now: Instant { simulation.now }
     var routedFamilies: Set<IPFamily>? { simulation.routedFamilies }
 
     func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
@@ -371,7 +372,7 @@ final class SimulatedTarget: TargetWorld {
 
     func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32) {
         guard watched(family, "check") else { return }
-        if index == 0 { simulation.startCheck(generation, limit: UInt64(limitMilliseconds) * 1_000_000) }
+        if index == 0 { simulation.startCheck(generation, limit: .milliseconds(limitMilliseconds)) }
     }
 
     func cancelCheck(_ family: IPFamily) {
@@ -379,9 +380,9 @@ final class SimulatedTarget: TargetWorld {
     }
 
     func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
-        guard watched(family, "sample traffic") else { return .now(nil, cost: 0) }
+        guard watched(family, "sample traffic") else { return .now(nil, cost: .zero) }
         if index == 0 { return simulation.sampleTraffic(generation: generation, inline: inline) }
-        return .now(TrafficSample(), cost: 20_000)
+        return .now(TrafficSample(), cost: .microseconds(20))
     }
 
     func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) {
@@ -410,7 +411,7 @@ final class SimulatedTarget: TargetWorld {
         if index == 0 { simulation.reported.append(.verdictReady) }
     }
 
-    func wakeUp(at deadline: UInt64?) {
+    func wakeUp(at deadline: Instant?) {
         wake = deadline
     }
 

@@ -4,6 +4,7 @@ import NetAddress
 import NetCore
 import ProbeRules
 import ReachabilityRules
+import Timekeeping
 
 /// Drives the daemon's own `TargetCore` (the monitor and probe cores composed once) and the
 /// reachability core on a virtual clock, against a simulated kernel, far host and
@@ -12,10 +13,10 @@ import ReachabilityRules
 public final class Simulation {
     public struct Violation: Error, CustomStringConvertible, Sendable {
         public let seed: UInt64
-        public let at: UInt64
+        public let at: Instant
         public let rule: String
         public var description: String {
-            "seed \(seed), at \(Double(at) / 1e9) s: \(rule)"
+            "seed \(seed), at \(Double(at.nanoseconds) / 1e9) s: \(rule)"
         }
     }
 
@@ -30,10 +31,10 @@ public final class Simulation {
         public var trafficSamples = 0
         public var probesSkipped = 0
         public var stalls = 0
-        /// The longest any Check waited for its verdict, nanoseconds.
-        public var longestCheckWait: UInt64 = 0
+        /// The longest any Check waited for its verdict.
+        public var longestCheckWait = Duration.zero
         /// Every Status the monitor published, with when.
-        public var statuses: [(at: UInt64, status: Status, reason: String)] = []
+        public var statuses: [(at: Instant, status: Status, reason: String)] = []
         public var finalStatus: Status = .unknown
     }
 
@@ -52,7 +53,7 @@ public final class Simulation {
         case capportAnswer(interface: String, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
         /// The follower's next wake-up.
         case capportWake
-        case trafficSample(generation: UInt64, TrafficSample, cost: UInt64, takenAt: UInt64)
+        case trafficSample(generation: UInt64, TrafficSample, cost: Duration, takenAt: Instant)
         /// Target `target`'s neighbour check, or its probe past the gateway, ended so.
         case neighborAnswer(target: Int, family: IPFamily, generation: UInt64, NeighborAnswer)
         case beyondAnswer(target: Int, family: IPFamily, generation: UInt64, BeyondAnswer)
@@ -62,8 +63,8 @@ public final class Simulation {
     }
 
     struct SentProbe {
-        let sentAt: UInt64
-        let deadline: UInt64
+        let sentAt: Instant
+        let deadline: Instant
         /// Sent beside a probe in flight: its silence or unproven error is no failure of its own.
         let extra: Bool
         var finished = false
@@ -72,10 +73,10 @@ public final class Simulation {
 
     let scenario: Scenario
     var random: SeededRandom
-    var now: UInt64 = 0
+    var now = Instant.origin
     var queue = EventQueue<Event>()
     /// Arrival times of Checks still to come, latest first (floods are thousands; the queue stays small).
-    var checkArrivals: [UInt64] = []
+    var checkArrivals: [Instant] = []
     var kernel: SimulatedKernel
     /// The default target's world, and the driver the daemon runs too.
     lazy var first = SimulatedTarget(simulation: self, index: 0, core: initialCore)
@@ -92,10 +93,10 @@ public final class Simulation {
     var settings: ProbeSettings
     var behaviour: Scenario.HostBehaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
     /// Since when the resolver answers again; when it last failed a lookup of Host's name.
-    var resolverAnsweringSince: UInt64? = 0
-    var lastLookupFailureAt: UInt64 = 0
+    var resolverAnsweringSince: Instant? = .origin
+    var lastLookupFailureAt = Instant.origin
     /// When the lookup of Host's name still waiting for its answer started on the resolver's thread.
-    var lookupAskedAt: UInt64?
+    var lookupAskedAt: Instant?
     var resolver = SimulatedResolver()
     /// The targets added beside the default one (restored before it starts), sharing its resolver
     /// and reachability core; each is a TargetCore in the daemon's driver, like the default one.
@@ -121,32 +122,32 @@ public final class Simulation {
     /// The network's captive-portal API, and the follower that asks it (as the daemon's CapportWatch does).
     var apiBehaviour: Scenario.APIBehaviour = .none
     var follower = CapportFollower()
-    var capportWakeAt: UInt64?
+    var capportWakeAt: Instant?
     /// Each interface's last API answer taken, and whether a captive one came from the captive API.
     var apiAnswers: [String: Bool] = [:]
     static let apiPortalURL = "https://portal.test/api-login"
     /// The next hop, the path past it, the sleeps, and the history (see `GatewayWorld`).
     var gateway = GatewayWorld()
     var trafficBehaviour: Scenario.TrafficBehaviour = .none
-    var trafficSince: UInt64 = 0
+    var trafficSince = Instant.origin
     /// Since when the path to Host has failed (the connections routed like it then stall).
-    var pathDownSince: UInt64?
+    var pathDownSince: Instant?
     /// The newest sample the core took: when, and whether data from a remote routed like Host was in it.
-    var lastSample: (at: UInt64, receiving: Bool)?
+    var lastSample: (at: Instant, receiving: Bool)?
     /// A sample the core took during this step: it counts for skips from the next step on.
-    var newSample: (at: UInt64, receiving: Bool)?
+    var newSample: (at: Instant, receiving: Bool)?
     /// The word the core last had; a stall (or traffic stopping) still waiting for its probe.
     var lastTraffic: Traffic = .none
-    var stallWaitingSince: UInt64?
-    var resumeWaitingSince: UInt64?
+    var stallWaitingSince: Instant?
+    var resumeWaitingSince: Instant?
     var skippedSinceSend = false
     var skippedSoFar = 0
     /// The check of CheckURL under way, and its limit, max(5 s, Timeout) when it started.
-    var runningCheck: (generation: UInt64, startedAt: UInt64, limit: UInt64)?
+    var runningCheck: (generation: UInt64, startedAt: Instant, limit: Duration)?
     static let checkURL = "http://check.test/generate_204"
     static let secureCheckURL = "https://check.test/generate_204"
     /// Since when the far host filters ICMP (and answers TCP); whether its path failed meanwhile.
-    var filteredSince: UInt64?
+    var filteredSince: Instant?
     var pathTroubleSinceFiltered = false
     var probeTarget: IPAddress?
     var kernelReadScheduled = false
@@ -174,26 +175,26 @@ public final class Simulation {
 
     // What the invariants need, kept independently of the cores.
     var sent: [UInt16: SentProbe] = [:]
-    var lastAnswerAt: UInt64 = 0
+    var lastAnswerAt = Instant.origin
     var failureKindsSinceAnswer: Set<String> = []
     var answersInRow = 0
     /// When the newest probe that got its answer was sent.
-    var newestAnsweredSentAt: UInt64 = 0
+    var newestAnsweredSentAt = Instant.origin
     /// When the probe whose failure was the first since the last answer was sent.
-    var firstFailureSentAt: UInt64?
+    var firstFailureSentAt: Instant?
     /// No probe since the last answer was sent off the schedule (for a Check, a route regained).
     var onScheduleSinceAnswer = true
-    var lastForcedAt: UInt64?
-    var lastSettingsChange: UInt64 = 0
-    var lastRetarget: UInt64 = 0
+    var lastForcedAt: Instant?
+    var lastSettingsChange = Instant.origin
+    var lastRetarget = Instant.origin
     /// Pending Checks: when each arrived, and by when its verdict must be in.
-    var pendingChecks: [(arrival: UInt64, limit: UInt64)] = []
+    var pendingChecks: [(arrival: Instant, limit: Instant)] = []
     public internal(set) var violations: [Violation] = []
     /// Told every step, when set: for reading a failing seed's run.
     public var trace: ((String) -> Void)?
 
     func log(_ text: @autoclosure () -> String) {
-        trace?("\(Double(now / 1000) / 1000) ms  \(text())")
+        trace?("\(Double(now.sinceOrigin.microseconds) / 1000) ms  \(text())")
     }
 
     public init(_ scenario: Scenario) {
@@ -201,10 +202,10 @@ public final class Simulation {
         random = SeededRandom(seed: scenario.seed ^ 0x5EED)
         kernel = SimulatedKernel(family: scenario.family == .ipv6 ? .v6 : .v4)
         initialCore = TargetCore(host: scenario.host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed,
-                                 refreshNanoseconds: scenario.dnsRefreshMilliseconds * 1_000_000)
+                                 refresh: .milliseconds(scenario.dnsRefreshMilliseconds))
         settings = scenario.settings
         reach = ReachabilityCore { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
-        for (at, fault) in scenario.timeline { queue.add(.fault(fault), at: at * 1_000_000) }
+        for (at, fault) in scenario.timeline { queue.add(.fault(fault), at: .origin + .milliseconds(at)) }
     }
 
     /// Runs the scenario to its end; returns the violations found (none when every rule held).
@@ -230,7 +231,7 @@ public final class Simulation {
         pump()
         take(.start(checkURL: scenario.checkURL ? Self.checkURL : scenario.secureCheck ? Self.secureCheckURL : ""))
         pump()
-        let end = scenario.duration * 1_000_000
+        let end = Instant.origin + .milliseconds(scenario.duration)
         while violations.isEmpty {
             let targetWake = first.wake
             let reachWake = askReach(\.nextWakeup)
@@ -254,7 +255,7 @@ public final class Simulation {
                 takeExtra(index, .timeout)
             } else if let wake = reachWake, wake <= now {
                 reach.handleTimeout(now: now)
-            } else if let arrival = checkArrivals.last, arrival <= now, arrival < queue.nextTime ?? .max {
+            } else if let arrival = checkArrivals.last, arrival <= now, arrival < queue.nextTime ?? .distantFuture {
                 checkArrivals.removeLast()
                 check()
             } else if let first = queue.nextTime, first <= now, let (_, event) = queue.removeFirst() {
@@ -269,7 +270,7 @@ public final class Simulation {
             checkTraffic()
             checkBlameLate()
             if let by = resolver.defaultMustStartBy, now > by {
-                violation("the default target's lookup still waits \(Double(now - by) / 1e6) ms after the lookup under way when it was asked ended")
+                violation("the default target's lookup still waits \(now - by) after the lookup under way when it was asked ended")
             }
         }
         now = end
@@ -403,7 +404,7 @@ public final class Simulation {
             if !fromHost { violation("probe \(sequence) counted as answered though only a router spoke (its ICMP error about the TCP connection)") }
             sent[sequence]?.finished = true
             sent[sequence]?.answered = true
-            newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? 0)
+            newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? .origin)
             lastAnswerAt = now
             failureKindsSinceAnswer = []
             firstFailureSentAt = nil
@@ -415,7 +416,7 @@ public final class Simulation {
     func check() {
         summary.checks += 1
         // Pending before the probe goes out, as MonitorObject keeps it: a probe that fails at once answers it.
-        let pending = (arrival: now, limit: now + 2 * UInt64(settings.timeoutMilliseconds) * 1_000_000)
+        let pending = (arrival: now, limit: now + 2 * settings.timeout)
         if first.driver.check() == true { pendingChecks.append(pending) }
     }
 
@@ -459,12 +460,12 @@ public final class Simulation {
             kernel.overflow()
         case .checks(let count, let spread):
             // Arrivals in order, at random gaps averaging spread / count.
-            var arrivals: [UInt64] = []
+            var arrivals: [Instant] = []
             arrivals.reserveCapacity(count)
-            let meanGap = UInt64(spread) * 1_000_000 / UInt64(max(count, 1))
+            let meanGap = Duration.milliseconds(spread) / UInt64(max(count, 1))
             var at = now
             for _ in 0..<count {
-                at += random.next() % (2 * meanGap + 1)
+                at += .nanoseconds(random.next() % (2 * meanGap.nanoseconds + 1))
                 arrivals.append(at)
             }
             checkArrivals = (checkArrivals + arrivals).sorted(by: >)
@@ -482,7 +483,7 @@ public final class Simulation {
             let outstanding = sent.filter { !$0.value.finished && $0.value.deadline > now }.map(\.key).sorted()
             for _ in 0..<count {
                 let sequence = outstanding.isEmpty ? UInt16(truncatingIfNeeded: random.next()) : outstanding[Int(random.next() % UInt64(outstanding.count))]
-                let at = now + random.next() % 500_000_000
+                let at = now + .nanoseconds(random.next() % 500_000_000)
                 if random.next() % 2 == 0 {
                     queue.add(.icmpError(sequence: sequence, token: nil, .unreachable(code: 1)), at: at)
                 } else {
@@ -535,12 +536,12 @@ public final class Simulation {
     func carryOut(_ actions: [CapportFollower.Action]) {
         for action in actions {
             guard case .fetch(let interface, _, let generation) = action else { continue }
-            let limit = UInt64(PortalCheck.limitMilliseconds(timeout: settings.timeoutMilliseconds)) * 1_000_000
-            let (after, result): (UInt64, Result<CapportAnswer, StrictJSON.Malformed>) = switch apiBehaviour {
-            case .captive: (10_000_000, .success(CapportAnswer(captive: true, userPortalURL: Self.apiPortalURL)))
-            case .open: (10_000_000, .success(CapportAnswer(captive: false, secondsRemaining: random.next() % 4000)))
+            let limit = Duration.milliseconds(PortalCheck.limitMilliseconds(timeout: settings.timeoutMilliseconds))
+            let (after, result): (Duration, Result<CapportAnswer, StrictJSON.Malformed>) = switch apiBehaviour {
+            case .captive: (.milliseconds(10), .success(CapportAnswer(captive: true, userPortalURL: Self.apiPortalURL)))
+            case .open: (.milliseconds(10), .success(CapportAnswer(captive: false, secondsRemaining: random.next() % 4000)))
             case .malformed:
-                (10_000_000, CapportAnswer.parse(Array(pick(Self.malformedAnswers).utf8)))
+                (.milliseconds(10), CapportAnswer.parse(Array(pick(Self.malformedAnswers).utf8)))
             case .hanging, .none: (limit, .failure(StrictJSON.Malformed(text: "timed out")))
             }
             queue.add(.capportAnswer(interface: interface, generation: generation, result), at: now + after)

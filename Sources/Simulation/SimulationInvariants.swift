@@ -3,6 +3,7 @@ import MonitorRules
 import NetCore
 import ProbeRules
 import ReachabilityRules
+import Timekeeping
 
 /// INTERFACE.md's rules, checked after every step against what the simulation kept itself
 /// (never what the cores say of themselves).
@@ -27,9 +28,9 @@ extension Simulation {
             skippedSoFar = skipped
             skippedSinceSend = true
             if settings.evidence != .traffic { violation("a probe was skipped with Evidence \(settings.evidence.rawValue)") }
-            guard let sample = lastSample, sample.receiving, now - sample.at <= 1_000_000_000 else {
+            guard let sample = lastSample, sample.receiving, now - sample.at <= .seconds(1) else {
                 return violation("a probe was skipped for traffic without data from a remote routed like Host within a second "
-                                 + "(last sample: \(lastSample.map { "\(Double(now - $0.at) / 1e6) ms ago, receiving \($0.receiving)" } ?? "none"))")
+                                 + "(last sample: \(lastSample.map { "\(now - $0.at) ago, receiving \($0.receiving)" } ?? "none"))")
             }
         }
         let word = target.trafficWatch.traffic
@@ -49,12 +50,12 @@ extension Simulation {
             stallWaitingSince = nil
             resumeWaitingSince = nil
         }
-        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+        let timeout = Duration.milliseconds(settings.timeoutMilliseconds)
         if let since = stallWaitingSince, now - since > TrafficWatch.busyPeriod + timeout, since >= lastSettingsChange {
-            violation("traffic stalled \(Double(now - since) / 1e6) ms ago and no probe went out")
+            violation("traffic stalled \(now - since) ago and no probe went out")
         }
         if let since = resumeWaitingSince, now - since > TrafficWatch.busyPeriod, since >= lastSettingsChange {
-            violation("traffic stopped flowing \(Double(now - since) / 1e6) ms ago and the skipped probes did not resume")
+            violation("traffic stopped flowing \(now - since) ago and the skipped probes did not resume")
         }
     }
 
@@ -76,8 +77,8 @@ extension Simulation {
 
     func checkFlip(from old: ProbeReport, to new: ProbeReport) {
         if old.answering != new.answering { noteExpiries() }
-        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
-        let interval = UInt64(settings.intervalMilliseconds) * 1_000_000
+        let timeout = Duration.milliseconds(settings.timeoutMilliseconds)
+        let interval = Duration.milliseconds(settings.intervalMilliseconds)
         if old.answering == true && new.answering == false {
             summary.flips += 1
             noteExpiries()
@@ -105,8 +106,8 @@ extension Simulation {
                 // The network answered: no silence to confirm, so the next probe waits for its tick.
                 let bound = UInt64(settings.failureThreshold - 1) * interval
                 if now - first < bound {
-                    violation("\(settings.failureThreshold) Time Exceeded answers took \(Double(now - first) / 1e6) ms, "
-                              + "sooner than (FailureThreshold − 1) × Interval = \(Double(bound) / 1e6) ms")
+                    violation("\(settings.failureThreshold) Time Exceeded answers took \(now - first), "
+                              + "sooner than (FailureThreshold − 1) × Interval = \(bound)")
                 }
             }
             if failureKindsSinceAnswer == ["silence"] {
@@ -116,7 +117,7 @@ extension Simulation {
                 if let firstSilent, firstSilent >= lastSettingsChange, firstSilent >= lastRetarget {
                     let bound = UInt64(settings.failureThreshold - 1) * min(interval, timeout) + timeout
                     if now - firstSilent < bound {
-                        violation("silence confirmed after \(Double(now - firstSilent) / 1e6) ms, sooner than \(Double(bound) / 1e6) ms "
+                        violation("silence confirmed after \(now - firstSilent), sooner than \(bound) "
                                   + "(Interval \(settings.intervalMilliseconds), Timeout \(settings.timeoutMilliseconds), "
                                   + "FailureThreshold \(settings.failureThreshold))")
                     }
@@ -132,9 +133,9 @@ extension Simulation {
     }
 
     func noteForcedProbe() {
-        let timeout = UInt64(settings.timeoutMilliseconds) * 1_000_000
+        let timeout = Duration.milliseconds(settings.timeoutMilliseconds)
         if let last = lastForcedAt, last >= lastSettingsChange, now - last < timeout {
-            violation("Checks forced two probes \(Double(now - last) / 1e6) ms apart (Timeout \(settings.timeoutMilliseconds))")
+            violation("Checks forced two probes \(now - last) apart (Timeout \(settings.timeoutMilliseconds))")
         }
         lastForcedAt = now
     }
@@ -145,7 +146,7 @@ extension Simulation {
         // run on either. A Check that shares a probe in flight waits for that probe's own Timeout.
         for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange
             && !sent.values.contains(where: { $0.sentAt <= check.arrival && $0.deadline >= now }) {
-            violation("a Check waited \(Double(now - check.arrival) / 1e6) ms for a verdict (allowed: \(Double(check.limit - check.arrival) / 1e6) ms)")
+            violation("a Check waited \(now - check.arrival) for a verdict (allowed: \(check.limit - check.arrival))")
         }
         pendingChecks = []
     }
@@ -163,8 +164,8 @@ extension Simulation {
     /// (or of the failed answer to a lookup asked before it), plus a lookup.
     func checkBeyondTheHost() {
         if let running = runningCheck, now - running.startedAt > running.limit, state.reason.hasPrefix("checking") {
-            violation("Connectivity unknown (\(state.reason)) \(Double(now - running.startedAt) / 1e6) ms into a check "
-                      + "whose limit is \(Double(running.limit) / 1e6) ms")
+            violation("Connectivity unknown (\(state.reason)) \(now - running.startedAt) into a check "
+                      + "whose limit is \(running.limit)")
         }
         // With the echo, no answer without it is full; a secure check that fails never leaves full.
         if heldCheckFaked, target.monitor.portalCheck.meaning != nil, state.connectivity == .full {
@@ -187,11 +188,11 @@ extension Simulation {
         // A lookup asked before the repair ends as it would have (a hung one at glibc's timeout): the 5 s count from its answer.
         // The reason is read last: matching text is the dearest test here.
         // A retry waiting behind another target's lookup waits for it (the rule above bounds that), then answers within 30 ms.
-        if let since = resolverAnsweringSince, (lookupAskedAt ?? .max) >= since, resolver.defaultMustStartBy == nil {
+        if let since = resolverAnsweringSince, (lookupAskedAt ?? .distantFuture) >= since, resolver.defaultMustStartBy == nil {
             let from = max(since, lastLookupFailureAt)
-            if now - from > 5_030_000_000 + 1_000_000, now - resolver.lastDefaultStart > 31_000_000,
+            if now - from > .milliseconds(5_031), now - resolver.lastDefaultStart > .milliseconds(31),
                target.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures, state.reason.contains("no longer resolves") {
-                violation("limited by DNS \(Double(now - from) / 1e6) ms after the resolver answered again (\(state.reason))")
+                violation("limited by DNS \(now - from) after the resolver answered again (\(state.reason))")
             }
         }
     }
@@ -249,11 +250,11 @@ extension Simulation {
         noteExpiries()
         checkTimeInState()
         for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange {
-            violation("a Check never got its verdict (arrived at \(Double(check.arrival) / 1e9) s)")
+            violation("a Check never got its verdict (arrived at \(check.arrival.sinceOrigin))")
         }
         // A name with no address yet is looked up again after a backoff of up to 60 s: a failed
         // answer that came after healing (a lookup hung before it) may leave it unresolved so long.
-        let backingOff = if case .failed = target.monitor.resolution { now - lastLookupFailureAt < 60_000_000_000 } else { false }
+        let backingOff = if case .failed = target.monitor.resolution { now - lastLookupFailureAt < .seconds(60) } else { false }
         if scenario.quietFrom != nil, quiet, violations.isEmpty, !backingOff {
             if state.status != .ethernet {
                 violation("after everything healed, Status is \(state.status) (\(state.reason)), not ethernet")

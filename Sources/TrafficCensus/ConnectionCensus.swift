@@ -6,6 +6,7 @@ import NetCore
 import ProbeRules
 import Reachability
 import ReachabilityRules
+import Timekeeping
 
 /// Counts this machine's established TCP connections for the traffic evidence: one sock_diag dump,
 /// filtered in the kernel by state and source address, and the kernel's route to each remote
@@ -39,15 +40,15 @@ final class ConnectionCensus {
 
     /// Route lookups, kept `cacheLifetime`, at most `cacheLimit` of them.
     private var cache: [IPAddress: RouteKey?] = [:]
-    private var cacheBorn: UInt64 = 0
-    static let cacheLifetime: UInt64 = 10_000_000_000
+    private var cacheBorn = Instant.origin
+    static let cacheLifetime = Duration.seconds(10)
     static let cacheLimit = 16_384
     /// However long a dump is, it is abandoned after this many reads.
     static let readLimit = 200_000
 
     /// One dump, reduced to what the samples read: its size and the connections that say something.
     private struct Dump {
-        var at: UInt64
+        var at: Instant
         var total: Int
         var telling: [SocketDiagReply.Connection]
     }
@@ -62,22 +63,22 @@ final class ConnectionCensus {
     /// longer), so sampling stays within its share of a core whatever the number of targets.
     private var dumps: [DumpKey: Dump] = [:]
     static let dumpLimit = 16
-    static let minimumReuse: UInt64 = 250_000_000
-    /// The CPU the last full dump took (ns, this thread).
-    var lastDumpCost: UInt64 = 0
+    static let minimumReuse = Duration.milliseconds(250)
+    /// The CPU the last full dump took (this thread).
+    var lastDumpCost = Duration.zero
     /// Walks of the kernel's sockets so far.
     private(set) var dumpsTaken = 0
 
-    var reuse: UInt64 {
-        max(Self.minimumReuse, lastDumpCost.multipliedReportingOverflow(by: TrafficWatch.costFactor).partialValue)
+    var reuse: Duration {
+        max(Self.minimumReuse, Duration(nanoseconds: lastDumpCost.nanoseconds.multipliedReportingOverflow(by: TrafficWatch.costFactor).partialValue))
     }
 
     /// How long a dump that found `total` connections serves: one that found none serves a second, so targets
     /// sampling at their probes' pace (a second apart at the shortest default) share one walk a second.
-    func reusePeriod(total: Int) -> UInt64 {
+    func reusePeriod(total: Int) -> Duration {
         total == 0 ? max(reuse, Self.emptyReuse) : reuse
     }
-    static let emptyReuse: UInt64 = 1_000_000_000
+    static let emptyReuse = Duration.seconds(1)
 
     init() throws(SystemError) {
         diag = try NetlinkSocket(protocol: NETLINK_SOCK_DIAG, groups: 0)
@@ -86,13 +87,13 @@ final class ConnectionCensus {
 
     /// Whether a sample for `host` from `sources` now would walk the kernel's sockets, and the last such
     /// walk was too dear to take on the loop.
-    func needsDearDump(host: IPAddress, sources: [IPAddress], now: UInt64) -> Bool {
+    func needsDearDump(host: IPAddress, sources: [IPAddress], now: Instant) -> Bool {
         recentDump(DumpKey(family: host.family, sources: sources), now: now) == nil && lastDumpCost >= TrafficWatch.inlineCost
     }
 
     /// The connections from `sources` (addresses on the route's interface) reduced to counts.
     /// `wait`: how long a read may wait for the kernel (ms); `fresh`: walk the sockets even when a recent dump would serve.
-    func sample(host: IPAddress, sources: [IPAddress], now: UInt64, wait: Int32,
+    func sample(host: IPAddress, sources: [IPAddress], now: Instant, wait: Int32,
                 fresh: Bool = false) -> Result<TrafficSample, Failure> {
         if now &- cacheBorn > Self.cacheLifetime || cache.count > Self.cacheLimit {
             cache.removeAll(keepingCapacity: true)
@@ -120,13 +121,13 @@ final class ConnectionCensus {
                                       retransmittingRemotes: retransmitting.count))
     }
 
-    private func recentDump(_ key: DumpKey, now: UInt64) -> Dump? {
+    private func recentDump(_ key: DumpKey, now: Instant) -> Dump? {
         guard let dump = dumps[key], now &- dump.at < reusePeriod(total: dump.total) else { return nil }
         return dump
     }
 
     /// Walks the kernel's sockets for `key` (one walk: see `SocketDiag.establishedTCP`).
-    private func takeDump(_ key: DumpKey, now: UInt64, wait: Int32) -> Result<Dump, Failure> {
+    private func takeDump(_ key: DumpKey, now: Instant, wait: Int32) -> Result<Dump, Failure> {
         let before = Self.threadCPU()
         dumpsTaken += 1
         defer { lastDumpCost = Self.threadCPU() &- before }
@@ -174,11 +175,11 @@ final class ConnectionCensus {
         return .success(())
     }
 
-    /// The CPU time (user and system) this thread has spent, in ns.
-    static func threadCPU() -> UInt64 {
+    /// The CPU time (user and system) this thread has spent.
+    static func threadCPU() -> Duration {
         var time = timespec()
-        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
-        return UInt64(max(time.tv_sec, 0)) * 1_000_000_000 + UInt64(max(time.tv_nsec, 0))
+        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return .zero }
+        return .seconds(max(time.tv_sec, 0)) + .nanoseconds(max(time.tv_nsec, 0))
     }
 
     /// The kernel's route to `address` (cached); nil when it has none.

@@ -1,6 +1,7 @@
 import NetAddress
 import ProbeRules
 import Simulation
+import Timekeeping
 
 /// INTERFACE.md "Every path"'s figures that depend on the cores' rules alone, on the virtual clock
 /// through the daemon's driver (`DualStackRun`): no root, no network, the same result every run.
@@ -20,7 +21,7 @@ struct DualStackBench {
         // First full: both healthy, and each family blackholed from the start (median of 101 seeds).
         func firstFull(_ faults: [DualStackRun.Fault]) -> Double {
             let times = (1...101 as ClosedRange<UInt64>).compactMap { figures(faults, seconds: 10, seed: $0).firstFull }.sorted()
-            return times.isEmpty ? .infinity : Double(times[times.count / 2]) / 1e6
+            return times.isEmpty ? .infinity : Double(times[times.count / 2].nanoseconds) / 1e6
         }
         let healthy = firstFull([])
         for family in IPFamily.allCases {

@@ -5,6 +5,7 @@ import Glibc
 import NetAddress
 import NetCore
 import Reachability
+import Timekeeping
 
 /// netobserverd end to end, timed at a D-Bus client receiving StatusChanged:
 /// the daemon runs in the client namespace on a private bus made here.
@@ -123,7 +124,7 @@ final class MonitorBench {
             if message.isSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged") {
                 guard let arguments = try? message.arguments(), arguments.count == 3,
                       let changed = arguments[1].propertyMap else { return }
-                let now = MonotonicClock.now()
+                let now = MonotonicClock.now().nanoseconds
                 var awaitedCame = false
                 for (name, value) in [("Connectivity", \MonitorBench.connectivity), ("Blame", \.blame), ("Nat64Prefix", \.prefix)] {
                     if let carried = changed[name]?.stringValue, self[keyPath: value].arrived(carried, at: now) { awaitedCame = true }
@@ -133,7 +134,7 @@ final class MonitorBench {
             }
             guard message.isSignal(interface: "org.netobserver.Monitor", member: "StatusChanged"),
                   let carried = (try? message.arguments())?.first?.stringValue else { return }
-            if status.arrived(carried, at: MonotonicClock.now()) { loop.quit(status: 0) }
+            if status.arrived(carried, at: MonotonicClock.now().nanoseconds) { loop.quit(status: 0) }
         }
         // Subscribed before the daemon starts: a round trip to the bus puts the match in force.
         _ = try connection.callBlocking(try Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
@@ -166,15 +167,15 @@ final class MonitorBench {
         var linkUp: [Double] = []
         var routeDeleted: [Double] = []
         for _ in 0..<50 {
-            var start = MonotonicClock.now()
+            var start = MonotonicClock.now().nanoseconds
             send(NetlinkRequest.setLink(index: index, up: false, sequence: sequence))
             linkDown.append(Double(waitForStatus("none") - start) / 1000)
-            start = MonotonicClock.now()
+            start = MonotonicClock.now().nanoseconds
             send(NetlinkRequest.setLink(index: index, up: true, sequence: sequence))
             send(NetlinkRequest.defaultRoute(add: true, via: gateway, sequence: sequence))
             linkUp.append(Double(waitForStatus("ethernet") - start) / 1000)
 
-            start = MonotonicClock.now()
+            start = MonotonicClock.now().nanoseconds
             send(NetlinkRequest.defaultRoute(add: false, via: gateway, sequence: sequence))
             routeDeleted.append(Double(waitForStatus("none") - start) / 1000)
             send(NetlinkRequest.defaultRoute(add: true, via: gateway, sequence: sequence))
@@ -186,11 +187,11 @@ final class MonitorBench {
 
         var silent: [Double] = []
         for _ in 0..<20 {
-            let phase = loop.schedule(after: UInt64(Double.random(in: 0..<0.2) * 1e9)) { [loop] in loop.quit(status: 0) }
+            let phase = loop.schedule(after: .nanoseconds(UInt64(Double.random(in: 0..<0.2) * 1e9))) { [loop] in loop.quit(status: 0) }
             _ = loop.run()
             loop.cancel(phase)
             shell("ip netns exec \(topology.router) iptables -I FORWARD -d 198.18.2.2 -j DROP")
-            let start = MonotonicClock.now()
+            let start = MonotonicClock.now().nanoseconds
             silent.append(Double(waitForStatus("none") - start) / 1000)
             shell("ip netns exec \(topology.router) iptables -D FORWARD -d 198.18.2.2 -j DROP")
             _ = waitForStatus("ethernet")
@@ -207,7 +208,7 @@ final class MonitorBench {
         _ = try connection?.callBlocking(set, timeoutMilliseconds: 5000)
         let rssBefore = processRSS(daemonPID)
         let cpuBefore = processCPUSeconds(daemonPID)
-        let idle = loop.schedule(after: 60_000_000_000) { [loop] in loop.quit(status: 0) }
+        let idle = loop.schedule(after: .seconds(60)) { [loop] in loop.quit(status: 0) }
         _ = loop.run()
         loop.cancel(idle)
         let cpu = processCPUSeconds(daemonPID) - cpuBefore
@@ -217,7 +218,7 @@ final class MonitorBench {
 
     /// Runs the loop until a signal handler quits it (true) or `timeout` seconds pass (false).
     func runLoop(atMost timeout: Double) -> Bool {
-        let limit = loop.schedule(after: UInt64(timeout * 1e9)) { [loop] in loop.quit(status: 1) }
+        let limit = loop.schedule(after: .nanoseconds(UInt64(timeout * 1e9))) { [loop] in loop.quit(status: 1) }
         let result = loop.run()
         loop.cancel(limit)
         return result == 0

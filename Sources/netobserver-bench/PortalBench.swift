@@ -61,7 +61,7 @@ extension MonitorBench {
                 return print("monitor portal: the advertisement was not sent (python3?)")
             }
             toPortal.append((Double(portal) - Double(sent)) / 1000)
-            let opened = MonotonicClock.now()
+            let opened = MonotonicClock.now().nanoseconds
             writeFile(capport, #"{"captive": false}"#)
             guard let full = waitFor(\.connectivity, "full", timeout: 6) else { return print("monitor portal: the portal did not end") }
             toFull.append((Double(full) - Double(opened)) / 1000)
@@ -105,13 +105,13 @@ extension MonitorBench {
         _ = system("ip netns exec \(topology.router) python3 Tests/NamespaceTests/helpers/send_ra.py \(topology.tag)r0 portal "
                    + "'https://198.18.0.1:8443/capport?hang' >/dev/null 2>&1")
         var pings: [Double] = []
-        let end = MonotonicClock.now() + 6_000_000_000
-        while MonotonicClock.now() < end {
+        let end = MonotonicClock.now().nanoseconds + 6_000_000_000
+        while MonotonicClock.now().nanoseconds < end {
             guard let connection, let call = try? Message.methodCall(destination: "org.netobserver.Monitor", path: "/org/netobserver/Monitor",
                                                                      interface: "org.freedesktop.DBus.Peer", member: "Ping") else { break }
-            let start = MonotonicClock.now()
+            let start = MonotonicClock.now().nanoseconds
             guard (try? connection.callBlocking(call, timeoutMilliseconds: 5000)) != nil else { break }
-            pings.append(Double(MonotonicClock.now() - start) / 1000)
+            pings.append(Double(MonotonicClock.now().nanoseconds - start) / 1000)
             usleep(5_000)
         }
         reportMilliseconds("monitor portal peer_ping_while_the_api_hangs", pings)

@@ -5,6 +5,7 @@ import NetAddress
 import NetCore
 import Probe
 import ProbeRules
+import Timekeeping
 
 /// Probe engine figures in client — router — server namespaces made here.
 final class ProbeBench {
@@ -21,15 +22,15 @@ final class ProbeBench {
 
     /// Runs the loop until `predicate` holds; returns when (monotonic ns).
     func runUntil(_ timeout: Double = 5, _ predicate: @escaping () -> Bool) -> UInt64 {
-        if predicate() { return MonotonicClock.now() }
+        if predicate() { return MonotonicClock.now().nanoseconds }
         var seen: UInt64 = 0
-        let poll = loop.schedule(after: 1_000_000, repeats: true) { [loop] in
+        let poll = loop.schedule(after: .milliseconds(1), repeats: true) { [loop] in
             if predicate() {
-                seen = MonotonicClock.now()
+                seen = MonotonicClock.now().nanoseconds
                 loop.quit(status: 0)
             }
         }
-        let limit = loop.schedule(after: UInt64(timeout * 1e9)) { [loop] in loop.quit(status: 1) }
+        let limit = loop.schedule(after: .nanoseconds(UInt64(timeout * 1e9))) { [loop] in loop.quit(status: 1) }
         let status = loop.run()
         loop.cancel(poll)
         loop.cancel(limit)
@@ -64,7 +65,7 @@ final class ProbeBench {
             // silent to the echo and the ladder's TCP connection alike.
             spin(Double.random(in: 0..<0.2))
             shell("ip netns exec \(router) iptables -I FORWARD -d 198.18.2.2 -j DROP")
-            let start = MonotonicClock.now()
+            let start = MonotonicClock.now().nanoseconds
             let seen = runUntil { engine.report.answering == false }
             samples.append(Double(seen - start) / 1000)
             shell("ip netns exec \(router) iptables -D FORWARD -d 198.18.2.2 -j DROP")
@@ -85,11 +86,11 @@ final class ProbeBench {
             var seen: UInt64 = 0
             engine.onProbeFinished = { [loop] in
                 if engine.report.answering == false {
-                    seen = MonotonicClock.now()
+                    seen = MonotonicClock.now().nanoseconds
                     loop.quit(status: 0)
                 }
             }
-            let start = MonotonicClock.now()
+            let start = MonotonicClock.now().nanoseconds
             engine.probeNow()
             _ = loop.run()
             engine.onProbeFinished = nil
@@ -101,7 +102,7 @@ final class ProbeBench {
     }
 
     func spin(_ seconds: Double) {
-        let timer = loop.schedule(after: UInt64(seconds * 1e9)) { [loop] in loop.quit(status: 0) }
+        let timer = loop.schedule(after: .nanoseconds(UInt64(seconds * 1e9))) { [loop] in loop.quit(status: 0) }
         _ = loop.run()
         loop.cancel(timer)
     }
@@ -168,7 +169,7 @@ func floodForeignReplies(namespace: String, to address: IPAddress, perSecond: In
     guard fd >= 0 else { return }
     defer { close(fd) }
     let total = Int(Double(perSecond) * seconds)
-    let start = MonotonicClock.now()
+    let start = MonotonicClock.now().nanoseconds
     for i in 0..<total {
         var packet = EchoPacket.request(family: .v4, identifier: .random(in: 0...UInt16.max), sequence: UInt16(truncatingIfNeeded: i),
                                         token: .random(in: 0...UInt64.max))
@@ -181,7 +182,7 @@ func floodForeignReplies(namespace: String, to address: IPAddress, perSecond: In
         _ = packet.withUnsafeBytes { bytes in address.withSocketAddress { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, $1) } }
         // Pace to the rate: sleep until this packet's slot.
         let due = start + UInt64(Double(i + 1) * 1e9 / Double(perSecond))
-        let now = MonotonicClock.now()
+        let now = MonotonicClock.now().nanoseconds
         if due > now { usleep(UInt32((due - now) / 1000)) }
     }
 }

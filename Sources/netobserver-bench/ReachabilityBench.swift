@@ -6,6 +6,7 @@ import NetCore
 import Probe
 import Reachability
 import ReachabilityRules
+import Timekeeping
 
 /// Kernel change → engine callback, on one loop, in namespaces made here.
 final class ReachabilityBench {
@@ -33,7 +34,7 @@ final class ReachabilityBench {
     func waitUntil(_ predicate: @escaping (ReachabilityVerdict) -> Bool) -> UInt64 {
         if let verdict = watch.verdict, predicate(verdict) { return lastChange }
         waitingFor = predicate
-        let timer = loop.schedule(after: 5_000_000_000) { [loop] in loop.quit(status: 1) }
+        let timer = loop.schedule(after: .seconds(5)) { [loop] in loop.quit(status: 1) }
         let status = loop.run()
         loop.cancel(timer)
         waitingFor = nil
@@ -57,7 +58,7 @@ final class ReachabilityBench {
         var samples: [Double] = []
         for _ in 0..<50 {
             sequence += 1
-            let start = MonotonicClock.now()
+            let start = MonotonicClock.now().nanoseconds
             try change()
             let seen = waitUntil { !$0.usable }
             samples.append(Double(seen - start) / 1000)
@@ -77,7 +78,7 @@ final class ReachabilityBench {
             engine = try ReachabilityEngine(loop: loop)
             watch = engine.watch()
             watch.onChange = { [unowned self] verdict in
-                lastChange = MonotonicClock.now()
+                lastChange = MonotonicClock.now().nanoseconds
                 if let waitingFor, waitingFor(verdict) { loop.quit(status: 0) }
             }
             control = try NetlinkSocket(groups: 0)

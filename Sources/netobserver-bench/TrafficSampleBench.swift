@@ -4,6 +4,7 @@ import NetCore
 import Probe
 import ProbeRules
 import Reachability
+import Timekeeping
 import TrafficCensus
 
 /// `netobserver-bench sample-cost HOST SOURCE [N]`, run inside a namespace: N full dumps of this
@@ -18,7 +19,7 @@ struct TrafficSampleBench {
     func run() throws {
         let loop = try MainLoop()
         let sampler = try TrafficSampler(loop: loop)
-        var costs: [UInt64] = []
+        var costs: [Duration] = []
         var connections = 0
         for _ in 0..<max(count, 1) {
             let (sample, cost) = sampler.sampleFresh(host: host, sources: [source])
@@ -33,7 +34,7 @@ struct TrafficSampleBench {
         }
         let period = max(TrafficWatch.busyPeriod, median * TrafficWatch.costFactor)
         let hundredths = median * 100 * 100 / period
-        print("sample-cost: connections=\(connections) samples=\(costs.count) median_us=\(median / 1000) max_us=\(largest / 1000) "
-              + "period_ms=\(period / 1_000_000) core_share_percent=\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)")
+        print("sample-cost: connections=\(connections) samples=\(costs.count) median_us=\(median.microseconds) max_us=\(largest.microseconds) "
+              + "period_ms=\(period.milliseconds) core_share_percent=\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)")
     }
 }

@@ -23,7 +23,7 @@ extension MonitorBench {
         if let phase = getenv("BLAME_PHASE"), String(cString: phase) == "names" { return try measureDNSAndPortal(runs: runs) }
         // logind, mocked on the daemon's bus, stands for the system bus's.
         extraEnvironment = "DBUS_SYSTEM_BUS_ADDRESS=unix:path=\(directory)/bus"
-        let started = MonotonicClock.now()
+        let started = MonotonicClock.now().nanoseconds
         try startDaemon()
         shell("DBUS_SYSTEM_BUS_ADDRESS=unix:path=\(directory)/bus /usr/bin/python3 -m dbusmock --system -t logind >/dev/null 2>&1 & echo $! > \(directory)/logind.pid")
         guard waitFor(\.connectivity, "full", timeout: 10) != nil else { return print("monitor blame: never full (\(connectivity.last))") }
@@ -171,9 +171,9 @@ extension MonitorBench {
 
     /// Runs the loop until Connectivity is anything but `value` (and not `unknown`, a check under way); when it changed.
     private func waitAway(from value: String, timeout: Double) -> UInt64? {
-        let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
+        let deadline = MonotonicClock.now().nanoseconds + UInt64(timeout * 1e9)
         func away() -> Bool { connectivity.last != value && connectivity.last != "unknown" }
-        while !away() && MonotonicClock.now() < deadline { _ = runLoop(atMost: 0.05) }
+        while !away() && MonotonicClock.now().nanoseconds < deadline { _ = runLoop(atMost: 0.05) }
         return away() ? connectivity.at : nil
     }
 
@@ -194,14 +194,14 @@ extension MonitorBench {
         var leftFull = 0
         for _ in 0..<20 {
             emitPrepareForSleep(true)
-            let slept = MonotonicClock.now()
+            let slept = MonotonicClock.now().nanoseconds
             _ = runLoop(atMost: 0.2)
             shell("ip netns exec \(upstream) nft 'add table inet fault; add chain inet fault dropping "
                   + "{ type filter hook prerouting priority -400; policy drop; }'")
             _ = runLoop(atMost: 1.5)
             shell("ip netns exec \(upstream) nft delete table inet fault")
             emitPrepareForSleep(false)
-            asleepFor += Double(MonotonicClock.now() - slept) / 1e9
+            asleepFor += Double(MonotonicClock.now().nanoseconds - slept) / 1e9
             let wentAway = waitAway(from: "full", timeout: 1.5)
             if wentAway != nil {
                 leftFull += 1

@@ -5,6 +5,7 @@ import MonitorClientCore
 import MonitorContract
 import MonitorRules
 import ProbeRules
+import Timekeeping
 
 func fail(_ message: String, status: Int32) -> Never {
     writeLine("netobserver: \(message)", to: 2)
@@ -59,7 +60,7 @@ do {
             }
             snapshot.update(try client.properties())
             if require.isMet(by: snapshot.Connectivity) { exit(0) }
-            loop.schedule(after: UInt64(seconds) * 1_000_000_000) { loop.quit(status: 1) }
+            loop.schedule(after: .seconds(seconds)) { loop.quit(status: 1) }
             if loop.run() == 0 { exit(0) }
         }
         // One line for the journal: what the service says, and why.
@@ -140,7 +141,7 @@ do {
         }
         _ = try client.properties()
         refresh()
-        loop.schedule(after: 15_000_000_000, repeats: true) { refresh() }
+        loop.schedule(after: .seconds(15), repeats: true) { refresh() }
         client.onPropertiesChanged(loop: loop, allTargets: true) { _, _ in refresh() }
         exit(loop.run())
     }

@@ -4,6 +4,8 @@ import EventLoop
 import Foundation
 import IntegrationSupport
 import MonitorRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// INTERFACE.md "Followers come back": the system-bus follower survives what another
@@ -26,7 +28,7 @@ final class FollowerTests: XCTestCase {
     func run(until condition: @escaping () -> Bool, timeout: Double = 10) -> Bool {
         if condition() { return true }
         let check = loop.schedule(after: 5_000_000, repeats: true) { [loop] in if condition() { loop?.quit(status: 0) } }
-        let deadline = loop.schedule(after: UInt64(timeout * 1e9)) { [loop] in loop?.quit(status: 0) }
+        let deadline = loop.schedule(after: .nanoseconds(UInt64(timeout * 1e9))) { [loop] in loop?.quit(status: 0) }
         _ = loop.run()
         loop.cancel(check)
         loop.cancel(deadline)

@@ -1,6 +1,8 @@
 import EventLoop
 import Glibc
 import Synchronization
+import TestTime
+import Timekeeping
 import XCTest
 
 final class MainLoopTests: XCTestCase {
@@ -27,11 +29,11 @@ final class MainLoopTests: XCTestCase {
         for waitCall in [MainLoop.WaitCall.epollPwait2, .epollPwait] {
             let loop = try MainLoop(waitCall: waitCall)
             var generator = SystemRandomNumberGenerator()
-            var fired: [UInt64] = []
-            var kept: [UInt64] = []
+            var fired: [Instant] = []
+            var kept: [Instant] = []
             var timers: [LoopTimer] = []
             for i in 0..<2_000 {
-                let delay = UInt64.random(in: 0..<20, using: &generator) * 1_000_000
+                let delay = Duration.milliseconds(UInt64.random(in: 0..<20, using: &generator))
                 nonisolated(unsafe) var timer: LoopTimer?
                 timer = loop.schedule(after: delay) { fired.append(timer?.deadline ?? 0) }
                 timers.append(timer!)
@@ -60,7 +62,7 @@ final class MainLoopTests: XCTestCase {
         let loop = try MainLoop(waitCall: .epollPwait)
         XCTAssertEqual(loop.waitCall, .epollPwait)
         let start = MonotonicClock.now()
-        var at: UInt64 = 0
+        var at = Instant.origin
         loop.schedule(after: 300_000) { at = MonotonicClock.now(); loop.quit(status: 0) }
         XCTAssertEqual(loop.run(), 0)
         XCTAssertGreaterThanOrEqual(at - start, 300_000, "never early")
@@ -197,7 +199,7 @@ extension MainLoopTests {
     /// A loop on a clock the test advances: timers fire when virtual time reaches them, not before.
     func testTimersFollowAnInjectedClock() throws {
         let now = Atomic<UInt64>(1_000)
-        let loop = try MainLoop(clock: { now.load(ordering: .relaxed) })
+        let loop = try MainLoop(clock: { Instant(nanoseconds: now.load(ordering: .relaxed)) })
         var fired: [String] = []
         loop.schedule(after: 500) { fired.append("after 500") }
         loop.schedule(at: 2_000) { fired.append("at 2000") }
@@ -219,8 +221,8 @@ extension MainLoopTests {
     /// wakes the loop itself only when its leeway is over; repeating, it counts from when it ran.
     func testALenientTimerRidesOnOtherWakeUps() throws {
         let loop = try MainLoop()
-        var lenientRuns: [UInt64] = []
-        var punctualRan: UInt64 = 0
+        var lenientRuns: [Instant] = []
+        var punctualRan = Instant.origin
         let lenient = loop.schedule(after: 20_000_000, leeway: 1_000_000_000, repeats: true) { lenientRuns.append(loop.now()) }
         loop.schedule(after: 60_000_000) { punctualRan = loop.now(); loop.quit(status: 0) }
         XCTAssertEqual(loop.scheduledTimers, 2)
@@ -232,7 +234,7 @@ extension MainLoopTests {
         XCTAssertEqual(loop.scheduledTimers, 0)
 
         let started = loop.now()
-        var aloneRan: UInt64 = 0
+        var aloneRan = Instant.origin
         loop.schedule(after: 10_000_000, leeway: 100_000_000) { aloneRan = loop.now() }
         let cancelled = loop.schedule(after: 1_000, leeway: 1_000) { XCTFail("a cancelled lenient timer never runs") }
         loop.cancel(cancelled)

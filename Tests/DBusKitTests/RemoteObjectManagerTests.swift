@@ -2,6 +2,8 @@ import DBusKit
 import EventLoop
 import Foundation
 import IntegrationSupport
+import TestTime
+import Timekeeping
 import XCTest
 
 /// DBusKit as a client: asynchronous calls, signal subscriptions, and a remote
@@ -33,7 +35,7 @@ final class RemoteObjectManagerTests: XCTestCase {
     func run(until condition: @escaping () -> Bool, timeout: Double = 5) -> Bool {
         if condition() { return true }
         let check = loop.schedule(after: 2_000_000, repeats: true) { [loop] in if condition() { loop?.quit(status: 0) } }
-        let deadline = loop.schedule(after: UInt64(timeout * 1e9)) { [loop] in loop?.quit(status: 0) }
+        let deadline = loop.schedule(after: .nanoseconds(UInt64(timeout * 1e9))) { [loop] in loop?.quit(status: 0) }
         _ = loop.run()
         loop.cancel(check)
         loop.cancel(deadline)
@@ -91,7 +93,7 @@ final class RemoteObjectManagerTests: XCTestCase {
         let manager = RemoteObjectManager(connection: connection, service: Self.service, path: Self.root, interfaces: [Self.modem])
         manager.callTimeoutMilliseconds = 300
         var last = loop.now()
-        var longestGap: UInt64 = 0
+        var longestGap = Duration.zero
         let ticker = loop.schedule(after: 10_000_000, repeats: true) { [loop] in
             let now = loop!.now()
             longestGap = max(longestGap, now - last)
@@ -100,7 +102,7 @@ final class RemoteObjectManagerTests: XCTestCase {
         XCTAssertFalse(run(until: { manager.isReady }, timeout: 1.5))
         loop.cancel(ticker)
         XCTAssertTrue(manager.hasOwner)
-        XCTAssertLessThan(longestGap, 250_000_000, "the loop stalled for \(longestGap / 1_000_000) ms")
+        XCTAssertLessThan(longestGap, 250_000_000, "the loop stalled for \(longestGap)")
         // Once it answers (empty), a retry loads it.
         XCTAssertTrue(run(until: { manager.isReady }, timeout: 10))
     }

@@ -1,5 +1,7 @@
 import Foundation
 import MonitorRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// The captive-portal API fuzzer's seeds and crash inputs: read without a trap; a portal only ever

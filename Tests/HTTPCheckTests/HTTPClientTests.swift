@@ -3,6 +3,8 @@ import EventLoop
 import Foundation
 import HTTPCheck
 import IntegrationSupport
+import TestTime
+import Timekeeping
 import XCTest
 
 /// libcurl's multi-socket interface on the MainLoop, against a server on loopback.

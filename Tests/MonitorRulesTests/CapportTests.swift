@@ -1,11 +1,12 @@
 import MonitorRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// RFC 8908's JSON read strictly, and the follower's cadence: what the network's API says becomes a
 /// fact only when it is exactly the RFC's, and it is asked at once, every 2 s while captive, and
 /// otherwise at the earlier of 300 s and seconds-remaining - 60 s.
 final class CapportTests: XCTestCase {
-    let second: UInt64 = 1_000_000_000
 
     func json(_ text: String) -> Result<JSONValue, StrictJSON.Malformed> { StrictJSON.parse(Array(text.utf8)) }
 
@@ -65,7 +66,7 @@ final class CapportTests: XCTestCase {
         XCTAssertTrue(follower.isUnderway(interface: "eth0", generation: first))
         XCTAssertFalse(follower.isUnderway(interface: "eth0", generation: first + 1))
         let captive = CapportAnswer(captive: true, userPortalURL: "https://portal.example/")
-        XCTAssertTrue(follower.fetched(interface: "eth0", generation: first, .success(captive), now: second).changed)
+        XCTAssertTrue(follower.fetched(interface: "eth0", generation: first, .success(captive), now: 1 * second).changed)
         XCTAssertEqual(follower.facts["eth0"], PortalAPIFacts(uri: "https://api.example/capport", answer: captive))
         XCTAssertEqual(follower.nextWakeup, 3 * second)
         XCTAssertEqual(follower.handleTimeout(now: 2 * second), [])

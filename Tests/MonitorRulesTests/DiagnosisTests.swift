@@ -2,12 +2,13 @@ import MonitorRules
 import NetAddress
 import ProbeRules
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// Where it broke: Blame as a table over facts, the diagnosis's schedule (the neighbour check and the
 /// one probe past the gateway), and the two composed in a path, all without sockets.
 final class DiagnosisTests: XCTestCase {
-    let ms: UInt64 = 1_000_000
     let gateway = IPAddress.v4([198, 18, 0, 1])
     let host = IPAddress.v4([198, 18, 9, 2])
     var hop: PathDiagnosis.NextHop {
@@ -76,16 +77,16 @@ final class DiagnosisTests: XCTestCase {
         var diagnosis = PathDiagnosis()
         let first = diagnosis.routeChanged(hop, now: 0)
         let generation = try XCTUnwrap(neighborChecks(first).first)
-        XCTAssertTrue(diagnosis.routeChanged(hop, now: ms).isEmpty, "the same next hop: nothing new")
+        XCTAssertTrue(diagnosis.routeChanged(hop, now: 1 * ms).isEmpty, "the same next hop: nothing new")
         XCTAssertTrue(diagnosis.neighborAnswered(generation: generation, .reachable, now: 10 * ms).isEmpty)
         XCTAssertEqual(diagnosis.neighbor, .reachable)
-        XCTAssertEqual(diagnosis.nextWakeup, PathDiagnosis.healthyRecheckNanoseconds)
+        XCTAssertEqual(diagnosis.nextWakeup, .origin + PathDiagnosis.healthyRecheck)
         XCTAssertTrue(diagnosis.handleTimeout(now: 30_000 * ms).isEmpty, "not before a minute")
         var sent = 1
-        var now: UInt64 = 0
+        var now = Instant.origin
         // An hour of health: one check a minute at most.
         while now < 3_600_000 * ms {
-            now = diagnosis.nextWakeup ?? .max
+            now = diagnosis.nextWakeup ?? .distantFuture
             let actions = diagnosis.handleTimeout(now: now)
             guard let next = neighborChecks(actions).first else { break }
             sent += 1
@@ -98,7 +99,7 @@ final class DiagnosisTests: XCTestCase {
     func testASuspicionAsksTheNextHopThenProbesPastItWhenItAnswers() throws {
         var diagnosis = PathDiagnosis()
         let first = try XCTUnwrap(neighborChecks(diagnosis.routeChanged(hop, now: 0)).first)
-        _ = diagnosis.neighborAnswered(generation: first, .reachable, now: ms)
+        _ = diagnosis.neighborAnswered(generation: first, .reachable, now: 1 * ms)
         let suspected = diagnosis.hostChanged(silent: true, address: host, now: 100 * ms)
         let second = try XCTUnwrap(neighborChecks(suspected).first, "a suspicion asks the next hop at once")
         XCTAssertTrue(diagnosis.hostChanged(silent: true, address: host, now: 200 * ms).isEmpty, "one check per suspicion")
@@ -126,7 +127,7 @@ final class DiagnosisTests: XCTestCase {
         let old = neighborChecks(diagnosis.routeChanged(hop, now: 0)).first ?? 0
         var other = hop
         other.gateway = .v4([198, 18, 0, 254])
-        _ = diagnosis.routeChanged(other, now: ms)
+        _ = diagnosis.routeChanged(other, now: 1 * ms)
         _ = diagnosis.neighborAnswered(generation: old, .unreachable, now: 2 * ms)
         XCTAssertNil(diagnosis.neighbor, "the answer was about the old next hop")
     }
@@ -136,7 +137,7 @@ final class DiagnosisTests: XCTestCase {
         _ = diagnosis.routeChanged(hop, now: 0)
         diagnosis.suspended()
         XCTAssertNil(diagnosis.nextWakeup)
-        XCTAssertTrue(diagnosis.hostChanged(silent: true, address: host, now: ms).isEmpty)
+        XCTAssertTrue(diagnosis.hostChanged(silent: true, address: host, now: 1 * ms).isEmpty)
         XCTAssertEqual(neighborChecks(diagnosis.resumed(now: 2 * ms)).count, 1)
     }
 
@@ -146,7 +147,7 @@ final class DiagnosisTests: XCTestCase {
         tunnel.hasNeighbors = false
         XCTAssertTrue(diagnosis.routeChanged(tunnel, now: 0).isEmpty)
         XCTAssertNil(diagnosis.nextWakeup, "no periodic check on a point-to-point link")
-        XCTAssertEqual(beyondProbes(diagnosis.hostChanged(silent: true, address: host, now: ms)).count, 1)
+        XCTAssertEqual(beyondProbes(diagnosis.hostChanged(silent: true, address: host, now: 1 * ms)).count, 1)
     }
 
     // MARK: Composed in a path
@@ -161,7 +162,7 @@ final class DiagnosisTests: XCTestCase {
         route.interfaceIndex = 3
         route.hasNeighbors = true
         route.routedFamilies = [.v4]
-        var now: UInt64 = 0
+        var now = Instant.origin
         var asked: [PathCore.Action] = []
         func step(_ event: PathCore.Event) -> [PathCore.Action] {
             let actions = core.handle(event, now: now)
@@ -194,7 +195,7 @@ final class DiagnosisTests: XCTestCase {
         asked = []
         var state = MonitorState()
         for _ in 0..<40 where state.connectivity == .full || state.connectivity == .unknown {
-            now = core.nextWakeup ?? now + ms
+            now = core.nextWakeup ?? now + 1 * ms
             let actions = step(.timeout)
             for case .checkNeighbor(_, _, _, let generation) in actions {
                 _ = step(.neighborAnswered(generation: generation, .unreachable))
@@ -219,7 +220,7 @@ final class DiagnosisTests: XCTestCase {
         _ = core.handle(.resolved(generation: 0, .success([host]), routedFamilies: [.v4]), now: 0)
         _ = core.handle(.route(route), now: 0)
         _ = core.handle(.probing(.icmpDatagram), now: 0)
-        _ = core.handle(.suspend, now: ms)
+        _ = core.handle(.suspend, now: 1 * ms)
         XCTAssertNil(core.probe.nextWakeup, "asleep: no probe scheduled")
         XCTAssertNil(core.diagnosis.nextWakeup, "asleep: no neighbour check scheduled")
         XCTAssertEqual(core.probe.outstandingCount, 0, "probes in flight are forgotten, not failed")
@@ -238,10 +239,10 @@ final class DiagnosisTests: XCTestCase {
         route.interfaceIndex = 3
         route.hasNeighbors = true
         route.routedFamilies = [.v4]
-        var now: UInt64 = 0
+        var now = Instant.origin
         var silent = false
-        var beyondAt: UInt64?
-        var changedAt: UInt64?
+        var beyondAt: Instant?
+        var changedAt: Instant?
         var pending: [PathCore.Event] = []
         func step(_ event: PathCore.Event) {
             for action in core.handle(event, now: now) {
@@ -264,12 +265,12 @@ final class DiagnosisTests: XCTestCase {
         step(.probing(.icmpDatagram))
         for _ in 0..<200 {
             while !pending.isEmpty {
-                now += ms
+                now += 1 * ms
                 step(pending.removeFirst())
             }
             if now > 2_000 * ms { silent = true }
             if changedAt != nil { break }
-            now = max(now, core.nextWakeup ?? now + ms)
+            now = max(now, core.nextWakeup ?? now + 1 * ms)
             step(.timeout)
         }
         let beyond = try XCTUnwrap(beyondAt)

@@ -1,5 +1,7 @@
 import Glibc
 import MonitorRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// History as a pure structure: outages, their bounds, sleep, TimeInState, and the file.

@@ -3,13 +3,14 @@ import NetAddress
 import NetCore
 import ProbeRules
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// The one core per target: events in, actions out, one publish per event, after every action
 /// but the verdict being ready; nothing
 /// sent before the transport says how it sends; the monitor and probe cores feed each other inside.
 final class PathCoreTests: XCTestCase {
-    let ms: UInt64 = 1_000_000
     let address = IPAddress.v4([198, 18, 0, 2])
     let route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
 
@@ -71,7 +72,7 @@ final class PathCoreTests: XCTestCase {
     /// Every event, whatever it sets off inside, publishes at most once, as its last action.
     func testEveryEventPublishesAtMostOnceAndLast() {
         var core = makeCore()
-        var now: UInt64 = 0
+        var now = Instant.origin
         var outstanding: [(UInt16, UInt64)] = []
         var events: [PathCore.Event] = [
             .start(checkURL: "http://198.18.2.2/generate_204"),
@@ -90,7 +91,7 @@ final class PathCoreTests: XCTestCase {
             assertOnePublishAtMostAndLast(actions)
             outstanding += sends(actions)
             if let (sequence, token) = outstanding.popLast(), case .timeout = event {
-                assertOnePublishAtMostAndLast(core.handle(.probe(.reply(sequence: sequence, token: token, via: .tcp)), now: now + ms))
+                assertOnePublishAtMostAndLast(core.handle(.probe(.reply(sequence: sequence, token: token, via: .tcp)), now: now + 1 * ms))
             }
             if actions.contains(where: { if case .probe = $0 { true } else { false } }) { events.insert(.probing(.icmpRaw), at: 0) }
         }
@@ -100,7 +101,7 @@ final class PathCoreTests: XCTestCase {
     func testACheckProbesOnlyWithAnAddress() throws {
         var core = makeCore()
         _ = core.handle(.start(checkURL: ""), now: 0)
-        XCTAssertFalse(core.check(now: ms).probing)
+        XCTAssertFalse(core.check(now: 1 * ms).probing)
         _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 2 * ms)
         let first = core.handle(.probing(.icmpDatagram), now: 3 * ms)
         let (sequence, token) = try XCTUnwrap(sends(first).first)
@@ -143,7 +144,7 @@ final class PathCoreTests: XCTestCase {
         var core = makeCore()
         _ = core.handle(.start(checkURL: ""), now: 0)
         var sent = 0
-        var now: UInt64 = 0
+        var now = Instant.origin
         for round in 0..<20 {
             let host = "198.18.0.\(10 + round)"
             now += 10 * ms

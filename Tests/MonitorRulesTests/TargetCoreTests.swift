@@ -2,27 +2,28 @@ import MonitorRules
 import NetAddress
 import ProbeRules
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// A target's paths, one per address family, and the headline they make (INTERFACE.md "Every
 /// path"): played on a virtual clock by a world that answers in each family as the test says.
 final class TargetCoreTests: XCTestCase {
-    static let ms: UInt64 = 1_000_000
     static let v4 = IPAddress.v4([198, 18, 2, 2])
     static let v6 = IPAddress.v6([0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2])
 
     /// The core and a world around it: each family's host answers after 1 ms, or is silent.
     struct Bench {
         var core: TargetCore
-        var now: UInt64 = 0
+        var now = Instant.origin
         var answering: [IPFamily: Bool] = [.v4: true, .v6: true]
         var state = MonitorState()
         /// Every published state's Status and Connectivity, in order.
         var published: [(Status, Connectivity)] = []
-        var sent: [IPFamily: [UInt64]] = [.v4: [], .v6: []]
+        var sent: [IPFamily: [Instant]] = [.v4: [], .v6: []]
         var ready = 0
         var brokenContract: [String] = []
-        private var replies: [(at: UInt64, family: IPFamily, sequence: UInt16, token: UInt64)] = []
+        private var replies: [(at: Instant, family: IPFamily, sequence: UInt16, token: UInt64)] = []
         private var events: [TargetCore.Event] = []
 
         init(family: AddressFamily = .any, interval: UInt32 = 1000, timeout: UInt32 = 500, failures: UInt32 = 2) {
@@ -69,14 +70,14 @@ final class TargetCoreTests: XCTestCase {
             }
         }
 
-        static let rtt: UInt64 = 1_000_000
+        static let rtt = Duration.milliseconds(1)
 
         /// Lets time pass to `end`, replies and wake-ups in order.
-        mutating func run(until end: UInt64) {
+        mutating func run(until end: Instant) {
             while true {
                 let reply = replies.min { $0.at < $1.at }
                 let wake = core.nextWakeup
-                let next = min(reply?.at ?? .max, wake ?? .max)
+                let next = min(reply?.at ?? .distantFuture, wake ?? .distantFuture)
                 guard next <= end else { break }
                 now = max(now, next)
                 if let reply, reply.at == next {
@@ -108,11 +109,11 @@ final class TargetCoreTests: XCTestCase {
         actions = bench.core.handle(.resolved(generation: 0, .success([Self.v6, Self.v4]), routedFamilies: [.v4, .v6]), now: 0)
         XCTAssertTrue(actions.contains(.probe(.v4, Self.v4)), "\(actions)")
         XCTAssertTrue(actions.contains(.probe(.v6, Self.v6)), "\(actions)")
-        bench.now = 5 * Self.ms
+        bench.now = 5 * ms
         bench.handle(.probing(.v4, .icmpDatagram))
         bench.handle(.probing(.v6, .icmpDatagram))
-        XCTAssertEqual(bench.sent[.v4], [5 * Self.ms])
-        XCTAssertEqual(bench.sent[.v6], [5 * Self.ms])
+        XCTAssertEqual(bench.sent[.v4], [5 * ms])
+        XCTAssertEqual(bench.sent[.v6], [5 * ms])
         XCTAssertTrue(bench.brokenContract.isEmpty, "\(bench.brokenContract)")
     }
 
@@ -120,7 +121,7 @@ final class TargetCoreTests: XCTestCase {
     func testTheHeadlineFollowsResolverOrderAmongEquals() {
         var bench = Bench()
         bench.start()
-        bench.run(until: 100 * Self.ms)
+        bench.run(until: 100 * ms)
         XCTAssertEqual(bench.state.connectivity, .full)
         XCTAssertEqual(bench.state.address, Self.v6.description)
         XCTAssertEqual(bench.state.ipv4.connectivity, .full)
@@ -130,7 +131,7 @@ final class TargetCoreTests: XCTestCase {
 
         var v4First = Bench()
         v4First.start(addresses: [Self.v4, Self.v6])
-        v4First.run(until: 100 * Self.ms)
+        v4First.run(until: 100 * ms)
         XCTAssertEqual(v4First.state.address, Self.v4.description)
     }
 
@@ -139,11 +140,11 @@ final class TargetCoreTests: XCTestCase {
     func testADeadFamilyHandsTheHeadlineOverWithoutMovingIt() {
         var bench = Bench()
         bench.start()
-        bench.run(until: 3000 * Self.ms)
+        bench.run(until: 3000 * ms)
         XCTAssertEqual(bench.state.address, Self.v6.description)
         let before = bench.published.count
         bench.answering[.v6] = false
-        bench.run(until: 10_000 * Self.ms)
+        bench.run(until: 10_000 * ms)
         XCTAssertEqual(bench.state.ipv6.connectivity, .limited)
         XCTAssertTrue(bench.state.ipv6.reason.hasPrefix("host not answering over IPv6"), bench.state.ipv6.reason)
         XCTAssertEqual(bench.state.connectivity, .full)
@@ -155,7 +156,7 @@ final class TargetCoreTests: XCTestCase {
 
         // And back: the first family in resolver order gives the headline again.
         bench.answering[.v6] = true
-        bench.run(until: 15_000 * Self.ms)
+        bench.run(until: 15_000 * ms)
         XCTAssertEqual(bench.state.ipv6.connectivity, .full)
         XCTAssertEqual(bench.state.address, Self.v6.description)
         XCTAssertEqual(bench.published.count, before)
@@ -163,23 +164,23 @@ final class TargetCoreTests: XCTestCase {
 
     /// Every family dead: the outage is confirmed no later than a single family's would be.
     func testADeadUpstreamIsConfirmedAsFastAsWithOneFamily() {
-        func confirmation(_ family: AddressFamily) -> UInt64 {
+        func confirmation(_ family: AddressFamily) -> Duration {
             var bench = Bench(family: family, interval: 1000, timeout: 500, failures: 3)
             bench.start()
-            bench.run(until: 60_000 * Self.ms)
+            bench.run(until: 60_000 * ms)
             bench.answering = [.v4: false, .v6: false]
             let cut = bench.now
-            var confirmed: UInt64?
-            while bench.now < cut + 20_000 * Self.ms && confirmed == nil {
-                bench.run(until: bench.now + 10 * Self.ms)
+            var confirmed: Duration?
+            while bench.now < cut + 20_000 * ms && confirmed == nil {
+                bench.run(until: bench.now + 10 * ms)
                 if bench.state.connectivity != .full { confirmed = bench.now - cut }
             }
-            return confirmed ?? .max
+            return confirmed ?? .forever
         }
         let single = confirmation(.ipv6)
         let both = confirmation(.any)
-        XCTAssertLessThan(single, 20_000 * Self.ms)
-        XCTAssertLessThanOrEqual(both, single + 20 * Self.ms, "both families: \(both / Self.ms) ms, one: \(single / Self.ms) ms")
+        XCTAssertLessThan(single, 20_000 * ms)
+        XCTAssertLessThanOrEqual(both, single + 20 * ms, "both families: \(both / ms) ms, one: \(single / ms) ms")
     }
 
     /// While both are full the other family is probed at most once per 30 s; at the headline's
@@ -187,9 +188,9 @@ final class TargetCoreTests: XCTestCase {
     func testTheOtherFamilyIsCheapWhileAllAreFullAndProbedAtOnceOnSuspicion() {
         var bench = Bench()
         bench.start()
-        bench.run(until: 5000 * Self.ms)
+        bench.run(until: 5000 * ms)
         let start = bench.now
-        bench.run(until: start + 120_000 * Self.ms)
+        bench.run(until: start + 120_000 * ms)
         let v4 = bench.sent[.v4, default: []].filter { $0 > start }.count
         let v6 = bench.sent[.v6, default: []].filter { $0 > start }.count
         XCTAssertGreaterThanOrEqual(v6, 119, "the headline's family keeps its Interval")
@@ -199,10 +200,10 @@ final class TargetCoreTests: XCTestCase {
         bench.answering[.v6] = false
         let silentFrom = bench.now
         // The next IPv6 probe (at most an Interval away) is lost a Timeout later: IPv4 goes out then.
-        bench.run(until: silentFrom + 1600 * Self.ms)
+        bench.run(until: silentFrom + 1600 * ms)
         let afterSuspicion = bench.sent[.v4, default: []].filter { $0 > silentFrom }
-        XCTAssertFalse(afterSuspicion.isEmpty, "IPv4 not probed at the headline's suspicion: v6 \(bench.sent[.v6, default: []].filter { $0 > silentFrom - 2000 * Self.ms }.map { $0 / Self.ms }), v4 \(bench.sent[.v4, default: []].suffix(3).map { $0 / Self.ms }), silent from \(silentFrom / Self.ms)")
-        let firstLoss = bench.sent[.v6, default: []].first { $0 > silentFrom }.map { $0 + 500 * Self.ms }
+        XCTAssertFalse(afterSuspicion.isEmpty, "IPv4 not probed at the headline's suspicion: v6 \(bench.sent[.v6, default: []].filter { $0 > silentFrom - 2000 * ms }.map { $0 / ms }), v4 \(bench.sent[.v4, default: []].suffix(3).map { $0 / ms }), silent from \(silentFrom / ms)")
+        let firstLoss = bench.sent[.v6, default: []].first { $0 > silentFrom }.map { $0 + 500 * ms }
         XCTAssertEqual(afterSuspicion.first, firstLoss, "IPv4 was not probed the moment IPv6's probe was lost")
     }
 
@@ -210,7 +211,7 @@ final class TargetCoreTests: XCTestCase {
     func testAFamilyAddressFamilyExcludesSendsNothing() {
         var bench = Bench(family: .ipv4)
         bench.start()
-        bench.run(until: 10_000 * Self.ms)
+        bench.run(until: 10_000 * ms)
         XCTAssertEqual(bench.sent[.v6, default: []], [])
         XCTAssertEqual(bench.state.ipv6.connectivity, .none)
         XCTAssertEqual(bench.state.ipv6.reason, "AddressFamily is ipv4")
@@ -222,7 +223,7 @@ final class TargetCoreTests: XCTestCase {
     func testNoAddressInAFamilyIsNone() {
         var bench = Bench()
         bench.start(addresses: [Self.v4])
-        bench.run(until: 5000 * Self.ms)
+        bench.run(until: 5000 * ms)
         XCTAssertEqual(bench.state.ipv6.connectivity, .none)
         XCTAssertEqual(bench.state.ipv6.reason, "no IPv6 address for dual.test")
         XCTAssertEqual(bench.sent[.v6, default: []], [])
@@ -254,13 +255,13 @@ final class TargetCoreTests: XCTestCase {
     func testACheckWaitsForEveryFamily() {
         var bench = Bench()
         bench.start()
-        bench.run(until: 3000 * Self.ms)
+        bench.run(until: 3000 * ms)
         let readyBefore = bench.ready
         bench.answering[.v4] = false
         XCTAssertTrue(bench.check())
-        bench.run(until: bench.now + 2 * Self.ms)
+        bench.run(until: bench.now + 2 * ms)
         XCTAssertEqual(bench.ready, readyBefore, "the Check was answered before IPv4's probe ended")
-        bench.run(until: bench.now + 600 * Self.ms)
+        bench.run(until: bench.now + 600 * ms)
         XCTAssertGreaterThan(bench.ready, readyBefore)
         XCTAssertTrue(bench.brokenContract.isEmpty, "\(bench.brokenContract)")
     }
@@ -309,7 +310,7 @@ final class TargetCoreTests: XCTestCase {
         let learned = core.handle(.nat64Resolved(generation: try XCTUnwrap(lookups.first), .success([answer])), now: 3)
         XCTAssertTrue(learned.contains(.probe(.v4, try XCTUnwrap(prefix.synthesize(Self.v4)))), "\(learned)")
         XCTAssertEqual(core.state(previous: MonitorState()).nat64Source, "dns")
-        let hourLater = core.handle(.timeout, now: 1 + TargetCore.nat64DiscoveryNanoseconds)
+        let hourLater = core.handle(.timeout, now: 1 + TargetCore.nat64Discovery)
         XCTAssertTrue(hourLater.contains { if case .resolveNat64 = $0 { true } else { false } }, "asked again hourly")
     }
 }

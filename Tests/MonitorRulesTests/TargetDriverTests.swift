@@ -3,21 +3,22 @@ import NetAddress
 import NetCore
 import ProbeRules
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// The one pump the daemon and the simulation both run: the order it carries actions out in,
 /// the answers it gives itself, and that no world decides anything.
 final class TargetDriverTests: XCTestCase {
-    let ms: UInt64 = 1_000_000
     let address = IPAddress.v4([198, 18, 0, 2])
     let route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
 
     /// Writes down every call, in order; does what a test tells it inside one.
     final class RecordingWorld: TargetWorld {
-        var now: UInt64 = 0
+        var now = Instant.origin
         var routedFamilies: Set<IPFamily>? = [.v4]
         var calls: [String] = []
-        var wake: UInt64?
+        var wake: Instant?
         var method: ProbeMethod? = .icmpDatagram
         var published = MonitorState()
         /// The last probe sent.
@@ -62,7 +63,7 @@ final class TargetDriverTests: XCTestCase {
             calls.append("publish \(published.status.rawValue)")
         }
         func verdictReady() { calls.append("verdictReady") }
-        func wakeUp(at deadline: UInt64?) { wake = deadline }
+        func wakeUp(at deadline: Instant?) { wake = deadline }
         func settled() { calls.append("settled") }
     }
 

@@ -10,6 +10,8 @@ import Probe
 import ProbeRules
 import Reachability
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// One run of the HTTP check, as the daemon drives it, against a loopback server and a
@@ -44,9 +46,9 @@ final class CheckRunTests: XCTestCase {
         // Other targets' lookups, asked before the check's: each its own owner, as targets are.
         for name in othersWaiting { resolver.resolve(name, family: AF_UNSPEC, owner: resolver.newOwner()) { _ in } }
         var meaning: CheckAnswer.Meaning?
-        var longestTurn: UInt64 = 0
+        var longestTurn = Duration.zero
         var lastTick = loop.now()
-        let ticker = loop.schedule(after: 5_000_000, repeats: true) { [loop] in
+        let ticker = loop.schedule(after: 5 * ms, repeats: true) { [loop] in
             let now = loop!.now()
             longestTurn = max(longestTurn, now - lastTick)
             lastTick = now
@@ -57,11 +59,11 @@ final class CheckRunTests: XCTestCase {
             meaning = answer.meaning(checkURL: url)
             loop!.quit(status: 0)
         }
-        loop.schedule(after: UInt64(limit + 2_000) * 1_000_000) { [loop] in loop!.quit(status: 1) }
+        loop.schedule(after: .milliseconds(limit + 2_000)) { [loop] in loop!.quit(status: 1) }
         _ = loop.run()
         loop.cancel(ticker)
         withExtendedLifetime(check) {}
-        return (try XCTUnwrap(meaning, "the check ended"), (loop.now() - started) / 1_000_000, longestTurn / 1_000_000)
+        return (try XCTUnwrap(meaning, "the check ended"), (loop.now() - started).milliseconds, longestTurn.milliseconds)
     }
 
     private static func answering(_ address: String) -> HostResolver.Lookup {

@@ -8,6 +8,8 @@ import NetCore
 import Probe
 import ProbeRules
 import Reachability
+import TestTime
+import Timekeeping
 import TrafficCensus
 import ReachabilityRules
 import Synchronization
@@ -128,7 +130,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
 
     override func setUpWithError() throws {
         let clock = self.clock
-        loop = try MainLoop(clock: { clock.nanoseconds.load(ordering: .relaxed) })
+        loop = try MainLoop(clock: { Instant(nanoseconds: clock.nanoseconds.load(ordering: .relaxed)) })
         var settings = MonitorSettings()
         settings.host = "a.test"
         settings.interval = 1000

@@ -7,6 +7,8 @@ import Probe
 import ProbeRules
 import Reachability
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// Connectivity, pure: what a CheckURL is, what an answer means, when the check
@@ -61,7 +63,6 @@ final class ConnectivityRulesTests: XCTestCase {
         }
     }
 
-    let second: UInt64 = 1_000_000_000
 
     func testTheCheckRunsWhenItShouldAndNoMore() {
         var check = PortalCheck()
@@ -70,14 +71,14 @@ final class ConnectivityRulesTests: XCTestCase {
         XCTAssertNil(check.meaning)
         // A stale answer is ignored.
         XCTAssertFalse(check.answered(generation: 7, .expected, now: 1))
-        XCTAssertTrue(check.answered(generation: 1, .expected, now: second))
+        XCTAssertTrue(check.answered(generation: 1, .expected, now: 1 * second))
         XCTAssertEqual(check.meaning, .expected)
-        XCTAssertEqual(check.nextAt, second + PortalCheck.refreshNanoseconds)
+        XCTAssertEqual(check.nextAt, 1 * second + PortalCheck.refresh)
         XCTAssertEqual(check.handleTimeout(now: 2 * second), [])
-        let refresh = second + PortalCheck.refreshNanoseconds
+        let refresh: Instant = 1 * second + PortalCheck.refresh
         XCTAssertEqual(check.handleTimeout(now: refresh), [.start(url: "http://c.test/", generation: 2)])
-        XCTAssertTrue(check.answered(generation: 2, .portal("http://p.test/"), now: refresh + second))
-        XCTAssertEqual(check.nextAt, refresh + second + PortalCheck.retryNanoseconds)
+        XCTAssertTrue(check.answered(generation: 2, .portal("http://p.test/"), now: refresh + 1 * second))
+        XCTAssertEqual(check.nextAt, refresh + 1 * second + PortalCheck.retry)
         // The host stopped answering: again at once, the answer kept meanwhile.
         XCTAssertEqual(check.trigger(newNetwork: false, now: refresh + 3 * second), [.start(url: "http://c.test/", generation: 3)])
         XCTAssertEqual(check.meaning, .portal("http://p.test/"))
@@ -85,10 +86,10 @@ final class ConnectivityRulesTests: XCTestCase {
         XCTAssertEqual(check.trigger(newNetwork: true, now: refresh + 5 * second), [.cancel, .start(url: "http://c.test/", generation: 4)])
         XCTAssertNil(check.meaning)
         XCTAssertTrue(check.answered(generation: 4, .failed("HTTP 500"), now: refresh + 6 * second))
-        XCTAssertEqual(check.nextAt, refresh + 6 * second + PortalCheck.retryNanoseconds)
+        XCTAssertEqual(check.nextAt, refresh + 6 * second + PortalCheck.retry)
         XCTAssertEqual(check.setURL("", now: refresh + 7 * second), [])
         XCTAssertNil(check.nextAt)
-        XCTAssertEqual(check.handleTimeout(now: .max), [])
+        XCTAssertEqual(check.handleTimeout(now: .distantFuture), [])
     }
 
     /// However many Sets of CheckURL or host flaps, checks start at most `burst` at once, then once a second.
@@ -99,7 +100,7 @@ final class ConnectivityRulesTests: XCTestCase {
             starts += actions.filter { if case .start = $0 { true } else { false } }.count
         }
         for i in 0..<10_000 {
-            let now = UInt64(i) * 1_000_000  // 10 s of one reason per millisecond
+            let now: Instant = UInt64(i) * ms  // 10 s of one reason per millisecond
             count(i % 2 == 0 ? check.setURL("http://c\(i % 3).test/", now: now) : check.trigger(newNetwork: i % 5 == 0, now: now))
             if let at = check.nextAt, at <= now { count(check.handleTimeout(now: now)) }
         }
@@ -167,15 +168,15 @@ final class ConnectivityRulesTests: XCTestCase {
         let failure = HostResolver.Failure(message: "cannot resolve h.test: Temporary failure in name resolution")
         core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 2)
         XCTAssertEqual(core.state(previous: MonitorState()).connectivity, .full, "one failure is not enough")
-        XCTAssertEqual(core.nextWakeup, 2 + 5_000_000_000, "retried after 5 s")
+        XCTAssertEqual(core.nextWakeup, 2 * ns + 5 * second, "retried after 5 s")
         core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 3)
         var s = core.state(previous: MonitorState())
         XCTAssertEqual([s.connectivity.rawValue, s.status.rawValue, s.reason],
                        ["limited", "none", "host answers, but h.test no longer resolves: Temporary failure in name resolution"])
         // However long the resolver stays broken, it is asked again every 5 s (never backed off).
         for attempt in UInt64(1)...6 {
-            core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: 3 + attempt)
-            XCTAssertEqual(core.nextWakeup, 3 + attempt + 5_000_000_000, "failure \(attempt + 2): retried after 5 s")
+            core.resolved(generation: 0, .failure(failure), routedFamilies: nil, now: (3 + attempt) * ns)
+            XCTAssertEqual(core.nextWakeup, (3 + attempt) * ns + 5 * second, "failure \(attempt + 2): retried after 5 s")
         }
         core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 40)
         s = core.state(previous: MonitorState())
@@ -195,36 +196,36 @@ final class ConnectivityRulesTests: XCTestCase {
         core.checkURLChanged("http://c.test/", now: 0)
         XCTAssertFalse(core.takeOutputs().contains { if case .startCheck = $0 { true } else { false } },
                        "no address yet: nothing to check over")
-        core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: second)
+        core.resolved(generation: 0, .success([address]), routedFamilies: nil, now: 1 * second)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 1)), "an address: check")
-        core.checkAnswered(generation: 1, .expected, now: second)
+        core.checkAnswered(generation: 1, .expected, now: 1 * second)
         core.routeChanged(route, now: 2 * second)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 2)), "a route: check again")
-        core.checkAnswered(generation: 2, .expected, now: 2 * second + 1)
+        core.checkAnswered(generation: 2, .expected, now: 2 * second + 1 * ns)
         core.probeReportChanged(from: ProbeReport(), to: ProbeReport(answering: true), now: 3 * second)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 3)))
         core.probeReportChanged(from: ProbeReport(answering: true), to: ProbeReport(answering: true), now: 4 * second)
         XCTAssertFalse(core.takeOutputs().contains { if case .startCheck = $0 { true } else { false } })
         core.checkAnswered(generation: 3, .portal("http://p.test/"), now: 5 * second)
-        XCTAssertEqual(core.nextWakeup, 5 * second + PortalCheck.retryNanoseconds)
-        core.handleTimeout(now: 5 * second + PortalCheck.retryNanoseconds)
+        XCTAssertEqual(core.nextWakeup, 5 * second + PortalCheck.retry)
+        core.handleTimeout(now: 5 * second + PortalCheck.retry)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 4)))
         // The host flaps, each check answering before the next flap: two more checks at once (the burst),
         // the third waits for the next second.
-        let then = 5 * second + PortalCheck.retryNanoseconds
+        let then: Instant = 5 * second + PortalCheck.retry
         var generation: UInt64 = 4
         var starts: [MonitorCore.Output] = []
         for (i, answering) in [false, true, false].enumerated() {
-            core.checkAnswered(generation: generation, .failed("refused"), now: then + UInt64(i + 1))
+            core.checkAnswered(generation: generation, .failed("refused"), now: then + UInt64(i + 1) * ns)
             core.probeReportChanged(from: ProbeReport(answering: !answering), to: ProbeReport(answering: answering),
-                                    now: then + UInt64(i + 1))
+                                    now: then + UInt64(i + 1) * ns)
             let started = core.takeOutputs().filter { if case .startCheck = $0 { true } else { false } }
             if case .startCheck(_, let new)? = started.last { generation = new }
             starts += started
         }
         XCTAssertEqual(starts, [.startCheck(url: "http://c.test/", generation: 5), .startCheck(url: "http://c.test/", generation: 6)])
-        XCTAssertEqual(core.nextWakeup, then + second)
-        core.handleTimeout(now: then + second)
+        XCTAssertEqual(core.nextWakeup, then + 1 * second)
+        core.handleTimeout(now: then + 1 * second)
         XCTAssertTrue(core.takeOutputs().contains(.startCheck(url: "http://c.test/", generation: 7)))
     }
 

@@ -1,4 +1,6 @@
 import MonitorService
+import TestTime
+import Timekeeping
 import XCTest
 
 final class DaemonOptionsTests: XCTestCase {

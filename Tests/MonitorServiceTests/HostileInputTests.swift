@@ -3,6 +3,8 @@ import Glibc
 import MonitorContract
 import NetAddress
 import NetCore
+import TestTime
+import Timekeeping
 import XCTest
 
 /// INTERFACE.md "Hostile callers": the pure parts, each bound checked on its own.
@@ -97,20 +99,20 @@ final class HostileInputTests: XCTestCase {
         var socketPath = "/tmp/netobserver-notify-\(getpid())"
         let environment: [String: String] = ["NOTIFY_SOCKET": socketPath, "WATCHDOG_USEC": "18446744073709551615"]
         let notifier = try XCTUnwrap(SystemdNotifier { environment[$0] })
-        XCTAssertEqual(notifier.watchdogPeriod, UInt64.max / 2)
+        XCTAssertEqual(notifier.watchdogPeriod, Duration(nanoseconds: .max) / 2)
         socketPath = ""
         let ordinary: [String: String] = ["NOTIFY_SOCKET": "/tmp/x", "WATCHDOG_USEC": "30000000"]
-        XCTAssertEqual(SystemdNotifier { ordinary[$0] }?.watchdogPeriod, 15_000_000_000)
+        XCTAssertEqual(SystemdNotifier { ordinary[$0] }?.watchdogPeriod, 15 * second)
     }
 
     func testAdditionsAreLimitedPerWindow() {
-        var recent = RecentEvents(limit: 16, window: 10_000_000_000)
-        func allow(_ now: UInt64) -> Bool {
+        var recent = RecentEvents(limit: 16, window: 10 * second)
+        func allow(_ now: Instant) -> Bool {
             guard recent.hasRoom(now: now) else { return false }
             recent.record(now: now)
             return true
         }
-        for i in 0..<16 { XCTAssertTrue(allow(UInt64(i) * 1_000_000)) }
+        for i in 0..<16 { XCTAssertTrue(allow(UInt64(i) * ms)) }
         XCTAssertFalse(allow(5_000_000_000))
         XCTAssertFalse(allow(9_999_999_999))
         XCTAssertTrue(allow(10_000_000_000), "the first one left the window")

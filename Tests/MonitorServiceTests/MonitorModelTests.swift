@@ -1,6 +1,8 @@
 import MonitorContract
 import MonitorRules
 import MonitorService
+import TestTime
+import Timekeeping
 import XCTest
 
 final class MonitorModelTests: XCTestCase {

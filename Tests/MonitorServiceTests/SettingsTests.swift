@@ -1,5 +1,7 @@
 @testable import MonitorService
 import ProbeRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// Every writable property at its bounds: the value in range is kept, the

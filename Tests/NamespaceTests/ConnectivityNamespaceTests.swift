@@ -4,6 +4,8 @@ import IntegrationSupport
 import MonitorContract
 import MonitorRules
 import ProbeRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// Connectivity end to end: the daemon in a client namespace behind a router, a real

@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import IntegrationSupport
 import MonitorContract
+import TestTime
+import Timekeeping
 import XCTest
 
 /// Every path (INTERFACE.md "Every path: one verdict per address family"), end to end: a client

@@ -3,6 +3,8 @@ import Glibc
 import IntegrationSupport
 import MonitorContract
 import MonitorRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// netobserverd end to end: the daemon in a client namespace behind a router,

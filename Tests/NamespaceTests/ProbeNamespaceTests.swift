@@ -6,6 +6,8 @@ import NetAddress
 import NetCore
 import Probe
 import ProbeRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// The probe engine against real hosts: client — router — server namespaces,
@@ -70,20 +72,20 @@ final class ProbeNamespaceTests: XCTestCase {
     func run(until what: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line,
              _ predicate: @escaping () -> Bool) -> Double {
         let start = MonotonicClock.now()
-        let poll = loop.schedule(after: 5_000_000, repeats: true) { [unowned self] in
+        let poll = loop.schedule(after: 5 * ms, repeats: true) { [unowned self] in
             if predicate() { loop.quit(status: 0) }
         }
-        let limit = loop.schedule(after: UInt64(timeout * 1e9)) { [unowned self] in loop.quit(status: 1) }
+        let limit = loop.schedule(after: .nanoseconds(UInt64(timeout * 1e9))) { [unowned self] in loop.quit(status: 1) }
         let status = predicate() ? 0 : loop.run()
         loop.cancel(poll)
         loop.cancel(limit)
         if status != 0 { XCTFail("\(what): not within \(timeout) s", file: file, line: line) }
-        return Double(MonotonicClock.now() - start) / 1e9
+        return Double((MonotonicClock.now() - start).nanoseconds) / 1e9
     }
 
     /// Runs the loop for `seconds`.
     func spin(_ seconds: Double) {
-        let timer = loop.schedule(after: UInt64(seconds * 1e9)) { [unowned self] in loop.quit(status: 0) }
+        let timer = loop.schedule(after: .nanoseconds(UInt64(seconds * 1e9))) { [unowned self] in loop.quit(status: 0) }
         _ = loop.run()
         loop.cancel(timer)
     }

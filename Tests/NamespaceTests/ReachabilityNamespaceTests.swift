@@ -6,6 +6,8 @@ import NetAddress
 import NetCore
 import Reachability
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// The engine against a real kernel: a client namespace with two veth links
@@ -70,7 +72,7 @@ final class ReachabilityNamespaceTests: XCTestCase {
             if let now = watch.verdict, predicate(now) { return now }
         }
         waiting = predicate
-        let timer = loop.schedule(after: UInt64(timeout * 1e9)) { [unowned self] in loop.quit(status: 1) }
+        let timer = loop.schedule(after: .nanoseconds(UInt64(timeout * 1e9))) { [unowned self] in loop.quit(status: 1) }
         let status = loop.run()
         loop.cancel(timer)
         waiting = nil

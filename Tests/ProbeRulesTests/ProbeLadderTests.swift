@@ -1,10 +1,11 @@
 import ProbeRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// The probe ladder in ProbeCore: a TCP connection beside the echo whenever the
 /// previous probe got no ICMP answer; its answer counts, and says `tcp`.
 final class ProbeLadderTests: XCTestCase {
-    let ms: UInt64 = 1_000_000
 
     func sends(_ core: inout ProbeCore) -> [(sequence: UInt16, token: UInt64, alsoTCP: Bool)] {
         core.takeOutputs().compactMap {
@@ -44,7 +45,7 @@ final class ProbeLadderTests: XCTestCase {
         core.start(target: ProbeTarget(name: "h", family: .v6), method: .tcp, now: 0)
         let probe = try XCTUnwrap(sends(&core).first)
         XCTAssertFalse(probe.alsoTCP, "the probe is a TCP connection already")
-        core.receiveReply(sequence: probe.sequence, token: probe.token, now: ms, via: .tcp)
+        core.receiveReply(sequence: probe.sequence, token: probe.token, now: 1 * ms, via: .tcp)
         XCTAssertEqual(core.report.answeredBy, .tcp)
     }
 }
@@ -55,7 +56,7 @@ extension ProbeLadderTests {
         var core = ProbeCore(seed: 3)
         core.start(target: ProbeTarget(name: "h", family: .v4), method: .icmpRaw, now: 0)
         let probe = try XCTUnwrap(sends(&core).first)
-        core.receiveReply(sequence: probe.sequence, token: probe.token, now: ms, via: .tcp)
+        core.receiveReply(sequence: probe.sequence, token: probe.token, now: 1 * ms, via: .tcp)
         XCTAssertEqual(core.report.answeredBy, .tcp)
         core.receiveReply(sequence: probe.sequence, token: probe.token, now: 2 * ms, via: .icmp)
         XCTAssertEqual(core.report.answeredBy, .icmp)

@@ -1,4 +1,6 @@
 import ProbeRules
+import TestTime
+import Timekeeping
 import XCTest
 
 final class ProbeVerdictTests: XCTestCase {
@@ -8,12 +10,12 @@ final class ProbeVerdictTests: XCTestCase {
 
     func testTheSeedScenarioOneLostPingIsNotAnOutage() {
         var v = verdict(2, 1)
-        XCTAssertTrue(v.record(.answered(roundTripMicroseconds: 800), timeoutMilliseconds: 1000))
+        XCTAssertTrue(v.record(.answered(roundTrip: .microseconds(800)), timeoutMilliseconds: 1000))
         XCTAssertEqual(v.answering, true)
         XCTAssertFalse(v.record(.lost, timeoutMilliseconds: 1000), "one lost ping at threshold 2")
         XCTAssertEqual(v.answering, true)
         XCTAssertTrue(v.wantsImmediateProbe, "suspicion: the next probe goes at once")
-        XCTAssertFalse(v.record(.answered(roundTripMicroseconds: 900), timeoutMilliseconds: 1000))
+        XCTAssertFalse(v.record(.answered(roundTrip: .microseconds(900)), timeoutMilliseconds: 1000))
         XCTAssertFalse(v.wantsImmediateProbe)
         XCTAssertFalse(v.record(.lost, timeoutMilliseconds: 1000))
         XCTAssertTrue(v.record(.lost, timeoutMilliseconds: 1000), "the second in a row is an outage")
@@ -21,7 +23,7 @@ final class ProbeVerdictTests: XCTestCase {
         XCTAssertEqual(v.reason, "host not answering: 2 probes lost")
         XCTAssertFalse(v.wantsImmediateProbe, "not answering: back to the interval")
         XCTAssertEqual(v.roundTripMicroseconds, 900, "the last successful round trip is kept")
-        XCTAssertTrue(v.record(.answered(roundTripMicroseconds: 700), timeoutMilliseconds: 1000))
+        XCTAssertTrue(v.record(.answered(roundTrip: .microseconds(700)), timeoutMilliseconds: 1000))
         XCTAssertEqual(v.reason, "")
     }
 
@@ -30,10 +32,10 @@ final class ProbeVerdictTests: XCTestCase {
         v.record(.lost, timeoutMilliseconds: 1000)
         XCTAssertEqual(v.answering, false, "threshold 1")
         v.recoveringBackToBack = true
-        XCTAssertFalse(v.record(.answered(roundTripMicroseconds: 1), timeoutMilliseconds: 1000))
+        XCTAssertFalse(v.record(.answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000))
         XCTAssertTrue(v.wantsImmediateProbe)
-        XCTAssertFalse(v.record(.answered(roundTripMicroseconds: 1), timeoutMilliseconds: 1000))
-        XCTAssertTrue(v.record(.answered(roundTripMicroseconds: 1), timeoutMilliseconds: 1000), "the third answer recovers")
+        XCTAssertFalse(v.record(.answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000))
+        XCTAssertTrue(v.record(.answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000), "the third answer recovers")
         XCTAssertFalse(v.recoveringBackToBack)
         XCTAssertFalse(v.wantsImmediateProbe)
     }
@@ -46,17 +48,17 @@ final class ProbeVerdictTests: XCTestCase {
         v.record(.lost, timeoutMilliseconds: 1000)
         XCTAssertEqual(v.answering, false)
         var fresh = verdict(2, 5)
-        fresh.record(.answered(roundTripMicroseconds: 5), timeoutMilliseconds: 1000)
+        fresh.record(.answered(roundTrip: .microseconds(5)), timeoutMilliseconds: 1000)
         XCTAssertEqual(fresh.answering, true, "RecoveryThreshold does not apply to the first verdict")
     }
 
     func testRefusalIsImmediateAndTimeExceededCountsOnce() {
         var v = verdict(3, 1)
-        v.record(.answered(roundTripMicroseconds: 5), timeoutMilliseconds: 1000)
+        v.record(.answered(roundTrip: .microseconds(5)), timeoutMilliseconds: 1000)
         XCTAssertTrue(v.record(.refused(reason: "destination unreachable from 198.18.0.1"), timeoutMilliseconds: 1000))
         XCTAssertEqual(v.reason, "destination unreachable from 198.18.0.1")
         var w = verdict(2, 1)
-        w.record(.answered(roundTripMicroseconds: 5), timeoutMilliseconds: 1000)
+        w.record(.answered(roundTrip: .microseconds(5)), timeoutMilliseconds: 1000)
         XCTAssertFalse(w.record(.timeExceeded(from: "198.18.0.1"), timeoutMilliseconds: 1000))
         XCTAssertTrue(w.record(.timeExceeded(from: "198.18.0.1"), timeoutMilliseconds: 1000))
         XCTAssertEqual(w.reason, "host not answering: time exceeded at 198.18.0.1 (2 probes lost)")
@@ -74,9 +76,9 @@ final class ProbeVerdictTests: XCTestCase {
 
     func testPacketLossOverTheLastTwenty() {
         var v = verdict(100, 1)
-        for i in 0..<40 { v.record(i % 4 == 0 ? .lost : .answered(roundTripMicroseconds: 1), timeoutMilliseconds: 1000) }
+        for i in 0..<40 { v.record(i % 4 == 0 ? .lost : .answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000) }
         XCTAssertEqual(v.packetLoss, 0.25, accuracy: 1e-9)
-        for _ in 0..<20 { v.record(.answered(roundTripMicroseconds: 1), timeoutMilliseconds: 1000) }
+        for _ in 0..<20 { v.record(.answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000) }
         XCTAssertEqual(v.packetLoss, 0)
         v.reset()
         XCTAssertNil(v.answering)
@@ -92,7 +94,7 @@ final class ProbeVerdictTests: XCTestCase {
             for _ in 0..<2000 {
                 state = state &* 6364136223846793005 &+ 1442695040888963407
                 let lost = (state >> 33) % 100 < 30
-                if v.record(lost ? .lost : .answered(roundTripMicroseconds: 1), timeoutMilliseconds: 1000) { changes += 1 }
+                if v.record(lost ? .lost : .answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000) { changes += 1 }
             }
             return changes
         }
@@ -104,7 +106,7 @@ final class ProbeVerdictTests: XCTestCase {
 
     func testOnlySilenceIsReprobedAtOnceAndAnUnprovenErrorIsOneFailure() {
         var v = ProbeVerdict(failureThreshold: 3, recoveryThreshold: 1)
-        v.record(.answered(roundTripMicroseconds: 100), timeoutMilliseconds: 1000)
+        v.record(.answered(roundTrip: .microseconds(100)), timeoutMilliseconds: 1000)
         v.record(.timeExceeded(from: "198.18.0.1"), timeoutMilliseconds: 1000)
         XCTAssertFalse(v.wantsImmediateProbe, "the network answered: the next probe waits for its tick")
         v.record(.lost, timeoutMilliseconds: 1000)
@@ -112,7 +114,7 @@ final class ProbeVerdictTests: XCTestCase {
         XCTAssertEqual(v.answering, true)
 
         var u = ProbeVerdict(failureThreshold: 3, recoveryThreshold: 1)
-        u.record(.answered(roundTripMicroseconds: 100), timeoutMilliseconds: 1000)
+        u.record(.answered(roundTrip: .microseconds(100)), timeoutMilliseconds: 1000)
         for failure in 1...2 {
             XCTAssertFalse(u.record(.unproven(from: "198.18.2.2"), timeoutMilliseconds: 1000), "failure \(failure) is not an outage")
             XCTAssertFalse(u.wantsImmediateProbe)

@@ -1,10 +1,11 @@
 import ProbeRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// Traffic as evidence without sockets: the word a sample gives, when to sample, and what the
 /// probe core does with the word (a stall is a suspicion; flowing traffic may stand in for a probe).
 final class TrafficEvidenceTests: XCTestCase {
-    let ms: UInt64 = 1_000_000
 
     func testTheWordASampleGives() {
         XCTAssertEqual(TrafficSample().traffic, .idle)

@@ -1,5 +1,7 @@
 import NetAddress
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// The verdict names the route's next hop (Gateway4/6): the gateway of the route the kernel chose,

@@ -1,11 +1,12 @@
 import NetAddress
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// The reachability core keeps what routers advertise: one NAT64 prefix per known interface, for
 /// its lifetime, attached to the verdicts of routes over that interface.
 final class Nat64TableTests: XCTestCase {
-    let second: UInt64 = 1_000_000_000
     let upFlags = KernelNumbers.linkUp | KernelNumbers.linkRunning | KernelNumbers.linkLowerUp
 
     /// A core with eth0 (index 2), an IPv6 default route over it, and a target without an address
@@ -64,7 +65,7 @@ final class Nat64TableTests: XCTestCase {
     func testALifetimeOfZeroWithdrawsAndALinkGoneTakesItsPrefix() {
         var (core, target) = makeCore()
         core.receive([.routerOptions(index: 2, options: pref64(600))], malformed: 0, now: 0)
-        core.receive([.routerOptions(index: 2, options: pref64(0))], malformed: 0, now: second)
+        core.receive([.routerOptions(index: 2, options: pref64(0))], malformed: 0, now: 1 * second)
         XCTAssertNil(core.verdict(target)?.nat64Prefix)
         core.receive([.routerOptions(index: 2, options: pref64(600))], malformed: 0, now: 2 * second)
         core.receive([.deleteLink(index: 2)], malformed: 0, now: 3 * second)

@@ -1,5 +1,7 @@
 import NetAddress
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import XCTest
 
 /// RFC 8910's option 37 read from what the kernel hands over, and the core's table of announcements:
@@ -66,8 +68,8 @@ final class PortalAnnouncementTests: XCTestCase {
         var (core, _) = Nat64TableTests.makeCore()
         for index in 0..<500 {
             core.receive([.routerOptions(index: Int32(100 + index), options: Self.option("https://p\(index).example/"))],
-                         malformed: 0, now: UInt64(index))
-            core.receive([.routerOptions(index: 2, options: Self.option("https://p\(index).example/"))], malformed: 0, now: UInt64(index))
+                         malformed: 0, now: UInt64(index) * ns)
+            core.receive([.routerOptions(index: 2, options: Self.option("https://p\(index).example/"))], malformed: 0, now: UInt64(index) * ns)
         }
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://p499.example/"])
     }

@@ -1,4 +1,6 @@
 @testable import Reachability
+import TestTime
+import Timekeeping
 @testable import TrafficCensus
 import CLinux
 import EventLoop
@@ -61,7 +63,6 @@ final class ConnectionSamplingTests: XCTestCase {
     func testADearDumpIsSharedForLongerWhateverTheNumberOfTargets() throws {
         let census = try ConnectionCensus()
         let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
-        let ms: UInt64 = 1_000_000
         let connections = try LoopbackConnections(count: 1)
         defer { withExtendedLifetime(connections) {} }
         _ = try census.sample(host: loopback, sources: [loopback], now: 1_000 * ms, wait: 100).get()
@@ -86,7 +87,6 @@ final class ConnectionSamplingTests: XCTestCase {
     func testAnEmptyDumpServesEveryTargetForASecond() throws {
         let census = try ConnectionCensus()
         let nobody = try XCTUnwrap(IPAddress("198.18.9.9"))
-        let ms: UInt64 = 1_000_000
         let empty = try census.sample(host: nobody, sources: [nobody], now: 1_000 * ms, wait: 100).get()
         XCTAssertEqual(empty.connections, 0, "no socket has that source")
         for target in UInt64(0)..<64 {
@@ -174,20 +174,20 @@ final class ConnectionSamplingTests: XCTestCase {
         let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
         let connections = try LoopbackConnections(count: 2)
         connections.exchange()
-        var now: UInt64 = 1_000_000_000
+        var now: Instant = 1 * second
         for count in [1, 2, 3, 8, SocketDiag.maxSources, SocketDiag.maxSources + 1, 300] {
             let others = (0..<(count - 1)).compactMap { IPAddress("198.18.\(1 + $0 / 250).\(1 + $0 % 250)") }
-            now += 1_000_000_000
+            now += 1 * second
             let sample = try census.sample(host: loopback, sources: others + [loopback], now: now, wait: 100).get()
             XCTAssertGreaterThanOrEqual(sample.connections, 4, "\(count) source addresses")
             XCTAssertEqual(sample.receivingRemotes, 1, "\(count) source addresses")
-            now += 1_000_000_000
+            now += 1 * second
             let elsewhere = try census.sample(host: loopback, sources: others + [try XCTUnwrap(IPAddress("127.0.0.2"))], now: now,
                                               wait: 100).get()
             XCTAssertEqual(elsewhere.receivingRemotes, 0, "\(count) other addresses see none of them")
         }
         let six = try ["fe80::1", "fd00::1", "2001:db8::1", "::1"].map { try XCTUnwrap(IPAddress($0)) }
-        XCTAssertNoThrow(try census.sample(host: six[3], sources: six, now: now + 1_000_000_000, wait: 100).get(),
+        XCTAssertNoThrow(try census.sample(host: six[3], sources: six, now: now + 1 * second, wait: 100).get(),
                          "an IPv6 interface's link-local and global addresses")
         withExtendedLifetime(connections) {}
     }

@@ -2,6 +2,8 @@ import Foundation
 import NetCore
 import Reachability
 import ReachabilityRules
+import TestTime
+import Timekeeping
 import TrafficCensus
 import XCTest
 

@@ -3,6 +3,8 @@ import MonitorService
 import Probe
 import ProbeRules
 import Simulation
+import TestTime
+import Timekeeping
 import XCTest
 
 /// The defects of the engines issue, each as a scenario on the virtual clock: the rule
@@ -14,7 +16,7 @@ final class DefectScenarioTests: XCTestCase {
         return simulation
     }
 
-    private func firstTime(_ simulation: Simulation, _ status: Status, after: UInt64 = 0) -> UInt64? {
+    private func firstTime(_ simulation: Simulation, _ status: Status, after: Instant = .origin) -> Instant? {
         simulation.summary.statuses.first { $0.status == status && $0.at >= after }?.at
     }
 
@@ -47,7 +49,7 @@ final class DefectScenarioTests: XCTestCase {
         XCTAssertNotNil(wifi, "the route over wlan0 was noticed after the overrun: \(simulation.summary.statuses)")
         let none = firstTime(simulation, .none, after: 3_000_000_000)
         XCTAssertNotNil(none, "the link loss after the overrun was noticed")
-        if let none { XCTAssertLessThan(none - 3_000_000_000, 1_000_000, "at once, not by probes") }
+        if let none { XCTAssertLessThan(none.duration(since: 3 * second), 1 * ms, "at once, not by probes") }
         XCTAssertEqual(simulation.state.status, .none)
     }
 
@@ -148,7 +150,7 @@ final class DefectScenarioTests: XCTestCase {
         XCTAssertNotNil(limited, "two failed lookups while the address answered made it limited: \(simulation.summary.statuses)")
         let back = simulation.summary.statuses.first { $0.status == .ethernet && $0.at > 25_000_000_000 }
         XCTAssertNotNil(back, "\(simulation.summary.statuses)")
-        if let back { XCTAssertLessThanOrEqual(back.at - 25_000_000_000, 5_031_000_000) }
+        if let back { XCTAssertLessThanOrEqual(back.at.duration(since: 25 * second), 5_031 * ms) }
     }
 
     /// 5: a hung lookup fails only after glibc's own timeout; the address it had keeps being probed,
@@ -210,7 +212,7 @@ final class DefectScenarioTests: XCTestCase {
             XCTAssertEqual(firstTime(simulation, .ethernet).map { $0 < 2_000_000_000 }, true, "\(method): answering at first")
             let none = firstTime(simulation, .none, after: 2_000_000_000)
             XCTAssertNotNil(none, "\(method): \(simulation.summary.statuses)")
-            XCTAssertNil(firstTime(simulation, .ethernet, after: none ?? 0), "\(method): \(simulation.summary.statuses)")
+            XCTAssertNil(firstTime(simulation, .ethernet, after: none ?? .origin), "\(method): \(simulation.summary.statuses)")
             XCTAssertEqual(simulation.state.status, .none, "\(method)")
         }
     }

@@ -2,6 +2,8 @@ import MonitorRules
 import NetAddress
 import ProbeRules
 import Simulation
+import TestTime
+import Timekeeping
 import XCTest
 
 /// Every path on the virtual clock: a dual-stack Host whose families fail and come back on a
@@ -52,14 +54,14 @@ final class DualStackScenarioTests: XCTestCase {
         let healthy = try XCTUnwrap(run([], seconds: 10).firstFull)
         for family in IPFamily.allCases {
             let oneDead = try XCTUnwrap(run([.init(atMilliseconds: 0, family, .blackhole)], seconds: 10).firstFull)
-            XCTAssertLessThanOrEqual(Double(oneDead), Double(healthy) * 1.1 + 25e6, "\(family) dead: \(oneDead), healthy: \(healthy)")
+            XCTAssertLessThanOrEqual(Double(oneDead.nanoseconds), Double(healthy.nanoseconds) * 1.1 + 25e6, "\(family) dead: \(oneDead), healthy: \(healthy)")
         }
     }
 
     /// While both are full, the family not giving the headline is probed once per 30 s at most.
     func testTheOtherFamilyCostsOneProbePer30Seconds() {
         let figures = run([], seconds: 600)
-        let seconds = Double(figures.allFullNanoseconds) / 1e9
+        let seconds = Double(figures.allFull.nanoseconds) / 1e9
         XCTAssertGreaterThan(seconds, 590)
         XCTAssertLessThanOrEqual(Double(figures.probesWhileAllFull[.v4] ?? 0), seconds / 30 + 2, "\(figures.probesWhileAllFull)")
         XCTAssertGreaterThanOrEqual(Double(figures.probesWhileAllFull[.v6] ?? 0), seconds - 2)

@@ -1,6 +1,8 @@
 import MonitorRules
 import ProbeRules
 import Simulation
+import TestTime
+import Timekeeping
 import XCTest
 
 /// INTERFACE.md "Portal truth" in the simulated world: a network announcing its captive-portal API

@@ -3,6 +3,8 @@ import MonitorService
 import Probe
 import ProbeRules
 import Simulation
+import TestTime
+import Timekeeping
 import XCTest
 
 /// Traffic as evidence on the virtual clock: the contract's promises, besides the invariants every run checks.
@@ -13,7 +15,7 @@ final class TrafficScenarioTests: XCTestCase {
         return simulation
     }
 
-    private func firstTime(_ simulation: Simulation, _ status: Status, after: UInt64) -> UInt64? {
+    private func firstTime(_ simulation: Simulation, _ status: Status, after: Instant) -> Instant? {
         simulation.summary.statuses.first { $0.status == status && $0.at >= after }?.at
     }
 
@@ -27,7 +29,7 @@ final class TrafficScenarioTests: XCTestCase {
                 (10_000, .behaviour(.silent)),
             ]))
             let down = try? XCTUnwrap(firstTime(simulation, .none, after: 10_000_000_000))
-            XCTAssertLessThanOrEqual((down ?? .max) - 10_000_000_000, 3_500_000_000, "\(evidence)")
+            XCTAssertLessThanOrEqual((down ?? .distantFuture).duration(since: 10 * second), 3_500 * ms, "\(evidence)")
             XCTAssertGreaterThanOrEqual(simulation.summary.stalls, 1)
         }
         // Without traffic, the schedule alone: the next probe is up to 30 s away.
@@ -76,6 +78,6 @@ final class TrafficScenarioTests: XCTestCase {
         ]))
         let down = firstTime(simulation, .none, after: 40_000_000_000)
         // The next sample (≤ 0.5 s) sees no traffic; one probe, a Timeout, its suspicion re-probe, a Timeout.
-        XCTAssertLessThanOrEqual((down ?? .max) - 40_000_000_000, 3_000_000_000)
+        XCTAssertLessThanOrEqual((down ?? .distantFuture).duration(since: 40 * second), 3 * second)
     }
 }

@@ -1,4 +1,5 @@
 import ProbeRules
+import Timekeeping
 
 // libFuzzer entry for the ICMP reply parser. The first byte picks the socket
 // kind (IPv4 raw, IPv4 datagram, IPv6); the rest is the packet.
@@ -17,11 +18,11 @@ func echoFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         break
     }
     var tracker = ProbeTracker(firstSequence: 0)
-    let sequence = tracker.send(token: 1, now: 0, timeout: 10)
+    let sequence = tracker.send(token: 1, now: .origin, timeout: .nanoseconds(10))
     if case .reply(_, let s, let token) = EchoPacket.parse(bytes, family: family, includesIPHeader: withHeader) {
-        _ = tracker.reply(sequence: s, token: token, now: 5)
+        _ = tracker.reply(sequence: s, token: token, now: Instant(nanoseconds: 5))
     }
-    _ = tracker.expire(now: 20)
+    _ = tracker.expire(now: Instant(nanoseconds: 20))
     _ = sequence
     return 0
 }

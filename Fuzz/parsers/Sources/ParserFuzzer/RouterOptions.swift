@@ -1,5 +1,6 @@
 import NetAddress
 import ReachabilityRules
+import Timekeeping
 
 // libFuzzer entry for the router advertisements' options (RTNLGRP_ND_USEROPT): the option reader,
 // then the reachability core keeping what they say, built by `make fuzz`.
@@ -16,10 +17,10 @@ func routerOptionsFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) 
     var core = ReachabilityCore { _ in .ethernet }
     core.receive([.newLink(Link(index: 2, name: "eth0", flags: 0x10041, type: 1)),
                   .routerOptions(index: 2, options: bytes), .routerOptions(index: 3, options: bytes)],
-                 malformed: 0, now: 1)
+                 malformed: 0, now: Instant(nanoseconds: 1))
     precondition(core.nat64.count <= 1)
     precondition(core.portalAPIs.count <= 1 && core.portalAPIs.values.allSatisfy { $0.utf8.count <= RouterOption.longestPortalURI })
-    core.handleTimeout(now: .max)
+    core.handleTimeout(now: .distantFuture)
     precondition(core.nat64.isEmpty)
     return 0
 }
