@@ -47,8 +47,7 @@ public enum DBusFuzzHarness {
     /// what announcing them sent already forgotten (it is not the input's doing).
     private static func startingService() -> (ObjectServer, ServiceObjects) {
         let server = ObjectServer(transport: Recorder.shared, machineID: "0123456789abcdef0123456789abcdef")
-        let objects = ServiceObjects.withoutEngines(server: server, model: MonitorModel(settings: MonitorSettings()),
-                                                    budget: PendingBudget())
+        let objects = ServiceObjects.withoutEngines(server: server, budget: PendingBudget())
         objects.addTarget(host: "198.18.0.2")
         objects.addTarget(host: "fd00::2")
         Recorder.shared.runOneTurn()

@@ -119,11 +119,6 @@ public final class TargetDriver {
         return probing
     }
 
-    /// Starts over with `core` (settings restored before the start), keeping nothing queued.
-    public func replaceCore(_ core: TargetCore) {
-        storage.pointee = core
-        world.wakeUp(at: core.nextWakeup)
-    }
 
     /// Carries out `actions`, then what they queued, in order; then the wake-up the core wants.
     private func drive(_ actions: [TargetCore.Action]) {

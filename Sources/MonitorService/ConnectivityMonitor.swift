@@ -146,15 +146,6 @@ public final class ConnectivityMonitor {
         handle(.linkFacts(table))
     }
 
-    /// The settings were restored from the state file before `start`: take them
-    /// without looking anything up yet.
-    public func settingsRestored() {
-        let old = driver.core[path: .v4].monitor
-        let core = Self.makeCore(model.settings, transports: transports, routeProblem: old.routeProblem,
-                                 refresh: old.refresh, linkFacts: old.linkFacts)
-        driver.replaceCore(core)
-    }
-
     /// A setting changed over D-Bus (or at start).
     public func settingChanged(_ key: MonitorSettings.Key) {
         switch key {

@@ -23,7 +23,7 @@ public enum Daemon {
             let service = try Service(options: options)
             try service.dropPrivileges(account)
             service.restoreSettings()
-            service.export()
+            try service.export()
             try service.claimName()
             return service.run()
         } catch {
@@ -84,8 +84,6 @@ final class Service {
     private let options: DaemonOptions
     private let loop: MainLoop
     private let connection: BusConnection
-    private let model: MonitorModel
-    private let connectivity: ConnectivityMonitor
     /// One resolver thread for every target.
     private let resolver: HostResolver
     /// One ICMP socket per family for every target.
@@ -119,6 +117,10 @@ final class Service {
     }
     /// The added targets the state file held at start, restored once the objects exist.
     private var restoredState = StoredState()
+    /// The default target's settings until it exists: the flags', then the state file's.
+    private var startSettings: MonitorSettings
+    /// The default target's settings.
+    private var settings: MonitorSettings { targets?.defaultTarget?.model.settings ?? startSettings }
 
     typealias StartFailure = Daemon.StartFailure
 
@@ -137,7 +139,7 @@ final class Service {
         } catch {
             throw StartFailure(status: 1, message: "cannot connect to the bus: \(error.message)")
         }
-        model = MonitorModel(settings: options.settings)
+        startSettings = options.settings
         budget = PendingBudget(identify: PendingBudget.askingBus(connection))
         do {
             resolver = try HostResolver(loop: loop)
@@ -157,10 +159,6 @@ final class Service {
                 routes = nil
                 Log.warning("cannot watch the kernel's routes: \(error)")
             }
-            connectivity = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
-                                                   probeSockets: probeSockets, http: http, caFile: options.caFile,
-                                                   dnsRefresh: options.dnsRefresh,
-                                                   resolvesFirst: true, trafficSampler: trafficSampler)
         } catch {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
         }
@@ -182,8 +180,8 @@ final class Service {
             loop.quit(status: 1)
         }
         linkFacts = LinkFactsWatch(loop: loop)
-        capport = CapportWatch(loop: loop, resolver: resolver, http: http, caFile: options.caFile) { [model] in
-            Int(PortalCheck.limitMilliseconds(timeout: model.settings.timeout))
+        capport = CapportWatch(loop: loop, resolver: resolver, http: http, caFile: options.caFile) { [unowned self] in
+            Int(PortalCheck.limitMilliseconds(timeout: settings.timeout))
         }
     }
 
@@ -218,7 +216,6 @@ final class Service {
         problems.forEach { Log.warning($0) }
         apply(state.targets[0] ?? [:], from: store.path)
         restoredState = state
-        connectivity.settingsRestored()
         do {
             saver = try StateSaver(store: store, loop: loop)
         } catch {
@@ -229,25 +226,34 @@ final class Service {
     /// Takes the stored values that are valid; returns the keys whose setting changed.
     @discardableResult
     private func apply(_ values: [MonitorSettings.Key: String], from path: String) -> [MonitorSettings.Key] {
-        let (settings, kept, problems) = model.settings.applying(values, except: options.flagged)
+        let (settings, kept, problems) = self.settings.applying(values, except: options.flagged)
         problems.forEach { Log.warning("\(path): \($0), ignored") }
         persisted = kept
+        guard let model = targets?.defaultTarget?.model else {
+            startSettings = settings
+            return []
+        }
         return model.take(settings)
     }
 
-    /// Exports the Monitor object and connects it to the engines and the bus.
-    func export() {
+    /// Exports the targets' objects, each with its engines, and connects them to the bus.
+    func export() throws(StartFailure) {
         let server = ObjectServer(connection: connection)
         // The default target starts first: its first lookup is asked before any added target's.
         let history = HistoryBook(loop: loop, directory: stateDirectory)
         self.history = history
-        let objects = ServiceObjects(server: server, model: model, budget: budget, engines: connectivity,
-                                     persisted: restoredValues, history: history) { [loop, resolver, probeSockets, http, options,
-                                                                   routes, trafficSampler] model throws(SystemError) in
-            try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
-                                    probeSockets: probeSockets, http: http, caFile: options.caFile,
-                                    dnsRefresh: options.dnsRefresh,
-                                    trafficSampler: trafficSampler)
+        let objects: ServiceObjects
+        do {
+            objects = try ServiceObjects(server: server, settings: startSettings, budget: budget, persisted: restoredValues,
+                                         history: history) { [loop, resolver, probeSockets, http, options, routes,
+                                                              trafficSampler] model, lookupsFirst throws(SystemError) in
+                try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
+                                        probeSockets: probeSockets, http: http, caFile: options.caFile,
+                                        dnsRefresh: options.dnsRefresh, resolvesFirst: lookupsFirst,
+                                        trafficSampler: trafficSampler)
+            }
+        } catch {
+            throw StartFailure(status: 1, message: error.message)
         }
         let targets = objects.targets
         self.targets = targets
@@ -335,7 +341,7 @@ final class Service {
         saver.reload { [unowned self] state, problems in
             problems.forEach { Log.warning($0) }
             let changed = apply(state.targets[0] ?? [:], from: saver.store.path)
-            var names = changed.map { "\($0.name)=\(model.settings.text($0))" }
+            var names = changed.map { "\($0.name)=\(settings.text($0))" }
             names += targets?.reload(state) ?? []
             Log.notice("SIGHUP: re-read \(saver.store.path): \(names.isEmpty ? "nothing changed" : names.joined(separator: ", "))")
         }
@@ -365,7 +371,7 @@ final class Service {
         guard result == .primaryOwner || result == .alreadyOwner else {
             throw StartFailure(status: 1, message: "\(MonitorContract.busName) is already owned by another instance (use --replace to take it over)")
         }
-        Log.info("serving \(MonitorContract.busName) at \(MonitorContract.objectPath) as \(connection.uniqueName), host \(model.settings.host)")
+        Log.info("serving \(MonitorContract.busName) at \(MonitorContract.objectPath) as \(connection.uniqueName), host \(settings.host)")
     }
 
     static let startUpTrims: [Duration] = [.milliseconds(200), .seconds(3)]

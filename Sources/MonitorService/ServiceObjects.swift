@@ -6,21 +6,32 @@ import MonitorContract
 /// org.netobserver.Targets and the ObjectManager of the added targets below it.
 public final class ServiceObjects {
     public let monitor: MonitorObject
+    /// The default target's model.
+    public let model: MonitorModel
     let targets: TargetSet
 
-    /// `engines`: the default target's (nil without engines); `makeEngines`: an added target's.
-    init(server: ObjectServer, model: MonitorModel, budget: PendingBudget, engines: ConnectivityMonitor?,
-         persisted: [MonitorSettings.Key: String] = [:], history: HistoryBook? = nil, makeEngines: TargetSet.EngineFactory?) {
+    /// The default target (number 0, its lookups first) made with `settings`, as every target is
+    /// made; `makeEngines` makes each target's engines (nil: none).
+    init(server: ObjectServer, settings: MonitorSettings, budget: PendingBudget, persisted: [MonitorSettings.Key: String] = [:],
+         history: HistoryBook? = nil, makeEngines: TargetSet.EngineFactory?) throws(DBusError) {
         targets = TargetSet(loop: server.loop, server: server, budget: budget, history: history, makeEngines: makeEngines)
-        monitor = MonitorObject(model: model, server: server, budget: budget, extraInterfaces: [targets.declaration()])
+        let target = try targets.add(settings: settings, number: 0, lookupsFirst: true, persisted: persisted,
+                                     interfaces: [targets.declaration()])
+        monitor = target.object
+        model = target.model
         server.manageObjects(under: MonitorContract.objectPath)
-        targets.adoptDefault(model: model, object: monitor, connectivity: engines, persisted: persisted)
     }
 
     /// The objects alone, with no engine behind any target: nothing is resolved or probed.
     /// For the fuzzer, which must send no packet whatever Host an input sets.
-    public static func withoutEngines(server: ObjectServer, model: MonitorModel, budget: PendingBudget) -> ServiceObjects {
-        ServiceObjects(server: server, model: model, budget: budget, engines: nil, makeEngines: nil)
+    public static func withoutEngines(server: ObjectServer, settings: MonitorSettings = MonitorSettings(),
+                                      budget: PendingBudget) -> ServiceObjects {
+        do {
+            return try ServiceObjects(server: server, settings: settings, budget: budget, makeEngines: nil)
+        } catch {
+            // Without engines, nothing can fail: the set is empty and target 0 needs no socket.
+            preconditionFailure("the default target without engines: \(error.message)")
+        }
     }
 
     /// The added targets' paths, in order.

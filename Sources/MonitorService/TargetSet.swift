@@ -10,8 +10,10 @@ import Timekeeping
 
 /// Every target: the default one, number 0 at `/org/netobserver/Monitor`, and the added ones,
 /// each a complete org.netobserver.Monitor at `…/Monitor/N` with its own settings and state,
-/// all sharing the resolver, the sockets and the pending-call budget, and all wired one way
-/// (`wire`). Numbers are never reused, across restarts too.
+/// all sharing the resolver, the sockets and the pending-call budget, all made by `add` and
+/// wired one way (`wire`). What sets the default apart is said where it is used: its path, the
+/// interfaces its object carries besides, its lookups going first (an attribute), and that it
+/// cannot be removed (a check in `remove`). Numbers are never reused, across restarts too.
 final class TargetSet {
     final class Target {
         let number: UInt32
@@ -21,23 +23,27 @@ final class TargetSet {
         let connectivity: ConnectivityMonitor?
         /// From --target: neither it nor what is Set on it is kept in the state file.
         let fromCommandLine: Bool
+        /// Its lookups go before every other target's (the default target's: INTERFACE.md, "Lookups never wait").
+        let lookupsFirst: Bool
         /// The values Set over D-Bus on it (kept in the state file unless from the command line).
         var persisted: [MonitorSettings.Key: String]
 
         init(number: UInt32, model: MonitorModel, object: MonitorObject, connectivity: ConnectivityMonitor?,
-             fromCommandLine: Bool, persisted: [MonitorSettings.Key: String]) {
+             fromCommandLine: Bool, lookupsFirst: Bool, persisted: [MonitorSettings.Key: String]) {
             self.number = number
             self.model = model
             self.object = object
             self.connectivity = connectivity
             self.fromCommandLine = fromCommandLine
+            self.lookupsFirst = lookupsFirst
             self.persisted = persisted
         }
     }
 
     /// Makes a target's engines (sharing the resolver, the route watch, the ICMP sockets and
-    /// libcurl with every other target); nil: targets are objects without engines (the fuzzer).
-    typealias EngineFactory = (MonitorModel) throws(SystemError) -> ConnectivityMonitor
+    /// libcurl with every other target), its lookups first or not; nil: targets are objects
+    /// without engines (the fuzzer).
+    typealias EngineFactory = (_ model: MonitorModel, _ lookupsFirst: Bool) throws(SystemError) -> ConnectivityMonitor
 
     private let loop: MainLoop
     private let server: ObjectServer
@@ -117,43 +123,37 @@ final class TargetSet {
         ])
     }
 
-    /// Adds a target with `settings`; `number` when restoring one from the state file.
+    /// Adds a target with `settings`: the next number, or `number` (the default's, 0, or one the
+    /// state file kept); `interfaces`, what its object carries besides org.netobserver.Monitor.
     @discardableResult
-    func add(settings: MonitorSettings, number: UInt32? = nil, fromCommandLine: Bool = false,
-             persisted: [MonitorSettings.Key: String]) throws(DBusError) -> Target {
-        guard added.count < MonitorContract.Targets.limit else {
-            throw .limitsExceeded("at most \(MonitorContract.Targets.limit) targets (remove one first)")
-        }
+    func add(settings: MonitorSettings, number: UInt32? = nil, lookupsFirst: Bool = false, fromCommandLine: Bool = false,
+             persisted: [MonitorSettings.Key: String], interfaces: [DBusInterface] = []) throws(DBusError) -> Target {
         let number = number ?? nextNumber
-        guard MonitorContract.Targets.numbers.contains(number) else {
-            throw .limitsExceeded("every target number up to \(MonitorContract.Targets.numbers.upperBound) was given out already")
+        guard !all.contains(where: { $0.number == number }) else { throw .invalidArgs("target \(number) exists already") }
+        // The limits are on the added targets: the default one is always there.
+        if number != 0 {
+            guard added.count < MonitorContract.Targets.limit else {
+                throw .limitsExceeded("at most \(MonitorContract.Targets.limit) targets (remove one first)")
+            }
+            guard MonitorContract.Targets.numbers.contains(number) else {
+                throw .limitsExceeded("every target number up to \(MonitorContract.Targets.numbers.upperBound) was given out already")
+            }
+            nextNumber = max(nextNumber, number + 1)
         }
-        nextNumber = max(nextNumber, number + 1)
-        let path = MonitorContract.Targets.path(number)
         let model = MonitorModel(settings: settings)
-        let object = MonitorObject(model: model, server: server, path: path, budget: budget)
+        let object = MonitorObject(model: model, server: server, path: Self.path(number), budget: budget, extraInterfaces: interfaces)
         let connectivity: ConnectivityMonitor?
         do {
-            connectivity = try makeEngines?(model)
+            connectivity = try makeEngines?(model, lookupsFirst)
         } catch {
             object.remove()
             throw .failed("cannot start the engines for \(settings.host): \(error)")
         }
         let target = Target(number: number, model: model, object: object, connectivity: connectivity,
-                            fromCommandLine: fromCommandLine, persisted: persisted)
+                            fromCommandLine: fromCommandLine, lookupsFirst: lookupsFirst, persisted: persisted)
+        let listed = paths
         join(target)
-        changed()
-        return target
-    }
-
-    /// The default target joins the set as target 0 (before any added one, so its first
-    /// lookup is asked first), its values Set over D-Bus kept in `persisted`.
-    @discardableResult
-    func adoptDefault(model: MonitorModel, object: MonitorObject, connectivity: ConnectivityMonitor?,
-                      persisted: [MonitorSettings.Key: String]) -> Target {
-        let target = Target(number: 0, model: model, object: object, connectivity: connectivity, fromCommandLine: false,
-                            persisted: persisted)
-        join(target)
+        if paths != listed { changed() }
         return target
     }
 

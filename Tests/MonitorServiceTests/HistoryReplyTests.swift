@@ -23,8 +23,8 @@ final class HistoryReplyTests: XCTestCase {
     func testTheReplyKeepsToItsBoundAndItsMax() throws {
         let recorder = try MessageRecorder()
         let server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
-        let model = MonitorModel(settings: MonitorSettings())
-        let objects = ServiceObjects.withoutEngines(server: server, model: model, budget: PendingBudget { _, answer in answer(0) })
+        let objects = ServiceObjects.withoutEngines(server: server, budget: PendingBudget { _, answer in answer(0) })
+        let model = objects.model
         let kept = (0..<1_000).map { Outage(start: UInt64($0), duration: 5_000_000, blame: "upstream", worst: .limited,
                                             reason: String(repeating: "r", count: 512)) }
         model.outages = { count in Array(kept.suffix(count).reversed()) }

@@ -25,8 +25,8 @@ final class KeptRepliesTests: XCTestCase {
     func testRepliesAreKeptWhileNothingChangesAndAddressedToEachCaller() throws {
         let recorder = try MessageRecorder()
         let server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
-        let model = MonitorModel(settings: MonitorSettings())
-        let objects = ServiceObjects.withoutEngines(server: server, model: model, budget: PendingBudget { _, answer in answer(0) })
+        let objects = ServiceObjects.withoutEngines(server: server, budget: PendingBudget { _, answer in answer(0) })
+        let model = objects.model
         let interface = DBusValue.string(MonitorContract.interface)
         func hostOf(_ values: [DBusValue]) -> String? {
             guard case .dictionary(_, _, let entries)? = values.first else { return nil }
@@ -57,8 +57,8 @@ final class KeptRepliesTests: XCTestCase {
     func testTimeInStateIsNeverAnsweredFromAnEarlierSecond() throws {
         let recorder = try MessageRecorder()
         let server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
-        let model = MonitorModel(settings: MonitorSettings())
-        let objects = ServiceObjects.withoutEngines(server: server, model: model, budget: PendingBudget { _, answer in answer(0) })
+        let objects = ServiceObjects.withoutEngines(server: server, budget: PendingBudget { _, answer in answer(0) })
+        let model = objects.model
         var seconds: UInt64 = 7
         model.timeInState = { [("full", seconds)] }
         model.timeInStateTick = { seconds }

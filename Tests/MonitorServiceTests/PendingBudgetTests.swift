@@ -23,7 +23,7 @@ final class PendingBudgetTests: XCTestCase {
         budget = PendingBudget { [unowned self] sender, answer in
             if holdAnswers { heldAnswers.append((sender, answer)) } else { answer(uids[sender]) }
         }
-        objects = ServiceObjects.withoutEngines(server: server, model: MonitorModel(settings: MonitorSettings()), budget: budget)
+        objects = ServiceObjects.withoutEngines(server: server, budget: budget)
     }
 
     override func tearDown() {
