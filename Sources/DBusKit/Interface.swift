@@ -42,7 +42,9 @@ public enum MethodOutcome {
     case later
 }
 
-public struct DBusMethod {
+/// Declarations are classes: dispatch hands one on with a single retain, where a struct of strings,
+/// arrays and closures is copied field by field on every call.
+public final class DBusMethod {
     public let name: String
     public let inputs: [DBusArgument]
     public let outputs: [DBusArgument]
@@ -67,7 +69,7 @@ public struct DBusMethod {
     }
 }
 
-public struct DBusProperty {
+public final class DBusProperty {
     public let name: String
     public let type: DBusType
     public let access: PropertyAccess
@@ -78,7 +80,7 @@ public struct DBusProperty {
     public let set: ((DBusValue, MethodCall) throws(DBusError) -> MethodOutcome)?
 
     /// A property whose Set is answered as soon as the value is stored.
-    public init(_ name: String, _ type: DBusType, access: PropertyAccess = .read, changeMode: PropertyChangeMode = .emits,
+    public convenience init(_ name: String, _ type: DBusType, access: PropertyAccess = .read, changeMode: PropertyChangeMode = .emits,
                 get: @escaping () -> DBusValue, set: ((DBusValue) throws(DBusError) -> Void)? = nil) {
         var answeringSet: ((DBusValue, MethodCall) throws(DBusError) -> MethodOutcome)?
         if let set {
@@ -114,7 +116,7 @@ public struct DBusSignal: Sendable {
 }
 
 /// An interface declared once: dispatch, introspection and Properties all read it.
-public struct DBusInterface {
+public final class DBusInterface {
     public let name: String
     public let methods: [DBusMethod]
     public let properties: [DBusProperty]

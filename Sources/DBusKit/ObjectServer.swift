@@ -14,11 +14,17 @@ public final class ObjectServer {
     public let transport: MessageTransport
     public var loop: MainLoop { transport.loop }
 
-    private struct ExportedObject {
+    private final class ExportedObject {
         let path: String
         let own: [DBusInterface]
         /// `own` with Properties, Introspectable and Peer.
         let all: [DBusInterface]
+
+        init(path: String, own: [DBusInterface], all: [DBusInterface]) {
+            self.path = path
+            self.own = own
+            self.all = all
+        }
     }
     private var objects: [ExportedObject] = []
     private let peer: DBusInterface

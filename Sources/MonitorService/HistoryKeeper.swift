@@ -70,7 +70,18 @@ final class HistoryKeeper {
         history.slept(microseconds, boot: MonotonicClock.bootMicroseconds())
     }
 
-    func timeInState() -> [(String, UInt64)] { history.timeInState(boot: MonotonicClock.bootMicroseconds()) }
+    func timeInState() -> [(String, UInt64)] { Self.ask(&history) { $0.timeInState(boot: MonotonicClock.bootMicroseconds()) } }
+
+    /// The whole seconds TimeInState counts now: read on every Get, to know whether a kept reply still holds.
+    func secondsCounted() -> UInt64 { Self.ask(&history) { $0.secondsCounted(boot: MonotonicClock.bootMicroseconds()) } }
+
+    /// The `count` latest outages, newest first.
+    func latest(_ count: Int) -> [Outage] { Self.ask(&history) { $0.latest(count) } }
+
+    /// The history lent in place: a method called on it through the stored property would copy it first.
+    private static func ask<Answer>(_ history: inout OutageHistory, _ question: (inout OutageHistory) -> Answer) -> Answer {
+        question(&history)
+    }
 
     /// The file's text as of now.
     func text() -> String {

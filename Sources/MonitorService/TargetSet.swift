@@ -178,8 +178,8 @@ final class TargetSet {
             let model = target.model
             let keeper = history.keeper(for: target.number, minimumOutage: Self.minimumOutage(model.settings))
             model.timeInState = { [unowned keeper] in keeper.timeInState() }
-            model.timeInStateTick = { [unowned keeper] in keeper.history.secondsCounted(boot: MonotonicClock.bootMicroseconds()) }
-            model.outages = { [unowned keeper] count in keeper.history.latest(count) }
+            model.timeInStateTick = { [unowned keeper] in keeper.secondsCounted() }
+            model.outages = { [unowned keeper] count in keeper.latest(count) }
             keeper.onOutageEnded = { [unowned object] outage in object.outageEnded(outage) }
             object.onPropertiesChanged = { [unowned keeper, unowned model] properties in
                 guard properties.contains(.connectivity) || properties.contains(.blame) else { return }
