@@ -27,7 +27,7 @@ public struct PathCore {
         case probe(ProbeInput)
         /// The check `generation` of CheckURL ended.
         case checkAnswered(generation: UInt64, CheckAnswer.Meaning)
-        /// Traffic sample `generation` was taken, at this CPU cost (ns); nil: it could not be.
+        /// Traffic sample `generation` was taken, at this cost in CPU time; nil: it could not be.
         case trafficSampled(generation: UInt64, TrafficSample?, cost: Duration)
         /// `nextWakeup` has come.
         case timeout

@@ -30,7 +30,7 @@ public struct TargetCore {
         case probe(IPFamily, ProbeInput)
         /// `family`'s check `generation` of CheckURL ended.
         case checkAnswered(IPFamily, generation: UInt64, CheckAnswer.Meaning)
-        /// `family`'s traffic sample `generation` was taken, at this CPU cost (ns); nil: it could not be.
+        /// `family`'s traffic sample `generation` was taken, at this cost in CPU time; nil: it could not be.
         case trafficSampled(IPFamily, generation: UInt64, TrafficSample?, cost: Duration)
         /// The lookup of `ipv4only.arpa` (RFC 7050) `generation` answered.
         case nat64Resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>)

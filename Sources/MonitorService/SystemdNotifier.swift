@@ -8,7 +8,7 @@ public final class SystemdNotifier {
     private let socket: Descriptor
     private let address: sockaddr_un
     private let length: socklen_t
-    /// Half of WATCHDOG_USEC, in nanoseconds, when systemd wants keep-alives from this process.
+    /// Half of WATCHDOG_USEC, when systemd wants keep-alives from this process.
     public let watchdogPeriod: Duration?
 
     public init?(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) {

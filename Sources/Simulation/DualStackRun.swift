@@ -31,13 +31,13 @@ public final class DualStackRun: TargetWorld {
 
     /// What the run measured.
     public struct Figures: Sendable {
-        /// When Connectivity was first `full` (ns after start); nil: never.
+        /// When Connectivity was first `full`; nil: never.
         public var firstFull: Instant?
         /// Changes of Connectivity and of Status after the first `full`.
         public var headlineTransitions = 0
         public var statusChanges = 0
         public var probes: [IPFamily: Int] = [.v4: 0, .v6: 0]
-        /// Each family's probes sent while every family was full, and the time that lasted (ns).
+        /// Each family's probes sent while every family was full, and the time that lasted.
         public var probesWhileAllFull: [IPFamily: Int] = [.v4: 0, .v6: 0]
         public var allFull = Duration.zero
         public var violations: [String] = []
