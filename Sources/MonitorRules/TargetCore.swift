@@ -425,10 +425,16 @@ public struct TargetCore {
     private mutating func pace(now: Instant, _ step: inout Step) {
         let families = watchedFamilies
         guard families.count > 1 else { return }
-        var states: [IPFamily: MonitorState] = [:]
-        for family in families { states[family] = read(family) { $0.state(previous: MonitorState()) } }
-        let headline = Self.headline(states, order: resolverOrder)
-        let allFull = families.allSatisfy { states[$0]?.connectivity == .full }
+        // Each watched family's Connectivity (no dictionary: this runs at every step).
+        var v4: Connectivity?
+        var v6: Connectivity?
+        for family in families {
+            let connectivity = read(family) { $0.state(previous: MonitorState()).connectivity }
+            if family == .v4 { v4 = connectivity } else { v6 = connectivity }
+        }
+        let connectivity = { (family: IPFamily) in family == .v4 ? v4 : v6 }
+        let headline = Self.headline(order: resolverOrder, connectivity)
+        let allFull = families.allSatisfy { connectivity($0) == .full }
         let wanted: Set<IPFamily> = allFull ? Set(families.filter { $0 != headline }) : []
         if wanted != relaxed {
             relaxed = wanted
