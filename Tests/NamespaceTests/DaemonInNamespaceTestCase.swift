@@ -39,7 +39,9 @@ class DaemonInNamespaceTestCase: XCTestCase {
         return timeout
     }
 
-    /// Runs `arguments` in `namespace` until the test ends; waits for `ready` on its output when asked.
+    /// Runs `arguments` in `namespace` until the test ends; waits for `ready` on its output when asked, and
+    /// throws what the helper said when it never is (a server that could not bind, say), so a test never goes
+    /// on against a server that is not there.
     @discardableResult
     func run(in namespace: NetworkNamespace, _ arguments: [String], waitForReady: Bool = true) throws -> Process {
         let process = Process()
@@ -52,7 +54,12 @@ class DaemonInNamespaceTestCase: XCTestCase {
         try process.run()
         helpers.append(process)
         if waitForReady {
-            for _ in 0..<300 where !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("ready") { usleep(10_000) }
+            func said() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+            for _ in 0..<300 where !said().contains("ready") { usleep(10_000) }
+            guard said().contains("ready") else {
+                throw NSError(domain: "\(arguments.joined(separator: " ")) in \(namespace.name) was not ready in 3 s; it said: \(said())",
+                              code: 1)
+            }
         }
         return process
     }

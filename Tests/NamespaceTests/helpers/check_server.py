@@ -41,6 +41,12 @@ class Server(http.server.ThreadingHTTPServer):
     allow_reuse_address = True
     daemon_threads = True
 
+    def server_bind(self):
+        # HTTPServer's own asks the resolver for the address's name (getfqdn) between bind and listen: in a
+        # namespace whose resolver cannot be reached that takes seconds, and connections meanwhile are refused.
+        __import__("socketserver").TCPServer.server_bind(self)
+        self.server_name, self.server_port = address, port
+
 
 server = Server((address, port), Handler)
 print("ready", flush=True)
