@@ -458,7 +458,7 @@ public struct TargetCore {
         let advertised = route?.nat64Prefix
         if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route, route.usable {
             let network = route.interface + " " + route.source
-            if network != discoveryNetwork || (discoveryAt ?? .distantFuture) <= now {
+            if network != discoveryNetwork || isDue(.nat64Discovery, now: now) {
                 if network != discoveryNetwork { discovered = nil }
                 discoveryNetwork = network
                 discoveryAt = now &+ Self.nat64Discovery
