@@ -3,9 +3,9 @@ import NetAddress
 import ProbeRules
 import Timekeeping
 
-/// The simulated world's next hop and what lies past it, the machine's sleeps, and the history the
-/// daemon keeps of what the target publishes — with the rules of INTERFACE.md "Where it broke" that
-/// hold over them: Blame within 1.5 s of the change; never `gateway` while the gateway answers its
+/// The simulated world's next hop and what lies past it, and the machine's sleeps, shared by every
+/// target; with the rules of INTERFACE.md "Where it broke" that hold over each target's diagnosis
+/// and history: Blame within 1.5 s of the change; never `gateway` while the gateway answers its
 /// neighbour check; no outage spans an announced sleep; TimeInState adds up to the time since the
 /// history began.
 struct GatewayWorld {
@@ -15,63 +15,41 @@ struct GatewayWorld {
     var upstreamCarries = true
     /// Since when the gateway has answered its neighbours without a break (nil while it does not).
     var answeringSince: Instant? = .origin
-    /// When the default target asked the next hop whose answer came last; the checks still out, by generation.
+    /// How far the boot clock is ahead of the virtual (monotonic) one: the sleeps nobody announced.
+    var bootOffset = Duration.zero
+    /// The announced sleep under way, and those that ended (boot clock).
+    var asleepSince: UInt64?
+    var sleeps: [(start: UInt64, end: UInt64)] = []
+
+    /// Whether a probe past the gateway gets anywhere.
+    var carries: Bool { forwards && upstreamCarries }
+}
+
+/// What one target's diagnosis asked, and since when its Connectivity has gone unblamed.
+struct DiagnosisWatch {
+    /// When the next hop whose answer came last was asked; the checks still out, by generation.
     var lastCheckAskedAt: Instant?
     var checksOut: [UInt64: Instant] = [:]
     /// Since when Connectivity has been away from `full` with no Blame (nil: it is full, or Blame is said).
     var unblamedSince: Instant?
     /// The last moment the place of a fault could move: a next hop asked, a resume.
     var lastRediagnosis = Instant.origin
-    var history = OutageHistory(began: 0, minimumOutage: 0)
-    /// How far the boot clock is ahead of the virtual (monotonic) one: the sleeps nobody announced.
-    var bootOffset = Duration.zero
-    /// The announced sleep under way, and those that ended (boot clock).
-    var asleepSince: UInt64?
-    var sleeps: [(start: UInt64, end: UInt64)] = []
     var askedNeighbors = 0
     var probedBeyond = 0
-
-    /// Whether a probe past the gateway gets anywhere.
-    var carries: Bool { forwards && upstreamCarries }
 }
 
 extension Simulation {
-    /// The outages the history kept, oldest first; TimeInState at the end; the next hop asked and the probes past it.
-    public var outages: [Outage] { gateway.history.outages }
-    public var timeInState: [String: UInt64] { Dictionary(uniqueKeysWithValues: gateway.history.timeInState(boot: bootMicroseconds)) }
-    public var neighborChecksAsked: Int { gateway.askedNeighbors }
-    public var probesPastTheGateway: Int { gateway.probedBeyond }
+    /// The default target's outages, oldest first; its TimeInState at the end; the next hops it asked and its probes past them.
+    public var outages: [Outage] { first.history.outages }
+    public var timeInState: [String: UInt64] { Dictionary(uniqueKeysWithValues: first.history.timeInState(boot: bootMicroseconds)) }
+    public var neighborChecksAsked: Int { first.diagnosis.askedNeighbors }
+    public var probesPastTheGateway: Int { first.diagnosis.probedBeyond }
 
     /// Microseconds on the simulated CLOCK_BOOTTIME (and, for the history, CLOCK_REALTIME alike).
     var bootMicroseconds: UInt64 { (now + gateway.bootOffset).sinceOrigin.microseconds }
 
     static func gatewayAddress(_ index: Int32, v6 six: Bool) -> IPAddress {
         six ? v6(UInt8(index), 254) : .v4([198, 18, UInt8(index), 254])
-    }
-
-    /// Target `index`'s driver asked the next hop: its answer after a round trip, or after three tries.
-    func checkNeighbor(for index: Int, _ family: IPFamily, gateway address: IPAddress, generation: UInt64) {
-        if index == 0 {
-            gateway.checksOut[generation] = now
-            gateway.askedNeighbors += 1
-            gateway.lastRediagnosis = now
-        }
-        let answering = gateway.answersNeighbors
-        queue.add(.neighborAnswer(target: index, family: family, generation: generation, answering ? .reachable : .unreachable),
-                  at: now + (answering ? .milliseconds(1) : .milliseconds(600)))
-    }
-
-    /// The one probe past the gateway: a router past it says Time Exceeded, or nothing does within 1 s.
-    func probeBeyond(for index: Int, _ family: IPFamily, generation: UInt64) {
-        if index == 0 { gateway.probedBeyond += 1 }
-        let carried = gateway.carries
-        queue.add(.beyondAnswer(target: index, family: family, generation: generation, carried ? .carried : .silent),
-                  at: now + (carried ? .milliseconds(3) : .seconds(1)))
-    }
-
-    /// The default target's check `generation` is answered now.
-    func neighborAnswered(generation: UInt64) {
-        if let asked = gateway.checksOut.removeValue(forKey: generation) { gateway.lastCheckAskedAt = asked }
     }
 
     func applyGatewayFault(_ fault: Scenario.Fault) {
@@ -83,23 +61,23 @@ extension Simulation {
             gateway.upstreamCarries = false
         case .sleep(let milliseconds, let announced):
             guard gateway.asleepSince == nil else { return }
-            // The probes in flight are forgotten, not failed: their silence is the sleep's; the streaks start afresh.
-            for sequence in sent.keys { sent[sequence]?.finished = true }
-            answersInRow = 0
-            firstFailureSentAt = nil
-            failureKindsSinceAnswer = []
+            for target in targets { target.forgetProbesInFlight() }
             if announced {
                 gateway.asleepSince = bootMicroseconds
-                if let ended = gateway.history.suspend(boot: bootMicroseconds) { noteOutage(ended) }
-                take(.suspend)
+                for target in targets {
+                    if let ended = target.history.suspend(boot: bootMicroseconds) { target.noteOutage(ended) }
+                    target.take(.suspend)
+                }
                 queue.add(.wake, at: now + .milliseconds(milliseconds))
             } else {
                 // Monotonic time stands still; the boot clock jumps; the daemon notices before its next wake-up.
                 gateway.bootOffset += .milliseconds(milliseconds)
-                gateway.history.slept(UInt64(milliseconds) * 1000, boot: bootMicroseconds)
-                take(.suspend)
-                take(.resume)
-                gateway.lastRediagnosis = now
+                for target in targets {
+                    target.history.slept(UInt64(milliseconds) * 1000, boot: bootMicroseconds)
+                    target.take(.suspend)
+                    target.take(.resume)
+                    target.diagnosis.lastRediagnosis = now
+                }
             }
         case .heal:
             gateway.forwards = true
@@ -114,9 +92,11 @@ extension Simulation {
         guard let start = gateway.asleepSince else { return }
         gateway.asleepSince = nil
         gateway.sleeps.append((start, bootMicroseconds))
-        gateway.history.resume(boot: bootMicroseconds, real: bootMicroseconds)
-        take(.resume)
-        gateway.lastRediagnosis = now
+        for target in targets {
+            target.history.resume(boot: bootMicroseconds, real: bootMicroseconds)
+            target.take(.resume)
+            target.diagnosis.lastRediagnosis = now
+        }
     }
 
     private func setAnswersNeighbors(_ answering: Bool) {
@@ -124,22 +104,56 @@ extension Simulation {
         if !answering { gateway.answeringSince = nil }
         gateway.answersNeighbors = answering
     }
+}
+
+extension SimulatedTarget {
+    /// The driver asked the next hop: its answer after a round trip, or after three tries.
+    func checkNeighbor(_ family: IPFamily, generation: UInt64) {
+        diagnosis.checksOut[generation] = now
+        diagnosis.askedNeighbors += 1
+        diagnosis.lastRediagnosis = now
+        let answering = simulation.gateway.answersNeighbors
+        simulation.queue.add(.neighborAnswer(target: index, family: family, generation: generation, answering ? .reachable : .unreachable),
+                             at: now + (answering ? .milliseconds(1) : .milliseconds(600)))
+    }
+
+    /// The one probe past the gateway: a router past it says Time Exceeded, or nothing does within 1 s.
+    func probeBeyond(_ family: IPFamily, generation: UInt64) {
+        diagnosis.probedBeyond += 1
+        let carried = simulation.gateway.carries
+        simulation.queue.add(.beyondAnswer(target: index, family: family, generation: generation, carried ? .carried : .silent),
+                             at: now + (carried ? .milliseconds(3) : .seconds(1)))
+    }
+
+    /// The next hop's check `generation` is answered now.
+    func neighborAnswered(generation: UInt64) {
+        if let asked = diagnosis.checksOut.removeValue(forKey: generation) { diagnosis.lastCheckAskedAt = asked }
+    }
+
+    /// Going to sleep: the probes in flight are forgotten, not failed (their silence is the sleep's); the streaks start afresh.
+    func forgetProbesInFlight() {
+        for sequence in sent.keys { sent[sequence]?.finished = true }
+        answersInRow = 0
+        firstFailureSentAt = nil
+        failureKindsSinceAnswer = []
+    }
 
     /// After each publication: the history hears it, and Blame's rules are checked.
     func checkWhereItBroke() {
+        let gateway = simulation.gateway
+        let boot = simulation.bootMicroseconds
         if gateway.asleepSince == nil,
-           let ended = gateway.history.observe(state.connectivity, blame: state.blame, reason: state.reason,
-                                               boot: bootMicroseconds, real: bootMicroseconds) {
+           let ended = history.observe(state.connectivity, blame: state.blame, reason: state.reason, boot: boot, real: boot) {
             noteOutage(ended)
         }
-        if state.blame == Blame.gateway.rawValue, let since = gateway.answeringSince, let asked = gateway.lastCheckAskedAt, since < asked {
+        if state.blame == Blame.gateway.rawValue, let since = gateway.answeringSince, let asked = diagnosis.lastCheckAskedAt, since < asked {
             violation("Blame is gateway, but the gateway has answered its neighbours since before it was last asked")
         }
         let away = [.none, .limited, .portal].contains(state.connectivity)
         if away && state.blame.isEmpty {
-            if gateway.unblamedSince == nil { gateway.unblamedSince = now }
+            if diagnosis.unblamedSince == nil { diagnosis.unblamedSince = now }
         } else {
-            gateway.unblamedSince = nil
+            diagnosis.unblamedSince = nil
         }
         if away, !state.blame.isEmpty, state.blame != Blame.link.rawValue, state.connectivity == .none, state.reason.isEmpty {
             violation("Blame \(state.blame) with no Reason")
@@ -148,8 +162,8 @@ extension Simulation {
 
     /// Blame is said within 1.5 s of Connectivity leaving `full` (or of the next hop changing, or a resume).
     func checkBlameLate() {
-        guard let since = gateway.unblamedSince, gateway.asleepSince == nil else { return }
-        let from = max(since, gateway.lastRediagnosis)
+        guard let since = diagnosis.unblamedSince, simulation.gateway.asleepSince == nil else { return }
+        let from = max(since, diagnosis.lastRediagnosis)
         if now > from + .milliseconds(1_500) {
             violation("Connectivity \(state.connectivity) for \(now - from) with no Blame (\(state.reason))")
         }
@@ -158,18 +172,18 @@ extension Simulation {
     /// An outage the history kept: it never spans an announced sleep.
     func noteOutage(_ outage: Outage) {
         let end = outage.start + outage.duration
-        for sleep in gateway.sleeps where sleep.start >= outage.start && sleep.end <= end {
+        for sleep in simulation.gateway.sleeps where sleep.start >= outage.start && sleep.end <= end {
             violation("an outage from \(Double(outage.start) / 1e6) s for \(Double(outage.duration) / 1e6) s spans a sleep")
         }
     }
 
     /// At the end: TimeInState adds up to the time since the history began, within a second (or one Interval).
     func checkTimeInState() {
-        let total = gateway.history.timeInState(boot: bootMicroseconds).reduce(UInt64(0)) { $0 + $1.1 } * 1_000_000
-        let elapsed = bootMicroseconds
+        let boot = simulation.bootMicroseconds
+        let total = history.timeInState(boot: boot).reduce(UInt64(0)) { $0 + $1.1 } * 1_000_000
         let slack = max(1_000_000, UInt64(settings.intervalMilliseconds) * 1000)
-        if total > elapsed || elapsed - total > slack {
-            violation("TimeInState adds up to \(total / 1_000_000) s, but the history began \(Double(elapsed) / 1e6) s ago")
+        if total > boot || boot - total > slack {
+            violation("TimeInState adds up to \(total / 1_000_000) s, but the history began \(Double(boot) / 1e6) s ago")
         }
     }
 }

@@ -5,11 +5,13 @@ import Timekeeping
 
 /// The daemon's resolver as the simulation plays it: one thread for every target, taking
 /// lookups in `LookupQueue`'s order (HostResolver's), each answered as the resolver behaves
-/// when it starts. It keeps what the invariants need: the default target's lookup must start
-/// by the end of the lookup under way when it was asked, and no target has two waiting.
+/// when it starts. It keeps what the invariants need: a lookup of a target whose lookups go first
+/// must start by the end of the lookup under way when it was asked, and no target has two waiting.
 struct SimulatedResolver {
     struct Lookup: Sendable {
         let target: Int
+        /// The target's lookups go before the others' (the default target's).
+        let first: Bool
         let host: String
         let generation: UInt64
     }
@@ -27,24 +29,24 @@ struct SimulatedResolver {
     /// When the lookup under way ends.
     private var endsAt = Instant.origin
     private var asked: UInt64 = 0
-    /// By when the default target's waiting lookup must start; nil when it has none waiting.
-    private(set) var defaultMustStartBy: Instant?
-    private(set) var lastDefaultStart = Instant.origin
+    /// By when the waiting lookup of the target whose lookups go first must start; nil when it has none waiting.
+    private(set) var firstMustStartBy: Instant?
+    private(set) var lastFirstStart = Instant.origin
 
     /// Queues a lookup for a name (an address needs none); a violation when the queue broke its bounds.
     mutating func ask(_ lookup: Lookup, targets: Int, now: Instant) -> String? {
         asked += 1
-        _ = queue.add(.init(id: asked, owner: UInt64(lookup.target), first: lookup.target == 0, payload: lookup))
-        if lookup.target == 0 { defaultMustStartBy = underWay ? (defaultMustStartBy ?? endsAt) : now }
+        _ = queue.add(.init(id: asked, owner: UInt64(lookup.target), first: lookup.first, payload: lookup))
+        if lookup.first { firstMustStartBy = underWay ? (firstMustStartBy ?? endsAt) : now }
         let owner = UInt64(lookup.target)
         guard queue.entries.count > targets || queue.entries.contains(where: { $0.owner == owner && $0.id != asked }) else { return nil }
         return "\(queue.entries.count) lookups wait for the resolver, more than one for target \(lookup.target)"
     }
 
     /// The target's lookups not yet started are dropped (the one under way goes on).
-    mutating func cancel(target: Int) {
+    mutating func cancel(target: Int, first: Bool) {
         queue.remove(owner: UInt64(target))
-        if target == 0 { defaultMustStartBy = nil }
+        if first { firstMustStartBy = nil }
     }
 
     /// The lookup under way answered: the thread is free.
@@ -52,14 +54,14 @@ struct SimulatedResolver {
         underWay = false
     }
 
-    /// The thread takes the next lookup if it is free; `late` says how long the default target's waited too long.
+    /// The thread takes the next lookup if it is free; `late` says how long one that goes first waited too long.
     mutating func startNext(now: Instant, v6: Bool, random: inout SeededRandom) -> (started: Started, late: Duration?)? {
         guard !underWay, let next = queue.next() else { return nil }
         var late: Duration?
-        if next.payload.target == 0 {
-            if let by = defaultMustStartBy, now > by { late = now - by }
-            defaultMustStartBy = nil
-            lastDefaultStart = now
+        if next.payload.first {
+            if let by = firstMustStartBy, now > by { late = now - by }
+            firstMustStartBy = nil
+            lastFirstStart = now
         }
         let (answer, delay) = Self.answer(next.payload.host, behaviour, v6: v6, random: &random)
         underWay = true

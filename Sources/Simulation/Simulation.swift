@@ -39,36 +39,27 @@ public final class Simulation {
     }
 
     enum Event {
-        case reply(sequence: UInt16, token: UInt64, via: AnswerPath)
+        /// Events about target `target`'s probes, check and samples.
+        case reply(target: Int, sequence: UInt16, token: UInt64, via: AnswerPath)
         /// A TCP probe's connection ended so; `fromHost`: the host itself spoke (else a router, or nobody).
-        case tcpOutcome(sequence: UInt16, token: UInt64, TCPOutcome, alone: Bool, fromHost: Bool)
-        case icmpError(sequence: UInt16, token: UInt64?, EchoPacket.Failure)
+        case tcpOutcome(target: Int, sequence: UInt16, token: UInt64, TCPOutcome, alone: Bool, fromHost: Bool)
+        case icmpError(target: Int, sequence: UInt16, token: UInt64?, EchoPacket.Failure)
         case kernelReadable
-        /// A lookup for target `target` (0 the default, then the extra ones) ended; `worker`: the resolver's
-        /// thread ran it (an address is answered at once, without it), and is free again.
+        /// A lookup for target `target` ended; `worker`: the resolver's thread ran it (an address is
+        /// answered at once, without it), and is free again.
         case resolverAnswer(target: Int, generation: UInt64, Result<[IPAddress], ResolverFailure>, worker: Bool)
-        case extraReply(target: Int, sequence: UInt16, token: UInt64)
-        case checkAnswer(generation: UInt64, CheckAnswer.Meaning)
+        case checkAnswer(target: Int, generation: UInt64, CheckAnswer.Meaning)
         /// The captive-portal API's answer to fetch `generation` on `interface`.
         case capportAnswer(interface: String, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
         /// The follower's next wake-up.
         case capportWake
-        case trafficSample(generation: UInt64, TrafficSample, cost: Duration, takenAt: Instant)
+        case trafficSample(target: Int, generation: UInt64, TrafficSample, cost: Duration, takenAt: Instant)
         /// Target `target`'s neighbour check, or its probe past the gateway, ended so.
         case neighborAnswer(target: Int, family: IPFamily, generation: UInt64, NeighborAnswer)
         case beyondAnswer(target: Int, family: IPFamily, generation: UInt64, BeyondAnswer)
         /// An announced sleep ends.
         case wake
         case fault(Scenario.Fault)
-    }
-
-    struct SentProbe {
-        let sentAt: Instant
-        let deadline: Instant
-        /// Sent beside a probe in flight: its silence or unproven error is no failure of its own.
-        let extra: Bool
-        var finished = false
-        var answered = false
     }
 
     let scenario: Scenario
@@ -78,47 +69,18 @@ public final class Simulation {
     /// Arrival times of Checks still to come, latest first (floods are thousands; the queue stays small).
     var checkArrivals: [Instant] = []
     var kernel: SimulatedKernel
-    /// The default target's world, and the driver the daemon runs too.
-    lazy var first = SimulatedTarget(simulation: self, index: 0, core: initialCore)
-    /// The path of the family the scenario watches (the other is not watched: nothing may be sent in it).
-    var target: PathCore {
-        unsafeAddress { first.driver.path(watchedFamily) }
-    }
+    /// Every target, by number: the default one (0, its Host the scenario's) and those added beside it
+    /// (restored, so started before it), each a `TargetCore` in the daemon's driver with the whole world.
+    var targets: [SimulatedTarget] = []
+    var first: SimulatedTarget { targets[0] }
     var watchedFamily: IPFamily { scenario.family == .ipv6 ? .v6 : .v4 }
-    let initialCore: TargetCore
     var reach: ReachabilityCore
-    public internal(set) var state = MonitorState()
     public internal(set) var summary = Summary()
-    /// The probe settings in force (the simulation changes them, so it knows them without asking).
-    var settings: ProbeSettings
     var behaviour: Scenario.HostBehaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
-    /// Since when the resolver answers again; when it last failed a lookup of Host's name.
+    /// Since when the resolver answers again.
     var resolverAnsweringSince: Instant? = .origin
-    var lastLookupFailureAt = Instant.origin
-    /// When the lookup of Host's name still waiting for its answer started on the resolver's thread.
-    var lookupAskedAt: Instant?
     var resolver = SimulatedResolver()
-    /// The targets added beside the default one (restored before it starts), sharing its resolver
-    /// and reachability core; each is a TargetCore in the daemon's driver, like the default one.
-    final class ExtraTarget {
-        let world: SimulatedTarget
-        let routeID: ReachabilityCore.TargetID
-        var probeAddress: IPAddress?
-        var state = MonitorState()
-
-        init(world: SimulatedTarget, routeID: ReachabilityCore.TargetID) {
-            self.world = world
-            self.routeID = routeID
-        }
-    }
-    /// The extra targets probe at their own, slower pace: they are here for the resolver and the route core they share.
-    static let extraTargetSettings = ProbeSettings(intervalMilliseconds: 5_000, timeoutMilliseconds: 1_000)
-    var extras: [ExtraTarget] = []
     var checkBehaviour: Scenario.CheckBehaviour = .expected(milliseconds: 20)
-    /// The check under way was answered by a middlebox with the echo asked, or had HTTPS dropped with the
-    /// secure check on, from its start to its end; and whether the answer the core holds came from such a check.
-    var runningCheckFaked = false
-    var heldCheckFaked = false
     /// The network's captive-portal API, and the follower that asks it (as the daemon's CapportWatch does).
     var apiBehaviour: Scenario.APIBehaviour = .none
     var follower = CapportFollower()
@@ -126,69 +88,24 @@ public final class Simulation {
     /// Each interface's last API answer taken, and whether a captive one came from the captive API.
     var apiAnswers: [String: Bool] = [:]
     static let apiPortalURL = "https://portal.test/api-login"
-    /// The next hop, the path past it, the sleeps, and the history (see `GatewayWorld`).
+    /// The next hop, the path past it and the sleeps (see `GatewayWorld`).
     var gateway = GatewayWorld()
     var trafficBehaviour: Scenario.TrafficBehaviour = .none
     var trafficSince = Instant.origin
-    /// Since when the path to Host has failed (the connections routed like it then stall).
-    var pathDownSince: Instant?
-    /// The newest sample the core took: when, and whether data from a remote routed like Host was in it.
-    var lastSample: (at: Instant, receiving: Bool)?
-    /// A sample the core took during this step: it counts for skips from the next step on.
-    var newSample: (at: Instant, receiving: Bool)?
-    /// The word the core last had; a stall (or traffic stopping) still waiting for its probe.
-    var lastTraffic: Traffic = .none
-    var stallWaitingSince: Instant?
-    var resumeWaitingSince: Instant?
-    var skippedSinceSend = false
-    var skippedSoFar = 0
-    /// The check of CheckURL under way, and its limit, max(5 s, Timeout) when it started.
-    var runningCheck: (generation: UInt64, startedAt: Instant, limit: Duration)?
     static let checkURL = "http://check.test/generate_204"
     static let secureCheckURL = "https://check.test/generate_204"
-    /// Since when the far host filters ICMP (and answers TCP); whether its path failed meanwhile.
-    var filteredSince: Instant?
-    var pathTroubleSinceFiltered = false
-    var probeTarget: IPAddress?
     var kernelReadScheduled = false
-    var stateDue = false
-    /// What the default target's driver reported during this step, checked once the step's own
-    /// bookkeeping is done (the probe that ended is counted first, as the rules count it).
-    var reported: [Reported] = []
-    enum Reported {
-        case reportChanged(old: ProbeReport, new: ProbeReport)
-        case verdictReady
-    }
     var overflowOnNextLookup = false
     /// Every (usable, interface) the kernel's truth took for each of the reachability core's targets
-    /// (target 0's since its address last changed).
+    /// (a target's since its address last changed).
     var truthsSinceRetarget: [ReachabilityCore.TargetID: Set<String>] = [:]
-    /// A second target on the same core, with a fixed address: lookups for two targets share
-    /// every overrun and dump.
-    var secondTarget: ReachabilityCore.TargetID = 0
-    /// The default target's watch on the reachability core (added first, like any other).
-    var firstRoute: ReachabilityCore.TargetID = 0
+    /// A watch on the same core with a fixed address and no target behind it: lookups for two
+    /// watches share every overrun and dump.
+    var fixedWatch: ReachabilityCore.TargetID = 0
     var evaluationDue = false
     var quiet = false
     /// Something the reachability core sees changed since its agreement with the kernel was last checked.
     var routeNewsSinceCheck = true
-
-    // What the invariants need, kept independently of the cores.
-    var sent: [UInt16: SentProbe] = [:]
-    var lastAnswerAt = Instant.origin
-    var failureKindsSinceAnswer: Set<String> = []
-    var answersInRow = 0
-    /// When the newest probe that got its answer was sent.
-    var newestAnsweredSentAt = Instant.origin
-    /// When the probe whose failure was the first since the last answer was sent.
-    var firstFailureSentAt: Instant?
-    /// No probe since the last answer was sent off the schedule (for a Check, a route regained).
-    var onScheduleSinceAnswer = true
-    var lastForcedAt: Instant?
-    var lastSettingsChange = Instant.origin
-    var lastRetarget = Instant.origin
-    /// Pending Checks: when each arrived, and by when its verdict must be in.
-    var pendingChecks: [(arrival: Instant, limit: Instant)] = []
     public internal(set) var violations: [Violation] = []
     /// Told every step, when set: for reading a failing seed's run.
     public var trace: ((String) -> Void)?
@@ -201,9 +118,6 @@ public final class Simulation {
         self.scenario = scenario
         random = SeededRandom(seed: scenario.seed ^ 0x5EED)
         kernel = SimulatedKernel(family: scenario.family == .ipv6 ? .v6 : .v4)
-        initialCore = TargetCore(host: scenario.host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed,
-                                 refresh: .milliseconds(scenario.dnsRefreshMilliseconds))
-        settings = scenario.settings
         reach = ReachabilityCore { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
         for (at, fault) in scenario.timeline { queue.add(.fault(fault), at: .origin + .milliseconds(at)) }
     }
@@ -211,53 +125,59 @@ public final class Simulation {
     /// Runs the scenario to its end; returns the violations found (none when every rule held).
     @discardableResult
     public func run() -> [Violation] {
-        firstRoute = reach.addTarget(families: IPFamily.allCases)
-        secondTarget = reach.addTarget(families: IPFamily.allCases)
-        reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: secondTarget)
-        noteKernelTruth(reset: true)
+        // Every target is made alike; they share the sequence space, each in its own slot.
+        let hosts = [scenario.host] + scenario.extraTargets
+        let stride = UInt16(hosts.count)
+        for (index, host) in hosts.enumerated() {
+            let core = TargetCore(host: host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed &+ UInt64(index),
+                                  slots: [watchedFamily: UInt16(index)], stride: stride,
+                                  refresh: .milliseconds(scenario.dnsRefreshMilliseconds))
+            // The default target's lookups go first, as the daemon's.
+            let target = SimulatedTarget(simulation: self, index: index, core: core, settings: scenario.settings,
+                                         routeID: reach.addTarget(families: IPFamily.allCases), lookupsFirst: index == 0)
+            target.history.observeStart(boot: 0)
+            target.driver.observeStep = { [unowned self, unowned target] actions in
+                for action in actions { target.log("target: \(action)") }
+                if let broken = TargetCore.outputContractBroken(actions) { violation(broken) }
+            }
+            targets.append(target)
+        }
+        fixedWatch = reach.addTarget(families: IPFamily.allCases)
+        reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: fixedWatch)
+        for target in targets { noteKernelTruth(resetting: target.routeID) }
         reach.start()
-        gateway.history.observeStart(boot: 0)
-        first.driver.observeStep = { [unowned self] actions in
-            for action in actions { log("target: \(action)") }
-            checkPublication(actions)
-        }
-        for (index, host) in scenario.extraTargets.enumerated() {
-            let core = TargetCore(host: host, family: scenario.family, probeSettings: Self.extraTargetSettings,
-                                  seed: scenario.seed &+ UInt64(index + 1), slots: [watchedFamily: UInt16(index + 1)], stride: UInt16(scenario.extraTargets.count + 1))
-            extras.append(ExtraTarget(world: SimulatedTarget(simulation: self, index: index + 1, core: core),
-                                      routeID: reach.addTarget(families: [watchedFamily])))
-            takeExtra(index + 1, .start(checkURL: ""))
-        }
+        // The added targets were restored: they start before the default one.
+        for target in targets.dropFirst() { target.take(.start(checkURL: startCheckURL)) }
         pump()
-        take(.start(checkURL: scenario.checkURL ? Self.checkURL : scenario.secureCheck ? Self.secureCheckURL : ""))
+        first.take(.start(checkURL: startCheckURL))
         pump()
         let end = Instant.origin + .milliseconds(scenario.duration)
         while violations.isEmpty {
-            let targetWake = first.wake
-            let reachWake = askReach(\.nextWakeup)
+            let reachWake = askReach { $0.nextWakeup }
             var next = queue.nextTime ?? end
             if let check = checkArrivals.last, check < next { next = check }
-            if let wake = targetWake, wake < next { next = wake }
-            if let wake = reachWake, wake < next { next = wake }
-            var extraDue: Int?
-            for index in extras.indices {
-                if let wake = extras[index].world.wake, wake < next || (wake == next && extraDue == nil) {
+            // The earliest wake-up among the targets; on a tie, the lowest number.
+            var due: SimulatedTarget?
+            for target in targets {
+                if let wake = target.wake, wake < next || (wake == next && due == nil) {
                     next = wake
-                    extraDue = index + 1
+                    due = target
                 }
+            }
+            if let wake = reachWake, wake < next {
+                next = wake
+                due = nil
             }
             guard next <= end else { break }
             now = max(now, next)
-            if let wake = targetWake, wake <= now {
-                log("timeout")
-                take(.timeout)
-            } else if let index = extraDue, let wake = extras[index - 1].world.wake, wake <= now {
-                takeExtra(index, .timeout)
+            if let target = due, let wake = target.wake, wake <= now {
+                target.log("timeout")
+                target.take(.timeout)
             } else if let wake = reachWake, wake <= now {
                 reach.handleTimeout(now: now)
             } else if let arrival = checkArrivals.last, arrival <= now, arrival < queue.nextTime ?? .distantFuture {
                 checkArrivals.removeLast()
-                check()
+                pick(targets).check()
             } else if let first = queue.nextTime, first <= now, let (_, event) = queue.removeFirst() {
                 handle(event)
             } else {
@@ -267,17 +187,29 @@ public final class Simulation {
             pump()
             endOfTurn()
             checkKernelAgreement()
-            checkTraffic()
-            checkBlameLate()
-            if let by = resolver.defaultMustStartBy, now > by {
-                violation("the default target's lookup still waits \(now - by) after the lookup under way when it was asked ended")
+            for target in targets {
+                target.checkTraffic()
+                target.checkBlameLate()
+            }
+            if let by = resolver.firstMustStartBy, now > by {
+                violation("a lookup that goes first still waits \(now - by) after the lookup under way when it was asked ended")
             }
         }
         now = end
-        finish()
-        summary.finalStatus = state.status
+        for target in targets { target.finish() }
+        summary.statuses = first.statuses
+        summary.finalStatus = first.state.status
         return violations
     }
+
+    /// The check URL every target starts with.
+    var startCheckURL: String { scenario.checkURL ? Self.checkURL : scenario.secureCheck ? Self.secureCheckURL : "" }
+
+    /// The default target's state, as last published.
+    public var state: MonitorState { first.state }
+
+    /// The added targets' states, as last published.
+    public var extraStates: [MonitorState] { targets.dropFirst().map(\.state) }
 
     /// What `question` says of the reachability core, asked in place: a method called on a stored
     /// struct runs on a copy.
@@ -290,40 +222,12 @@ public final class Simulation {
     func handle(_ event: Event) {
         log("\(event)")
         switch event {
-        case .reply(let sequence, let token, let path):
-            deliverReply(sequence, token, path, fromHost: true)
-        case .tcpOutcome(let sequence, let token, let outcome, let alone, let fromHost):
-            // The transport's rule: a connection's end counts only while its probe waits.
-            let input = outcome.input(sequence: sequence, token: token, alone: alone, outstanding: target.isOutstanding(sequence)) {
-                "cannot reach the host: error \($0)"
-            }
-            switch input {
-            case .reply(_, _, let path)?:
-                deliverReply(sequence, token, path, fromHost: fromHost)
-            case .refused(_, _, let reason)?:
-                let inFlight = target.isOutstanding(sequence)
-                take(.probe(watchedFamily, .refused(sequence: sequence, token: token, reason: reason)))
-                if inFlight, let sent = sent[sequence], sent.sentAt > newestAnsweredSentAt {
-                    self.sent[sequence]?.finished = true
-                    failureKindsSinceAnswer.insert("refused")
-                    answersInRow = 0
-                }
-            default:
-                break
-            }
-        case .icmpError(let sequence, let token, let failure):
-            let foreignBefore = target.probe.statistics.foreign
-            take(.probe(watchedFamily, .error(sequence: sequence, token: token, failure, from: "198.18.200.1")))
-            // About a probe in flight (else it was counted foreign).
-            if target.probe.statistics.foreign == foreignBefore {
-                sent[sequence]?.finished = true
-                // A probe older than the newest answered one: old news, no failure.
-                guard let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt,
-                      !probe.extra || (token != nil && failure != .timeExceeded) else { return }
-                if firstFailureSentAt == nil { firstFailureSentAt = probe.sentAt }
-                failureKindsSinceAnswer.insert(failure == .timeExceeded ? "time exceeded" : token == nil ? "unproven" : "refused")
-                answersInRow = 0
-            }
+        case .reply(let index, let sequence, let token, let path):
+            targets[index].deliverReply(sequence, token, path, fromHost: true)
+        case .tcpOutcome(let index, let sequence, let token, let outcome, let alone, let fromHost):
+            targets[index].ended(sequence, token, outcome, alone: alone, fromHost: fromHost)
+        case .icmpError(let index, let sequence, let token, let failure):
+            targets[index].deliverError(sequence, token, failure)
         case .kernelReadable:
             routeNewsSinceCheck = true
             kernelReadScheduled = false
@@ -340,15 +244,17 @@ public final class Simulation {
                 if !kernel.hasQueued { break }
             }
             if kernel.hasQueued { scheduleKernelRead() }
-        case .trafficSample(let generation, let sample, let cost, let takenAt):
-            if generation == target.trafficWatch.generation { newSample = (takenAt, sample.receivingRemotes > 0) }
-            take(.trafficSampled(watchedFamily, generation: generation, sample, cost: cost))
-        case .checkAnswer(let generation, let meaning):
+        case .trafficSample(let index, let generation, let sample, let cost, let takenAt):
+            let target = targets[index]
+            if generation == target.path.trafficWatch.generation { target.newSample = (takenAt, sample.receivingRemotes > 0) }
+            target.take(.trafficSampled(watchedFamily, generation: generation, sample, cost: cost))
+        case .checkAnswer(let index, let generation, let meaning):
+            let target = targets[index]
             // A cancelled check says nothing more, as CheckRun.cancel makes sure.
-            guard runningCheck?.generation == generation else { return }
-            runningCheck = nil
-            heldCheckFaked = runningCheckFaked
-            take(.checkAnswered(watchedFamily, generation: generation, meaning))
+            guard target.runningCheck?.generation == generation else { return }
+            target.runningCheck = nil
+            target.heldCheckFaked = target.runningCheckFaked
+            target.take(.checkAnswered(watchedFamily, generation: generation, meaning))
         case .capportAnswer(let interface, let generation, let result):
             // What the follower takes (a cancelled fetch's answer it does not).
             if follower.isUnderway(interface: interface, generation: generation) {
@@ -362,29 +268,18 @@ public final class Simulation {
             carryOut(follower.handleTimeout(now: now))
         case .resolverAnswer(let index, let generation, let result, let worker):
             if worker { resolver.finished() }
-            if index == 0 {
-                if generation == first.driver.core.generation {
-                    lookupAskedAt = nil
-                    if case .failure = result { lastLookupFailureAt = now }
-                }
-                take(.resolved(generation: generation, result, routedFamilies: routedFamilies))
-            } else {
-                takeExtra(index, .resolved(generation: generation, result, routedFamilies: routedFamilies))
+            let target = targets[index]
+            if generation == target.driver.core.generation {
+                target.lookupAskedAt = nil
+                if case .failure = result { target.lastLookupFailureAt = now }
             }
+            target.take(.resolved(generation: generation, result, routedFamilies: routedFamilies))
             startNextLookup()
-        case .extraReply(let index, let sequence, let token):
-            takeExtra(index, .probe(watchedFamily, .reply(sequence: sequence, token: token, via: .icmp)))
         case .neighborAnswer(let index, let family, let generation, let answer):
-            let event = TargetCore.Event.neighborAnswered(family, generation: generation, answer)
-            if index == 0 {
-                neighborAnswered(generation: generation)
-                take(event)
-            } else {
-                takeExtra(index, event)
-            }
+            targets[index].neighborAnswered(generation: generation)
+            targets[index].take(.neighborAnswered(family, generation: generation, answer))
         case .beyondAnswer(let index, let family, let generation, let answer):
-            let event = TargetCore.Event.beyondAnswered(family, generation: generation, answer)
-            if index == 0 { take(event) } else { takeExtra(index, event) }
+            targets[index].take(.beyondAnswered(family, generation: generation, answer))
         case .wake:
             wake()
         case .fault(let fault):
@@ -394,32 +289,6 @@ public final class Simulation {
 
     var routedFamilies: Set<IPFamily> { reach.table.routedFamilies }
 
-    /// An answer from the host (an echo reply, or its TCP), or one that claims to be.
-    func deliverReply(_ sequence: UInt16, _ token: UInt64, _ path: AnswerPath, fromHost: Bool) {
-        // Silence that ended before this answer came first.
-        noteExpiries()
-        let answeredBefore = target.probe.statistics.answered
-        take(.probe(watchedFamily, .reply(sequence: sequence, token: token, via: path)))
-        if target.probe.statistics.answered > answeredBefore {
-            if !fromHost { violation("probe \(sequence) counted as answered though only a router spoke (its ICMP error about the TCP connection)") }
-            sent[sequence]?.finished = true
-            sent[sequence]?.answered = true
-            newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? .origin)
-            lastAnswerAt = now
-            failureKindsSinceAnswer = []
-            firstFailureSentAt = nil
-            onScheduleSinceAnswer = true
-            answersInRow += 1
-        }
-    }
-
-    func check() {
-        summary.checks += 1
-        // Pending before the probe goes out, as MonitorObject keeps it: a probe that fails at once answers it.
-        let pending = (arrival: now, limit: now + 2 * settings.timeout)
-        if first.driver.check() == true { pendingChecks.append(pending) }
-    }
-
     func apply(_ fault: Scenario.Fault) {
         applyGatewayFault(fault)
         switch fault {
@@ -428,11 +297,13 @@ public final class Simulation {
         case .behaviour(let new):
             behaviour = new
             // The ladder must find a host that answers TCP.
-            if case .icmpFiltered(_, let path) = new, path == .accepts || path == .resets {
-                if filteredSince == nil { filteredSince = now }
-            } else {
-                filteredSince = nil
-                pathTroubleSinceFiltered = false
+            for target in targets {
+                if case .icmpFiltered(_, let path) = new, path == .accepts || path == .resets {
+                    if target.filteredSince == nil { target.filteredSince = now }
+                } else {
+                    target.filteredSince = nil
+                    target.pathTroubleSinceFiltered = false
+                }
             }
         case .resolver(let new):
             resolver.behaviour = new
@@ -440,7 +311,7 @@ public final class Simulation {
         case .check(let new):
             checkBehaviour = new
             // A check already under way meets the new network part way: its answer proves nothing either way.
-            runningCheckFaked = false
+            for target in targets { target.runningCheckFaked = false }
         case .api(let new):
             apiBehaviour = new
             announceAPI()
@@ -469,52 +340,44 @@ public final class Simulation {
                 arrivals.append(at)
             }
             checkArrivals = (checkArrivals + arrivals).sorted(by: >)
+        // Host and the settings are set on the default target's object.
         case .host(let name):
-            take(.targetChanged(host: name, family: scenario.family))
+            first.take(.targetChanged(host: name, family: scenario.family))
         case .settings(let new):
-            lastSettingsChange = now
-            settings = new
-            take(.probeSettings(new))
+            first.lastSettingsChange = now
+            first.settings = new
+            first.take(.probeSettings(new))
         case .forgeries where scenario.probeMethod == .tcp:
             break  // without an ICMP socket there is nothing to forge into
         case .forgeries(let count):
-            // They know what /proc/net/icmp shows and can guess sequences near ours; never the token.
-            // Sorted: a dictionary's order changes from process to process, and a seed must replay anywhere.
-            let outstanding = sent.filter { !$0.value.finished && $0.value.deadline > now }.map(\.key).sorted()
-            for _ in 0..<count {
-                let sequence = outstanding.isEmpty ? UInt16(truncatingIfNeeded: random.next()) : outstanding[Int(random.next() % UInt64(outstanding.count))]
-                let at = now + .nanoseconds(random.next() % 500_000_000)
-                if random.next() % 2 == 0 {
-                    queue.add(.icmpError(sequence: sequence, token: nil, .unreachable(code: 1)), at: at)
-                } else {
-                    queue.add(.reply(sequence: sequence, token: random.next(), via: .icmp), at: at)
-                }
-            }
+            pick(targets).forge(count)
         case .heal:
             quiet = true
             behaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
             resolver.behaviour = .answering
             resolverAnsweringSince = resolverAnsweringSince ?? now
             checkBehaviour = .expected(milliseconds: 20)
-            runningCheckFaked = false
             apiBehaviour = .none
             announceAPI()
-            filteredSince = nil
-            pathTroubleSinceFiltered = false
+            for target in targets {
+                target.runningCheckFaked = false
+                target.filteredSince = nil
+                target.pathTroubleSinceFiltered = false
+            }
             for index: Int32 in [2, 3] {
                 kernel.setAdministrativelyUp(index, true)
                 kernel.setCarrier(index, true)
                 kernel.setRoute(index, present: true)
             }
-            if target.monitor.host == "hang.test" || target.monitor.host == "fail.test" {
-                take(.targetChanged(host: "a.test", family: scenario.family))
+            if first.path.monitor.host == "hang.test" || first.path.monitor.host == "fail.test" {
+                first.take(.targetChanged(host: "a.test", family: scenario.family))
             }
         }
         switch fault {
-        case .linkUp, .carrier, .route, .heal: noteKernelTruth(reset: false)
+        case .linkUp, .carrier, .route, .heal: noteKernelTruth()
         default: break
         }
-        notePath()
+        for target in targets { target.notePath() }
         scheduleKernelRead()
     }
 
@@ -527,16 +390,17 @@ public final class Simulation {
         if follower.facts != before { tellAPIFacts() }
     }
 
-    /// What the APIs said, in the link facts the target reads (no ModemManager or NetworkManager here).
+    /// What the APIs said, in the link facts every target reads (no ModemManager or NetworkManager here).
     func tellAPIFacts() {
-        take(.linkFacts(LinkFactsTable().with(portalAPIs: follower.facts)))
+        let facts = LinkFactsTable().with(portalAPIs: follower.facts)
+        for target in targets { target.take(.linkFacts(facts)) }
     }
 
     /// A fetch as CheckRun runs it for CapportWatch: the answer after a round trip, or the limit's end.
     func carryOut(_ actions: [CapportFollower.Action]) {
         for action in actions {
             guard case .fetch(let interface, _, let generation) = action else { continue }
-            let limit = Duration.milliseconds(PortalCheck.limitMilliseconds(timeout: settings.timeoutMilliseconds))
+            let limit = Duration.milliseconds(PortalCheck.limitMilliseconds(timeout: first.settings.timeoutMilliseconds))
             let (after, result): (Duration, Result<CapportAnswer, StrictJSON.Malformed>) = switch apiBehaviour {
             case .captive: (.milliseconds(10), .success(CapportAnswer(captive: true, userPortalURL: Self.apiPortalURL)))
             case .open: (.milliseconds(10), .success(CapportAnswer(captive: false, secondsRemaining: random.next() % 4000)))
@@ -558,39 +422,24 @@ public final class Simulation {
 
     func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
 
-    /// Hands `event` to the default target's driver, which carries out its actions at once.
-    func take(_ event: TargetCore.Event) {
-        first.driver.handle(event)
-    }
-
     func pump() {
         var busy = true
         while busy {
             busy = false
-            if !reported.isEmpty {
+            for target in targets where !target.reported.isEmpty {
                 busy = true
-                let batch = reported
-                reported = []
-                for news in batch {
-                    switch news {
-                    case .reportChanged(let old, let new):
-                        log("report \(String(describing: new.answering)) \(new.reason)")
-                        checkFlip(from: old, to: new)
-                    case .verdictReady:
-                        answerChecks()
-                    }
-                }
+                target.takeReports()
             }
             for output in reach.takeOutputs() {
                 busy = true
                 carryOut(output)
             }
         }
-        if stateDue {
-            stateDue = false
-            checkResolution()
-            checkBeyondTheHost()
-            checkWhereItBroke()
+        for target in targets where target.stateDue {
+            target.stateDue = false
+            target.checkResolution()
+            target.checkBeyondTheHost()
+            target.checkWhereItBroke()
         }
     }
 
@@ -599,6 +448,105 @@ public final class Simulation {
             evaluationDue = false
             reach.evaluate()
             pump()
+        }
+    }
+}
+
+/// What the world hands one target: the host's answers, the errors routers send about its probes,
+/// Checks, forgeries.
+extension SimulatedTarget {
+    /// An answer from the host (an echo reply, or its TCP), or one that claims to be.
+    func deliverReply(_ sequence: UInt16, _ token: UInt64, _ via: AnswerPath, fromHost: Bool) {
+        // Silence that ended before this answer came first.
+        noteExpiries()
+        let answeredBefore = path.probe.statistics.answered
+        take(.probe(watchedFamily, .reply(sequence: sequence, token: token, via: via)))
+        if path.probe.statistics.answered > answeredBefore {
+            if !fromHost { violation("probe \(sequence) counted as answered though only a router spoke (its ICMP error about the TCP connection)") }
+            sent[sequence]?.finished = true
+            sent[sequence]?.answered = true
+            newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? .origin)
+            lastAnswerAt = now
+            failureKindsSinceAnswer = []
+            firstFailureSentAt = nil
+            onScheduleSinceAnswer = true
+            answersInRow += 1
+        }
+    }
+
+    /// A TCP probe's connection ended so.
+    func ended(_ sequence: UInt16, _ token: UInt64, _ outcome: TCPOutcome, alone: Bool, fromHost: Bool) {
+        // The transport's rule: a connection's end counts only while its probe waits.
+        let input = outcome.input(sequence: sequence, token: token, alone: alone, outstanding: path.isOutstanding(sequence)) {
+            "cannot reach the host: error \($0)"
+        }
+        switch input {
+        case .reply(_, _, let via)?:
+            deliverReply(sequence, token, via, fromHost: fromHost)
+        case .refused(_, _, let reason)?:
+            let inFlight = path.isOutstanding(sequence)
+            take(.probe(watchedFamily, .refused(sequence: sequence, token: token, reason: reason)))
+            if inFlight, let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt {
+                sent[sequence]?.finished = true
+                failureKindsSinceAnswer.insert("refused")
+                answersInRow = 0
+            }
+        default:
+            break
+        }
+    }
+
+    /// A router's ICMP error quoting one of the probes (or claiming to).
+    func deliverError(_ sequence: UInt16, _ token: UInt64?, _ failure: EchoPacket.Failure) {
+        let foreignBefore = path.probe.statistics.foreign
+        take(.probe(watchedFamily, .error(sequence: sequence, token: token, failure, from: "198.18.200.1")))
+        // About a probe in flight (else it was counted foreign).
+        guard path.probe.statistics.foreign == foreignBefore else { return }
+        sent[sequence]?.finished = true
+        // A probe older than the newest answered one: old news, no failure.
+        guard let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt,
+              !probe.extra || (token != nil && failure != .timeExceeded) else { return }
+        if firstFailureSentAt == nil { firstFailureSentAt = probe.sentAt }
+        failureKindsSinceAnswer.insert(failure == .timeExceeded ? "time exceeded" : token == nil ? "unproven" : "refused")
+        answersInRow = 0
+    }
+
+    func check() {
+        simulation.summary.checks += 1
+        // Pending before the probe goes out, as MonitorObject keeps it: a probe that fails at once answers it.
+        let pending = (arrival: now, limit: now + 2 * settings.timeout)
+        if driver.check() == true { pendingChecks.append(pending) }
+    }
+
+    /// Forged answers and errors: they know what /proc/net/icmp shows and can guess sequences near
+    /// ours; never the token. Sorted: a dictionary's order changes from process to process, and a
+    /// seed must replay anywhere.
+    func forge(_ count: Int) {
+        let outstanding = sent.filter { !$0.value.finished && $0.value.deadline > now }.map(\.key).sorted()
+        for _ in 0..<count {
+            let random = simulation.random.next()
+            let sequence = outstanding.isEmpty ? UInt16(truncatingIfNeeded: random) : outstanding[Int(random % UInt64(outstanding.count))]
+            let at = now + .nanoseconds(simulation.random.next() % 500_000_000)
+            if simulation.random.next() % 2 == 0 {
+                simulation.queue.add(.icmpError(target: index, sequence: sequence, token: nil, .unreachable(code: 1)), at: at)
+            } else {
+                simulation.queue.add(.reply(target: index, sequence: sequence, token: simulation.random.next(), via: .icmp), at: at)
+            }
+        }
+    }
+
+    /// What the driver reported during the step, in order.
+    func takeReports() {
+        let batch = reported
+        reported = []
+        for news in batch {
+            switch news {
+            case .reportChanged(let old, let new):
+                log("report \(String(describing: new.answering)) \(new.reason)")
+                checkFlip(from: old, to: new)
+            case .verdictReady:
+                answerChecks()
+            }
         }
     }
 }

@@ -7,12 +7,9 @@ import Timekeeping
 
 /// INTERFACE.md's rules, checked after every step against what the simulation kept itself
 /// (never what the cores say of themselves).
-extension Simulation {
-    /// At most one publication per step, after every action but the verdict being ready.
-    func checkPublication(_ actions: [TargetCore.Action]) {
-        if let broken = TargetCore.outputContractBroken(actions) { violation(broken) }
-    }
-
+/// INTERFACE.md's rules for each target, checked after every step against what the simulation
+/// kept itself (never what the cores say of themselves).
+extension SimulatedTarget {
     /// Traffic as evidence, by the contract: flowing traffic stands in for a probe only with Evidence
     /// `traffic` and data from a remote routed like Host within the last second; a stall sends a
     /// probe within one sample (and the per-Timeout limit on forced probes); a probe skipped for
@@ -22,9 +19,9 @@ extension Simulation {
             if let sample = newSample { lastSample = sample }
             newSample = nil
         }
-        let skipped = target.probe.statistics.skipped
+        let skipped = path.probe.statistics.skipped
         if skipped > skippedSoFar {
-            summary.probesSkipped += skipped - skippedSoFar
+            simulation.summary.probesSkipped += skipped - skippedSoFar
             skippedSoFar = skipped
             skippedSinceSend = true
             if settings.evidence != .traffic { violation("a probe was skipped with Evidence \(settings.evidence.rawValue)") }
@@ -33,20 +30,20 @@ extension Simulation {
                                  + "(last sample: \(lastSample.map { "\(now - $0.at) ago, receiving \($0.receiving)" } ?? "none"))")
             }
         }
-        let word = target.trafficWatch.traffic
+        let word = path.trafficWatch.traffic
         guard word != lastTraffic || stallWaitingSince != nil || resumeWaitingSince != nil else { return }
         if word != lastTraffic {
             if word == .stalled {
-                summary.stalls += 1
-                if target.probe.report.answering == true, target.probe.outstandingCount == 0 { stallWaitingSince = now }
+                simulation.summary.stalls += 1
+                if path.probe.report.answering == true, path.probe.outstandingCount == 0 { stallWaitingSince = now }
             }
-            if lastTraffic == .flowing, skippedSinceSend, target.probe.report.answering == true, target.probe.outstandingCount == 0 {
+            if lastTraffic == .flowing, skippedSinceSend, path.probe.report.answering == true, path.probe.outstandingCount == 0 {
                 resumeWaitingSince = now
             }
             lastTraffic = word
         }
         // Asleep nothing is sent, whatever traffic says (logind said so; the probes start again on resume).
-        if target.probe.report.answering != true || word == .none || target.probe.asleep {
+        if path.probe.report.answering != true || word == .none || path.probe.asleep {
             stallWaitingSince = nil
             resumeWaitingSince = nil
         }
@@ -57,12 +54,6 @@ extension Simulation {
         if let since = resumeWaitingSince, now - since > TrafficWatch.busyPeriod, since >= lastSettingsChange {
             violation("traffic stopped flowing \(now - since) ago and the skipped probes did not resume")
         }
-    }
-
-    func violation(_ rule: String) {
-        guard violations.isEmpty else { return }
-        log("VIOLATION \(rule)")
-        violations.append(Violation(seed: scenario.seed, at: now, rule: rule))
     }
 
     /// Probes whose deadline passed unanswered are failures the simulation counts itself.
@@ -80,7 +71,7 @@ extension Simulation {
         let timeout = Duration.milliseconds(settings.timeoutMilliseconds)
         let interval = Duration.milliseconds(settings.intervalMilliseconds)
         if old.answering == true && new.answering == false {
-            summary.flips += 1
+            simulation.summary.flips += 1
             noteExpiries()
             if failureKindsSinceAnswer.isEmpty {
                 violation("not answering with no failed probe since the last answer (traffic made it so by itself)")
@@ -97,8 +88,8 @@ extension Simulation {
                 violation("not answering while ICMP was filtered and the host answered TCP within Timeout (the ladder)")
             }
             let refused = failureKindsSinceAnswer.contains("refused") || failureKindsSinceAnswer.contains("send failed")
-            if !refused && target.probe.verdict.consecutiveFailures < settings.failureThreshold {
-                violation("not answering after \(target.probe.verdict.consecutiveFailures) failures without a proven refusal "
+            if !refused && path.probe.verdict.consecutiveFailures < settings.failureThreshold {
+                violation("not answering after \(path.probe.verdict.consecutiveFailures) failures without a proven refusal "
                           + "(FailureThreshold \(settings.failureThreshold); failures: \(failureKindsSinceAnswer.sorted()))")
             }
             if failureKindsSinceAnswer == ["time exceeded"], onScheduleSinceAnswer,
@@ -125,7 +116,7 @@ extension Simulation {
             }
         }
         if old.answering == false && new.answering == true {
-            summary.flips += 1
+            simulation.summary.flips += 1
             if answersInRow < Int(settings.recoveryThreshold) {
                 violation("answering again after \(answersInRow) answers in a row (RecoveryThreshold \(settings.recoveryThreshold))")
             }
@@ -141,7 +132,7 @@ extension Simulation {
     }
 
     func answerChecks() {
-        if let oldest = pendingChecks.first { summary.longestCheckWait = max(summary.longestCheckWait, now - oldest.arrival) }
+        if let oldest = pendingChecks.first { simulation.summary.longestCheckWait = max(simulation.summary.longestCheckWait, now - oldest.arrival) }
         // Within two Timeouts. A Timeout changed while a Check waited: the probe it waits for may
         // run on either. A Check that shares a probe in flight waits for that probe's own Timeout.
         for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange
@@ -152,9 +143,9 @@ extension Simulation {
     }
 
     func checkResolution() {
-        if case .resolved(let address) = target.monitor.resolution,
-           !Self.addresses(of: target.monitor.host, v6: scenario.family == .ipv6).contains(address) {
-            violation("Host \(target.monitor.host) resolved to \(address), an answer for an earlier Host")
+        if case .resolved(let address) = path.monitor.resolution,
+           !Simulation.addresses(of: path.monitor.host, v6: simulation.scenario.family == .ipv6).contains(address) {
+            violation("Host \(path.monitor.host) resolved to \(address), an answer for an earlier Host")
         }
     }
 
@@ -168,33 +159,64 @@ extension Simulation {
                       + "whose limit is \(running.limit)")
         }
         // With the echo, no answer without it is full; a secure check that fails never leaves full.
-        if heldCheckFaked, target.monitor.portalCheck.meaning != nil, state.connectivity == .full {
+        if heldCheckFaked, path.monitor.portalCheck.meaning != nil, state.connectivity == .full {
             violation("full (\(state.reason)) on a check answered by a middlebox or with HTTPS blocked "
-                      + "(echo \(scenario.checkEcho), secure check \(scenario.secureCheck))")
+                      + "(echo \(simulation.scenario.checkEcho), secure check \(simulation.scenario.secureCheck))")
         }
         // A portal from the API only when the API said captive (never from a malformed or missing answer).
-        if state.connectivity == .portal, state.portalURL == Self.apiPortalURL, apiAnswers[state.interface] != true {
+        if state.connectivity == .portal, state.portalURL == Simulation.apiPortalURL, simulation.apiAnswers[state.interface] != true {
             violation("a portal at the API's URL on \(state.interface), but its API's last answer taken was not captive")
         }
         // The API saying captive is the verdict (none aside).
-        if follower.facts[state.interface]?.answer?.captive == true, target.monitor.route?.usable == true,
+        if simulation.follower.facts[state.interface]?.answer?.captive == true, path.monitor.route?.usable == true,
            state.connectivity != .portal, state.connectivity != .none {
             violation("the API on \(state.interface) says captive, but Connectivity is \(state.connectivity)")
         }
-        if case .failed = target.monitor.portalCheck.meaning, target.probe.report.answering == true, target.monitor.route?.usable == true,
-           case .resolved = target.monitor.resolution, state.connectivity == .none {
+        if case .failed = path.monitor.portalCheck.meaning, path.probe.report.answering == true, path.monitor.route?.usable == true,
+           case .resolved = path.monitor.resolution, state.connectivity == .none {
             violation("the check failed (\(state.reason)) and an answering host over a usable route is none")
         }
         // A lookup asked before the repair ends as it would have (a hung one at glibc's timeout): the 5 s count from its answer.
         // The reason is read last: matching text is the dearest test here.
         // A retry waiting behind another target's lookup waits for it (the rule above bounds that), then answers within 30 ms.
-        if let since = resolverAnsweringSince, (lookupAskedAt ?? .distantFuture) >= since, resolver.defaultMustStartBy == nil {
+        // Only a target whose lookups go first is bounded so: the others' retries may wait behind any lookup.
+        if lookupsFirst, let since = simulation.resolverAnsweringSince, (lookupAskedAt ?? .distantFuture) >= since,
+           simulation.resolver.firstMustStartBy == nil {
             let from = max(since, lastLookupFailureAt)
-            if now - from > .milliseconds(5_031), now - resolver.lastDefaultStart > .milliseconds(31),
-               target.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures, state.reason.contains("no longer resolves") {
+            if now - from > .milliseconds(5_031), now - simulation.resolver.lastFirstStart > .milliseconds(31),
+               path.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures, state.reason.contains("no longer resolves") {
                 violation("limited by DNS \(now - from) after the resolver answered again (\(state.reason))")
             }
         }
+    }
+
+    func finish() {
+        noteExpiries()
+        checkTimeInState()
+        for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange {
+            violation("a Check never got its verdict (arrived at \(check.arrival.sinceOrigin))")
+        }
+        // A name with no address yet is looked up again after a backoff of up to 60 s: a failed
+        // answer that came after healing (a lookup hung before it) may leave it unresolved so long.
+        let backingOff = if case .failed = path.monitor.resolution { now - lastLookupFailureAt < .seconds(60) } else { false }
+        // A Host with no address (hang.test, fail.test) never gets one. A target whose lookups do not go first
+        // may still wait behind other targets' lookups that hang, 5 to 10 s each (INTERFACE.md promises the default only).
+        let resolves = !Simulation.addresses(of: path.monitor.host, v6: simulation.scenario.family == .ipv6).isEmpty
+        let behindHungLookups = !lookupsFirst && simulation.targets.contains { $0.path.monitor.host == "hang.test" }
+        if simulation.scenario.quietFrom != nil, simulation.quiet, simulation.violations.isEmpty, resolves, !backingOff, !behindHungLookups {
+            if state.status != .ethernet {
+                violation("after everything healed, Status is \(state.status) (\(state.reason)), not ethernet")
+            }
+        }
+    }
+}
+
+/// The rules of the shared parts: the route verdicts against the kernel's truth.
+extension Simulation {
+    func violation(_ rule: String) {
+        guard violations.isEmpty else { return }
+        log("VIOLATION \(rule)")
+        violations.append(Violation(seed: scenario.seed, at: now, rule: rule))
     }
 
     /// What a reader that missed nothing would conclude about one of the reachability core's targets now.
@@ -214,11 +236,14 @@ extension Simulation {
     /// the kernel, but it must be something that was true at some moment for this target. On a new
     /// target, the core's own table (the kernel's at a moment before, its news still in flight) is
     /// such a moment too: a route deleted just before the new Host shows until its deletion is read.
-    func noteKernelTruth(reset: Bool) {
-        if reset { truthsSinceRetarget[firstRoute] = [Self.key(kernelTruth(firstRoute, reach.table))] }
+    func noteKernelTruth(resetting retargeted: ReachabilityCore.TargetID? = nil) {
+        if let retargeted { truthsSinceRetarget[retargeted] = [Self.key(kernelTruth(retargeted, reach.table))] }
         let table = kernel.wholeTable
-        for id in [firstRoute, secondTarget] { truthsSinceRetarget[id, default: []].insert(Self.key(kernelTruth(id, table))) }
+        for id in watches { truthsSinceRetarget[id, default: []].insert(Self.key(kernelTruth(id, table))) }
     }
+
+    /// Every watch on the reachability core: each target's, and the fixed one.
+    var watches: [ReachabilityCore.TargetID] { targets.map(\.routeID) + [fixedWatch] }
 
     func checkVerdictHeld(_ verdict: ReachabilityVerdict, _ id: ReachabilityCore.TargetID) {
         if truthsSinceRetarget[id]?.contains(Self.key(verdict)) != true {
@@ -233,7 +258,7 @@ extension Simulation {
         guard routeNewsSinceCheck, !kernel.hasQueued, !evaluationDue, reach.ready, !reach.isLookingUp else { return }
         routeNewsSinceCheck = false
         let table = kernel.wholeTable
-        for id in [firstRoute, secondTarget] {
+        for id in watches {
             let truth = kernelTruth(id, table)
             guard let verdict = askReach({ $0.verdict(id) }) else {
                 return violation("no route verdict for target \(id) although the kernel has said everything "
@@ -246,19 +271,4 @@ extension Simulation {
         }
     }
 
-    func finish() {
-        noteExpiries()
-        checkTimeInState()
-        for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange {
-            violation("a Check never got its verdict (arrived at \(check.arrival.sinceOrigin))")
-        }
-        // A name with no address yet is looked up again after a backoff of up to 60 s: a failed
-        // answer that came after healing (a lookup hung before it) may leave it unresolved so long.
-        let backingOff = if case .failed = target.monitor.resolution { now - lastLookupFailureAt < .seconds(60) } else { false }
-        if scenario.quietFrom != nil, quiet, violations.isEmpty, !backingOff {
-            if state.status != .ethernet {
-                violation("after everything healed, Status is \(state.status) (\(state.reason)), not ethernet")
-            }
-        }
-    }
 }
