@@ -107,12 +107,18 @@ public struct MonitorCore: TimerTable {
 
     /// Status, Interface, Address, Reason, RoundTripTime and PacketLoss from what is known.
     public func state(previous: MonitorState) -> MonitorState {
+        var state = previous
+        update(&state)
+        return state
+    }
+
+    /// The same, written over the state last published.
+    public func update(_ state: inout MonitorState) {
         let route = routeProblem.map { ReachabilityVerdict(usable: false, reason: $0) } ?? self.route
         let dns = failedLookupsWhileAnswering >= Self.brokenResolverFailures
             ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : nil
         let beyond = BeyondTheHost(checkURL: portalCheck.url, check: portalCheck.meaning, resolverProblem: dns)
-        return StatusRules.state(host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts,
-                                 beyond: beyond, previous: previous)
+        StatusRules.update(&state, host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts, beyond: beyond)
     }
 
     // MARK: Events

@@ -102,9 +102,20 @@ public struct PathCore {
         OutputContract.broken(actions, publish: .publish, verdictReady: .verdictReady)
     }
 
+    /// The path's Connectivity as of its last publication (it follows from the monitor's state alone,
+    /// which changes only in steps that publish); kept, for the pace across families reads it at every step.
+    public private(set) var connectivity = Connectivity.unknown
+
     /// Status, Interface, Address, Reason, RoundTripTime, PacketLoss and the rest from what is known.
     public func state(previous: MonitorState) -> MonitorState {
-        var state = monitor.state(previous: previous)
+        var state = previous
+        update(&state)
+        return state
+    }
+
+    /// The same, written over the state last published.
+    public func update(_ state: inout MonitorState) {
+        monitor.update(&state)
         state.traffic = trafficWatch.traffic
         let hop = diagnosis.nextHop
         state.neighbor = hop?.hasNeighbors == true && monitor.route?.usable == true ? (diagnosis.neighbor ?? .unknown).rawValue : ""
@@ -120,7 +131,6 @@ public struct PathCore {
         let blame = BlameRules.blame(facts)
         state.blame = blame?.rawValue ?? ""
         if let hop, let reason = BlameRules.reason(blame, gateway: hop.gateway, interface: hop.interface) { state.reason = reason }
-        return state
     }
 
     /// Whether probe `sequence` still waits for its answer (the transport keeps its TCP connection so long).
@@ -276,7 +286,12 @@ public struct PathCore {
             }
         }
         if followDiagnosis(now: now, &actions) { publishDue = true }
-        if publishDue { actions.append(.publish) }
+        if publishDue {
+            actions.append(.publish)
+            var fresh = MonitorState()
+            monitor.update(&fresh)
+            connectivity = fresh.connectivity
+        }
         if verdictReady { actions.append(.verdictReady) }
         nextWakeup = earliestDeadline
         return actions
@@ -302,9 +317,8 @@ public struct PathCore {
                 actions.append(.probeBeyond(host: host, gateway: gateway, hops: hops, generation: generation))
             }
         }
-        let now = DiagnosisShown(neighbor: diagnosis.neighbor, beyond: diagnosis.beyond, nextHop: diagnosis.nextHop)
-        defer { diagnosisShown = now }
-        return now != diagnosisShown
+        defer { diagnosisChangesShown = diagnosis.changes }
+        return diagnosis.changes != diagnosisChangesShown
     }
 
     /// The route's next hop towards the resolved Host; nil when on-link, unusable or unresolved.
@@ -314,11 +328,6 @@ public struct PathCore {
                                      source: route.source, hasNeighbors: route.hasNeighbors)
     }
 
-    /// What the diagnosis knew at the last publication (its answers arrive as events of their own).
-    private struct DiagnosisShown: Equatable {
-        var neighbor: NeighborAnswer?
-        var beyond: BeyondAnswer?
-        var nextHop: PathDiagnosis.NextHop?
-    }
-    private var diagnosisShown = DiagnosisShown()
+    /// The diagnosis's count of changes at the last publication (its answers arrive as events of their own).
+    private var diagnosisChangesShown: UInt64 = 0
 }

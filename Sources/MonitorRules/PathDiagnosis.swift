@@ -40,10 +40,19 @@ public struct PathDiagnosis: Sendable {
     /// The TTL-limited probe's hop count: it expires at the first router past the gateway.
     public static let beyondHops: UInt8 = 2
 
-    public private(set) var nextHop: NextHop?
+    public private(set) var nextHop: NextHop? {
+        didSet { if nextHop != oldValue { changes &+= 1 } }
+    }
     /// The next hop's last answer; nil while none (or no check applies).
-    public private(set) var neighbor: NeighborAnswer?
-    public private(set) var beyond: BeyondAnswer?
+    public private(set) var neighbor: NeighborAnswer? {
+        didSet { if neighbor != oldValue { changes &+= 1 } }
+    }
+    public private(set) var beyond: BeyondAnswer? {
+        didSet { if beyond != oldValue { changes &+= 1 } }
+    }
+    /// How many times what the diagnosis shows (the next hop and the two answers) changed: a caller
+    /// that remembers it knows whether to publish without comparing them at every step.
+    public private(set) var changes: UInt64 = 0
     private var neighborGeneration: UInt64 = 0
     private var beyondGeneration: UInt64 = 0
     private var neighborRunning = false

@@ -31,7 +31,17 @@ public enum StatusRules {
     public static func state(host: String, resolution: Resolution, route: ReachabilityVerdict?,
                              probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
                              beyond: BeyondTheHost = BeyondTheHost(), previous: MonitorState) -> MonitorState {
-        var state = pathState(host: host, resolution: resolution, route: route, probe: probe, previous: previous)
+        var state = previous
+        update(&state, host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts, beyond: beyond)
+        return state
+    }
+
+    /// The same, written over the state last published (in place: a state is some forty fields, and
+    /// this runs at every publication of every target).
+    public static func update(_ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
+                              probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
+                              beyond: BeyondTheHost = BeyondTheHost()) {
+        pathState(&state, host: host, resolution: resolution, route: route, probe: probe)
         state.probeMethod = probe.answeredBy?.rawValue ?? ""
         // The route to Host's address: none while Host has no address in this family.
         let routesHost = if case .resolved = resolution { route?.usable == true } else { false }
@@ -47,13 +57,11 @@ public enum StatusRules {
         state.accessTechnology = facts?.generation?.rawValue ?? ""
         state.metered = facts?.meteredByNetworkManager == true || facts?.isModem == true || state.status == .cellular
             || (route?.kind == .cellular && !state.interface.isEmpty)
-        return state
     }
 
     /// Status, Interface, Address and Reason from resolution, route and probes alone.
-    private static func pathState(host: String, resolution: Resolution, route: ReachabilityVerdict?,
-                                  probe: ProbeReport, previous: MonitorState) -> MonitorState {
-        var state = previous
+    private static func pathState(_ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
+                                  probe: ProbeReport) {
         state.roundTripTime = probe.roundTripMicroseconds
         state.packetLoss = probe.packetLoss
         state.probesSent = probe.probesSent
@@ -65,13 +73,13 @@ public enum StatusRules {
             state.address = ""
             state.interface = route?.usable == true ? route?.interface ?? "" : ""
             state.reason = "resolving \(host)"
-            return state
+            return
         case .failed(let message):
             state.status = .none
             state.address = ""
             state.interface = ""
             state.reason = message
-            return state
+            return
         case .resolved(let address):
             state.address = address.description
         }
@@ -79,13 +87,13 @@ public enum StatusRules {
             state.status = .unknown
             state.interface = ""
             state.reason = "waiting for the kernel's route to \(state.address)"
-            return state
+            return
         }
         state.interface = route.interface
         guard route.usable else {
             state.status = .none
             state.reason = route.reason
-            return state
+            return
         }
         switch probe.answering {
         case .some(true):
@@ -98,7 +106,6 @@ public enum StatusRules {
             state.status = .unknown
             state.reason = "waiting for the first answer from \(state.address)" + methodNote(probe.method)
         }
-        return state
     }
 
     /// Connectivity from the path's verdict, the check and DNS health; Status and Reason follow it.

@@ -188,22 +188,42 @@ public struct TargetCore {
 
     /// The headline and every family's verdict from what the paths know.
     public func state(previous: MonitorState) -> MonitorState {
-        // Each watched family's state, IPv4's then IPv6's (no dictionary: this runs at every publication).
-        let v4 = watches(.v4) ? ipv4.state(previous: previous) : nil
-        let v6 = watches(.v6) ? ipv6.state(previous: previous) : nil
-        let headline = Self.headline(order: resolverOrder) { $0 == .v4 ? v4?.connectivity : v6?.connectivity }
-        var state = (headline == .v4 ? v4 : headline == .v6 ? v6 : nil) ?? previous
+        var state = previous
+        update(&state)
+        return state
+    }
+
+    /// The same, written over the state last published. Each watched family's state is the path's
+    /// over the last one (in place, and over one copy for IPv6 when both are watched: this runs at
+    /// every publication); the headline family's becomes the state.
+    public func update(_ state: inout MonitorState) {
+        let watchesV4 = watches(.v4)
+        let watchesV6 = watches(.v6)
+        // `state` holds IPv4's when it is watched, else IPv6's; `second` IPv6's when both are.
+        var second = MonitorState()
+        if watchesV4 && watchesV6 {
+            second = state
+            ipv6.update(&second)
+        }
+        if watchesV4 { ipv4.update(&state) } else if watchesV6 { ipv6.update(&state) }
+        let both = watchesV4 && watchesV6
+        let connectivity4 = watchesV4 ? state.connectivity : nil
+        let connectivity6 = both ? second.connectivity : watchesV6 ? state.connectivity : nil
+        let headline = Self.headline(order: resolverOrder) { $0 == .v4 ? connectivity4 : connectivity6 }
+        let traffic = Self.traffic(watchesV4 ? state.traffic : nil, both ? second.traffic : watchesV6 ? state.traffic : nil)
+        let family4 = familyState(.v4, state, watched: watchesV4)
+        let family6 = both ? familyState(.v6, second, watched: true) : familyState(.v6, state, watched: watchesV6)
+        if both && headline == .v6 { swap(&state, &second) }
         state.probesSent = ipv4.probe.report.probesSent + ipv6.probe.report.probesSent
         state.probesAnswered = ipv4.probe.report.probesAnswered + ipv6.probe.report.probesAnswered
         state.probesSkipped = ipv4.probe.report.probesSkipped + ipv6.probe.report.probesSkipped
-        state.traffic = Self.traffic(v4?.traffic, v6?.traffic)
-        state.ipv4 = familyState(.v4, v4)
-        state.ipv6 = familyState(.v6, v6)
+        state.traffic = traffic
+        state.ipv4 = family4
+        state.ipv6 = family6
         if headline == nil { state.blame = "" }
         state.nat64Prefix = nat64.map { "\($0.prefix)" } ?? ""
         state.nat64Source = nat64?.source.rawValue ?? ""
         state.ipv4Path = ipv4Path
-        return state
     }
 
     /// How Host's IPv4 address is reached: `nat64` through the prefix, `native` over an IPv4 route, "" when it is not.
@@ -252,8 +272,8 @@ public struct TargetCore {
         return .none
     }
 
-    private func familyState(_ family: IPFamily, _ state: MonitorState?) -> FamilyState {
-        guard let state else {
+    private func familyState(_ family: IPFamily, _ state: MonitorState, watched: Bool) -> FamilyState {
+        guard watched else {
             return FamilyState(connectivity: .none, reason: "AddressFamily is \(self.family.rawValue)")
         }
         var reason = state.connectivity == .full || state.connectivity == .unknown ? "" : state.reason
@@ -429,7 +449,7 @@ public struct TargetCore {
         var v4: Connectivity?
         var v6: Connectivity?
         for family in families {
-            let connectivity = read(family) { $0.state(previous: MonitorState()).connectivity }
+            let connectivity = read(family) { $0.connectivity }
             if family == .v4 { v4 = connectivity } else { v6 = connectivity }
         }
         let connectivity = { (family: IPFamily) in family == .v4 ? v4 : v6 }

@@ -33,8 +33,8 @@ public protocol TargetWorld: AnyObject {
     func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
     /// `family`'s probe report changed (for logs).
     func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport)
-    /// The state the core computes changed: publish `state(previous)`, computed from what was published before.
-    func publish(_ state: (_ previous: MonitorState) -> MonitorState)
+    /// The state the core computes changed: publish it, written by `update` over what was published before.
+    func publish(_ update: (_ state: inout MonitorState) -> Void)
     /// A probe ended and its verdict is published: pending Checks may answer.
     func verdictReady()
     /// Hand the core `.timeout` at `deadline` (nil: no wake-up); replaces the last one asked for.
@@ -180,7 +180,7 @@ public final class TargetDriver {
             case .probeBeyond(let family, let host, let gateway, let hops, let generation):
                 world.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)
             case .publish:
-                world.publish { [unowned self] previous in ask { $0.state(previous: previous) } }
+                world.publish { [unowned self] state in ask { $0.update(&state) } }
             case .verdictReady:
                 world.verdictReady()
             }

@@ -297,8 +297,8 @@ extension ConnectivityMonitor: TargetWorld {
         }
     }
 
-    public func publish(_ state: (_ previous: MonitorState) -> MonitorState) {
-        model.update { current in current = state(current) }
+    public func publish(_ update: (_ state: inout MonitorState) -> Void) {
+        model.update { current in update(&current) }
     }
 
     public func verdictReady() {

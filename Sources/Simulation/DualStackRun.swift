@@ -234,8 +234,8 @@ public final class DualStackRun: TargetWorld {
         figures.violations.append("probed past gateway \(gateway) on an on-link route")
     }
 
-    public func publish(_ compute: (MonitorState) -> MonitorState) {
-        state = compute(state)
+    public func publish(_ update: (inout MonitorState) -> Void) {
+        update(&state)
         checkHeadline()
         noteAllFull()
         let current = (state.status, state.connectivity)

@@ -234,9 +234,9 @@ final class SimulatedTarget: TargetWorld {
         reported.append(.reportChanged(old: old, new: new))
     }
 
-    func publish(_ newState: (MonitorState) -> MonitorState) {
+    func publish(_ update: (inout MonitorState) -> Void) {
         let before = state.status
-        state = newState(state)
+        update(&state)
         if state.status != before { statuses.append((now, state.status, state.reason)) }
         // The rules on what was published are checked once the step's work is done.
         stateDue = true

@@ -10,6 +10,14 @@ import Timekeeping
 /// INTERFACE.md's rules for each target, checked after every step against what the simulation
 /// kept itself (never what the cores say of themselves).
 extension SimulatedTarget {
+    /// The Connectivity a path keeps for the pace across families is the one its state says, after
+    /// every step (it is refreshed only in steps that publish).
+    func checkKeptConnectivity() {
+        let kept = path.connectivity
+        let computed = path.state(previous: MonitorState()).connectivity
+        if kept != computed { violation("the path keeps Connectivity \(kept), but its state says \(computed)") }
+    }
+
     /// Traffic as evidence, by the contract: flowing traffic stands in for a probe only with Evidence
     /// `traffic` and data from a remote routed like Host within the last second; a stall sends a
     /// probe within one sample (and the per-Timeout limit on forced probes); a probe skipped for

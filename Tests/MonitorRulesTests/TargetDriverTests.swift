@@ -58,8 +58,8 @@ final class TargetDriverTests: XCTestCase {
         func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64) {
             calls.append("probeBeyond \(host) \(hops)")
         }
-        func publish(_ state: (MonitorState) -> MonitorState) {
-            published = state(published)
+        func publish(_ update: (inout MonitorState) -> Void) {
+            update(&published)
             calls.append("publish \(published.status.rawValue)")
         }
         func verdictReady() { calls.append("verdictReady") }
