@@ -33,9 +33,21 @@ public struct MonitorCore: TimerTable {
 
     public private(set) var host: String
     public private(set) var family: AddressFamily
-    public private(set) var resolution: Resolution = .pending { didSet { pathChanges &+= 1 } }
+    public private(set) var resolution: Resolution = .pending {
+        didSet {
+            pathChanges &+= 1
+            if case .resolved(let address) = resolution { text.address = address.description } else { text.address = nil }
+        }
+    }
     /// The reachability engine's verdict for the current target; nil until the kernel answered.
-    public private(set) var route: ReachabilityVerdict? { didSet { pathChanges &+= 1 } }
+    public private(set) var route: ReachabilityVerdict? {
+        didSet {
+            pathChanges &+= 1
+            text.gateway = route?.gateway?.description
+        }
+    }
+    /// The resolved address and the route's gateway as text, written when they change (not at every publication).
+    private var text = StatusRules.Text()
     /// Counts assignments to `resolution` and `route`: unchanged, the path to Host is the same.
     public private(set) var pathChanges: UInt64 = 0
     public private(set) var probe = ProbeReport()
@@ -118,7 +130,8 @@ public struct MonitorCore: TimerTable {
         let dns = failedLookupsWhileAnswering >= Self.brokenResolverFailures
             ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : nil
         let beyond = BeyondTheHost(checkURL: portalCheck.url, check: portalCheck.meaning, resolverProblem: dns)
-        StatusRules.update(&state, host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts, beyond: beyond)
+        StatusRules.update(&state, host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts, beyond: beyond,
+                           text: routeProblem == nil ? text : StatusRules.Text(address: text.address))
     }
 
     // MARK: Events

@@ -36,16 +36,29 @@ public enum StatusRules {
         return state
     }
 
+    /// The resolved address and the route's gateway as text, when the caller keeps them (formatting an
+    /// address at every publication of every target costs more than the rest of the rules).
+    public struct Text: Equatable, Sendable {
+        public var address: String?
+        public var gateway: String?
+
+        public init(address: String? = nil, gateway: String? = nil) {
+            self.address = address
+            self.gateway = gateway
+        }
+    }
+
     /// The same, written over the state last published (in place: a state is some forty fields, and
-    /// this runs at every publication of every target).
+    /// this runs at every publication of every target). `text`: what the caller keeps of the address
+    /// and the gateway as text, in step with `resolution` and `route`.
     public static func update(_ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
                               probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
-                              beyond: BeyondTheHost = BeyondTheHost()) {
-        pathState(&state, host: host, resolution: resolution, route: route, probe: probe)
+                              beyond: BeyondTheHost = BeyondTheHost(), text: Text = Text()) {
+        pathState(&state, host: host, resolution: resolution, route: route, probe: probe, addressText: text.address)
         state.probeMethod = probe.answeredBy?.rawValue ?? ""
         // The route to Host's address: none while Host has no address in this family.
         let routesHost = if case .resolved = resolution { route?.usable == true } else { false }
-        state.gateway = routesHost ? route?.gateway?.description ?? "" : ""
+        state.gateway = routesHost ? text.gateway ?? route?.gateway?.description ?? "" : ""
         let facts = linkFacts[state.interface]
         let api = route?.usable == true ? facts?.portalAPI : nil
         state.portalAPI = api?.uri ?? ""
@@ -61,7 +74,7 @@ public enum StatusRules {
 
     /// Status, Interface, Address and Reason from resolution, route and probes alone.
     private static func pathState(_ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
-                                  probe: ProbeReport) {
+                                  probe: ProbeReport, addressText: String?) {
         state.roundTripTime = probe.roundTripMicroseconds
         state.packetLoss = probe.packetLoss
         state.probesSent = probe.probesSent
@@ -81,7 +94,7 @@ public enum StatusRules {
             state.reason = message
             return
         case .resolved(let address):
-            state.address = address.description
+            state.address = addressText ?? address.description
         }
         guard let route else {
             state.status = .unknown

@@ -11,7 +11,9 @@ import Timekeeping
 /// the whole world: the ladder, the check, traffic, the diagnosis, its history. Beside the driver
 /// it keeps what the invariants need, counted from the world's side, never asked of the core.
 final class SimulatedTarget: TargetWorld {
-    unowned let simulation: Simulation
+    /// The simulation owns its targets and every call into one comes from its run: the reference is
+    /// not counted (an unowned one costs an atomic operation per read, and it is read at every step).
+    unowned(unsafe) let simulation: Simulation
     /// The target's number (0, the default, is one of them; nothing here depends on it).
     let index: Int
     /// Its watch on the shared reachability core.
@@ -104,17 +106,18 @@ final class SimulatedTarget: TargetWorld {
         self.index = index
         self.routeID = routeID
         self.lookupsFirst = lookupsFirst
+        watchedFamily = simulation.watchedFamily
         self.settings = settings
         initialCore = core
         wake = core.nextWakeup
     }
 
-    /// The path of the family the scenario watches (the other is not watched: nothing may be sent in it).
+    /// The family the scenario watches (the other is not watched: nothing may be sent in it), and its path.
+    let watchedFamily: IPFamily
+    private lazy var watchedPath = driver.path(watchedFamily)
     var path: PathCore {
-        unsafeAddress { driver.path(simulation.watchedFamily) }
+        unsafeAddress { watchedPath }
     }
-
-    var watchedFamily: IPFamily { simulation.watchedFamily }
 
     /// Hands `event` to the driver, which carries out its actions at once.
     func take(_ event: TargetCore.Event) {

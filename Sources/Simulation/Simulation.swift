@@ -140,7 +140,7 @@ public final class Simulation {
                                          routeID: reach.addTarget(families: IPFamily.allCases), lookupsFirst: index == 0)
             target.history.observeStart(boot: 0)
             target.driver.observeStep = { [unowned self, unowned target] actions in
-                for action in actions { target.log("target: \(action)") }
+                if trace != nil { for action in actions { target.log("target: \(action)") } }
                 if let broken = TargetCore.outputContractBroken(actions) { violation(broken) }
             }
             targets.append(target)
