@@ -126,12 +126,26 @@ public struct MonitorCore: TimerTable {
 
     /// The same, written over the state last published.
     public func update(_ state: inout MonitorState) {
-        let route = routeProblem.map { ReachabilityVerdict(usable: false, reason: $0) } ?? self.route
-        let dns = failedLookupsWhileAnswering >= Self.brokenResolverFailures
-            ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : nil
-        let beyond = BeyondTheHost(checkURL: portalCheck.url, check: portalCheck.meaning, resolverProblem: dns)
-        StatusRules.update(&state, host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts, beyond: beyond,
-                           text: routeProblem == nil ? text : StatusRules.Text(address: text.address))
+        let dns = resolverBroken ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : nil
+        StatusRules.update(&state, host: host, resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
+                           beyond: beyond(resolverProblem: dns), text: routeProblem == nil ? text : StatusRules.Text(address: text.address))
+    }
+
+    /// Connectivity alone, as `update` writes it, with no text built.
+    public var connectivity: Connectivity {
+        StatusRules.connectivity(resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
+                                 beyond: beyond(resolverProblem: resolverBroken ? "" : nil))
+    }
+
+    /// The route the rules see: unusable while the target has a problem of its own.
+    private var effectiveRoute: ReachabilityVerdict? {
+        routeProblem.map { ReachabilityVerdict(usable: false, reason: $0) } ?? route
+    }
+
+    private var resolverBroken: Bool { failedLookupsWhileAnswering >= Self.brokenResolverFailures }
+
+    private func beyond(resolverProblem: String?) -> BeyondTheHost {
+        BeyondTheHost(checkURL: portalCheck.url, check: portalCheck.meaning, resolverProblem: resolverProblem)
     }
 
     // MARK: Events

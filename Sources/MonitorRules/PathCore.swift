@@ -102,9 +102,8 @@ public struct PathCore {
         OutputContract.broken(actions, publish: .publish, verdictReady: .verdictReady)
     }
 
-    /// The path's Connectivity as of its last publication (it follows from the monitor's state alone,
-    /// which changes only in steps that publish); kept, for the pace across families reads it at every step.
-    public private(set) var connectivity = Connectivity.unknown
+    /// The path's Connectivity, found without writing any text (the pace across families reads it at every step).
+    public var connectivity: Connectivity { monitor.connectivity }
 
     /// Status, Interface, Address, Reason, RoundTripTime, PacketLoss and the rest from what is known.
     public func state(previous: MonitorState) -> MonitorState {
@@ -286,12 +285,7 @@ public struct PathCore {
             }
         }
         if followDiagnosis(now: now, &actions) { publishDue = true }
-        if publishDue {
-            actions.append(.publish)
-            var fresh = MonitorState()
-            monitor.update(&fresh)
-            connectivity = fresh.connectivity
-        }
+        if publishDue { actions.append(.publish) }
         if verdictReady { actions.append(.verdictReady) }
         nextWakeup = earliestDeadline
         return actions

@@ -72,6 +72,22 @@ public enum StatusRules {
             || (route?.kind == .cellular && !state.interface.isEmpty)
     }
 
+    /// Status from resolution, route and probes alone (no text: the pace across families reads it at every step).
+    static func pathStatus(resolution: Resolution, route: ReachabilityVerdict?, probe: ProbeReport) -> Status {
+        switch resolution {
+        case .pending: return .unknown
+        case .failed: return .none
+        case .resolved: break
+        }
+        guard let route else { return .unknown }
+        guard route.usable else { return .none }
+        switch probe.answering {
+        case .some(true): return status(for: route.kind)
+        case .some(false): return .none
+        case .none: return .unknown
+        }
+    }
+
     /// Status, Interface, Address and Reason from resolution, route and probes alone.
     private static func pathState(_ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
                                   probe: ProbeReport, addressText: String?) {
@@ -80,15 +96,14 @@ public enum StatusRules {
         state.probesSent = probe.probesSent
         state.probesAnswered = probe.probesAnswered
         state.probesSkipped = probe.probesSkipped
+        state.status = pathStatus(resolution: resolution, route: route, probe: probe)
         switch resolution {
         case .pending:
-            state.status = .unknown
             state.address = ""
             state.interface = route?.usable == true ? route?.interface ?? "" : ""
             state.reason = "resolving \(host)"
             return
         case .failed(let message):
-            state.status = .none
             state.address = ""
             state.interface = ""
             state.reason = message
@@ -97,39 +112,54 @@ public enum StatusRules {
             state.address = addressText ?? address.description
         }
         guard let route else {
-            state.status = .unknown
             state.interface = ""
             state.reason = "waiting for the kernel's route to \(state.address)"
             return
         }
         state.interface = route.interface
         guard route.usable else {
-            state.status = .none
             state.reason = route.reason
             return
         }
         switch probe.answering {
         case .some(true):
-            state.status = status(for: route.kind)
             state.reason = ""
         case .some(false):
-            state.status = .none
             state.reason = probe.reason + methodNote(probe.method)
         case .none:
-            state.status = .unknown
             state.reason = "waiting for the first answer from \(state.address)" + methodNote(probe.method)
         }
     }
 
-    /// Connectivity from the path's verdict, the check and DNS health; Status and Reason follow it.
+    /// What decides Connectivity, found without writing any text (`update` writes the words).
     /// `none` wins, then `portal`, then `limited`.
+    enum Decision {
+        /// The path's own word: `unknown`, `none`, `limited` (a route and a silent host) or `full`.
+        case path(Connectivity)
+        /// A portal, from the API's answer or the check's.
+        case portal(url: String)
+        case resolverProblem(String)
+        case checkFailed(String)
+        case checkLimited(reason: String, partial: Bool)
+        case intercepted
+        /// `unknown` while the first check on this network runs.
+        case checking
+
+        var connectivity: Connectivity {
+            switch self {
+            case .path(let connectivity): connectivity
+            case .portal: .portal
+            case .resolverProblem, .checkFailed, .checkLimited, .intercepted: .limited
+            case .checking: .unknown
+            }
+        }
+    }
+
     /// `api`: what the network's captive-portal API last said (a portal from it goes before the check's).
-    private static func connectivity(_ state: inout MonitorState, resolution: Resolution, route: ReachabilityVerdict?,
-                                     beyond: BeyondTheHost, api: CapportAnswer?) {
-        state.portalURL = ""
-        state.partial = false
-        var connectivity: Connectivity
-        switch state.status {
+    static func decide(status: Status, resolution: Resolution, route: ReachabilityVerdict?, beyond: BeyondTheHost,
+                       api: CapportAnswer?) -> Decision {
+        let connectivity: Connectivity
+        switch status {
         case .unknown:
             connectivity = .unknown
         case .none:
@@ -138,48 +168,62 @@ public enum StatusRules {
         default:
             connectivity = .full
         }
-        guard connectivity != .none else {
-            state.connectivity = .none
-            return
+        guard connectivity != .none else { return .path(.none) }
+        if let api, api.captive, let url = api.userPortalURL { return .portal(url: url) }
+        if case .portal(let url)? = beyond.check { return .portal(url: url) }
+        guard connectivity == .full else { return .path(connectivity) }
+        if let problem = beyond.resolverProblem { return .resolverProblem(problem) }
+        switch beyond.check {
+        case .failed(let why)?: return .checkFailed(why)
+        case .limited(let reason, let partial)?: return .checkLimited(reason: reason, partial: partial)
+        case .intercepted?: return .intercepted
+        case nil where !beyond.checkURL.isEmpty: return .checking
+        default: return .path(.full)
         }
-        if let api, api.captive, let url = api.userPortalURL {
-            state.connectivity = .portal
+    }
+
+    /// Connectivity alone, as `update` would write it, with no text built: read at every step.
+    public static func connectivity(resolution: Resolution, route: ReachabilityVerdict?, probe: ProbeReport,
+                                    linkFacts: LinkFactsTable = LinkFactsTable(), beyond: BeyondTheHost = BeyondTheHost()) -> Connectivity {
+        let status = pathStatus(resolution: resolution, route: route, probe: probe)
+        var api: CapportAnswer?
+        if let route, route.usable {
+            // The interface `update` looks the facts up by: none while the lookup failed.
+            let interface = if case .failed = resolution { "" } else { route.interface }
+            api = linkFacts[interface]?.portalAPI?.answer
+        }
+        return decide(status: status, resolution: resolution, route: route, beyond: beyond, api: api).connectivity
+    }
+
+    /// Connectivity from the path's verdict, the check and DNS health; Status and Reason follow it.
+    private static func connectivity(_ state: inout MonitorState, resolution: Resolution, route: ReachabilityVerdict?,
+                                     beyond: BeyondTheHost, api: CapportAnswer?) {
+        state.portalURL = ""
+        state.partial = false
+        let decision = decide(status: state.status, resolution: resolution, route: route, beyond: beyond, api: api)
+        switch decision {
+        case .path:
+            break
+        case .portal(let url):
             state.portalURL = url
             state.status = .none
             state.reason = "captive portal: sign in at \(url)"
-            return
-        }
-        if case .portal(let url)? = beyond.check {
-            state.connectivity = .portal
-            state.portalURL = url
-            state.status = .none
-            state.reason = "captive portal: sign in at \(url)"
-            return
-        }
-        guard connectivity == .full else {
-            state.connectivity = connectivity
-            return
-        }
-        if let problem = beyond.resolverProblem {
-            connectivity = .limited
+        case .resolverProblem(let problem):
             state.reason = problem
-        } else if case .failed(let why)? = beyond.check {
-            connectivity = .limited
+        case .checkFailed(let why):
             state.reason = "check \(beyond.checkURL) failed: \(why)"
-        } else if case .limited(let reason, let partial)? = beyond.check {
-            connectivity = .limited
+        case .checkLimited(let reason, let partial):
             state.reason = reason
             state.partial = partial
-        } else if beyond.check == .intercepted {
-            connectivity = .limited
+        case .intercepted:
             state.reason = CheckAnswer.intercepted(beyond.checkURL)
-        } else if !beyond.checkURL.isEmpty && beyond.check == nil {
-            connectivity = .unknown
+        case .checking:
             state.reason = "checking \(beyond.checkURL)"
         }
-        state.connectivity = connectivity
-        if connectivity == .limited { state.status = .none }
-        if connectivity == .unknown { state.status = .unknown }
+        state.connectivity = decision.connectivity
+        if case .path = decision { return }
+        if state.connectivity == .limited { state.status = .none }
+        if state.connectivity == .unknown { state.status = .unknown }
     }
 
     static func status(for kind: InterfaceKind?) -> Status {

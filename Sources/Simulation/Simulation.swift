@@ -109,9 +109,9 @@ public final class Simulation {
     public internal(set) var violations: [Violation] = []
     /// Told every step, when set: for reading a failing seed's run.
     public var trace: ((String) -> Void)?
-    /// Whether each path's kept Connectivity is checked against its state after every step (a whole
-    /// state computed per target per step: it halves the speed, so a test asks for it on some runs).
-    public var checksKeptConnectivity = false
+    /// Whether each path's Connectivity found without text is checked against its state after every step
+    /// (a whole state computed per target per step: it halves the speed, so a test asks for it on some runs).
+    public var checksTextlessConnectivity = false
 
     func log(_ text: @autoclosure () -> String) {
         trace?("\(Double(now.sinceOrigin.microseconds) / 1000) ms  \(text())")
@@ -191,7 +191,7 @@ public final class Simulation {
             endOfTurn()
             checkKernelAgreement()
             for target in targets {
-                if checksKeptConnectivity { target.checkKeptConnectivity() }
+                if checksTextlessConnectivity { target.checkTextlessConnectivity() }
                 target.checkTraffic()
                 target.checkBlameLate()
             }

@@ -10,12 +10,12 @@ import Timekeeping
 /// INTERFACE.md's rules for each target, checked after every step against what the simulation
 /// kept itself (never what the cores say of themselves).
 extension SimulatedTarget {
-    /// The Connectivity a path keeps for the pace across families is the one its state says, after
-    /// every step (it is refreshed only in steps that publish).
-    func checkKeptConnectivity() {
-        let kept = path.connectivity
-        let computed = path.state(previous: MonitorState()).connectivity
-        if kept != computed { violation("the path keeps Connectivity \(kept), but its state says \(computed)") }
+    /// The Connectivity the pace across families reads (found without text) is the one the path's
+    /// state says, after every step.
+    func checkTextlessConnectivity() {
+        let textless = path.connectivity
+        let stated = path.state(previous: MonitorState()).connectivity
+        if textless != stated { violation("the path's Connectivity without text is \(textless), but its state says \(stated)") }
     }
 
     /// Traffic as evidence, by the contract: flowing traffic stands in for a probe only with Evidence

@@ -82,4 +82,42 @@ final class StatusRulesTests: XCTestCase {
         XCTAssertEqual(s.reason, "cannot resolve nowhere.invalid: Name or service not known")
         XCTAssertEqual(s.address, "")
     }
+    /// The Connectivity the pace across families reads, found without text, is the one `update` writes,
+    /// for every combination of resolution, route, answers, portal API, check and DNS health.
+    func testConnectivityWithoutTextIsTheStates() {
+        let resolutions: [Resolution] = [.pending, .failed("cannot resolve server.test"), .resolved(address)]
+        var unusable = route
+        unusable.usable = false
+        let routes: [ReachabilityVerdict?] = [nil, route, unusable]
+        let probes = [answering(nil), answering(true), answering(false, reason: "host not answering")]
+        let facts = [LinkFactsTable(),
+                     LinkFactsTable().with(portalAPIs: ["c0": PortalAPIFacts(uri: "https://api.test/",
+                                                                              answer: CapportAnswer(captive: true, userPortalURL: "https://p.test/"))]),
+                     LinkFactsTable().with(portalAPIs: ["c0": PortalAPIFacts(uri: "https://api.test/", answer: CapportAnswer(captive: false))])]
+        let checks: [CheckAnswer.Meaning?] = [nil, .expected, .portal("http://p.test/"), .failed("HTTP 500"), .intercepted,
+                                              .limited(reason: "secure check failed", partial: true)]
+        var cases = 0
+        for resolution in resolutions {
+            for route in routes {
+                for probe in probes {
+                    for table in facts {
+                        for checkURL in ["", "http://check.test/"] {
+                            for check in checks {
+                                for problem in [nil, "host answers, but server.test no longer resolves"] {
+                                    let beyond = BeyondTheHost(checkURL: checkURL, check: check, resolverProblem: problem)
+                                    let stated = StatusRules.state(host: "server.test", resolution: resolution, route: route, probe: probe,
+                                                                   linkFacts: table, beyond: beyond, previous: MonitorState()).connectivity
+                                    let textless = StatusRules.connectivity(resolution: resolution, route: route, probe: probe,
+                                                                            linkFacts: table, beyond: beyond)
+                                    XCTAssertEqual(textless, stated, "\(resolution) \(String(describing: route)) \(probe) \(beyond)")
+                                    cases += 1
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(cases, 3 * 3 * 3 * 3 * 2 * 6 * 2)
+    }
 }
