@@ -128,7 +128,7 @@ public struct MonitorCore: TimerTable {
     public func update(_ state: inout MonitorState) {
         let dns = resolverBroken ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : nil
         StatusRules.update(&state, host: host, resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
-                           beyond: beyond(resolverProblem: dns), text: routeProblem == nil ? text : StatusRules.Text(address: text.address))
+                           beyond: beyond(resolverProblem: dns), text: text)
     }
 
     /// Connectivity alone, as `update` writes it, with no text built.

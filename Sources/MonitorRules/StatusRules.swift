@@ -88,6 +88,16 @@ public enum StatusRules {
         }
     }
 
+    /// Interface: the route's, but none while the lookup failed, or while Host has no address and the route is unusable.
+    static func routeInterface(resolution: Resolution, route: ReachabilityVerdict?) -> String {
+        guard let route else { return "" }
+        switch resolution {
+        case .pending: return route.usable ? route.interface : ""
+        case .failed: return ""
+        case .resolved: return route.interface
+        }
+    }
+
     /// Status, Interface, Address and Reason from resolution, route and probes alone.
     private static func pathState(_ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
                                   probe: ProbeReport, addressText: String?) {
@@ -97,26 +107,23 @@ public enum StatusRules {
         state.probesAnswered = probe.probesAnswered
         state.probesSkipped = probe.probesSkipped
         state.status = pathStatus(resolution: resolution, route: route, probe: probe)
+        state.interface = routeInterface(resolution: resolution, route: route)
         switch resolution {
         case .pending:
             state.address = ""
-            state.interface = route?.usable == true ? route?.interface ?? "" : ""
             state.reason = "resolving \(host)"
             return
         case .failed(let message):
             state.address = ""
-            state.interface = ""
             state.reason = message
             return
         case .resolved(let address):
             state.address = addressText ?? address.description
         }
         guard let route else {
-            state.interface = ""
             state.reason = "waiting for the kernel's route to \(state.address)"
             return
         }
-        state.interface = route.interface
         guard route.usable else {
             state.reason = route.reason
             return
@@ -186,12 +193,7 @@ public enum StatusRules {
     public static func connectivity(resolution: Resolution, route: ReachabilityVerdict?, probe: ProbeReport,
                                     linkFacts: LinkFactsTable = LinkFactsTable(), beyond: BeyondTheHost = BeyondTheHost()) -> Connectivity {
         let status = pathStatus(resolution: resolution, route: route, probe: probe)
-        var api: CapportAnswer?
-        if let route, route.usable {
-            // The interface `update` looks the facts up by: none while the lookup failed.
-            let interface = if case .failed = resolution { "" } else { route.interface }
-            api = linkFacts[interface]?.portalAPI?.answer
-        }
+        let api = route?.usable == true ? linkFacts[routeInterface(resolution: resolution, route: route)]?.portalAPI?.answer : nil
         return decide(status: status, resolution: resolution, route: route, beyond: beyond, api: api).connectivity
     }
 

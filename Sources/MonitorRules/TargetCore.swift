@@ -232,14 +232,10 @@ public struct TargetCore {
         return ipv4.monitor.nat64 == nil ? "native" : "nat64"
     }
 
-    /// The family that gives the headline: the first `full` one in resolver order; else, while any is
-    /// `unknown`, the first such (the headline waits); else the best, among equals the first in order.
-    public static func headline(_ states: [IPFamily: MonitorState], order: [IPFamily]) -> IPFamily? {
-        headline(order: order) { states[$0]?.connectivity }
-    }
-
-    /// The same, from each family's Connectivity (nil: the family is not watched).
-    static func headline(order: [IPFamily], _ connectivity: (IPFamily) -> Connectivity?) -> IPFamily? {
+    /// The family that gives the headline, from each family's Connectivity (nil: the family is not watched):
+    /// the first `full` one in resolver order; else, while any is `unknown`, the first such (the headline
+    /// waits); else the best, among equals the first in order.
+    public static func headline(order: [IPFamily], _ connectivity: (IPFamily) -> Connectivity?) -> IPFamily? {
         var full: IPFamily?
         var waiting: IPFamily?
         var best: (family: IPFamily, rank: Int)?

@@ -242,13 +242,13 @@ final class TargetCoreTests: XCTestCase {
         var full = MonitorState()
         full.connectivity = .full
         states = [.v4: limited, .v6: unknown]
-        XCTAssertEqual(TargetCore.headline(states, order: [.v4, .v6]), .v6)
+        XCTAssertEqual(TargetCore.headline(order: [.v4, .v6]) { states[$0]?.connectivity }, .v6)
         states = [.v4: limited, .v6: none]
-        XCTAssertEqual(TargetCore.headline(states, order: [.v6, .v4]), .v4)
+        XCTAssertEqual(TargetCore.headline(order: [.v6, .v4]) { states[$0]?.connectivity }, .v4)
         states = [.v4: none, .v6: none]
-        XCTAssertEqual(TargetCore.headline(states, order: [.v6, .v4]), .v6)
+        XCTAssertEqual(TargetCore.headline(order: [.v6, .v4]) { states[$0]?.connectivity }, .v6)
         states = [.v4: unknown, .v6: full]
-        XCTAssertEqual(TargetCore.headline(states, order: [.v4, .v6]), .v6)
+        XCTAssertEqual(TargetCore.headline(order: [.v4, .v6]) { states[$0]?.connectivity }, .v6)
     }
 
     /// A Check probes every family and is answered once each has its verdict.
