@@ -180,7 +180,7 @@ public struct MonitorCore: TimerTable {
     /// The resolver answered lookup `generation`. `routedFamilies`: the families with a
     /// default route now (nil when no engine knows).
     public mutating func resolved(generation: UInt64, _ result: Result<[IPAddress], ResolverFailure>,
-                                  routedFamilies: Set<IPFamily>?, now: Instant) {
+                                  routedFamilies: IPFamilies?, now: Instant) {
         guard generation == self.generation else { return }
         switch result {
         case .success(let found) where found.isEmpty:
@@ -319,7 +319,7 @@ public struct MonitorCore: TimerTable {
     }
 
     /// `any`: the first address, in resolver order, whose family has a default route.
-    private mutating func chooseAddress(routedFamilies: Set<IPFamily>?, now: Instant) {
+    private mutating func chooseAddress(routedFamilies: IPFamilies?, now: Instant) {
         guard var chosen = addresses.first else { return }
         if family == .any, let routedFamilies {
             chosen = addresses.first { routedFamilies.contains($0.ipFamily) } ?? chosen

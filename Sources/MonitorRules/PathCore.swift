@@ -17,7 +17,7 @@ public struct PathCore {
         case probeSettings(ProbeSettings)
         case checkURL(String)
         /// The resolver answered lookup `generation`; `routedFamilies`: the families with a default route now.
-        case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: Set<IPFamily>?)
+        case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: IPFamilies?)
         /// The route watch's verdict for the target changed (with the families that have a default route now).
         case route(ReachabilityVerdict)
         case linkFacts(LinkFactsTable)
@@ -99,7 +99,13 @@ public struct PathCore {
 
     /// The output contract above (see `OutputContract`); what broke it, nil when kept.
     public static func outputContractBroken(_ actions: [Action]) -> String? {
-        OutputContract.broken(actions, publish: .publish, verdictReady: .verdictReady)
+        OutputContract.broken(actions) { action in
+            switch action {
+            case .publish: .publish
+            case .verdictReady: .verdictReady
+            default: .other
+            }
+        }
     }
 
     /// The path's Connectivity, found without writing any text (the pace across families reads it at every step).
@@ -113,7 +119,7 @@ public struct PathCore {
     }
 
     /// The same, written over the state last published.
-    public func update(_ state: inout MonitorState) {
+    @inline(__always) public func update(_ state: inout MonitorState) {
         monitor.update(&state)
         state.traffic = trafficWatch.traffic
         let hop = diagnosis.nextHop
@@ -196,7 +202,9 @@ public struct PathCore {
     /// A Check wants a fresh verdict: false when there is nothing to probe (no address, a
     /// known-bad route); else `.verdictReady` follows within two Timeouts (see `ProbeCore.check`).
     public mutating func check(now: Instant) -> (probing: Bool, actions: [Action]) {
-        let probing = monitor.canProbe && probe.check(now: now)
+        // Not `&&`: its right side is a closure, and one that changes `probe` makes a copy of it.
+        var probing = false
+        if monitor.canProbe { probing = probe.check(now: now) }
         return (probing, settle(now: now))
     }
 

@@ -20,7 +20,7 @@ public struct TargetCore {
         case probeSettings(ProbeSettings)
         case checkURL(String)
         /// The resolver answered lookup `generation`, every family in resolver order.
-        case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: Set<IPFamily>?)
+        case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: IPFamilies?)
         /// The route watch of `family`'s path said this (with the families that have a default route now).
         case route(IPFamily, ReachabilityVerdict)
         case linkFacts(LinkFactsTable)
@@ -111,17 +111,17 @@ public struct TargetCore {
     /// Whom the headline follows among equals: the families in the order the last lookup listed them.
     public private(set) var resolverOrder: [IPFamily] = [.v6, .v4]
     /// Families whose path probes for a Check: the verdict is ready when none is left.
-    private var checkWaiting: Set<IPFamily> = []
+    private var checkWaiting: IPFamilies = []
     /// The lookup under way, for the paths' current target; the paths that asked meanwhile share its answer.
     public private(set) var generation: UInt64 = 0
     private var lookupUnderway = false
     private var settings: ProbeSettings
     /// The families probed at the relaxed pace (every family `full`, not the headline's).
-    private var relaxed: Set<IPFamily> = []
+    private var relaxed: IPFamilies = []
     /// The headline's family was suspect at the end of the last step.
     private var headlineSuspect = false
     /// The families with a default route, as the last event that said so said.
-    private var routedFamilies: Set<IPFamily>?
+    private var routedFamilies: IPFamilies?
     /// The NAT64 prefix of the network the route to Host uses, and how it was learned.
     public private(set) var nat64: (prefix: Nat64Prefix, source: Nat64Source)?
     /// RFC 7050: the prefix `ipv4only.arpa` revealed, for the network (IPv6 route) it was asked on.
@@ -151,7 +151,7 @@ public struct TargetCore {
         }
         ipv4 = path(.v4, 0)
         ipv6 = path(.v6, 1)
-        watchedFamilies = IPFamily.allCases.filter { watches($0) }
+        watchedFamilies = IPFamilies.all.filter { watches($0) }
         nextWakeup = earliestDeadline
     }
 
@@ -168,7 +168,7 @@ public struct TargetCore {
     }
 
     /// The families AddressFamily watches (kept, not computed: read on every event).
-    private var watchedFamilies: [IPFamily] = IPFamily.allCases
+    private var watchedFamilies = IPFamilies.all
 
     static func addressFamily(_ family: IPFamily) -> AddressFamily { family == .v4 ? .ipv4 : .ipv6 }
 
@@ -178,7 +178,13 @@ public struct TargetCore {
 
     /// The output contract above (see `OutputContract`); what broke it, nil when kept.
     public static func outputContractBroken(_ actions: [Action]) -> String? {
-        OutputContract.broken(actions, publish: .publish, verdictReady: .verdictReady)
+        OutputContract.broken(actions) { action in
+            switch action {
+            case .publish: .publish
+            case .verdictReady: .verdictReady
+            default: .other
+            }
+        }
     }
 
     /// Whether `family`'s probe `sequence` still waits for its answer.
@@ -195,25 +201,40 @@ public struct TargetCore {
 
     /// The same, written over the state last published. Each watched family's state is the path's
     /// over the last one (in place, and over one copy for IPv6 when both are watched: this runs at
-    /// every publication); the headline family's becomes the state.
-    public func update(_ state: inout MonitorState) {
+    /// every publication); the headline family's becomes the state. Nothing here hands `self` to a
+    /// call that is not inlined: the driver runs this on its core in place, and such a call would be
+    /// handed a copy of the whole core.
+    @inline(__always) public func update(_ state: inout MonitorState) {
         let watchesV4 = watches(.v4)
         let watchesV6 = watches(.v6)
-        // `state` holds IPv4's when it is watched, else IPv6's; `second` IPv6's when both are.
-        var second = MonitorState()
+        let family4: FamilyState
+        let family6: FamilyState
+        let headline: IPFamily?
+        let traffic: Traffic
         if watchesV4 && watchesV6 {
-            second = state
+            // `state` holds IPv4's, `second` IPv6's.
+            var second = state
             ipv6.update(&second)
+            ipv4.update(&state)
+            let connectivity4 = state.connectivity
+            let connectivity6 = second.connectivity
+            headline = Self.headline(order: resolverOrder) { $0 == .v4 ? connectivity4 : connectivity6 }
+            traffic = Self.traffic(state.traffic, second.traffic)
+            family4 = Self.familyState(.v4, state, watched: true, addressFamily: self.family)
+            family6 = Self.familyState(.v6, second, watched: true, addressFamily: self.family)
+            if headline == .v6 { swap(&state, &second) }
+        } else {
+            // One family: its state is the state.
+            let watched: IPFamily = watchesV4 ? .v4 : .v6
+            switch watched {
+            case .v4: ipv4.update(&state)
+            case .v6: ipv6.update(&state)
+            }
+            headline = watched
+            traffic = Self.traffic(state.traffic, nil)
+            family4 = Self.familyState(.v4, state, watched: watchesV4, addressFamily: self.family)
+            family6 = Self.familyState(.v6, state, watched: watchesV6, addressFamily: self.family)
         }
-        if watchesV4 { ipv4.update(&state) } else if watchesV6 { ipv6.update(&state) }
-        let both = watchesV4 && watchesV6
-        let connectivity4 = watchesV4 ? state.connectivity : nil
-        let connectivity6 = both ? second.connectivity : watchesV6 ? state.connectivity : nil
-        let headline = Self.headline(order: resolverOrder) { $0 == .v4 ? connectivity4 : connectivity6 }
-        let traffic = Self.traffic(watchesV4 ? state.traffic : nil, both ? second.traffic : watchesV6 ? state.traffic : nil)
-        let family4 = familyState(.v4, state, watched: watchesV4)
-        let family6 = both ? familyState(.v6, second, watched: true) : familyState(.v6, state, watched: watchesV6)
-        if both && headline == .v6 { swap(&state, &second) }
         state.probesSent = ipv4.probe.report.probesSent + ipv6.probe.report.probesSent
         state.probesAnswered = ipv4.probe.report.probesAnswered + ipv6.probe.report.probesAnswered
         state.probesSkipped = ipv4.probe.report.probesSkipped + ipv6.probe.report.probesSkipped
@@ -223,13 +244,12 @@ public struct TargetCore {
         if headline == nil { state.blame = "" }
         state.nat64Prefix = nat64.map { "\($0.prefix)" } ?? ""
         state.nat64Source = nat64?.source.rawValue ?? ""
-        state.ipv4Path = ipv4Path
-    }
-
-    /// How Host's IPv4 address is reached: `nat64` through the prefix, `native` over an IPv4 route, "" when it is not.
-    private var ipv4Path: String {
-        guard watches(.v4), case .resolved = ipv4.monitor.resolution, ipv4.monitor.route?.usable == true else { return "" }
-        return ipv4.monitor.nat64 == nil ? "native" : "nat64"
+        // How Host's IPv4 address is reached: `nat64` through the prefix, `native` over an IPv4 route, "" when it is not.
+        state.ipv4Path = if watchesV4, case .resolved = ipv4.monitor.resolution, ipv4.monitor.route?.usable == true {
+            ipv4.monitor.nat64 == nil ? "native" : "nat64"
+        } else {
+            ""
+        }
     }
 
     /// The family that gives the headline, from each family's Connectivity (nil: the family is not watched):
@@ -268,9 +288,9 @@ public struct TargetCore {
         return .none
     }
 
-    private func familyState(_ family: IPFamily, _ state: MonitorState, watched: Bool) -> FamilyState {
+    @inline(__always) private static func familyState(_ family: IPFamily, _ state: MonitorState, watched: Bool, addressFamily: AddressFamily) -> FamilyState {
         guard watched else {
-            return FamilyState(connectivity: .none, reason: "AddressFamily is \(self.family.rawValue)")
+            return FamilyState(connectivity: .none, reason: "AddressFamily is \(addressFamily.rawValue)")
         }
         var reason = state.connectivity == .full || state.connectivity == .unknown ? "" : state.reason
         let silent = "host not answering"
@@ -290,7 +310,7 @@ public struct TargetCore {
         case .targetChanged(let host, let family):
             self.host = host
             self.family = family
-            watchedFamilies = IPFamily.allCases.filter { watches($0) }
+            watchedFamilies = IPFamilies.all.filter { watches($0) }
             generation &+= 1
             lookupUnderway = false
             checkWaiting = []
@@ -425,9 +445,16 @@ public struct TargetCore {
         followNat64(now: now, &step)
         pace(now: now, &step)
         // A family that has nothing left to probe gives no verdict of its own: the Check waits for the others only.
-        let waitedFor = checkWaiting
-        checkWaiting = checkWaiting.filter { family in watches(family) && read(family) { $0.probe.awaitingVerdict } }
-        if checkWaiting.count < waitedFor.count { step.verdict = true }
+        for family in checkWaiting {
+            // Each path read where it is stored (a path chosen by an expression is a copy of it).
+            let awaiting = switch family {
+            case .v4: ipv4.probe.awaitingVerdict
+            case .v6: ipv6.probe.awaitingVerdict
+            }
+            if watches(family) && awaiting { continue }
+            checkWaiting.remove(family)
+            step.verdict = true
+        }
         var actions = step.actions
         if step.publish { actions.append(.publish) }
         if step.verdict && checkWaiting.isEmpty { actions.append(.verdictReady) }
@@ -451,7 +478,7 @@ public struct TargetCore {
         let connectivity = { (family: IPFamily) in family == .v4 ? v4 : v6 }
         let headline = Self.headline(order: resolverOrder, connectivity)
         let allFull = families.allSatisfy { connectivity($0) == .full }
-        let wanted: Set<IPFamily> = allFull ? Set(families.filter { $0 != headline }) : []
+        let wanted: IPFamilies = allFull ? families.filter { $0 != headline } : []
         if wanted != relaxed {
             relaxed = wanted
             for family in families where read(family, { $0.probe.settings }) != pacedSettings(family) {

@@ -10,7 +10,7 @@ public protocol TargetWorld: AnyObject {
     /// The clock the core runs on (monotonic).
     var now: Instant { get }
     /// The families that have a default route now (nil: the routes are not watched).
-    var routedFamilies: Set<IPFamily>? { get }
+    var routedFamilies: IPFamilies? { get }
     /// Look a name up off the loop (an address never gets here); answer with `.resolved`.
     func resolve(_ host: String, family: AddressFamily, generation: UInt64)
     func cancelResolutions()
@@ -96,6 +96,10 @@ public final class TargetDriver {
 
     private static func ask<Answer>(_ core: inout TargetCore, _ question: (TargetCore) -> Answer) -> Answer { question(core) }
 
+    /// `state` written by the core in place (a closure handed the core, as `ask`'s, gets a copy of it).
+    @inline(never)
+    private static func update(_ core: inout TargetCore, _ state: inout MonitorState) { core.update(&state) }
+
     /// `family`'s path of the core, lent in place like `core`.
     @inlinable public func path(_ family: IPFamily) -> UnsafePointer<PathCore> {
         let offset = family == .v4 ? Self.ipv4Offset : Self.ipv6Offset
@@ -180,7 +184,7 @@ public final class TargetDriver {
             case .probeBeyond(let family, let host, let gateway, let hops, let generation):
                 world.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)
             case .publish:
-                world.publish { [unowned self] state in ask { $0.update(&state) } }
+                world.publish { [unowned self] state in Self.update(&storage.pointee, &state) }
             case .verdictReady:
                 world.verdictReady()
             }

@@ -189,7 +189,7 @@ public final class ConnectivityMonitor {
 extension ConnectivityMonitor: TargetWorld {
     public var now: Instant { loop.now() }
 
-    public var routedFamilies: Set<IPFamily>? {
+    public var routedFamilies: IPFamilies? {
         routeWatches.first?.table.routedFamilies
     }
 

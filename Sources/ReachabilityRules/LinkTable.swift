@@ -23,8 +23,12 @@ public struct LinkTable: Equatable, Sendable {
     }
 
     /// The families that have a default route now.
-    public var routedFamilies: Set<IPFamily> {
-        Set(defaultRoutes.compactMap { IPFamily(number: $0.family) })
+    public var routedFamilies: IPFamilies {
+        var families = IPFamilies()
+        for route in defaultRoutes {
+            if let family = IPFamily(number: route.family) { families.insert(family) }
+        }
+        return families
     }
 
     /// Whose connections the traffic evidence counts for a route over `interface` to an address of

@@ -15,7 +15,7 @@ public struct ReachabilityVerdict: Equatable, Sendable {
     public var nat64Prefix: Nat64Prefix?
     /// The families with a default route when this was said (so a family's default route coming or
     /// going reaches every watch, as the path through a NAT64 prefix depends on it).
-    public var routedFamilies: Set<IPFamily> = []
+    public var routedFamilies: IPFamilies = []
     /// The route's output interface's index (0 when there is no route).
     public var interfaceIndex: Int32 = 0
     /// The route's link resolves its neighbours (ARP, NDP): neither point-to-point nor NOARP.

@@ -149,7 +149,7 @@ extension SimulatedTarget {
         if state.blame == Blame.gateway.rawValue, let since = gateway.answeringSince, let asked = diagnosis.lastCheckAskedAt, since < asked {
             violation("Blame is gateway, but the gateway has answered its neighbours since before it was last asked")
         }
-        let away = [.none, .limited, .portal].contains(state.connectivity)
+        let away = state.connectivity == .none || state.connectivity == .limited || state.connectivity == .portal
         if away && state.blame.isEmpty {
             if diagnosis.unblamedSince == nil { diagnosis.unblamedSince = now }
         } else {

@@ -135,7 +135,7 @@ final class SimulatedTarget: TargetWorld {
     // MARK: TargetWorld
 
     var now: Instant { simulation.now }
-    var routedFamilies: Set<IPFamily>? { simulation.routedFamilies }
+    var routedFamilies: IPFamilies? { simulation.routedFamilies }
 
     func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
         simulation.resolve(host, generation, for: index)
@@ -235,6 +235,7 @@ final class SimulatedTarget: TargetWorld {
 
     func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) {
         reported.append(.reportChanged(old: old, new: new))
+        simulation.targetsWithNews = true
     }
 
     func publish(_ update: (inout MonitorState) -> Void) {
@@ -243,10 +244,12 @@ final class SimulatedTarget: TargetWorld {
         if state.status != before { statuses.append((now, state.status, state.reason)) }
         // The rules on what was published are checked once the step's work is done.
         stateDue = true
+        simulation.targetsWithNews = true
     }
 
     func verdictReady() {
         reported.append(.verdictReady)
+        simulation.targetsWithNews = true
     }
 
     func wakeUp(at deadline: Instant?) {

@@ -103,6 +103,8 @@ public final class Simulation {
     /// watches share every overrun and dump.
     var fixedWatch: ReachabilityCore.TargetID = 0
     var evaluationDue = false
+    /// Some target has reports or a publication to check (most steps, the Checks of a flood, have none).
+    var targetsWithNews = false
     var quiet = false
     /// Something the reachability core sees changed since its agreement with the kernel was last checked.
     var routeNewsSinceCheck = true
@@ -155,6 +157,7 @@ public final class Simulation {
         first.take(.start(checkURL: startCheckURL))
         pump()
         let end = Instant.origin + .milliseconds(scenario.duration)
+        let targets = self.targets  // fixed from here on
         while violations.isEmpty {
             let reachWake = askReach { $0.nextWakeup }
             var next = queue.nextTime ?? end
@@ -190,11 +193,7 @@ public final class Simulation {
             pump()
             endOfTurn()
             checkKernelAgreement()
-            for target in targets {
-                if checksTextlessConnectivity { target.checkTextlessConnectivity() }
-                target.checkTraffic()
-                target.checkBlameLate()
-            }
+            for target in targets { target.checkStep(textless: checksTextlessConnectivity) }
             if let by = resolver.firstMustStartBy, now > by {
                 violation("a lookup that goes first still waits \(now - by) after the lookup under way when it was asked ended")
             }
@@ -291,7 +290,7 @@ public final class Simulation {
         }
     }
 
-    var routedFamilies: Set<IPFamily> { reach.table.routedFamilies }
+    var routedFamilies: IPFamilies { reach.table.routedFamilies }
 
     func apply(_ fault: Scenario.Fault) {
         applyGatewayFault(fault)
@@ -430,15 +429,19 @@ public final class Simulation {
         var busy = true
         while busy {
             busy = false
-            for target in targets where !target.reported.isEmpty {
-                busy = true
-                target.takeReports()
+            if targetsWithNews {
+                for target in targets where !target.reported.isEmpty {
+                    busy = true
+                    target.takeReports()
+                }
             }
             for output in reach.takeOutputs() {
                 busy = true
                 carryOut(output)
             }
         }
+        guard targetsWithNews else { return }
+        targetsWithNews = false
         for target in targets where target.stateDue {
             target.stateDue = false
             target.checkResolution()

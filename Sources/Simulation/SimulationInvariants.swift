@@ -18,6 +18,13 @@ extension SimulatedTarget {
         if textless != stated { violation("the path's Connectivity without text is \(textless), but its state says \(stated)") }
     }
 
+    /// The rules checked after every step, whatever it was (`textless`: also Connectivity found without text).
+    func checkStep(textless: Bool) {
+        if textless { checkTextlessConnectivity() }
+        checkTraffic()
+        checkBlameLate()
+    }
+
     /// Traffic as evidence, by the contract: flowing traffic stands in for a probe only with Evidence
     /// `traffic` and data from a remote routed like Host within the last second; a stall sends a
     /// probe within one sample (and the per-Timeout limit on forced probes); a probe skipped for

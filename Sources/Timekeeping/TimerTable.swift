@@ -9,9 +9,11 @@ public protocol TimerTable {
     func deadline(_ timer: Timer) -> Instant?
 }
 
+// Always inlined: a core is a large struct, and a call that is not inlined is handed a copy of it
+// when the caller is one of its mutating methods (as every caller here is).
 extension TimerTable {
     /// The earliest deadline of any armed timer; nil when none is.
-    @inlinable
+    @inlinable @inline(__always)
     public var earliestDeadline: Instant? {
         var earliest: Instant?
         for timer in Timer.allCases {
@@ -21,7 +23,7 @@ extension TimerTable {
     }
 
     /// The timer due first at `now` or before (by deadline, then by the order of the cases).
-    @inlinable
+    @inlinable @inline(__always)
     public func firstDue(now: Instant) -> (timer: Timer, at: Instant)? {
         var first: (timer: Timer, at: Instant)?
         for timer in Timer.allCases {
@@ -33,7 +35,7 @@ extension TimerTable {
     }
 
     /// Whether `timer` is due at `now`.
-    @inlinable
+    @inlinable @inline(__always)
     public func isDue(_ timer: Timer, now: Instant) -> Bool {
         deadline(timer).map { $0 <= now } ?? false
     }

@@ -1,29 +1,64 @@
+import Dispatch
 import Glibc
 import Simulation
+import Synchronization
 
-/// Runs randomized simulation scenarios for a fixed number and reports how many per second.
+/// Runs randomized simulation scenarios for a fixed number and reports how many per second: on
+/// one thread per core (scenarios are independent, each replayed by its seed alone), and per core,
+/// from the CPU time the threads spent.
 struct SimulationBench {
     let scenarios: Int
 
-    func run() -> Bool {
-        var start = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &start)
-        var failed = 0
+    /// What the threads share: the next seed to run, and what the runs found.
+    private final class Batch: Sendable {
+        let nextSeed = Atomic<UInt64>(1)
+        let totals = Mutex(Totals())
+    }
+
+    private struct Totals {
         var events = 0
-        for seed in 1...UInt64(scenarios) {
-            let simulation = Simulation(Scenario.random(seed: seed))
-            let violations = simulation.run()
-            events += simulation.summary.events
-            if let first = violations.first {
-                failed += 1
-                print("simulation: \(first)")
+        var cpuSeconds = 0.0
+        var failures: [(seed: UInt64, violation: String)] = []
+    }
+
+    func run() -> Bool {
+        let threads = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let batch = Batch()
+        let last = UInt64(scenarios)
+        let start = Self.seconds(CLOCK_MONOTONIC)
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            var own = Totals()
+            let cpuStart = Self.seconds(CLOCK_THREAD_CPUTIME_ID)
+            while true {
+                let seed = batch.nextSeed.add(1, ordering: .relaxed).oldValue
+                guard seed <= last else { break }
+                let simulation = Simulation(Scenario.random(seed: seed))
+                let violations = simulation.run()
+                own.events += simulation.summary.events
+                if let first = violations.first { own.failures.append((seed, "\(first)")) }
+            }
+            own.cpuSeconds = Self.seconds(CLOCK_THREAD_CPUTIME_ID) - cpuStart
+            batch.totals.withLock { totals in
+                totals.events += own.events
+                totals.cpuSeconds += own.cpuSeconds
+                totals.failures += own.failures
             }
         }
-        var end = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &end)
-        let seconds = Double(end.tv_sec - start.tv_sec) + Double(end.tv_nsec - start.tv_nsec) / 1e9
-        print("simulation: \(scenarios) scenarios, \(events) events, \(failed) failed, in \(Double(Int(seconds * 100)) / 100) s: "
-              + "\(Int(Double(scenarios) / seconds)) scenarios/s, \(Int(Double(events) / seconds)) events/s")
-        return failed == 0
+        let seconds = Self.seconds(CLOCK_MONOTONIC) - start
+        let totals = batch.totals.withLock { $0 }
+        for failure in totals.failures.sorted(by: { $0.seed < $1.seed }) { print("simulation: \(failure.violation)") }
+        print("simulation: \(scenarios) scenarios, \(totals.events) events, \(totals.failures.count) failed, in "
+              + "\(Self.rounded(seconds)) s on \(threads) threads: \(Int(Double(scenarios) / seconds)) scenarios/s, "
+              + "\(Int(Double(totals.events) / seconds)) events/s; per core \(Int(Double(scenarios) / totals.cpuSeconds)) scenarios/s "
+              + "(\(Self.rounded(totals.cpuSeconds)) s of CPU)")
+        return totals.failures.isEmpty
     }
+
+    private static func seconds(_ clock: clockid_t) -> Double {
+        var now = timespec()
+        clock_gettime(clock, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    private static func rounded(_ value: Double) -> Double { Double(Int(value * 100)) / 100 }
 }

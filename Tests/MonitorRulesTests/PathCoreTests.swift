@@ -191,7 +191,7 @@ final class PathCoreTests: XCTestCase {
 
 extension ReachabilityVerdict {
     /// This verdict said while `families` have a default route.
-    func routed(_ families: Set<IPFamily>) -> ReachabilityVerdict {
+    func routed(_ families: IPFamilies) -> ReachabilityVerdict {
         var verdict = self
         verdict.routedFamilies = families
         return verdict

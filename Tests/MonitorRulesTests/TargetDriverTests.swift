@@ -16,7 +16,7 @@ final class TargetDriverTests: XCTestCase {
     /// Writes down every call, in order; does what a test tells it inside one.
     final class RecordingWorld: TargetWorld {
         var now = Instant.origin
-        var routedFamilies: Set<IPFamily>? = [.v4]
+        var routedFamilies: IPFamilies? = [.v4]
         var calls: [String] = []
         var wake: Instant?
         var method: ProbeMethod? = .icmpDatagram
