@@ -205,6 +205,12 @@ public final class BusConnection {
         _ = dbus_connection_send(raw, message.raw, nil)
     }
 
+    public func send(taking message: OpaquePointer) {
+        defer { dbus_message_unref(message) }
+        guard !isClosed else { return }
+        _ = dbus_connection_send(raw, message, nil)
+    }
+
     /// Writes out everything queued (for use just before exiting).
     public func flush() {
         guard !isClosed else { return }

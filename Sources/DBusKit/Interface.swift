@@ -50,6 +50,8 @@ public final class DBusMethod {
     public let outputs: [DBusArgument]
     public let handler: (MethodCall) throws(DBusError) -> MethodOutcome
     let inputSignature: String
+    /// The same, as the C string libdbus compares (a short Swift string handed to C is copied into a new array on every call).
+    let cInputSignature: ContiguousArray<CChar>
     /// The largest reply this method may send; a larger one is answered with an error instead.
     /// Only documents that grow with what the service exports (Introspect, GetManagedObjects) may be larger.
     let replyLimit: Int
@@ -66,6 +68,7 @@ public final class DBusMethod {
         self.replyLimit = replyLimit
         self.handler = handler
         inputSignature = inputs.map(\.type.signature).joined()
+        cInputSignature = inputSignature.utf8CString
     }
 }
 

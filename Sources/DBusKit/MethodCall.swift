@@ -83,12 +83,12 @@ public final class MethodCall {
         isAnswered = true
         guard expectsReply else { return }
         guard let copy = dbus_message_copy(template.raw) else { return fail(.failed("out of memory")) }
-        let reply = Message(taking: copy)
         guard dbus_message_set_reply_serial(copy, dbus_message_get_serial(raw)) != 0,
               dbus_message_get_sender(raw).map({ dbus_message_set_destination(copy, $0) != 0 }) ?? true else {
+            dbus_message_unref(copy)
             return fail(.failed("out of memory"))
         }
-        transport.send(reply)
+        transport.send(taking: copy)
     }
 
     public func fail(_ error: DBusError) {

@@ -154,7 +154,7 @@ public final class ObjectServer {
                 throw .invalidArgs("No method of this service takes file descriptors")
             }
             let method = try resolve(raw)
-            guard dbus_message_has_signature(raw, method.inputSignature) != 0 else {
+            guard method.cInputSignature.withUnsafeBufferPointer({ dbus_message_has_signature(raw, $0.baseAddress) }) != 0 else {
                 let signature = dbus_message_get_signature(raw).map { String(cString: $0) } ?? ""
                 throw .invalidArgs("Method '\(method.name)' takes signature '\(method.inputSignature)', not '\(signature)'")
             }

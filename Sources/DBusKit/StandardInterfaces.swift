@@ -25,10 +25,11 @@ enum StandardInterfaces {
     /// Get's and GetAll's replies as last marshalled, with the version of the interface they are of: GetAll's by
     /// interface, Get's by interface and property.
     private final class KeptReplies {
+        /// By identity: a Get hashes two words, not two names.
         struct Key: Hashable {
-            let interface: String
+            let interface: ObjectIdentifier
             /// nil: GetAll's.
-            let property: String?
+            let property: ObjectIdentifier?
         }
         private var kept: [Key: (version: UInt64, template: Message)] = [:]
 
@@ -76,24 +77,29 @@ enum StandardInterfaces {
                        outputs: [DBusArgument("value", .variant)]) { call throws(DBusError) in
                 let (interface, property) = try lookUpWithInterface(call)
                 guard property.access != .write else { throw .accessDenied("Property '\(property.name)' is write-only") }
-                return try replies.answer(call, .init(interface: interface.name, property: property.name),
+                return try replies.answer(call, .init(interface: ObjectIdentifier(interface), property: ObjectIdentifier(property)),
                                           version: interface.version?()) { [.variant(property.get())] }
             },
             DBusMethod("GetAll", inputs: [DBusArgument("interface_name", .string)],
                        outputs: [DBusArgument("properties", .dictionary(key: .string, value: .variant))]) { call throws(DBusError) in
                 guard let interfaceName = call.cString(at: 0) else { throw .invalidArgs("expected an interface name") }
-                let selected = try select(interfaces, interfaceName)
-                // Kept only for one interface that says when its values change.
-                let version = selected.count == 1 ? selected[0].version?() : nil
-                return try replies.answer(call, .init(interface: selected.first?.name ?? "", property: nil), version: version) {
+                // One interface named (no array built for it), or all of them.
+                let named = interfaceName.pointee == 0 ? nil : try named(interfaces, interfaceName)
+                let single = named ?? (interfaces.count == 1 ? interfaces.first : nil)
+                func entries() -> [DBusValue] {
                     var entries: [(String, DBusValue)] = []
-                    for interface in selected {
+                    func add(_ interface: DBusInterface) {
                         for property in interface.properties where property.access != .write {
                             entries.append((property.name, property.get()))
                         }
                     }
+                    if let single { add(single) } else { interfaces.forEach(add) }
                     return [.variantMap(entries)]
                 }
+                // Kept only for one interface that says when its values change.
+                guard let single else { return .reply(entries()) }
+                return try replies.answer(call, .init(interface: ObjectIdentifier(single), property: nil), version: single.version?(),
+                                          entries)
             },
             DBusMethod("Set", inputs: [DBusArgument("interface_name", .string), DBusArgument("property_name", .string),
                                        DBusArgument("value", .variant)]) { call throws(DBusError) in
@@ -117,10 +123,6 @@ enum StandardInterfaces {
     }
 
     /// The interfaces an interface-name argument selects: "" means all of them.
-    private static func select(_ interfaces: [DBusInterface], _ name: UnsafePointer<CChar>) throws(DBusError) -> [DBusInterface] {
-        name.pointee == 0 ? interfaces : [try named(interfaces, name)]
-    }
-
     private static func named(_ interfaces: [DBusInterface], _ name: UnsafePointer<CChar>) throws(DBusError) -> DBusInterface {
         guard let match = interfaces.first(where: { $0.name.equals(name) }) else {
             throw .unknownInterface("No such interface '\(quotedName(name))'")
