@@ -43,6 +43,11 @@ public struct CapportFollower: Sendable {
         entries.mapValues { PortalAPIFacts(uri: $0.uri, answer: $0.answer) }
     }
 
+    /// What `interface`'s API last said (nil: nothing yet, or no API there), with no table built.
+    public func answer(on interface: String) -> CapportAnswer? {
+        entries[interface]?.answer
+    }
+
     /// Whether fetch `generation` is the one under way for `interface` (its answer will be taken).
     public func isUnderway(interface: String, generation: UInt64) -> Bool {
         entries[interface]?.running == generation

@@ -455,11 +455,11 @@ public struct TargetCore {
             checkWaiting.remove(family)
             step.verdict = true
         }
-        var actions = step.actions
-        if step.publish { actions.append(.publish) }
-        if step.verdict && checkWaiting.isEmpty { actions.append(.verdictReady) }
+        // Appended where they are: a copy of the array appended to would be copied whole.
+        if step.publish { step.actions.append(.publish) }
+        if step.verdict && checkWaiting.isEmpty { step.actions.append(.verdictReady) }
         nextWakeup = earliestDeadline
-        return actions
+        return step.actions
     }
 
     /// INTERFACE.md "Cheap when both work": while every watched family is `full`, the others than the
@@ -496,10 +496,10 @@ public struct TargetCore {
     /// with no IPv4 default route, from `ipv4only.arpa` (RFC 7050, asked once per network and hourly).
     /// While IPv4 has no default route, IPv4 addresses are probed through it.
     private mutating func followNat64(now: Instant, _ step: inout Step) {
-        let route = ipv6.monitor.route
+        // The route is read where it is (this runs at every step; the route is copied only when it is a candidate).
         let routed = routedFamilies ?? []
-        let advertised = route?.nat64Prefix
-        if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route, route.usable {
+        let advertised = ipv6.monitor.route?.nat64Prefix
+        if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route = ipv6.monitor.route, route.usable {
             let network = route.interface + " " + route.source
             if network != discoveryNetwork || isDue(.nat64Discovery, now: now) {
                 if network != discoveryNetwork { discovered = nil }

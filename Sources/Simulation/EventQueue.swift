@@ -6,7 +6,8 @@ struct EventQueue<Event> {
     private var added: UInt64 = 0
 
     var isEmpty: Bool { heap.isEmpty }
-    var nextTime: Instant? { heap.first?.time }
+    /// Read in place (`heap.first` would copy the whole entry, its event's payload included).
+    var nextTime: Instant? { heap.isEmpty ? nil : heap[0].time }
 
     mutating func add(_ event: Event, at time: Instant) {
         added += 1

@@ -99,6 +99,8 @@ final class SimulatedTarget: TargetWorld {
         case verdictReady
     }
     var stateDue = false
+    /// Host's addresses in the simulated world, for the Host they were found for (a Host changes rarely).
+    var hostAddresses: (host: String, addresses: [IPAddress]) = ("", [])
 
     init(simulation: Simulation, index: Int, core: TargetCore, settings: ProbeSettings, routeID: ReachabilityCore.TargetID,
          lookupsFirst: Bool) {

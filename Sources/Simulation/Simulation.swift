@@ -544,8 +544,13 @@ extension SimulatedTarget {
 
     /// What the driver reported during the step, in order.
     func takeReports() {
-        let batch = reported
-        reported = []
+        // The batch is handed back emptied, so the next step's reports reuse its storage.
+        var batch: [Reported] = []
+        swap(&batch, &reported)
+        defer {
+            batch.removeAll(keepingCapacity: true)
+            if reported.isEmpty { swap(&batch, &reported) }
+        }
         for news in batch {
             switch news {
             case .reportChanged(let old, let new):

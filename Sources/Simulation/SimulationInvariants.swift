@@ -158,9 +158,13 @@ extension SimulatedTarget {
     }
 
     func checkResolution() {
-        if case .resolved(let address) = path.monitor.resolution,
-           !Simulation.addresses(of: path.monitor.host, v6: simulation.scenario.family == .ipv6).contains(address) {
-            violation("Host \(path.monitor.host) resolved to \(address), an answer for an earlier Host")
+        guard case .resolved(let address) = path.monitor.resolution else { return }
+        let host = path.monitor.host
+        if hostAddresses.host != host {
+            hostAddresses = (host, Simulation.addresses(of: host, v6: simulation.scenario.family == .ipv6))
+        }
+        if !hostAddresses.addresses.contains(address) {
+            violation("Host \(host) resolved to \(address), an answer for an earlier Host")
         }
     }
 
@@ -183,7 +187,7 @@ extension SimulatedTarget {
             violation("a portal at the API's URL on \(state.interface), but its API's last answer taken was not captive")
         }
         // The API saying captive is the verdict (none aside).
-        if simulation.follower.facts[state.interface]?.answer?.captive == true, path.monitor.route?.usable == true,
+        if simulation.follower.answer(on: state.interface)?.captive == true, path.monitor.route?.usable == true,
            state.connectivity != .portal, state.connectivity != .none {
             violation("the API on \(state.interface) says captive, but Connectivity is \(state.connectivity)")
         }

@@ -8,6 +8,8 @@ import Synchronization
 /// from the CPU time the threads spent.
 struct SimulationBench {
     let scenarios: Int
+    /// How many threads run them (nil: one per core).
+    var threads: Int?
 
     /// What the threads share: the next seed to run, and what the runs found.
     private final class Batch: Sendable {
@@ -22,7 +24,7 @@ struct SimulationBench {
     }
 
     func run() -> Bool {
-        let threads = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let threads = max(1, self.threads ?? sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let batch = Batch()
         let last = UInt64(scenarios)
         let start = Self.seconds(CLOCK_MONOTONIC)

@@ -8,9 +8,10 @@ import NetCore
 // A line at a time, also into a pipe: what a run said before it was stopped is not lost.
 CLinux_line_buffer_stdout()
 
-// `netobserver-bench simulate N`: the cores in virtual time; needs neither root nor a network.
+// `netobserver-bench simulate N [THREADS]`: the cores in virtual time (a thread per core unless told); needs neither root nor a network.
 if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "simulate" {
-    exit(SimulationBench(scenarios: Int(CommandLine.arguments[2]) ?? 1000).run() ? 0 : 1)
+    let threads = CommandLine.arguments.count > 3 ? Int(CommandLine.arguments[3]) : nil
+    exit(SimulationBench(scenarios: Int(CommandLine.arguments[2]) ?? 1000, threads: threads).run() ? 0 : 1)
 }
 
 // `netobserver-bench dual-stack`: every path's figures on the virtual clock; needs neither root nor a network.
