@@ -86,6 +86,12 @@ public struct MonitorCore: TimerTable {
         return outputs
     }
 
+    /// The same, moved into `buffer` (emptied first): each array's storage stays in use, step after step.
+    public mutating func takeOutputs(into buffer: inout [Output]) {
+        buffer.removeAll(keepingCapacity: true)
+        swap(&buffer, &outputs)
+    }
+
     /// The timers, each by name.
     public enum Timer: CaseIterable, Hashable, Sendable {
         /// The HTTP check's next run (`PortalCheck`'s schedule).

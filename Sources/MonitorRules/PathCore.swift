@@ -142,6 +142,13 @@ public struct PathCore {
     public func isOutstanding(_ sequence: UInt16) -> Bool { probe.isOutstanding(sequence) }
 
     public mutating func handle(_ event: Event, now: Instant) -> [Action] {
+        var actions: [Action] = []
+        handle(event, now: now, into: &actions)
+        return actions
+    }
+
+    /// The same, the actions written into `actions` (emptied first; its storage is reused step after step).
+    public mutating func handle(_ event: Event, now: Instant, into actions: inout [Action]) {
         switch event {
         case .start(let checkURL):
             monitor.start(now: now)
@@ -196,16 +203,24 @@ public struct PathCore {
                 }
             }
         }
-        return settle(now: now)
+        settle(now: now, into: &actions)
     }
 
     /// A Check wants a fresh verdict: false when there is nothing to probe (no address, a
     /// known-bad route); else `.verdictReady` follows within two Timeouts (see `ProbeCore.check`).
     public mutating func check(now: Instant) -> (probing: Bool, actions: [Action]) {
+        var actions: [Action] = []
+        let probing = check(now: now, into: &actions)
+        return (probing, actions)
+    }
+
+    /// The same, the actions written into `actions` (emptied first).
+    public mutating func check(now: Instant, into actions: inout [Action]) -> Bool {
         // Not `&&`: its right side is a closure, and one that changes `probe` makes a copy of it.
         var probing = false
         if monitor.canProbe { probing = probe.check(now: now) }
-        return (probing, settle(now: now))
+        settle(now: now, into: &actions)
+        return probing
     }
 
     /// Traffic is watched while Host has an address and a usable route.
@@ -233,8 +248,8 @@ public struct PathCore {
 
     /// Feeds each core's outputs to the other until both are quiet; the state is published once,
     /// and only then is a verdict ready.
-    private mutating func settle(now: Instant) -> [Action] {
-        var actions: [Action] = []
+    private mutating func settle(now: Instant, into actions: inout [Action]) {
+        actions.removeAll(keepingCapacity: true)
         var verdictReady = false
         // Only the event itself moves Host's address or its route (what the cores say to each other below does not).
         if monitor.pathChanges != pathChangesSeen {
@@ -252,10 +267,10 @@ public struct PathCore {
             if let (generation, inline) = trafficWatch.takeDueSample(now: now), let path = trafficPath {
                 actions.append(.sampleTraffic(generation: generation, host: path.host, interface: path.interface, inline: inline))
             }
-            let fromMonitor = monitor.takeOutputs()
-            let fromProbe = probe.takeOutputs()
-            if fromMonitor.isEmpty && fromProbe.isEmpty { break }
-            for output in fromMonitor {
+            monitor.takeOutputs(into: &monitorOutputs)
+            probe.takeOutputs(into: &probeOutputs)
+            if monitorOutputs.isEmpty && probeOutputs.isEmpty { break }
+            for output in monitorOutputs {
                 switch output {
                 case .resolve(let host, let family, let generation):
                     actions.append(.resolve(host: host, family: family, generation: generation))
@@ -280,7 +295,7 @@ public struct PathCore {
                     actions.append(.cancelCheck)
                 }
             }
-            for output in fromProbe {
+            for output in probeOutputs {
                 switch output {
                 case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
                     actions.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP))
@@ -296,8 +311,11 @@ public struct PathCore {
         if publishDue { actions.append(.publish) }
         if verdictReady { actions.append(.verdictReady) }
         nextWakeup = earliestDeadline
-        return actions
     }
+
+    /// What the monitor and probe cores said during `settle`, in storage kept from step to step.
+    private var monitorOutputs: [MonitorCore.Output] = []
+    private var probeOutputs: [ProbeCore.Output] = []
 
     /// Hands the diagnosis the route's next hop and whether Host answers, and its asks to the driver;
     /// true when what it knows changed (Neighbor, Blame).

@@ -302,7 +302,16 @@ public struct TargetCore {
     // MARK: Events
 
     public mutating func handle(_ event: Event, now: Instant) -> [Action] {
-        var step = Step()
+        var actions: [Action] = []
+        handle(event, now: now, into: &actions)
+        return actions
+    }
+
+    /// The same, the actions written into `actions` (emptied first): a driver hands the same array at
+    /// every event, and its storage is reused.
+    public mutating func handle(_ event: Event, now: Instant, into actions: inout [Action]) {
+        var step = Step(into: &actions)
+        defer { swap(&step.actions, &actions) }
         switch event {
         case .start(let checkURL):
             // Every path hears the settings, watched or not; one AddressFamily does not watch sends nothing.
@@ -369,19 +378,30 @@ public struct TargetCore {
                 if let family = timer.family { feed(family, .timeout, now: now, &step) }
             }
         }
-        return finish(&step, now: now)
+        finish(&step, now: now)
     }
 
     /// A Check wants a fresh verdict: every watched family with something to probe probes (see
     /// `PathCore.check`); the verdict is ready once each has its own. False when none can probe.
     public mutating func check(now: Instant) -> (probing: Bool, actions: [Action]) {
-        var step = Step()
+        var actions: [Action] = []
+        let probing = check(now: now, into: &actions)
+        return (probing, actions)
+    }
+
+    /// The same, the actions written into `actions` (emptied first).
+    public mutating func check(now: Instant, into actions: inout [Action]) -> Bool {
+        var step = Step(into: &actions)
+        defer { swap(&step.actions, &actions) }
+        var pathActions = takePathActions()
         for family in watchedFamilies {
-            let (probing, actions) = change(family) { $0.check(now: now) }
+            let probing = change(family) { $0.check(now: now, into: &pathActions) }
             if probing { checkWaiting.insert(family) }
-            take(family, actions, now: now, &step)
+            take(family, pathActions, now: now, &step)
         }
-        return (!checkWaiting.isEmpty, finish(&step, now: now))
+        swap(&pathActions, &self.pathActions)
+        finish(&step, now: now)
+        return !checkWaiting.isEmpty
     }
 
     // MARK: Internals
@@ -391,11 +411,28 @@ public struct TargetCore {
         var actions: [Action] = []
         var publish = false
         var verdict = false
+
+        /// A step writing into `actions`' storage (emptied), which it holds until it is swapped back.
+        init(into actions: inout [Action]) {
+            actions.removeAll(keepingCapacity: true)
+            swap(&self.actions, &actions)
+        }
+    }
+
+    /// A path's actions during one event, in storage kept from event to event (taken while in use).
+    private var pathActions: [PathCore.Action] = []
+
+    private mutating func takePathActions() -> [PathCore.Action] {
+        var taken: [PathCore.Action] = []
+        swap(&taken, &pathActions)
+        return taken
     }
 
     private mutating func feed(_ family: IPFamily, _ event: PathCore.Event, now: Instant, _ step: inout Step) {
-        let actions = change(family) { $0.handle(event, now: now) }
+        var actions = takePathActions()
+        change(family) { $0.handle(event, now: now, into: &actions) }
         take(family, actions, now: now, &step)
+        swap(&actions, &pathActions)
     }
 
     /// A path's actions, tagged with its family; lookups become the target's one lookup, and a family
@@ -441,7 +478,7 @@ public struct TargetCore {
     }
 
     /// The pace across families, then the publish and the verdict, last.
-    private mutating func finish(_ step: inout Step, now: Instant) -> [Action] {
+    private mutating func finish(_ step: inout Step, now: Instant) {
         followNat64(now: now, &step)
         pace(now: now, &step)
         // A family that has nothing left to probe gives no verdict of its own: the Check waits for the others only.
@@ -459,7 +496,6 @@ public struct TargetCore {
         if step.publish { step.actions.append(.publish) }
         if step.verdict && checkWaiting.isEmpty { step.actions.append(.verdictReady) }
         nextWakeup = earliestDeadline
-        return step.actions
     }
 
     /// INTERFACE.md "Cheap when both work": while every watched family is `full`, the others than the

@@ -113,19 +113,28 @@ public final class TargetDriver {
     /// Hands `event` to the core (after whatever is being carried out now).
     public func handle(_ event: TargetCore.Event) {
         if driving { return queue.append(.event(event)) }
-        drive(storage.pointee.handle(event, now: world.now))
+        storage.pointee.handle(event, now: world.now, into: &actions)
+        drive()
     }
 
     /// A Check wants a fresh verdict: false when there is nothing to probe (see `TargetCore.check`).
     public func check() -> Bool {
-        let (probing, actions) = storage.pointee.check(now: world.now)
-        if driving { queue.append(.actions(actions)) } else { drive(actions) }
+        guard !driving else {
+            // `actions` is being carried out: these wait in an array of their own.
+            let (probing, actions) = storage.pointee.check(now: world.now)
+            queue.append(.actions(actions))
+            return probing
+        }
+        let probing = storage.pointee.check(now: world.now, into: &actions)
+        drive()
         return probing
     }
 
+    /// The core's actions for the step being carried out, in storage kept from step to step.
+    private var actions: [TargetCore.Action] = []
 
     /// Carries out `actions`, then what they queued, in order; then the wake-up the core wants.
-    private func drive(_ actions: [TargetCore.Action]) {
+    private func drive() {
         driving = true
         defer { driving = false }
         carryOut(actions)
@@ -133,8 +142,11 @@ public final class TargetDriver {
             let work = queue[head]
             head += 1
             switch work {
-            case .event(let event): carryOut(storage.pointee.handle(event, now: world.now))
-            case .actions(let actions): carryOut(actions)
+            case .event(let event):
+                storage.pointee.handle(event, now: world.now, into: &actions)
+                carryOut(actions)
+            case .actions(let queued):
+                carryOut(queued)
             }
         }
         if head > 0 {
@@ -184,7 +196,7 @@ public final class TargetDriver {
             case .probeBeyond(let family, let host, let gateway, let hops, let generation):
                 world.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)
             case .publish:
-                world.publish { [unowned self] state in Self.update(&storage.pointee, &state) }
+                world.publish { [storage] state in Self.update(&storage.pointee, &state) }
             case .verdictReady:
                 world.verdictReady()
             }

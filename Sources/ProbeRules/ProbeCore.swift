@@ -70,6 +70,12 @@ public struct ProbeCore: Sendable {
         return outputs
     }
 
+    /// The same, moved into `buffer` (emptied first): each array's storage stays in use, step after step.
+    public mutating func takeOutputs(into buffer: inout [Output]) {
+        buffer.removeAll(keepingCapacity: true)
+        swap(&buffer, &outputs)
+    }
+
     /// When `handleTimeout` is due next; nil when nothing is scheduled. Kept up to date by
     /// every event (a stored value: drivers read it after each one).
     public private(set) var nextWakeup: Instant?
