@@ -2,8 +2,8 @@
 /// the interface a link-local address belongs to (`fe80::1%eth0`), without which it
 /// cannot be sent to nor routed. Pure: reading addresses from text and sockets is NetCore's.
 public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
-    case v4([UInt8])
-    case v6([UInt8], zone: Zone = .none)
+    case v4(AddressBytes)
+    case v6(AddressBytes, zone: Zone = .none)
 
     /// An IPv6 address's interface: its index is what the kernel reads; the name, when
     /// known, is only what the address shows.
@@ -25,13 +25,13 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// From raw bytes: 4 make IPv4, 16 make IPv6, anything else nil.
     public init?(bytes: some Collection<UInt8>) {
         switch bytes.count {
-        case 4: self = .v4(Array(bytes))
-        case 16: self = .v6(Array(bytes))
+        case 4: self = .v4(AddressBytes(bytes))
+        case 16: self = .v6(AddressBytes(bytes))
         default: return nil
         }
     }
 
-    public var bytes: [UInt8] {
+    public var bytes: AddressBytes {
         switch self {
         case .v4(let b), .v6(let b, _): b
         }
@@ -98,12 +98,12 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     public var unmapped: IPAddress {
         let b = bytes
         guard case .v6 = self, b.count == 16, b[0..<10].allSatisfy({ $0 == 0 }), b[10] == 0xFF, b[11] == 0xFF else { return self }
-        return .v4(Array(b[12..<16]))
+        return .v4(AddressBytes(b[12..<16]))
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    private static func dotted(_ b: ArraySlice<UInt8>) -> String {
+    private static func dotted(_ b: some Collection<UInt8>) -> String {
         String(unsafeUninitializedCapacity: 15) { buffer in
             var at = 0
             for (i, byte) in b.enumerated() {
@@ -120,7 +120,7 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// Eight groups in lower-case hex without leading zeros; the longest run of two or more
     /// zero groups (the first of equals) as `::`; the last 32 bits dotted after `::` alone
     /// (IPv4-compatible) or `::ffff:` (IPv4-mapped), as glibc writes them.
-    private static func colonHex(_ b: [UInt8]) -> String {
+    private static func colonHex(_ b: AddressBytes) -> String {
         let groups = (0..<8).map { UInt16(b[2 * $0]) << 8 | UInt16(b[2 * $0 + 1]) }
         var best = (start: -1, length: 0)
         var run = (start: -1, length: 0)

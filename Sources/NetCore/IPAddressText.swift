@@ -7,7 +7,7 @@ extension IPAddress {
     public init?(_ text: String) {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
-            self = withUnsafeBytes(of: &v4) { .v4(Array($0)) }
+            self = withUnsafeBytes(of: &v4) { .v4(AddressBytes($0)) }
             return
         }
         let parts = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
@@ -20,7 +20,7 @@ extension IPAddress {
             guard index != 0 else { return nil }
             zone = UInt32(name) == nil ? Zone(index: index, name: name) : Self.zone(index)
         }
-        self = withUnsafeBytes(of: &v6) { .v6(Array($0), zone: zone) }
+        self = withUnsafeBytes(of: &v6) { .v6(AddressBytes($0), zone: zone) }
     }
 
     /// An IPv4 address in any form inet_aton(3) reads (`0x7f000001`, `127.1`, `0177.0.0.1`),
@@ -28,7 +28,7 @@ extension IPAddress {
     public init?(lenientIPv4 text: String) {
         var address = in_addr()
         guard !text.isEmpty, text.utf8.count <= 64, inet_aton(text, &address) != 0 else { return nil }
-        self = withUnsafeBytes(of: &address) { .v4(Array($0)) }
+        self = withUnsafeBytes(of: &address) { .v4(AddressBytes($0)) }
     }
 
     /// The same address with its zone's interface named, as it will show (a system call: not per packet).

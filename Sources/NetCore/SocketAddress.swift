@@ -31,10 +31,10 @@ extension IPAddress {
         let family = Int32(pointer.loadUnaligned(as: sa_family_t.self))
         if family == AF_INET, length >= MemoryLayout<sockaddr_in>.size {
             let address = pointer.loadUnaligned(as: sockaddr_in.self)
-            self = withUnsafeBytes(of: address.sin_addr) { .v4(Array($0)) }
+            self = withUnsafeBytes(of: address.sin_addr) { .v4(AddressBytes($0)) }
         } else if family == AF_INET6, length >= MemoryLayout<sockaddr_in6>.size {
             let address = pointer.loadUnaligned(as: sockaddr_in6.self)
-            self = withUnsafeBytes(of: address.sin6_addr) { .v6(Array($0), zone: IPAddress.Zone(index: address.sin6_scope_id)) }
+            self = withUnsafeBytes(of: address.sin6_addr) { .v6(AddressBytes($0), zone: IPAddress.Zone(index: address.sin6_scope_id)) }
         } else {
             return nil
         }

@@ -186,7 +186,7 @@ public final class ProbeTransport: ProbeTransporting {
             guard source == target, !raw || identifier == self.identifier else { return onInput(.foreign) }
             onInput(.reply(sequence: sequence, token: token, via: .icmp))
         case .error(let failure, let identifier, let sequence, let token, let destination):
-            guard destination == target.bytes, !raw || identifier == self.identifier else { return onInput(.foreign) }
+            guard destination.elementsEqual(target.bytes), !raw || identifier == self.identifier else { return onInput(.foreign) }
             onInput(.error(sequence: sequence, token: token, failure, from: source?.description))
         case .ignored:
             onInput(.foreign)

@@ -24,7 +24,7 @@ public enum NetlinkRequest {
         var body = rtmsg()
         body.rtm_family = UInt8(destination.family)
         body.rtm_dst_len = destination.bitLength
-        var attributes = [(UInt16(RTA_DST.rawValue), destination.bytes)]
+        var attributes = [(UInt16(RTA_DST.rawValue), Array(destination.bytes))]
         if destination.zone != 0 {
             attributes.append((UInt16(RTA_OIF.rawValue), withUnsafeBytes(of: destination.zone) { Array($0) }))
         }
@@ -51,7 +51,7 @@ public enum NetlinkRequest {
         body.rtm_type = UInt8(RTN_UNICAST)
         let flags = add ? NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL : NLM_F_REQUEST | NLM_F_ACK
         return message(type: Int32(add ? RTM_NEWROUTE : RTM_DELROUTE), flags: flags, sequence: sequence, body: body,
-                       attributes: [(UInt16(RTA_GATEWAY.rawValue), gateway.bytes)])
+                       attributes: [(UInt16(RTA_GATEWAY.rawValue), Array(gateway.bytes))])
     }
 
     /// Attributes as rtattr headers and values, each padded to RTA_ALIGNTO.

@@ -42,7 +42,7 @@ public enum NeighborDump {
                 // struct ndmsg: family, pads, index (32), state (16), flags, type; then the attributes.
                 guard type == newNeighbor, data.count >= 12,
                       data.loadUnaligned(fromByteOffset: 4, as: Int32.self) == interfaceIndex,
-                      let entry = entry(UnsafeRawBufferPointer(rebasing: data[12...])), entry.destination == address.bytes else { return }
+                      let entry = entry(UnsafeRawBufferPointer(rebasing: data[12...])), entry.destination?.elementsEqual(address.bytes) == true else { return }
                 let state = data.loadUnaligned(fromByteOffset: 8, as: UInt16.self)
                 if state & (incomplete | failed) == 0, let link = entry.link, link.count == 6, link != [0, 0, 0, 0, 0, 0] { found = link }
             }

@@ -80,7 +80,7 @@ public enum RouterOption: Equatable, Sendable {
         let length = lengths[code]
         // Bits past the prefix length are ignored (RFC 8781: the receiver clears them).
         for bit in Int(length)..<96 { prefix[bit / 8] &= ~(UInt8(0x80) >> UInt8(bit % 8)) }
-        return .success(.pref64(Nat64Prefix(prefix: .v6(prefix), length: length), lifetimeSeconds: lifetime))
+        return .success(.pref64(Nat64Prefix(prefix: .v6(AddressBytes(prefix)), length: length), lifetimeSeconds: lifetime))
     }
 }
 
@@ -117,7 +117,7 @@ public struct Nat64Prefix: Hashable, Sendable, CustomStringConvertible {
     /// The IPv4 address `address` carries under this prefix, if it is under it.
     public func extract(_ address: IPAddress) -> IPAddress? {
         guard case .v6(let bytes, _) = address, case .v6(let own, _) = prefix, Self.validLengths.contains(length),
-              bytes[0 ..< Int(length) / 8] == own[0 ..< Int(length) / 8] else { return nil }
+              bytes.prefix(Int(length) / 8).elementsEqual(own.prefix(Int(length) / 8)) else { return nil }
         var v4: [UInt8] = []
         var position = Int(length) / 8
         while v4.count < 4 {
@@ -125,7 +125,7 @@ public struct Nat64Prefix: Hashable, Sendable, CustomStringConvertible {
             v4.append(bytes[position])
             position += 1
         }
-        return .v4(v4)
+        return .v4(AddressBytes(v4))
     }
 
     /// RFC 7050: the prefix an AAAA answer for `ipv4only.arpa` reveals, the longest length first
@@ -137,7 +137,7 @@ public struct Nat64Prefix: Hashable, Sendable, CustomStringConvertible {
             for length in validLengths.reversed() {
                 var prefix = [UInt8](repeating: 0, count: 16)
                 for index in 0 ..< Int(length) / 8 { prefix[index] = bytes[index] }
-                let candidate = Nat64Prefix(prefix: .v6(prefix), length: length)
+                let candidate = Nat64Prefix(prefix: .v6(AddressBytes(prefix)), length: length)
                 if let carried = candidate.extract(answer), wellKnown.contains(carried) { return candidate }
             }
         }

@@ -56,7 +56,7 @@ public final class DualStackRun: TargetWorld {
     }
 
     /// The prefix the router advertises (RFC 8781 style), through which IPv4 is reached when it has no route.
-    public static let prefix = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
+    public static let prefix = Nat64Prefix(prefix: .v6(AddressBytes([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10))), length: 96)
 
     public private(set) var now = Instant.origin
     public var routedFamilies: IPFamilies? { IPFamilies(IPFamily.allCases.filter { routed[$0] == true }) }

@@ -9,7 +9,7 @@ final class IPAddressTests: XCTestCase {
     func testTextFormIsInetNtops() {
         var random = SystemRandomNumberGenerator()
         var cases: [IPAddress] = [.v4([0, 0, 0, 0]), .v4([255, 255, 255, 255]), .v4([198, 18, 0, 1]),
-                                  .v6([UInt8](repeating: 0, count: 16)), .v6([UInt8](repeating: 0xFF, count: 16))]
+                                  .v6(AddressBytes(repeating: 0, count: 16)), .v6(AddressBytes(repeating: 0xFF, count: 16))]
         for _ in 0..<200_000 {
             var bytes = [UInt8](repeating: 0, count: 16)
             for group in 0..<8 where Int.random(in: 0..<3, using: &random) == 0 {
@@ -21,8 +21,8 @@ final class IPAddressTests: XCTestCase {
             case 1: bytes.replaceSubrange(0..<12, with: [UInt8](repeating: 0, count: 12))
             default: break
             }
-            cases.append(.v6(bytes))
-            cases.append(.v4(Array(bytes[12..<16])))
+            cases.append(.v6(AddressBytes(bytes)))
+            cases.append(.v4(AddressBytes(bytes[12..<16])))
         }
         for address in cases {
             XCTAssertEqual(address.description, inetNtop(address), "\(address.bytes)")
@@ -39,7 +39,7 @@ final class IPAddressTests: XCTestCase {
 
     private func inetNtop(_ address: IPAddress) -> String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let ok = address.bytes.withUnsafeBytes { inet_ntop(address.family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
+        let ok = Array(address.bytes).withUnsafeBytes { inet_ntop(address.family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
         guard ok != nil else { return "inet_ntop failed" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }

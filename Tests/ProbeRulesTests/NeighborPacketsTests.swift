@@ -14,11 +14,11 @@ final class NeighborPacketsTests: XCTestCase {
         XCTAssertEqual(request.count, 28)
         XCTAssertEqual(Array(request[0..<8]), [0, 1, 8, 0, 6, 4, 0, 1])
         XCTAssertEqual(Array(request[8..<14]), ours)
-        XCTAssertEqual(Array(request[14..<18]), source.bytes)
+        XCTAssertEqual(Array(request[14..<18]), Array(source.bytes))
         XCTAssertEqual(Array(request[18..<24]), theirs)
-        XCTAssertEqual(Array(request[24..<28]), gateway.bytes)
+        XCTAssertEqual(Array(request[24..<28]), Array(gateway.bytes))
         XCTAssertNil(NeighborPackets.arpRequest(senderHardware: [1, 2], sender: source, targetHardware: theirs, target: gateway))
-        XCTAssertNil(NeighborPackets.arpRequest(senderHardware: ours, sender: source, targetHardware: theirs, target: .v6(Array(repeating: 0, count: 16))))
+        XCTAssertNil(NeighborPackets.arpRequest(senderHardware: ours, sender: source, targetHardware: theirs, target: .v6(AddressBytes(Array(repeating: 0, count: 16)))))
     }
 
     func reply(from sender: IPAddress, op: UInt8 = 2) -> [UInt8] {
@@ -40,7 +40,7 @@ final class NeighborPacketsTests: XCTestCase {
         let v6 = IPAddress.v6([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])
         let solicitation = try XCTUnwrap(NeighborPackets.solicitation(target: v6, sourceHardware: ours))
         XCTAssertEqual(solicitation[0], 135)
-        XCTAssertEqual(Array(solicitation[8..<24]), v6.bytes)
+        XCTAssertEqual(Array(solicitation[8..<24]), Array(v6.bytes))
         XCTAssertEqual(Array(solicitation[24...]), [1, 1] + ours, "our link-layer address as an option")
         XCTAssertEqual(try XCTUnwrap(NeighborPackets.solicitation(target: v6, sourceHardware: nil)).count, 24)
         let advertisement: [UInt8] = [136, 0, 0, 0, 0x60, 0, 0, 0] + v6.bytes + [2, 1] + theirs

@@ -51,25 +51,25 @@ final class NeighborDumpTests: XCTestCase {
     }
 
     func testOnlyTheGatewaysEntryOnItsInterfaceCounts() {
-        let dump = message(destination: [198, 18, 0, 7], link: [2, 0, 0, 0, 0, 7]) + message(index: 4, destination: gateway.bytes, link: [9, 9, 9, 9, 9, 9])
-            + message(destination: gateway.bytes, link: mac) + doneMessage
+        let dump = message(destination: [198, 18, 0, 7], link: [2, 0, 0, 0, 0, 7]) + message(index: 4, destination: Array(gateway.bytes), link: [9, 9, 9, 9, 9, 9])
+            + message(destination: Array(gateway.bytes), link: mac) + doneMessage
         let (found, ended) = NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: dump)
         XCTAssertEqual(found, mac)
         XCTAssertTrue(ended)
-        let partial = NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(destination: gateway.bytes, link: mac))
+        let partial = NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(destination: Array(gateway.bytes), link: mac))
         XCTAssertEqual(partial.address, mac)
         XCTAssertFalse(partial.ended, "more parts may follow")
     }
 
     func testAnEntryBeingResolvedOrFailedOrWithoutAddressGivesNone() {
-        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(state: 0x01, destination: gateway.bytes, link: mac)).address)
-        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(state: 0x20, destination: gateway.bytes, link: mac)).address)
-        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(destination: gateway.bytes, link: nil)).address)
-        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(destination: gateway.bytes, link: [1, 2])).address)
+        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(state: 0x01, destination: Array(gateway.bytes), link: mac)).address)
+        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(state: 0x20, destination: Array(gateway.bytes), link: mac)).address)
+        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(destination: Array(gateway.bytes), link: nil)).address)
+        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(destination: Array(gateway.bytes), link: [1, 2])).address)
     }
 
     func testTruncatedOrLyingLengthsAreNeverReadPast() {
-        let whole = message(destination: gateway.bytes, link: mac)
+        let whole = message(destination: Array(gateway.bytes), link: mac)
         for cut in 0..<whole.count {
             _ = NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: Array(whole.prefix(cut)))
         }

@@ -55,19 +55,19 @@ final class RouterOptionTests: XCTestCase {
         for (length, expected) in examples {
             var own = bytes
             for index in Int(length) / 8 ..< 16 { own[index] = 0 }
-            let prefix = Nat64Prefix(prefix: .v6(own), length: length)
+            let prefix = Nat64Prefix(prefix: .v6(AddressBytes(own)), length: length)
             let synthesized = try XCTUnwrap(prefix.synthesize(v4))
             XCTAssertEqual(synthesized, IPAddress(expected), "/\(length): \(synthesized)")
             XCTAssertEqual(prefix.extract(synthesized), v4, "/\(length)")
         }
-        XCTAssertNil(Self.prefix96.synthesize(.v6([UInt8](repeating: 1, count: 16))), "only IPv4 is synthesized")
+        XCTAssertNil(Self.prefix96.synthesize(.v6(AddressBytes(repeating: 1, count: 16))), "only IPv4 is synthesized")
     }
 
     /// RFC 7050: the prefix is what precedes 192.0.0.170 or .171 in ipv4only.arpa's AAAA answer.
     func testDiscoveryFromIpv4onlyArpa() {
         let answer = Self.prefix96.synthesize(.v4([192, 0, 0, 170]))!
         XCTAssertEqual(Nat64Prefix.discovered(in: [answer]), Self.prefix96)
-        XCTAssertNil(Nat64Prefix.discovered(in: [.v6([0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 12))]))
+        XCTAssertNil(Nat64Prefix.discovered(in: [.v6(AddressBytes([0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 12)))]))
         XCTAssertNil(Nat64Prefix.discovered(in: [.v4([192, 0, 0, 170])]))
     }
 }

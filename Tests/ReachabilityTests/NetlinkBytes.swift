@@ -40,8 +40,8 @@ enum NetlinkBytes {
         body.ifa_index = UInt32(index)
         body.ifa_flags = UInt8(truncatingIfNeeded: flags)
         return NetlinkRequest.message(type: Int32(delete ? RTM_DELADDR : RTM_NEWADDR), flags: 0, sequence: 0, body: body,
-                                      attributes: [attribute(Int32(IFA_LOCAL), address.bytes),
-                                                   attribute(Int32(IFA_ADDRESS), address.bytes),
+                                      attributes: [attribute(Int32(IFA_LOCAL), Array(address.bytes)),
+                                                   attribute(Int32(IFA_ADDRESS), Array(address.bytes)),
                                                    attribute(Int32(IFA_FLAGS), u32(flags))])
     }
 
@@ -54,10 +54,10 @@ enum NetlinkBytes {
         body.rtm_table = UInt8(truncatingIfNeeded: table)
         body.rtm_type = UInt8(RTN_UNICAST)
         var attributes: [(UInt16, [UInt8])] = [attribute(Int32(RTA_TABLE.rawValue), u32(table))]
-        if let destination { attributes.append(attribute(Int32(RTA_DST.rawValue), IPAddress(destination)!.bytes)) }
+        if let destination { attributes.append(attribute(Int32(RTA_DST.rawValue), Array(IPAddress(destination)!.bytes))) }
         if let oif { attributes.append(attribute(Int32(RTA_OIF.rawValue), u32(oif))) }
-        if let gateway { attributes.append(attribute(Int32(RTA_GATEWAY.rawValue), IPAddress(gateway)!.bytes)) }
-        if let source { attributes.append(attribute(Int32(RTA_PREFSRC.rawValue), IPAddress(source)!.bytes)) }
+        if let gateway { attributes.append(attribute(Int32(RTA_GATEWAY.rawValue), Array(IPAddress(gateway)!.bytes))) }
+        if let source { attributes.append(attribute(Int32(RTA_PREFSRC.rawValue), Array(IPAddress(source)!.bytes))) }
         return NetlinkRequest.message(type: Int32(delete ? RTM_DELROUTE : RTM_NEWROUTE), flags: 0, sequence: sequence,
                                       body: body, attributes: attributes)
     }
