@@ -126,12 +126,13 @@ public struct MonitorCore: TimerTable {
     /// Status, Interface, Address, Reason, RoundTripTime and PacketLoss from what is known.
     public func state(previous: MonitorState) -> MonitorState {
         var state = previous
-        update(&state)
+        var core = self
+        core.update(&state)
         return state
     }
 
-    /// The same, written over the state last published.
-    public func update(_ state: inout MonitorState) {
+    /// The same, written over the state last published (`mutating` only to run in place: see `TargetCore.update`).
+    public mutating func update(_ state: inout MonitorState) {
         let dns = resolverBroken ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : nil
         StatusRules.update(&state, host: host, resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
                            beyond: beyond(resolverProblem: dns), text: text)

@@ -114,12 +114,13 @@ public struct PathCore {
     /// Status, Interface, Address, Reason, RoundTripTime, PacketLoss and the rest from what is known.
     public func state(previous: MonitorState) -> MonitorState {
         var state = previous
-        update(&state)
+        var core = self
+        core.update(&state)
         return state
     }
 
-    /// The same, written over the state last published.
-    @inline(__always) public func update(_ state: inout MonitorState) {
+    /// The same, written over the state last published (`mutating` only to run in place: see `TargetCore.update`).
+    @inline(__always) public mutating func update(_ state: inout MonitorState) {
         monitor.update(&state)
         state.traffic = trafficWatch.traffic
         let hop = diagnosis.nextHop

@@ -195,16 +195,20 @@ public struct TargetCore {
     /// The headline and every family's verdict from what the paths know.
     public func state(previous: MonitorState) -> MonitorState {
         var state = previous
-        update(&state)
+        var core = self
+        core.update(&state)
         return state
     }
 
     /// The same, written over the state last published. Each watched family's state is the path's
     /// over the last one (in place, and over one copy for IPv6 when both are watched: this runs at
-    /// every publication); the headline family's becomes the state. Nothing here hands `self` to a
-    /// call that is not inlined: the driver runs this on its core in place, and such a call would be
-    /// handed a copy of the whole core.
-    @inline(__always) public func update(_ state: inout MonitorState) {
+    /// every publication); the headline family's becomes the state.
+    ///
+    /// It changes nothing of the core, yet is `mutating`, as `PathCore.update` and `MonitorCore.update`
+    /// are: a call that is not then runs on a copy of the core or path it is called on (a struct held in
+    /// another's storage is copied to be lent), and this runs at every publication. Nothing here hands
+    /// `self` to a call that is not inlined, for the same reason.
+    @inline(__always) public mutating func update(_ state: inout MonitorState) {
         let watchesV4 = watches(.v4)
         let watchesV6 = watches(.v6)
         let family4: FamilyState
