@@ -348,7 +348,12 @@ public struct TargetCore {
             }
             for family in watchedFamilies {
                 let own = result.map { $0.filter { $0.ipFamily == family } }
-                feed(family, .resolved(generation: self[path: family].monitor.generation, own, routedFamilies: routedFamilies), now: now, &step)
+                // Each path read where it is stored (a subscript's value is a copy of the path).
+                let pathGeneration = switch family {
+                case .v4: ipv4.monitor.generation
+                case .v6: ipv6.monitor.generation
+                }
+                feed(family, .resolved(generation: pathGeneration, own, routedFamilies: routedFamilies), now: now, &step)
             }
         case .route(let family, let verdict):
             routedFamilies = verdict.routedFamilies
