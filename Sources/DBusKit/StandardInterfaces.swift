@@ -122,7 +122,7 @@ enum StandardInterfaces {
         ])
     }
 
-    /// The interfaces an interface-name argument selects: "" means all of them.
+    /// The interface an interface-name argument names; UnknownInterface when none has that name.
     private static func named(_ interfaces: [DBusInterface], _ name: UnsafePointer<CChar>) throws(DBusError) -> DBusInterface {
         guard let match = interfaces.first(where: { $0.name.equals(name) }) else {
             throw .unknownInterface("No such interface '\(quotedName(name))'")

@@ -91,8 +91,9 @@ public struct TargetCore {
         }
     }
 
-    /// `body` on `family`'s path in place.
-    private func read<R>(_ family: IPFamily, _ body: (PathCore) -> R) -> R {
+    /// `body` on `family`'s path in place (always inlined: the callers are mutating methods, and a call
+    /// that is not inlined would be handed a copy of the core).
+    @inline(__always) private func read<R>(_ family: IPFamily, _ body: (PathCore) -> R) -> R {
         switch family {
         case .v4: body(ipv4)
         case .v6: body(ipv6)
@@ -348,12 +349,8 @@ public struct TargetCore {
             }
             for family in watchedFamilies {
                 let own = result.map { $0.filter { $0.ipFamily == family } }
-                // Each path read where it is stored (a subscript's value is a copy of the path).
-                let pathGeneration = switch family {
-                case .v4: ipv4.monitor.generation
-                case .v6: ipv6.monitor.generation
-                }
-                feed(family, .resolved(generation: pathGeneration, own, routedFamilies: routedFamilies), now: now, &step)
+                feed(family, .resolved(generation: read(family) { $0.monitor.generation }, own, routedFamilies: routedFamilies),
+                     now: now, &step)
             }
         case .route(let family, let verdict):
             routedFamilies = verdict.routedFamilies
@@ -492,12 +489,7 @@ public struct TargetCore {
         pace(now: now, &step)
         // A family that has nothing left to probe gives no verdict of its own: the Check waits for the others only.
         for family in checkWaiting {
-            // Each path read where it is stored (a path chosen by an expression is a copy of it).
-            let awaiting = switch family {
-            case .v4: ipv4.probe.awaitingVerdict
-            case .v6: ipv6.probe.awaitingVerdict
-            }
-            if watches(family) && awaiting { continue }
+            if watches(family) && read(family, { $0.probe.awaitingVerdict }) { continue }
             checkWaiting.remove(family)
             step.verdict = true
         }

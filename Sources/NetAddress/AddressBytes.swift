@@ -12,8 +12,6 @@ public struct AddressBytes: RandomAccessCollection, MutableCollection, RangeRepl
     /// The first 16 bytes of `bytes` (an address never has more).
     public init(_ bytes: some Sequence<UInt8>) {
         var count = 0
-        high = 0
-        low = 0
         for byte in bytes.prefix(Self.capacity) {
             if count < 8 {
                 high |= UInt64(byte) << (56 - 8 * UInt64(count))

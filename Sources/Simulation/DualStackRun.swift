@@ -59,7 +59,7 @@ public final class DualStackRun: TargetWorld {
     public static let prefix = Nat64Prefix(prefix: .v6(AddressBytes([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10))), length: 96)
 
     public private(set) var now = Instant.origin
-    public var routedFamilies: IPFamilies? { IPFamilies(IPFamily.allCases.filter { routed[$0] == true }) }
+    public var routedFamilies: IPFamilies? { IPFamilies.all.filter { routed[$0] == true } }
     public private(set) var figures = Figures()
     public private(set) var state = MonitorState()
     private let order: [IPFamily]
