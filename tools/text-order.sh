@@ -88,4 +88,14 @@ with open(profile) as f:
 for name, _ in sorted(costs.items(), key=lambda item: -item[1]):
     print(name)
 PY
-echo "text-order: $(wc -l <"$out") functions in ${out#$root/}"
+# The linker moves input sections, not functions. Public functions have a section each, but an object's
+# private functions share its one .text (1.6 MB for the static Swift runtime's Swift.o): such a name, listed
+# early, would pull that whole section in front of the rest. So the functions with a section of their own
+# come first, most-run first, and the others after them.
+objects=$(dirname "$daemon")
+static=$(dirname "$(readlink -f "$(command -v swift)")")/../lib/swift_static/linux
+readelf -SW "$objects"/*.build/*.o "$static"/*.a 2>/dev/null | grep -o ' \.text\.[^ ]*' | sed 's/^ \.text\.//' | sort -u >"$work/own"
+awk 'NR == FNR { own[$0] = 1; next } ($0 in own) { print; next } { rest[++n] = $0 } END { for (i = 1; i <= n; i++) print rest[i] }' \
+    "$work/own" "$out" >"$work/order"
+cp "$work/order" "$out"
+echo "text-order: $(wc -l <"$out") functions in ${out#$root/}, $(grep -cxFf "$work/own" "$out") in sections of their own first"
