@@ -8,7 +8,8 @@
 #   tools/text-order.sh PATH/TO/release/netobserverd
 # Under callgrind, on a private bus, in a network namespace with only loopback, probing 127.0.0.1: the
 # counts are cleared after start-up, so only what the steady state runs (probes, verdicts, history
-# writes, traffic samples, the end-of-turn work) is listed, most-run first.
+# writes, traffic samples, the end-of-turn work) is listed, most-run first; then what answering clients
+# adds (Get, GetAll, Set and the signals it sends, a script's or a status bar's calls), most-run first.
 set -euo pipefail
 daemon=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,45 +49,60 @@ daemon_pid=$!
 sleep "$warm"
 callgrind_control -z "$daemon_pid" >/dev/null 2>&1
 sleep "$steady"
+callgrind_control -d "$daemon_pid" >/dev/null 2>&1
+for i in $(seq "${CALLS:-300}"); do
+    for call in "Get ss org.netobserver.Monitor Status" "GetAll s org.netobserver.Monitor" \
+                "Set ssv org.netobserver.Monitor Interval u $((1000 + i % 2))"; do
+        # shellcheck disable=SC2086
+        busctl --address="unix:path=$work/bus" call org.netobserver.Monitor /org/netobserver/Monitor \
+            org.freedesktop.DBus.Properties $call >/dev/null
+    done
+done
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" 2>/dev/null || true
 daemon_pid=""
 
 # Every function of the binary with instructions counted since the reset, most-run first.
-python3 - "$work/profile" "$work/netobserverd" >"$out" <<'PY'
+python3 - "$work/profile.1" "$work/profile" >"$out" <<'PY'
 import re, sys
-profile, binary = sys.argv[1], sys.argv[2]
-names, objects = {}, {}
-costs = {}
-current = None
-ob = None
-with open(profile) as f:
+
+def costs(profile):
+    """Each function of the binary with the instructions it ran itself in this part of the profile."""
+    names, objects, costs = {}, {}, {}
+    current = ob = None
     calls = False
-    for line in f:
-        line = line.rstrip('\n')
-        m = re.match(r'^(c?)(fn|ob)=\((\d+)\)(?: (.*))?$', line)
-        if m:
-            called, kind, number, name = m.groups()
-            table = names if kind == 'fn' else objects
-            if name:
-                table[number] = name
-            if not called and kind == 'ob':
-                ob = objects.get(number)
-            if not called and kind == 'fn':
-                current = (ob, names.get(number)) if ob and ob.endswith('/netobserverd') else None
-            continue
-        if line.startswith('calls='):
-            calls = True
-            continue
-        if current and line and (line[0].isdigit() or line[0] in '+-*'):
-            if calls:
-                calls = False  # the cost line after calls= is the callee's, inclusive
+    with open(profile) as f:
+        for line in f:
+            line = line.rstrip('\n')
+            m = re.match(r'^(c?)(fn|ob)=\((\d+)\)(?: (.*))?$', line)
+            if m:
+                called, kind, number, name = m.groups()
+                table = names if kind == 'fn' else objects
+                if name:
+                    table[number] = name
+                if not called and kind == 'ob':
+                    ob = objects.get(number)
+                if not called and kind == 'fn':
+                    current = names.get(number) if ob and ob.endswith('/netobserverd') else None
                 continue
-            parts = line.split()
-            if len(parts) >= 2:
-                costs[current[1]] = costs.get(current[1], 0) + int(parts[1])
-for name, _ in sorted(costs.items(), key=lambda item: -item[1]):
-    print(name)
+            if line.startswith('calls='):
+                calls = True
+                continue
+            if current and line and (line[0].isdigit() or line[0] in '+-*'):
+                if calls:
+                    calls = False  # the cost line after calls= is the callee's, inclusive
+                    continue
+                parts = line.split()
+                if len(parts) >= 2:
+                    costs[current] = costs.get(current, 0) + int(parts[1])
+    return costs
+
+listed = set()
+for profile in sys.argv[1:]:
+    for name, _ in sorted(costs(profile).items(), key=lambda item: -item[1]):
+        if name not in listed:
+            listed.add(name)
+            print(name)
 PY
 # The linker moves input sections, not functions. Public functions have a section each, but an object's
 # private functions share its one .text (1.6 MB for the static Swift runtime's Swift.o): such a name, listed

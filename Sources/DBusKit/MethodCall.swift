@@ -9,7 +9,8 @@ public final class MethodCall {
     /// Our own reference to libdbus's message.
     let raw: OpaquePointer
     private let transport: MessageTransport
-    public private(set) var isAnswered = false
+    // Single loads and stores: no access can overlap another, so the run-time check is left out.
+    @exclusivity(unchecked) public private(set) var isAnswered = false
     /// The largest reply the called method may send (set at dispatch from its declaration).
     var replyLimit = DBusMethod.defaultReplyLimit
 

@@ -26,7 +26,9 @@ public final class ObjectServer {
             self.all = all
         }
     }
-    private var objects: [ExportedObject] = []
+    // Read on every call; each access is one array operation whose closures only compare paths, so none
+    // overlaps another and the run-time check is left out.
+    @exclusivity(unchecked) private var objects: [ExportedObject] = []
     private let peer: DBusInterface
     /// Paths that are an ObjectManager for the objects below them.
     private var managerRoots: [String] = []

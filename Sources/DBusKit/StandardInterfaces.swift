@@ -31,7 +31,8 @@ enum StandardInterfaces {
             /// nil: GetAll's.
             let property: ObjectIdentifier?
         }
-        private var kept: [Key: (version: UInt64, template: Message)] = [:]
+        // One lookup or one store per access, none running our code: no overlap, so no run-time check.
+        @exclusivity(unchecked) private var kept: [Key: (version: UInt64, template: Message)] = [:]
 
         /// Answers `call` with a copy of the reply kept for `key` at `version`, else with `values()`, kept when it
         /// fits a reply; without a version, with `values()` each time.

@@ -17,8 +17,9 @@ public struct IOEvents: OptionSet, Sendable {
 /// (libdbus keeps a read and a write watch on its socket); the loop merges them.
 public final class IOSource {
     public let fd: Int32
-    public internal(set) var interest: IOEvents
-    public internal(set) var isActive = true
+    // Like the loop's own state (MainLoop), read and written only by single loads and stores.
+    @exclusivity(unchecked) public internal(set) var interest: IOEvents
+    @exclusivity(unchecked) public internal(set) var isActive = true
     let handler: (IOEvents) -> Void
 
     init(fd: Int32, interest: IOEvents, handler: @escaping (IOEvents) -> Void) {
@@ -35,11 +36,12 @@ public final class LoopTimer {
     /// How much later than `deadline` it may fire: the loop wakes for it only then, and fires it
     /// sooner when something else wakes the loop after `deadline`.
     public let leeway: Duration
-    public internal(set) var isActive = true
+    // Like the loop's own state (MainLoop), read and written only by single loads and stores.
+    @exclusivity(unchecked) public internal(set) var isActive = true
     /// When it fires next, on MonotonicClock.
-    public internal(set) var deadline: Instant
+    @exclusivity(unchecked) public internal(set) var deadline: Instant
     /// Position in the loop's TimerHeap; -1 when not scheduled.
-    var heapIndex = -1
+    @exclusivity(unchecked) var heapIndex = -1
     let handler: () -> Void
 
     init(deadline: Instant, interval: Duration, repeats: Bool, leeway: Duration = .zero, handler: @escaping () -> Void) {

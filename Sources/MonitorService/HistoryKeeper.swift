@@ -8,7 +8,9 @@ import MonitorRules
 /// corrupt or oversized one set aside with a log line — and written by `HistoryBook`.
 final class HistoryKeeper {
     let file: AtomicFile?
-    private(set) var history: OutageHistory
+    // Every access is one call on the value (pure: it cannot reach back here), so none overlaps another; the
+    // run-time check is left out, as it is read on every Get.
+    @exclusivity(unchecked) private(set) var history: OutageHistory
     /// Once per outage, when it ended (Connectivity back to `full`, or the machine went to sleep).
     var onOutageEnded: ((Outage) -> Void)?
     /// The text last handed to the writer: unchanged text is not written again.

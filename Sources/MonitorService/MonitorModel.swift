@@ -13,7 +13,8 @@ public final class MonitorModel {
     public private(set) var settings: MonitorSettings { didSet { version &+= 1 } }
     public private(set) var state = MonitorState() { didSet { version &+= 1 } }
     /// Changes with every change of settings or state (GetAll answers from its last reply while it stays).
-    public private(set) var version: UInt64 = 0
+    // Read on every Get and GetAll; a single load or increment, so the run-time check is left out.
+    @exclusivity(unchecked) public private(set) var version: UInt64 = 0
 
     /// Called after each change with the changed property names, and whether
     /// StatusChanged is due: Status changed, or Host did (a new target's status starts over).
@@ -29,7 +30,7 @@ public final class MonitorModel {
     }
     /// Changes exactly when TimeInState does (the seconds it adds up to): part of the interface's version,
     /// so Get and GetAll never answer with a TimeInState kept from an earlier second.
-    public var timeInStateTick: () -> UInt64 = { 0 }
+    @exclusivity(unchecked) public var timeInStateTick: () -> UInt64 = { 0 }
     /// The last `count` outages, newest first (GetHistory).
     public var outages: (Int) -> [Outage] = { _ in [] }
     /// Whether an address is one of this machine's, as the kernel last said (CheckURL may not name one).
