@@ -66,13 +66,16 @@ public final class TargetDriver {
     private unowned let world: any TargetWorld
     /// Reads an address written as text (libc's inet_pton, which the rules do not link).
     private let parseAddress: (String) -> IPAddress?
-    private var queue: [Work] = []
-    private var head = 0
-    private var driving = false
+    // The driver's own state is touched by single operations that call out to nobody (a world's answer is
+    // computed before the queue is opened to take it; the core, handed `actions`, reaches nothing outside
+    // itself), so no access to it can overlap another: the run-time exclusivity checks are left out.
+    @exclusivity(unchecked) private var queue: [Work] = []
+    @exclusivity(unchecked) private var head = 0
+    @exclusivity(unchecked) private var driving = false
     /// `.probing` answers queued at the head by the step being carried out.
-    private var probingAhead = 0
+    @exclusivity(unchecked) private var probingAhead = 0
     /// Told each step's actions before they are carried out (for tests that check the core's output rules).
-    public var observeStep: (([TargetCore.Action]) -> Void)?
+    @exclusivity(unchecked) public var observeStep: (([TargetCore.Action]) -> Void)?
 
     private enum Work {
         case event(TargetCore.Event)
@@ -131,7 +134,7 @@ public final class TargetDriver {
     }
 
     /// The core's actions for the step being carried out, in storage kept from step to step.
-    private var actions: [TargetCore.Action] = []
+    @exclusivity(unchecked) private var actions: [TargetCore.Action] = []
 
     /// Carries out `actions`, then what they queued, in order; then the wake-up the core wants.
     private func drive() {
