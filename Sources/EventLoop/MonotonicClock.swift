@@ -1,7 +1,7 @@
 import Glibc
 import Timekeeping
 
-/// CLOCK_MONOTONIC as an Instant; CLOCK_REALTIME and CLOCK_BOOTTIME readings in microseconds.
+/// CLOCK_MONOTONIC as an Instant; CLOCK_BOOTTIME and CLOCK_REALTIME readings; CLOCK_REALTIME in microseconds.
 public enum MonotonicClock {
     /// CLOCK_MONOTONIC now.
     public static func now() -> Instant {
@@ -17,17 +17,24 @@ public enum MonotonicClock {
         return UInt64(ts.tv_sec) &* 1_000_000 &+ UInt64(ts.tv_nsec / 1000)
     }
 
-    /// Microseconds on CLOCK_BOOTTIME: monotonic, and counting time suspended (durations shown to users).
-    public static func bootMicroseconds() -> UInt64 {
+    /// CLOCK_REALTIME now (for when something happened, shown to users).
+    public static func wallTime() -> WallTime {
         var ts = timespec()
-        clock_gettime(CLOCK_BOOTTIME, &ts)
-        return UInt64(ts.tv_sec) &* 1_000_000 &+ UInt64(ts.tv_nsec / 1000)
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return WallTime(sinceEpoch: .nanoseconds(UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)))
     }
 
-    /// How far CLOCK_BOOTTIME is ahead of CLOCK_MONOTONIC, µs: it grows only while the machine sleeps.
-    public static func sleptMicroseconds() -> UInt64 {
-        let boot = bootMicroseconds()
-        let monotonic = now().sinceOrigin.microseconds
-        return boot >= monotonic ? boot - monotonic : 0
+    /// CLOCK_BOOTTIME now: monotonic, and counting time suspended (lengths shown to users).
+    public static func bootTime() -> BootTime {
+        var ts = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &ts)
+        return BootTime(sinceBoot: .nanoseconds(UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)))
+    }
+
+    /// How far CLOCK_BOOTTIME is ahead of CLOCK_MONOTONIC: it grows only while the machine sleeps.
+    public static func slept() -> Duration {
+        let boot = bootTime().sinceBoot
+        let monotonic = now().sinceOrigin
+        return boot > monotonic ? boot - monotonic : .zero
     }
 }

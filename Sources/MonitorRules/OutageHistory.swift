@@ -1,13 +1,15 @@
-/// One outage as `GetHistory` returns it: start (CLOCK_REALTIME µs), duration (µs, time asleep
+import Timekeeping
+
+/// One outage as `GetHistory` returns it (there in microseconds): its start, its duration (time asleep
 /// excluded), Blame (its first published value), the worst Connectivity, and Reason.
 public struct Outage: Equatable, Sendable {
-    public var start: UInt64
-    public var duration: UInt64
+    public var start: WallTime
+    public var duration: Duration
     public var blame: String
     public var worst: Connectivity
     public var reason: String
 
-    public init(start: UInt64, duration: UInt64, blame: String, worst: Connectivity, reason: String) {
+    public init(start: WallTime, duration: Duration, blame: String, worst: Connectivity, reason: String) {
         self.start = start
         self.duration = duration
         self.blame = blame
@@ -17,55 +19,55 @@ public struct Outage: Equatable, Sendable {
 }
 
 /// A target's history (INTERFACE.md "History"), without I/O or clocks of its own: the outages, the
-/// time in each Connectivity value and asleep. Times come in as CLOCK_BOOTTIME µs (`boot`, for
-/// durations, so a suspend nobody announced still shows as the jump it is) and CLOCK_REALTIME µs
+/// time in each Connectivity value and asleep. Times come in as readings of CLOCK_BOOTTIME (`boot`,
+/// for lengths, so a suspend nobody announced still shows as the jump it is) and CLOCK_REALTIME
 /// (`real`, for the start shown). An outage is a period away from `full`, after having been `full`,
 /// that lasts at least `minimumOutage`; sleep closes one, and time asleep is never in one nor in
 /// any Connectivity value.
 public struct OutageHistory: Equatable, Sendable {
     public static let maximumOutages = 1_000
-    public static let maximumAge: UInt64 = 30 * 86_400 * 1_000_000
+    public static let maximumAge = Duration.seconds(30 * 86_400)
     /// The key of time asleep in `TimeInState`.
     public static let asleep = "asleep"
 
     /// Oldest first.
     public private(set) var outages: [Outage] = []
-    /// µs spent in each Connectivity value (raw value) and asleep, up to `since`.
-    public private(set) var spent: [String: UInt64] = [:]
-    /// When the history began (CLOCK_REALTIME µs).
-    public private(set) var began: UInt64
+    /// The time spent in each Connectivity value (raw value) and asleep, up to `since`: whole seconds.
+    public private(set) var spent: [String: Duration] = [:]
+    /// When the history began.
+    public private(set) var began: WallTime
     /// A blip shorter than this is no outage (FailureThreshold probes' worth).
-    public var minimumOutage: UInt64
+    public var minimumOutage: Duration
 
     // What is going on now; not kept in the file.
     private var current: Connectivity = .unknown
-    private var since: UInt64?
-    private var asleepSince: UInt64?
+    private var since: BootTime?
+    private var asleepSince: BootTime?
     /// Connectivity was `full` since the service started or woke, so leaving it is an outage.
     private var armed = false
     private var running: Running?
     /// Time not yet counted in any value, under a second: each value holds whole seconds, and the
     /// fraction passes on to the next, so the values add up to the whole time and none ever shrinks.
-    private var carry: UInt64 = 0
+    private var carry = Duration.zero
     /// The whole seconds in `spent`, kept as they are added (see `secondsCounted`).
     private var countedWhole: UInt64 = 0
 
     private struct Running: Equatable, Sendable {
-        var startReal: UInt64
-        var startBoot: UInt64
-        var asleep: UInt64 = 0
+        var startReal: WallTime
+        var startBoot: BootTime
+        var asleep = Duration.zero
         var blame = ""
         var worst: Connectivity
         var reason: String
     }
 
-    public init(began: UInt64, minimumOutage: UInt64) {
+    public init(began: WallTime, minimumOutage: Duration) {
         self.began = began
         self.minimumOutage = minimumOutage
     }
 
     /// The service started at `boot`: time counts from here (as `unknown` until the first verdict).
-    public mutating func observeStart(boot: UInt64) {
+    public mutating func observeStart(boot: BootTime) {
         current = .unknown
         since = boot
     }
@@ -74,7 +76,7 @@ public struct OutageHistory: Equatable, Sendable {
     public var outageUnderway: Bool { running != nil }
 
     /// The published Connectivity, Blame and Reason at `boot`/`real`; the outage it ended, if any.
-    public mutating func observe(_ connectivity: Connectivity, blame: String, reason: String, boot: UInt64, real: UInt64) -> Outage? {
+    public mutating func observe(_ connectivity: Connectivity, blame: String, reason: String, boot: BootTime, real: WallTime) -> Outage? {
         guard asleepSince == nil else { return nil }
         account(boot: boot)
         current = connectivity
@@ -100,7 +102,7 @@ public struct OutageHistory: Equatable, Sendable {
     }
 
     /// The machine goes to sleep at `boot`: a running outage is closed now (returned when it counts).
-    public mutating func suspend(boot: UInt64) -> Outage? {
+    public mutating func suspend(boot: BootTime) -> Outage? {
         guard asleepSince == nil else { return nil }
         account(boot: boot)
         let ended = end(boot: boot)
@@ -109,21 +111,21 @@ public struct OutageHistory: Equatable, Sendable {
     }
 
     /// The machine woke at `boot`: the time since `suspend` was asleep. A fault still there starts a new outage.
-    public mutating func resume(boot: UInt64, real: UInt64) {
+    public mutating func resume(boot: BootTime, real: WallTime) {
         guard let start = asleepSince else { return }
         asleepSince = nil
-        add(boot >= start ? boot - start : 0, to: Self.asleep)
+        add(boot.duration(since: start), to: Self.asleep)
         since = boot
         if armed, [.none, .limited, .portal].contains(current) {
             running = Running(startReal: real, startBoot: boot, worst: current, reason: "")
         }
     }
 
-    /// A sleep nobody announced: CLOCK_BOOTTIME ran `duration` µs ahead of the monotonic clock up to
+    /// A sleep nobody announced: CLOCK_BOOTTIME ran `duration` ahead of the monotonic clock up to
     /// `boot`. That time moves from the current value (and the running outage) to asleep.
-    public mutating func slept(_ duration: UInt64, boot: UInt64) {
+    public mutating func slept(_ duration: Duration, boot: BootTime) {
         guard asleepSince == nil, let start = since else { return }
-        let elapsed = boot >= start ? boot - start : 0
+        let elapsed = boot.duration(since: start)
         let asleep = min(duration, elapsed)
         add(elapsed - asleep, to: current.rawValue)
         add(asleep, to: Self.asleep)
@@ -135,23 +137,23 @@ public struct OutageHistory: Equatable, Sendable {
     }
 
     /// Seconds in each Connectivity value and asleep, as of `boot` (every key present).
-    public func timeInState(boot: UInt64) -> [(String, UInt64)] {
+    public func timeInState(boot: BootTime) -> [(String, UInt64)] {
         var totals = spent
         if let start = asleepSince ?? since {
-            totals[asleepSince == nil ? current.rawValue : Self.asleep, default: 0] &+= carry &+ (boot >= start ? boot - start : 0)
+            totals[asleepSince == nil ? current.rawValue : Self.asleep, default: .zero] &+= carry &+ boot.duration(since: start)
         }
         let keys = Connectivity.allCases.map(\.rawValue) + [Self.asleep]
-        return keys.map { ($0, (totals[$0] ?? 0) / 1_000_000) }
+        return keys.map { ($0, (totals[$0] ?? .zero).seconds) }
     }
 
     /// The sum of `timeInState(boot:)`, in constant time: it changes exactly when one of the values does.
-    public func secondsCounted(boot: UInt64) -> UInt64 {
+    public func secondsCounted(boot: BootTime) -> UInt64 {
         guard let start = asleepSince ?? since else { return countedWhole }
-        return countedWhole &+ (carry &+ (boot >= start ? boot - start : 0)) / 1_000_000
+        return countedWhole &+ (carry &+ boot.duration(since: start)).seconds
     }
 
     /// The share of time `full` (0…1) among the awake time, as of `boot`; nil before any.
-    public func fullShare(boot: UInt64) -> Double? {
+    public func fullShare(boot: BootTime) -> Double? {
         let times = timeInState(boot: boot)
         let awake = times.filter { $0.0 != Self.asleep }.reduce(UInt64(0)) { $0 &+ $1.1 }
         guard awake > 0 else { return nil }
@@ -164,15 +166,15 @@ public struct OutageHistory: Equatable, Sendable {
     }
 
     /// Folds the current period into `spent` (before the history is written).
-    public mutating func settle(boot: UInt64) {
+    public mutating func settle(boot: BootTime) {
         guard asleepSince == nil else { return }
         account(boot: boot)
     }
 
     /// Drops outages beyond the bounds: more than `maximumOutages`, or started over `maximumAge` before `real`.
-    public mutating func prune(real: UInt64) {
+    public mutating func prune(real: WallTime) {
         if outages.count > Self.maximumOutages { outages.removeFirst(outages.count - Self.maximumOutages) }
-        let oldest = real > Self.maximumAge ? real - Self.maximumAge : 0
+        let oldest = real.earlier(by: Self.maximumAge)
         if let keep = outages.firstIndex(where: { $0.start >= oldest }) {
             if keep > 0 { outages.removeFirst(keep) }
         } else {
@@ -182,24 +184,27 @@ public struct OutageHistory: Equatable, Sendable {
 
     // MARK: Internals
 
-    private mutating func account(boot: UInt64) {
-        if let since { add(boot >= since ? boot - since : 0, to: current.rawValue) }
+    private mutating func account(boot: BootTime) {
+        if let since { add(boot.duration(since: since), to: current.rawValue) }
         since = boot
     }
 
-    /// `microseconds` more in `key`: its whole seconds there, the rest carried on.
-    private mutating func add(_ microseconds: UInt64, to key: String) {
-        let pool = carry &+ microseconds
-        spent[key, default: 0] &+= pool / 1_000_000 * 1_000_000
-        countedWhole &+= pool / 1_000_000
-        carry = pool % 1_000_000
+    private static let second = Duration.seconds(1)
+
+    /// `time` more in `key`: its whole seconds there, the rest carried on.
+    private mutating func add(_ time: Duration, to key: String) {
+        let pool = carry &+ time
+        let whole = pool / Self.second
+        spent[key, default: .zero] &+= Self.second * whole
+        countedWhole &+= whole
+        carry = pool % Self.second
     }
 
-    private mutating func end(boot: UInt64) -> Outage? {
+    private mutating func end(boot: BootTime) -> Outage? {
         guard let outage = running else { return nil }
         running = nil
-        let elapsed = boot >= outage.startBoot ? boot - outage.startBoot : 0
-        let duration = elapsed >= outage.asleep ? elapsed - outage.asleep : 0
+        let elapsed = boot.duration(since: outage.startBoot)
+        let duration = elapsed >= outage.asleep ? elapsed - outage.asleep : .zero
         guard duration >= minimumOutage else { return nil }
         let ended = Outage(start: outage.startReal, duration: duration, blame: outage.blame, worst: outage.worst,
                            reason: OutageHistoryFile.clean(outage.reason))
@@ -219,11 +224,11 @@ public struct OutageHistory: Equatable, Sendable {
     }
 
     /// Only `restore` builds a history from a file's parts.
-    init(began: UInt64, minimumOutage: UInt64, spent: [String: UInt64], outages: [Outage]) {
+    init(began: WallTime, minimumOutage: Duration, spent: [String: Duration], outages: [Outage]) {
         self.began = began
         self.minimumOutage = minimumOutage
         self.spent = spent
         self.outages = outages
-        countedWhole = spent.values.reduce(0) { $0 &+ $1 / 1_000_000 }
+        countedWhole = spent.values.reduce(0) { $0 &+ $1.seconds }
     }
 }

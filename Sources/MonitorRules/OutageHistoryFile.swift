@@ -1,4 +1,7 @@
-/// The history file's text (one per target in the state directory), written and read strictly:
+import Timekeeping
+
+/// The history file's text (one per target in the state directory), written and read strictly, its times in
+/// microseconds (the instants on CLOCK_REALTIME, since the epoch):
 ///
 ///     netobserver-history 1
 ///     began <µs>
@@ -18,12 +21,13 @@ public enum OutageHistoryFile {
     }
 
     public static func encode(_ history: OutageHistory) -> String {
-        var text = header + "\n" + "began \(history.began)\n"
+        var text = header + "\n" + "began \(history.began.microseconds)\n"
         for key in Connectivity.allCases.map(\.rawValue) + [OutageHistory.asleep] {
-            if let value = history.spent[key] { text += "spent \(key) \(value)\n" }
+            if let value = history.spent[key] { text += "spent \(key) \(value.microseconds)\n" }
         }
         for outage in history.outages {
-            text += "outage \(outage.start) \(outage.duration) \(outage.blame.isEmpty ? "-" : outage.blame) \(outage.worst.rawValue) "
+            text += "outage \(outage.start.microseconds) \(outage.duration.microseconds) \(outage.blame.isEmpty ? "-" : outage.blame) "
+            text += "\(outage.worst.rawValue) "
             text += clean(outage.reason) + "\n"
         }
         return text
@@ -38,14 +42,14 @@ public enum OutageHistoryFile {
         return line
     }
 
-    public static func decode(_ bytes: ArraySlice<UInt8>, minimumOutage: UInt64) throws(Corrupt) -> OutageHistory {
+    public static func decode(_ bytes: ArraySlice<UInt8>, minimumOutage: Duration) throws(Corrupt) -> OutageHistory {
         guard bytes.count <= maximumSize else { throw Corrupt(description: "larger than \(maximumSize / 1024) KiB") }
         guard let text = String(validating: bytes, as: UTF8.self) else { throw Corrupt(description: "not UTF-8") }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         if lines.last == "" { lines.removeLast() }
         guard lines.first == Substring(header) else { throw Corrupt(description: "no \"\(header)\" header") }
-        var began: UInt64?
-        var spent: [String: UInt64] = [:]
+        var began: WallTime?
+        var spent: [String: Duration] = [:]
         var outages: [Outage] = []
         let keys = Set(Connectivity.allCases.map(\.rawValue) + [OutageHistory.asleep])
         let blames = Set(Blame.allCases.map(\.rawValue))
@@ -54,14 +58,14 @@ public enum OutageHistoryFile {
             let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: false)
             switch fields.first {
             case "began":
-                guard fields.count == 2, began == nil, let value = UInt64(fields[1]) else { throw Corrupt(description: "line \(number): bad began") }
-                began = value
+                guard fields.count == 2, began == nil, let value = microseconds(fields[1]) else { throw Corrupt(description: "line \(number): bad began") }
+                began = WallTime(sinceEpoch: value)
             case "spent":
                 guard fields.count == 3, keys.contains(String(fields[1])), spent[String(fields[1])] == nil,
-                      let value = UInt64(fields[2]) else { throw Corrupt(description: "line \(number): bad spent") }
+                      let value = microseconds(fields[2]) else { throw Corrupt(description: "line \(number): bad spent") }
                 spent[String(fields[1])] = value
             case "outage":
-                guard fields.count >= 5, let start = UInt64(fields[1]), let duration = UInt64(fields[2]),
+                guard fields.count >= 5, let start = microseconds(fields[1]), let duration = microseconds(fields[2]),
                       fields[3] == "-" || blames.contains(String(fields[3])),
                       let worst = Connectivity(rawValue: String(fields[4])), worst != .full, worst != .unknown,
                       outages.count < OutageHistory.maximumOutages else { throw Corrupt(description: "line \(number): bad outage") }
@@ -69,7 +73,7 @@ public enum OutageHistoryFile {
                 guard reason.utf8.count <= maximumReason, reason == clean(reason) else {
                     throw Corrupt(description: "line \(number): bad reason")
                 }
-                outages.append(Outage(start: start, duration: duration, blame: fields[3] == "-" ? "" : String(fields[3]), worst: worst,
+                outages.append(Outage(start: WallTime(sinceEpoch: start), duration: duration, blame: fields[3] == "-" ? "" : String(fields[3]), worst: worst,
                                       reason: reason))
             default:
                 throw Corrupt(description: "line \(number): not a history line")
@@ -77,5 +81,10 @@ public enum OutageHistoryFile {
         }
         guard let began else { throw Corrupt(description: "no began line") }
         return OutageHistory(began: began, minimumOutage: minimumOutage, spent: spent, outages: outages)
+    }
+
+    /// A field of microseconds; nil when it is no number or longer than a Duration holds.
+    private static func microseconds(_ field: Substring) -> Duration? {
+        UInt64(field).flatMap { Duration.microseconds(exactly: $0) }
     }
 }

@@ -8,14 +8,14 @@ import Timekeeping
 final class HistoryBook {
     static let writeInterval = Duration.seconds(10)
     /// A jump of BOOTTIME over MONOTONIC longer than this is a sleep (clock adjustments never move either).
-    static let sleepJump: UInt64 = 1_000_000
+    static let sleepJump = Duration.seconds(1)
 
     private let loop: MainLoop
     private let directory: String?
     private let worker: WorkerThread?
     private var keepers: [UInt32: HistoryKeeper] = [:]
     private var timer: LoopTimer?
-    private var slept = MonotonicClock.sleptMicroseconds()
+    private var slept = MonotonicClock.slept()
     private var asleep = false
     /// The machine slept (logind said so: `announced`) or woke; the targets' engines follow.
     var onSleep: ((_ asleep: Bool) -> Void)?
@@ -33,7 +33,7 @@ final class HistoryBook {
     }
 
     /// Target `number`'s keeper, its file read now.
-    func keeper(for number: UInt32, minimumOutage: UInt64) -> HistoryKeeper {
+    func keeper(for number: UInt32, minimumOutage: Duration) -> HistoryKeeper {
         if let known = keepers[number] { return known }
         let file = directory.map { AtomicFile(directory: $0, name: number == 0 ? "history" : "history.\(number)") }
         let keeper = HistoryKeeper(file: file, minimumOutage: minimumOutage)
@@ -54,7 +54,7 @@ final class HistoryBook {
         for keeper in keepers.values {
             if value { keeper.suspend() } else { keeper.resume() }
         }
-        if !value { slept = MonotonicClock.sleptMicroseconds() }
+        if !value { slept = MonotonicClock.slept() }
         onSleep?(value)
         // What sleep closed is on disk before the machine sleeps.
         if value { writeAll() }
@@ -63,11 +63,11 @@ final class HistoryBook {
     /// Whether the machine slept unannounced since the last look: then every target hears of it
     /// (the time asleep leaves the running values and outages, and the engines start afresh).
     func noticeSleep() {
-        let now = MonotonicClock.sleptMicroseconds()
-        let jump = now >= slept ? now - slept : 0
+        let now = MonotonicClock.slept()
+        let jump = now > slept ? now - slept : .zero
         slept = now
         guard jump > Self.sleepJump, !asleep else { return }
-        Log.info("the machine slept for \(jump / 1_000_000) s (CLOCK_BOOTTIME jumped)")
+        Log.info("the machine slept for \(jump.seconds) s (CLOCK_BOOTTIME jumped)")
         for keeper in keepers.values { keeper.slept(jump) }
         onSleep?(true)
         onSleep?(false)

@@ -1,6 +1,7 @@
 import EventLoop
 import MonitorContract
 import MonitorRules
+import Timekeeping
 
 /// One target's history on the loop: the pure `OutageHistory`, fed what the target publishes and
 /// the sleeps the service hears of, on CLOCK_BOOTTIME and CLOCK_REALTIME; its file in the state
@@ -17,14 +18,14 @@ final class HistoryKeeper {
     var written: String?
     private var seen: (connectivity: Connectivity, blame: String)?
 
-    init(file: AtomicFile?, minimumOutage: UInt64) {
+    init(file: AtomicFile?, minimumOutage: Duration) {
         self.file = file
         history = Self.load(file, minimumOutage: minimumOutage)
-        history.observeStart(boot: MonotonicClock.bootMicroseconds())
+        history.observeStart(boot: MonotonicClock.bootTime())
     }
 
-    private static func load(_ file: AtomicFile?, minimumOutage: UInt64) -> OutageHistory {
-        let fresh = OutageHistory(began: MonotonicClock.wallMicroseconds(), minimumOutage: minimumOutage)
+    private static func load(_ file: AtomicFile?, minimumOutage: Duration) -> OutageHistory {
+        let fresh = OutageHistory(began: MonotonicClock.wallTime(), minimumOutage: minimumOutage)
         guard let file else { return fresh }
         switch file.read(maximumSize: OutageHistoryFile.maximumSize) {
         case .success(nil):
@@ -48,34 +49,34 @@ final class HistoryKeeper {
     }
 
     /// What the target published (call after every change of Connectivity, Blame or Reason).
-    func observe(_ state: MonitorState, minimumOutage: UInt64) {
+    func observe(_ state: MonitorState, minimumOutage: Duration) {
         history.minimumOutage = minimumOutage
         let now = (connectivity: state.connectivity, blame: state.blame)
         guard seen.map({ $0.connectivity != now.connectivity || $0.blame != now.blame }) ?? true else { return }
         seen = now
         if let ended = history.observe(state.connectivity, blame: state.blame, reason: state.reason,
-                                       boot: MonotonicClock.bootMicroseconds(), real: MonotonicClock.wallMicroseconds()) {
+                                       boot: MonotonicClock.bootTime(), real: MonotonicClock.wallTime()) {
             onOutageEnded?(ended)
         }
     }
 
     func suspend() {
-        if let ended = history.suspend(boot: MonotonicClock.bootMicroseconds()) { onOutageEnded?(ended) }
+        if let ended = history.suspend(boot: MonotonicClock.bootTime()) { onOutageEnded?(ended) }
     }
 
     func resume() {
-        history.resume(boot: MonotonicClock.bootMicroseconds(), real: MonotonicClock.wallMicroseconds())
+        history.resume(boot: MonotonicClock.bootTime(), real: MonotonicClock.wallTime())
     }
 
-    /// A sleep nobody announced, `microseconds` long, just ended.
-    func slept(_ microseconds: UInt64) {
-        history.slept(microseconds, boot: MonotonicClock.bootMicroseconds())
+    /// A sleep nobody announced, `duration` long, just ended.
+    func slept(_ duration: Duration) {
+        history.slept(duration, boot: MonotonicClock.bootTime())
     }
 
-    func timeInState() -> [(String, UInt64)] { Self.ask(&history) { $0.timeInState(boot: MonotonicClock.bootMicroseconds()) } }
+    func timeInState() -> [(String, UInt64)] { Self.ask(&history) { $0.timeInState(boot: MonotonicClock.bootTime()) } }
 
     /// The whole seconds TimeInState counts now: read on every Get, to know whether a kept reply still holds.
-    func secondsCounted() -> UInt64 { Self.ask(&history) { $0.secondsCounted(boot: MonotonicClock.bootMicroseconds()) } }
+    func secondsCounted() -> UInt64 { Self.ask(&history) { $0.secondsCounted(boot: MonotonicClock.bootTime()) } }
 
     /// The `count` latest outages, newest first.
     func latest(_ count: Int) -> [Outage] { Self.ask(&history) { $0.latest(count) } }
@@ -87,8 +88,8 @@ final class HistoryKeeper {
 
     /// The file's text as of now.
     func text() -> String {
-        history.settle(boot: MonotonicClock.bootMicroseconds())
-        history.prune(real: MonotonicClock.wallMicroseconds())
+        history.settle(boot: MonotonicClock.bootTime())
+        history.prune(real: MonotonicClock.wallTime())
         return OutageHistoryFile.encode(history)
     }
 }

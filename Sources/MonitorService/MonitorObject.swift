@@ -85,7 +85,7 @@ public final class MonitorObject {
     /// OutageEnded, once per outage.
     public func outageEnded(_ outage: Outage) {
         try? server.emit(path: path, interface: MonitorContract.interface, signal: MonitorContract.Signal.outageEnded.name,
-                         [.uint64(outage.start), .uint64(outage.duration), .string(outage.blame)])
+                         [.uint64(outage.start.microseconds), .uint64(outage.duration.microseconds), .string(outage.blame)])
     }
 
     /// GetHistory(max): the newest outages, as many as fit the reply bound.
@@ -95,7 +95,7 @@ public final class MonitorObject {
         // As the dispatcher bounds a reply's body (the array's own header included), with room to spare.
         var bytes = 16
         for outage in model.outages(Int(min(max, MonitorContract.historyLimit))) {
-            let entry = DBusValue.structure([.uint64(outage.start), .uint64(outage.duration), .string(outage.blame),
+            let entry = DBusValue.structure([.uint64(outage.start.microseconds), .uint64(outage.duration.microseconds), .string(outage.blame),
                                              .string(outage.worst.rawValue), .string(outage.reason)])
             guard bytes + entry.wireSizeBound <= MonitorContract.historyReplyBytes - 2_048 else { break }
             bytes += entry.wireSizeBound

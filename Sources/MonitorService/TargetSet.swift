@@ -213,8 +213,8 @@ final class TargetSet {
     }
 
     /// A blip shorter than FailureThreshold probes' worth is no outage.
-    static func minimumOutage(_ settings: MonitorSettings) -> UInt64 {
-        UInt64(settings.failureThreshold) * UInt64(settings.interval) * 1_000
+    static func minimumOutage(_ settings: MonitorSettings) -> Duration {
+        .milliseconds(settings.interval) * UInt64(settings.failureThreshold)
     }
 
     func linkFactsChanged(_ table: LinkFactsTable) {

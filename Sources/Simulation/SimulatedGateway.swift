@@ -18,8 +18,8 @@ struct GatewayWorld {
     /// How far the boot clock is ahead of the virtual (monotonic) one: the sleeps nobody announced.
     var bootOffset = Duration.zero
     /// The announced sleep under way, and those that ended (boot clock).
-    var asleepSince: UInt64?
-    var sleeps: [(start: UInt64, end: UInt64)] = []
+    var asleepSince: BootTime?
+    var sleeps: [(start: BootTime, end: BootTime)] = []
 
     /// Whether a probe past the gateway gets anywhere.
     var carries: Bool { forwards && upstreamCarries }
@@ -41,12 +41,14 @@ struct DiagnosisWatch {
 extension Simulation {
     /// The default target's outages, oldest first; its TimeInState at the end; the next hops it asked and its probes past them.
     public var outages: [Outage] { first.history.outages }
-    public var timeInState: [String: UInt64] { Dictionary(uniqueKeysWithValues: first.history.timeInState(boot: bootMicroseconds)) }
+    public var timeInState: [String: UInt64] { Dictionary(uniqueKeysWithValues: first.history.timeInState(boot: bootTime)) }
     public var neighborChecksAsked: Int { first.diagnosis.askedNeighbors }
     public var probesPastTheGateway: Int { first.diagnosis.probedBeyond }
 
-    /// Microseconds on the simulated CLOCK_BOOTTIME (and, for the history, CLOCK_REALTIME alike).
-    var bootMicroseconds: UInt64 { (now + gateway.bootOffset).sinceOrigin.microseconds }
+    /// The simulated CLOCK_BOOTTIME now.
+    var bootTime: BootTime { BootTime(sinceBoot: (now + gateway.bootOffset).sinceOrigin) }
+    /// The simulated CLOCK_REALTIME now: it reads as the boot clock does.
+    var wallTime: WallTime { WallTime(sinceEpoch: bootTime.sinceBoot) }
 
     static func gatewayAddress(_ index: Int32, v6 six: Bool) -> IPAddress {
         six ? v6(UInt8(index), 254) : .v4([198, 18, UInt8(index), 254])
@@ -63,9 +65,9 @@ extension Simulation {
             guard gateway.asleepSince == nil else { return }
             for target in targets { target.forgetProbesInFlight() }
             if announced {
-                gateway.asleepSince = bootMicroseconds
+                gateway.asleepSince = bootTime
                 for target in targets {
-                    if let ended = target.history.suspend(boot: bootMicroseconds) { target.noteOutage(ended) }
+                    if let ended = target.history.suspend(boot: bootTime) { target.noteOutage(ended) }
                     target.take(.suspend)
                 }
                 queue.add(.wake, at: now + .milliseconds(milliseconds))
@@ -73,7 +75,7 @@ extension Simulation {
                 // Monotonic time stands still; the boot clock jumps; the daemon notices before its next wake-up.
                 gateway.bootOffset += .milliseconds(milliseconds)
                 for target in targets {
-                    target.history.slept(UInt64(milliseconds) * 1000, boot: bootMicroseconds)
+                    target.history.slept(.milliseconds(milliseconds), boot: bootTime)
                     target.take(.suspend)
                     target.take(.resume)
                     target.diagnosis.lastRediagnosis = now
@@ -91,9 +93,9 @@ extension Simulation {
     func wake() {
         guard let start = gateway.asleepSince else { return }
         gateway.asleepSince = nil
-        gateway.sleeps.append((start, bootMicroseconds))
+        gateway.sleeps.append((start, bootTime))
         for target in targets {
-            target.history.resume(boot: bootMicroseconds, real: bootMicroseconds)
+            target.history.resume(boot: bootTime, real: wallTime)
             target.take(.resume)
             target.diagnosis.lastRediagnosis = now
         }
@@ -141,9 +143,9 @@ extension SimulatedTarget {
     /// After each publication: the history hears it, and Blame's rules are checked.
     func checkWhereItBroke() {
         let gateway = simulation.gateway
-        let boot = simulation.bootMicroseconds
         if gateway.asleepSince == nil,
-           let ended = history.observe(state.connectivity, blame: state.blame, reason: state.reason, boot: boot, real: boot) {
+           let ended = history.observe(state.connectivity, blame: state.blame, reason: state.reason, boot: simulation.bootTime,
+                                       real: simulation.wallTime) {
             noteOutage(ended)
         }
         if state.blame == Blame.gateway.rawValue, let since = gateway.answeringSince, let asked = diagnosis.lastCheckAskedAt, since < asked {
@@ -171,19 +173,21 @@ extension SimulatedTarget {
 
     /// An outage the history kept: it never spans an announced sleep.
     func noteOutage(_ outage: Outage) {
-        let end = outage.start + outage.duration
-        for sleep in simulation.gateway.sleeps where sleep.start >= outage.start && sleep.end <= end {
-            violation("an outage from \(Double(outage.start) / 1e6) s for \(Double(outage.duration) / 1e6) s spans a sleep")
+        // The simulated wall clock reads as its boot clock.
+        let start = BootTime(sinceBoot: outage.start.sinceEpoch)
+        let end = start + outage.duration
+        for sleep in simulation.gateway.sleeps where sleep.start >= start && sleep.end <= end {
+            violation("an outage from \(start.sinceBoot) for \(outage.duration) spans a sleep")
         }
     }
 
     /// At the end: TimeInState adds up to the time since the history began, within a second (or one Interval).
     func checkTimeInState() {
-        let boot = simulation.bootMicroseconds
-        let total = history.timeInState(boot: boot).reduce(UInt64(0)) { $0 + $1.1 } * 1_000_000
-        let slack = max(1_000_000, UInt64(settings.intervalMilliseconds) * 1000)
-        if total > boot || boot - total > slack {
-            violation("TimeInState adds up to \(total / 1_000_000) s, but the history began \(Double(boot) / 1e6) s ago")
+        let boot = simulation.bootTime
+        let total = Duration.seconds(history.timeInState(boot: boot).reduce(UInt64(0)) { $0 + $1.1 })
+        let slack = max(Duration.seconds(1), .milliseconds(settings.intervalMilliseconds))
+        if total > boot.sinceBoot || boot.sinceBoot - total > slack {
+            violation("TimeInState adds up to \(total), but the history began \(boot.sinceBoot) ago")
         }
     }
 }

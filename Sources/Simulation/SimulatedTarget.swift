@@ -89,7 +89,7 @@ final class SimulatedTarget: TargetWorld {
 
     // The diagnosis and the history (see `SimulatedGateway.swift`).
     var diagnosis = DiagnosisWatch()
-    var history = OutageHistory(began: 0, minimumOutage: 0)
+    var history = OutageHistory(began: WallTime(sinceEpoch: .zero), minimumOutage: .zero)
 
     /// What the driver reported during this step, checked once the step's own bookkeeping is done
     /// (the probe that ended is counted first, as the rules count it); a publication to check.

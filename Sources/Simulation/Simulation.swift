@@ -140,7 +140,7 @@ public final class Simulation {
             // The default target's lookups go first, as the daemon's.
             let target = SimulatedTarget(simulation: self, index: index, core: core, settings: scenario.settings,
                                          routeID: reach.addTarget(families: IPFamily.allCases), lookupsFirst: index == 0)
-            target.history.observeStart(boot: 0)
+            target.history.observeStart(boot: BootTime(sinceBoot: .zero))
             target.driver.observeStep = { [unowned self, unowned target] actions in
                 if trace != nil { for action in actions { target.log("target: \(action)") } }
                 if let broken = TargetCore.outputContractBroken(actions) { violation(broken) }

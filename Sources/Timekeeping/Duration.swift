@@ -14,6 +14,13 @@ public struct Duration: Hashable, Comparable, Sendable, CustomStringConvertible 
     @inlinable public static func milliseconds(_ count: some BinaryInteger) -> Duration { Duration(nanoseconds: UInt64(count) * 1_000_000) }
     @inlinable public static func seconds(_ count: some BinaryInteger) -> Duration { Duration(nanoseconds: UInt64(count) * 1_000_000_000) }
 
+    /// `count` microseconds; nil when that is more than a Duration holds (about 584 years): how a number read
+    /// from outside becomes one.
+    @inlinable public static func microseconds(exactly count: UInt64) -> Duration? {
+        let (nanoseconds, overflow) = count.multipliedReportingOverflow(by: 1_000)
+        return overflow ? nil : Duration(nanoseconds: nanoseconds)
+    }
+
     public static let zero = Duration(nanoseconds: 0)
     /// Longer than anything waited for: what an unarmed deadline sorts after.
     public static let forever = Duration(nanoseconds: .max)
@@ -29,6 +36,7 @@ public struct Duration: Hashable, Comparable, Sendable, CustomStringConvertible 
     @inlinable public static func &+ (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds &+ b.nanoseconds) }
     @inlinable public static func &- (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds &- b.nanoseconds) }
     @inlinable public static func += (a: inout Duration, b: Duration) { a = a + b }
+    @inlinable public static func &+= (a: inout Duration, b: Duration) { a = a &+ b }
     @inlinable public static func -= (a: inout Duration, b: Duration) { a = a - b }
     @inlinable public static func * (a: Duration, factor: UInt64) -> Duration { Duration(nanoseconds: a.nanoseconds * factor) }
     @inlinable public static func * (factor: UInt64, a: Duration) -> Duration { Duration(nanoseconds: factor * a.nanoseconds) }

@@ -3,6 +3,7 @@ import EventLoop
 @testable import MonitorService
 import MonitorContract
 import MonitorRules
+import Timekeeping
 import XCTest
 
 /// GetHistory through the real dispatch: newest first, `max` at most, and within the 64 KiB reply bound
@@ -25,7 +26,7 @@ final class HistoryReplyTests: XCTestCase {
         let server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
         let objects = ServiceObjects.withoutEngines(server: server, budget: PendingBudget { _, answer in answer(0) })
         let model = objects.model
-        let kept = (0..<1_000).map { Outage(start: UInt64($0), duration: 5_000_000, blame: "upstream", worst: .limited,
+        let kept = (0..<1_000).map { Outage(start: WallTime(microseconds: UInt64($0)), duration: .seconds(5), blame: "upstream", worst: .limited,
                                             reason: String(repeating: "r", count: 512)) }
         model.outages = { count in Array(kept.suffix(count).reversed()) }
         let (bytes, entries) = try getHistory(server, recorder, max: 1_000)

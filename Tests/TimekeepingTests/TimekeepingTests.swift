@@ -26,6 +26,22 @@ final class TimekeepingTests: XCTestCase {
         XCTAssertEqual(Instant.distantFuture &+ .nanoseconds(1), .origin, "&+ wraps where asked to")
     }
 
+    /// The history's clocks: lengths on the boot clock never negative, wall times in microseconds at the edges,
+    /// and a number of microseconds from outside refused where it is more than a Duration holds.
+    func testBootAndWallReadingsAreTheirOwnTypes() {
+        let boot = BootTime(sinceBoot: .seconds(10))
+        XCTAssertEqual((boot + .seconds(5)).duration(since: boot), .seconds(5))
+        XCTAssertEqual(boot.duration(since: boot + .seconds(5)), .zero, "a later reading: no time, not a trap")
+        let wall = WallTime(microseconds: 1_800_000_000_000_000)
+        XCTAssertEqual(wall.microseconds, 1_800_000_000_000_000)
+        XCTAssertEqual((wall + .microseconds(1_500)).microseconds, 1_800_000_000_001_500)
+        XCTAssertEqual(wall.earlier(by: .seconds(1)).microseconds, 1_799_999_999_000_000)
+        XCTAssertEqual(WallTime(microseconds: 5).earlier(by: .seconds(1)), WallTime(sinceEpoch: .zero), "never before the epoch")
+        XCTAssertEqual(Duration.microseconds(exactly: 18_446_744_073_709_551), Duration(nanoseconds: 18_446_744_073_709_551_000))
+        XCTAssertNil(Duration.microseconds(exactly: 18_446_744_073_709_552))
+        XCTAssertNil(Duration.microseconds(exactly: .max))
+    }
+
     func testDescriptionsAreForPeople() {
         XCTAssertEqual(Duration.seconds(2).description, "2 s")
         XCTAssertEqual(Duration.milliseconds(1_500).description, "1.5 s")
