@@ -18,6 +18,8 @@
 #include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <linux/if_packet.h>
+#include <signal.h>
+#include <spawn.h>
 #include <linux/if_ether.h>
 #include "CLinux.h"
 
@@ -241,4 +243,44 @@ int CLinux_neighbor_socket6(int ifindex) {
         return -1;
     }
     return fd;
+}
+
+extern char **environ;
+
+int CLinux_spawn_with_descriptor(const char *path, const char *argument0, const char *argument1, int fd) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    if (posix_spawn_file_actions_init(&actions) != 0) return -1;
+    if (posix_spawnattr_init(&attributes) != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return -1;
+    }
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    /* dup2 onto itself clears close-on-exec too (glibc 2.29 and later). */
+    int result = posix_spawn_file_actions_adddup2(&actions, fd, 3);
+    if (result == 0) result = posix_spawnattr_setsigmask(&attributes, &none);
+    if (result == 0) result = posix_spawnattr_setsigdefault(&attributes, &all);
+    if (result == 0) result = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t pid = -1;
+    char *arguments[] = { (char *)argument0, (char *)argument1, NULL };
+    if (result == 0) result = posix_spawn(&pid, path, &actions, &attributes, arguments, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    if (result != 0) {
+        errno = result;
+        return -1;
+    }
+    return pid;
+}
+
+int CLinux_become_helper(void) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return -1;
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return -1;
+    struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capset, &header, data) != 0) return -1;
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }

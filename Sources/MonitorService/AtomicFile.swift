@@ -17,7 +17,7 @@ public struct AtomicFile: Sendable {
         self.name = name
     }
 
-    public struct Refused: Error, CustomStringConvertible {
+    public struct Refused: Error, Equatable, Sendable, CustomStringConvertible {
         public let description: String
     }
 

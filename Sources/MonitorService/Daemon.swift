@@ -16,6 +16,7 @@ import TrafficCensus
 public enum Daemon {
     /// Runs the daemon with `arguments` (without the program name); returns the exit status.
     public static func main(_ arguments: [String]) -> Int32 {
+        if arguments == [BlockingHelper.argument] { return BlockingHelperProcess.run() }
         do throws(StartFailure) {
             guard let options = try parse(arguments) else { return 0 }
             let account = try lookUpAccount(options)
@@ -73,8 +74,8 @@ public enum Daemon {
         _ = mallopt(M_MMAP_THRESHOLD, 128 * 1024)
         _ = mallopt(M_TRIM_THRESHOLD, 256 * 1024)
         // GnuTLS, which libcurl brings along when a CheckURL loads it, initialises itself on
-        // loading unless told not to, and nothing here uses it. Set now, before any thread exists:
-        // setenv is not safe beside the resolver thread's getaddrinfo.
+        // loading unless told not to, and nothing here uses it. The daemon starts no thread (its lookups
+        // are the blocking helper's), so setenv is safe here.
         setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 0)
     }
 }
@@ -84,7 +85,9 @@ final class Service {
     private let options: DaemonOptions
     private let loop: MainLoop
     private let connection: BusConnection
-    /// One resolver thread for every target.
+    /// Lookups, census walks and files: the daemon's blocking work, in a process of its own.
+    private let helper: BlockingHelper
+    /// One resolver for every target.
     private let resolver: HostResolver
     /// One ICMP socket per family for every target.
     private let probeSockets: ProbeSockets
@@ -142,11 +145,29 @@ final class Service {
         startSettings = options.settings
         budget = PendingBudget(identify: PendingBudget.askingBus(connection))
         do {
-            resolver = try HostResolver(loop: loop)
+            let helper = BlockingHelper(loop: loop)
+            self.helper = helper
+            resolver = try HostResolver(loop: loop) { [unowned helper] host, family, answer in
+                helper.run(.resolve(host: host, family: family), on: .lookups) { reply in
+                    guard case .resolved(let result) = reply else {
+                        answer(.failure(.init(message: "cannot resolve \(host): the blocking helper answered something else")))
+                        return
+                    }
+                    answer(result)
+                }
+            }
             probeSockets = ProbeSockets(loop: loop)
             http = LazyHTTPClient(loop: loop)
             do {
-                trafficSampler = try TrafficSampler(loop: loop, log: { Log.warning($0) })
+                trafficSampler = try TrafficSampler(loop: loop, log: { Log.warning($0) }) { [unowned helper] host, sources, now, answer in
+                    helper.run(.sample(host: host, sources: sources, now: now), on: .census) { reply in
+                        guard case .sampled(let taken) = reply else {
+                            answer(.init(result: .failure(.incomplete), cost: .zero, dumpCost: .zero))
+                            return
+                        }
+                        answer(taken)
+                    }
+                }
             } catch {
                 trafficSampler = nil
                 Log.warning("cannot read this machine's TCP connections (Traffic stays idle): \(error)")
@@ -163,7 +184,7 @@ final class Service {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
         }
         do {
-            // Before any thread exists, so all of them inherit the blocked mask.
+            // Blocked for the signalfd; the blocking helper starts with every signal unblocked and at its default.
             try loop.handleSignals([SIGTERM, SIGINT, SIGHUP]) { [unowned self] signal in
                 if signal == SIGHUP {
                     reloadSettings()
@@ -216,11 +237,7 @@ final class Service {
         problems.forEach { Log.warning($0) }
         apply(state.targets[0] ?? [:], from: store.path)
         restoredState = state
-        do {
-            saver = try StateSaver(store: store, loop: loop)
-        } catch {
-            Log.warning("cannot save settings in \(store.path): \(error)")
-        }
+        saver = StateSaver(store: store, helper: helper)
     }
 
     /// Takes the stored values that are valid; returns the keys whose setting changed.
@@ -240,7 +257,7 @@ final class Service {
     func export() throws(StartFailure) {
         let server = ObjectServer(connection: connection)
         // The default target starts first: its first lookup is asked before any added target's.
-        let history = HistoryBook(loop: loop, directory: stateDirectory)
+        let history = HistoryBook(loop: loop, directory: stateDirectory, helper: helper)
         self.history = history
         let objects: ServiceObjects
         do {

@@ -2,8 +2,8 @@ import EventLoop
 import MonitorRules
 import Timekeeping
 
-/// Every target's history, for the whole service: the keepers, their files written off the loop at
-/// most once per `writeInterval` (and at once at shutdown), and the sleeps — logind's, and the jumps
+/// Every target's history, for the whole service: the keepers, their files written in the blocking
+/// helper at most once per `writeInterval` (and at once at shutdown), and the sleeps — logind's, and the jumps
 /// of CLOCK_BOOTTIME over CLOCK_MONOTONIC that no one announced — handed to every target.
 final class HistoryBook {
     static let writeInterval = Duration.seconds(10)
@@ -12,7 +12,7 @@ final class HistoryBook {
 
     private let loop: MainLoop
     private let directory: String?
-    private let worker: WorkerThread?
+    private let helper: BlockingHelper?
     private var keepers: [UInt32: HistoryKeeper] = [:]
     private var timer: LoopTimer?
     private var slept = MonotonicClock.slept()
@@ -21,10 +21,10 @@ final class HistoryBook {
     var onSleep: ((_ asleep: Bool) -> Void)?
 
     /// `directory`: the state directory (nil: histories are kept in memory only).
-    init(loop: MainLoop, directory: String?) {
+    init(loop: MainLoop, directory: String?, helper: BlockingHelper) {
         self.loop = loop
         self.directory = directory
-        worker = directory == nil ? nil : try? WorkerThread()
+        self.helper = directory == nil ? nil : helper
         timer = loop.schedule(after: Self.writeInterval, leeway: Self.writeInterval, repeats: true) { [unowned self] in tick() }
     }
 
@@ -44,7 +44,7 @@ final class HistoryBook {
     /// Target `number` was removed: its history goes with it.
     func remove(_ number: UInt32) {
         guard let keeper = keepers.removeValue(forKey: number), let file = keeper.file else { return }
-        worker?.async { _ = file.remove() }
+        helper?.run(.remove(directory: file.directory, name: file.name), on: .history) { _ in }
     }
 
     /// logind: the machine is about to sleep (true) or woke (false).
@@ -78,20 +78,16 @@ final class HistoryBook {
         writeAll()
     }
 
-    /// Hands every changed history to the writer thread.
+    /// Hands every changed history to the helper.
     private func writeAll() {
-        guard let worker else { return }
+        guard let helper else { return }
         for keeper in keepers.values {
             guard let file = keeper.file else { continue }
             let text = keeper.text()
             guard text != keeper.written else { continue }
             keeper.written = text
-            worker.async {
-                do throws(SystemError) {
-                    try file.write(text)
-                } catch {
-                    Log.warning("cannot write \(file.path): \(error)")
-                }
+            helper.run(.write(directory: file.directory, name: file.name, text: text), on: .history) { answer in
+                if case .written(let error?) = answer { Log.warning("cannot write \(file.path): \(error)") }
             }
         }
     }
@@ -99,6 +95,6 @@ final class HistoryBook {
     /// At shutdown: every history on disk before the service exits.
     func flush() {
         writeAll()
-        worker?.drain()
+        helper?.drain(.history)
     }
 }

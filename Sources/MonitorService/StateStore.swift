@@ -47,14 +47,20 @@ public struct StateStore: Sendable {
 
     /// Everything stored, and a line for each problem found (never fatal).
     public func loadState() -> (state: StoredState, problems: [String]) {
-        let contents: ArraySlice<UInt8>
-        switch read() {
-        case .success(nil): return (StoredState(), [])
-        case .success(let bytes?): contents = bytes
-        case .failure(let problem): return (StoredState(), ["\(path): \(problem), ignoring it"])
-        }
-        return Self.parse(contents, path: path)
+        loaded(read())
     }
+
+    /// What a read of the file gave, as state and problems.
+    public func loaded(_ read: Result<ArraySlice<UInt8>?, AtomicFile.Refused>) -> (state: StoredState, problems: [String]) {
+        switch read {
+        case .success(nil): (StoredState(), [])
+        case .success(let bytes?): Self.parse(bytes, path: path)
+        case .failure(let problem): (StoredState(), ["\(path): \(problem), ignoring it"])
+        }
+    }
+
+    /// The file's name in `directory`.
+    public static let fileName = "settings"
 
     /// A state file's contents (at most `maximumSize` bytes, as read), and a line for each problem,
     /// `path` naming the file in them.
@@ -106,7 +112,7 @@ public struct StateStore: Sendable {
 
     /// The file's bytes; nil when there is none.
     private func read() -> Result<ArraySlice<UInt8>?, AtomicFile.Refused> {
-        AtomicFile(directory: directory, name: "settings").read(maximumSize: Self.maximumSize)
+        AtomicFile(directory: directory, name: Self.fileName).read(maximumSize: Self.maximumSize)
     }
 
     /// Writes `values`: a new, uniquely named temporary file beside the real one
@@ -118,6 +124,11 @@ public struct StateStore: Sendable {
     }
 
     public func save(_ state: StoredState) throws(SystemError) {
+        try AtomicFile(directory: directory, name: Self.fileName).write(Self.text(of: state))
+    }
+
+    /// The file's text for `state`.
+    public static func text(of state: StoredState) -> String {
         var text = "# netobserverd: settings Set over D-Bus\n"
         for key in MonitorSettings.Key.allCases {
             if let value = state.targets[0]?[key] { text += "\(key.name)=\(value)\n" }
@@ -129,7 +140,7 @@ public struct StateStore: Sendable {
                 if let value = target.values[key] { text += "Target.\(target.number).\(key.name)=\(value)\n" }
             }
         }
-        try AtomicFile(directory: directory, name: "settings").write(text)
+        return text
     }
 
 }

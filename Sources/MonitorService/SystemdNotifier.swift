@@ -1,3 +1,4 @@
+import CLinux
 import EventLoop
 import Glibc
 import Timekeeping

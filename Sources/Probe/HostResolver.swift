@@ -5,21 +5,29 @@ import NetCore
 import ProbeRules
 import Synchronization
 
-/// Resolves host names on a worker thread and answers on the loop, so a slow
-/// resolver never stalls D-Bus or the probes. One resolver serves every target:
-/// each asks under its own owner number and cancels only its own lookups.
+/// Resolves host names off the loop — in the daemon's blocking helper (`asking`), or on a
+/// worker thread — and answers on the loop, so a slow resolver never stalls D-Bus or the
+/// probes. One resolver serves every target: each asks under its own owner number and
+/// cancels only its own lookups.
 public final class HostResolver {
     public typealias Failure = ResolverFailure
 
     public typealias Lookup = @Sendable (_ host: String, _ family: Int32) -> Result<[IPAddress], Failure>
+
+    /// Looks `host` up elsewhere and answers on the loop; asked for one lookup at a time.
+    public typealias Asking = (_ host: String, _ family: Int32,
+                               _ answer: @escaping (Result<[IPAddress], Failure>) -> Void) -> Void
 
     private struct Answer: Sendable {
         let id: UInt64
         let result: Result<[IPAddress], Failure>
     }
 
-    private let worker: WorkerThread
+    private let worker: WorkerThread?
     private let lookup: Lookup
+    private let asking: Asking?
+    /// A lookup asked of `asking` and not answered yet.
+    private var asked = false
     private var channel: LoopChannel<Answer>!
     private struct Pending {
         let owner: UInt64
@@ -54,6 +62,19 @@ public final class HostResolver {
         self.loop = loop
         worker = try WorkerThread()
         self.lookup = lookup
+        asking = nil
+        channel = try LoopChannel(loop: loop) { [unowned self] answer in
+            pending.removeValue(forKey: answer.id)?.completion(answer.result)
+        }
+    }
+
+    /// Looks names up with `asking` (the daemon's helper process), one at a time, the next one
+    /// chosen when the last is answered.
+    public init(loop: MainLoop, asking: @escaping Asking) throws(SystemError) {
+        self.loop = loop
+        worker = nil
+        lookup = Self.systemLookup
+        self.asking = asking
         channel = try LoopChannel(loop: loop) { [unowned self] answer in
             pending.removeValue(forKey: answer.id)?.completion(answer.result)
         }
@@ -89,11 +110,32 @@ public final class HostResolver {
         }
         let lookup = self.lookup
         let queue = self.queue
+        guard let worker else {
+            // Asked once the turn's signals are out (a new Host's `unknown` first, then the lookup).
+            loop.atEndOfTurn { [weak self] in self?.askNext() }
+            return
+        }
         // One job per lookup queued; each starts whichever lookup is next when it runs. The thread is woken once
         // the turn's signals are out (a new Host's `unknown` first, then the lookup).
         worker.async(afterTurnOf: loop) {
             guard let next = queue.lookups.withLock({ $0.next() }), !next.payload.ticket.cancelled.load(ordering: .acquiring) else { return }
             sender.send(Answer(id: next.id, result: lookup(next.payload.host, next.payload.family)))
+        }
+    }
+
+    /// Asks `asking` for the next lookup not cancelled, unless one is under way.
+    private func askNext() {
+        guard let asking, !asked else { return }
+        while let next = queue.lookups.withLock({ $0.next() }) {
+            guard !next.payload.ticket.cancelled.load(ordering: .acquiring) else { continue }
+            asked = true
+            asking(next.payload.host, next.payload.family) { [weak self] result in
+                guard let self else { return }
+                asked = false
+                pending.removeValue(forKey: next.id)?.completion(result)
+                askNext()
+            }
+            return
         }
     }
 

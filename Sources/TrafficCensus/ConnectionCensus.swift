@@ -8,6 +8,21 @@ import Reachability
 import ReachabilityRules
 import Timekeeping
 
+/// Why a sample of this machine's connections could not be taken.
+public enum CensusFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The kernel refused the request (errno), or a socket call failed.
+    case refused(SystemError)
+    /// Part of the dump was lost (the socket's buffer overran), or the kernel did not finish in time.
+    case incomplete
+
+    public var description: String {
+        switch self {
+        case .refused(let error): "sock_diag: \(error)"
+        case .incomplete: "sock_diag: the dump came back incomplete"
+        }
+    }
+}
+
 /// Counts this machine's established TCP connections for the traffic evidence: one sock_diag dump,
 /// filtered in the kernel by state and source address, and the kernel's route to each remote
 /// (cached) to tell which are routed like Host. What leaves it is counts, never an address.
@@ -23,20 +38,7 @@ final class ConnectionCensus {
         var gateway: IPAddress?
     }
 
-    /// Why a sample could not be taken.
-    enum Failure: Error, Equatable, CustomStringConvertible {
-        /// The kernel refused the request (errno), or a socket call failed.
-        case refused(SystemError)
-        /// Part of the dump was lost (the socket's buffer overran), or the kernel did not finish in time.
-        case incomplete
-
-        var description: String {
-            switch self {
-            case .refused(let error): "sock_diag: \(error)"
-            case .incomplete: "sock_diag: the dump came back incomplete"
-            }
-        }
-    }
+    typealias Failure = CensusFailure
 
     /// Route lookups, kept `cacheLifetime`, at most `cacheLimit` of them.
     private var cache: [IPAddress: RouteKey?] = [:]

@@ -9,11 +9,32 @@ import Synchronization
 import Timekeeping
 
 /// Takes samples of this machine's TCP connections for every target: on the loop when the last
-/// one was cheap, else on a thread of its own whose answer comes back on the loop, so a dump of
-/// thousands of sockets never stalls D-Bus. Each sample reports the CPU it took. A sample that
-/// fails is counted and said in the log (the first of its kind at once, then at most once a minute).
+/// one was cheap, else elsewhere — the daemon's blocking helper (`asking`), or a thread of its own —
+/// whose answer comes back on the loop, so a dump of thousands of sockets never stalls D-Bus. Each
+/// sample reports the CPU it took. A sample that fails is counted and said in the log (the first of
+/// its kind at once, then at most once a minute).
 public final class TrafficSampler {
     public typealias Completion = (_ sample: TrafficSample?, _ cost: Duration) -> Void
+
+    /// A sample taken off the loop: its result, the CPU it took, and what the last full walk of the kernel's sockets cost.
+    public struct Taken: Sendable, Equatable {
+        public let result: Result<TrafficSample, CensusFailure>
+        public let cost: Duration
+        public let dumpCost: Duration
+
+        public init(result: Result<TrafficSample, CensusFailure>, cost: Duration, dumpCost: Duration) {
+            self.result = result
+            self.cost = cost
+            self.dumpCost = dumpCost
+        }
+    }
+
+    /// Takes a sample elsewhere (`CensusTaker`) and answers on the loop.
+    public typealias Asking = (_ host: IPAddress, _ sources: [IPAddress], _ now: Instant,
+                               _ answer: @escaping (Taken) -> Void) -> Void
+
+    /// How long a read off the loop waits for the kernel (ms).
+    static let dumpWait: Int32 = 100
 
     private struct Answer: Sendable {
         let id: UInt64
@@ -28,7 +49,8 @@ public final class TrafficSampler {
 
     private let loop: MainLoop
     private let shared: Shared
-    private let worker: WorkerThread
+    private let worker: WorkerThread?
+    private let asking: Asking?
     private var channel: LoopChannel<Answer>?
     private var pending: [UInt64: Completion] = [:]
     private var nextID: UInt64 = 0
@@ -38,11 +60,13 @@ public final class TrafficSampler {
     private var lastFailureLogged: (what: String, at: Instant)?
     static let failureLogPeriod = Duration.seconds(60)
 
-    public init(loop: MainLoop, log: @escaping (String) -> Void = { _ in }) throws(SystemError) {
+    /// `asking`: where the dear samples are taken; nil: on a thread of this process.
+    public init(loop: MainLoop, log: @escaping (String) -> Void = { _ in }, asking: Asking? = nil) throws(SystemError) {
         self.loop = loop
         self.log = log
+        self.asking = asking
         shared = Shared(try ConnectionCensus())
-        worker = try WorkerThread()
+        worker = asking == nil ? try WorkerThread() : nil
         channel = try LoopChannel(loop: loop) { [unowned self] answer in
             let sample = counted(answer.sample)
             pending.removeValue(forKey: answer.id)?(sample, answer.cost)
@@ -66,22 +90,32 @@ public final class TrafficSampler {
     public func sampleFresh(host: IPAddress, sources: [IPAddress]) -> (sample: TrafficSample?, cost: Duration) {
         let now = loop.now()
         let (sample, cost) = Self.measured {
-            shared.census.withLock { $0.sample(host: host, sources: sources, now: now, wait: 100, fresh: true) }
+            shared.census.withLock { $0.sample(host: host, sources: sources, now: now, wait: Self.dumpWait, fresh: true) }
         }
         return (counted(sample), cost)
     }
 
-    /// Samples on the sampler's thread; `completion` runs on the loop.
+    /// Samples off the loop; `completion` runs on the loop.
     public func sampleLater(host: IPAddress, sources: [IPAddress], completion: @escaping Completion) {
         nextID &+= 1
         let id = nextID
         pending[id] = completion
-        guard let sender = channel?.sender else { return }
-        let shared = self.shared
         let now = loop.now()
+        if let asking {
+            asking(host, sources, now) { [weak self] taken in
+                guard let self else { return }
+                // The helper's walks say whether the next one is cheap enough for the loop.
+                self.shared.census.withLock { $0.lastDumpCost = taken.dumpCost }
+                let sample = counted(taken.result)
+                pending.removeValue(forKey: id)?(sample, taken.cost)
+            }
+            return
+        }
+        guard let sender = channel?.sender, let worker else { return }
+        let shared = self.shared
         worker.async {
             let (sample, cost) = Self.measured {
-                shared.census.withLock { $0.sample(host: host, sources: sources, now: now, wait: 100) }
+                shared.census.withLock { $0.sample(host: host, sources: sources, now: now, wait: Self.dumpWait) }
             }
             sender.send(Answer(id: id, sample: sample, cost: cost))
         }

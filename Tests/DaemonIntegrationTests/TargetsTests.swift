@@ -157,8 +157,8 @@ final class TargetsTests: DaemonTestCase {
         // A descriptor open for a moment (the state file being written for the additions) is no leak: a leak stays.
         for _ in 0..<40 where descriptors() != before.0 { usleep(50_000) }
         XCTAssertEqual(descriptors(), before.0, "one netlink socket and one ICMP socket per family for every target")
-        XCTAssertEqual(threads(), before.1, "one resolver thread for every target")
-        XCTAssertEqual(threads(), before.1, "threads: one resolver for all targets")
+        XCTAssertEqual(threads(), 1, "the daemon starts no thread: its lookups are the blocking helper's, one for all targets")
+        XCTAssertEqual(daemon.helperPIDs.count, 1, "one blocking helper for every target")
     }
 }
 

@@ -261,8 +261,18 @@ public final class DaemonProcess {
 
     deinit { stop() }
 
-    /// utime + stime in seconds, from /proc.
+    /// utime + stime in seconds, from /proc: the daemon's and its blocking helper's, which does its work.
     public var cpuSeconds: Double {
+        ([pid] + helperPIDs).map(Self.cpuSeconds(of:)).reduce(0, +)
+    }
+
+    /// The daemon's children: its blocking helper (`netobserverd --blocking-helper`), when one runs.
+    public var helperPIDs: [Int32] {
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        return children.split(separator: " ").compactMap { Int32($0) }
+    }
+
+    private static func cpuSeconds(of pid: Int32) -> Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = stat.lastIndex(of: ")") else { return 0 }
         let fields = stat[stat.index(after: close)...].split(separator: " ")

@@ -135,6 +135,11 @@ final class WhereApplicationsLookTests: XCTestCase {
         try checkServer("204")
         try startDaemon()
         try wait(.connectivity, "full")
+        // The HTTP check connects to the address the service resolved (CURLOPT_RESOLVE): libcurl starts no resolver thread.
+        if let daemon {
+            let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task").count) ?? -1
+            XCTAssertEqual(threads, 1, "the daemon stays single-threaded through its HTTP checks")
+        }
         let glib = try startGLibProgram()
         let start = glib.events.first
         XCTAssertEqual(start?["type"] as? String, "NetobserverNetworkMonitor", "GLib did not pick the module: \(glib.text)")

@@ -1,0 +1,248 @@
+import CLinux
+import EventLoop
+import Glibc
+import Timekeeping
+
+/// The daemon's blocking work — name lookups, census walks, the state directory's files — done in a
+/// helper process (this binary, started with `--blocking-helper`), so the daemon never starts a
+/// thread. glibc takes a mutex without a bus-locked instruction only while its process has never had
+/// a second thread, and libdbus takes about ninety of them for every Get.
+///
+/// Started on first use. When it stops, every request it had not answered gets its failure at once,
+/// and the next request starts another (at most one start a second).
+final class BlockingHelper {
+    static let argument = "--blocking-helper"
+    /// The helper is the daemon's own binary.
+    static let executable = "/proc/self/exe"
+    /// What may wait to be written to the helper before it is taken as stuck and replaced.
+    static let outboxLimit = 16 << 20
+    static let restartPause = Duration.seconds(1)
+    private static let readChunk = 64 << 10
+    /// However much the helper has sent, one turn reads at most this many chunks.
+    private static let readsPerTurn = 16
+
+    private struct Waiting {
+        let lane: HelperLane
+        let failure: HelperAnswer
+        let completion: (HelperAnswer) -> Void
+    }
+
+    /// One started helper: its end of the socket pair and what is on the way each way.
+    private final class Connection {
+        let socket: Descriptor
+        let pid: pid_t
+        var source: IOSource?
+        var outbox: [UInt8] = []
+        var inbox: [UInt8] = []
+
+        init(socket: consuming Descriptor, pid: pid_t) {
+            self.socket = socket
+            self.pid = pid
+        }
+    }
+
+    private let loop: MainLoop
+    private let executable: String
+    private var connection: Connection?
+    private var waiting: [UInt64: Waiting] = [:]
+    private var nextID: UInt64 = 0
+    private var flushAsked = false
+    private var lastStart: Instant?
+    /// Helpers that stopped and are not reaped yet (each is, at the next start or stop).
+    private var unreaped: [pid_t] = []
+    /// Helpers started so far.
+    private(set) var starts = 0
+
+    init(loop: MainLoop, executable: String = BlockingHelper.executable) {
+        self.loop = loop
+        self.executable = executable
+    }
+
+    deinit {
+        if let source = connection?.source { loop.remove(source) }
+    }
+
+    /// The running helper's PID, if one runs.
+    var processID: pid_t? { connection?.pid }
+
+    /// Asks the helper for `request` behind the requests of its `lane`; `completion` runs on the loop, with
+    /// the answer or, when the helper cannot answer, the request's failure. Sent once the turn's own
+    /// replies and signals are out.
+    func run(_ request: HelperRequest, on lane: HelperLane, completion: @escaping (HelperAnswer) -> Void) {
+        nextID &+= 1
+        let id = nextID
+        let entry = Waiting(lane: lane, failure: Self.failure(of: request), completion: completion)
+        guard let connection = connectionOrStart() else {
+            loop.atEndOfTurn { completion(entry.failure) }
+            return
+        }
+        waiting[id] = entry
+        connection.outbox += HelperWire.frame(id: id, lane: lane, request)
+        guard connection.outbox.count <= Self.outboxLimit else {
+            lose(connection, "it has not read \(connection.outbox.count) bytes of requests")
+            return
+        }
+        guard !flushAsked else { return }
+        flushAsked = true
+        loop.atEndOfTurn { [weak self] in
+            self?.loop.atEndOfTurn { [weak self] in
+                guard let self else { return }
+                flushAsked = false
+                if let connection = self.connection { flush(connection) }
+            }
+        }
+    }
+
+    /// Waits (blocking, at most `limit`) until the helper has answered every request of `lane`; the
+    /// answers read meanwhile are dropped, their completions not run. For a clean exit.
+    func drain(_ lane: HelperLane, within limit: Duration = .seconds(10)) {
+        let deadline = MonotonicClock.now() + limit
+        while let connection, waiting.values.contains(where: { $0.lane == lane }) {
+            let now = MonotonicClock.now()
+            guard now < deadline else { return }
+            var poller = pollfd(fd: connection.socket.raw, events: Int16(POLLIN), revents: 0)
+            if !connection.outbox.isEmpty { poller.events |= Int16(POLLOUT) }
+            let waitMilliseconds = Int32(clamping: (deadline - now).milliseconds + 1)
+            guard poll(&poller, 1, waitMilliseconds) >= 0 || errno == EINTR else { return }
+            if poller.revents & Int16(POLLOUT) != 0 { flush(connection) }
+            if poller.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { receive(connection, answering: false) }
+        }
+    }
+
+    private func connectionOrStart() -> Connection? {
+        if let connection { return connection }
+        reap()
+        let now = loop.now()
+        if let lastStart, now &- lastStart < Self.restartPause { return nil }
+        lastStart = now
+        do throws(SystemError) {
+            let connection = try start()
+            self.connection = connection
+            return connection
+        } catch {
+            Log.warning("cannot start the blocking helper (\(error)): lookups, traffic samples and saved files fail until it starts")
+            return nil
+        }
+    }
+
+    private func start() throws(SystemError) -> Connection {
+        var ends: [Int32] = [-1, -1]
+        try Syscall.retrying("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) }
+        let ours = Descriptor(owning: ends[0])
+        let theirs = Descriptor(owning: ends[1])
+        let flags = fcntl(ours.raw, F_GETFL)
+        guard flags >= 0, fcntl(ours.raw, F_SETFL, flags | O_NONBLOCK) == 0 else { throw SystemError("fcntl") }
+        let pid = try Syscall.retrying("posix_spawn \(executable)") {
+            CLinux_spawn_with_descriptor(executable, "netobserverd", Self.argument, theirs.raw)
+        }
+        _ = consume theirs
+        starts += 1
+        let connection = Connection(socket: ours, pid: pid)
+        connection.source = try loop.watch(fd: connection.socket.raw, interest: .readable) { [weak self, unowned connection] _ in
+            self?.receive(connection, answering: true)
+        }
+        return connection
+    }
+
+    /// Writes what the socket takes now; watches for room when some is left.
+    private func flush(_ connection: Connection) {
+        var sent = 0
+        while sent < connection.outbox.count {
+            let count = connection.outbox.withUnsafeBytes { bytes in
+                send(connection.socket.raw, bytes.baseAddress.map { $0 + sent }, bytes.count - sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if count > 0 {
+                sent += count
+            } else if count < 0 && errno == EINTR {
+                continue
+            } else if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break
+            } else {
+                lose(connection, "\(SystemError("send"))")
+                return
+            }
+        }
+        connection.outbox.removeFirst(sent)
+        guard let source = connection.source else { return }
+        let interest: IOEvents = connection.outbox.isEmpty ? .readable : [.readable, .writable]
+        if source.interest != interest { try? loop.setInterest(source, interest) }
+    }
+
+    /// Reads what the helper sent and hands each whole answer to its request.
+    private func receive(_ connection: Connection, answering: Bool) {
+        if !connection.outbox.isEmpty { flush(connection) }
+        guard self.connection === connection else { return }
+        var chunk = [UInt8](repeating: 0, count: Self.readChunk)
+        for _ in 0..<Self.readsPerTurn {
+            let count = chunk.withUnsafeMutableBytes { recv(connection.socket.raw, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count > 0 {
+                connection.inbox += chunk[..<count]
+                if count < chunk.count { break }
+            } else if count == 0 {
+                lose(connection, "it exited")
+                return
+            } else if errno == EINTR {
+                continue
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                break
+            } else {
+                lose(connection, "\(SystemError("recv"))")
+                return
+            }
+        }
+        var start = 0
+        while connection.inbox.count - start >= HelperWire.headerLength {
+            guard let length = HelperWire.frameLength(connection.inbox[start..<start + HelperWire.headerLength]) else {
+                lose(connection, "it sent a frame out of bounds")
+                return
+            }
+            let end = start + HelperWire.headerLength + length
+            guard end <= connection.inbox.count else { break }
+            guard let (id, lane, answer) = HelperWire.answer(connection.inbox[(start + HelperWire.headerLength)..<end]) else {
+                lose(connection, "it sent a frame that does not decode")
+                return
+            }
+            start = end
+            guard let entry = waiting[id], entry.lane == lane else { continue }
+            waiting[id] = nil
+            if answering { entry.completion(answer) }
+            // A completion may have stopped this helper (or started another).
+            guard self.connection === connection else { return }
+        }
+        connection.inbox.removeFirst(start)
+    }
+
+    /// The helper is gone or not to be trusted: it is stopped, and every request waiting gets its failure.
+    private func lose(_ connection: Connection, _ why: String) {
+        guard self.connection === connection else { return }
+        self.connection = nil
+        if let source = connection.source { loop.remove(source) }
+        connection.source = nil
+        kill(connection.pid, SIGKILL)
+        unreaped.append(connection.pid)
+        reap()
+        Log.warning("the blocking helper (PID \(connection.pid)) stopped: \(why); another starts on the next request")
+        let failed = waiting
+        waiting.removeAll()
+        for (_, entry) in failed.sorted(by: { $0.key < $1.key }) { entry.completion(entry.failure) }
+    }
+
+    private func reap() {
+        unreaped.removeAll { pid in
+            var status: Int32 = 0
+            return waitpid(pid, &status, WNOHANG) != 0
+        }
+    }
+
+    /// What a request gets when no helper answers it.
+    private static func failure(of request: HelperRequest) -> HelperAnswer {
+        let error = SystemError("blocking helper", errno: ECHILD)
+        return switch request {
+        case .resolve(let host, _): .resolved(.failure(.init(message: "cannot resolve \(host): the blocking helper stopped")))
+        case .sample: .sampled(.init(result: .failure(.refused(error)), cost: .zero, dumpCost: .zero))
+        case .write: .written(error)
+        case .remove: .removed(false)
+        case .read: .read(.failure(.init(description: "cannot be read: the blocking helper stopped")))
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import CLinux
+import EventLoop
+import Glibc
+import Probe
+import Synchronization
+import TrafficCensus
+
+/// `netobserverd --blocking-helper`: the daemon's blocking work, asked on descriptor 3. Each lane has
+/// a thread of its own, so a lookup that hangs holds up only the lookups behind it. Ends when the
+/// daemon closes its end, or dies.
+enum BlockingHelperProcess {
+    static let descriptor: Int32 = 3
+    static let trimAfterMilliseconds: Int32 = 3_000
+
+    static func run() -> Int32 {
+        guard CLinux_become_helper() == 0 else { return 1 }
+        // One heap for the lanes' threads, not an arena each: their work is small.
+        _ = mallopt(M_ARENA_MAX, 1)
+        let answers = AnswerWriter(descriptor: descriptor)
+        let work = HelperWork()
+        var lanes: [WorkerThread] = []
+        for _ in HelperLane.allCases {
+            guard let lane = try? WorkerThread() else { return 1 }
+            lanes.append(lane)
+        }
+        var inbox: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        var trimDue = true
+        while true {
+            // Idle a while after start-up or after work: what that used is let go, as the daemon does.
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, trimDue ? trimAfterMilliseconds : -1)
+            if ready == 0 {
+                _ = CLinux_drop_clean_file_pages()
+                _ = malloc_trim(0)
+                trimDue = false
+                continue
+            }
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            // The daemon closed its end (or exited): the threads end with the process.
+            guard count > 0 else { _exit(0) }
+            inbox += chunk[..<count]
+            trimDue = true
+            var start = 0
+            while inbox.count - start >= HelperWire.headerLength {
+                guard let length = HelperWire.frameLength(inbox[start..<start + HelperWire.headerLength]) else { _exit(2) }
+                let end = start + HelperWire.headerLength + length
+                guard end <= inbox.count else { break }
+                guard let (id, lane, request) = HelperWire.request(inbox[(start + HelperWire.headerLength)..<end]) else { _exit(2) }
+                start = end
+                lanes[Int(lane.rawValue)].async {
+                    answers.send(HelperWire.frame(id: id, lane: lane, work.perform(request)))
+                }
+            }
+            inbox.removeFirst(start)
+        }
+    }
+}
+
+/// The helper's end of the socket, shared by the lanes' threads: each answer goes out whole.
+private final class AnswerWriter: Sendable {
+    private let descriptor: Int32
+    private let writing = Mutex(())
+
+    init(descriptor: Int32) { self.descriptor = descriptor }
+
+    func send(_ frame: [UInt8]) {
+        writing.withLock { _ in
+            var sent = 0
+            while sent < frame.count {
+                let count = frame.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress.map { $0 + sent }, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+                if count < 0 && errno == EINTR { continue }
+                // The daemon is gone.
+                guard count > 0 else { _exit(0) }
+                sent += count
+            }
+        }
+    }
+}
+
+/// Does one request, as the daemon would have on a thread of its own.
+private final class HelperWork: Sendable {
+    private let census = Mutex<CensusTaker?>(nil)
+
+    func perform(_ request: HelperRequest) -> HelperAnswer {
+        switch request {
+        case .resolve(let host, let family):
+            return .resolved(HostResolver.systemLookup(host, family))
+        case .sample(let host, let sources, let now):
+            return census.withLock { taker in
+                if taker == nil {
+                    do throws(SystemError) {
+                        taker = try CensusTaker()
+                    } catch {
+                        return .sampled(.init(result: .failure(.refused(error)), cost: .zero, dumpCost: .zero))
+                    }
+                }
+                guard let taker else { return .sampled(.init(result: .failure(.incomplete), cost: .zero, dumpCost: .zero)) }
+                return .sampled(taker.sample(host: host, sources: sources, now: now))
+            }
+        case .write(let directory, let name, let text):
+            do throws(SystemError) {
+                try AtomicFile(directory: directory, name: name).write(text)
+                return .written(nil)
+            } catch {
+                return .written(error)
+            }
+        case .remove(let directory, let name):
+            return .removed(AtomicFile(directory: directory, name: name).remove())
+        case .read(let directory, let name, let maximumSize):
+            return .read(AtomicFile(directory: directory, name: name).read(maximumSize: maximumSize).map { $0.map(Array.init) })
+        }
+    }
+}

@@ -1,0 +1,262 @@
+import EventLoop
+import NetAddress
+import ProbeRules
+import Timekeeping
+import TrafficCensus
+
+/// The daemon's blocking work, as it asks its helper process for it: name lookups, census walks,
+/// the state directory's files.
+enum HelperRequest: Equatable, Sendable {
+    case resolve(host: String, family: Int32)
+    case sample(host: IPAddress, sources: [IPAddress], now: Instant)
+    case write(directory: String, name: String, text: String)
+    case remove(directory: String, name: String)
+    case read(directory: String, name: String, maximumSize: Int)
+}
+
+/// What the helper answers each request with (`resolve` → `resolved`, and so on).
+enum HelperAnswer: Equatable, Sendable {
+    case resolved(Result<[IPAddress], ResolverFailure>)
+    case sampled(TrafficSampler.Taken)
+    case written(SystemError?)
+    case removed(Bool)
+    /// The file's bytes (nil: there is none), or why it was refused.
+    case read(Result<[UInt8]?, AtomicFile.Refused>)
+}
+
+/// Each kind of work waits only behind its own kind: a lookup that hangs never holds up a write.
+enum HelperLane: UInt8, CaseIterable, Sendable {
+    case lookups, census, settings, history
+}
+
+/// The wire between the daemon and its helper, over a stream socket: frames of a 4-byte length,
+/// then an 8-byte request number, a lane, and the request or answer. Numbers are little-endian,
+/// strings and lists counted. A frame that does not decode whole is refused.
+enum HelperWire {
+    /// No frame is longer (a history file, 640 KiB, is the longest thing carried).
+    static let maximumFrame = 1 << 20
+    static let headerLength = 4
+
+    static func frame(id: UInt64, lane: HelperLane, _ request: HelperRequest) -> [UInt8] {
+        var out = WireOut()
+        out.u64(id)
+        out.u8(lane.rawValue)
+        switch request {
+        case .resolve(let host, let family):
+            out.u8(0); out.string(host); out.u32(UInt32(bitPattern: family))
+        case .sample(let host, let sources, let now):
+            out.u8(1); out.address(host); out.u32(UInt32(sources.count)); sources.forEach { out.address($0) }
+            out.u64(now.nanoseconds)
+        case .write(let directory, let name, let text):
+            out.u8(2); out.string(directory); out.string(name); out.string(text)
+        case .remove(let directory, let name):
+            out.u8(3); out.string(directory); out.string(name)
+        case .read(let directory, let name, let maximumSize):
+            out.u8(4); out.string(directory); out.string(name); out.u32(UInt32(clamping: maximumSize))
+        }
+        return out.framed()
+    }
+
+    static func frame(id: UInt64, lane: HelperLane, _ answer: HelperAnswer) -> [UInt8] {
+        var out = WireOut()
+        out.u64(id)
+        out.u8(lane.rawValue)
+        switch answer {
+        case .resolved(.success(let addresses)):
+            out.u8(0); out.u32(UInt32(addresses.count)); addresses.forEach { out.address($0) }
+        case .resolved(.failure(let failure)):
+            out.u8(1); out.string(failure.message)
+        case .sampled(let taken):
+            switch taken.result {
+            case .success(let sample):
+                out.u8(2); out.u64(UInt64(clamping: sample.connections)); out.u64(UInt64(clamping: sample.receivingRemotes))
+                out.u64(UInt64(clamping: sample.retransmittingRemotes))
+            case .failure(.incomplete):
+                out.u8(3)
+            case .failure(.refused(let error)):
+                out.u8(4); out.error(error)
+            }
+            out.u64(taken.cost.nanoseconds); out.u64(taken.dumpCost.nanoseconds)
+        case .written(nil):
+            out.u8(5)
+        case .written(let error?):
+            out.u8(6); out.error(error)
+        case .removed(let done):
+            out.u8(7); out.u8(done ? 1 : 0)
+        case .read(.success(nil)):
+            out.u8(8)
+        case .read(.success(let bytes?)):
+            out.u8(9); out.bytes(bytes)
+        case .read(.failure(let refused)):
+            out.u8(10); out.string(refused.description)
+        }
+        return out.framed()
+    }
+
+    /// The length a frame's header announces, or nil when it is out of bounds (the peer is not ours to trust).
+    static func frameLength(_ header: ArraySlice<UInt8>) -> Int? {
+        var input = WireIn(header)
+        guard let length = input.u32(), length >= 9, Int(length) <= maximumFrame else { return nil }
+        return Int(length)
+    }
+
+    /// A frame's body (after the length) as a request.
+    static func request(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, request: HelperRequest)? {
+        var input = WireIn(body)
+        guard let id = input.u64(), let lane = input.u8().flatMap(HelperLane.init), let kind = input.u8() else { return nil }
+        let request: HelperRequest
+        switch kind {
+        case 0:
+            guard let host = input.string(), let family = input.u32() else { return nil }
+            request = .resolve(host: host, family: Int32(bitPattern: family))
+        case 1:
+            guard let host = input.address(), let sources = input.addresses(), let now = input.u64() else { return nil }
+            request = .sample(host: host, sources: sources, now: Instant(nanoseconds: now))
+        case 2:
+            guard let directory = input.string(), let name = input.string(), let text = input.string() else { return nil }
+            request = .write(directory: directory, name: name, text: text)
+        case 3:
+            guard let directory = input.string(), let name = input.string() else { return nil }
+            request = .remove(directory: directory, name: name)
+        case 4:
+            guard let directory = input.string(), let name = input.string(), let size = input.u32() else { return nil }
+            request = .read(directory: directory, name: name, maximumSize: Int(size))
+        default:
+            return nil
+        }
+        guard input.isAtEnd else { return nil }
+        return (id, lane, request)
+    }
+
+    /// A frame's body (after the length) as an answer.
+    static func answer(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, answer: HelperAnswer)? {
+        var input = WireIn(body)
+        guard let id = input.u64(), let lane = input.u8().flatMap(HelperLane.init), let kind = input.u8() else { return nil }
+        let answer: HelperAnswer
+        switch kind {
+        case 0:
+            guard let addresses = input.addresses() else { return nil }
+            answer = .resolved(.success(addresses))
+        case 1:
+            guard let message = input.string() else { return nil }
+            answer = .resolved(.failure(ResolverFailure(message: message)))
+        case 2, 3, 4:
+            let result: Result<TrafficSample, CensusFailure>
+            switch kind {
+            case 2:
+                guard let connections = input.count(), let receiving = input.count(), let retransmitting = input.count() else { return nil }
+                result = .success(TrafficSample(connections: connections, receivingRemotes: receiving, retransmittingRemotes: retransmitting))
+            case 3:
+                result = .failure(.incomplete)
+            default:
+                guard let error = input.error() else { return nil }
+                result = .failure(.refused(error))
+            }
+            guard let cost = input.u64(), let dumpCost = input.u64() else { return nil }
+            answer = .sampled(TrafficSampler.Taken(result: result, cost: Duration(nanoseconds: cost), dumpCost: Duration(nanoseconds: dumpCost)))
+        case 5:
+            answer = .written(nil)
+        case 6:
+            guard let error = input.error() else { return nil }
+            answer = .written(error)
+        case 7:
+            guard let done = input.u8(), done <= 1 else { return nil }
+            answer = .removed(done == 1)
+        case 8:
+            answer = .read(.success(nil))
+        case 9:
+            guard let bytes = input.bytes() else { return nil }
+            answer = .read(.success(Array(bytes)))
+        case 10:
+            guard let reason = input.string() else { return nil }
+            answer = .read(.failure(AtomicFile.Refused(description: reason)))
+        default:
+            return nil
+        }
+        guard input.isAtEnd else { return nil }
+        return (id, lane, answer)
+    }
+}
+
+/// A frame being written: the body, then its length put in front.
+private struct WireOut {
+    var body: [UInt8] = []
+
+    mutating func u8(_ value: UInt8) { body.append(value) }
+    mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { body.append(contentsOf: $0) } }
+    mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { body.append(contentsOf: $0) } }
+    mutating func bytes(_ value: some Collection<UInt8>) { u32(UInt32(value.count)); body.append(contentsOf: value) }
+    mutating func string(_ value: String) { bytes(value.utf8) }
+    mutating func error(_ value: SystemError) { string(value.call); u32(UInt32(bitPattern: value.errno)) }
+    mutating func address(_ value: IPAddress) {
+        bytes(value.bytes)
+        if case .v6(_, let zone) = value { u32(zone.index); string(zone.name) } else { u32(0); string("") }
+    }
+
+    func framed() -> [UInt8] {
+        var frame: [UInt8] = []
+        frame.reserveCapacity(HelperWire.headerLength + body.count)
+        withUnsafeBytes(of: UInt32(body.count).littleEndian) { frame.append(contentsOf: $0) }
+        frame.append(contentsOf: body)
+        return frame
+    }
+}
+
+/// A frame being read: every read checks what is left, so a short or lying frame gives nil.
+private struct WireIn {
+    var rest: ArraySlice<UInt8>
+
+    init(_ bytes: ArraySlice<UInt8>) { rest = bytes }
+
+    var isAtEnd: Bool { rest.isEmpty }
+
+    mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
+        guard count >= 0, rest.count >= count else { return nil }
+        defer { rest = rest.dropFirst(count) }
+        return rest.prefix(count)
+    }
+
+    mutating func u8() -> UInt8? { take(1)?.first }
+
+    mutating func u32() -> UInt32? {
+        guard let raw = take(4) else { return nil }
+        return raw.reversed().reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    mutating func u64() -> UInt64? {
+        guard let raw = take(8) else { return nil }
+        return raw.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// A count of things, which is never more than an Int holds.
+    mutating func count() -> Int? { u64().flatMap { Int(exactly: $0) } }
+
+    mutating func bytes() -> ArraySlice<UInt8>? {
+        guard let length = u32() else { return nil }
+        return take(Int(length))
+    }
+
+    mutating func string() -> String? { bytes().flatMap { String(validating: $0, as: UTF8.self) } }
+
+    mutating func error() -> SystemError? {
+        guard let call = string(), let code = u32() else { return nil }
+        return SystemError(call, errno: Int32(bitPattern: code))
+    }
+
+    mutating func address() -> IPAddress? {
+        guard let raw = bytes(), let plain = IPAddress(bytes: raw), let index = u32(), let name = string() else { return nil }
+        if case .v6(let bytes, _) = plain, index != 0 { return .v6(bytes, zone: IPAddress.Zone(index: index, name: name)) }
+        return plain
+    }
+
+    /// At most as many as the frame could hold, so a lying count cannot make us reserve memory.
+    mutating func addresses() -> [IPAddress]? {
+        guard let count = u32(), Int(count) <= rest.count / 12 else { return nil }
+        var addresses: [IPAddress] = []
+        for _ in 0..<count {
+            guard let address = address() else { return nil }
+            addresses.append(address)
+        }
+        return addresses
+    }
+}

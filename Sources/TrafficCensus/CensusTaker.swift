@@ -1,0 +1,21 @@
+import EventLoop
+import NetAddress
+import ProbeRules
+import Timekeeping
+
+/// A census that takes the samples too dear for the loop, in the daemon's blocking helper: each
+/// with the CPU it took and what the last walk of the kernel's sockets cost, which the loop's own
+/// census adopts to choose where its next sample is taken.
+public final class CensusTaker {
+    private let census: ConnectionCensus
+
+    public init() throws(SystemError) {
+        census = try ConnectionCensus()
+    }
+
+    public func sample(host: IPAddress, sources: [IPAddress], now: Instant) -> TrafficSampler.Taken {
+        let before = ConnectionCensus.threadCPU()
+        let result = census.sample(host: host, sources: sources, now: now, wait: TrafficSampler.dumpWait)
+        return TrafficSampler.Taken(result: result, cost: ConnectionCensus.threadCPU() &- before, dumpCost: census.lastDumpCost)
+    }
+}
