@@ -120,7 +120,7 @@ FUZZ_RUNS ?= 10000000
 FUZZ_BUILD := build -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
 FUZZ_PARSERS := netlink router echo sockdiag capport history
 PARSER_FUZZER := .build/fuzz/parsers-spm/release/ParserFuzzer
-FUZZ_SURFACES := dbus statefile validators client follower
+FUZZ_SURFACES := dbus statefile validators client follower helper
 SURFACE_FUZZER := .build/fuzz/dbus-spm/release/SurfaceFuzzer
 
 fuzz: deps-build

@@ -34,6 +34,8 @@ start_rss=$(awk '/^Rss:/ {print $2}' /proc/$pid/smaps_rollup)
 sleep 29
 memory=$(awk '/^Rss:/ {r=$2} /^Private_Dirty:/ {d=$2} END {printf "rss_kb=%d private_dirty_kb=%d", r, d}' /proc/$pid/smaps_rollup)
 echo "idle netobserverd RSS: ${start_rss} kB 1 s after start, $(echo "$memory" | sed 's/ .*//; s/rss_kb=//') kB 30 s after start"
+# Its blocking helper (lookups, census walks, files), a process of its own: counted beside it, never hidden.
+echo "idle netobserverd blocking helper, 30 s after start: $(python3 -c "import sys; sys.path.insert(0, '$root/tools'); import procstat; print(procstat.helper_memory($pid))")"
 # Status bars and Prometheus: monitor --format waybar latency, the textfile writer's cost.
 /usr/bin/python3 "$root/tools/bench_bars.py" "$DBUS_SESSION_BUS_ADDRESS" "$(dirname "$daemon")/netobserver"
 # Several targets: 64 of them on one daemon (its netns has only loopback; lo down is the fault).

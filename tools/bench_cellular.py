@@ -17,6 +17,8 @@ import dbus
 import dbus.mainloop.glib
 from gi.repository import GLib
 
+import procstat
+
 daemon_path, netns = sys.argv[1:3]
 NAME, PATH, IFACE = "org.netobserver.Monitor", "/org/netobserver/Monitor", "org.netobserver.Monitor"
 MM, MM_PATH, MODEM = "org.freedesktop.ModemManager1", "/org/freedesktop/ModemManager1", "org.freedesktop.ModemManager1.Modem"
@@ -95,13 +97,8 @@ def first_verdict(expect):
 
 
 def wakeups(pid):
-    total = 0
-    for task in os.listdir("/proc/%d/task" % pid):
-        with open("/proc/%d/task/%s/status" % (pid, task)) as f:
-            for line in f:
-                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                    total += int(line.split()[1])
-    return total
+    # Every thread of the daemon and of its blocking helper, voluntary and not.
+    return procstat.wakeups(pid, involuntary=True)
 
 
 try:

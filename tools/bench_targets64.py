@@ -13,6 +13,8 @@ import dbus
 import dbus.mainloop.glib
 from gi.repository import GLib
 
+import procstat
+
 NAME, PATH = "org.netobserver.Monitor", "/org/netobserver/Monitor"
 address, pid, netns = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
@@ -29,9 +31,8 @@ def rss_kb():
 
 
 def cpu_seconds():
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    # The daemon's and its blocking helper's.
+    return procstat.cpu_seconds(pid)
 
 
 subprocess.run(["ip", "-n", netns, "link", "set", "lo", "up"], check=True)

@@ -21,6 +21,8 @@ import time
 
 import dbus
 
+from procstat import cpu_seconds, wakeups  # the daemon's and its blocking helper's
+
 daemon_path, bench_path = sys.argv[1], sys.argv[2]
 trials = int(sys.argv[3]) if len(sys.argv) > 3 else 10
 HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "NamespaceTests", "helpers")
@@ -156,18 +158,6 @@ def figures(name, values):
           (name, statistics.median(found), max(found), min(found), len(found), len(values)), flush=True)
 
 
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def wakeups(pid):
-    with open("/proc/%d/task/%d/status" % (pid, pid)) as f:
-        for line in f:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    return 0
 
 
 try:
@@ -222,7 +212,7 @@ try:
         before, started = cpu_seconds(daemon.pid()), time.monotonic()
         time.sleep(20)
         share = (cpu_seconds(daemon.pid()) - before) / (time.monotonic() - started) * 100
-        print("traffic daemon CPU with %d idle connections (Interval 1000, probes and samples): %.2f %% of a core" %
+        print("traffic daemon CPU (with its helper's) with %d idle connections (Interval 1000, probes and samples): %.2f %% of a core" %
               (count, share), flush=True)
         daemon.stop()
         if count == 1000:

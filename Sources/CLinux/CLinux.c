@@ -258,8 +258,11 @@ int CLinux_spawn_with_descriptor(const char *path, const char *argument0, const 
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
-    /* dup2 onto itself clears close-on-exec too (glibc 2.29 and later). */
+    /* dup2 onto itself clears close-on-exec too (glibc 2.29 and later). Nothing else is inherited: a
+     * library's socket opened without close-on-exec (libcurl's) would otherwise stay open in the child,
+     * and a connection the daemon gave up would live on, its SYNs still sent, holding a server's only slot. */
     int result = posix_spawn_file_actions_adddup2(&actions, fd, 3);
+    if (result == 0) result = posix_spawn_file_actions_addclosefrom_np(&actions, 4);
     if (result == 0) result = posix_spawnattr_setsigmask(&attributes, &none);
     if (result == 0) result = posix_spawnattr_setsigdefault(&attributes, &all);
     if (result == 0) result = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);

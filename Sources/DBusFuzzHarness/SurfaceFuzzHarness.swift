@@ -17,6 +17,8 @@ public enum FuzzSurface: String, CaseIterable, Sendable {
     case client
     /// The system-bus follower: messages from ModemManager/NetworkManager into its object table.
     case follower
+    /// The wire between the daemon and its blocking helper: a frame's body as a request and as an answer.
+    case helper
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -25,6 +27,7 @@ public enum FuzzSurface: String, CaseIterable, Sendable {
         case .validators: Self.validators(bytes)
         case .client: Self.client(bytes)
         case .follower: Self.follower(bytes)
+        case .helper: HelperWireFuzzing.run(bytes)
         }
     }
 

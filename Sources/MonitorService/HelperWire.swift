@@ -260,3 +260,22 @@ private struct WireIn {
         return addresses
     }
 }
+
+/// For the fuzzer (`make fuzz`, surface `helper`): `bytes` as a frame's body, read as a request and as an
+/// answer; whatever decodes is written again and must read back the same.
+public enum HelperWireFuzzing {
+    public static func run(_ bytes: [UInt8]) {
+        let body = bytes.prefix(HelperWire.maximumFrame)
+        _ = HelperWire.frameLength(body.prefix(HelperWire.headerLength))
+        if let (id, lane, request) = HelperWire.request(body) {
+            let again = HelperWire.frame(id: id, lane: lane, request)
+            let decoded = HelperWire.request(again[HelperWire.headerLength...])
+            precondition(decoded?.id == id && decoded?.lane == lane && decoded?.request == request, "a request does not read back")
+        }
+        if let (id, lane, answer) = HelperWire.answer(body) {
+            let again = HelperWire.frame(id: id, lane: lane, answer)
+            let decoded = HelperWire.answer(again[HelperWire.headerLength...])
+            precondition(decoded?.id == id && decoded?.lane == lane && decoded?.answer == answer, "an answer does not read back")
+        }
+    }
+}

@@ -30,6 +30,15 @@ final class BlockingHelperTests: XCTestCase {
         return String(decoding: raw.map { $0 == 0 ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
     }
 
+    /// What each descriptor above 2 of `pid` refers to (`socket:[inode]`, a path, …).
+    private func openFiles(_ pid: Int32) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        // An eventfd's name says nothing of which one it is.
+        return names.compactMap(Int.init).filter { $0 > 2 }.compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")
+        }.filter { !$0.hasPrefix("anon_inode:") }
+    }
+
     private func waitForNewHelper(of daemon: DaemonProcess, other: Int32?) -> Int32? {
         for _ in 0..<200 {
             if let pid = daemon.helperPIDs.first, pid != other { return pid }
@@ -53,6 +62,9 @@ final class BlockingHelperTests: XCTestCase {
         XCTAssertTrue(status.contains("CapEff:\t0000000000000000\n"), "the helper holds no capability: \(status)")
         XCTAssertTrue(status.contains("CapPrm:\t0000000000000000\n"), status)
         XCTAssertTrue(status.contains("NoNewPrivs:\t1\n"), status)
+        // No descriptor of the daemon's lives on in it (beyond the standard three): only its socket and its own.
+        let shared = Set(openFiles(helper)).intersection(openFiles(daemon.pid))
+        XCTAssertEqual(shared, [], "open in both the daemon and its helper")
         daemon.stop()
         XCTAssertEqual(daemon.waitForExit(), 0)
         // The helper reads the daemon's end closing (or is killed with its parent).

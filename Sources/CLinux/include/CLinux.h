@@ -102,7 +102,7 @@ static const unsigned char CLinux_SO_EE_ORIGIN_ICMP6 = SO_EE_ORIGIN_ICMP6;
  * start. 0 on success, -1 with errno. */
 int CLinux_drop_privileges(unsigned int uid, unsigned int gid);
 
-/* Starts `path` with the arguments `argument0 argument1` and `fd` as its descriptor 3, every signal
+/* Starts `path` with the arguments `argument0 argument1` and `fd` as its descriptor 3 (and none above), every signal
  * unblocked and at its default (the daemon blocks some for its signalfd and ignores SIGPIPE), in the
  * daemon's environment. Returns the child's PID, or -1 with errno set. */
 int CLinux_spawn_with_descriptor(const char *path, const char *argument0, const char *argument1, int fd);

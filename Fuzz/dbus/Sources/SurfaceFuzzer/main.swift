@@ -1,4 +1,4 @@
-// libFuzzer entry for every surface (FUZZ_SURFACE=dbus|statefile|validators|client|follower):
+// libFuzzer entry for every surface (FUZZ_SURFACE=dbus|statefile|validators|client|follower|helper):
 // arbitrary bytes through the same harness the replay tests use. Built by `make fuzz` (this
 // package, with -sanitize=fuzzer,address -parse-as-library: libFuzzer brings its own main);
 // crash inputs land in Fuzz/<surface>/crashes and `make test` replays them.
