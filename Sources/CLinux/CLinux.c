@@ -266,6 +266,9 @@ int CLinux_spawn_with_descriptor(const char *path, const char *argument0, const 
     if (result == 0) result = posix_spawnattr_setsigmask(&attributes, &none);
     if (result == 0) result = posix_spawnattr_setsigdefault(&attributes, &all);
     if (result == 0) result = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    /* Ambient capabilities are kept across exec: a unit's AmbientCapabilities=CAP_NET_RAW, meant for the daemon,
+     * would reach the helper too. The daemon's own effective set is not touched. */
+    (void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
     pid_t pid = -1;
     char *arguments[] = { (char *)argument0, (char *)argument1, NULL };
     if (result == 0) result = posix_spawn(&pid, path, &actions, &attributes, arguments, environ);
@@ -280,10 +283,13 @@ int CLinux_spawn_with_descriptor(const char *path, const char *argument0, const 
 
 int CLinux_become_helper(void) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return -1;
-    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return -1;
+    /* Each step may be forbidden (a unit's SystemCallFilter=~@privileged fails capset): the helper then keeps
+     * what it was started with, which is never more than the daemon holds, and goes on. */
+    (void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
     struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof data);
-    if (syscall(SYS_capset, &header, data) != 0) return -1;
-    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    (void)syscall(SYS_capset, &header, data);
+    (void)prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    return 0;
 }

@@ -45,6 +45,8 @@ final class BlockingHelper {
     private let executable: String
     private var connection: Connection?
     private var waiting: [UInt64: Waiting] = [:]
+    /// Who hears a quiet request's failure, by lane (a quiet request is answered only when it fails).
+    private var quietFailures: [HelperLane: (HelperAnswer) -> Void] = [:]
     private var nextID: UInt64 = 0
     private var flushAsked = false
     private var lastStart: Instant?
@@ -69,15 +71,31 @@ final class BlockingHelper {
     /// the answer or, when the helper cannot answer, the request's failure. Sent once the turn's own
     /// replies and signals are out.
     func run(_ request: HelperRequest, on lane: HelperLane, completion: @escaping (HelperAnswer) -> Void) {
+        send(request, on: lane, quiet: false, completion: completion)
+    }
+
+    /// Asks for `request` without waiting for its answer: the helper answers only if it fails, and the
+    /// failure goes to the lane's `onQuietFailure` handler. Nothing wakes the daemon for a success (a
+    /// history written every 10 s). A request the helper could not take is lost with it, unsaid.
+    func runQuietly(_ request: HelperRequest, on lane: HelperLane) {
+        send(request, on: lane, quiet: true) { _ in }
+    }
+
+    /// Who hears the failures of `lane`'s quiet requests.
+    func onQuietFailure(of lane: HelperLane, _ handler: @escaping (HelperAnswer) -> Void) {
+        quietFailures[lane] = handler
+    }
+
+    private func send(_ request: HelperRequest, on lane: HelperLane, quiet: Bool, completion: @escaping (HelperAnswer) -> Void) {
         nextID &+= 1
         let id = nextID
         let entry = Waiting(lane: lane, failure: Self.failure(of: request), completion: completion)
         guard let connection = connectionOrStart() else {
-            loop.atEndOfTurn { completion(entry.failure) }
+            if !quiet { loop.atEndOfTurn { completion(entry.failure) } }
             return
         }
-        waiting[id] = entry
-        connection.outbox += HelperWire.frame(id: id, lane: lane, request)
+        if !quiet { waiting[id] = entry }
+        connection.outbox += HelperWire.frame(id: id, lane: lane, quiet: quiet, request)
         guard connection.outbox.count <= Self.outboxLimit else {
             lose(connection, "it has not read \(connection.outbox.count) bytes of requests")
             return
@@ -93,9 +111,12 @@ final class BlockingHelper {
         }
     }
 
-    /// Waits (blocking, at most `limit`) until the helper has answered every request of `lane`; the
-    /// answers read meanwhile are dropped, their completions not run. For a clean exit.
+    /// Waits (blocking, at most `limit`) until the helper has done every request of `lane`, quiet ones
+    /// included (a barrier follows them); the answers read meanwhile are dropped, their completions not
+    /// run. For a clean exit.
     func drain(_ lane: HelperLane, within limit: Duration = .seconds(10)) {
+        guard connection != nil else { return }
+        run(.barrier, on: lane) { _ in }
         let deadline = MonotonicClock.now() + limit
         while let connection, waiting.values.contains(where: { $0.lane == lane }) {
             let now = MonotonicClock.now()
@@ -149,7 +170,7 @@ final class BlockingHelper {
         var sent = 0
         while sent < connection.outbox.count {
             let count = connection.outbox.withUnsafeBytes { bytes in
-                send(connection.socket.raw, bytes.baseAddress.map { $0 + sent }, bytes.count - sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                Glibc.send(connection.socket.raw, bytes.baseAddress.map { $0 + sent }, bytes.count - sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
             }
             if count > 0 {
                 sent += count
@@ -203,7 +224,12 @@ final class BlockingHelper {
                 return
             }
             start = end
-            guard let entry = waiting[id], entry.lane == lane else { continue }
+            guard let entry = waiting[id], entry.lane == lane else {
+                // Not waited for: a quiet request's failure.
+                if answering, answer.isFailure { quietFailures[lane]?(answer) }
+                guard self.connection === connection else { return }
+                continue
+            }
             waiting[id] = nil
             if answering { entry.completion(answer) }
             // A completion may have stopped this helper (or started another).
@@ -243,6 +269,7 @@ final class BlockingHelper {
         case .write: .written(error)
         case .remove: .removed(false)
         case .read: .read(.failure(.init(description: "cannot be read: the blocking helper stopped")))
+        case .barrier: .passed
         }
     }
 }

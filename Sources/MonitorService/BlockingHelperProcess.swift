@@ -47,10 +47,13 @@ enum BlockingHelperProcess {
                 guard let length = HelperWire.frameLength(inbox[start..<start + HelperWire.headerLength]) else { _exit(2) }
                 let end = start + HelperWire.headerLength + length
                 guard end <= inbox.count else { break }
-                guard let (id, lane, request) = HelperWire.request(inbox[(start + HelperWire.headerLength)..<end]) else { _exit(2) }
+                guard let (id, lane, quiet, request) = HelperWire.request(inbox[(start + HelperWire.headerLength)..<end]) else { _exit(2) }
                 start = end
                 lanes[Int(lane.rawValue)].async {
-                    answers.send(HelperWire.frame(id: id, lane: lane, work.perform(request)))
+                    let answer = work.perform(request)
+                    // A quiet request's success is not said: no answer wakes the daemon for nothing.
+                    if quiet && !answer.isFailure { return }
+                    answers.send(HelperWire.frame(id: id, lane: lane, answer))
                 }
             }
             inbox.removeFirst(start)
@@ -110,6 +113,8 @@ private final class HelperWork: Sendable {
             return .removed(AtomicFile(directory: directory, name: name).remove())
         case .read(let directory, let name, let maximumSize):
             return .read(AtomicFile(directory: directory, name: name).read(maximumSize: maximumSize).map { $0.map(Array.init) })
+        case .barrier:
+            return .passed
         }
     }
 }

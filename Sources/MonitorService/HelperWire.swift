@@ -12,6 +12,8 @@ enum HelperRequest: Equatable, Sendable {
     case write(directory: String, name: String, text: String)
     case remove(directory: String, name: String)
     case read(directory: String, name: String, maximumSize: Int)
+    /// Answered once every request before it on its lane is done.
+    case barrier
 }
 
 /// What the helper answers each request with (`resolve` → `resolved`, and so on).
@@ -22,6 +24,19 @@ enum HelperAnswer: Equatable, Sendable {
     case removed(Bool)
     /// The file's bytes (nil: there is none), or why it was refused.
     case read(Result<[UInt8]?, AtomicFile.Refused>)
+    case passed
+
+    /// What a quiet request is answered with: only a failure (a write that did not reach the disk).
+    var isFailure: Bool {
+        switch self {
+        case .written(let error): return error != nil
+        case .resolved(.failure), .read(.failure): return true
+        case .sampled(let taken):
+            if case .failure = taken.result { return true }
+            return false
+        case .resolved, .removed, .read, .passed: return false
+        }
+    }
 }
 
 /// Each kind of work waits only behind its own kind: a lookup that hangs never holds up a write.
@@ -30,17 +45,20 @@ enum HelperLane: UInt8, CaseIterable, Sendable {
 }
 
 /// The wire between the daemon and its helper, over a stream socket: frames of a 4-byte length,
-/// then an 8-byte request number, a lane, and the request or answer. Numbers are little-endian,
+/// then an 8-byte request number, a lane (a request's with its top bit set when it is quiet: answered
+/// only if it fails), and the request or answer. Numbers are little-endian,
 /// strings and lists counted. A frame that does not decode whole is refused.
 enum HelperWire {
     /// No frame is longer (a history file, 640 KiB, is the longest thing carried).
     static let maximumFrame = 1 << 20
     static let headerLength = 4
 
-    static func frame(id: UInt64, lane: HelperLane, _ request: HelperRequest) -> [UInt8] {
+    static let quietBit: UInt8 = 0x80
+
+    static func frame(id: UInt64, lane: HelperLane, quiet: Bool = false, _ request: HelperRequest) -> [UInt8] {
         var out = WireOut()
         out.u64(id)
-        out.u8(lane.rawValue)
+        out.u8(lane.rawValue | (quiet ? quietBit : 0))
         switch request {
         case .resolve(let host, let family):
             out.u8(0); out.string(host); out.u32(UInt32(bitPattern: family))
@@ -53,6 +71,8 @@ enum HelperWire {
             out.u8(3); out.string(directory); out.string(name)
         case .read(let directory, let name, let maximumSize):
             out.u8(4); out.string(directory); out.string(name); out.u32(UInt32(clamping: maximumSize))
+        case .barrier:
+            out.u8(5)
         }
         return out.framed()
     }
@@ -89,6 +109,8 @@ enum HelperWire {
             out.u8(9); out.bytes(bytes)
         case .read(.failure(let refused)):
             out.u8(10); out.string(refused.description)
+        case .passed:
+            out.u8(11)
         }
         return out.framed()
     }
@@ -101,9 +123,10 @@ enum HelperWire {
     }
 
     /// A frame's body (after the length) as a request.
-    static func request(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, request: HelperRequest)? {
+    static func request(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, quiet: Bool, request: HelperRequest)? {
         var input = WireIn(body)
-        guard let id = input.u64(), let lane = input.u8().flatMap(HelperLane.init), let kind = input.u8() else { return nil }
+        guard let id = input.u64(), let laneByte = input.u8(), let lane = HelperLane(rawValue: laneByte & ~quietBit),
+              let kind = input.u8() else { return nil }
         let request: HelperRequest
         switch kind {
         case 0:
@@ -121,11 +144,13 @@ enum HelperWire {
         case 4:
             guard let directory = input.string(), let name = input.string(), let size = input.u32() else { return nil }
             request = .read(directory: directory, name: name, maximumSize: Int(size))
+        case 5:
+            request = .barrier
         default:
             return nil
         }
         guard input.isAtEnd else { return nil }
-        return (id, lane, request)
+        return (id, lane, laneByte & quietBit != 0, request)
     }
 
     /// A frame's body (after the length) as an answer.
@@ -170,6 +195,8 @@ enum HelperWire {
         case 10:
             guard let reason = input.string() else { return nil }
             answer = .read(.failure(AtomicFile.Refused(description: reason)))
+        case 11:
+            answer = .passed
         default:
             return nil
         }
@@ -267,10 +294,11 @@ public enum HelperWireFuzzing {
     public static func run(_ bytes: [UInt8]) {
         let body = bytes.prefix(HelperWire.maximumFrame)
         _ = HelperWire.frameLength(body.prefix(HelperWire.headerLength))
-        if let (id, lane, request) = HelperWire.request(body) {
-            let again = HelperWire.frame(id: id, lane: lane, request)
+        if let (id, lane, quiet, request) = HelperWire.request(body) {
+            let again = HelperWire.frame(id: id, lane: lane, quiet: quiet, request)
             let decoded = HelperWire.request(again[HelperWire.headerLength...])
-            precondition(decoded?.id == id && decoded?.lane == lane && decoded?.request == request, "a request does not read back")
+            precondition(decoded?.id == id && decoded?.lane == lane && decoded?.quiet == quiet && decoded?.request == request,
+                         "a request does not read back")
         }
         if let (id, lane, answer) = HelperWire.answer(body) {
             let again = HelperWire.frame(id: id, lane: lane, answer)

@@ -25,6 +25,10 @@ final class HistoryBook {
         self.loop = loop
         self.directory = directory
         self.helper = directory == nil ? nil : helper
+        // Written quietly: the helper says only what failed (the error names the file).
+        self.helper?.onQuietFailure(of: .history) { answer in
+            if case .written(let error?) = answer { Log.warning("cannot write a history: \(error)") }
+        }
         timer = loop.schedule(after: Self.writeInterval, leeway: Self.writeInterval, repeats: true) { [unowned self] in tick() }
     }
 
@@ -44,7 +48,7 @@ final class HistoryBook {
     /// Target `number` was removed: its history goes with it.
     func remove(_ number: UInt32) {
         guard let keeper = keepers.removeValue(forKey: number), let file = keeper.file else { return }
-        helper?.run(.remove(directory: file.directory, name: file.name), on: .history) { _ in }
+        helper?.runQuietly(.remove(directory: file.directory, name: file.name), on: .history)
     }
 
     /// logind: the machine is about to sleep (true) or woke (false).
@@ -86,9 +90,7 @@ final class HistoryBook {
             let text = keeper.text()
             guard text != keeper.written else { continue }
             keeper.written = text
-            helper.run(.write(directory: file.directory, name: file.name, text: text), on: .history) { answer in
-                if case .written(let error?) = answer { Log.warning("cannot write \(file.path): \(error)") }
-            }
+            helper.runQuietly(.write(directory: file.directory, name: file.name, text: text), on: .history)
         }
     }
 

@@ -77,6 +77,17 @@ final class BlockingHelperTests: XCTestCase {
         XCTAssertTrue(gone, "the helper outlived the daemon")
     }
 
+    func testTheHelperWorksWhereDroppingCapabilitiesIsForbidden() throws {
+        // As under the unit's SystemCallFilter=~@privileged: capset fails with EPERM, in the daemon and its helper.
+        let daemon = try DaemonProcess(bus: bus, launcher: [Paths.python, Paths.clients + "/forbid_syscall.py", "capset", "EPERM"])
+        XCTAssertEqual(try set(.host, "localhost").status, 0)
+        XCTAssertNotNil(try waitForProperty(.address, "127.0.0.1", bus: bus, timeout: 10), daemon.log)
+        XCTAssertFalse(daemon.log.contains("blocking helper"), daemon.log)
+        XCTAssertEqual(daemon.helperPIDs.count, 1)
+        daemon.stop()
+        XCTAssertEqual(daemon.waitForExit(), 0)
+    }
+
     func testAHelperThatDiesFailsWhatItHeldAndIsReplaced() throws {
         let state = bus.directory + "/kept"
         let daemon = try DaemonProcess(bus: bus, stateDirectory: state)

@@ -19,6 +19,7 @@ final class HelperWireTests: XCTestCase {
         .write(directory: "/var/lib/netobserver", name: "history.7", text: "outage 1 2 none\n€"),
         .remove(directory: "/d", name: "history.3"),
         .read(directory: "/d", name: "settings", maximumSize: 65_536),
+        .barrier,
     ]
 
     private let answers: [HelperAnswer] = [
@@ -36,6 +37,7 @@ final class HelperWireTests: XCTestCase {
         .read(.success(Array("Host=localhost\n".utf8))),
         .read(.success([])),
         .read(.failure(AtomicFile.Refused(description: "is a symbolic link"))),
+        .passed,
     ]
 
     private func body(_ frame: [UInt8]) -> ArraySlice<UInt8> {
@@ -44,12 +46,15 @@ final class HelperWireTests: XCTestCase {
 
     func testEveryRequestAndAnswerComesBackAsItWasSent() {
         for (number, request) in requests.enumerated() {
-            let frame = HelperWire.frame(id: UInt64(number) + 1, lane: .census, request)
-            XCTAssertEqual(HelperWire.frameLength(frame[..<4]), frame.count - 4)
-            let decoded = HelperWire.request(body(frame))
-            XCTAssertEqual(decoded?.id, UInt64(number) + 1)
-            XCTAssertEqual(decoded?.lane, .census)
-            XCTAssertEqual(decoded?.request, request)
+            for quiet in [false, true] {
+                let frame = HelperWire.frame(id: UInt64(number) + 1, lane: .census, quiet: quiet, request)
+                XCTAssertEqual(HelperWire.frameLength(frame[..<4]), frame.count - 4)
+                let decoded = HelperWire.request(body(frame))
+                XCTAssertEqual(decoded?.id, UInt64(number) + 1)
+                XCTAssertEqual(decoded?.lane, .census)
+                XCTAssertEqual(decoded?.quiet, quiet)
+                XCTAssertEqual(decoded?.request, request)
+            }
         }
         for (number, answer) in answers.enumerated() {
             let frame = HelperWire.frame(id: UInt64.max - UInt64(number), lane: .history, answer)
@@ -74,7 +79,6 @@ final class HelperWireTests: XCTestCase {
                 XCTAssertNil(HelperWire.request(whole.prefix(cut)), "\(request) cut to \(cut) bytes")
             }
             XCTAssertNil(HelperWire.request(ArraySlice(Array(whole) + [0])), "\(request) with a byte more")
-            XCTAssertNil(HelperWire.answer(whole), "a request is no answer")
         }
         for answer in answers {
             let whole = body(HelperWire.frame(id: 9, lane: .settings, answer))
@@ -85,6 +89,16 @@ final class HelperWireTests: XCTestCase {
         }
     }
 
+    /// Only a failure answers a quiet request: a history written every 10 s wakes nobody.
+    func testWhatCountsAsAFailure() {
+        XCTAssertTrue(HelperAnswer.written(SystemError("fsync /d/history", errno: 5)).isFailure)
+        XCTAssertFalse(HelperAnswer.written(nil).isFailure)
+        XCTAssertFalse(HelperAnswer.removed(false).isFailure, "a history already gone is no failure")
+        XCTAssertTrue(HelperAnswer.resolved(.failure(ResolverFailure(message: "no"))).isFailure)
+        XCTAssertTrue(HelperAnswer.sampled(.init(result: .failure(.incomplete), cost: .zero, dumpCost: .zero)).isFailure)
+        XCTAssertFalse(HelperAnswer.passed.isFailure)
+    }
+
     func testLyingLengthsLanesKindsAndCountsAreRefused() {
         XCTAssertNil(HelperWire.frameLength([0xff, 0xff, 0xff, 0xff]), "4 GiB")
         XCTAssertNil(HelperWire.frameLength([0x01, 0x00, 0x10, 0x00]), "one byte over the largest frame")
@@ -93,6 +107,8 @@ final class HelperWireTests: XCTestCase {
         var frame = Array(body(HelperWire.frame(id: 1, lane: .lookups, .removed(true))))
         frame[8] = 200
         XCTAssertNil(HelperWire.answer(frame[...]), "no such lane")
+        frame[8] = HelperWire.quietBit
+        XCTAssertNil(HelperWire.answer(frame[...]), "an answer is never quiet")
         frame[8] = 0
         frame[9] = 99
         XCTAssertNil(HelperWire.answer(frame[...]), "no such kind")

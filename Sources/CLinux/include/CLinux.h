@@ -104,11 +104,12 @@ int CLinux_drop_privileges(unsigned int uid, unsigned int gid);
 
 /* Starts `path` with the arguments `argument0 argument1` and `fd` as its descriptor 3 (and none above), every signal
  * unblocked and at its default (the daemon blocks some for its signalfd and ignores SIGPIPE), in the
- * daemon's environment. Returns the child's PID, or -1 with errno set. */
+ * daemon's environment, after clearing the caller's ambient capabilities. Returns the child's PID, or -1 with errno set. */
 int CLinux_spawn_with_descriptor(const char *path, const char *argument0, const char *argument1, int fd);
 
 /* The blocking helper's start: killed when its parent dies (PR_SET_PDEATHSIG), and no capability left
- * (what it does needs none: lookups, socket dumps, files of its own user), nor any to gain. 0, or -1. */
+ * (what it does needs none: lookups, socket dumps, files of its own user), nor any to gain, where the
+ * system allows dropping them. 0, or -1 when it cannot be tied to its parent. */
 int CLinux_become_helper(void);
 
 /* Where tcp_info's fields are, for the test that holds the pure sock_diag reader (SocketDiagReply) to the
