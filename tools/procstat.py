@@ -60,3 +60,12 @@ def helper_memory(pid):
         return "no helper running"
     figures = rollup(helpers[0])
     return "helper RSS %d kB, private dirty %d kB" % (figures.get("Rss", 0), figures.get("Private_Dirty", 0))
+
+
+def loop_wakeups(pid):
+    """Voluntary context switches of the daemon's own thread (its loop) alone."""
+    try:
+        with open("/proc/%d/task/%d/status" % (pid, pid)) as f:
+            return sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+    except OSError:
+        return 0
