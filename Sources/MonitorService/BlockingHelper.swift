@@ -42,7 +42,6 @@ final class BlockingHelper {
     }
 
     private let loop: MainLoop
-    private let executable: String
     private var connection: Connection?
     private var waiting: [UInt64: Waiting] = [:]
     /// Who hears a quiet request's failure, by lane (a quiet request is answered only when it fails).
@@ -52,20 +51,14 @@ final class BlockingHelper {
     private var lastStart: Instant?
     /// Helpers that stopped and are not reaped yet (each is, at the next start or stop).
     private var unreaped: [pid_t] = []
-    /// Helpers started so far.
-    private(set) var starts = 0
 
-    init(loop: MainLoop, executable: String = BlockingHelper.executable) {
+    init(loop: MainLoop) {
         self.loop = loop
-        self.executable = executable
     }
 
     deinit {
         if let source = connection?.source { loop.remove(source) }
     }
-
-    /// The running helper's PID, if one runs.
-    var processID: pid_t? { connection?.pid }
 
     /// Asks the helper for `request` behind the requests of its `lane`; `completion` runs on the loop, with
     /// the answer or, when the helper cannot answer, the request's failure. Sent once the turn's own
@@ -153,11 +146,10 @@ final class BlockingHelper {
         let theirs = Descriptor(owning: ends[1])
         let flags = fcntl(ours.raw, F_GETFL)
         guard flags >= 0, fcntl(ours.raw, F_SETFL, flags | O_NONBLOCK) == 0 else { throw SystemError("fcntl") }
-        let pid = try Syscall.retrying("posix_spawn \(executable)") {
-            CLinux_spawn_with_descriptor(executable, "netobserverd", Self.argument, theirs.raw)
+        let pid = try Syscall.retrying("posix_spawn \(Self.executable)") {
+            CLinux_spawn_with_descriptor(Self.executable, "netobserverd", Self.argument, theirs.raw)
         }
         _ = consume theirs
-        starts += 1
         let connection = Connection(socket: ours, pid: pid)
         connection.source = try loop.watch(fd: connection.socket.raw, interest: .readable) { [weak self, unowned connection] _ in
             self?.receive(connection, answering: true)
@@ -212,18 +204,20 @@ final class BlockingHelper {
             }
         }
         var start = 0
-        while connection.inbox.count - start >= HelperWire.headerLength {
-            guard let length = HelperWire.frameLength(connection.inbox[start..<start + HelperWire.headerLength]) else {
+        reading: while true {
+            let body: Range<Int>
+            switch HelperWire.next(in: connection.inbox, from: start) {
+            case .body(let range): body = range
+            case .incomplete: break reading
+            case .outOfBounds:
                 lose(connection, "it sent a frame out of bounds")
                 return
             }
-            let end = start + HelperWire.headerLength + length
-            guard end <= connection.inbox.count else { break }
-            guard let (id, lane, answer) = HelperWire.answer(connection.inbox[(start + HelperWire.headerLength)..<end]) else {
+            guard let (id, lane, answer) = HelperWire.answer(connection.inbox[body]) else {
                 lose(connection, "it sent a frame that does not decode")
                 return
             }
-            start = end
+            start = body.upperBound
             guard let entry = waiting[id], entry.lane == lane else {
                 // Not waited for: a quiet request's failure.
                 if answering, answer.isFailure { quietFailures[lane]?(answer) }

@@ -43,12 +43,15 @@ enum BlockingHelperProcess {
             inbox += chunk[..<count]
             trimDue = true
             var start = 0
-            while inbox.count - start >= HelperWire.headerLength {
-                guard let length = HelperWire.frameLength(inbox[start..<start + HelperWire.headerLength]) else { _exit(2) }
-                let end = start + HelperWire.headerLength + length
-                guard end <= inbox.count else { break }
-                guard let (id, lane, quiet, request) = HelperWire.request(inbox[(start + HelperWire.headerLength)..<end]) else { _exit(2) }
-                start = end
+            reading: while true {
+                let body: Range<Int>
+                switch HelperWire.next(in: inbox, from: start) {
+                case .body(let range): body = range
+                case .incomplete: break reading
+                case .outOfBounds: _exit(2)
+                }
+                guard let (id, lane, quiet, request) = HelperWire.request(inbox[body]) else { _exit(2) }
+                start = body.upperBound
                 lanes[Int(lane.rawValue)].async {
                     let answer = work.perform(request)
                     // A quiet request's success is not said: no answer wakes the daemon for nothing.
@@ -92,15 +95,14 @@ private final class HelperWork: Sendable {
             return .resolved(HostResolver.systemLookup(host, family))
         case .sample(let host, let sources, let now):
             return census.withLock { taker in
-                if taker == nil {
-                    do throws(SystemError) {
-                        taker = try CensusTaker()
-                    } catch {
-                        return .sampled(.init(result: .failure(.refused(error)), cost: .zero, dumpCost: .zero))
-                    }
+                do throws(SystemError) {
+                    let current: CensusTaker
+                    if let taker { current = taker } else { current = try CensusTaker() }
+                    taker = current
+                    return .sampled(current.sample(host: host, sources: sources, now: now))
+                } catch {
+                    return .sampled(.init(result: .failure(.refused(error)), cost: .zero, dumpCost: .zero))
                 }
-                guard let taker else { return .sampled(.init(result: .failure(.incomplete), cost: .zero, dumpCost: .zero)) }
-                return .sampled(taker.sample(host: host, sources: sources, now: now))
             }
         case .write(let directory, let name, let text):
             do throws(SystemError) {

@@ -122,6 +122,21 @@ enum HelperWire {
         return Int(length)
     }
 
+    /// What `stream` holds from `start` on: a whole frame (its body's range), not yet one, or a header out of bounds.
+    enum Next: Equatable {
+        case body(Range<Int>)
+        case incomplete
+        case outOfBounds
+    }
+
+    /// The next frame of a stream as read so far (each side reads the other's frames so).
+    static func next(in stream: [UInt8], from start: Int) -> Next {
+        guard stream.count - start >= headerLength else { return .incomplete }
+        guard let length = frameLength(stream[start..<start + headerLength]) else { return .outOfBounds }
+        let end = start + headerLength + length
+        return end <= stream.count ? .body(start + headerLength..<end) : .incomplete
+    }
+
     /// A frame's body (after the length) as a request.
     static func request(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, quiet: Bool, request: HelperRequest)? {
         var input = WireIn(body)

@@ -14,8 +14,7 @@ public final class CensusTaker {
     }
 
     public func sample(host: IPAddress, sources: [IPAddress], now: Instant) -> TrafficSampler.Taken {
-        let before = ConnectionCensus.threadCPU()
-        let result = census.sample(host: host, sources: sources, now: now, wait: TrafficSampler.dumpWait)
-        return TrafficSampler.Taken(result: result, cost: ConnectionCensus.threadCPU() &- before, dumpCost: census.lastDumpCost)
+        let (result, cost) = TrafficSampler.measured { census.sample(host: host, sources: sources, now: now, wait: TrafficSampler.dumpWait) }
+        return TrafficSampler.Taken(result: result, cost: cost, dumpCost: census.lastDumpCost)
     }
 }

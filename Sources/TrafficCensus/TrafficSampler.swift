@@ -138,7 +138,7 @@ public final class TrafficSampler {
     }
 
     /// `body`'s result and the CPU time (user and system) this thread spent on it.
-    private static func measured<T>(_ body: () -> T) -> (T, Duration) {
+    static func measured<T>(_ body: () -> T) -> (T, Duration) {
         let before = ConnectionCensus.threadCPU()
         let value = body()
         return (value, ConnectionCensus.threadCPU() &- before)

@@ -65,6 +65,18 @@ final class HelperWireTests: XCTestCase {
         }
     }
 
+    /// A stream as read so far: whole frames one after another, then what is not whole yet.
+    func testAStreamSplitsIntoItsFrames() {
+        let first = HelperWire.frame(id: 1, lane: .lookups, .resolve(host: "a.test", family: 0))
+        let second = HelperWire.frame(id: 2, lane: .history, .barrier)
+        let stream = first + second + second.prefix(5)
+        XCTAssertEqual(HelperWire.next(in: stream, from: 0), .body(4..<first.count))
+        XCTAssertEqual(HelperWire.next(in: stream, from: first.count), .body(first.count + 4..<first.count + second.count))
+        XCTAssertEqual(HelperWire.next(in: stream, from: first.count + second.count), .incomplete, "a header and a byte")
+        XCTAssertEqual(HelperWire.next(in: Array(first.prefix(3)), from: 0), .incomplete, "not a whole header")
+        XCTAssertEqual(HelperWire.next(in: [0xff, 0xff, 0xff, 0xff, 0], from: 0), .outOfBounds)
+    }
+
     func testAZoneComesBackWithItsName() {
         let zoned = IPAddress.v6(AddressBytes([0xfe, 0x80] + Array(repeating: 0, count: 13) + [1]), zone: .init(index: 4, name: "wlan0"))
         let frame = HelperWire.frame(id: 1, lane: .lookups, .resolved(.success([zoned])))
