@@ -5,22 +5,7 @@ import XCTest
 
 /// The daemon's blocking work (lookups, census walks, files) runs in a helper process, so the daemon
 /// itself stays single-threaded; a helper that dies fails what it held at once and is replaced.
-final class BlockingHelperTests: XCTestCase {
-    var bus: PrivateBus!
-
-    override func setUpWithError() throws {
-        bus = try PrivateBus()
-    }
-
-    override func tearDown() {
-        bus?.stop()
-    }
-
-    private func set(_ property: P, _ value: String) throws -> Outcome {
-        try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
-                        MonitorContract.interface, property.name, property.type.signature, value])
-    }
-
+final class BlockingHelperTests: BusTestCase {
     private func threads(_ pid: Int32) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? -1
     }

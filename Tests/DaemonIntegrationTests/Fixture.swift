@@ -3,6 +3,25 @@ import IntegrationSupport
 import MonitorContract
 import XCTest
 
+/// A bus set up and torn down around each test, whose daemons each test starts itself.
+class BusTestCase: XCTestCase {
+    var bus: PrivateBus!
+
+    override func setUpWithError() throws {
+        bus = try PrivateBus()
+    }
+
+    override func tearDown() {
+        bus?.stop()
+    }
+
+    /// Sets a property of the Monitor with busctl.
+    func set(_ property: P, _ value: String) throws -> Outcome {
+        try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
+                        MonitorContract.interface, property.name, property.type.signature, value])
+    }
+}
+
 /// A bus and a daemon on it, set up and torn down around each test.
 class DaemonTestCase: XCTestCase {
     var bus: PrivateBus!

@@ -4,16 +4,7 @@ import MonitorContract
 import XCTest
 
 /// Start, name ownership, replacement, signals, a lost bus, usage errors, and settings kept across restarts.
-final class LifecycleTests: XCTestCase {
-    var bus: PrivateBus!
-
-    override func setUpWithError() throws {
-        bus = try PrivateBus()
-    }
-
-    override func tearDown() {
-        bus?.stop()
-    }
+final class LifecycleTests: BusTestCase {
 
     private func nameHasOwner() throws -> Bool {
         let out = try runCommand(["busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",

@@ -5,23 +5,9 @@ import XCTest
 
 /// The state file under hostile or unlucky conditions: Sets answered once saved,
 /// a save that fails, SIGHUP, and files that are not what they should be.
-final class StateFileTests: XCTestCase {
-    var bus: PrivateBus!
-
-    override func setUpWithError() throws {
-        bus = try PrivateBus()
-    }
-
-    override func tearDown() {
-        bus?.stop()
-    }
-
+final class StateFileTests: BusTestCase {
     private func busctl(_ arguments: [String]) throws -> Outcome {
         try runCommand(["busctl", "--address=\(bus.address)"] + arguments)
-    }
-
-    private func set(_ property: P, _ value: String) throws -> Outcome {
-        try busctl(["set-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.interface, property.name, property.type.signature, value])
     }
 
     private func get(_ properties: P...) throws -> String {
