@@ -43,6 +43,8 @@ public final class Message: @unchecked Sendable {
     public var errorName: String? { Self.string(dbus_message_get_error_name(raw)) }
     public var signature: String { Self.string(dbus_message_get_signature(raw)) ?? "" }
     public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
+    /// The serial of the call a return or error answers (0: none).
+    public var replySerial: UInt32 { dbus_message_get_reply_serial(raw) }
 
     /// The bus fills the sender in; tests and the fuzzer, which have no bus, set it themselves.
     public func setSender(_ sender: String) throws(DBusError) {
@@ -136,15 +138,6 @@ public final class Message: @unchecked Sendable {
 
     public func makeError(_ error: DBusError) -> Message? {
         Self.error(answering: raw, error)
-    }
-
-    /// A method return carrying `values`, answering nobody yet: `MethodCall.reply(copying:)` sends copies of it.
-    static func replyTemplate(_ values: [DBusValue]) throws(DBusError) -> Message {
-        guard let reply = dbus_message_new(CDBus_MESSAGE_TYPE_METHOD_RETURN) else { throw .failed("out of memory") }
-        let message = Message(taking: reply)
-        dbus_message_set_no_reply(reply, 1)
-        try MessageWriter.append(values, to: reply)
-        return message
     }
 
     static func reply(to call: OpaquePointer, _ values: [DBusValue]) throws(DBusError) -> Message {

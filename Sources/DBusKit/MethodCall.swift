@@ -77,18 +77,12 @@ public final class MethodCall {
         values.reduce(0, { $0 + $1.wireSizeBound }) <= replyLimit - 1_024
     }
 
-    /// Answers with a copy of `template` (a method return made by `Message.replyTemplate`): the marshalled
-    /// body is copied, not built again.
-    func reply(copying template: Message) {
+    /// Answers with a copy of `template`: the marshalled body is copied, not built again.
+    func reply(copying template: ReplyTemplate) {
         guard !isAnswered else { return }
         isAnswered = true
         guard expectsReply else { return }
-        guard let copy = dbus_message_copy(template.raw) else { return fail(.failed("out of memory")) }
-        guard dbus_message_set_reply_serial(copy, dbus_message_get_serial(raw)) != 0,
-              dbus_message_get_sender(raw).map({ dbus_message_set_destination(copy, $0) != 0 }) ?? true else {
-            dbus_message_unref(copy)
-            return fail(.failed("out of memory"))
-        }
+        guard let copy = template.answer(raw) else { return fail(.failed("out of memory")) }
         transport.send(taking: copy)
     }
 

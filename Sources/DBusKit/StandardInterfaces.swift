@@ -32,7 +32,7 @@ enum StandardInterfaces {
             let property: ObjectIdentifier?
         }
         // One lookup or one store per access, none running our code: no overlap, so no run-time check.
-        @exclusivity(unchecked) private var kept: [Key: (version: UInt64, template: Message)] = [:]
+        @exclusivity(unchecked) private var kept: [Key: (version: UInt64, template: ReplyTemplate)] = [:]
 
         /// Answers `call` with a copy of the reply kept for `key` at `version`, else with `values()`, kept when it
         /// fits a reply; without a version, with `values()` each time.
@@ -46,7 +46,7 @@ enum StandardInterfaces {
             let body = values()
             // Too large: `.reply` answers LimitsExceeded.
             guard call.fits(body) else { return .reply(body) }
-            let template = try Message.replyTemplate(body)
+            let template = try ReplyTemplate(body)
             kept[key] = (version, template)
             call.reply(copying: template)
             return .later

@@ -19,6 +19,8 @@ final class KeptRepliesTests: XCTestCase {
         message.setSerial(serial)
         server.dispatch(message)
         let reply = try XCTUnwrap(recorder.sent.last)
+        XCTAssertEqual(reply.replySerial, serial, "the reply answers its own call")
+        XCTAssertEqual(reply.destination, sender)
         return (reply, try reply.arguments())
     }
 
@@ -42,6 +44,12 @@ final class KeptRepliesTests: XCTestCase {
         XCTAssertEqual(second.destination, ":1.8", "a kept reply goes to its own caller")
         XCTAssertEqual(again.count, all.count)
         XCTAssertEqual(hostOf(again), hostOf(all))
+        // Callers taking turns, and one caller twice: every copy is addressed to its own caller and call.
+        for sender in [":1.7", ":1.7", ":1.8", ":1.7", ":1.8", ":1.8"] {
+            let (reply, values) = try call(server, recorder, sender: sender, "GetAll", [interface])
+            XCTAssertEqual(reply.destination, sender)
+            XCTAssertEqual(hostOf(values), hostOf(all))
+        }
         try model.set(.host) { (settings: inout MonitorSettings) throws(SettingError) in try settings.set(.host, text: "198.18.0.9") }
         let (_, changed) = try call(server, recorder, sender: ":1.7", "GetAll", [interface])
         XCTAssertEqual(hostOf(changed), "198.18.0.9", "a setting changed: a fresh reply")
