@@ -1,7 +1,10 @@
 import CLinux
 import EventLoop
 import Glibc
+import NetAddress
+import ProbeRules
 import Timekeeping
+import TrafficCensus
 
 /// The daemon's blocking work — name lookups, census walks, the state directory's files — done in a
 /// helper process (this binary, started with `--blocking-helper`), so the daemon never starts a
@@ -23,6 +26,7 @@ final class BlockingHelper {
 
     private struct Waiting {
         let lane: HelperLane
+        let request: HelperRequest
         let failure: HelperAnswer
         let completion: (HelperAnswer) -> Void
     }
@@ -60,10 +64,40 @@ final class BlockingHelper {
         if let source = connection?.source { loop.remove(source) }
     }
 
+    /// Looks `host` up (getaddrinfo, `family` or AF_UNSPEC) behind the other lookups.
+    func resolve(_ host: String, family: Int32, completion: @escaping (Result<[IPAddress], ResolverFailure>) -> Void) {
+        run(.resolve(host: host, family: family), on: .lookups) { answer in
+            if case .resolved(let result) = answer { completion(result) }
+        }
+    }
+
+    /// Walks the census for connections to `host` from `sources` behind the other walks.
+    func sample(host: IPAddress, sources: [IPAddress], now: Instant, completion: @escaping (TrafficSampler.Taken) -> Void) {
+        run(.sample(host: host, sources: sources, now: now), on: .census) { answer in
+            if case .sampled(let taken) = answer { completion(taken) }
+        }
+    }
+
+    /// Writes `text` to `name` in `directory` atomically behind `lane`'s other work; nil: it is on disk.
+    func write(_ text: String, to name: String, in directory: String, on lane: HelperLane,
+               completion: @escaping (SystemError?) -> Void) {
+        run(.write(directory: directory, name: name, text: text), on: lane) { answer in
+            if case .written(let error) = answer { completion(error) }
+        }
+    }
+
+    /// Reads `name` in `directory` (at most `maximumSize` bytes) behind `lane`'s other work; nil: there is no such file.
+    func read(_ name: String, in directory: String, maximumSize: Int, on lane: HelperLane,
+              completion: @escaping (Result<[UInt8]?, AtomicFile.Refused>) -> Void) {
+        run(.read(directory: directory, name: name, maximumSize: maximumSize), on: lane) { answer in
+            if case .read(let result) = answer { completion(result) }
+        }
+    }
+
     /// Asks the helper for `request` behind the requests of its `lane`; `completion` runs on the loop, with
-    /// the answer or, when the helper cannot answer, the request's failure. Sent once the turn's own
-    /// replies and signals are out.
-    func run(_ request: HelperRequest, on lane: HelperLane, completion: @escaping (HelperAnswer) -> Void) {
+    /// the answer (always of the request's kind: a helper that answers otherwise is replaced) or, when the
+    /// helper cannot answer, the request's failure. Sent once the turn's own replies and signals are out.
+    private func run(_ request: HelperRequest, on lane: HelperLane, completion: @escaping (HelperAnswer) -> Void) {
         send(request, on: lane, quiet: false, completion: completion)
     }
 
@@ -82,7 +116,7 @@ final class BlockingHelper {
     private func send(_ request: HelperRequest, on lane: HelperLane, quiet: Bool, completion: @escaping (HelperAnswer) -> Void) {
         nextID &+= 1
         let id = nextID
-        let entry = Waiting(lane: lane, failure: Self.failure(of: request), completion: completion)
+        let entry = Waiting(lane: lane, request: request, failure: Self.failure(of: request), completion: completion)
         guard let connection = connectionOrStart() else {
             if !quiet { loop.atEndOfTurn { completion(entry.failure) } }
             return
@@ -185,24 +219,7 @@ final class BlockingHelper {
     private func receive(_ connection: Connection, answering: Bool) {
         if !connection.outbox.isEmpty { flush(connection) }
         guard self.connection === connection else { return }
-        var chunk = [UInt8](repeating: 0, count: Self.readChunk)
-        for _ in 0..<Self.readsPerTurn {
-            let count = chunk.withUnsafeMutableBytes { recv(connection.socket.raw, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if count > 0 {
-                connection.inbox += chunk[..<count]
-                if count < chunk.count { break }
-            } else if count == 0 {
-                lose(connection, "it exited")
-                return
-            } else if errno == EINTR {
-                continue
-            } else if errno == EAGAIN || errno == EWOULDBLOCK {
-                break
-            } else {
-                lose(connection, "\(SystemError("recv"))")
-                return
-            }
-        }
+        guard readAvailable(connection) else { return }
         var start = 0
         reading: while true {
             let body: Range<Int>
@@ -224,12 +241,41 @@ final class BlockingHelper {
                 guard self.connection === connection else { return }
                 continue
             }
+            guard answer.answers(entry.request) else {
+                lose(connection, "it answered a request with another kind of answer")
+                return
+            }
             waiting[id] = nil
             if answering { entry.completion(answer) }
             // A completion may have stopped this helper (or started another).
             guard self.connection === connection else { return }
         }
         connection.inbox.removeFirst(start)
+    }
+
+    /// Appends what the socket holds (at most `readsPerTurn` chunks) to the inbox; false when the helper was lost.
+    private func readAvailable(_ connection: Connection) -> Bool {
+        // On the stack: a turn's reads cost no allocation of their own and no zeroing.
+        withUnsafeTemporaryAllocation(byteCount: Self.readChunk, alignment: 1) { chunk in
+            for _ in 0..<Self.readsPerTurn {
+                let count = recv(connection.socket.raw, chunk.baseAddress, chunk.count, Int32(MSG_DONTWAIT))
+                if count > 0 {
+                    connection.inbox.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<count]))
+                    if count < chunk.count { break }
+                } else if count == 0 {
+                    lose(connection, "it exited")
+                    return false
+                } else if errno == EINTR {
+                    continue
+                } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                    break
+                } else {
+                    lose(connection, "\(SystemError("recv"))")
+                    return false
+                }
+            }
+            return true
+        }
     }
 
     /// The helper is gone or not to be trusted: it is stopped, and every request waiting gets its failure.

@@ -148,25 +148,13 @@ final class Service {
             let helper = BlockingHelper(loop: loop)
             self.helper = helper
             resolver = try HostResolver(loop: loop) { [unowned helper] host, family, answer in
-                helper.run(.resolve(host: host, family: family), on: .lookups) { reply in
-                    guard case .resolved(let result) = reply else {
-                        answer(.failure(.init(message: "cannot resolve \(host): the blocking helper answered something else")))
-                        return
-                    }
-                    answer(result)
-                }
+                helper.resolve(host, family: family, completion: answer)
             }
             probeSockets = ProbeSockets(loop: loop)
             http = LazyHTTPClient(loop: loop)
             do {
                 trafficSampler = try TrafficSampler(loop: loop, log: { Log.warning($0) }) { [unowned helper] host, sources, now, answer in
-                    helper.run(.sample(host: host, sources: sources, now: now), on: .census) { reply in
-                        guard case .sampled(let taken) = reply else {
-                            answer(.init(result: .failure(.incomplete), cost: .zero, dumpCost: .zero))
-                            return
-                        }
-                        answer(taken)
-                    }
+                    helper.sample(host: host, sources: sources, now: now, completion: answer)
                 }
             } catch {
                 trafficSampler = nil

@@ -26,6 +26,15 @@ enum HelperAnswer: Equatable, Sendable {
     case read(Result<[UInt8]?, AtomicFile.Refused>)
     case passed
 
+    /// Whether this is the kind of answer `request` gets (`resolve` → `resolved`, and so on).
+    func answers(_ request: HelperRequest) -> Bool {
+        switch (request, self) {
+        case (.resolve, .resolved), (.sample, .sampled), (.write, .written), (.remove, .removed), (.read, .read),
+             (.barrier, .passed): true
+        default: false
+        }
+    }
+
     /// What a quiet request is answered with: only a failure (a write that did not reach the disk).
     var isFailure: Bool {
         switch self {

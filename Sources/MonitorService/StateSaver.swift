@@ -31,12 +31,7 @@ public final class StateSaver {
     /// Re-reads the file after every write asked for so far.
     public func reload(_ completion: @escaping (_ state: StoredState, _ problems: [String]) -> Void) {
         let store = store
-        helper.run(.read(directory: store.directory, name: StateStore.fileName, maximumSize: StateStore.maximumSize),
-                   on: .settings) { answer in
-            guard case .read(let read) = answer else {
-                completion(StoredState(), ["\(store.path): the blocking helper answered something else, ignoring it"])
-                return
-            }
+        helper.read(StateStore.fileName, in: store.directory, maximumSize: StateStore.maximumSize, on: .settings) { read in
             let (state, problems) = store.loaded(read.map { $0.map { $0[...] } })
             completion(state, problems)
         }
@@ -50,12 +45,7 @@ public final class StateSaver {
     private func startWrite() {
         let generation = requested
         writing = generation
-        helper.run(.write(directory: store.directory, name: StateStore.fileName, text: StateStore.text(of: latest)),
-                   on: .settings) { [weak self] answer in
-            guard case .written(let error) = answer else {
-                self?.saved(generation, SystemError("blocking helper", errno: EPROTO))
-                return
-            }
+        helper.write(StateStore.text(of: latest), to: StateStore.fileName, in: store.directory, on: .settings) { [weak self] error in
             self?.saved(generation, error)
         }
     }

@@ -111,6 +111,31 @@ final class HelperWireTests: XCTestCase {
         XCTAssertFalse(HelperAnswer.passed.isFailure)
     }
 
+    /// Each request has exactly one kind of answer: a helper that answers a lookup with a file is replaced,
+    /// and no caller has to check what it was given.
+    func testEachRequestHasOneKindOfAnswer() {
+        func kind(_ request: HelperRequest) -> Int {
+            switch request {
+            case .resolve: 0
+            case .sample: 1
+            case .write: 2
+            case .remove: 3
+            case .read: 4
+            case .barrier: 5
+            }
+        }
+        for request in requests {
+            let matching = answers.filter { $0.answers(request) }
+            XCTAssertFalse(matching.isEmpty, "\(request) has an answer")
+            for answer in answers where answer.answers(request) {
+                XCTAssertFalse(requests.contains { kind($0) != kind(request) && answer.answers($0) },
+                               "\(answer) answers only one kind of request")
+            }
+        }
+        XCTAssertFalse(HelperAnswer.read(.success(nil)).answers(.resolve(host: "x", family: 0)))
+        XCTAssertFalse(HelperAnswer.passed.answers(.write(directory: "/d", name: "settings", text: "")))
+    }
+
     func testLyingLengthsLanesKindsAndCountsAreRefused() {
         XCTAssertNil(HelperWire.frameLength([0xff, 0xff, 0xff, 0xff]), "4 GiB")
         XCTAssertNil(HelperWire.frameLength([0x01, 0x00, 0x10, 0x00]), "one byte over the largest frame")
