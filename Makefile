@@ -117,7 +117,9 @@ FUZZ_RUNS ?= 10000000
 # one). Fuzz/dbus: the D-Bus surface and the others (FUZZ_SURFACE picks one) over the
 # real DBusKit, MonitorService and MonitorClientCore; libdbus demarshals each D-Bus input and
 # ObjectServer dispatches it to the whole service.
-FUZZ_BUILD := build -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
+# Without manifest caching: the cached build plan of a fuzzer package misses a source file added to the
+# main package since its last build (seen: a new DBusKit file, then "cannot find type").
+FUZZ_BUILD := build -c release --disable-build-manifest-caching -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
 FUZZ_PARSERS := netlink router echo sockdiag capport history
 PARSER_FUZZER := .build/fuzz/parsers-spm/release/ParserFuzzer
 FUZZ_SURFACES := dbus statefile validators client follower helper
