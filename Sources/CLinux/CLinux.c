@@ -247,6 +247,15 @@ int CLinux_neighbor_socket6(int ifindex) {
 
 extern char **environ;
 
+/* What stops a service or a terminal's job: systemd sends SIGTERM to every process of the unit's cgroup, and a
+ * terminal sends SIGINT, SIGQUIT and SIGHUP to the whole job. */
+static const int CLinux_stops[] = { SIGTERM, SIGINT, SIGQUIT, SIGHUP };
+
+static void CLinux_stop_signals(sigset_t *set) {
+    sigemptyset(set);
+    for (size_t index = 0; index < sizeof CLinux_stops / sizeof CLinux_stops[0]; index++) sigaddset(set, CLinux_stops[index]);
+}
+
 int CLinux_spawn_with_descriptor(const char *path, const char *argument0, const char *argument1, int fd) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
@@ -255,15 +264,16 @@ int CLinux_spawn_with_descriptor(const char *path, const char *argument0, const 
         posix_spawn_file_actions_destroy(&actions);
         return -1;
     }
-    sigset_t none, all;
-    sigemptyset(&none);
+    sigset_t stops, all;
+    CLinux_stop_signals(&stops);
     sigfillset(&all);
     /* dup2 onto itself clears close-on-exec too (glibc 2.29 and later). Nothing else is inherited: a
      * library's socket opened without close-on-exec (libcurl's) would otherwise stay open in the child,
      * and a connection the daemon gave up would live on, its SYNs still sent, holding a server's only slot. */
     int result = posix_spawn_file_actions_adddup2(&actions, fd, 3);
     if (result == 0) result = posix_spawn_file_actions_addclosefrom_np(&actions, 4);
-    if (result == 0) result = posix_spawnattr_setsigmask(&attributes, &none);
+    /* Blocked until the helper ignores them (CLinux_become_helper): a stop that reaches it first must not end it. */
+    if (result == 0) result = posix_spawnattr_setsigmask(&attributes, &stops);
     if (result == 0) result = posix_spawnattr_setsigdefault(&attributes, &all);
     if (result == 0) result = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     /* Ambient capabilities are kept across exec: a unit's AmbientCapabilities=CAP_NET_RAW, meant for the daemon,
@@ -283,6 +293,17 @@ int CLinux_spawn_with_descriptor(const char *path, const char *argument0, const 
 
 int CLinux_become_helper(void) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return -1;
+    /* The stop signals are the daemon's: it finishes its writes through the helper, then exits, and the helper
+     * dies with it. Ignored, then unblocked (a stop that came in meanwhile is dropped). */
+    sigset_t stops;
+    CLinux_stop_signals(&stops);
+    struct sigaction ignore;
+    memset(&ignore, 0, sizeof ignore);
+    ignore.sa_handler = SIG_IGN;
+    for (size_t index = 0; index < sizeof CLinux_stops / sizeof CLinux_stops[0]; index++) {
+        if (sigaction(CLinux_stops[index], &ignore, NULL) != 0) return -1;
+    }
+    if (sigprocmask(SIG_UNBLOCK, &stops, NULL) != 0) return -1;
     /* Each step may be forbidden (a unit's SystemCallFilter=~@privileged fails capset): the helper then keeps
      * what it was started with, which is never more than the daemon holds, and goes on. */
     (void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);

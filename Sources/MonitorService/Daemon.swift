@@ -172,7 +172,7 @@ final class Service {
             throw StartFailure(status: 1, message: "cannot start the engines: \(error)")
         }
         do {
-            // Blocked for the signalfd; the blocking helper starts with every signal unblocked and at its default.
+            // Blocked for the signalfd; the blocking helper starts with every signal at its default but the stops, which it ignores.
             try loop.handleSignals([SIGTERM, SIGINT, SIGHUP]) { [unowned self] signal in
                 if signal == SIGHUP {
                     reloadSettings()

@@ -62,6 +62,51 @@ final class BlockingHelperTests: BusTestCase {
         XCTAssertTrue(gone, "the helper outlived the daemon")
     }
 
+    /// systemd stops a service by signalling every process of its cgroup at once: the helper outlives the
+    /// signal, so the daemon's last history still reaches the disk, and it ends when the daemon does.
+    func testAStopSignalledToTheWholeServiceStillWritesTheLastHistory() throws {
+        let state = bus.directory + "/kept"
+        let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
+        XCTAssertEqual(try set(.host, "localhost").status, 0)
+        guard let helper = waitForNewHelper(of: daemon, other: nil) else { return XCTFail("no blocking helper: \(daemon.log)") }
+        // More than a second after start, so the history's text (its time in state) has changed since any write.
+        usleep(1_200_000)
+        let stopped = Date()
+        kill(helper, SIGTERM)
+        kill(daemon.pid, SIGTERM)
+        XCTAssertEqual(daemon.waitForExit(timeout: 10), 0, daemon.log)
+        XCTAssertFalse(daemon.log.contains("blocking helper (PID"), daemon.log)
+        let written = try FileManager.default.attributesOfItem(atPath: state + "/history")[.modificationDate] as? Date
+        XCTAssertGreaterThanOrEqual(written?.timeIntervalSince(stopped) ?? -1, -0.05,
+                                    "the history was written at the stop: \(daemon.log)")
+        XCTAssertTrue(waitUntilGone(helper), "the helper outlived the daemon")
+    }
+
+    /// A terminal's Ctrl-C (or Ctrl-\) reaches the whole job, and `systemctl kill -s HUP` the whole cgroup: those are
+    /// the daemon's to act on, and the helper goes on.
+    func testTheHelperLeavesAJobsSignalsToTheDaemon() throws {
+        let daemon = try DaemonProcess(bus: bus)
+        XCTAssertEqual(try set(.host, "localhost").status, 0)
+        guard let helper = waitForNewHelper(of: daemon, other: nil) else { return XCTFail("no blocking helper: \(daemon.log)") }
+        for signal in [SIGINT, SIGHUP, SIGQUIT] { kill(helper, signal) }
+        usleep(200_000)
+        XCTAssertEqual(daemon.helperPIDs, [helper], daemon.log)
+        XCTAssertEqual(try set(.host, "127.0.0.1").status, 0, daemon.log)
+        XCTAssertFalse(daemon.log.contains("blocking helper (PID"), daemon.log)
+        daemon.stop()
+        XCTAssertEqual(daemon.waitForExit(), 0)
+        XCTAssertTrue(waitUntilGone(helper), "the helper outlived the daemon")
+    }
+
+    private func waitUntilGone(_ pid: Int32) -> Bool {
+        for _ in 0..<200 {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            if status.isEmpty || status.contains(") Z ") { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
     func testTheHelperWorksWhereDroppingCapabilitiesIsForbidden() throws {
         // As under the unit's SystemCallFilter=~@privileged: capset fails with EPERM, in the daemon and its helper.
         let daemon = try DaemonProcess(bus: bus, launcher: [Paths.python, Paths.clients + "/forbid_syscall.py", "capset", "EPERM"])

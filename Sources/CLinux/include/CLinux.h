@@ -103,11 +103,13 @@ static const unsigned char CLinux_SO_EE_ORIGIN_ICMP6 = SO_EE_ORIGIN_ICMP6;
 int CLinux_drop_privileges(unsigned int uid, unsigned int gid);
 
 /* Starts `path` with the arguments `argument0 argument1` and `fd` as its descriptor 3 (and none above), every signal
- * unblocked and at its default (the daemon blocks some for its signalfd and ignores SIGPIPE), in the
- * daemon's environment, after clearing the caller's ambient capabilities. Returns the child's PID, or -1 with errno set. */
+ * at its default (the daemon blocks some for its signalfd and ignores SIGPIPE) and unblocked but those that stop a
+ * service or a job (SIGTERM, SIGINT, SIGQUIT, SIGHUP), which CLinux_become_helper ignores, in the daemon's environment,
+ * after clearing the caller's ambient capabilities. Returns the child's PID, or -1 with errno set. */
 int CLinux_spawn_with_descriptor(const char *path, const char *argument0, const char *argument1, int fd);
 
-/* The blocking helper's start: killed when its parent dies (PR_SET_PDEATHSIG), and no capability left
+/* The blocking helper's start: killed when its parent dies (PR_SET_PDEATHSIG), deaf to the signals that stop a
+ * service or a job (they are the daemon's, which finishes its writes through the helper first), no capability left
  * (what it does needs none: lookups, socket dumps, files of its own user), nor any to gain, where the
  * system allows dropping them. 0, or -1 when it cannot be tied to its parent. */
 int CLinux_become_helper(void);
