@@ -36,7 +36,7 @@ final class ReplyTemplate {
     func answer(_ call: OpaquePointer) -> OpaquePointer? {
         let sender = dbus_message_get_sender(call)
         let serial = dbus_message_get_serial(call)
-        guard let template = self.template(for: sender, serial: serial), let copy = dbus_message_copy(template) else { return nil }
+        guard let template = self.template(for: sender), let copy = dbus_message_copy(template) else { return nil }
         guard dbus_message_set_reply_serial(copy, serial) != 0 else {
             dbus_message_unref(copy)
             return nil
@@ -45,11 +45,11 @@ final class ReplyTemplate {
     }
 
     /// The addressed template for `sender` (without a sender: a peer connection, no destination).
-    private func template(for sender: UnsafePointer<CChar>?, serial: UInt32) -> OpaquePointer? {
+    private func template(for sender: UnsafePointer<CChar>?) -> OpaquePointer? {
         if let addressed, Self.same(dbus_message_get_destination(addressed), sender) { return addressed }
         guard let fresh = dbus_message_copy(blank) else { return nil }
-        // libdbus refuses a reply serial of 0; a call always has one, and its own is overwritten in every copy anyway.
-        guard dbus_message_set_reply_serial(fresh, max(serial, 1)) != 0,
+        // Any serial but 0 (which libdbus refuses): every copy gets its call's own in its place.
+        guard dbus_message_set_reply_serial(fresh, 1) != 0,
               sender.map({ dbus_message_set_destination(fresh, $0) != 0 }) ?? true else {
             dbus_message_unref(fresh)
             return nil

@@ -27,7 +27,6 @@ final class BlockingHelper {
     private struct Waiting {
         let lane: HelperLane
         let request: HelperRequest
-        let failure: HelperAnswer
         let completion: (HelperAnswer) -> Void
     }
 
@@ -116,12 +115,11 @@ final class BlockingHelper {
     private func send(_ request: HelperRequest, on lane: HelperLane, quiet: Bool, completion: @escaping (HelperAnswer) -> Void) {
         nextID &+= 1
         let id = nextID
-        let entry = Waiting(lane: lane, request: request, failure: Self.failure(of: request), completion: completion)
         guard let connection = connectionOrStart() else {
-            if !quiet { loop.atEndOfTurn { completion(entry.failure) } }
+            if !quiet { loop.atEndOfTurn { completion(Self.failure(of: request)) } }
             return
         }
-        if !quiet { waiting[id] = entry }
+        if !quiet { waiting[id] = Waiting(lane: lane, request: request, completion: completion) }
         connection.outbox += HelperWire.frame(id: id, lane: lane, quiet: quiet, request)
         guard connection.outbox.count <= Self.outboxLimit else {
             lose(connection, "it has not read \(connection.outbox.count) bytes of requests")
@@ -290,7 +288,7 @@ final class BlockingHelper {
         Log.warning("the blocking helper (PID \(connection.pid)) stopped: \(why); another starts on the next request")
         let failed = waiting
         waiting.removeAll()
-        for (_, entry) in failed.sorted(by: { $0.key < $1.key }) { entry.completion(entry.failure) }
+        for (_, entry) in failed.sorted(by: { $0.key < $1.key }) { entry.completion(Self.failure(of: entry.request)) }
     }
 
     private func reap() {
