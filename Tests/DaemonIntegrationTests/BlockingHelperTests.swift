@@ -53,13 +53,7 @@ final class BlockingHelperTests: BusTestCase {
         daemon.stop()
         XCTAssertEqual(daemon.waitForExit(), 0)
         // The helper reads the daemon's end closing (or is killed with its parent).
-        var gone = false
-        for _ in 0..<200 where !gone {
-            let status = (try? String(contentsOfFile: "/proc/\(helper)/stat", encoding: .utf8)) ?? ""
-            gone = status.isEmpty || status.contains(") Z ")
-            if !gone { usleep(10_000) }
-        }
-        XCTAssertTrue(gone, "the helper outlived the daemon")
+        XCTAssertTrue(waitUntilGone(helper), "the helper outlived the daemon")
     }
 
     /// systemd stops a service by signalling every process of its cgroup at once: the helper outlives the

@@ -15,16 +15,19 @@ class BusTestCase: XCTestCase {
         bus?.stop()
     }
 
+    func busctl(_ arguments: [String]) throws -> Outcome {
+        try runCommand(["busctl", "--address=\(bus.address)"] + arguments)
+    }
+
     /// Sets a property of the Monitor with busctl.
     func set(_ property: P, _ value: String) throws -> Outcome {
-        try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
-                        MonitorContract.interface, property.name, property.type.signature, value])
+        try busctl(["set-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.interface,
+                    property.name, property.type.signature, value])
     }
 }
 
 /// A bus and a daemon on it, set up and torn down around each test.
-class DaemonTestCase: XCTestCase {
-    var bus: PrivateBus!
+class DaemonTestCase: BusTestCase {
     var daemon: DaemonProcess!
 
     /// Extra daemon flags for this test class.
@@ -43,11 +46,7 @@ class DaemonTestCase: XCTestCase {
 
     override func tearDown() {
         daemon?.stop()
-        bus?.stop()
-    }
-
-    func busctl(_ arguments: [String]) throws -> Outcome {
-        try runCommand(["busctl", "--address=\(bus.address)"] + arguments)
+        super.tearDown()
     }
 
     func gdbus(_ arguments: [String]) throws -> Outcome {

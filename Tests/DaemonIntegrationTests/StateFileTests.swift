@@ -6,10 +6,6 @@ import XCTest
 /// The state file under hostile or unlucky conditions: Sets answered once saved,
 /// a save that fails, SIGHUP, and files that are not what they should be.
 final class StateFileTests: BusTestCase {
-    private func busctl(_ arguments: [String]) throws -> Outcome {
-        try runCommand(["busctl", "--address=\(bus.address)"] + arguments)
-    }
-
     private func get(_ properties: P...) throws -> String {
         try busctl(["get-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.interface] + properties.map(\.name)).stdout
     }

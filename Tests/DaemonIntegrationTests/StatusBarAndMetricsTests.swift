@@ -17,11 +17,6 @@ final class StatusBarAndMetricsTests: DaemonTestCase {
         return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
     }
 
-    private func set(_ property: P, _ value: String) throws {
-        XCTAssertEqual(try busctl(["set-property", Self.destination, Self.path, Self.interface, property.name,
-                                   property.type.signature, value]).status, 0)
-    }
-
     /// The samples of `metrics` output, by metric name and labels.
     private func samples(_ text: String) -> [String: String] {
         var result: [String: String] = [:]
@@ -34,7 +29,7 @@ final class StatusBarAndMetricsTests: DaemonTestCase {
 
     func testMetricsPassPromtoolAndMatchThePropertiesReadAtTheSameMoment() throws {
         // Hold the counters still: no probe for an hour from now.
-        try set(.interval, "3600000")
+        XCTAssertEqual(try set(.interval, "3600000").status, 0)
         usleep(200_000)
         let metrics = try client(["metrics"])
         XCTAssertEqual(metrics.status, 0, metrics.stderr)
@@ -124,7 +119,7 @@ final class StatusBarAndMetricsTests: DaemonTestCase {
         for (format, keys) in [("waybar", ["alt", "class", "text", "tooltip"]), ("i3blocks", ["color", "full_text", "short_text"]),
                                ("json", MonitorContract.Property.allCases.map(\.name).sorted())] {
             let host = "example-\(format).test"
-            let lines = try monitorLines(["--format", format], lines: 2) { try set(.host, host) }
+            let lines = try monitorLines(["--format", format], lines: 2) { XCTAssertEqual(try set(.host, host).status, 0) }
             XCTAssertGreaterThanOrEqual(lines.count, 2, format)
             for line in lines {
                 let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)

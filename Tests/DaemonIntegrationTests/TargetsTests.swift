@@ -163,13 +163,10 @@ final class TargetsTests: DaemonTestCase {
 }
 
 /// Added targets and what was Set on them outlive a restart, with their paths.
-final class TargetsPersistenceTests: XCTestCase {
+final class TargetsPersistenceTests: BusTestCase {
     func testTargetsComeBackAfterARestartWithTheirPathsAndValues() throws {
-        let bus = try PrivateBus()
-        defer { bus.stop() }
         let state = bus.directory + "/kept"
         var daemon = try DaemonProcess(bus: bus, stateDirectory: state)
-        func busctl(_ arguments: [String]) throws -> Outcome { try runCommand(["busctl", "--address=\(bus.address)"] + arguments) }
         let targets = MonitorContract.Targets.interface
         for host in ["198.18.0.5", "198.18.0.6", "198.18.0.7"] {
             XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
@@ -193,12 +190,9 @@ final class TargetsPersistenceTests: XCTestCase {
     }
 
     func testSIGHUPTakesTheFilesTargetsAsAtStartUp() throws {
-        let bus = try PrivateBus()
-        defer { bus.stop() }
         let state = bus.directory + "/kept"
         let daemon = try DaemonProcess(bus: bus, arguments: ["--target", "198.18.0.9"], stateDirectory: state)
         defer { daemon.stop() }
-        func busctl(_ arguments: [String]) throws -> Outcome { try runCommand(["busctl", "--address=\(bus.address)"] + arguments) }
         let targets = MonitorContract.Targets.interface
         XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
                                    MonitorContract.Targets.addTarget, "s", "198.18.0.5"]).stdout,
