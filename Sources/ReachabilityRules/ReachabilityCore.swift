@@ -368,7 +368,7 @@ public struct ReachabilityCore: TimerTable {
         if state.dirty { invalidate() }
     }
 
-    /// RFC 8781: a PREF64 option sets the interface's prefix for its lifetime; a lifetime of 0 withdraws it.
+    /// RFC 8781: a PREF64 option sets the interface's prefix for its lifetime; a lifetime of 0 withdraws that prefix.
     /// RFC 8910: a captive-portal option replaces the interface's announcement.
     private mutating func routerOptions(on index: Int32, _ bytes: [UInt8], now: Instant) {
         statistics.routerOptions += 1
@@ -382,8 +382,11 @@ public struct ReachabilityCore: TimerTable {
         var portalChanged = false
         for option in options {
             switch option {
-            case .pref64(_, let lifetime) where lifetime == 0:
-                changed = nat64.removeValue(forKey: index) != nil || changed
+            case .pref64(let prefix, let lifetime) where lifetime == 0:
+                // A lifetime of 0 withdraws the prefix it names, and no other.
+                guard nat64[index]?.prefix == prefix else { continue }
+                nat64[index] = nil
+                changed = true
             case .pref64(let prefix, let lifetime):
                 changed = nat64[index]?.prefix != prefix || changed
                 nat64[index] = (prefix, now &+ .seconds(lifetime))

@@ -72,6 +72,19 @@ final class Nat64TableTests: XCTestCase {
         XCTAssertTrue(core.nat64.isEmpty)
     }
 
+    /// RFC 8781: a lifetime of 0 withdraws the prefix it names, and no other.
+    func testALifetimeOfZeroForAnotherPrefixLeavesTheKnownOne() {
+        var (core, target) = makeCore()
+        core.receive([.routerOptions(index: 2, options: pref64(600))], malformed: 0, now: 0)
+        _ = core.takeOutputs()
+        let other = RouterOptionTests.pref64(lifetime: 0, code: 0, prefix: [0x20, 0x01, 0x0d, 0xb8, 0x64, 0, 0, 0, 0, 0, 0, 0])
+        core.receive([.routerOptions(index: 2, options: other)], malformed: 0, now: 1 * second)
+        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96, "another prefix's withdrawal took ours")
+        XCTAssertFalse(core.takeOutputs().contains { if case .verdict = $0 { true } else { false } }, "nothing changed")
+        core.receive([.routerOptions(index: 2, options: pref64(0))], malformed: 0, now: 2 * second)
+        XCTAssertNil(core.verdict(target)?.nat64Prefix, "its own withdrawal ends it")
+    }
+
     /// Nothing a router sends grows the table: options for unknown interfaces, malformed ones and a
     /// flood of prefixes leave at most one prefix per known link, and the log hears of the bad ones
     /// at powers of two only.
