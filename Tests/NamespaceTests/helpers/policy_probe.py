@@ -1,5 +1,6 @@
 """Tries one action on the Monitor as whoever runs it; prints "ok" or the D-Bus error name.
-Usage: policy_probe.py BUS_ADDRESS get|getall|introspect|ping|check|wait|managed|set|add|remove|own"""
+Usage: policy_probe.py BUS_ADDRESS get|getall|introspect|ping|check|wait|managed|set|add|remove|own
+       policy_probe.py BUS_ADDRESS method INTERFACE MEMBER SIGNATURE: that method with zero values for its arguments"""
 import sys
 
 import dbus
@@ -13,8 +14,18 @@ def call(interface, member, signature="", args=()):
     return bus.call_blocking("org.netobserver.Monitor", "/org/netobserver/Monitor", interface, member, signature, args)
 
 
+ZERO = {"u": dbus.UInt32(0), "s": "", "o": dbus.ObjectPath("/org/netobserver/Monitor/999"), "t": dbus.UInt64(0)}
+
 try:
-    if action == "get":
+    if action == "method":
+        interface, member, signature = sys.argv[3], sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else ""
+        try:
+            call(interface, member, signature, [ZERO[code] for code in signature])
+        except dbus.DBusException as error:
+            # The service's own answer (an unknown target, a bad argument) is not the policy's.
+            if error.get_dbus_name() == "org.freedesktop.DBus.Error.AccessDenied":
+                raise
+    elif action == "get":
         call("org.freedesktop.DBus.Properties", "Get", "ss", ["org.netobserver.Monitor", "Status"])
     elif action == "getall":
         call("org.freedesktop.DBus.Properties", "GetAll", "s", ["org.netobserver.Monitor"])
@@ -26,6 +37,8 @@ try:
         call("org.netobserver.Monitor", "Check")
     elif action == "wait":
         call("org.netobserver.Monitor", "Wait", "u", [0])
+    elif action == "history":
+        call("org.netobserver.Monitor", "GetHistory", "u", [dbus.UInt32(10)])
     elif action == "managed":
         call("org.freedesktop.DBus.ObjectManager", "GetManagedObjects")
     elif action == "add":
