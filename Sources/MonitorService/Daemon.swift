@@ -221,8 +221,12 @@ final class Service {
         guard let directory = options.stateDirectory ?? options.defaultStateDirectory() else { return }
         stateDirectory = directory
         let store = StateStore(directory: directory)
-        let (state, problems) = store.loadState()
+        var (state, problems, refused) = store.loaded(AtomicFile(directory: directory, name: StateStore.fileName)
+            .read(maximumSize: StateStore.maximumSize))
         problems.forEach { Log.warning($0) }
+        if let refused { Log.warning(store.setAside(refused) + "; starting from the defaults") }
+        // Numbers are never reused, even when the file that counted them was lost: no target inherits a history.
+        state.nextTarget = max(state.nextTarget, store.highestNumberOnDisk() + 1)
         apply(state.targets[0] ?? [:], from: store.path)
         restoredState = state
         saver = StateSaver(store: store, helper: helper)
@@ -343,8 +347,16 @@ final class Service {
             Log.notice("SIGHUP: no state file to re-read")
             return
         }
-        saver.reload { [unowned self] state, problems in
+        saver.reload { [unowned self] state, problems, refused in
             problems.forEach { Log.warning($0) }
+            // A file that cannot be read is not an empty one: the running state stays, and is saved afresh.
+            if let refused {
+                Log.warning("SIGHUP: " + saver.store.setAside(refused) + "; the running settings stay and are saved again")
+                saver.save(storedState) { error in
+                    if let error { Log.warning("cannot save settings in \(saver.store.path): \(error)") }
+                }
+                return
+            }
             let changed = apply(state.targets[0] ?? [:], from: saver.store.path)
             var names = changed.map { "\($0.name)=\(settings.text($0))" }
             names += targets?.reload(state) ?? []

@@ -29,11 +29,12 @@ public final class StateSaver {
     }
 
     /// Re-reads the file after every write asked for so far.
-    public func reload(_ completion: @escaping (_ state: StoredState, _ problems: [String]) -> Void) {
+    /// `refused`: the file could not be read at all (its state is not the file's).
+    public func reload(_ completion: @escaping (_ state: StoredState, _ problems: [String], _ refused: AtomicFile.Refused?) -> Void) {
         let store = store
         helper.read(StateStore.fileName, in: store.directory, maximumSize: StateStore.maximumSize, on: .settings) { read in
-            let (state, problems) = store.loaded(read.map { $0.map { $0[...] } })
-            completion(state, problems)
+            let (state, problems, refused) = store.loaded(read.map { $0.map { $0[...] } })
+            completion(state, problems, refused)
         }
     }
 
@@ -45,7 +46,12 @@ public final class StateSaver {
     private func startWrite() {
         let generation = requested
         writing = generation
-        helper.write(StateStore.text(of: latest), to: StateStore.fileName, in: store.directory, on: .settings) { [weak self] error in
+        let text = StateStore.text(of: latest)
+        // Never a file the service would refuse to read back.
+        guard text.utf8.count <= StateStore.maximumSize else {
+            return saved(generation, StateStore.tooLarge)
+        }
+        helper.write(text, to: StateStore.fileName, in: store.directory, on: .settings) { [weak self] error in
             self?.saved(generation, error)
         }
     }

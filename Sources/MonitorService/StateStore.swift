@@ -33,7 +33,10 @@ public struct StoredState: Equatable, Sendable {
 public struct StateStore: Sendable {
     public let directory: String
     public var path: String { directory + "/settings" }
-    public static let maximumSize = 64 * 1024
+    /// Covers 64 added targets and the default one with every value at its longest (about 170 KB: two
+    /// 1,024-byte URLs, a 254-byte Host and the numbers, each), with room for what is added later: everything
+    /// the service writes it can read back (StateStoreTests proves the bound).
+    public static let maximumSize = 256 * 1024
 
     public init(directory: String) {
         self.directory = directory
@@ -47,16 +50,51 @@ public struct StateStore: Sendable {
 
     /// Everything stored, and a line for each problem found (never fatal).
     public func loadState() -> (state: StoredState, problems: [String]) {
-        loaded(read())
+        let loaded = loaded(read())
+        return (loaded.state, loaded.problems)
     }
 
-    /// What a read of the file gave, as state and problems.
-    public func loaded(_ read: Result<ArraySlice<UInt8>?, AtomicFile.Refused>) -> (state: StoredState, problems: [String]) {
+    /// What a read of the file gave, as state and problems; `refused` when the file could not be read at
+    /// all (too large, not a regular file): its state is then not the file's, and the file must be set aside,
+    /// never overwritten as if it had been empty.
+    public func loaded(_ read: Result<ArraySlice<UInt8>?, AtomicFile.Refused>)
+        -> (state: StoredState, problems: [String], refused: AtomicFile.Refused?) {
         switch read {
-        case .success(nil): (StoredState(), [])
-        case .success(let bytes?): Self.parse(bytes, path: path)
-        case .failure(let problem): (StoredState(), ["\(path): \(problem), ignoring it"])
+        case .success(nil):
+            return (StoredState(), [], nil)
+        case .success(let bytes?):
+            let parsed = Self.parse(bytes, path: path)
+            return (parsed.state, parsed.problems, nil)
+        case .failure(let problem):
+            return (StoredState(), [], problem)
         }
+    }
+
+    /// Moves a file that could not be read out of the way (`settings.corrupt`), so that no later save writes
+    /// over it; returns the log line that says so.
+    public func setAside(_ why: AtomicFile.Refused) -> String {
+        let file = AtomicFile(directory: directory, name: Self.fileName)
+        let moved = file.setAside()
+        return "\(path): \(why): " + (moved ? "set aside as \(path).corrupt" : "could not be set aside (\(SystemError("rename")))")
+    }
+
+    /// The highest target number any file in the directory is named for (`history.N`, set aside or not), 0 when
+    /// none: a number whose history is on disk is never given to a new target, even when the state file that
+    /// counted the numbers was lost.
+    public func highestNumberOnDisk() -> UInt32 {
+        guard let stream = opendir(directory) else { return 0 }
+        defer { closedir(stream) }
+        var highest: UInt32 = 0
+        // Bounded: a state directory of ours holds a few files per target.
+        for _ in 0..<100_000 {
+            guard let entry = readdir(stream) else { break }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count >= 2, parts[0] == "history", let number = UInt32(parts[1]),
+                  MonitorContract.Targets.numbers.contains(number) else { continue }
+            highest = max(highest, number)
+        }
+        return highest
     }
 
     /// The file's name in `directory`.
@@ -124,8 +162,13 @@ public struct StateStore: Sendable {
     }
 
     public func save(_ state: StoredState) throws(SystemError) {
-        try AtomicFile(directory: directory, name: Self.fileName).write(Self.text(of: state))
+        let text = Self.text(of: state)
+        guard text.utf8.count <= Self.maximumSize else { throw Self.tooLarge }
+        try AtomicFile(directory: directory, name: Self.fileName).write(text)
     }
+
+    /// What a write of more than `maximumSize` fails with: the service never writes a file it would refuse to read.
+    public static let tooLarge = SystemError("writing \(fileName): more than \(maximumSize / 1024) KiB", errno: EFBIG)
 
     /// The file's text for `state`.
     public static func text(of state: StoredState) -> String {

@@ -1,5 +1,9 @@
 import Foundation
 import Glibc
+import EventLoop
+import MonitorContract
+import MonitorRules
+import ProbeRules
 import MonitorService
 import XCTest
 
@@ -85,15 +89,61 @@ final class StateStoreTests: XCTestCase {
 
     func testLoadingRefusesLinksFIFOsAndLargeFiles() throws {
         let store = StateStore(directory: directory)
+        func refusal() -> AtomicFile.Refused? {
+            store.loaded(AtomicFile(directory: directory, name: StateStore.fileName).read(maximumSize: StateStore.maximumSize)).refused
+        }
+        func refused() -> String? { refusal()?.description }
         try FileManager.default.createSymbolicLink(atPath: store.path, withDestinationPath: "/dev/zero")
-        XCTAssertEqual(store.load().problems, ["\(store.path): is a symbolic link, ignoring it"])
+        XCTAssertEqual(refused(), "is a symbolic link")
         unlink(store.path)
         XCTAssertEqual(mkfifo(store.path, 0o644), 0)
-        XCTAssertEqual(store.load().problems, ["\(store.path): is not a regular file, ignoring it"], "no wait for a writer")
+        XCTAssertEqual(refused(), "is not a regular file", "no wait for a writer")
         unlink(store.path)
         try Data(repeating: 0x41, count: StateStore.maximumSize + 1).write(to: URL(fileURLWithPath: store.path))
-        XCTAssertEqual(store.load().problems, ["\(store.path): is larger than 64 KiB, ignoring it"])
+        XCTAssertEqual(refused(), "is larger than 256 KiB")
+        XCTAssertEqual(store.setAside(try XCTUnwrap(refusal())),
+                       "\(store.path): is larger than 256 KiB: set aside as \(store.path).corrupt")
+        XCTAssertEqual(FileManager.default.contents(atPath: store.path + ".corrupt")?.count, StateStore.maximumSize + 1)
         try Data("Interval=250\r\n".utf8).write(to: URL(fileURLWithPath: store.path))
+        XCTAssertEqual(store.load().values, [.interval: "250"])
+        XCTAssertNil(refused())
+    }
+
+    /// The limit covers 64 added targets and the default one with every value at its longest: what the service
+    /// writes it reads back whole.
+    func testTheLargestStateTheServiceCanHoldFitsAndReadsBack() throws {
+        func longest(_ key: MonitorSettings.Key) -> String {
+            switch key {
+            case .host: String(repeating: "h", count: 254)
+            case .checkURL, .secureCheckURL: String(repeating: "u", count: CheckURL.longest)
+            case .interval: String(MonitorSettings.intervalRange.upperBound)
+            case .timeout: String(MonitorSettings.timeoutRange.upperBound)
+            case .failureThreshold, .recoveryThreshold: String(MonitorSettings.thresholdRange.upperBound)
+            case .family: AddressFamily.allCases.map(\.rawValue).max { $0.count < $1.count } ?? ""
+            case .evidence: Evidence.allCases.map(\.rawValue).max { $0.count < $1.count } ?? ""
+            case .checkEcho: "false"
+            }
+        }
+        let values = Dictionary(uniqueKeysWithValues: MonitorSettings.Key.allCases.map { ($0, longest($0)) })
+        var targets: [UInt32: StoredState.Values] = [0: values]
+        // The largest numbers a target can have, for the longest keys.
+        for offset in 0..<UInt32(MonitorContract.Targets.limit) { targets[MonitorContract.Targets.numbers.upperBound - offset] = values }
+        let state = StoredState(targets: targets, nextTarget: MonitorContract.Targets.numbers.upperBound + 1)
+        let text = StateStore.text(of: state)
+        XCTAssertLessThanOrEqual(text.utf8.count, StateStore.maximumSize)
+        print("the largest state file: \(text.utf8.count) bytes, limit \(StateStore.maximumSize)")
+        let store = StateStore(directory: directory)
+        try store.save(state)
+        let (read, problems) = store.loadState()
+        XCTAssertEqual(problems, [])
+        XCTAssertEqual(read, state)
+    }
+
+    func testASaveLargerThanTheLimitIsRefusedAndLeavesTheFile() throws {
+        let store = StateStore(directory: directory)
+        try store.save([.interval: "250"])
+        let huge = StoredState(targets: [0: [.host: String(repeating: "h", count: StateStore.maximumSize)]])
+        XCTAssertThrowsError(try store.save(huge)) { XCTAssertEqual(($0 as? SystemError)?.errno, EFBIG) }
         XCTAssertEqual(store.load().values, [.interval: "250"])
     }
 }
