@@ -236,6 +236,7 @@ int CLinux_neighbor_socket6(int ifindex) {
     if (setsockopt(fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, &hops, sizeof hops) < 0
         || setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &hops, sizeof hops) < 0
         || setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof filter) < 0
+        || setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &(int){1}, sizeof(int)) < 0
         || setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, name, (socklen_t)strlen(name) + 1) < 0) {
         int saved = errno;
         close(fd);
@@ -243,6 +244,23 @@ int CLinux_neighbor_socket6(int ifindex) {
         return -1;
     }
     return fd;
+}
+
+long CLinux_recv_with_hop_limit(int fd, void *buffer, unsigned long length, struct sockaddr_in6 *from, int *hop_limit) {
+    struct iovec iov = { .iov_base = buffer, .iov_len = length };
+    union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int))]; } control;
+    struct msghdr message = {
+        .msg_name = from, .msg_namelen = sizeof *from, .msg_iov = &iov, .msg_iovlen = 1,
+        .msg_control = &control, .msg_controllen = sizeof control,
+    };
+    *hop_limit = -1;
+    ssize_t count = recvmsg(fd, &message, MSG_DONTWAIT);
+    if (count < 0) return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_HOPLIMIT && c->cmsg_len >= CMSG_LEN(sizeof(int)))
+            memcpy(hop_limit, CMSG_DATA(c), sizeof(int));
+    }
+    return (long)count;
 }
 
 extern char **environ;

@@ -31,8 +31,11 @@ public struct PathCore {
         case trafficSampled(generation: UInt64, TrafficSample?, cost: Duration)
         /// `nextWakeup` has come.
         case timeout
-        /// Another family of the target is suspect: probe now, unless a probe is in flight.
-        case probeNow
+        /// Another family of the target is suspect after `failures` in a row: probe now, unless a probe is in
+        /// flight, and let this family's silence continue those failures.
+        case probeNow(continuing: UInt32)
+        /// The suspect family answered again: its failures are no longer this family's.
+        case suspicionEnded
         /// Reach IPv4 addresses through this NAT64 prefix (nil: natively).
         case nat64(Nat64Prefix?)
         /// The neighbour check `generation` of the next hop answered.
@@ -67,7 +70,7 @@ public struct PathCore {
         /// The probe report changed (for logs; the state to publish follows in `.publish`).
         case reportChanged(old: ProbeReport, new: ProbeReport)
         /// Ask the next hop (see `PathDiagnosis.Action`); answer with `.neighborAnswered`.
-        case checkNeighbor(gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64)
+        case checkNeighbor(gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool)
         /// One echo to `host` whose TTL expires past `gateway`; answer with `.beyondAnswered`.
         case probeBeyond(host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
         /// What `state(previous:)` computes changed: publish it.
@@ -182,8 +185,10 @@ public struct PathCore {
             if changed { trafficChanged(now: now) }
         case .nat64(let prefix):
             monitor.nat64Changed(prefix, now: now)
-        case .probeNow:
-            if monitor.canProbe, probe.outstandingCount == 0 { probe.probeNow(now: now) }
+        case .probeNow(let failures):
+            if monitor.canProbe { probe.probeNow(continuing: failures, now: now) }
+        case .suspicionEnded:
+            probe.withdrawCredit()
         case .neighborAnswered(let generation, let answer):
             diagnosisActions += diagnosis.neighborAnswered(generation: generation, answer, now: now)
         case .beyondAnswered(let generation, let answer):
@@ -332,8 +337,9 @@ public struct PathCore {
         asked += diagnosis.hostChanged(silent: silent, address: probeAddress, now: now)
         for ask in asked {
             switch ask {
-            case .checkNeighbor(let gateway, let index, let source, let generation):
-                actions.append(.checkNeighbor(gateway: gateway, interfaceIndex: index, source: source, generation: generation))
+            case .checkNeighbor(let gateway, let index, let source, let generation, let routine):
+                actions.append(.checkNeighbor(gateway: gateway, interfaceIndex: index, source: source, generation: generation,
+                                              routine: routine))
             case .probeBeyond(let host, let gateway, let hops, let generation):
                 actions.append(.probeBeyond(host: host, gateway: gateway, hops: hops, generation: generation))
             }

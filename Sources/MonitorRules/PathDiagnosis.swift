@@ -10,7 +10,9 @@ import Timekeeping
 public struct PathDiagnosis: Sendable {
     public enum Action: Equatable, Sendable {
         /// Ask `gateway` on interface `interfaceIndex` (up to 3 tries 200 ms apart); answer with `neighborAnswered`.
-        case checkNeighbor(gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64)
+        /// `routine`: the healthy recheck, which an answer another target got for the same next hop within
+        /// `healthyRecheck` may stand for (the others — a suspicion, a new next hop, a resume — want a fresh one).
+        case checkNeighbor(gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool)
         /// Send one echo to `host` with TTL (hop limit) `hops`; answer with `beyondAnswered`.
         case probeBeyond(host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
     }
@@ -139,7 +141,7 @@ public struct PathDiagnosis: Sendable {
 
     public mutating func handleTimeout(now: Instant) -> [Action] {
         guard let due = nextWakeup, due <= now else { return [] }
-        return diagnose(now: now)
+        return diagnose(now: now, routine: !hostSilent)
     }
 
     // MARK: Internals
@@ -155,7 +157,7 @@ public struct PathDiagnosis: Sendable {
     }
 
     /// The neighbour check when it applies, else (Host silent) straight to the probe past the gateway.
-    private mutating func diagnose(now: Instant) -> [Action] {
+    private mutating func diagnose(now: Instant, routine: Bool = false) -> [Action] {
         guard !asleep, let nextHop else { return [] }
         if hostSilent {
             lastDiagnosis = now
@@ -167,7 +169,7 @@ public struct PathDiagnosis: Sendable {
         neighborGeneration &+= 1
         lastNeighborCheck = now
         return [.checkNeighbor(gateway: nextHop.gateway, interfaceIndex: nextHop.interfaceIndex, source: nextHop.source,
-                               generation: neighborGeneration)]
+                               generation: neighborGeneration, routine: routine)]
     }
 
     /// One TTL-limited probe per diagnosis, while Host is silent and the next hop is not known dead.

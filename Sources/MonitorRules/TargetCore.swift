@@ -69,7 +69,7 @@ public struct TargetCore {
         /// `family`'s probe report changed (for logs).
         case reportChanged(IPFamily, old: ProbeReport, new: ProbeReport)
         /// Ask `family`'s next hop (ARP or Neighbor Solicitation, up to 3 tries); answer with `.neighborAnswered`.
-        case checkNeighbor(IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64)
+        case checkNeighbor(IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool)
         /// One echo to `host` whose TTL expires past `gateway`; answer with `.beyondAnswered`.
         case probeBeyond(IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
         /// What `state(previous:)` computes changed: publish it.
@@ -119,8 +119,8 @@ public struct TargetCore {
     private var settings: ProbeSettings
     /// The families probed at the relaxed pace (every family `full`, not the headline's).
     private var relaxed: IPFamilies = []
-    /// The headline's family was suspect at the end of the last step.
-    private var headlineSuspect = false
+    /// The families that were suspect at the end of the last step.
+    private var suspectFamilies: IPFamilies = []
     /// The families with a default route, as the last event that said so said.
     private var routedFamilies: IPFamilies?
     /// The NAT64 prefix of the network the route to Host uses, and how it was learned.
@@ -467,10 +467,10 @@ public struct TargetCore {
                 if watched { step.actions.append(.sampleTraffic(family, generation: generation, host: host, interface: interface, inline: inline)) }
             case .reportChanged(let old, let new):
                 step.actions.append(.reportChanged(family, old: old, new: new))
-            case .checkNeighbor(let gateway, let index, let source, let generation):
+            case .checkNeighbor(let gateway, let index, let source, let generation, let routine):
                 if watched {
                     step.actions.append(.checkNeighbor(family, gateway: gateway, interfaceIndex: index, source: source,
-                                                       generation: generation))
+                                                       generation: generation, routine: routine))
                 }
             case .probeBeyond(let host, let gateway, let hops, let generation):
                 if watched { step.actions.append(.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)) }
@@ -500,8 +500,8 @@ public struct TargetCore {
     }
 
     /// INTERFACE.md "Cheap when both work": while every watched family is `full`, the others than the
-    /// headline's are probed at the relaxed pace; when the headline's family turns suspect, every other
-    /// one is probed at once.
+    /// headline's are probed at the relaxed pace; when a family turns suspect (the headline's, or another whose
+    /// relaxed probe was the first lost), every other one is probed at once.
     private mutating func pace(now: Instant, _ step: inout Step) {
         let families = watchedFamilies
         guard families.count > 1 else { return }
@@ -522,11 +522,21 @@ public struct TargetCore {
                 feed(family, .probeSettings(pacedSettings(family)), now: now, &step)
             }
         }
-        let suspect = headline.map { family in read(family) { $0.probe.suspicious } } ?? false
-        if suspect && !headlineSuspect {
-            for family in families where family != headline { feed(family, .probeNow, now: now, &step) }
+        // A suspicion in any family probes the others at once, their silence continuing its failures: so an upstream
+        // dead for every family is confirmed as soon as for one, whichever family's probe was lost first.
+        for family in families {
+            let suspect = read(family) { $0.probe.suspicious }
+            guard suspect != suspectFamilies.contains(family) else { continue }
+            if suspect {
+                suspectFamilies.insert(family)
+                let failures = read(family) { $0.probe.verdict.consecutiveFailures }
+                for other in families where other != family { feed(other, .probeNow(continuing: failures), now: now, &step) }
+            } else {
+                suspectFamilies.remove(family)
+                guard read(family, { $0.probe.verdict.answering == true }) else { continue }
+                for other in families where other != family { feed(other, .suspicionEnded, now: now, &step) }
+            }
         }
-        headlineSuspect = suspect
     }
 
     /// INTERFACE.md "NAT64": the prefix from the routers of the IPv6 route's network (RFC 8781), else,

@@ -27,7 +27,7 @@ public protocol TargetWorld: AnyObject {
     /// Sample the connections on `interface` towards `host`'s route.
     func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling
     /// Ask `family`'s next hop `gateway` on interface `interfaceIndex` (up to 3 tries 200 ms apart); answer with `.neighborAnswered`.
-    func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64)
+    func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool)
     /// Send one echo to `host` with TTL `hops`; a Time Exceeded from past `gateway` is `.carried`, else `.silent`
     /// (answer with `.beyondAnswered`).
     func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
@@ -194,8 +194,8 @@ public final class TargetDriver {
                 }
             case .reportChanged(let family, let old, let new):
                 world.reportChanged(family, old: old, new: new)
-            case .checkNeighbor(let family, let gateway, let index, let source, let generation):
-                world.checkNeighbor(family, gateway: gateway, interfaceIndex: index, source: source, generation: generation)
+            case .checkNeighbor(let family, let gateway, let index, let source, let generation, let routine):
+                world.checkNeighbor(family, gateway: gateway, interfaceIndex: index, source: source, generation: generation, routine: routine)
             case .probeBeyond(let family, let host, let gateway, let hops, let generation):
                 world.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)
             case .publish:

@@ -36,7 +36,9 @@ public final class ConnectivityMonitor {
     private let caFile: String?
     private var checks: [CheckPairRun?] = [nil, nil]
     /// Each family's neighbour check and probe past the gateway under way.
-    private var neighborChecks: [NeighborCheckRun?] = [nil, nil]
+    private var neighborChecks: [NeighborChecks.Ticket?] = [nil, nil]
+    /// Shared by every target: one check per next hop.
+    private let neighbors: NeighborChecks
     private var beyondProbes: [BeyondProbeRun?] = [nil, nil]
     /// Shared by every target; nil when the kernel's sock_diag cannot be opened (every sample then fails).
     private let trafficSampler: TrafficSampler?
@@ -53,7 +55,7 @@ public final class ConnectivityMonitor {
     /// `transports` and `routeWatches`: stand-ins for the sockets, IPv4's then IPv6's (driver tests); without them, real ones.
     public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
                 sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: (any HTTPClientSource)? = nil,
-                caFile: String? = nil,
+                caFile: String? = nil, neighborChecks: NeighborChecks? = nil,
                 dnsRefresh: Duration = MonitorCore.refresh, resolvesFirst: Bool = false,
                 classifier: InterfaceClassifier = InterfaceClassifier(), trafficSampler: TrafficSampler? = nil,
                 transports: [any ProbeTransporting]? = nil, routeWatches: [any RouteWatch]? = nil) throws(SystemError) {
@@ -63,6 +65,7 @@ public final class ConnectivityMonitor {
         self.model = model
         self.http = http
         self.caFile = caFile
+        neighbors = neighborChecks ?? NeighborChecks(loop: loop)
         wakeup = WakeupTimer(loop: loop)
         if let resolver {
             self.resolver = resolver
@@ -274,11 +277,12 @@ extension ConnectivityMonitor: TargetWorld {
         }
     }
 
-    public func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64) {
+    public func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64,
+                              routine: Bool) {
         let index = TargetCore.index(of: family)
         neighborChecks[index]?.cancel()
-        neighborChecks[index] = NeighborCheckRun(loop: loop, gateway: gateway, interfaceIndex: interfaceIndex,
-                                                 source: IPAddress(source)) { [weak self] answer in
+        neighborChecks[index] = neighbors.check(gateway: gateway, interfaceIndex: interfaceIndex, source: IPAddress(source),
+                                                routine: routine) { [weak self] answer in
             guard let self else { return }
             neighborChecks[index] = nil
             if answer != .reachable { Log.info("neighbour check of gateway \(gateway) over \(family): \(answer.rawValue)") }

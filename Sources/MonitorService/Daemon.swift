@@ -91,6 +91,8 @@ final class Service {
     private let resolver: HostResolver
     /// One ICMP socket per family for every target.
     private let probeSockets: ProbeSockets
+    /// One neighbour check per next hop, for every target.
+    private let neighborChecks: NeighborChecks
     /// One libcurl multi handle for every target's CheckURL, made on the first check.
     private let http: LazyHTTPClient
     /// The kernel's links, addresses and routes, watched for every target; nil when rtnetlink cannot be opened.
@@ -151,6 +153,7 @@ final class Service {
                 helper.resolve(host, family: family, completion: answer)
             }
             probeSockets = ProbeSockets(loop: loop)
+            neighborChecks = NeighborChecks(loop: loop)
             http = LazyHTTPClient(loop: loop)
             do {
                 trafficSampler = try TrafficSampler(loop: loop, log: { Log.warning($0) }) { [unowned helper] host, sources, now, answer in
@@ -255,9 +258,9 @@ final class Service {
         do {
             objects = try ServiceObjects(server: server, settings: startSettings, budget: budget, persisted: restoredValues,
                                          history: history) { [loop, resolver, probeSockets, http, options, routes,
-                                                              trafficSampler] model, lookupsFirst throws(SystemError) in
+                                                              trafficSampler, neighborChecks] model, lookupsFirst throws(SystemError) in
                 try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
-                                        probeSockets: probeSockets, http: http, caFile: options.caFile,
+                                        probeSockets: probeSockets, http: http, caFile: options.caFile, neighborChecks: neighborChecks,
                                         dnsRefresh: options.dnsRefresh, resolvesFirst: lookupsFirst,
                                         trafficSampler: trafficSampler)
             }

@@ -7,13 +7,17 @@ import Timekeeping
 
 /// The diagnosis's one probe past the gateway (INTERFACE.md "Diagnosis"): an echo to Host whose TTL
 /// (hop limit) expires at the first router beyond the gateway, on a socket of its own that lives for
-/// this probe only. A Time Exceeded from any router but the gateway means the upstream carries
-/// packets (`.carried`); nothing within the limit is `.silent`. Ends once, through `completion`.
+/// this probe only. A Time Exceeded from any router but the gateway that quotes this probe whole
+/// (identifier, sequence and its random token) means the upstream carries packets (`.carried`); one
+/// that quotes less, or another probe, proves nothing. Nothing within the limit is `.silent`. Ends
+/// once, through `completion`.
 public final class BeyondProbeRun {
     private let loop: MainLoop
     private let gateway: IPAddress
     private let family: EchoPacket.Family
     private let identifier: UInt16
+    private static let sequence: UInt16 = 1
+    private let token = UInt64.random(in: 0...UInt64.max)
     private var socket: ICMPSocket?
     private var source: IOSource?
     private var timer: LoopTimer?
@@ -52,7 +56,7 @@ public final class BeyondProbeRun {
         enableErrorQueue(opened.fd, ipv6: family == .v6)
         socket = opened
         source = try? loop.watch(fd: opened.fd, interest: [.readable, .error]) { [weak self] _ in self?.receiveAll() }
-        let packet = EchoPacket.request(family: family, identifier: identifier, sequence: 1, token: UInt64.random(in: 0...UInt64.max))
+        let packet = EchoPacket.request(family: family, identifier: identifier, sequence: Self.sequence, token: token)
         if opened.send(packet, to: host) != nil { close() }
     }
 
@@ -63,9 +67,12 @@ public final class BeyondProbeRun {
             switch socket.receive() {
             case .nothing:
                 return
-            case .queuedError(let error, _):
+            case .queuedError(let error, let payload):
+                // The payload is what the router quoted of our echo request.
                 guard error.origin == CLinux_SO_EE_ORIGIN_ICMP || error.origin == CLinux_SO_EE_ORIGIN_ICMP6,
-                      EchoPacket.Failure(family: family, type: error.type, code: error.code) == .timeExceeded else { continue }
+                      EchoPacket.Failure(family: family, type: error.type, code: error.code) == .timeExceeded,
+                      let quoted = EchoPacket.echoFields(payload[...], family: family, type: family.echoRequest),
+                      quoted.sequence == Self.sequence, quoted.token == token else { continue }
                 var storage = error.offender
                 let offender = error.has_offender != 0 ? withUnsafeBytes(of: &storage) { raw in
                     raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: raw.count) }
@@ -73,9 +80,9 @@ public final class BeyondProbeRun {
                 if let offender, offender.unmapped != gateway.unmapped { return finish(.carried) }
             case .packet(let bytes, let from):
                 // A raw socket also reads the error itself; a datagram socket only what the kernel matched.
-                guard case .error(.timeExceeded, let id, _, _, _) = EchoPacket.parse(bytes, family: family,
-                                                                                    includesIPHeader: family == .v4 && socket.method == .icmpRaw),
-                      id == identifier || socket.method == .icmpDatagram,
+                guard case .error(.timeExceeded, let id, let sequence, let quotedToken, _) = EchoPacket.parse(
+                          bytes, family: family, includesIPHeader: family == .v4 && socket.method == .icmpRaw),
+                      id == identifier || socket.method == .icmpDatagram, sequence == Self.sequence, quotedToken == token,
                       let from, from.unmapped != gateway.unmapped else { continue }
                 return finish(.carried)
             }

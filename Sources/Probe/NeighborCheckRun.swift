@@ -26,6 +26,9 @@ public final class NeighborCheckRun {
     private var sent = 0
     private var packet: [UInt8] = []
     private var destination: [UInt8] = NeighborPackets.broadcast
+    /// Our link-layer address and our address on the link: an ARP reply must be addressed to both.
+    private var ourHardware: [UInt8] = []
+    private var ourAddress: IPAddress?
     private var buffer = [UInt8](repeating: 0, count: 512)
     private var completion: ((NeighborAnswer) -> Void)?
     /// How many requests went out (for the bench's count of packets per diagnosis).
@@ -68,6 +71,8 @@ public final class NeighborCheckRun {
             else { return false }
             packet = request
             destination = cached ?? NeighborPackets.broadcast
+            ourHardware = ours
+            ourAddress = sender
             fd = CLinux_packet_socket(interfaceIndex, CLinux_ETH_P_ARP)
         case .v6:
             guard let solicitation = NeighborPackets.solicitation(target: gateway, sourceHardware: ours) else { return false }
@@ -126,28 +131,32 @@ public final class NeighborCheckRun {
     }
 
     private func receiveAll() {
+        if gateway.ipFamily == .v6 { return receiveAdvertisements() }
         // Bounded per wake-up; the socket lives for at most 600 ms.
         for _ in 0..<64 {
-            guard let fd = descriptor?.raw else { return }
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let count = buffer.withUnsafeMutableBytes { bytes in
-                withUnsafeMutablePointer(to: &storage) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        recvfrom(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
-                    }
-                }
-            }
+            guard let fd = descriptor?.raw, let ourAddress else { return }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             guard count >= 0 else { return }
-            let bytes = Array(buffer[..<count])
-            switch gateway.ipFamily {
-            case .v4:
-                if NeighborPackets.isArpReply(bytes, from: gateway) { return finish(.reachable) }
-            case .v6:
-                let from = withUnsafeBytes(of: storage) { raw in
-                    raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: Int(length)) }
-                }
-                if from?.bytes == gateway.bytes, NeighborPackets.isAdvertisement(bytes, for: gateway) { return finish(.reachable) }
+            if NeighborPackets.isArpReply(Array(buffer[..<count]), from: gateway, gatewayHardware: destination, to: ourHardware, ourAddress) {
+                return finish(.reachable)
+            }
+        }
+    }
+
+    /// An advertisement counts only from the gateway's own address, for it, and with hop limit 255 (sent on the link).
+    private func receiveAdvertisements() {
+        for _ in 0..<64 {
+            guard let fd = descriptor?.raw else { return }
+            var from = sockaddr_in6()
+            var hopLimit: Int32 = -1
+            let count = buffer.withUnsafeMutableBytes { CLinux_recv_with_hop_limit(fd, $0.baseAddress, UInt($0.count), &from, &hopLimit) }
+            guard count >= 0 else { return }
+            let sender = withUnsafeBytes(of: &from) { raw in
+                raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: raw.count) }
+            }
+            if sender?.bytes == gateway.bytes,
+               NeighborPackets.isAdvertisement(Array(buffer[..<count]), for: gateway, hopLimit: hopLimit) {
+                return finish(.reachable)
             }
         }
     }

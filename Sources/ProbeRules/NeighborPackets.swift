@@ -26,13 +26,19 @@ public enum NeighborPackets {
         return packet
     }
 
-    /// Whether `bytes` (an ARP packet, without the link header) is a reply from `address` over Ethernet.
-    public static func isArpReply(_ bytes: [UInt8], from address: IPAddress) -> Bool {
-        guard address.ipFamily == .v4, bytes.count >= 28 else { return false }
+    /// Whether `bytes` (an ARP packet, without the link header) is a reply over Ethernet from `address` to our
+    /// request: addressed to us (`ourHardware`, `ourAddress`) and, when the gateway's link-layer address was
+    /// known (the request went to it), carrying that address. Opcode and sender alone prove nothing: any host
+    /// on the link can send a reply naming the gateway.
+    public static func isArpReply(_ bytes: [UInt8], from address: IPAddress, gatewayHardware: [UInt8]?,
+                                  to ourHardware: [UInt8], _ ourAddress: IPAddress) -> Bool {
+        guard address.ipFamily == .v4, ourAddress.ipFamily == .v4, ourHardware.count == 6, bytes.count >= 28 else { return false }
         let header: [UInt8] = [0, UInt8(ethernet), UInt8(ipv4 >> 8), UInt8(ipv4 & 0xff), 6, 4, 0, UInt8(arpReply)]
         guard bytes[0..<8].elementsEqual(header) else { return false }
-        // Sender protocol address: after the sender's 6-byte hardware address.
-        return bytes[14..<18].elementsEqual(address.bytes)
+        // Sender hardware 8..<14, sender protocol 14..<18, target hardware 18..<24, target protocol 24..<28.
+        if let gatewayHardware, gatewayHardware != broadcast, !bytes[8..<14].elementsEqual(gatewayHardware) { return false }
+        return bytes[14..<18].elementsEqual(address.bytes) && bytes[18..<24].elementsEqual(ourHardware)
+            && bytes[24..<28].elementsEqual(ourAddress.bytes)
     }
 
     /// A Neighbor Solicitation for `target` (the kernel fills in the checksum of raw ICMPv6 sockets),
@@ -44,9 +50,11 @@ public enum NeighborPackets {
         return packet
     }
 
-    /// Whether `bytes` (an ICMPv6 message) is a Neighbor Advertisement for `target`.
-    public static func isAdvertisement(_ bytes: [UInt8], for target: IPAddress) -> Bool {
-        guard target.ipFamily == .v6, bytes.count >= 24, bytes[0] == advertisement, bytes[1] == 0 else { return false }
+    /// Whether `bytes` (an ICMPv6 message that arrived with `hopLimit`) is a Neighbor Advertisement for
+    /// `target`. RFC 4861 7.1.2: one whose hop limit is not 255 was forwarded, so it came from off the link,
+    /// and proves nothing about the neighbour.
+    public static func isAdvertisement(_ bytes: [UInt8], for target: IPAddress, hopLimit: Int32?) -> Bool {
+        guard target.ipFamily == .v6, hopLimit == 255, bytes.count >= 24, bytes[0] == advertisement, bytes[1] == 0 else { return false }
         return bytes[8..<24].elementsEqual(target.bytes)
     }
 }

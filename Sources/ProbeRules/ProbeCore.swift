@@ -155,6 +155,28 @@ public struct ProbeCore: Sendable {
         sendProbe(now: now, extra: !tracker.outstanding.isEmpty)
     }
 
+    /// Another family of the target has `failures` in a row (a suspicion). While this family answers, a fresh
+    /// probe goes out now, and its silence continues those failures: an upstream dead for every family is then
+    /// confirmed no later than the other family's own would be. Probes already in flight overlapped the other
+    /// family's lost one, so they carry no such credit. An answer ends the run of failures as always;
+    /// `withdrawCredit` ends the credit when the other family answers first. A family that does not answer is
+    /// only probed at once, unless a probe is in flight.
+    public mutating func probeNow(continuing failures: UInt32, now: Instant) {
+        defer { refreshWakeup() }
+        guard target != nil, !asleep else { return }
+        guard verdict.answering == true, failures > 0 else {
+            if tracker.outstanding.isEmpty { sendProbe(now: now) }
+            return
+        }
+        sendProbe(now: now)
+        if let sequence = lastSent?.sequence { tracker.credit(sequence, failures) }
+    }
+
+    /// The other family answered again: its failures are no longer this family's.
+    public mutating func withdrawCredit() {
+        tracker.withdrawCredit()
+    }
+
     /// A Check wants a fresh verdict. It shares a probe already in flight; else a
     /// probe is forced now, or, when one was forced within the last Timeout, once
     /// that Timeout has passed (every Check meanwhile shares it). So no number of
@@ -259,31 +281,44 @@ public struct ProbeCore: Sendable {
 
     /// An ICMP error quoting our probe `sequence` (and its token when the quote was long
     /// enough), sent by `router`. An Unreachable that quotes the whole probe ends it at
-    /// once; one that quotes less proves nothing anyone who learnt the identifier and
-    /// sequence could not forge, so it counts as one failed probe, like silence.
+    /// once. One that quotes less proves nothing anyone who learnt the identifier and
+    /// sequence could not forge: the probe keeps waiting, a real reply wins, and only if
+    /// none comes by its deadline does it count as one failed probe, like silence. So a
+    /// forger neither ends a probe early nor earns a second failure from the follow-up.
     /// Returns whether the error was about a probe in flight (else it is counted foreign).
     @discardableResult
     public mutating func receiveError(sequence: UInt16, token: UInt64?, _ failure: EchoPacket.Failure,
                                       from router: String?, now: Instant) -> Bool {
         defer { refreshWakeup() }
-        guard let target, let probe = tracker.error(sequence: sequence, token: token) else {
+        let from = router ?? "a router"
+        guard let target else {
+            statistics.foreign += 1
+            return false
+        }
+        guard let token else {
+            let outcome: ProbeOutcome = failure == .timeExceeded ? .timeExceeded(from: from) : .unproven(from: from)
+            guard tracker.noteUnproven(sequence: sequence, outcome) else {
+                statistics.foreign += 1
+                return false
+            }
+            statistics.errors += 1
+            return true
+        }
+        guard let probe = tracker.error(sequence: sequence, token: token) else {
             statistics.foreign += 1
             return false
         }
         statistics.errors += 1
         if finishedAsOldNews(probe) { return true }
-        if probe.isExtra, token == nil || failure == .timeExceeded {
-            // Sent beside a probe that counts: like its silence, its unproven failure is not one of its own.
+        if probe.isExtra, failure == .timeExceeded {
+            // Sent beside a probe that counts: like its silence, its Time Exceeded is not a failure of its own.
             outputs.append(.probeFinished)
             if verdict.wantsImmediateProbe && tracker.outstanding.isEmpty { sendProbe(now: now) }
             return true
         }
-        let from = router ?? "a router"
         switch failure {
         case .timeExceeded:
             finish(.timeExceeded(from: from), now: now)
-        case .unreachable where token == nil:
-            finish(.unproven(from: from), now: now)
         case .unreachable(let code):
             let text = Self.unreachableText(code, family: target.family)
             finish(.refused(reason: "\(target.name) unreachable (\(text)), said \(from)"), now: now)
@@ -426,7 +461,7 @@ public struct ProbeCore: Sendable {
             } else if finishedAsOldNews(probe) {
                 // Its loss shows in PacketLoss only.
             } else {
-                finish(.lost, now: now)
+                finish(probe.unprovenFailure ?? .lost, continuing: probe.credit, now: now)
             }
         }
     }
@@ -442,8 +477,8 @@ public struct ProbeCore: Sendable {
         return true
     }
 
-    private mutating func finish(_ outcome: ProbeOutcome, now: Instant) {
-        verdict.record(outcome, timeoutMilliseconds: settings.timeoutMilliseconds)
+    private mutating func finish(_ outcome: ProbeOutcome, continuing credit: UInt32 = 0, now: Instant) {
+        verdict.record(outcome, timeoutMilliseconds: settings.timeoutMilliseconds, continuing: credit)
         publish()
         outputs.append(.probeFinished)
         // A probe already in flight (an early follow-up) serves as the next one.

@@ -10,6 +10,12 @@ public struct ProbeTracker: Sendable {
         public let deadline: Instant
         /// Sent early beside a probe that counts: its loss is not a failure of its own.
         public let isExtra: Bool
+        /// An ICMP error that quotes too little to be verified named this probe: how it failed if no
+        /// reply comes by its deadline (a reply still wins).
+        public internal(set) var unprovenFailure: ProbeOutcome? = nil
+        /// Failures this probe's silence continues (another family's, at its suspicion): if it is lost,
+        /// the failures in a row are at least these plus one.
+        public internal(set) var credit: UInt32 = 0
     }
 
     public enum ReplyOutcome: Equatable, Sendable {
@@ -88,6 +94,24 @@ public struct ProbeTracker: Sendable {
         guard let probe = outstanding[sequence], token == nil || token == probe.token else { return nil }
         outstanding[sequence] = nil
         return probe
+    }
+
+    /// An error that cannot be verified (no token) names probe `sequence`: it keeps waiting for its reply,
+    /// and fails as `outcome` says only if none comes. Returns false when no such probe is in flight.
+    public mutating func noteUnproven(sequence: UInt16, _ outcome: ProbeOutcome) -> Bool {
+        guard outstanding[sequence] != nil else { return false }
+        outstanding[sequence]?.unprovenFailure = outcome
+        return true
+    }
+
+    /// Probe `sequence` continues `failures` of another family's: see `Outstanding.credit`.
+    public mutating func credit(_ sequence: UInt16, _ failures: UInt32) {
+        outstanding[sequence]?.credit = failures
+    }
+
+    /// No probe in flight continues another family's failures any longer.
+    public mutating func withdrawCredit() {
+        for (sequence, probe) in outstanding where probe.credit > 0 { outstanding[sequence]?.credit = 0 }
     }
 
     /// Removes and returns the probes whose deadline has passed.

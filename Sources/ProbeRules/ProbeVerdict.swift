@@ -8,7 +8,8 @@ public enum ProbeOutcome: Equatable, Sendable {
     /// ICMP Time Exceeded about our probe: counts as one failed probe.
     case timeExceeded(from: String)
     /// An ICMP Destination Unreachable that quotes too little of our probe to prove it is about
-    /// it (no token): counts as one failed probe, never as a refusal.
+    /// it (no token), and no reply by the deadline: one failed probe, never a refusal; silence
+    /// as far as the schedule goes (the error proved nothing).
     case unproven(from: String)
     /// The network said no (ICMP Destination Unreachable, or the send failed): not answering at once.
     case refused(reason: String)
@@ -45,8 +46,8 @@ public struct ProbeVerdict: Equatable, Sendable {
 
     /// True when the next probe should go out now rather than at the next tick:
     /// silence while still answering (suspicion), or recovery after a route came back.
-    /// A failure the network answered (Time Exceeded, an unproven Unreachable) has no
-    /// silence to confirm: the next probe waits for its tick.
+    /// A failure the network answered (Time Exceeded) has no silence to confirm: the next
+    /// probe waits for its tick. An unproven Unreachable is silence (it came with no reply).
     public var wantsImmediateProbe: Bool {
         if answering == true && consecutiveFailures > 0 && lastFailureWasSilence { return true }
         return answering == false && recoveringBackToBack && consecutiveAnswers > 0
@@ -54,7 +55,8 @@ public struct ProbeVerdict: Equatable, Sendable {
 
     /// Records a probe's end; returns true when `answering` changed.
     @discardableResult
-    public mutating func record(_ outcome: ProbeOutcome, timeoutMilliseconds: UInt32) -> Bool {
+    /// `continuing`: failures of another family this probe's silence continues (see `ProbeTracker.Outstanding.credit`).
+    public mutating func record(_ outcome: ProbeOutcome, timeoutMilliseconds: UInt32, continuing credit: UInt32 = 0) -> Bool {
         let before = answering
         switch outcome {
         case .answered(let rtt):
@@ -71,8 +73,8 @@ public struct ProbeVerdict: Equatable, Sendable {
         case .lost, .timeExceeded, .unproven:
             push(false)
             consecutiveAnswers = 0
-            consecutiveFailures = consecutiveFailures.saturatingSuccessor
-            lastFailureWasSilence = outcome == .lost
+            consecutiveFailures = max(consecutiveFailures, credit).saturatingSuccessor
+            if case .unproven = outcome { lastFailureWasSilence = true } else { lastFailureWasSilence = outcome == .lost }
             if answering != false && consecutiveFailures >= failureThreshold { answering = false }
             if answering == false {
                 if case .timeExceeded(let router) = outcome {

@@ -226,7 +226,7 @@ public final class DualStackRun: TargetWorld {
     public func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) {}
 
     /// The dual-stack world's routes are on-link: nothing asks a next hop.
-    public func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64) {
+    public func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool) {
         figures.violations.append("asked next hop \(gateway) on an on-link route")
     }
 

@@ -40,6 +40,8 @@ final class SimulatedTarget: TargetWorld {
         let extra: Bool
         var finished = false
         var answered = false
+        /// An error that quoted too little to be verified named it: how it failed if no reply comes by its deadline.
+        var unproven: String?
     }
     var probeTarget: IPAddress?
     var sent: [UInt16: SentProbe] = [:]
@@ -221,7 +223,7 @@ final class SimulatedTarget: TargetWorld {
         return sampleTraffic(generation: generation, inline: inline)
     }
 
-    func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64) {
+    func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool) {
         guard watched(family, "ask a next hop") else { return }
         if Simulation.gatewayAddress(interfaceIndex, v6: family == .v6) != gateway {
             violation("asked \(gateway), which is not interface \(interfaceIndex)'s next hop")

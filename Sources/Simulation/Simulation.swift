@@ -509,12 +509,17 @@ extension SimulatedTarget {
         take(.probe(watchedFamily, .error(sequence: sequence, token: token, failure, from: "198.18.200.1")))
         // About a probe in flight (else it was counted foreign).
         guard path.probe.statistics.foreign == foreignBefore else { return }
+        // An error that cannot be verified ends nothing: a reply may still come, and only its deadline decides.
+        guard token != nil else {
+            sent[sequence]?.unproven = failure == .timeExceeded ? "time exceeded" : "unproven"
+            return
+        }
         sent[sequence]?.finished = true
         // A probe older than the newest answered one: old news, no failure.
         guard let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt,
-              !probe.extra || (token != nil && failure != .timeExceeded) else { return }
+              !probe.extra || failure != .timeExceeded else { return }
         if firstFailureSentAt == nil { firstFailureSentAt = probe.sentAt }
-        failureKindsSinceAnswer.insert(failure == .timeExceeded ? "time exceeded" : token == nil ? "unproven" : "refused")
+        failureKindsSinceAnswer.insert(failure == .timeExceeded ? "time exceeded" : "refused")
         answersInRow = 0
     }
 

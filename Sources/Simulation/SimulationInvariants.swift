@@ -76,7 +76,7 @@ extension SimulatedTarget {
         for (sequence, probe) in sent where !probe.finished && probe.deadline <= now {
             sent[sequence]?.finished = true
             guard probe.sentAt > newestAnsweredSentAt, !probe.extra else { continue }
-            failureKindsSinceAnswer.insert("silence")
+            failureKindsSinceAnswer.insert(probe.unproven ?? "silence")
             answersInRow = 0
         }
     }

@@ -66,7 +66,7 @@ final class DiagnosisTests: XCTestCase {
     // MARK: The diagnosis's schedule
 
     func neighborChecks(_ actions: [PathDiagnosis.Action]) -> [UInt64] {
-        actions.compactMap { if case .checkNeighbor(_, _, _, let generation) = $0 { generation } else { nil } }
+        actions.compactMap { if case .checkNeighbor(_, _, _, let generation, _) = $0 { generation } else { nil } }
     }
 
     func beyondProbes(_ actions: [PathDiagnosis.Action]) -> [(UInt8, UInt64)] {
@@ -77,6 +77,7 @@ final class DiagnosisTests: XCTestCase {
         var diagnosis = PathDiagnosis()
         let first = diagnosis.routeChanged(hop, now: 0)
         let generation = try XCTUnwrap(neighborChecks(first).first)
+        XCTAssertEqual(routine(first), [false], "a new next hop is asked afresh")
         XCTAssertTrue(diagnosis.routeChanged(hop, now: 1 * ms).isEmpty, "the same next hop: nothing new")
         XCTAssertTrue(diagnosis.neighborAnswered(generation: generation, .reachable, now: 10 * ms).isEmpty)
         XCTAssertEqual(diagnosis.neighbor, .reachable)
@@ -89,11 +90,16 @@ final class DiagnosisTests: XCTestCase {
             now = diagnosis.nextWakeup ?? .distantFuture
             let actions = diagnosis.handleTimeout(now: now)
             guard let next = neighborChecks(actions).first else { break }
+            XCTAssertEqual(routine(actions), [true], "the healthy recheck may take another target's answer for the same next hop")
             sent += 1
             _ = diagnosis.neighborAnswered(generation: next, .reachable, now: now + 5 * ms)
         }
         XCTAssertLessThanOrEqual(sent, 61, "at most one check a minute over an hour while healthy")
         XCTAssertTrue(beyondProbes([]).isEmpty)
+    }
+
+    func routine(_ actions: [PathDiagnosis.Action]) -> [Bool] {
+        actions.compactMap { if case .checkNeighbor(_, _, _, _, let routine) = $0 { routine } else { nil } }
     }
 
     func testASuspicionAsksTheNextHopThenProbesPastItWhenItAnswers() throws {
@@ -174,7 +180,7 @@ final class DiagnosisTests: XCTestCase {
         _ = step(.resolved(generation: 0, .success([host]), routedFamilies: [.v4]))
         _ = step(.route(route))
         var sent = step(.probing(.icmpDatagram))
-        let routeCheck = asked.compactMap { if case .checkNeighbor(_, _, _, let g) = $0 { g } else { nil } }
+        let routeCheck = asked.compactMap { if case .checkNeighbor(_, _, _, let g, _) = $0 { g } else { nil } }
         XCTAssertEqual(routeCheck.count, 1, "the route's next hop is asked once: \(asked)")
         _ = step(.neighborAnswered(generation: try XCTUnwrap(routeCheck.first), .reachable))
         // Host answers a few probes.
@@ -197,7 +203,7 @@ final class DiagnosisTests: XCTestCase {
         for _ in 0..<40 where state.connectivity == .full || state.connectivity == .unknown {
             now = core.nextWakeup ?? now + 1 * ms
             let actions = step(.timeout)
-            for case .checkNeighbor(_, _, _, let generation) in actions {
+            for case .checkNeighbor(_, _, _, let generation, _) in actions {
                 _ = step(.neighborAnswered(generation: generation, .unreachable))
             }
             state = core.state(previous: state)
@@ -249,7 +255,7 @@ final class DiagnosisTests: XCTestCase {
                 switch action {
                 case .send(let sequence, let token, _, _, _) where !silent:
                     pending.append(.probe(.reply(sequence: sequence, token: token, via: .icmp)))
-                case .checkNeighbor(_, _, _, let generation):
+                case .checkNeighbor(_, _, _, let generation, _):
                     pending.append(.neighborAnswered(generation: generation, .reachable))
                 case .probeBeyond:
                     if beyondAt == nil, silent { beyondAt = now }

@@ -183,6 +183,40 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertLessThanOrEqual(both, single + 20 * ms, "both families: \(both / ms) ms, one: \(single / ms) ms")
     }
 
+    /// Issue 45's shape: dual stack at 2000/2000/2, both full, then the upstream drops everything. The contract
+    /// ("Cheap when both work"): confirmed no later than a single family would be, (FailureThreshold − 1) × Interval
+    /// + Timeout after the first unanswered probe (one Timeout more with Interval < Timeout) — 4 s here, 6 s seen —
+    /// and never sooner than (FailureThreshold − 1) × min(Interval, Timeout) + Timeout. The other family's probes
+    /// sent at the suspicion count toward the same outage, whichever family lost the first probe.
+    func testBothFamiliesDeadAreConfirmedWithinTheSingleFamilyBound() {
+        let shapes: [(UInt32, UInt32, UInt32)] = [(2000, 2000, 2), (1000, 1000, 3), (1000, 500, 2), (500, 1500, 2), (5000, 1000, 2)]
+        for (interval, timeout, failures) in shapes {
+            for phase in [0, 1, 250, 777, 1999] as [UInt64] {
+                var bench = Bench(family: .any, interval: interval, timeout: timeout, failures: failures)
+                bench.start()
+                bench.run(until: (60_000 + phase) * ms)
+                bench.answering = [.v4: false, .v6: false]
+                let cut = bench.now
+                var confirmed: Instant?
+                while bench.now < cut + 30_000 * ms && confirmed == nil {
+                    bench.run(until: bench.now + 1 * ms)
+                    if bench.state.connectivity != .full { confirmed = bench.now }
+                }
+                // The first probe sent after the cut is the first whose reply never comes.
+                let firstUnanswered = bench.sent.values.flatMap { $0 }.filter { $0 > cut }.min() ?? cut
+                let (i, t, f) = (UInt64(interval), UInt64(timeout), UInt64(failures))
+                let upper = Duration.milliseconds((f - 1) * i + t + (i < t ? t : 0))
+                let lower = Duration.milliseconds((f - 1) * min(i, t) + t)
+                let took = (confirmed ?? .distantFuture) - firstUnanswered
+                let shape = "\(interval)/\(timeout)/\(failures), phase \(phase)"
+                // The early follow-up (10 ms at this 1 ms round trip) is in flight when the first probe is lost and
+                // serves as the re-probe, as with one family: its offset is the only slack.
+                XCTAssertLessThanOrEqual(took, upper + 11 * ms, "\(shape): \(took / ms) ms after the first unanswered probe")
+                XCTAssertGreaterThanOrEqual(took, lower, "\(shape): confirmed sooner than the silence allows")
+            }
+        }
+    }
+
     /// While both are full the other family is probed at most once per 30 s; at the headline's
     /// suspicion it is probed at once.
     func testTheOtherFamilyIsCheapWhileAllAreFullAndProbedAtOnceOnSuspicion() {

@@ -52,7 +52,7 @@ final class TargetDriverTests: XCTestCase {
             return .later
         }
         func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) { calls.append("reportChanged") }
-        func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64) {
+        func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool) {
             calls.append("checkNeighbor \(gateway)")
         }
         func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64) {

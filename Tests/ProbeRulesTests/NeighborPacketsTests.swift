@@ -25,15 +25,33 @@ final class NeighborPacketsTests: XCTestCase {
         [0, 1, 8, 0, 6, 4, 0, op] + theirs + sender.bytes + ours + source.bytes
     }
 
+    func isReply(_ bytes: [UInt8], known: [UInt8]? = nil) -> Bool {
+        NeighborPackets.isArpReply(bytes, from: gateway, gatewayHardware: known, to: ours, source)
+    }
+
     func testOnlyAReplyFromTheGatewaysAddressCounts() {
-        XCTAssertTrue(NeighborPackets.isArpReply(reply(from: gateway), from: gateway))
-        XCTAssertFalse(NeighborPackets.isArpReply(reply(from: .v4([198, 18, 0, 99])), from: gateway), "another host's reply")
-        XCTAssertFalse(NeighborPackets.isArpReply(reply(from: gateway, op: 1), from: gateway), "a request is no answer")
-        XCTAssertFalse(NeighborPackets.isArpReply(Array(reply(from: gateway).prefix(20)), from: gateway), "truncated")
+        XCTAssertTrue(isReply(reply(from: gateway)))
+        XCTAssertFalse(isReply(reply(from: .v4([198, 18, 0, 99]))), "another host's reply")
+        XCTAssertFalse(isReply(reply(from: gateway, op: 1)), "a request is no answer")
+        XCTAssertFalse(isReply(Array(reply(from: gateway).prefix(20))), "truncated")
         var otherProtocol = reply(from: gateway)
         otherProtocol[2] = 0x86
-        XCTAssertFalse(NeighborPackets.isArpReply(otherProtocol, from: gateway))
-        XCTAssertFalse(NeighborPackets.isArpReply([], from: gateway))
+        XCTAssertFalse(isReply(otherProtocol))
+        XCTAssertFalse(isReply([]))
+    }
+
+    /// Issue 45 N27: opcode and sender are not enough — the reply must be to us, and carry the link-layer
+    /// address the request went to when one was known.
+    func testAReplyMustBeToUsAndFromTheKnownLinkLayerAddress() {
+        XCTAssertTrue(isReply(reply(from: gateway), known: theirs))
+        XCTAssertTrue(isReply(reply(from: gateway), known: NeighborPackets.broadcast), "asked by broadcast: any hardware")
+        XCTAssertFalse(isReply(reply(from: gateway), known: [0x02, 0, 0, 0, 0, 0x66]), "another card claiming the gateway")
+        var toSomeoneElse = reply(from: gateway)
+        toSomeoneElse.replaceSubrange(18..<24, with: [0x02, 0, 0, 0, 0, 0x77])
+        XCTAssertFalse(isReply(toSomeoneElse), "a reply to another host's request")
+        var toAnotherAddress = reply(from: gateway)
+        toAnotherAddress.replaceSubrange(24..<28, with: [198, 18, 0, 77])
+        XCTAssertFalse(isReply(toAnotherAddress), "a reply for another address of the link")
     }
 
     func testTheSolicitationAndTheAdvertisementForTheGateway() throws {
@@ -44,13 +62,15 @@ final class NeighborPacketsTests: XCTestCase {
         XCTAssertEqual(Array(solicitation[24...]), [1, 1] + ours, "our link-layer address as an option")
         XCTAssertEqual(try XCTUnwrap(NeighborPackets.solicitation(target: v6, sourceHardware: nil)).count, 24)
         let advertisement: [UInt8] = [136, 0, 0, 0, 0x60, 0, 0, 0] + v6.bytes + [2, 1] + theirs
-        XCTAssertTrue(NeighborPackets.isAdvertisement(advertisement, for: v6))
-        XCTAssertFalse(NeighborPackets.isAdvertisement(Array(advertisement.prefix(20)), for: v6))
+        XCTAssertTrue(NeighborPackets.isAdvertisement(advertisement, for: v6, hopLimit: 255))
+        XCTAssertFalse(NeighborPackets.isAdvertisement(advertisement, for: v6, hopLimit: 64), "forwarded: from off the link")
+        XCTAssertFalse(NeighborPackets.isAdvertisement(advertisement, for: v6, hopLimit: nil), "hop limit unknown")
+        XCTAssertFalse(NeighborPackets.isAdvertisement(Array(advertisement.prefix(20)), for: v6, hopLimit: 255))
         var other = advertisement
         other[23] = 2
-        XCTAssertFalse(NeighborPackets.isAdvertisement(other, for: v6), "for another target")
+        XCTAssertFalse(NeighborPackets.isAdvertisement(other, for: v6, hopLimit: 255), "for another target")
         var solicitationBack = advertisement
         solicitationBack[0] = 135
-        XCTAssertFalse(NeighborPackets.isAdvertisement(solicitationBack, for: v6))
+        XCTAssertFalse(NeighborPackets.isAdvertisement(solicitationBack, for: v6, hopLimit: 255))
     }
 }

@@ -105,6 +105,7 @@ final class ProbeVerdictTests: XCTestCase {
     }
 
     func testOnlySilenceIsReprobedAtOnceAndAnUnprovenErrorIsOneFailure() {
+        // An unproven error's failure is recorded only at the probe's deadline, with no reply: silence.
         var v = ProbeVerdict(failureThreshold: 3, recoveryThreshold: 1)
         v.record(.answered(roundTrip: .microseconds(100)), timeoutMilliseconds: 1000)
         v.record(.timeExceeded(from: "198.18.0.1"), timeoutMilliseconds: 1000)
@@ -117,7 +118,7 @@ final class ProbeVerdictTests: XCTestCase {
         u.record(.answered(roundTrip: .microseconds(100)), timeoutMilliseconds: 1000)
         for failure in 1...2 {
             XCTAssertFalse(u.record(.unproven(from: "198.18.2.2"), timeoutMilliseconds: 1000), "failure \(failure) is not an outage")
-            XCTAssertFalse(u.wantsImmediateProbe)
+            XCTAssertTrue(u.wantsImmediateProbe, "no reply came: confirm at once, as silence")
         }
         XCTAssertTrue(u.record(.unproven(from: "198.18.2.2"), timeoutMilliseconds: 1000))
         XCTAssertEqual(u.reason, "host not answering: 3 probes failed (ICMP errors from 198.18.2.2 that quote too little to be verified)")

@@ -90,6 +90,10 @@ long CLinux_packet_send(int fd, int ifindex, unsigned short protocol, const unsi
 /* A raw ICMPv6 socket for Neighbor Solicitations on `ifindex`: hop limit 255, only Neighbor Advertisements let
  * through, bound to the link. The fd, -1 with errno. */
 int CLinux_neighbor_socket6(int ifindex);
+
+/* recvfrom on a socket opened with IPV6_RECVHOPLIMIT (CLinux_neighbor_socket6): the byte count (-1 and errno),
+ * the sender, and the hop limit the packet arrived with in *hop_limit (-1 when the kernel gave none). */
+long CLinux_recv_with_hop_limit(int fd, void *buffer, unsigned long length, struct sockaddr_in6 *from, int *hop_limit);
 /* The protocol numbers, as Swift cannot import the macros' types. */
 static const unsigned short CLinux_ETH_P_ARP = 0x0806;
 
