@@ -227,12 +227,18 @@ final class Service {
         var (state, problems, refused) = store.loaded(AtomicFile(directory: directory, name: StateStore.fileName)
             .read(maximumSize: StateStore.maximumSize))
         problems.forEach { Log.warning($0) }
-        if let refused { Log.warning(store.setAside(refused) + "; starting from the defaults") }
+        var unreadable: SystemError?
+        if let refused {
+            let (line, moved) = store.setAside(refused)
+            Log.warning(line + "; starting from the defaults")
+            if !moved { unreadable = SystemError("\(store.path) could not be read, so it is never written over", errno: EACCES) }
+        }
         // Numbers are never reused, even when the file that counted them was lost: no target inherits a history.
         state.nextTarget = max(state.nextTarget, store.highestNumberOnDisk() + 1)
         apply(state.targets[0] ?? [:], from: store.path)
         restoredState = state
         saver = StateSaver(store: store, helper: helper)
+        saver?.refusing = unreadable
     }
 
     /// Takes the stored values that are valid; returns the keys whose setting changed.
@@ -354,7 +360,12 @@ final class Service {
             problems.forEach { Log.warning($0) }
             // A file that cannot be read is not an empty one: the running state stays, and is saved afresh.
             if let refused {
-                Log.warning("SIGHUP: " + saver.store.setAside(refused) + "; the running settings stay and are saved again")
+                let (line, moved) = saver.store.setAside(refused)
+                Log.warning("SIGHUP: " + line + "; the running settings stay" + (moved ? " and are saved again" : ""))
+                guard moved else {
+                    saver.refusing = SystemError("\(saver.store.path) could not be read, so it is never written over", errno: EACCES)
+                    return
+                }
                 saver.save(storedState) { error in
                     if let error { Log.warning("cannot save settings in \(saver.store.path): \(error)") }
                 }

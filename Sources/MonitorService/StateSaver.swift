@@ -10,6 +10,8 @@ public final class StateSaver {
     public let store: StateStore
     private let helper: BlockingHelper
 
+    /// Set when the file could not be read nor moved aside: every save then fails with it, and the file stays.
+    public var refusing: SystemError?
     private var latest = StoredState()
     private var requested = 0
     private var writing: Int?
@@ -22,6 +24,7 @@ public final class StateSaver {
 
     /// Writes `state` (the whole file); `completion` gets nil once it is on disk, or the error.
     public func save(_ state: StoredState, completion: @escaping (SystemError?) -> Void) {
+        if let refusing { return completion(refusing) }
         latest = state
         requested += 1
         waiting.append((requested, completion))

@@ -71,11 +71,12 @@ public struct StateStore: Sendable {
     }
 
     /// Moves a file that could not be read out of the way (`settings.corrupt`), so that no later save writes
-    /// over it; returns the log line that says so.
-    public func setAside(_ why: AtomicFile.Refused) -> String {
+    /// over it; returns the log line that says so, and whether it moved (else it must not be written over).
+    public func setAside(_ why: AtomicFile.Refused) -> (line: String, moved: Bool) {
         let file = AtomicFile(directory: directory, name: Self.fileName)
         let moved = file.setAside()
-        return "\(path): \(why): " + (moved ? "set aside as \(path).corrupt" : "could not be set aside (\(SystemError("rename")))")
+        return ("\(path): \(why): " + (moved ? "set aside as \(path).corrupt" : "left as it is (\(SystemError("rename"))), never written over"),
+                moved)
     }
 
     /// The highest target number any file in the directory is named for (`history.N`, set aside or not), 0 when

@@ -101,7 +101,7 @@ final class StateStoreTests: XCTestCase {
         unlink(store.path)
         try Data(repeating: 0x41, count: StateStore.maximumSize + 1).write(to: URL(fileURLWithPath: store.path))
         XCTAssertEqual(refused(), "is larger than 256 KiB")
-        XCTAssertEqual(store.setAside(try XCTUnwrap(refusal())),
+        XCTAssertEqual(store.setAside(try XCTUnwrap(refusal())).line,
                        "\(store.path): is larger than 256 KiB: set aside as \(store.path).corrupt")
         XCTAssertEqual(FileManager.default.contents(atPath: store.path + ".corrupt")?.count, StateStore.maximumSize + 1)
         try Data("Interval=250\r\n".utf8).write(to: URL(fileURLWithPath: store.path))

@@ -101,7 +101,8 @@ final class PrivilegeTests: XCTestCase {
         XCTAssertEqual(chmod(state, 0o700), 0)
         XCTAssertEqual(chmod(state + "/settings", 0o600), 0)
         try start(launcher: "", arguments: "--user nobody --state-dir \(state)")
-        XCTAssertTrue(log.contains("\(state)/settings: open: Permission denied, ignoring it"), log)
+        XCTAssertTrue(log.contains("\(state)/settings: open: Permission denied: left as it is (rename: Permission denied), never written over; "
+                                   + "starting from the defaults"), log)
         let timeout = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
                                       MonitorContract.objectPath, MonitorContract.interface, P.timeout.name])
         XCTAssertEqual(timeout.stdout, "u 1000\n", "not read with root's rights")
