@@ -36,6 +36,8 @@ public struct OutageHistory: Equatable, Sendable {
     public private(set) var spent: [String: Duration] = [:]
     /// When the history began.
     public private(set) var began: WallTime
+    /// How many times the list of outages changed (one added, old ones pruned): its file need be written only then.
+    public private(set) var outageChanges: UInt64 = 0
     /// A blip shorter than this is no outage (FailureThreshold probes' worth).
     public var minimumOutage: Duration
 
@@ -173,6 +175,7 @@ public struct OutageHistory: Equatable, Sendable {
 
     /// Drops outages beyond the bounds: more than `maximumOutages`, or started over `maximumAge` before `real`.
     public mutating func prune(real: WallTime) {
+        let before = outages.count
         if outages.count > Self.maximumOutages { outages.removeFirst(outages.count - Self.maximumOutages) }
         let oldest = real.earlier(by: Self.maximumAge)
         if let keep = outages.firstIndex(where: { $0.start >= oldest }) {
@@ -180,6 +183,14 @@ public struct OutageHistory: Equatable, Sendable {
         } else {
             outages = []
         }
+        if outages.count != before { outageChanges &+= 1 }
+    }
+
+    /// Time in state read from a file newer than the one the outages came from (`spent`, the same history's: same
+    /// `began`): each value is the larger of the two, as none ever shrinks.
+    public mutating func restoreSpent(_ newer: [String: Duration]) {
+        for (key, value) in newer where value > spent[key] ?? .zero { spent[key] = value }
+        countedWhole = spent.values.reduce(0) { $0 &+ $1.seconds }
     }
 
     // MARK: Internals
@@ -209,6 +220,7 @@ public struct OutageHistory: Equatable, Sendable {
         let ended = Outage(start: outage.startReal, duration: duration, blame: outage.blame, worst: outage.worst,
                            reason: OutageHistoryFile.clean(outage.reason))
         outages.append(ended)
+        outageChanges &+= 1
         prune(real: outage.startReal)
         return ended
     }

@@ -21,10 +21,7 @@ public enum OutageHistoryFile {
     }
 
     public static func encode(_ history: OutageHistory) -> String {
-        var text = header + "\n" + "began \(history.began.microseconds)\n"
-        for key in Connectivity.allCases.map(\.rawValue) + [OutageHistory.asleep] {
-            if let value = history.spent[key] { text += "spent \(key) \(value.microseconds)\n" }
-        }
+        var text = encodeTimeInState(history)
         for outage in history.outages {
             text += "outage \(outage.start.microseconds) \(outage.duration.microseconds) \(outage.blame.isEmpty ? "-" : outage.blame) "
             text += "\(outage.worst.rawValue) "
@@ -32,6 +29,19 @@ public enum OutageHistoryFile {
         }
         return text
     }
+
+    /// The history's head alone — when it began and the time in each value, a few hundred bytes — in the same
+    /// format: what is written every 10 s, beside the whole file written only when the outages change.
+    public static func encodeTimeInState(_ history: OutageHistory) -> String {
+        var text = header + "\n" + "began \(history.began.microseconds)\n"
+        for key in Connectivity.allCases.map(\.rawValue) + [OutageHistory.asleep] {
+            if let value = history.spent[key] { text += "spent \(key) \(value.microseconds)\n" }
+        }
+        return text
+    }
+
+    /// Larger than any time-in-state file: a header, `began` and six values.
+    public static let maximumTimeInStateSize = 4 * 1024
 
     /// A Reason on one line, within the bound.
     static func clean(_ reason: String) -> String {

@@ -5,8 +5,14 @@ import Timekeeping
 /// Every target's history, for the whole service: the keepers, their files written in the blocking
 /// helper at most once per `writeInterval` (and at once at shutdown), and the sleeps — logind's, and the jumps
 /// of CLOCK_BOOTTIME over CLOCK_MONOTONIC that no one announced — handed to every target.
+///
+/// A history is written when it changes: its time in state (a few hundred bytes) every 10 s, the whole file
+/// only when its outages changed; and however many targets changed at once, one turn encodes at most
+/// `wholeFilesPerTurn` bytes of whole files (the rest follow at the next ticks), so no write stalls the loop
+/// or fills the helper's queue.
 final class HistoryBook {
     static let writeInterval = Duration.seconds(10)
+    static let wholeFilesPerTurn = 1 << 20
     /// A jump of BOOTTIME over MONOTONIC longer than this is a sleep (clock adjustments never move either).
     static let sleepJump = Duration.seconds(1)
 
@@ -47,8 +53,10 @@ final class HistoryBook {
 
     /// Target `number` was removed: its history goes with it.
     func remove(_ number: UInt32) {
-        guard let keeper = keepers.removeValue(forKey: number), let file = keeper.file else { return }
-        helper?.runQuietly(.remove(directory: file.directory, name: file.name), on: .history)
+        guard let keeper = keepers.removeValue(forKey: number) else { return }
+        for file in [keeper.file, keeper.timeFile].compactMap({ $0 }) {
+            helper?.runQuietly(.remove(directory: file.directory, name: file.name), on: .history)
+        }
     }
 
     /// logind: the machine is about to sleep (true) or woke (false).
@@ -82,21 +90,26 @@ final class HistoryBook {
         writeAll()
     }
 
-    /// Hands every changed history to the helper.
-    private func writeAll() {
+    /// Hands what changed of every history to the helper, whole files up to `budget` bytes (the others wait,
+    /// marked due, for the next call).
+    private func writeAll(budget: Int = HistoryBook.wholeFilesPerTurn) {
         guard let helper else { return }
-        for keeper in keepers.values {
-            guard let file = keeper.file else { continue }
-            let text = keeper.text()
-            guard text != keeper.written else { continue }
-            keeper.written = text
+        var encoded = 0
+        for number in keepers.keys.sorted() {
+            guard let keeper = keepers[number] else { continue }
+            if keeper.outagesDue && encoded >= budget { continue }
+            guard let (file, text) = keeper.due() else { continue }
+            if file.name == keeper.file?.name { encoded += text.utf8.count }
             helper.runQuietly(.write(directory: file.directory, name: file.name, text: text), on: .history)
         }
     }
 
-    /// At shutdown: every history on disk before the service exits.
+    /// At shutdown: every history on disk before the service exits, a bounded batch at a time.
     func flush() {
-        writeAll()
-        helper?.drain(.history)
+        guard let helper else { return }
+        repeat {
+            writeAll()
+            helper.drain(.history)
+        } while keepers.values.contains { $0.outagesDue }
     }
 }
