@@ -47,7 +47,8 @@ let package = Package(
         // sock_diag: this machine's TCP connections as traffic evidence (counts, never addresses).
         .target(name: "TrafficCensus", dependencies: ["CLinux", "EventLoop", "NetAddress", "NetCore", "ProbeRules", "Reachability", "ReachabilityRules", "Timekeeping"]),
         // ICMP echo (datagram or raw sockets, TCP fallback) and name resolution: the drivers around ProbeRules.
-        .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules", "NetAddress", "ReachabilityRules", "Timekeeping"]),
+        .target(name: "Probe", dependencies: ["CLinux", "EventLoop", "NetCore", "ProbeRules", "NetAddress", "Reachability", "ReachabilityRules",
+                                              "Timekeeping"]),
         // The Swift D-Bus layer: typed values, messages, connection on the loop, exported objects.
         .target(name: "DBusKit", dependencies: ["CDBus", "EventLoop", "Timekeeping"]),
         // What ModemManager and NetworkManager say about links: modem generation, metered.

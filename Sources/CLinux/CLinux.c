@@ -246,6 +246,22 @@ int CLinux_neighbor_socket6(int ifindex) {
     return fd;
 }
 
+int CLinux_router_advertisement_socket(void) {
+    int fd = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, IPPROTO_ICMPV6);
+    if (fd < 0) return -1;
+    struct icmp6_filter filter;
+    ICMP6_FILTER_SETBLOCKALL(&filter);
+    ICMP6_FILTER_SETPASS(ND_ROUTER_ADVERT, &filter);
+    if (setsockopt(fd, IPPROTO_ICMPV6, ICMP6_FILTER, &filter, sizeof filter) < 0
+        || setsockopt(fd, IPPROTO_IPV6, IPV6_RECVHOPLIMIT, &(int){1}, sizeof(int)) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
 long CLinux_recv_with_hop_limit(int fd, void *buffer, unsigned long length, struct sockaddr_in6 *from, int *hop_limit) {
     struct iovec iov = { .iov_base = buffer, .iov_len = length };
     union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int))]; } control;

@@ -10,6 +10,9 @@ public struct CapportFollower: Sendable {
     public static let refresh = Duration.seconds(300)
     /// After an answer not taken (or none): asked again this much later.
     public static let retry = Duration.seconds(30)
+    /// Announcements are coalesced: a new or changed URI on an interface is fetched at most this often, however
+    /// often a router (or someone claiming to be one) announces (40 a second cost 85 % of a core).
+    public static let announcementSpacing = Duration.seconds(10)
     /// `seconds-remaining` is asked about this long before it runs out.
     public static let marginSeconds: UInt64 = 60
     /// RFC 8910: the URI that says there is no portal here.
@@ -31,10 +34,15 @@ public struct CapportFollower: Sendable {
         public var answer: CapportAnswer?
         var running: UInt64?
         var nextAt: Instant?
+        /// Its first fetch (the announcement's) is yet to start.
+        var announcedFetchDue = false
     }
 
     public private(set) var entries: [String: Entry] = [:]
     private var generation: UInt64 = 0
+    /// When each interface's last announcement fetch started (kept for `announcementSpacing`, so at most one per
+    /// interface with a recent fetch).
+    private var announcementFetches: [String: Instant] = [:]
 
     public init() {}
 
@@ -60,6 +68,7 @@ public struct CapportFollower: Sendable {
     /// The URIs announced now, by interface (an interface left out has none any more).
     public mutating func announced(_ uris: [String: String], now: Instant) -> [Action] {
         var actions: [Action] = []
+        announcementFetches = announcementFetches.filter { now - $0.value < Self.announcementSpacing }
         for (interface, entry) in entries.sorted(by: { $0.key < $1.key }) where uris[interface] != entry.uri {
             if entry.running != nil { actions.append(.cancel(interface: interface)) }
             entries[interface] = nil
@@ -72,7 +81,8 @@ public struct CapportFollower: Sendable {
                 actions.append(.log("\(interface): captive-portal API \(uri) ignored: not an https URI"))
             } else {
                 actions.append(.log("\(interface): the network announces its captive-portal API at \(uri)"))
-                entry.nextAt = now
+                entry.nextAt = announcementFetches[interface].map { max(now, $0 &+ Self.announcementSpacing) } ?? now
+                entry.announcedFetchDue = true
             }
             entries[interface] = entry
         }
@@ -123,6 +133,10 @@ public struct CapportFollower: Sendable {
             generation &+= 1
             entries[interface]?.running = generation
             entries[interface]?.nextAt = nil
+            if entry.announcedFetchDue {
+                entries[interface]?.announcedFetchDue = false
+                announcementFetches[interface] = now
+            }
             actions.append(.fetch(interface: interface, uri: entry.uri, generation: generation))
         }
         return actions

@@ -1,6 +1,7 @@
 import EventLoop
 import HTTPCheck
 import MonitorRules
+import NetAddress
 import Probe
 
 /// The networks' own word on their captive portals (RFC 8908/8910), for every target: the
@@ -21,6 +22,9 @@ final class CapportWatch {
     private let wakeup: WakeupTimer
     /// The link facts with the APIs' answers in, whenever either changes.
     var onChange: ((LinkFactsTable) -> Void)?
+    /// Whether an address is one of this machine's: the API is never fetched there (an announcement naming this
+    /// machine would make the service ask itself, or whatever listens here).
+    var isThisMachine: (IPAddress) -> Bool = { _ in false }
 
     init(loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?, caFile: String?,
          limitMilliseconds: @escaping () -> Int) {
@@ -92,7 +96,8 @@ final class CapportWatch {
         // The API's host may be on the local network, never loopback, link-local, unspecified or multicast.
         // Its lookup goes first, as the default target's do: no added target's hanging name holds it up.
         fetches[interface] = CheckRun(url: uri, options: options, limitMilliseconds: limitMilliseconds(), mayPointInward: false,
-                                      first: true, loop: loop, resolver: resolver, http: http) { [weak self] answer in
+                                      isThisMachine: isThisMachine, first: true, loop: loop, resolver: resolver,
+                                      http: http) { [weak self] answer in
             guard let self else { return }
             fetches[interface] = nil
             fetched(interface, generation, Self.read(answer))

@@ -4,6 +4,7 @@ import Glibc
 import NetAddress
 import NetCore
 import ProbeRules
+import Reachability
 import ReachabilityRules
 import Timekeeping
 
@@ -61,7 +62,7 @@ public final class NeighborCheckRun {
         var hardware = [UInt8](repeating: 0, count: 6)
         let type = hardware.withUnsafeMutableBufferPointer { CLinux_link_hardware_address(interfaceIndex, $0.baseAddress) }
         let ours: [UInt8]? = type == Int32(ARPHRD_ETHER) && hardware != [0, 0, 0, 0, 0, 0] ? hardware : nil
-        let cached = gateway.ipFamily == .v4 ? cachedHardwareAddress() : nil
+        let cached = gateway.ipFamily == .v4 ? KernelNeighbors.linkLayerAddress(of: gateway, interfaceIndex: interfaceIndex) : nil
         let fd: Int32
         switch gateway.ipFamily {
         case .v4:
@@ -83,26 +84,6 @@ public final class NeighborCheckRun {
         descriptor = Descriptor(owning: fd)
         source = try? loop.watch(fd: fd, interest: .readable) { [weak self] _ in self?.receiveAll() }
         return true
-    }
-
-    /// The next hop's link-layer address as the kernel last knew it (its neighbour table, asked over rtnetlink:
-    /// the dump's parts are made as they are read, so reading without waiting never blocks); nil when unknown.
-    private func cachedHardwareAddress() -> [UInt8]? {
-        let flags = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
-        guard let socket = try? Syscall.descriptor("socket(NETLINK_ROUTE)", { Glibc.socket(AF_NETLINK, flags, 0) }) else { return nil }
-        let request = NeighborDump.request(family: AF_INET, sequence: 1)
-        guard request.withUnsafeBytes({ Glibc.send(socket.raw, $0.baseAddress, $0.count, 0) }) == request.count else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 32 * 1024)
-        var found: [UInt8]?
-        // Bounded: a neighbour table of a few thousand entries at most is read.
-        for _ in 0..<64 {
-            let count = buffer.withUnsafeMutableBytes { Glibc.recv(socket.raw, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            guard count > 0 else { break }
-            let (address, ended) = NeighborDump.hardwareAddress(of: gateway, interfaceIndex: interfaceIndex, in: Array(buffer[..<count]))
-            found = address ?? found
-            if ended { break }
-        }
-        return found
     }
 
     private func sendNext() {

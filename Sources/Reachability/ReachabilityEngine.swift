@@ -28,6 +28,9 @@ public final class ReachabilityEngine {
     private let loop: MainLoop
     private let socket: NetlinkSocket
     private var source: IOSource?
+    /// Router advertisements read whole (nil without CAP_NET_RAW: then only the kernel's RTNLGRP_ND_USEROPT).
+    private var advertisements: RouterAdvertisementSocket?
+    private var advertisementSource: IOSource?
     private var core: ReachabilityCore
     private var retryTimer: LoopTimer?
     private var retryAt: Instant?
@@ -92,8 +95,10 @@ public final class ReachabilityEngine {
 
     public init(loop: MainLoop, classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
         self.loop = loop
+        let cards = NeighborCards()
         core = ReachabilityCore(classify: classifier.classify,
-                                describeError: { String(cString: strerror($0)) })
+                                describeError: { String(cString: strerror($0)) },
+                                linkLayerAddress: { cards.card(of: $0, interfaceIndex: $1, now: loop.now()) })
         socket = try NetlinkSocket(groups: CLinux_RTMGRP_LINK | CLinux_RTMGRP_IPV4_IFADDR | CLinux_RTMGRP_IPV6_IFADDR
                                    | CLinux_RTMGRP_IPV4_ROUTE | CLinux_RTMGRP_IPV6_ROUTE)
         // RTNLGRP_ND_USEROPT: router advertisements' options the kernel leaves to user space (PREF64).
@@ -102,6 +107,10 @@ public final class ReachabilityEngine {
             _ = setsockopt(socket.fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &number, socklen_t(MemoryLayout<Int32>.size))
         }
         source = try loop.watch(fd: socket.fd, interest: .readable) { [unowned self] _ in readAvailable() }
+        if let advertisements = RouterAdvertisementSocket() {
+            self.advertisements = advertisements
+            advertisementSource = try? loop.watch(fd: advertisements.fd, interest: .readable) { [unowned self] _ in readAdvertisements() }
+        }
         core.start()
         // The first dump request must go out, or there is no engine.
         for output in core.takeOutputs() {
@@ -113,6 +122,23 @@ public final class ReachabilityEngine {
     deinit {
         if let retryTimer { loop.cancel(retryTimer) }
         if let source { loop.remove(source) }
+        if let advertisementSource { loop.remove(advertisementSource) }
+    }
+
+    /// Router advertisements read whole, bounded per turn like the netlink socket.
+    private func readAdvertisements() {
+        guard let advertisements else { return }
+        reading: for _ in 0..<64 {
+            switch advertisements.receive() {
+            case .nothing:
+                break reading
+            case .ignored:
+                continue
+            case .advertisement(let index, let source, let options):
+                core.receive([.routerOptions(index: index, options: options, source: source)], malformed: 0, now: loop.now())
+            }
+        }
+        drive()
     }
 
     private func readAvailable() {

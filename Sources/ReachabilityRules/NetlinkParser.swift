@@ -119,7 +119,17 @@ public enum NetlinkParser {
         let icmpType = data[8]
         guard index > 0, header + optionsLength <= data.count else { return nil }
         guard Int32(family) == IPAddress.familyIPv6, icmpType == 134 else { return .ignored(type: type) }
-        return .routerOptions(index: index, options: Array(data[header..<(header + optionsLength)]))
+        // Then attributes: NDUSEROPT_SRCADDR (1), the advertisement's source address.
+        var source: IPAddress?
+        var offset = header + optionsLength
+        while offset + 4 <= data.count {
+            let length = Int(data.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+            let kind = data.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self)
+            guard length >= 4, offset + length <= data.count else { return nil }
+            if kind == 1, length == 4 + 16 { source = .v6(AddressBytes(Array(data[(offset + 4)..<(offset + 20)]))) }
+            offset += (length + 3) & ~3
+        }
+        return .routerOptions(index: index, options: Array(data[header..<(header + optionsLength)]), source: source)
     }
 
     private static func string(_ payload: UnsafeRawBufferPointer, maxLength: Int) -> String? {

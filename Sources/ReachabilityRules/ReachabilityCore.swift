@@ -88,15 +88,24 @@ public struct ReachabilityCore: TimerTable {
     /// The captive-portal API URI each interface's routers last announced (RFC 8910 has no lifetime:
     /// a later advertisement replaces it, the interface going down ends it). One per known interface.
     private var portalAnnouncements: [Int32: String] = [:]
+    /// The router (the gateway of an IPv6 default route on that interface) each interface's announcements came from:
+    /// they end when it is no longer one.
+    private var announcers: [Int32: IPAddress] = [:]
+    /// The link-layer address the kernel's neighbour table holds for an address on an interface (nil: none).
+    private let linkLayerAddress: (IPAddress, Int32) -> [UInt8]?
     private var outputs: [Output] = []
 
     /// `classify` tells a link's kind, `describeError` an errno's words (both ask the system).
     /// No target is built in: each one's owner adds it (`addTarget`), all alike.
+    /// `linkLayerAddress` asks the kernel's neighbour table: an advertisement from a router's link-local address is
+    /// taken when that address and the gateway's (a route set through the router's global address) are one card.
     public init(classify: @escaping (Link) -> InterfaceKind,
-                describeError: @escaping (Int32) -> String = ReachabilityEvaluation.errorNumber) {
+                describeError: @escaping (Int32) -> String = ReachabilityEvaluation.errorNumber,
+                linkLayerAddress: @escaping (IPAddress, Int32) -> [UInt8]? = { _, _ in nil }) {
         targets = [:]
         self.classify = classify
         self.describeError = describeError
+        self.linkLayerAddress = linkLayerAddress
     }
 
     // MARK: Targets
@@ -314,12 +323,16 @@ public struct ReachabilityCore: TimerTable {
         case .newRoute(_, let sequence) where sequence != 0 && abandonedLookups.contains(sequence),
              .error(let sequence, _) where abandonedLookups.contains(sequence):
             break
-        case .routerOptions(let index, let bytes):
-            routerOptions(on: index, bytes, now: now)
+        case .routerOptions(let index, let bytes, let source):
+            routerOptions(on: index, bytes, from: source, now: now)
         case .deleteLink(let index):
+            announcers[index] = nil
             if nat64.removeValue(forKey: index) != nil { redeliverPrefixes() }
             if portalAnnouncements.removeValue(forKey: index) != nil { outputs.append(.portalAPIsChanged) }
             if table.apply(message) { invalidateAll() }
+        case .deleteRoute(let route) where route.isDefault && Int32(route.family) == IPAddress.familyIPv6:
+            if table.apply(message) { invalidateAll() }
+            forgetAnnouncementsOfFormerRouters()
         case .newLink(let link):
             if !link.isUp, portalAnnouncements.removeValue(forKey: link.index) != nil { outputs.append(.portalAPIsChanged) }
             let renamed = portalAnnouncements[link.index] != nil && table.links[link.index]?.name != link.name
@@ -369,15 +382,22 @@ public struct ReachabilityCore: TimerTable {
     }
 
     /// RFC 8781: a PREF64 option sets the interface's prefix for its lifetime; a lifetime of 0 withdraws that prefix.
-    /// RFC 8910: a captive-portal option replaces the interface's announcement.
-    private mutating func routerOptions(on index: Int32, _ bytes: [UInt8], now: Instant) {
+    /// RFC 8910: a captive-portal option replaces the interface's announcement. Only a router of that interface is
+    /// heard (see `router(of:on:)`), and a prefix no NAT64 can have is refused.
+    private mutating func routerOptions(on index: Int32, _ bytes: [UInt8], from source: IPAddress?, now: Instant) {
         statistics.routerOptions += 1
         guard table.links[index] != nil else {
             return ignoreRouterOption("options for interface \(index), which is not known")
         }
-        let (options, malformed) = RouterOption.parse(bytes)
         let name = table.links[index]?.name ?? "\(index)"
+        let (options, malformed) = RouterOption.parse(bytes)
+        let card = options.lazy.compactMap { if case .sourceLinkLayer(let card) = $0 { card } else { nil } }.first
+        guard let source, let router = router(of: index, advertisingFrom: source, card: card) else {
+            return ignoreRouterOption("options on \(name) from \(source?.description ?? "an unknown source"), which is not a router of "
+                                      + "that interface (no IPv6 default route through it)")
+        }
         for why in malformed { ignoreRouterOption("from a router on \(name): \(why)") }
+        announcers[index] = router
         var changed = false
         var portalChanged = false
         for option in options {
@@ -387,16 +407,56 @@ public struct ReachabilityCore: TimerTable {
                 guard nat64[index]?.prefix == prefix else { continue }
                 nat64[index] = nil
                 changed = true
+            case .pref64(let prefix, _) where !isPlausible(prefix, on: index):
+                ignoreRouterOption("from a router on \(name): NAT64 prefix \(prefix) refused (loopback, link-local, multicast, "
+                                   + "IPv4-mapped or on the link itself)")
             case .pref64(let prefix, let lifetime):
                 changed = nat64[index]?.prefix != prefix || changed
                 nat64[index] = (prefix, now &+ .seconds(lifetime))
             case .captivePortal(let uri):
                 portalChanged = portalAnnouncements[index] != uri || portalChanged
                 portalAnnouncements[index] = uri
+            case .sourceLinkLayer:
+                continue
             }
         }
         if changed { redeliverPrefixes() }
         if portalChanged { outputs.append(.portalAPIsChanged) }
+    }
+
+    /// The router an advertisement from `source` on `index` speaks for: the gateway of an IPv6 default route on that
+    /// interface that is `source`, or that the kernel's neighbour table shows to be the same card (a route set
+    /// through the router's global address while it advertises from its link-local one). nil: anyone else.
+    /// `card`: the advertisement's own Source Link-Layer Address option, when it came whole from a socket.
+    private func router(of index: Int32, advertisingFrom source: IPAddress, card: [UInt8]?) -> IPAddress? {
+        let gateways = table.defaultRoutes.filter { Int32($0.family) == IPAddress.familyIPv6 && $0.outputInterface == index }.compactMap(\.gateway)
+        if let same = gateways.first(where: { $0.bytes == source.bytes }) { return same }
+        guard !gateways.isEmpty, let card = card ?? linkLayerAddress(source, index), !card.isEmpty else { return nil }
+        return gateways.first { linkLayerAddress($0, index) == card }
+    }
+
+    /// A NAT64 prefix a network can have: not loopback, link-local, multicast, unspecified or IPv4-mapped, and not
+    /// inside a prefix of the interface's own addresses (that would send IPv4 to the link itself).
+    private func isPlausible(_ prefix: Nat64Prefix, on index: Int32) -> Bool {
+        guard prefix.isGlobalUnicast else { return false }
+        return !table.addresses(on: index, family: IPAddress.familyIPv6).contains { address in
+            Nat64Prefix.covers(network: address.address, length: address.prefixLength, prefix: prefix)
+        }
+    }
+
+    /// An announcing router whose default route went away takes its announcements with it.
+    private mutating func forgetAnnouncementsOfFormerRouters() {
+        var prefixes = false
+        var portals = false
+        for (index, router) in announcers.sorted(by: { $0.key < $1.key }) {
+            let still = table.defaultRoutes.contains { Int32($0.family) == IPAddress.familyIPv6 && $0.outputInterface == index && $0.gateway == router }
+            guard !still else { continue }
+            announcers[index] = nil
+            prefixes = nat64.removeValue(forKey: index) != nil || prefixes
+            portals = portalAnnouncements.removeValue(forKey: index) != nil || portals
+        }
+        if prefixes { redeliverPrefixes() }
+        if portals { outputs.append(.portalAPIsChanged) }
     }
 
     private mutating func ignoreRouterOption(_ why: String) {

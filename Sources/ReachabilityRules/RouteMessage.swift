@@ -98,8 +98,9 @@ public enum RouteMessage: Equatable, Sendable {
     case deleteAddress(InterfaceAddress)
     case newRoute(Route, sequence: UInt32)
     case deleteRoute(Route)
-    /// Options of a router advertisement received on interface `index`, as the kernel passed them on.
-    case routerOptions(index: Int32, options: [UInt8])
+    /// Options of a router advertisement received on interface `index`, as the kernel passed them on, with the
+    /// advertisement's source address (NDUSEROPT_SRCADDR; nil when the kernel gave none).
+    case routerOptions(index: Int32, options: [UInt8], source: IPAddress? = nil)
     /// The end of a multipart dump.
     case done(sequence: UInt32)
     /// An acknowledgement (errno 0) or error answering request `sequence`.

@@ -8,9 +8,13 @@ public enum RouterOption: Equatable, Sendable {
     case pref64(Nat64Prefix, lifetimeSeconds: UInt32)
     /// RFC 8910: the network's captive-portal API URI (RFC 8908), printable ASCII.
     case captivePortal(String)
+    /// RFC 4861 4.6.1: the sender's link-layer address (an Ethernet one: 6 bytes). The kernel never passes it on;
+    /// a whole advertisement read from a socket carries it.
+    case sourceLinkLayer([UInt8])
 
     public static let pref64Type: UInt8 = 38
     public static let captivePortalType: UInt8 = 37
+    public static let sourceLinkLayerType: UInt8 = 1
     /// A captive-portal URI longer than this is not taken (as for CheckURL).
     public static let longestPortalURI = 1024
 
@@ -34,6 +38,8 @@ public enum RouterOption: Equatable, Sendable {
                 case .success(let option): options.append(option)
                 case .failure(let why): malformed.append("PREF64: \(why.text)")
                 }
+            } else if type == sourceLinkLayerType, length == 8 {
+                options.append(.sourceLinkLayer(Array(body.prefix(6))))
             } else if type == captivePortalType {
                 switch Self.captivePortal(body) {
                 case .success(let option): options.append(option)
@@ -50,6 +56,15 @@ public enum RouterOption: Equatable, Sendable {
 
     public struct Malformed: Error, Equatable {
         public let text: String
+    }
+
+    /// A router advertisement as it arrived (RFC 4861 4.2: type 134, code 0, 16 bytes of header, then options)
+    /// from `source` with `hopLimit`: its options, or nil when it is no advertisement a router on the link sent
+    /// (6.1.2: from a link-local address, hop limit 255).
+    public static func advertisementOptions(_ packet: [UInt8], source: IPAddress, hopLimit: Int32) -> [UInt8]? {
+        guard hopLimit == 255, packet.count >= 16, packet[0] == 134, packet[1] == 0,
+              case .v6(let bytes, _) = source, bytes[0] == 0xfe, bytes[1] & 0xc0 == 0x80 else { return nil }
+        return Array(packet[16...])
     }
 
     /// RFC 8910 section 2.3: the URI, padded with NUL bytes to the option's length. Only printable
@@ -130,6 +145,28 @@ public struct Nat64Prefix: Hashable, Sendable, CustomStringConvertible {
 
     /// RFC 7050: the prefix an AAAA answer for `ipv4only.arpa` reveals, the longest length first
     /// under which it carries 192.0.0.170 or 192.0.0.171.
+    /// A prefix a NAT64 can have: none of loopback, unspecified, IPv4-mapped or -compatible (the first 80 bits
+    /// zero), link-local (fe80::/10) or multicast (ff00::/8).
+    public var isGlobalUnicast: Bool {
+        guard case .v6(let bytes, _) = prefix else { return false }
+        if bytes.prefix(10).allSatisfy({ $0 == 0 }) { return false }
+        if bytes[0] == 0xff { return false }
+        return !(bytes[0] == 0xfe && bytes[1] & 0xc0 == 0x80)
+    }
+
+    /// Whether `prefix` lies inside `network`/`length` (an interface's own on-link prefix).
+    public static func covers(network: IPAddress, length: UInt8, prefix: Nat64Prefix) -> Bool {
+        guard case .v6(let net, _) = network, case .v6(let own, _) = prefix.prefix, prefix.length >= length, length <= 128 else {
+            return false
+        }
+        let whole = Int(length) / 8
+        guard net.prefix(whole).elementsEqual(own.prefix(whole)) else { return false }
+        let bits = Int(length) % 8
+        guard bits > 0 else { return true }
+        let mask = UInt8(0xff) << (8 - bits)
+        return net[whole] & mask == own[whole] & mask
+    }
+
     public static func discovered(in answers: [IPAddress]) -> Nat64Prefix? {
         let wellKnown: [IPAddress] = [.v4([192, 0, 0, 170]), .v4([192, 0, 0, 171])]
         for answer in answers {
@@ -138,7 +175,10 @@ public struct Nat64Prefix: Hashable, Sendable, CustomStringConvertible {
                 var prefix = [UInt8](repeating: 0, count: 16)
                 for index in 0 ..< Int(length) / 8 { prefix[index] = bytes[index] }
                 let candidate = Nat64Prefix(prefix: .v6(AddressBytes(prefix)), length: length)
-                if let carried = candidate.extract(answer), wellKnown.contains(carried) { return candidate }
+                if let carried = candidate.extract(answer), wellKnown.contains(carried) {
+                    // A resolver's word is held to the same bounds as a router's.
+                    return candidate.isGlobalUnicast ? candidate : nil
+                }
             }
         }
         return nil

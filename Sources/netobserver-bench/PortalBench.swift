@@ -20,9 +20,13 @@ extension MonitorBench {
                    + "--capport-file \(capport)")
         background(topology.server, "\(server) --bind 198.18.2.2 --port 80")
         background(topology.router, "\(server) --bind 198.18.0.1 --port 8080 --always-204")
+        // The announcing router is the client's IPv6 router: only a router of the interface is heard.
         shell("ip -n \(topology.client) -6 addr add fd00::2/64 dev \(topology.clientLink) nodad && "
-              + "ip -n \(topology.router) -6 addr add fd00::1/64 dev \(topology.tag)r0 nodad")
+              + "ip -n \(topology.router) -6 addr add fd00::1/64 dev \(topology.tag)r0 nodad && "
+              + "ip -n \(topology.client) -6 route add default via fd00::1")
         usleep(2_500_000)  // the router's link-local address leaves DAD; the servers listen
+        // The router's card known to the client, as on any network it has talked over.
+        shell("ip netns exec \(topology.client) python3 Tests/NamespaceTests/helpers/echo6.py fd00::1 >/dev/null")
         try startDaemon()
         guard waitFor(\.connectivity, "full", timeout: 10) != nil else { return print("monitor portal: never full (\(connectivity.last))") }
         measureAnnouncement(capport, certificates)

@@ -58,6 +58,30 @@ final class CapportTests: XCTestCase {
         XCTAssertEqual(why.text, "more than 4096 bytes")
     }
 
+    /// Issue 45 N21: 40 announcements a second, each with another URI, fetched each one at once (85 % of a core).
+    /// Changes are coalesced: at most one announcement fetch per 10 s per interface, the latest URI.
+    func testAnnouncementsAreFetchedAtMostOncePer10SecondsPerInterface() {
+        var follower = CapportFollower()
+        var fetched: [(at: Instant, uri: String)] = []
+        var now = Instant.origin
+        func take(_ actions: [CapportFollower.Action]) {
+            for case .fetch(let interface, let uri, let generation) in actions {
+                fetched.append((now, uri))
+                _ = follower.fetched(interface: interface, generation: generation, .failure(StrictJSON.Malformed(text: "no")), now: now)
+            }
+        }
+        for tick in 0..<(40 * 30) {
+            now = .origin + .milliseconds(UInt64(tick) * 25)
+            take(follower.announced(["eth0": "https://api-\(tick).example/capport", "wlan0": "https://api.example/capport"], now: now))
+            if let wake = follower.nextWakeup, wake <= now { take(follower.handleTimeout(now: now)) }
+        }
+        let eth0 = fetched.filter { $0.uri.hasPrefix("https://api-") }
+        XCTAssertLessThanOrEqual(eth0.count, 3, "\(eth0.count) fetches in 30 s of 40 announcements a second")
+        XCTAssertGreaterThanOrEqual(eth0.count, 2, "a changed announcement is still fetched")
+        for (earlier, later) in zip(eth0, eth0.dropFirst()) { XCTAssertGreaterThanOrEqual(later.at - earlier.at, .seconds(10)) }
+        XCTAssertEqual(fetched.filter { $0.uri == "https://api.example/capport" }.count, 1, "another interface is not held up")
+    }
+
     func testTheFollowerAsksAtOnceThenEveryTwoSecondsWhileCaptive() {
         var follower = CapportFollower()
         var actions = follower.announced(["eth0": "https://api.example/capport"], now: 0)

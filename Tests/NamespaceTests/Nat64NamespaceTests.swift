@@ -77,8 +77,10 @@ final class Nat64NamespaceTests: DaemonInNamespaceTestCase {
                                    namespace: hosts.client.name, host: host)
     }
 
-    func advertise(_ arguments: String) throws {
-        let out = try hosts.router.exec("\(Paths.python) \(Paths.namespaceHelpers)/send_ra.py n6r0 \(arguments)")
+    /// `source` and `card`: sent as another host on the link (its link-local address, its link-layer address).
+    func advertise(_ arguments: String, from source: String? = nil, card: String? = nil) throws {
+        let environment = (source.map { "RA_SOURCE=\($0) " } ?? "") + (card.map { "RA_CARD=\($0) " } ?? "")
+        let out = try hosts.router.exec("env \(environment)\(Paths.python) \(Paths.namespaceHelpers)/send_ra.py n6r0 \(arguments)")
         XCTAssertTrue(out.contains("sent"), out)
     }
 
@@ -103,6 +105,32 @@ final class Nat64NamespaceTests: DaemonInNamespaceTestCase {
         try wait(.nat64Prefix, "", timeout: 2)
         try wait(.connectivity4, "none")
         XCTAssertEqual(try get(.ipv4Path), "")
+    }
+
+    /// Issue 45 item 9: where the kernel does not process router advertisements (accept_ra 0, as NetworkManager and
+    /// networkd set it) RTNLGRP_ND_USEROPT stays silent; the service reads them itself.
+    func testAnAdvertisementIsHeardWhereTheKernelIgnoresThem() throws {
+        _ = try hosts.client.exec("sysctl -qw net.ipv6.conf.\(hosts.clientLink).accept_ra=0")
+        try startDaemon()
+        try wait(.connectivity4, "none")
+        try advertise("pref64 2001:db8:64::/96 1800")
+        try wait(.nat64Prefix, "2001:db8:64::/96", timeout: 2)
+        XCTAssertEqual(try get(.nat64Source), "ra")
+        try wait(.connectivity, "full")
+    }
+
+    /// Issue 45 N20: another host on the link announcing a prefix (from its own link-local address, with its own
+    /// card) is no router of that interface: ignored, with a line in the log; the router's own word is taken.
+    func testAnAdvertisementFromAnotherHostOnTheLinkIsIgnored() throws {
+        try hosts.router.ip("-6 addr add fe80::66/64 dev n6r0 nodad")
+        try startDaemon()
+        try wait(.connectivity4, "none")
+        try advertise("pref64 2001:db8:66::/96 1800", from: "fe80::66", card: "020000000066")
+        usleep(500_000)
+        XCTAssertEqual(try get(.nat64Prefix), "")
+        XCTAssertTrue(daemon?.log.contains("which is not a router of that interface") ?? false, daemon?.log ?? "")
+        try advertise("pref64 2001:db8:64::/96 1800")
+        try wait(.nat64Prefix, "2001:db8:64::/96", timeout: 2)
     }
 
     /// A prefix whose lifetime ends is dropped within a second of its end.

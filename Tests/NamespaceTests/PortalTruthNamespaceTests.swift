@@ -28,6 +28,9 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
             if addresses.contains("fe80") && !addresses.contains("tentative") { break }
             usleep(10_000)
         }
+        // The client has talked to its IPv6 router (fd00::1) as a host on such a network has: the kernel knows its card,
+        // which tells the router's advertisements, sent from its link-local address, from anyone else's.
+        _ = try? hosts.client.exec("\(Paths.python) \(Paths.namespaceHelpers)/echo6.py fd00::1")
     }
 
     override func tearDown() {
@@ -111,6 +114,23 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
         try wait(.portalAPI, "", timeout: 3)
     }
 
+    /// Issue 45 N22: an announcement naming this machine's own address is never fetched (the service asking itself,
+    /// or whatever listens here), as CheckURL refuses one.
+    func testAnAPIOnThisMachineIsNeverFetched() throws {
+        let own = try server(in: hosts.client, bind: "198.18.0.2", port: 8443,
+                             ["--tls", certificate("server.pem"), certificate("server.key"), "--capport-file", capportFile])
+        try startDaemon()
+        try wait(.connectivity, "full")
+        try advertise("https://198.18.0.2:8443/capport")
+        try wait(.portalAPI, "https://198.18.0.2:8443/capport", timeout: 3)
+        usleep(1_000_000)
+        XCTAssertEqual(try get(.connectivity), "full")
+        XCTAssertTrue(daemon?.log.contains("resolves to a local address") ?? false, daemon?.log ?? "")
+        let requests = (try? String(contentsOfFile: bus.directory + "/helper-0.log", encoding: .utf8)) ?? ""
+        XCTAssertFalse(requests.contains("captive+json"), "this machine was asked: \(requests)")
+        own.terminate()
+    }
+
     /// DHCPv4 option 114, as NetworkManager reports it (the device's DHCP4Config, Options' captive_portal):
     /// the same API, the same portal, with no router advertisement.
     func testDHCPsWordThroughNetworkManager() throws {
@@ -128,11 +148,10 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
         try wait(.connectivity, "full", timeout: 5)
     }
 
-    /// Nothing an API answers beside RFC 8908's JSON makes a portal: each bad answer is logged and ignored.
+    /// Nothing an API answers beside RFC 8908's JSON makes a portal: each bad answer is logged and ignored. Each
+    /// case is a fresh service's first announcement (announcements on one interface are fetched at most once per 10 s).
     func testABadAnswerNeverMakesAPortal() throws {
         try startAPI()
-        try startDaemon()
-        try wait(.connectivity, "full")
         let bad: [(String, String)] = [
             ("not json", "not JSON"),
             (#"{"captive": true}"#, "no \"user-portal-url\""),
@@ -143,13 +162,18 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
             (#"{"captive": true, "captive": true, "user-portal-url": "https://p.test/"}"#, "twice"),
         ]
         for (index, (answer, why)) in bad.enumerated() {
+            try startDaemon()
+            try wait(.connectivity, "full")
             try write(answer)
             try advertise(api + "?case=\(index)")
             try wait(.portalAPI, api + "?case=\(index)", timeout: 2)
             for _ in 0..<200 where !(daemon?.log.contains(why) ?? false) { usleep(10_000) }
             XCTAssertTrue(daemon?.log.contains(why) ?? false, "\(why): \(daemon?.log ?? "")")
             XCTAssertEqual(try get(.connectivity), "full", answer)
+            daemon?.stop()
         }
+        try startDaemon()
+        try wait(.connectivity, "full")
         // Plain http is never asked, and the URN means no portal.
         try advertise("http://198.18.0.1:8443/capport")
         try wait(.portalAPI, "http://198.18.0.1:8443/capport", timeout: 2)

@@ -43,13 +43,13 @@ final class PortalAnnouncementTests: XCTestCase {
     func testAnAnnouncementIsTheInterfacesUntilReplacedOrTheLinkGoesDown() {
         var (core, _) = Nat64TableTests.makeCore()
         XCTAssertEqual(core.portalAPIs, [:])
-        core.receive([.routerOptions(index: 2, options: Self.option("https://portal.example/api"))], malformed: 0, now: 0)
+        core.receive([.routerOptions(index: 2, options: Self.option("https://portal.example/api"), source: Nat64TableTests.router)], malformed: 0, now: 0)
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://portal.example/api"])
         XCTAssertTrue(core.takeOutputs().contains(.portalAPIsChanged))
         // The same again: nothing to say.
-        core.receive([.routerOptions(index: 2, options: Self.option("https://portal.example/api"))], malformed: 0, now: 1)
+        core.receive([.routerOptions(index: 2, options: Self.option("https://portal.example/api"), source: Nat64TableTests.router)], malformed: 0, now: 1)
         XCTAssertFalse(core.takeOutputs().contains(.portalAPIsChanged))
-        core.receive([.routerOptions(index: 2, options: Self.option("https://other.example/api"))], malformed: 0, now: 2)
+        core.receive([.routerOptions(index: 2, options: Self.option("https://other.example/api"), source: Nat64TableTests.router)], malformed: 0, now: 2)
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://other.example/api"])
         XCTAssertTrue(core.takeOutputs().contains(.portalAPIsChanged))
         // Down: gone.
@@ -58,7 +58,7 @@ final class PortalAnnouncementTests: XCTestCase {
         XCTAssertTrue(core.takeOutputs().contains(.portalAPIsChanged))
         let up = KernelNumbers.linkUp | KernelNumbers.linkRunning | KernelNumbers.linkLowerUp
         core.receive([.newLink(Link(index: 2, name: "eth0", flags: up, type: 1)),
-                      .routerOptions(index: 2, options: Self.option("https://portal.example/api"))], malformed: 0, now: 4)
+                      .routerOptions(index: 2, options: Self.option("https://portal.example/api"), source: Nat64TableTests.router)], malformed: 0, now: 4)
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://portal.example/api"])
         core.receive([.deleteLink(index: 2)], malformed: 0, now: 5)
         XCTAssertEqual(core.portalAPIs, [:])
@@ -69,7 +69,7 @@ final class PortalAnnouncementTests: XCTestCase {
         for index in 0..<500 {
             core.receive([.routerOptions(index: Int32(100 + index), options: Self.option("https://p\(index).example/"))],
                          malformed: 0, now: UInt64(index) * ns)
-            core.receive([.routerOptions(index: 2, options: Self.option("https://p\(index).example/"))], malformed: 0, now: UInt64(index) * ns)
+            core.receive([.routerOptions(index: 2, options: Self.option("https://p\(index).example/"), source: Nat64TableTests.router)], malformed: 0, now: UInt64(index) * ns)
         }
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://p499.example/"])
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NetAddress
 import NetCore
 import Reachability
 import ReachabilityRules
@@ -39,7 +40,10 @@ final class FuzzReplayTests: XCTestCase {
                 let (options, _) = RouterOption.parse(bytes)
                 XCTAssertLessThanOrEqual(options.count * 8, bytes.count, name)
                 var core = ReachabilityCore { _ in .ethernet }
-                core.receive([.newLink(Link(index: 2, name: "eth0", flags: 0x10041, type: 1)), .routerOptions(index: 2, options: bytes)],
+                let router = IPAddress.v6([0xfe, 0x80] + [UInt8](repeating: 0, count: 13) + [1])
+                core.receive([.newLink(Link(index: 2, name: "eth0", flags: 0x10041, type: 1)),
+                              .newRoute(Route(family: 10, outputInterface: 2, gateway: router), sequence: 0),
+                              .routerOptions(index: 2, options: bytes, source: router)],
                              malformed: 0, now: 1)
                 XCTAssertLessThanOrEqual(core.nat64.count, 1, name)
                 prefixes += core.nat64.count

@@ -91,6 +91,10 @@ long CLinux_packet_send(int fd, int ifindex, unsigned short protocol, const unsi
  * through, bound to the link. The fd, -1 with errno. */
 int CLinux_neighbor_socket6(int ifindex);
 
+/* A raw ICMPv6 socket that lets only router advertisements (134) through and reports each one's hop limit
+ * (CAP_NET_RAW): for networks where the kernel does not process them itself (accept_ra 0). The fd, -1 with errno. */
+int CLinux_router_advertisement_socket(void);
+
 /* recvfrom on a socket opened with IPV6_RECVHOPLIMIT (CLinux_neighbor_socket6): the byte count (-1 and errno),
  * the sender, and the hop limit the packet arrived with in *hop_limit (-1 when the kernel gave none). */
 long CLinux_recv_with_hop_limit(int fd, void *buffer, unsigned long length, struct sockaddr_in6 *from, int *hop_limit);

@@ -2,9 +2,11 @@
 send_ra.py IFNAME pref64 PREFIX/LENGTH LIFETIME_SECONDS  (RFC 8781; lifetime 0 withdraws)
 send_ra.py IFNAME raw HEX                                  (option bytes as given: malformed ones too)
 send_ra.py IFNAME portal URI                               (RFC 8910's captive-portal option, 37)
+Each carries the interface's own link-layer address (option 1) before the option given.
 The router lifetime is 0, so the client takes no default route from it. Run as root in the
 router's namespace; the kernel fills in the ICMPv6 checksum."""
 import ipaddress
+import os
 import socket
 import struct
 import sys
@@ -25,13 +27,21 @@ elif kind == "raw":
 else:
     sys.exit("unknown kind " + kind)
 
+# Its own link-layer address first, as routers send it (RFC 4861 4.6.1): how a host tells the router's
+# link-local address from the global one its default route names is the same card.
+# RA_CARD and RA_SOURCE (environment) make it another host's: its own card, its own link-local address.
+with open("/sys/class/net/%s/address" % ifname) as f:
+    card = bytes.fromhex(os.environ.get("RA_CARD") or f.read().strip().replace(":", ""))
+source_link_layer = struct.pack("!BB", 1, 1) + card
 # Type 134, code 0, checksum 0, hop limit 64, no flags, router lifetime 0, reachable 0, retransmit 0.
-advertisement = struct.pack("!BBHBBHII", 134, 0, 0, 64, 0, 0, 0, 0) + option
+advertisement = struct.pack("!BBHBBHII", 134, 0, 0, 64, 0, 0, 0, 0) + source_link_layer + option
 index = socket.if_nametoindex(ifname)
 sock = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, 255)
 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, 255)
 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_IF, index)
+if os.environ.get("RA_SOURCE"):
+    sock.bind((os.environ["RA_SOURCE"], 0, 0, index))
 # Stamped just before it leaves: the bench's delay runs from here (a stamp after sendto(2) may come after
 # the service has already said it).
 sent = time.monotonic_ns()
