@@ -177,13 +177,21 @@ public struct PathCore {
         case .checkAnswered(let generation, let meaning):
             monitor.checkAnswered(generation: generation, meaning, now: now)
         case .trafficSampled(let generation, let sample, let cost):
+            let probeWakeup = scheduledProbe(notBefore: now &+ TrafficWatch.busyPeriod)
             let changed = if let sample {
-                trafficWatch.sampled(generation: generation, sample, cost: cost, nextProbe: probe.nextScheduledProbe, now: now)
+                trafficWatch.sampled(generation: generation, sample, cost: cost, nextProbe: probeWakeup, now: now)
             } else {
-                trafficWatch.sampleFailed(generation: generation, nextProbe: probe.nextScheduledProbe, now: now)
+                trafficWatch.sampleFailed(generation: generation, nextProbe: probeWakeup, now: now)
             }
             if changed { trafficChanged(now: now) }
         case .nat64(let prefix):
+            // A new prefix moves the probes to a new address: the verdict the path had stands until that address
+            // has its own, never `unknown` in between (a target that had a verdict goes from one to the next).
+            if heldState == nil, prefix != monitor.nat64, monitor.nat64 != nil, prefix != nil, monitor.connectivity != .unknown {
+                var snapshot = MonitorState()
+                update(&snapshot)
+                heldState = snapshot
+            }
             monitor.nat64Changed(prefix, now: now)
         case .probeNow(let failures):
             if monitor.canProbe { probe.probeNow(continuing: failures, now: now) }
@@ -247,6 +255,18 @@ public struct PathCore {
     private var diagnosisActions: [PathDiagnosis.Action] = []
 
     /// The word changed: the probes hear of it, and it is published (Traffic is quiet on its own).
+    /// The first tick of the probe schedule at or after `earliest`: where no connection is watched, a sample rides on
+    /// a wake-up the schedule has anyway, however short the Interval (at 500 ms the next tick is always sooner than a
+    /// busy sample would be, which left new connections unseen for 5 s).
+    private func scheduledProbe(notBefore earliest: Instant) -> Instant? {
+        guard let next = probe.nextScheduledProbe else { return nil }
+        guard next < earliest else { return next }
+        let interval = probe.settings.interval
+        guard interval > .zero else { return nil }
+        let aligned = next &+ interval * ((earliest - next) / interval)
+        return aligned < earliest ? aligned &+ interval : aligned
+    }
+
     private mutating func trafficChanged(now: Instant) {
         probe.trafficChanged(trafficWatch.traffic, now: now)
         trafficPublishDue = true

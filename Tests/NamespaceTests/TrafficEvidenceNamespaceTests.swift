@@ -132,6 +132,22 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
         XCTAssertFalse(daemon.log.contains("sample of this machine's connections failed"), daemon.log)
     }
 
+    /// Issue 45 item 3 (seen three times): Host a second address of the server at 500/500/2, the machine's own
+    /// connections to three other addresses of that subnet, routed like Host: `flowing` within a second of the load.
+    /// At Interval 500 the next probe was always sooner than a busy sample would be, so a watch that had seen no
+    /// connection waited its 5 s quiet period and new connections went unseen for up to 5 s.
+    func testNewConnectionsAreSeenWithinASecondAtAShortInterval() throws {
+        try hosts.server.ip("addr add 198.18.2.6/24 dev ts0")
+        try startDaemon(["--interval", "500", "--timeout", "500", "--failures", "2"], host: "198.18.2.3")
+        // Quiet for a while: the watch is at the pace of a machine with no connections.
+        usleep(2_000_000)
+        XCTAssertEqual(try get(.traffic), "idle")
+        let started = monotonicSeconds()
+        try startLoad(to: ["198.18.2.4", "198.18.2.5", "198.18.2.6"], until: nil)
+        try waitFor(.traffic, "flowing", timeout: 1.0 + 0.3)
+        print("traffic: flowing \(String(format: "%.2f", monotonicSeconds() - started)) s after the connections started (Interval 500)")
+    }
+
     /// 2 % random loss on the connections for 30 s: data still comes in, so never `stalled`, no change.
     func testRandomLossUnderLoadChangesNothing() throws {
         try startDaemon(["--interval", "30000", "--timeout", "1000"])
