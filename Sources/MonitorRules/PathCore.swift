@@ -80,6 +80,9 @@ public struct PathCore {
     public private(set) var monitor: MonitorCore
     public private(set) var probe: ProbeCore
     public private(set) var trafficWatch = TrafficWatch()
+    /// The path's state when a new NAT64 prefix moved its probes while it had a verdict: published in its place until
+    /// the new address has a verdict of its own.
+    private var heldState: MonitorState?
     /// Where the path breaks, when it does (the neighbour check, the probe past the gateway).
     public private(set) var diagnosis = PathDiagnosis()
     /// Where the transport sends, as last asked by `.probe`; whether its `.probing` is still to come.
@@ -112,7 +115,7 @@ public struct PathCore {
     }
 
     /// The path's Connectivity, found without writing any text (the pace across families reads it at every step).
-    public var connectivity: Connectivity { monitor.connectivity }
+    public var connectivity: Connectivity { heldState?.connectivity ?? monitor.connectivity }
 
     /// Status, Interface, Address, Reason, RoundTripTime, PacketLoss and the rest from what is known.
     public func state(previous: MonitorState) -> MonitorState {
@@ -124,6 +127,13 @@ public struct PathCore {
 
     /// The same, written over the state last published (`mutating` only to run in place: see `TargetCore.update`).
     @inline(__always) public mutating func update(_ state: inout MonitorState) {
+        if let heldState {
+            // The path's last verdict, until the new NAT64 address has its own (LastChange is the model's).
+            let lastChange = state.lastChange
+            state = heldState
+            state.lastChange = lastChange
+            return
+        }
         monitor.update(&state)
         state.traffic = trafficWatch.traffic
         let hop = diagnosis.nextHop
@@ -158,6 +168,7 @@ public struct PathCore {
             monitor.start(now: now)
             if !checkURL.isEmpty { monitor.checkURLChanged(checkURL, now: now) }
         case .targetChanged(let host, let family):
+            heldState = nil
             monitor.targetChanged(host: host, family: family, now: now)
         case .probeSettings(let settings):
             probe.updateSettings(settings, now: now)
@@ -276,6 +287,10 @@ public struct PathCore {
     /// and only then is a verdict ready.
     private mutating func settle(now: Instant, into actions: inout [Action]) {
         actions.removeAll(keepingCapacity: true)
+        if heldState != nil, monitor.connectivity != .unknown {
+            heldState = nil
+            trafficPublishDue = true
+        }
         var verdictReady = false
         // Only the event itself moves Host's address or its route (what the cores say to each other below does not).
         if monitor.pathChanges != pathChangesSeen {

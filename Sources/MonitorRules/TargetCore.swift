@@ -130,6 +130,11 @@ public struct TargetCore {
     private var discoveryNetwork: String?
     private(set) var discoveryAt: Instant?
     private var discoveryGeneration: UInt64 = 0
+    /// The `ipv4only.arpa` query under way, until its answer or its limit (max(5 s, Timeout)): IPv4 without a route
+    /// is `unknown` meanwhile, never `none` before the answer, and a prefix the network had stays until it comes.
+    private(set) var discoveryPendingUntil: Instant?
+    /// The network (interface and source of the IPv6 route) `nat64` was learned on.
+    private var nat64Network: String?
 
     /// How often `ipv4only.arpa` is asked again on the same network (RFC 7050: hourly).
     public static let nat64Discovery = Duration.seconds(3600)
@@ -221,6 +226,7 @@ public struct TargetCore {
             var second = state
             ipv6.update(&second)
             ipv4.update(&state)
+            if awaitingNat64Prefix { Self.awaitAnswer(&state) }
             let connectivity4 = state.connectivity
             let connectivity6 = second.connectivity
             headline = Self.headline(order: resolverOrder) { $0 == .v4 ? connectivity4 : connectivity6 }
@@ -232,7 +238,9 @@ public struct TargetCore {
             // One family: its state is the state.
             let watched: IPFamily = watchesV4 ? .v4 : .v6
             switch watched {
-            case .v4: ipv4.update(&state)
+            case .v4:
+                ipv4.update(&state)
+                if awaitingNat64Prefix { Self.awaitAnswer(&state) }
             case .v6: ipv6.update(&state)
             }
             headline = watched
@@ -287,6 +295,14 @@ public struct TargetCore {
         }
     }
 
+    /// IPv4 without a route while `ipv4only.arpa` is asked: no verdict before the answer.
+    private static func awaitAnswer(_ state: inout MonitorState) {
+        guard state.connectivity == .none else { return }
+        state.connectivity = .unknown
+        state.status = .unknown
+        state.reason = "asking ipv4only.arpa for the network's NAT64 prefix"
+    }
+
     /// Traffic of the target: flowing on any path is flowing; else stalled on any, idle on any.
     static func traffic(_ a: Traffic?, _ b: Traffic?) -> Traffic {
         for word in [Traffic.flowing, .stalled, .idle] where a == word || b == word { return word }
@@ -329,6 +345,7 @@ public struct TargetCore {
             lookupUnderway = false
             checkWaiting = []
             discoveryNetwork = nil
+            discoveryPendingUntil = nil
             step.publish = true
             // A family no longer watched stops too: nothing is sent in it.
             for pathFamily in IPFamily.allCases {
@@ -358,6 +375,7 @@ public struct TargetCore {
         case .nat64Resolved(let generation, let result):
             guard generation == discoveryGeneration else { break }
             discovered = (try? result.get()).flatMap(Nat64Prefix.discovered)
+            discoveryPendingUntil = nil
             step.publish = true
         case .linkFacts(let table):
             for family in IPFamily.allCases { feed(family, .linkFacts(table), now: now, &step) }
@@ -543,30 +561,49 @@ public struct TargetCore {
     /// with no IPv4 default route, from `ipv4only.arpa` (RFC 7050, asked once per network and hourly).
     /// While IPv4 has no default route, IPv4 addresses are probed through it.
     private mutating func followNat64(now: Instant, _ step: inout Step) {
+        if let until = discoveryPendingUntil, until <= now {
+            discoveryPendingUntil = nil
+            step.publish = true
+        }
         // The route is read where it is (this runs at every step; the route is copied only when it is a candidate).
         let routed = routedFamilies ?? []
         let advertised = ipv6.monitor.route?.nat64Prefix
+        let network = ipv6.monitor.route.map { $0.interface + " " + $0.source }
         if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route = ipv6.monitor.route, route.usable {
-            let network = route.interface + " " + route.source
             if network != discoveryNetwork || isDue(.nat64Discovery, now: now) {
                 if network != discoveryNetwork { discovered = nil }
                 discoveryNetwork = network
                 discoveryAt = now &+ Self.nat64Discovery
                 discoveryGeneration &+= 1
+                discoveryPendingUntil = now &+ max(.seconds(5), settings.timeout)
                 step.actions.append(.resolveNat64(generation: discoveryGeneration))
             }
-        } else if discoveryAt != nil {
+        } else if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), ipv6.monitor.route == nil {
+            // IPv6 is routed but its route's verdict is yet to come: the question will be asked then. Until then, or
+            // its limit, IPv4 has no verdict either (a `none` now would be false on a DNS64-only network).
+            if discoveryPendingUntil == nil, discoveryAt == nil { discoveryPendingUntil = now &+ max(.seconds(5), settings.timeout) }
+        } else if discoveryAt != nil || discoveryPendingUntil != nil {
             discoveryAt = nil
             discoveryNetwork = nil
             discovered = nil
+            discoveryPendingUntil = nil
         }
-        let known: (prefix: Nat64Prefix, source: Nat64Source)? = advertised.map { ($0, .ra) } ?? discovered.map { ($0, .dns) }
+        var known: (prefix: Nat64Prefix, source: Nat64Source)? = advertised.map { ($0, .ra) } ?? discovered.map { ($0, .dns) }
+        // A prefix the router stopped advertising stays while `ipv4only.arpa` is asked again on the same network: the
+        // path is dropped on the network's word, not in the moment between two of its answers.
+        if known == nil, discoveryPendingUntil != nil, nat64Network == network { known = nat64 }
         if known?.prefix != nat64?.prefix || known?.source != nat64?.source {
             nat64 = known
             step.publish = true
         }
+        nat64Network = known == nil ? nil : network
         let wanted = routed.contains(.v4) ? nil : known?.prefix
         if wanted != ipv4.monitor.nat64 { feed(.v4, .nat64(wanted), now: now, &step) }
+    }
+
+    /// IPv4 has no route of its own and its only way, a NAT64 prefix, is being asked of `ipv4only.arpa`.
+    private var awaitingNat64Prefix: Bool {
+        discoveryPendingUntil != nil && nat64 == nil && !(routedFamilies ?? []).contains(.v4)
     }
 
     private func pacedSettings(_ family: IPFamily) -> ProbeSettings {

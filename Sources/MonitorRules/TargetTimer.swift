@@ -9,13 +9,15 @@ public enum TargetTimer: CaseIterable, Hashable, Sendable {
     case ipv6Path
     /// `ipv4only.arpa` asked again on the same network (RFC 7050).
     case nat64Discovery
+    /// The limit of the `ipv4only.arpa` query under way.
+    case nat64DiscoveryLimit
 
     /// The family whose path the timer is; nil for the discovery.
     var family: IPFamily? {
         switch self {
         case .ipv4Path: .v4
         case .ipv6Path: .v6
-        case .nat64Discovery: nil
+        case .nat64Discovery, .nat64DiscoveryLimit: nil
         }
     }
 }
@@ -26,6 +28,7 @@ extension TargetCore: TimerTable {
         case .ipv4Path: watches(.v4) ? ipv4.nextWakeup : nil
         case .ipv6Path: watches(.v6) ? ipv6.nextWakeup : nil
         case .nat64Discovery: discoveryAt
+        case .nat64DiscoveryLimit: discoveryPendingUntil
         }
     }
 }

@@ -328,6 +328,94 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertTrue(back.contains(.probe(.v4, Self.v4)), "an IPv4 route: natively again: \(back)")
     }
 
+    static let prefix64 = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
+    static let otherPrefix64 = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x65] + [UInt8](repeating: 0, count: 10)), length: 96)
+
+    /// An IPv6-only network: an IPv4 literal Host, no IPv4 route, the IPv6 route with `prefix` advertised (nil: none).
+    func ipv6Only(_ bench: inout Bench, prefix: Nat64Prefix?) {
+        var route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
+        route.nat64Prefix = prefix
+        bench.handle(.route(.v6, route.routed([.v6])))
+    }
+
+    /// What `ipv4only.arpa` answers where DNS64 synthesizes with `prefix`.
+    func ipv4onlyAnswer(_ prefix: Nat64Prefix) throws -> [IPAddress] { [try XCTUnwrap(prefix.synthesize(.v4([192, 0, 0, 170])))] }
+
+    /// Issue 45 item 8: on a DNS64-only network, while the first `ipv4only.arpa` query is out, IPv4 is `unknown`,
+    /// never `none` (it was published 6 ms before the answer), and the query's limit ends the wait.
+    func testIPv4IsUnknownWhileTheFirstIpv4onlyArpaQueryIsOut() throws {
+        var bench = Bench(family: .any)
+        bench.core = TargetCore(host: "198.18.2.2", family: .any, probeSettings: ProbeSettings(), seed: 5)
+        bench.handle(.start(checkURL: ""))
+        bench.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]))
+        bench.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])))
+        let asked = bench.core.handle(.route(.v6, ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi,
+                                                                        source: "2001:db8:1::2").routed([.v6])), now: bench.now)
+        let generation = try XCTUnwrap(asked.compactMap { if case .resolveNat64(let g) = $0 { g } else { nil } }.first)
+        bench.state = bench.core.state(previous: bench.state)
+        XCTAssertEqual(bench.state.ipv4.connectivity, .unknown, "no verdict before the answer")
+        XCTAssertNotEqual(bench.state.connectivity, .none)
+        bench.run(until: 6 * ms)
+        bench.handle(.nat64Resolved(generation: generation, .success(try ipv4onlyAnswer(Self.prefix64))))
+        // The route watch's word on the synthesized address.
+        bench.handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2").routed([.v6])))
+        bench.run(until: 100 * ms)
+        XCTAssertEqual(bench.state.ipv4.connectivity, .full)
+        XCTAssertEqual(bench.state.nat64Source, "dns")
+        XCTAssertFalse(bench.published.contains { $0.1 == .none }, "\(bench.published)")
+
+        // A query that is never answered ends at its limit, max(5 s, Timeout): then IPv4 has no way, and says so.
+        var silent = Bench(family: .ipv4)
+        silent.core = TargetCore(host: "198.18.2.2", family: .ipv4, probeSettings: ProbeSettings(), seed: 6)
+        silent.handle(.start(checkURL: ""))
+        silent.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]))
+        silent.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])))
+        ipv6Only(&silent, prefix: nil)
+        silent.run(until: 4_900 * ms)
+        XCTAssertEqual(silent.state.connectivity, .unknown)
+        silent.run(until: 5_100 * ms)
+        XCTAssertEqual(silent.state.connectivity, .none, "the limit ends the wait")
+    }
+
+    /// Issue 45 item 7: a NAT64 prefix that changes, or that the router withdraws while DNS64 still works, never
+    /// takes a target that had a verdict through `unknown` or a false `none`: the old prefix stays while
+    /// `ipv4only.arpa` is asked again, and the verdict goes from one to the next.
+    func testANat64PrefixChangeOrWithdrawalNeverBlipsThroughUnknown() throws {
+        var bench = Bench(family: .ipv4)
+        bench.core = TargetCore(host: "198.18.2.2", family: .ipv4, probeSettings: ProbeSettings(), seed: 7)
+        bench.handle(.start(checkURL: ""))
+        bench.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]))
+        bench.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])))
+        ipv6Only(&bench, prefix: Self.prefix64)
+        var synthesized = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
+        bench.handle(.route(.v4, synthesized.routed([.v6])))
+        bench.run(until: 3_000 * ms)
+        XCTAssertEqual(bench.state.connectivity, .full)
+        let fullAt = bench.published.count
+        // The router advertises another prefix.
+        ipv6Only(&bench, prefix: Self.otherPrefix64)
+        bench.handle(.route(.v4, synthesized.routed([.v6])))
+        bench.run(until: 6_000 * ms)
+        XCTAssertEqual(bench.state.nat64Prefix, "2001:db8:65::/96")
+        // The router withdraws it; DNS64 still answers.
+        let withdrawn = bench.core.handle(.route(.v6, ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi,
+                                                                           source: "2001:db8:1::2").routed([.v6])), now: bench.now)
+        let generation = try XCTUnwrap(withdrawn.compactMap { if case .resolveNat64(let g) = $0 { g } else { nil } }.first,
+                                       "ipv4only.arpa is asked again before the path is dropped: \(withdrawn)")
+        XCTAssertFalse(withdrawn.contains(.probe(.v4, Self.v4)), "the path is not dropped before the answer")
+        bench.state = bench.core.state(previous: bench.state)
+        XCTAssertEqual(bench.state.connectivity, .full)
+        bench.run(until: 6_007 * ms)
+        bench.handle(.nat64Resolved(generation: generation, .success(try ipv4onlyAnswer(Self.prefix64))))
+        synthesized.nat64Prefix = nil
+        bench.handle(.route(.v4, synthesized.routed([.v6])))
+        bench.run(until: 9_000 * ms)
+        XCTAssertEqual(bench.state.connectivity, .full)
+        XCTAssertEqual(bench.state.nat64Source, "dns")
+        let after = bench.published.dropFirst(fullAt - 1).map(\.1)
+        XCTAssertFalse(after.contains(.unknown) || after.contains(.none), "published after the first verdict: \(after)")
+    }
+
     /// No advertisement, no IPv4 route: ipv4only.arpa is asked once for the network, its answer gives the prefix.
     func testWithoutAnAdvertisementThePrefixIsAskedOfDNSOncePerNetwork() throws {
         var core = TargetCore(host: "198.18.2.2", family: .any, probeSettings: ProbeSettings(), seed: 3)
