@@ -44,6 +44,9 @@ public final class ConnectivityMonitor {
     private let trafficSampler: TrafficSampler?
     /// At the core's next wake-up.
     private let wakeup: WakeupTimer
+    /// The first verdict is held back (and one was), until the link facts are in.
+    private var firstVerdictHeld = false
+    private var owesFirstVerdict = false
 
     /// After every finished probe: a verdict is in (pending Checks answer then).
     public var onVerdictReady: (() -> Void)?
@@ -302,7 +305,25 @@ extension ConnectivityMonitor: TargetWorld {
     }
 
     public func publish(_ update: (_ state: inout MonitorState) -> Void) {
+        if firstVerdictHeld {
+            // The first verdict waits for the link facts (see `holdFirstVerdict`); what comes before it does not.
+            var candidate = model.state
+            update(&candidate)
+            if model.state.connectivity == .unknown && candidate.connectivity != .unknown {
+                owesFirstVerdict = true
+                return
+            }
+        }
         model.update { current in update(&current) }
+    }
+
+    /// INTERFACE.md "Cellular generation and metered links": at start, while ModemManager's and NetworkManager's
+    /// first answers are awaited (at most 1 s), the first verdict is held back, so that it already carries them.
+    public func holdFirstVerdict(_ hold: Bool) {
+        firstVerdictHeld = hold
+        guard !hold, owesFirstVerdict else { return }
+        owesFirstVerdict = false
+        driver.publishAgain()
     }
 
     public func verdictReady() {

@@ -217,6 +217,11 @@ final class TargetSet {
         .milliseconds(settings.interval) * UInt64(settings.failureThreshold)
     }
 
+    /// Holds back (or lets go) every target's first verdict: see `ConnectivityMonitor.holdFirstVerdict`.
+    func holdFirstVerdicts(_ hold: Bool) {
+        for target in all { target.connectivity?.holdFirstVerdict(hold) }
+    }
+
     func linkFactsChanged(_ table: LinkFactsTable) {
         linkFacts = table
         for target in all { target.connectivity?.linkFactsChanged(table) }

@@ -127,6 +127,27 @@ final class CellularNamespaceTests: XCTestCase {
         try wait(.metered, "false")
     }
 
+    /// Issue 45 item 4: NetworkManager on the bus says the route's device is metered; the first published verdict
+    /// already carries it (GetAll right after the first StatusChanged had Metered false in 2 of 3 runs).
+    func testTheFirstVerdictAlreadyCarriesMetered() throws {
+        let networkManager = try MockService.networkManager(bus: bus)
+        try networkManager.addEthernetDevice("veth", interface: link, metered: 1)
+        for run in 1...3 {
+            try startDaemon()
+            // Status and Metered read together, every few milliseconds, until the first verdict.
+            var seen = ""
+            let deadline = monotonicSeconds() + 5
+            while monotonicSeconds() < deadline {
+                seen = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+                                       MonitorContract.objectPath, MonitorContract.interface, P.status.name, P.metered.name]).stdout
+                if !seen.hasPrefix("s \"unknown\"") { break }
+                usleep(3_000)
+            }
+            XCTAssertEqual(seen, "s \"ethernet\"\nb true\n", "run \(run): the first verdict without NetworkManager's word")
+            daemon?.stop()
+        }
+    }
+
     /// A ModemManager whose GetManagedObjects hangs for 8 s: the service answers as ever.
     func testAModemManagerThatNeverAnswersStallsNothing() throws {
         let name = "org.freedesktop.ModemManager1"
