@@ -329,6 +329,28 @@ final class MonitorNamespaceTests: XCTestCase {
         XCTAssertEqual(try get(.reason), "198.18.2.2 unreachable (port unreachable), said 198.18.0.1")
     }
 
+    /// Issue 45 item 1: at the seed's settings (1000/1000/2), the router's own "network unreachable" when its link
+    /// towards the server goes down — sent within its ICMP rate limit, on by default — is believed at once: the
+    /// next probe after the cut is refused, not waited out (2.63 s was seen, as slow as silence).
+    func testTheRoutersOwnNetworkUnreachableIsBelievedAtTheSeedsSettings() throws {
+        _ = try router.exec("sysctl -qw net.ipv4.icmp_ratelimit=1000 net.ipv6.icmp.ratelimit=1000")
+        try startDaemon(["--interval", "1000", "--timeout", "1000", "--failures", "2"])
+        try waitForStatus("ethernet")
+        var took: [Double] = []
+        for trial in 0..<3 {
+            usleep(UInt32(200_000 + trial * 310_000))
+            try router.ip("link set mr1 down")
+            took.append(try waitForStatus("none", timeout: 4))
+            let reason = try get(.reason)
+            XCTAssertTrue(reason.contains("unreachable"), reason)
+            try router.ip("link set mr1 up")
+            try router.ip("route replace 198.18.2.0/24 dev mr1")
+            try waitForStatus("ethernet", timeout: 5)
+        }
+        print("router's network unreachable → none: \(took.map { String(format: "%.2f", $0) }) s")
+        for value in took { XCTAssertLessThan(value, 1.0 + 0.3, "at the next probe, not after the failure threshold") }
+    }
+
     func testReplyDelayBeyondAndBelowTimeout() throws {
         _ = try server.exec("sysctl -qw net.ipv4.icmp_echo_ignore_all=1")
         // "Too slow" is for a host that answers neither the echo nor the ladder's TCP connection in time.
