@@ -104,8 +104,11 @@ public final class ProbeTransport: ProbeTransporting {
         guard let target else { return }
         if let socket {
             let packet = EchoPacket.request(family: EchoPacket.Family(target), identifier: identifier, sequence: sequence, token: token)
+            // The echo first: a router that can no longer forward answers within its ICMP rate limit (one error a
+            // second per destination, a small burst), and the error must go to the echo, which it proves, rather than
+            // to the TCP attempt, whose error from a router is no answer.
+            if let code = socket.send(packet, to: target) { return sendFailed(sequence, code) }
             if alsoTCP && allowedMethods.contains(.tcp) { connectBeside(sequence, token, to: target) }
-            if let code = socket.send(packet, to: target) { sendFailed(sequence, code) }
         } else if allowedMethods.contains(.tcp) {
             let start = TCPProbe.start(loop: loop, to: target, port: tcpPort, budget: tcpBudget, held: tcpProbes.count) {
                 [unowned self] outcome in

@@ -338,7 +338,8 @@ final class MonitorNamespaceTests: XCTestCase {
         try waitForStatus("ethernet")
         var took: [Double] = []
         for trial in 0..<3 {
-            usleep(UInt32(200_000 + trial * 310_000))
+            // Outages are not back to back: the router's error budget (a token a second, a burst of five) refills.
+            usleep(UInt32(5_000_000 + trial * 310_000))
             try router.ip("link set mr1 down")
             took.append(try waitForStatus("none", timeout: 4))
             let reason = try get(.reason)
