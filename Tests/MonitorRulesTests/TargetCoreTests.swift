@@ -338,17 +338,23 @@ final class TargetCoreTests: XCTestCase {
         bench.handle(.route(.v6, route.routed([.v6])))
     }
 
+    /// A bench for an IPv4 literal Host on a network whose IPv4 has no route (the IPv6 route's word still to come).
+    func ipv4LiteralWithoutIPv4Route(family: AddressFamily, seed: UInt64) -> Bench {
+        var bench = Bench(family: family)
+        bench.core = TargetCore(host: "198.18.2.2", family: family, probeSettings: ProbeSettings(), seed: seed)
+        bench.handle(.start(checkURL: ""))
+        bench.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]))
+        bench.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])))
+        return bench
+    }
+
     /// What `ipv4only.arpa` answers where DNS64 synthesizes with `prefix`.
     func ipv4onlyAnswer(_ prefix: Nat64Prefix) throws -> [IPAddress] { [try XCTUnwrap(prefix.synthesize(.v4([192, 0, 0, 170])))] }
 
     /// Issue 45 item 8: on a DNS64-only network, while the first `ipv4only.arpa` query is out, IPv4 is `unknown`,
     /// never `none` (it was published 6 ms before the answer), and the query's limit ends the wait.
     func testIPv4IsUnknownWhileTheFirstIpv4onlyArpaQueryIsOut() throws {
-        var bench = Bench(family: .any)
-        bench.core = TargetCore(host: "198.18.2.2", family: .any, probeSettings: ProbeSettings(), seed: 5)
-        bench.handle(.start(checkURL: ""))
-        bench.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]))
-        bench.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])))
+        var bench = ipv4LiteralWithoutIPv4Route(family: .any, seed: 5)
         let asked = bench.core.handle(.route(.v6, ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi,
                                                                         source: "2001:db8:1::2").routed([.v6])), now: bench.now)
         let generation = try XCTUnwrap(asked.compactMap { if case .resolveNat64(let g) = $0 { g } else { nil } }.first)
@@ -365,11 +371,7 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertFalse(bench.published.contains { $0.1 == .none }, "\(bench.published)")
 
         // A query that is never answered ends at its limit, max(5 s, Timeout): then IPv4 has no way, and says so.
-        var silent = Bench(family: .ipv4)
-        silent.core = TargetCore(host: "198.18.2.2", family: .ipv4, probeSettings: ProbeSettings(), seed: 6)
-        silent.handle(.start(checkURL: ""))
-        silent.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]))
-        silent.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])))
+        var silent = ipv4LiteralWithoutIPv4Route(family: .ipv4, seed: 6)
         ipv6Only(&silent, prefix: nil)
         silent.run(until: 4_900 * ms)
         XCTAssertEqual(silent.state.connectivity, .unknown)
@@ -381,11 +383,7 @@ final class TargetCoreTests: XCTestCase {
     /// takes a target that had a verdict through `unknown` or a false `none`: the old prefix stays while
     /// `ipv4only.arpa` is asked again, and the verdict goes from one to the next.
     func testANat64PrefixChangeOrWithdrawalNeverBlipsThroughUnknown() throws {
-        var bench = Bench(family: .ipv4)
-        bench.core = TargetCore(host: "198.18.2.2", family: .ipv4, probeSettings: ProbeSettings(), seed: 7)
-        bench.handle(.start(checkURL: ""))
-        bench.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]))
-        bench.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])))
+        var bench = ipv4LiteralWithoutIPv4Route(family: .ipv4, seed: 7)
         ipv6Only(&bench, prefix: Self.prefix64)
         var synthesized = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
         bench.handle(.route(.v4, synthesized.routed([.v6])))
