@@ -69,7 +69,11 @@ public final class MonitorObject {
 
     private func modelChanged(_ properties: [MonitorContract.Property], announceStatus: Bool) {
         if !properties.isEmpty {
-            server.propertiesChanged(path: path, interface: MonitorContract.interface, properties.map(\.name))
+            // Quiet properties (RoundTripTime, PacketLoss, the counters: every probe changes them) go out only beside a
+            // loud one: a change of them alone builds no signal.
+            if properties.contains(where: { $0.changeMode == .emits || $0.changeMode == .invalidates }) {
+                server.propertiesChanged(path: path, interface: MonitorContract.interface, properties.map(\.name))
+            }
             onPropertiesChanged?(properties)
         }
         guard announceStatus else { return }

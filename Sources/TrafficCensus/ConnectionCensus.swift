@@ -105,12 +105,17 @@ final class ConnectionCensus {
         let dump: Dump
         if !fresh, let recent = recentDump(key, now: now) {
             dump = recent
+        } else if !fresh, !mayHaveConnections(now: now) {
+            // No established connection in this namespace at all: nothing to walk the kernel's sockets for.
+            dump = Dump(at: now, total: 0, telling: [])
+            keep(dump, for: key, now: now)
         } else {
             switch takeDump(key, now: now, wait: wait) {
             case .success(let taken): dump = taken
             case .failure(let failure): return .failure(failure)
             }
         }
+        guard !dump.telling.isEmpty else { return .success(TrafficSample(connections: dump.total)) }
         let hostRoute = route(to: host)
         var receiving = Set<IPAddress>()
         var retransmitting = Set<IPAddress>()
@@ -144,10 +149,48 @@ final class ConnectionCensus {
             if connection.receivedRecently || connection.retransmitting { dump.telling.append(connection) }
         }
         if case .failure(let failure) = result { return .failure(failure) }
+        keep(dump, for: key, now: now)
+        return .success(dump)
+    }
+
+    private func keep(_ dump: Dump, for key: DumpKey, now: Instant) {
         if dumps.count >= Self.dumpLimit { dumps = dumps.filter { now &- $0.value.at < reusePeriod(total: $0.value.total) } }
         if dumps.count >= Self.dumpLimit { dumps.removeAll(keepingCapacity: true) }
         dumps[key] = dump
-        return .success(dump)
+    }
+
+    /// The kernel walks its whole table of TCP sockets for every dump (its size is the machine's, not the
+    /// namespace's: a millisecond and more on a large machine), so a namespace with no established connection at
+    /// all — `CurrEstab` of /proc/net/snmp, read at most once per `emptyReuse` — is not walked.
+    private var establishedAt: (count: Int?, at: Instant)?
+
+    private func mayHaveConnections(now: Instant) -> Bool {
+        if let known = establishedAt, now &- known.at < Self.emptyReuse { return known.count != 0 }
+        let count = Self.establishedConnections()
+        establishedAt = (count, now)
+        return count != 0
+    }
+
+    /// /proc/net/snmp's `Tcp: … CurrEstab …`: the connections established (or closing) in this namespace; nil when
+    /// it cannot be read.
+    static func establishedConnections() -> Int? {
+        let fd = open("/proc/net/snmp", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return parseEstablished(buffer[..<count])
+    }
+
+    /// The `CurrEstab` value of the snmp text's two `Tcp:` lines (names, then values).
+    static func parseEstablished(_ text: ArraySlice<UInt8>) -> Int? {
+        let lines = text.split(separator: UInt8(ascii: "\n")).filter { $0.starts(with: Array("Tcp:".utf8)) }
+        guard lines.count >= 2 else { return nil }
+        let names = lines[0].split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
+        let values = lines[1].split(separator: UInt8(ascii: " ")).map { String(decoding: $0, as: UTF8.self) }
+        guard let index = names.firstIndex(of: "CurrEstab"), index < values.count else { return nil }
+        return Int(values[index])
     }
 
     func dump(_ request: [UInt8], wait: Int32, each: (SocketDiagReply.Connection) -> Void) -> Result<Void, Failure> {
