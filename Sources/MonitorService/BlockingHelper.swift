@@ -64,8 +64,10 @@ final class BlockingHelper {
     }
 
     /// Looks `host` up (getaddrinfo, `family` or AF_UNSPEC) behind the other lookups.
-    func resolve(_ host: String, family: Int32, completion: @escaping (Result<[IPAddress], ResolverFailure>) -> Void) {
-        run(.resolve(host: host, family: family), on: .lookups) { answer in
+    /// `first`: the default target's, on a lane of their own.
+    func resolve(_ host: String, family: Int32, first: Bool = false,
+                 completion: @escaping (Result<[IPAddress], ResolverFailure>) -> Void) {
+        run(.resolve(host: host, family: family), on: first ? .firstLookups : .lookups) { answer in
             if case .resolved(let result) = answer { completion(result) }
         }
     }

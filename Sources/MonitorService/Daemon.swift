@@ -151,8 +151,8 @@ final class Service {
         do {
             let helper = BlockingHelper(loop: loop)
             self.helper = helper
-            resolver = try HostResolver(loop: loop) { [unowned helper] host, family, answer in
-                helper.resolve(host, family: family, completion: answer)
+            resolver = try HostResolver(loop: loop) { [unowned helper] host, family, first, answer in
+                helper.resolve(host, family: family, first: first, completion: answer)
             }
             probeSockets = ProbeSockets(loop: loop)
             neighborChecks = NeighborChecks(loop: loop)

@@ -51,6 +51,9 @@ enum HelperAnswer: Equatable, Sendable {
 /// Each kind of work waits only behind its own kind: a lookup that hangs never holds up a write.
 enum HelperLane: UInt8, CaseIterable, Sendable {
     case lookups, census, settings, history
+    /// The default target's lookups (its Host's and its checks'): a lane of their own, so no other target's hung
+    /// lookup, under way in `lookups`, holds them up.
+    case firstLookups
 }
 
 /// The wire between the daemon and its helper, over a stream socket: frames of a 4-byte length,

@@ -14,8 +14,10 @@ public final class HostResolver {
 
     public typealias Lookup = @Sendable (_ host: String, _ family: Int32) -> Result<[IPAddress], Failure>
 
-    /// Looks `host` up elsewhere and answers on the loop; asked for one lookup at a time.
-    public typealias Asking = (_ host: String, _ family: Int32,
+    /// Looks `host` up elsewhere and answers on the loop; asked for one lookup at a time in each of two lanes: the
+    /// lookups asked `first` (the default target's) in one, so none waits behind another target's under way, and
+    /// whatever comes next in the other.
+    public typealias Asking = (_ host: String, _ family: Int32, _ first: Bool,
                                _ answer: @escaping (Result<[IPAddress], Failure>) -> Void) -> Void
 
     private struct Answer: Sendable {
@@ -26,8 +28,9 @@ public final class HostResolver {
     private let worker: WorkerThread?
     private let lookup: Lookup
     private let asking: Asking?
-    /// A lookup asked of `asking` and not answered yet.
+    /// A lookup asked of `asking` and not answered yet, in each lane (the `first` lookups', the others').
     private var asked = false
+    private var askedFirst = false
     private var channel: LoopChannel<Answer>!
     private struct Pending {
         let owner: UInt64
@@ -123,19 +126,29 @@ public final class HostResolver {
         }
     }
 
-    /// Asks `asking` for the next lookup not cancelled, unless one is under way.
+    /// Asks `asking` for the next lookups not cancelled, one per lane not busy: the `first` lane takes only lookups
+    /// asked `first`; the other takes whatever is next (a `first` one too, while its own lane is busy).
     private func askNext() {
-        guard let asking, !asked else { return }
-        while let next = queue.lookups.withLock({ $0.next() }) {
-            guard !next.payload.ticket.cancelled.load(ordering: .acquiring) else { continue }
-            asked = true
-            asking(next.payload.host, next.payload.family) { [weak self] result in
-                guard let self else { return }
-                asked = false
-                pending.removeValue(forKey: next.id)?.completion(result)
-                askNext()
-            }
-            return
+        guard asking != nil else { return }
+        if !askedFirst, let next = nextLive(firstOnly: true) { ask(next, first: true) }
+        if !asked, let next = nextLive(firstOnly: false) { ask(next, first: false) }
+    }
+
+    private func nextLive(firstOnly: Bool) -> LookupQueue<Job>.Entry? {
+        while let next = queue.lookups.withLock({ $0.next(firstOnly: firstOnly) }) {
+            if !next.payload.ticket.cancelled.load(ordering: .acquiring) { return next }
+        }
+        return nil
+    }
+
+    private func ask(_ next: LookupQueue<Job>.Entry, first: Bool) {
+        guard let asking else { return }
+        if first { askedFirst = true } else { asked = true }
+        asking(next.payload.host, next.payload.family, first) { [weak self] result in
+            guard let self else { return }
+            if first { askedFirst = false } else { asked = false }
+            pending.removeValue(forKey: next.id)?.completion(result)
+            askNext()
         }
     }
 

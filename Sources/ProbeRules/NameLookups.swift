@@ -35,8 +35,9 @@ public struct LookupQueue<Payload: Sendable>: Sendable {
         return replaced
     }
 
-    public mutating func next() -> Entry? {
-        guard let index = entries.firstIndex(where: { $0.first }) ?? entries.indices.first else { return nil }
+    /// `firstOnly`: only a lookup asked with `first`.
+    public mutating func next(firstOnly: Bool = false) -> Entry? {
+        guard let index = entries.firstIndex(where: { $0.first }) ?? (firstOnly ? nil : entries.indices.first) else { return nil }
         return entries.remove(at: index)
     }
 

@@ -133,4 +133,31 @@ final class HostResolverTests: XCTestCase {
         for index in 0..<11 { XCTAssertTrue(answered.contains("hang\(index)-2"), "each owner's newest ask is answered: \(answered)") }
         XCTAssertLessThanOrEqual(answered.count, 13, "older asks that never started are never answered: \(answered)")
     }
+
+    /// Issue 45 N15: with the helper answering, a lookup under way for an added target whose name hangs held up the
+    /// default target's check lookup behind it (4 of 10 default checks failed "cannot resolve"). The lookups asked
+    /// `first` have a lane of their own: answered while the other lane's lookup hangs.
+    func testTheDefaultTargetsLookupsNeverWaitBehindOneUnderWay() throws {
+        let loop = try MainLoop()
+        var hanging: [(Result<[IPAddress], ResolverFailure>) -> Void] = []
+        var lanes: [(String, Bool)] = []
+        let resolver = try HostResolver(loop: loop) { host, _, first, answer in
+            lanes.append((host, first))
+            if host.hasPrefix("hang") { hanging.append(answer) } else { answer(.success([IPAddress("198.18.0.9")!])) }
+        }
+        let added = resolver.newOwner()
+        let owner = resolver.newOwner()
+        var answered: [String] = []
+        resolver.resolve("hang.test", family: AF_UNSPEC, owner: added) { _ in answered.append("hang.test") }
+        loop.runDueWork()
+        XCTAssertEqual(lanes.map(\.0), ["hang.test"], "under way, and it hangs")
+        for index in 0..<3 {
+            resolver.resolve("check-\(index).test", family: AF_UNSPEC, owner: owner, first: true) { _ in answered.append("check-\(index).test") }
+            loop.runDueWork()
+        }
+        XCTAssertEqual(answered, ["check-0.test", "check-1.test", "check-2.test"], "the default target's lookups, behind none")
+        XCTAssertTrue(lanes.dropFirst().allSatisfy(\.1), "each on the first lane: \(lanes)")
+        hanging.first?(.failure(ResolverFailure(message: "timed out")))
+        XCTAssertEqual(answered.last, "hang.test")
+    }
 }
