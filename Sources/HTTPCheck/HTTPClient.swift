@@ -103,6 +103,11 @@ public final class HTTPClient {
             CCurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1),
             CCurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2),
             options.caFile.map { CCurl_easy_setopt_string(easy, CURLOPT_CAINFO, $0) } ?? CURLE_OK,
+            // The bundle alone (Debian's libcurl also has a default CA directory, which is the same certificates):
+            // libcurl keeps the store it built from a bundle for the next transfers, never one read from a
+            // directory, so with both every HTTPS transfer parsed the whole bundle again.
+            // It also keeps --ca-file's bundle the only trust, as documented, not one beside the system's directory.
+            CCurl_easy_setopt_string(easy, CURLOPT_CAPATH, nil),
         ] : []
         let settings: [CURLcode] = secure + [
             CCurl_easy_setopt_string(easy, CURLOPT_URL, url),

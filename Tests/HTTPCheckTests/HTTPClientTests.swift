@@ -126,8 +126,12 @@ final class HTTPClientTests: XCTestCase {
         }
         XCTAssertEqual(try secure(trusted, caFile: ca).meaning(checkURL: "x"), .expected)
         XCTAssertEqual(try secure(rogue, caFile: ca).meaning(checkURL: "x"), .failed("the server's certificate is not trusted"))
-        XCTAssertEqual(try secure(trusted, caFile: nil).meaning(checkURL: "x"), .failed("the server's certificate is not trusted"),
-                       "the test CA is not the system's")
+        // Transfer after transfer with the system's authorities (libcurl keeps the store it built from the bundle):
+        // the test CA is never among them.
+        for _ in 0..<5 {
+            XCTAssertEqual(try secure(trusted, caFile: nil).meaning(checkURL: "x"), .failed("the server's certificate is not trusted"),
+                           "the test CA is not the system's")
+        }
         // The name is checked too: the same certificate for another name is not trusted.
         let pin = HTTPClient.Pin(host: "other.test", port: UInt16(trusted.port) ?? 0, address: "127.0.0.1")
         let misnamed = try get("https://other.test:\(trusted.port)/204", pin: pin, options: HTTPRequestOptions(secure: true, caFile: ca))
