@@ -233,7 +233,7 @@ final class Service {
         if let refused {
             let (line, moved) = store.setAside(refused)
             Log.warning(line + "; starting from the defaults")
-            if !moved { unreadable = SystemError("\(store.path) could not be read, so it is never written over", errno: EACCES) }
+            if !moved { unreadable = store.unreadable }
         }
         // Numbers are never reused, even when the file that counted them was lost: no target inherits a history.
         state.nextTarget = max(state.nextTarget, store.highestNumberOnDisk() + 1)
@@ -383,7 +383,7 @@ final class Service {
                 let (line, moved) = saver.store.setAside(refused)
                 Log.warning("SIGHUP: " + line + "; the running settings stay" + (moved ? " and are saved again" : ""))
                 guard moved else {
-                    saver.refusing = SystemError("\(saver.store.path) could not be read, so it is never written over", errno: EACCES)
+                    saver.refusing = saver.store.unreadable
                     return
                 }
                 saver.save(storedState) { error in

@@ -98,8 +98,8 @@ final class HistoryBook {
         for number in keepers.keys.sorted() {
             guard let keeper = keepers[number] else { continue }
             if keeper.outagesDue && encoded >= budget { continue }
-            guard let (file, text) = keeper.due() else { continue }
-            if file.name == keeper.file?.name { encoded += text.utf8.count }
+            guard let (file, text, whole) = keeper.due() else { continue }
+            if whole { encoded += text.utf8.count }
             helper.runQuietly(.write(directory: file.directory, name: file.name, text: text), on: .history)
         }
     }

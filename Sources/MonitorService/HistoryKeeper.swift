@@ -116,20 +116,20 @@ final class HistoryKeeper {
         question(&history)
     }
 
-    /// What is to be written now: the whole file when the outages changed since it was last written, else the
-    /// time in state when it changed; nil when nothing did. Marked written as it is handed out.
-    func due() -> (file: AtomicFile, text: String)? {
+    /// What is to be written now: the whole file (`whole`) when the outages changed since it was last written, else
+    /// the time in state when it changed; nil when nothing did. Marked written as it is handed out.
+    func due() -> (file: AtomicFile, text: String, whole: Bool)? {
         history.settle(boot: MonotonicClock.bootTime())
         history.prune(real: MonotonicClock.wallTime())
         if outagesDue, let file {
             writtenOutages = history.outageChanges
-            return (file, OutageHistoryFile.encode(history))
+            return (file, OutageHistoryFile.encode(history), true)
         }
         guard let timeFile else { return nil }
         let time = OutageHistoryFile.encodeTimeInState(history)
         guard time != writtenTime else { return nil }
         writtenTime = time
-        return (timeFile, time)
+        return (timeFile, time, false)
     }
 
     /// The outages changed since the whole file was last written.

@@ -79,6 +79,11 @@ public struct StateStore: Sendable {
                 moved)
     }
 
+    /// What every save fails with once the file could be neither read nor set aside: it is never written over.
+    public var unreadable: SystemError {
+        SystemError("\(path) could not be read, so it is never written over", errno: EACCES)
+    }
+
     /// The highest target number any file in the directory is named for (`history.N`, set aside or not), 0 when
     /// none: a number whose history is on disk is never given to a new target, even when the state file that
     /// counted the numbers was lost.

@@ -127,16 +127,9 @@ public final class NeighborCheckRun {
     /// An advertisement counts only from the gateway's own address, for it, and with hop limit 255 (sent on the link).
     private func receiveAdvertisements() {
         for _ in 0..<64 {
-            guard let fd = descriptor?.raw else { return }
-            var from = sockaddr_in6()
-            var hopLimit: Int32 = -1
-            let count = buffer.withUnsafeMutableBytes { CLinux_recv_with_hop_limit(fd, $0.baseAddress, UInt($0.count), &from, &hopLimit) }
-            guard count >= 0 else { return }
-            let sender = withUnsafeBytes(of: &from) { raw in
-                raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: raw.count) }
-            }
-            if sender?.bytes == gateway.bytes,
-               NeighborPackets.isAdvertisement(Array(buffer[..<count]), for: gateway, hopLimit: hopLimit) {
+            guard let fd = descriptor?.raw, let datagram = HopLimitDatagram.receive(fd, into: &buffer) else { return }
+            if datagram.source?.bytes == gateway.bytes,
+               NeighborPackets.isAdvertisement(Array(buffer[..<datagram.count]), for: gateway, hopLimit: datagram.hopLimit) {
                 return finish(.reachable)
             }
         }

@@ -29,15 +29,11 @@ final class RouterAdvertisementSocket {
     }
 
     func receive() -> Received {
-        var from = sockaddr_in6()
-        var hopLimit: Int32 = -1
-        let count = buffer.withUnsafeMutableBytes { CLinux_recv_with_hop_limit(fd, $0.baseAddress, UInt($0.count), &from, &hopLimit) }
-        guard count >= 0 else { return .nothing }
+        guard let datagram = HopLimitDatagram.receive(fd, into: &buffer) else { return .nothing }
         // A link-local sender's interface is its scope.
-        let index = Int32(bitPattern: from.sin6_scope_id)
-        let source = IPAddress.v6(AddressBytes(withUnsafeBytes(of: from.sin6_addr) { Array($0) }))
-        guard index > 0, let options = RouterOption.advertisementOptions(Array(buffer[..<count]), source: source, hopLimit: hopLimit)
+        guard datagram.scope > 0, let source = datagram.source,
+              let options = RouterOption.advertisementOptions(Array(buffer[..<datagram.count]), source: source, hopLimit: datagram.hopLimit)
         else { return .ignored }
-        return .advertisement(index: index, source: source, options: options)
+        return .advertisement(index: datagram.scope, source: source, options: options)
     }
 }

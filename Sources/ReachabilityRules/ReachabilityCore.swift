@@ -383,7 +383,7 @@ public struct ReachabilityCore: TimerTable {
 
     /// RFC 8781: a PREF64 option sets the interface's prefix for its lifetime; a lifetime of 0 withdraws that prefix.
     /// RFC 8910: a captive-portal option replaces the interface's announcement. Only a router of that interface is
-    /// heard (see `router(of:on:)`), and a prefix no NAT64 can have is refused.
+    /// heard (see `router(of:advertisingFrom:card:)`), and a prefix no NAT64 can have is refused.
     private mutating func routerOptions(on index: Int32, _ bytes: [UInt8], from source: IPAddress?, now: Instant) {
         statistics.routerOptions += 1
         guard table.links[index] != nil else {
@@ -429,10 +429,15 @@ public struct ReachabilityCore: TimerTable {
     /// through the router's global address while it advertises from its link-local one). nil: anyone else.
     /// `card`: the advertisement's own Source Link-Layer Address option, when it came whole from a socket.
     private func router(of index: Int32, advertisingFrom source: IPAddress, card: [UInt8]?) -> IPAddress? {
-        let gateways = table.defaultRoutes.filter { Int32($0.family) == IPAddress.familyIPv6 && $0.outputInterface == index }.compactMap(\.gateway)
+        let gateways = ipv6Gateways(on: index)
         if let same = gateways.first(where: { $0.bytes == source.bytes }) { return same }
         guard !gateways.isEmpty, let card = card ?? linkLayerAddress(source, index), !card.isEmpty else { return nil }
         return gateways.first { linkLayerAddress($0, index) == card }
+    }
+
+    /// The gateways of the IPv6 default routes on interface `index`: the routers of that interface.
+    private func ipv6Gateways(on index: Int32) -> [IPAddress] {
+        table.defaultRoutes.filter { Int32($0.family) == IPAddress.familyIPv6 && $0.outputInterface == index }.compactMap(\.gateway)
     }
 
     /// A NAT64 prefix a network can have: not loopback, link-local, multicast, unspecified or IPv4-mapped, and not
@@ -449,8 +454,7 @@ public struct ReachabilityCore: TimerTable {
         var prefixes = false
         var portals = false
         for (index, router) in announcers.sorted(by: { $0.key < $1.key }) {
-            let still = table.defaultRoutes.contains { Int32($0.family) == IPAddress.familyIPv6 && $0.outputInterface == index && $0.gateway == router }
-            guard !still else { continue }
+            guard !ipv6Gateways(on: index).contains(router) else { continue }
             announcers[index] = nil
             prefixes = nat64.removeValue(forKey: index) != nil || prefixes
             portals = portalAnnouncements.removeValue(forKey: index) != nil || portals

@@ -40,7 +40,7 @@ final class HistoryWriteTests: XCTestCase {
         var names: Set<String> = []
         // An hour of ticks with no outage ending.
         for _ in 0..<360 {
-            guard let (file, text) = keeper.due() else { continue }
+            guard let (file, text, _) = keeper.due() else { continue }
             written += text.utf8.count
             names.insert(file.name)
         }
