@@ -212,7 +212,8 @@ public struct Snapshot: Encodable {
     }
 
     public static func milliseconds(_ microseconds: UInt64) -> String {
-        let tenths = (microseconds + 50) / 100
+        // Rounded to the tenth without adding first: the value is the service's word, up to UInt64.max.
+        let tenths = microseconds / 100 + (microseconds % 100 >= 50 ? 1 : 0)
         return "\(tenths / 10).\(tenths % 10) ms"
     }
 
