@@ -11,16 +11,19 @@ BUILD_PACKAGES := libdbus-1-dev libcurl4-openssl-dev pkg-config dbus-daemon gcc 
 TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 python3 python3-dbus python3-gi \
                  iproute2 iptables libxml2-utils procps util-linux passwd python3-seccomp \
                  prometheus zsh fish python3-dbusmock nftables dnsmasq-base xdg-desktop-portal python3-pyqt6 strace \
-                 tayga openssl ca-certificates
+                 tayga openssl ca-certificates debhelper lintian dpkg-dev fakeroot
+DEB_PACKAGES := $(BUILD_PACKAGES) debhelper lintian dpkg-dev fakeroot
 BENCH_PACKAGES := $(BUILD_PACKAGES) make libsystemd-dev dbus-bin python3-dbus python3-gi python3-dbusmock iproute2 procps \
                   xdg-desktop-portal openssl curl nftables dnsmasq-base
 
 # Warnings are errors wherever `make` builds: the standard is none.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 # No $$ORIGIN run path: the installed binaries load no library from beside themselves.
-RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath $(SWIFT_FLAGS)
+# Read-only relocations, bound at start, and the C shims' calls fortified, as Debian builds its own.
+RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath $(SWIFT_FLAGS) \
+                 -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now -Xcc -D_FORTIFY_SOURCE=2
 
-.PHONY: all build release run test check purity bench text-order fuzz install uninstall deps-build deps-test deps-bench gio-module gio-fuzz-replay clean
+.PHONY: all build release run test check purity bench deb deps-deb text-order fuzz install uninstall deps-build deps-test deps-bench gio-module gio-fuzz-replay clean
 
 all: build
 
@@ -42,6 +45,9 @@ deps-test:
 deps-bench:
 	$(call apt_install,$(BENCH_PACKAGES))
 
+deps-deb:
+	$(call apt_install,$(DEB_PACKAGES))
+
 build: deps-build gio-module
 	$(SWIFT) build $(SWIFT_FLAGS)
 
@@ -52,8 +58,9 @@ gio-module: deps-build $(GIO_MODULE)
 
 $(GIO_MODULE): $(GIO_MODULE_SOURCES)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -fPIC -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror -fvisibility=hidden \
-	  $$(pkg-config --cflags gio-2.0) $(filter %.c,$^) -o $@ $$(pkg-config --libs gio-2.0) -Wl,-z,defs -Wl,--as-needed
+	$(CC) -shared -fPIC -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Werror -fvisibility=hidden -D_FORTIFY_SOURCE=2 \
+	  $(CPPFLAGS) $(CFLAGS) \
+	  $$(pkg-config --cflags gio-2.0) $(filter %.c,$^) -o $@ $$(pkg-config --libs gio-2.0) -Wl,-z,defs -Wl,--as-needed -Wl,-z,relro -Wl,-z,now $(LDFLAGS)
 
 release: deps-build
 	$(SWIFT) build $(RELEASE_FLAGS)
@@ -63,12 +70,16 @@ release: deps-build
 run: release
 	@tools/run.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd" $(ARGS)
 
-test: deps-test gio-module gio-fuzz-replay purity
+# The package is built first: the systemd lane installs and purges it (NETOBSERVER_DEB).
+test: deps-test gio-module gio-fuzz-replay purity deb
 	@# Namespaces left by an interrupted earlier run (tests name theirs no-*).
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^no-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	tools/check-install.sh
+	@# The systemd lane's files, staged before `swift test` takes the build directory's lock.
+	rm -rf .build/lane-stage && $(MAKE) -s install DESTDIR=$(CURDIR)/.build/lane-stage PREFIX=/usr >/dev/null
 	NETOBSERVERD="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/netobserverd" \
+	NETOBSERVER_DEB="$(CURDIR)/netobserver_$(DEB_VERSION)_$(DEB_ARCH).deb" NETOBSERVER_LANE_STAGE="$(CURDIR)/.build/lane-stage" \
 	  $(SWIFT) test --disable-swift-testing $(SWIFT_FLAGS)
 
 # The GIO module's reading of what the service sends, under AddressSanitizer, over the fuzz corpus and any crash input.
@@ -161,6 +172,8 @@ GIOMODULEDIR ?= $(shell pkg-config --define-variable=prefix=$(PREFIX) --variable
 SYSTEM_GIOMODULEDIR := $(shell pkg-config --variable=giomoduledir gio-2.0 2>/dev/null)
 # Where the system looks whatever PREFIX is: dbus-daemon reads bus policies from /usr/share/dbus-1/system.d and
 # /etc/dbus-1/system.d only; Debian's zsh reads /usr/local/share/zsh/site-functions, not vendor-completions there.
+# systemd's units: Debian 12 keeps packaged units in /lib/systemd/system (the package passes it).
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 ifeq ($(PREFIX),/usr)
 DBUS_POLICYDIR ?= /usr/share/dbus-1/system.d
 ZSH_COMPLETIONDIR ?= /usr/share/zsh/vendor-completions
@@ -173,8 +186,8 @@ INSTALLED := $(SBINDIR)/netobserverd $(PREFIX)/bin/netobserver \
   $(PREFIX)/share/dbus-1/system-services/org.netobserver.Monitor.service \
   $(PREFIX)/share/dbus-1/services/org.netobserver.Monitor.service \
   $(PREFIX)/share/dbus-1/interfaces/org.netobserver.Monitor.xml \
-  $(PREFIX)/lib/systemd/system/netobserver.service \
-  $(PREFIX)/lib/systemd/system/netobserver-wait-online.service \
+  $(SYSTEMDUNITDIR)/netobserver.service \
+  $(SYSTEMDUNITDIR)/netobserver-wait-online.service \
   $(PREFIX)/lib/sysusers.d/netobserver.conf \
   $(PREFIX)/share/man/man8/netobserverd.8 $(PREFIX)/share/man/man1/netobserver.1 \
   $(PREFIX)/share/bash-completion/completions/netobserver \
@@ -203,16 +216,14 @@ install: release gio-module
 	install -D -m 644 completions/netobserver.fish "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/netobserver.fish"
 	mkdir -p "$(DESTDIR)$(PREFIX)/share/doc/netobserver"
 	sed 's|@bindir@|$(PREFIX)/bin|g' dbus/netobserver-metrics.service.in > "$(DESTDIR)$(PREFIX)/share/doc/netobserver/netobserver-metrics.service"
-	mkdir -p "$(DESTDIR)$(PREFIX)/lib/systemd/system"
-	sed 's|@bindir@|$(PREFIX)/bin|g' dbus/netobserver-wait-online.service.in > "$(DESTDIR)$(PREFIX)/lib/systemd/system/netobserver-wait-online.service"
-	chmod 644 "$(DESTDIR)$(PREFIX)/lib/systemd/system/netobserver-wait-online.service"
+	sed 's|@bindir@|$(PREFIX)/bin|g' dbus/netobserver-wait-online.service.in > "$(DESTDIR)$(SYSTEMDUNITDIR)/netobserver-wait-online.service"
+	chmod 644 "$(DESTDIR)$(SYSTEMDUNITDIR)/netobserver-wait-online.service"
 	chmod 644 "$(DESTDIR)$(PREFIX)/share/doc/netobserver/netobserver-metrics.service"
-	for f in "dbus/netobserver.service.in:lib/systemd/system/netobserver.service" \
-	         "dbus/system-services.service.in:share/dbus-1/system-services/org.netobserver.Monitor.service" \
-	         "dbus/session-services.service.in:share/dbus-1/services/org.netobserver.Monitor.service"; do \
-	  mkdir -p "$$(dirname "$(DESTDIR)$(PREFIX)/$${f#*:}")"; \
-	  sed 's|@sbindir@|$(SBINDIR)|g' "$${f%%:*}" > "$(DESTDIR)$(PREFIX)/$${f#*:}"; \
-	  chmod 644 "$(DESTDIR)$(PREFIX)/$${f#*:}"; \
+	for f in "dbus/netobserver.service.in:$(SYSTEMDUNITDIR)/netobserver.service" \
+	         "dbus/system-services.service.in:$(PREFIX)/share/dbus-1/system-services/org.netobserver.Monitor.service" \
+	         "dbus/session-services.service.in:$(PREFIX)/share/dbus-1/services/org.netobserver.Monitor.service"; do \
+	  sed 's|@sbindir@|$(SBINDIR)|g' "$${f%%:*}" > "$(DESTDIR)$${f#*:}"; \
+	  chmod 644 "$(DESTDIR)$${f#*:}"; \
 	done
 	@# Said plainly where the system will not look by itself.
 	@[ "$(GIOMODULEDIR)" = "$(SYSTEM_GIOMODULEDIR)" ] || echo "note: GLib loads GIO modules from $(SYSTEM_GIOMODULEDIR) only:" \
@@ -221,6 +232,21 @@ install: release gio-module
 	@case "$(PREFIX)" in /usr|/usr/local) ;; *) echo "note: systemd, dbus-daemon, man and the shells do not look under" \
 	  "$(PREFIX): link the units from $(PREFIX)/lib/systemd/system into /etc/systemd/system and the D-Bus service files" \
 	  "into /usr/local/share/dbus-1, or install with PREFIX=/usr or /usr/local";; esac
+
+# make deb: netobserver_VERSION_ARCH.deb at the top of the tree (dpkg-buildpackage over debian/, the
+# Swift runtime linked statically), checked by lintian; the .buildinfo, .changes and debug symbols
+# go to .build/deb. Install it with: apt-get install ./netobserver_*.deb
+DEB_VERSION = $(shell dpkg-parsechangelog -S Version)
+DEB_ARCH = $(shell dpkg-architecture -qDEB_HOST_ARCH)
+DEB_DIR := .build/deb
+deb: deps-deb
+	@mkdir -p $(DEB_DIR)
+	NETOBSERVER_DEB_DIR=$(DEB_DIR) dpkg-buildpackage --build=binary --no-sign \
+	  --buildinfo-option=-u$(DEB_DIR) --changes-option=-u$(DEB_DIR) \
+	  --buildinfo-file=$(DEB_DIR)/netobserver_$(DEB_VERSION)_$(DEB_ARCH).buildinfo \
+	  --changes-file=$(DEB_DIR)/netobserver_$(DEB_VERSION)_$(DEB_ARCH).changes
+	cp $(DEB_DIR)/netobserver_$(DEB_VERSION)_$(DEB_ARCH).deb .
+	lintian --fail-on error netobserver_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
