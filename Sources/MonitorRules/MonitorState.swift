@@ -56,10 +56,10 @@ public struct MonitorState: Equatable, Sendable {
     public var portalURL = ""
     /// The next hop of the route to Host ("" when on-link or no usable route).
     public var gateway = ""
-    /// The next hop's answer to the neighbour check: `reachable`, `unreachable`, `unknown`; "" when none applies.
-    public var neighbor = ""
-    /// Where the path to Host breaks (`Blame`'s raw values); "" while full or unknown, or not found yet.
-    public var blame = ""
+    /// The next hop's answer to the neighbour check; nil when none applies.
+    public var neighbor: NeighborAnswer?
+    /// Where the path to Host breaks; nil while full or unknown, or not found yet.
+    public var blame: Blame?
     /// The captive-portal API the route's network announced (RFC 8910), "" when none; its `venue-info-url`
     /// and `seconds-remaining` at the last answer (0 when not given).
     public var portalAPI = ""
@@ -76,14 +76,22 @@ public struct MonitorState: Equatable, Sendable {
     public var ipv4 = FamilyState()
     public var ipv6 = FamilyState()
     /// The NAT64 prefix of the network the route to Host uses ("" when none), how it was learned
-    /// (`ra`, `dns`, ""), and how Host's IPv4 address is reached (`native`, `nat64`, "").
+    /// (nil when none), and how Host's IPv4 address is reached (nil when it is not).
     public var nat64Prefix = ""
-    public var nat64Source = ""
-    public var ipv4Path = ""
+    public var nat64Source: Nat64Source?
+    public var ipv4Path: IPv4Path?
 
     public init() {}
 
     public var reachable: Bool { status.isConnected }
+}
+
+/// How Host's IPv4 address is reached (INTERFACE.md `Ipv4Path`).
+public enum IPv4Path: String, Sendable {
+    /// Over an IPv4 route.
+    case native
+    /// Through the network's NAT64 prefix.
+    case nat64
 }
 
 /// One address family's verdict for a target (INTERFACE.md "Every path").
@@ -97,11 +105,11 @@ public struct FamilyState: Equatable, Sendable {
     public var roundTripTime: UInt64
     /// The next hop of this family's route to Host; "" when on-link or no route.
     public var gateway: String
-    /// The next hop's answer to the neighbour check (`Neighbor4`, `Neighbor6`); "" when none applies.
-    public var neighbor: String
+    /// The next hop's answer to the neighbour check (`Neighbor4`, `Neighbor6`); nil when none applies.
+    public var neighbor: NeighborAnswer?
 
     public init(connectivity: Connectivity = .unknown, address: String = "", reason: String = "", roundTripTime: UInt64 = 0,
-                gateway: String = "", neighbor: String = "") {
+                gateway: String = "", neighbor: NeighborAnswer? = nil) {
         self.connectivity = connectivity
         self.address = address
         self.reason = reason

@@ -78,7 +78,7 @@ public struct OutageHistory: Equatable, Sendable {
     public var outageUnderway: Bool { running != nil }
 
     /// The published Connectivity, Blame and Reason at `boot`/`real`; the outage it ended, if any.
-    public mutating func observe(_ connectivity: Connectivity, blame: String, reason: String, boot: BootTime, real: WallTime) -> Outage? {
+    public mutating func observe(_ connectivity: Connectivity, blame: Blame?, reason: String, boot: BootTime, real: WallTime) -> Outage? {
         guard asleepSince == nil else { return nil }
         account(boot: boot)
         current = connectivity
@@ -94,8 +94,8 @@ public struct OutageHistory: Equatable, Sendable {
             }
             guard var outage = running else { return nil }
             if Self.rank(connectivity) < Self.rank(outage.worst) { outage.worst = connectivity }
-            if outage.blame.isEmpty, !blame.isEmpty {
-                outage.blame = blame
+            if outage.blame.isEmpty, let blame {
+                outage.blame = blame.rawValue
                 outage.reason = reason
             }
             running = outage

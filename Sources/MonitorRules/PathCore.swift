@@ -137,7 +137,7 @@ public struct PathCore {
         monitor.update(&state)
         state.traffic = trafficWatch.traffic
         let hop = diagnosis.nextHop
-        state.neighbor = hop?.hasNeighbors == true && monitor.route?.usable == true ? (diagnosis.neighbor ?? .unknown).rawValue : ""
+        state.neighbor = hop?.hasNeighbors == true && monitor.route?.usable == true ? diagnosis.neighbor ?? .unknown : nil
         var facts = BlameFacts(connectivity: state.connectivity)
         if case .failed = monitor.resolution { facts.lookupFailed = true }
         facts.routeUsable = monitor.route?.usable == true
@@ -148,7 +148,7 @@ public struct PathCore {
         facts.neighbor = diagnosis.neighbor
         facts.beyond = diagnosis.beyond
         let blame = BlameRules.blame(facts)
-        state.blame = blame?.rawValue ?? ""
+        state.blame = blame
         if let hop, let reason = BlameRules.reason(blame, gateway: hop.gateway, interface: hop.interface) { state.reason = reason }
     }
 

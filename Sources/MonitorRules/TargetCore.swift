@@ -254,14 +254,14 @@ public struct TargetCore {
         state.traffic = traffic
         state.ipv4 = family4
         state.ipv6 = family6
-        if headline == nil { state.blame = "" }
+        if headline == nil { state.blame = nil }
         state.nat64Prefix = nat64.map { "\($0.prefix)" } ?? ""
-        state.nat64Source = nat64?.source.rawValue ?? ""
+        state.nat64Source = nat64?.source
         // How Host's IPv4 address is reached: `nat64` through the prefix, `native` over an IPv4 route, "" when it is not.
         state.ipv4Path = if watchesV4, case .resolved = ipv4.monitor.resolution, ipv4.monitor.route?.usable == true {
-            ipv4.monitor.nat64 == nil ? "native" : "nat64"
+            ipv4.monitor.nat64 == nil ? .native : .nat64
         } else {
-            ""
+            nil
         }
     }
 

@@ -21,7 +21,7 @@ final class HistoryKeeper {
     private var writtenOutages: UInt64?
     /// The time-in-state text last handed to the writer: unchanged text is not written again.
     private var writtenTime: String?
-    private var seen: (connectivity: Connectivity, blame: String)?
+    private var seen: (connectivity: Connectivity, blame: Blame?)?
 
     init(file: AtomicFile?, minimumOutage: Duration) {
         self.file = file

@@ -82,8 +82,8 @@ public final class MonitorModel {
                 state.packetLoss = 0
                 state.ipv4 = FamilyState()
                 state.ipv6 = FamilyState()
-                state.ipv4Path = ""
-                state.blame = ""
+                state.ipv4Path = nil
+                state.blame = nil
                 state.reason = probeNow == nil ? Self.noEngineReason : "resolving \(new.host)"
             }
         }

@@ -148,17 +148,17 @@ extension SimulatedTarget {
                                        real: simulation.wallTime) {
             noteOutage(ended)
         }
-        if state.blame == Blame.gateway.rawValue, let since = gateway.answeringSince, let asked = diagnosis.lastCheckAskedAt, since < asked {
+        if state.blame == .gateway, let since = gateway.answeringSince, let asked = diagnosis.lastCheckAskedAt, since < asked {
             violation("Blame is gateway, but the gateway has answered its neighbours since before it was last asked")
         }
         let away = state.connectivity == .none || state.connectivity == .limited || state.connectivity == .portal
-        if away && state.blame.isEmpty {
+        if away && state.blame == nil {
             if diagnosis.unblamedSince == nil { diagnosis.unblamedSince = now }
         } else {
             diagnosis.unblamedSince = nil
         }
-        if away, !state.blame.isEmpty, state.blame != Blame.link.rawValue, state.connectivity == .none, state.reason.isEmpty {
-            violation("Blame \(state.blame) with no Reason")
+        if away, let blame = state.blame, blame != .link, state.connectivity == .none, state.reason.isEmpty {
+            violation("Blame \(blame) with no Reason")
         }
     }
 

@@ -196,7 +196,7 @@ final class DiagnosisTests: XCTestCase {
             sent = step(.timeout)
         }
         XCTAssertEqual(core.state(previous: MonitorState()).connectivity, .full)
-        XCTAssertEqual(core.state(previous: MonitorState()).neighbor, "reachable")
+        XCTAssertEqual(core.state(previous: MonitorState()).neighbor, .reachable)
         // Silence: probes time out until the threshold.
         asked = []
         var state = MonitorState()
@@ -209,8 +209,8 @@ final class DiagnosisTests: XCTestCase {
             state = core.state(previous: state)
         }
         XCTAssertEqual(state.connectivity, .limited)
-        XCTAssertEqual(state.blame, "gateway", "published with the Connectivity change")
-        XCTAssertEqual(state.neighbor, "unreachable")
+        XCTAssertEqual(state.blame, .gateway, "published with the Connectivity change")
+        XCTAssertEqual(state.neighbor, .unreachable)
         XCTAssertEqual(state.reason, "gateway 198.18.0.1 does not answer on eth0")
         let checks = asked.filter { if case .checkNeighbor = $0 { true } else { false } }
         XCTAssertEqual(checks.count, 1, "one neighbour check per suspicion: \(asked)")

@@ -20,11 +20,11 @@ final class OutageHistoryTests: XCTestCase {
 
     func testAnOutageRunsFromLeavingFullToFullAgainWithItsFirstBlameAndWorstValue() throws {
         var history = fresh()
-        XCTAssertNil(history.observe(.full, blame: "", reason: "", boot: afterBoot(1 * second), real: realStart + 1 * second))
-        XCTAssertNil(history.observe(.limited, blame: "", reason: "host not answering", boot: afterBoot(10 * second), real: realStart + 10 * second))
-        XCTAssertNil(history.observe(.limited, blame: "upstream", reason: "gateway answers", boot: afterBoot(11 * second), real: realStart + 11 * second))
-        XCTAssertNil(history.observe(.none, blame: "link", reason: "no carrier", boot: afterBoot(20 * second), real: realStart + 20 * second))
-        let ended = try XCTUnwrap(history.observe(.full, blame: "", reason: "", boot: afterBoot(70 * second), real: realStart + 70 * second))
+        XCTAssertNil(history.observe(.full, blame: nil, reason: "", boot: afterBoot(1 * second), real: realStart + 1 * second))
+        XCTAssertNil(history.observe(.limited, blame: nil, reason: "host not answering", boot: afterBoot(10 * second), real: realStart + 10 * second))
+        XCTAssertNil(history.observe(.limited, blame: .upstream, reason: "gateway answers", boot: afterBoot(11 * second), real: realStart + 11 * second))
+        XCTAssertNil(history.observe(.none, blame: .link, reason: "no carrier", boot: afterBoot(20 * second), real: realStart + 20 * second))
+        let ended = try XCTUnwrap(history.observe(.full, blame: nil, reason: "", boot: afterBoot(70 * second), real: realStart + 70 * second))
         XCTAssertEqual(ended, Outage(start: realStart + 10 * second, duration: 60 * second, blame: "upstream", worst: .none,
                                      reason: "gateway answers"))
         XCTAssertEqual(history.latest(10), [ended])
@@ -32,22 +32,22 @@ final class OutageHistoryTests: XCTestCase {
 
     func testABlipIsNoOutageAndStartUpIsNone() {
         var history = fresh(minimum: 3 * second)
-        XCTAssertNil(history.observe(.none, blame: "link", reason: "", boot: afterBoot(1 * second), real: realStart))
-        XCTAssertNil(history.observe(.full, blame: "", reason: "", boot: afterBoot(30 * second), real: realStart), "never full before: no outage")
-        XCTAssertNil(history.observe(.limited, blame: "host", reason: "", boot: afterBoot(40 * second), real: realStart))
-        XCTAssertNil(history.observe(.full, blame: "", reason: "", boot: afterBoot(42 * second), real: realStart), "2 s: a blip")
+        XCTAssertNil(history.observe(.none, blame: .link, reason: "", boot: afterBoot(1 * second), real: realStart))
+        XCTAssertNil(history.observe(.full, blame: nil, reason: "", boot: afterBoot(30 * second), real: realStart), "never full before: no outage")
+        XCTAssertNil(history.observe(.limited, blame: .host, reason: "", boot: afterBoot(40 * second), real: realStart))
+        XCTAssertNil(history.observe(.full, blame: nil, reason: "", boot: afterBoot(42 * second), real: realStart), "2 s: a blip")
         XCTAssertTrue(history.outages.isEmpty)
     }
 
     func testSleepClosesTheOutageAndIsNeverInOne() throws {
         var history = fresh(minimum: .zero)
-        _ = history.observe(.full, blame: "", reason: "", boot: afterBoot(.zero), real: realStart)
-        _ = history.observe(.limited, blame: "upstream", reason: "", boot: afterBoot(10 * second), real: realStart + 10 * second)
+        _ = history.observe(.full, blame: nil, reason: "", boot: afterBoot(.zero), real: realStart)
+        _ = history.observe(.limited, blame: .upstream, reason: "", boot: afterBoot(10 * second), real: realStart + 10 * second)
         let closed = try XCTUnwrap(history.suspend(boot: afterBoot(15 * second)))
         XCTAssertEqual(closed.duration, 5 * second, "closed at the moment of sleep")
         history.resume(boot: afterBoot(615 * second), real: realStart + 615 * second)
         XCTAssertTrue(history.outageUnderway, "the fault still there after the resume is a new outage")
-        let after = try XCTUnwrap(history.observe(.full, blame: "", reason: "", boot: afterBoot(617 * second), real: realStart + 617 * second))
+        let after = try XCTUnwrap(history.observe(.full, blame: nil, reason: "", boot: afterBoot(617 * second), real: realStart + 617 * second))
         XCTAssertEqual(after.duration, 2 * second)
         XCTAssertEqual(after.start, realStart + 615 * second)
         let times = Dictionary(uniqueKeysWithValues: history.timeInState(boot: afterBoot(617 * second)))
@@ -58,10 +58,10 @@ final class OutageHistoryTests: XCTestCase {
 
     func testASleepNobodyAnnouncedLeavesTheRunningValueAndTheOutage() throws {
         var history = fresh(minimum: .zero)
-        _ = history.observe(.full, blame: "", reason: "", boot: afterBoot(.zero), real: realStart)
-        _ = history.observe(.limited, blame: "host", reason: "", boot: afterBoot(100 * second), real: realStart)
+        _ = history.observe(.full, blame: nil, reason: "", boot: afterBoot(.zero), real: realStart)
+        _ = history.observe(.limited, blame: .host, reason: "", boot: afterBoot(100 * second), real: realStart)
         history.slept(3_600 * second, boot: afterBoot(3_720 * second))
-        let ended = try XCTUnwrap(history.observe(.full, blame: "", reason: "", boot: afterBoot(3_730 * second), real: realStart))
+        let ended = try XCTUnwrap(history.observe(.full, blame: nil, reason: "", boot: afterBoot(3_730 * second), real: realStart))
         XCTAssertEqual(ended.duration, 30 * second, "the hour asleep is no part of the outage")
         let times = Dictionary(uniqueKeysWithValues: history.timeInState(boot: afterBoot(3_730 * second)))
         XCTAssertEqual(times["asleep"], 3_600)
@@ -74,7 +74,7 @@ final class OutageHistoryTests: XCTestCase {
         let values: [Connectivity] = [.full, .limited, .full, .none, .portal, .full, .unknown, .full]
         for (index, value) in values.enumerated() {
             boot += UInt64(index + 1) * 7 * second + .microseconds(123_456)
-            _ = history.observe(value, blame: "", reason: "", boot: afterBoot(boot), real: realStart)
+            _ = history.observe(value, blame: nil, reason: "", boot: afterBoot(boot), real: realStart)
         }
         _ = history.suspend(boot: afterBoot(boot + 5 * second))
         history.resume(boot: afterBoot(boot + 50 * second), real: realStart)
@@ -84,7 +84,7 @@ final class OutageHistoryTests: XCTestCase {
         var later = fresh()
         for step in 0..<400 {
             let at = Duration.microseconds(UInt64(step) * 333_333)
-            _ = later.observe(step % 7 == 0 ? .limited : .full, blame: "", reason: "", boot: afterBoot(at), real: realStart)
+            _ = later.observe(step % 7 == 0 ? .limited : .full, blame: nil, reason: "", boot: afterBoot(at), real: realStart)
             for (key, value) in later.timeInState(boot: afterBoot(at + .microseconds(1))) {
                 XCTAssertGreaterThanOrEqual(value, previous[key] ?? 0, "\(key) never shrinks")
                 previous[key] = value
@@ -97,12 +97,12 @@ final class OutageHistoryTests: XCTestCase {
     func testTheHistoryKeepsAThousandOutagesAndThirtyDays() {
         var history = fresh(minimum: .zero)
         var boot = Duration.zero
-        _ = history.observe(.full, blame: "", reason: "", boot: afterBoot(boot), real: realStart)
+        _ = history.observe(.full, blame: nil, reason: "", boot: afterBoot(boot), real: realStart)
         for index in 0..<1_100 {
             boot += second
-            _ = history.observe(.none, blame: "link", reason: "\(index)", boot: afterBoot(boot), real: realStart + boot)
+            _ = history.observe(.none, blame: .link, reason: "\(index)", boot: afterBoot(boot), real: realStart + boot)
             boot += second
-            _ = history.observe(.full, blame: "", reason: "", boot: afterBoot(boot), real: realStart + boot)
+            _ = history.observe(.full, blame: nil, reason: "", boot: afterBoot(boot), real: realStart + boot)
         }
         XCTAssertEqual(history.outages.count, OutageHistory.maximumOutages)
         XCTAssertEqual(history.latest(1).first?.reason, "1099", "newest first")
@@ -112,9 +112,9 @@ final class OutageHistoryTests: XCTestCase {
 
     func testTheFileRoundTripsAndAnythingOddIsCorrupt() throws {
         var history = fresh(minimum: .zero)
-        _ = history.observe(.full, blame: "", reason: "", boot: afterBoot(.zero), real: realStart)
-        _ = history.observe(.limited, blame: "gateway", reason: "gateway 198.18.0.1 does not\nanswer", boot: afterBoot(5 * second), real: realStart)
-        _ = history.observe(.full, blame: "", reason: "", boot: afterBoot(9 * second), real: realStart)
+        _ = history.observe(.full, blame: nil, reason: "", boot: afterBoot(.zero), real: realStart)
+        _ = history.observe(.limited, blame: .gateway, reason: "gateway 198.18.0.1 does not\nanswer", boot: afterBoot(5 * second), real: realStart)
+        _ = history.observe(.full, blame: nil, reason: "", boot: afterBoot(9 * second), real: realStart)
         history.settle(boot: afterBoot(10 * second))
         let text = OutageHistoryFile.encode(history)
         let back = try OutageHistoryFile.decode(Array(text.utf8)[...], minimumOutage: .zero)

@@ -316,13 +316,13 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertTrue(actions.contains(.watchRoute(.v4, synthesized)), "\(actions)")
         var state = core.state(previous: MonitorState())
         XCTAssertEqual(state.nat64Prefix, "2001:db8:64::/96")
-        XCTAssertEqual(state.nat64Source, "ra")
+        XCTAssertEqual(state.nat64Source, .ra)
         XCTAssertEqual(state.ipv4.address, "198.18.2.2")
         XCTAssertFalse(actions.contains { if case .resolveNat64 = $0 { true } else { false } }, "the router said: no lookup")
 
         _ = core.handle(.route(.v4, ipv6Route.routed([.v6])), now: 2)
         state = core.state(previous: MonitorState())
-        XCTAssertEqual(state.ipv4Path, "nat64")
+        XCTAssertEqual(state.ipv4Path, .nat64)
 
         let back = core.handle(.route(.v6, ipv6Route.routed([.v4, .v6])), now: 3)
         XCTAssertTrue(back.contains(.probe(.v4, Self.v4)), "an IPv4 route: natively again: \(back)")
@@ -367,7 +367,7 @@ final class TargetCoreTests: XCTestCase {
         bench.handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2").routed([.v6])))
         bench.run(until: 100 * ms)
         XCTAssertEqual(bench.state.ipv4.connectivity, .full)
-        XCTAssertEqual(bench.state.nat64Source, "dns")
+        XCTAssertEqual(bench.state.nat64Source, .dns)
         XCTAssertFalse(bench.published.contains { $0.1 == .none }, "\(bench.published)")
 
         // A query that is never answered ends at its limit, max(5 s, Timeout): then IPv4 has no way, and says so.
@@ -409,7 +409,7 @@ final class TargetCoreTests: XCTestCase {
         bench.handle(.route(.v4, synthesized.routed([.v6])))
         bench.run(until: 9_000 * ms)
         XCTAssertEqual(bench.state.connectivity, .full)
-        XCTAssertEqual(bench.state.nat64Source, "dns")
+        XCTAssertEqual(bench.state.nat64Source, .dns)
         let after = bench.published.dropFirst(fullAt - 1).map(\.1)
         XCTAssertFalse(after.contains(.unknown) || after.contains(.none), "published after the first verdict: \(after)")
     }
@@ -429,7 +429,7 @@ final class TargetCoreTests: XCTestCase {
         let answer = try XCTUnwrap(prefix.synthesize(.v4([192, 0, 0, 170])))
         let learned = core.handle(.nat64Resolved(generation: try XCTUnwrap(lookups.first), .success([answer])), now: 3)
         XCTAssertTrue(learned.contains(.probe(.v4, try XCTUnwrap(prefix.synthesize(Self.v4)))), "\(learned)")
-        XCTAssertEqual(core.state(previous: MonitorState()).nat64Source, "dns")
+        XCTAssertEqual(core.state(previous: MonitorState()).nat64Source, .dns)
         let hourLater = core.handle(.timeout, now: 1 + TargetCore.nat64Discovery)
         XCTAssertTrue(hourLater.contains { if case .resolveNat64 = $0 { true } else { false } }, "asked again hourly")
     }

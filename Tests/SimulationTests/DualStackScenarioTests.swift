@@ -93,8 +93,8 @@ final class DualStackScenarioTests: XCTestCase {
         var figures = run.run()
         for violation in figures.violations { XCTFail(violation) }
         XCTAssertEqual(run.state.ipv4.connectivity, .full)
-        XCTAssertEqual(run.state.ipv4Path, "nat64")
-        XCTAssertEqual(run.state.nat64Source, "ra")
+        XCTAssertEqual(run.state.ipv4Path, .nat64)
+        XCTAssertEqual(run.state.nat64Source, .ra)
         XCTAssertEqual(figures.headlineTransitions, 0)
 
         let expiring = DualStackRun(settings: settings, seed: 5, faults: [

@@ -55,8 +55,8 @@ final class EqualTargetsScenarioTests: XCTestCase {
                                   duration: 8_000, timeline: [(2_000, .gateway(arp: false))]))
         for (number, state) in states.enumerated() {
             XCTAssertNotEqual(state.connectivity, .full, "target \(number)")
-            XCTAssertEqual(state.blame, Blame.gateway.rawValue, "target \(number): \(state.reason)")
-            XCTAssertEqual(state.neighbor, "unreachable", "target \(number)")
+            XCTAssertEqual(state.blame, .gateway, "target \(number): \(state.reason)")
+            XCTAssertEqual(state.neighbor, .unreachable, "target \(number)")
         }
     }
 }
