@@ -38,7 +38,18 @@ public struct MonitorState: Equatable, Sendable {
     public var status: Status = .unknown
     public var interface = ""
     public var address = ""
-    public var reason = ""
+    /// Why Status is not connected, one line (Reason).
+    public var reason: String {
+        get { silence.map { "host not answering: " + $0 } ?? reasonText }
+        set {
+            reasonText = newValue
+            silence = nil
+        }
+    }
+    /// When the probes' silence is the reason: what follows "host not answering" ("2 probes lost"),
+    /// which a family's line says over its family. Any other reason set clears it.
+    public private(set) var silence: String?
+    private var reasonText = ""
     public var roundTripTime: UInt64 = 0
     public var packetLoss: Double = 0
     public var lastChange: UInt64 = 0
@@ -84,6 +95,12 @@ public struct MonitorState: Equatable, Sendable {
     public init() {}
 
     public var reachable: Bool { status.isConnected }
+
+    /// The reason is the probes' silence, in these words.
+    public mutating func setSilence(_ detail: String) {
+        reasonText = ""
+        silence = detail
+    }
 }
 
 /// How Host's IPv4 address is reached (INTERFACE.md `Ipv4Path`).

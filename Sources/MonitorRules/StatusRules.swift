@@ -132,7 +132,11 @@ public enum StatusRules {
         case .some(true):
             state.reason = ""
         case .some(false):
-            state.reason = probe.reason + methodNote(probe.method)
+            if let detail = probe.failure?.silenceDetail {
+                state.setSilence(detail + methodNote(probe.method))
+            } else {
+                state.reason = probe.reason + methodNote(probe.method)
+            }
         case .none:
             state.reason = "waiting for the first answer from \(state.address)" + methodNote(probe.method)
         }

@@ -313,9 +313,13 @@ public struct TargetCore {
         guard watched else {
             return FamilyState(connectivity: .none, reason: "AddressFamily is \(addressFamily.rawValue)")
         }
-        var reason = state.connectivity == .full || state.connectivity == .unknown ? "" : state.reason
-        let silent = "host not answering"
-        if reason.hasPrefix(silent) { reason = silent + " over \(family)" + reason.dropFirst(silent.count) }
+        let reason = if state.connectivity == .full || state.connectivity == .unknown {
+            ""
+        } else if let silence = state.silence {
+            "host not answering over \(family): " + silence
+        } else {
+            state.reason
+        }
         return FamilyState(connectivity: state.connectivity, address: state.address, reason: reason,
                            roundTripTime: state.roundTripTime, gateway: state.gateway, neighbor: state.neighbor)
     }

@@ -490,7 +490,7 @@ public struct ProbeCore: Sendable {
         new.answering = verdict.answering
         new.roundTripMicroseconds = verdict.roundTripMicroseconds
         new.packetLoss = verdict.packetLoss
-        new.reason = verdict.reason
+        new.failure = verdict.failure
         new.method = method
         new.answeredBy = answeredBy
         new.probesSent = UInt64(statistics.sent)

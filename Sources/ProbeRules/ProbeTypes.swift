@@ -29,7 +29,8 @@ public struct ProbeReport: Equatable, Sendable {
     public var answering: Bool?
     public var roundTripMicroseconds: UInt64 = 0
     public var packetLoss: Double = 0
-    public var reason = ""
+    public var failure: ProbeFailure?
+    public var reason: String { failure?.text ?? "" }
     public var method: ProbeMethod?
     /// How the host was last heard from (the contract's ProbeMethod); nil before its first answer.
     public var answeredBy: AnswerPath?

@@ -15,6 +15,44 @@ public enum ProbeOutcome: Equatable, Sendable {
     case refused(reason: String)
 }
 
+/// Why the host counts as not answering: Reason's words for it, kept typed so that a family's line
+/// (Reason4/6: "host not answering over IPv6: …") and the late-reply rule never read them back.
+public enum ProbeFailure: Equatable, Sendable {
+    /// Probes went unanswered, `probes` in a row.
+    case silent(Silence, probes: UInt32)
+    /// Replies came, but after Timeout.
+    case tooSlow(timeoutMilliseconds: UInt32, probes: UInt32)
+    /// The network said no, in these words.
+    case refused(String)
+
+    public enum Silence: Equatable, Sendable {
+        case lost
+        /// Time Exceeded came back from a router on the way.
+        case timeExceeded(at: String)
+        /// Destination Unreachable errors that quote too little of the probe to prove anything.
+        case unproven(from: String)
+    }
+
+    /// What follows "host not answering" for a silence; nil for the others.
+    public var silenceDetail: String? {
+        guard case .silent(let silence, let probes) = self else { return nil }
+        return switch silence {
+        case .lost: "\(probes) probes lost"
+        case .timeExceeded(let router): "time exceeded at \(router) (\(probes) probes lost)"
+        case .unproven(let sender): "\(probes) probes failed (ICMP errors from \(sender) that quote too little to be verified)"
+        }
+    }
+
+    /// The line, as Reason says it.
+    public var text: String {
+        switch self {
+        case .silent: "host not answering: " + (silenceDetail ?? "")
+        case .tooSlow(let timeout, let probes): "host too slow: no reply within \(timeout) ms (\(probes) probes)"
+        case .refused(let why): why
+        }
+    }
+}
+
 /// Answering or not, with FailureThreshold / RecoveryThreshold hysteresis,
 /// PacketLoss over the last 20 probes, and the last round trip. Pure.
 public struct ProbeVerdict: Equatable, Sendable {
@@ -25,7 +63,9 @@ public struct ProbeVerdict: Equatable, Sendable {
     public private(set) var consecutiveFailures: UInt32 = 0
     public private(set) var consecutiveAnswers: UInt32 = 0
     public private(set) var roundTripMicroseconds: UInt64 = 0
-    public private(set) var reason = ""
+    /// Why the host is not answering; nil while it answers or before a verdict.
+    public private(set) var failure: ProbeFailure?
+    public var reason: String { failure?.text ?? "" }
     private var history: [Bool] = []
     private var tooSlow = false
     /// Whether the last failure was silence (a lost probe) rather than an ICMP answer.
@@ -78,13 +118,13 @@ public struct ProbeVerdict: Equatable, Sendable {
             if answering != false && consecutiveFailures >= failureThreshold { answering = false }
             if answering == false {
                 if case .timeExceeded(let router) = outcome {
-                    reason = "host not answering: time exceeded at \(router) (\(consecutiveFailures) probes lost)"
+                    failure = .silent(.timeExceeded(at: router), probes: consecutiveFailures)
                 } else if case .unproven(let sender) = outcome {
-                    reason = "host not answering: \(consecutiveFailures) probes failed (ICMP errors from \(sender) that quote too little to be verified)"
+                    failure = .silent(.unproven(from: sender), probes: consecutiveFailures)
                 } else if tooSlow {
-                    reason = "host too slow: no reply within \(timeoutMilliseconds) ms (\(consecutiveFailures) probes)"
+                    failure = .tooSlow(timeoutMilliseconds: timeoutMilliseconds, probes: consecutiveFailures)
                 } else {
-                    reason = "host not answering: \(consecutiveFailures) probes lost"
+                    failure = .silent(.lost, probes: consecutiveFailures)
                 }
             }
         case .refused(let why):
@@ -92,9 +132,9 @@ public struct ProbeVerdict: Equatable, Sendable {
             consecutiveAnswers = 0
             consecutiveFailures = consecutiveFailures.saturatingSuccessor
             answering = false
-            reason = why
+            failure = .refused(why)
         }
-        if answering == true { reason = "" }
+        if answering == true { failure = nil }
         return answering != before
     }
 
@@ -106,9 +146,9 @@ public struct ProbeVerdict: Equatable, Sendable {
     /// A reply came for a probe already counted lost: the host is slow, not silent.
     public mutating func noteLateReply(timeoutMilliseconds: UInt32) {
         tooSlow = true
-        if answering == false && reason.hasPrefix("host not answering:") && !reason.contains("time exceeded") {
-            reason = "host too slow: no reply within \(timeoutMilliseconds) ms (\(consecutiveFailures) probes)"
-        }
+        guard answering == false, case .silent(let silence, _)? = failure else { return }
+        if case .timeExceeded = silence { return }
+        failure = .tooSlow(timeoutMilliseconds: timeoutMilliseconds, probes: consecutiveFailures)
     }
 
     /// The machine slept: the streaks before it say nothing about the network after it (the verdict and

@@ -13,9 +13,9 @@ final class StatusRulesTests: XCTestCase {
         StatusRules.state(host: "server.test", resolution: resolution, route: route, probe: probe, previous: MonitorState())
     }
 
-    func answering(_ answering: Bool?, reason: String = "", method: ProbeMethod = .icmpRaw) -> ProbeReport {
+    func answering(_ answering: Bool?, failure: ProbeFailure? = nil, method: ProbeMethod = .icmpRaw) -> ProbeReport {
         var report = ProbeReport(answering: answering)
-        report.reason = reason
+        report.failure = failure
         report.method = method
         report.roundTripMicroseconds = 420
         report.packetLoss = 0.05
@@ -59,11 +59,11 @@ final class StatusRulesTests: XCTestCase {
     }
 
     func testHostNotAnsweringKeepsTheInterface() {
-        let s = state(.resolved(address), route, answering(false, reason: "host not answering: 2 probes lost"))
+        let s = state(.resolved(address), route, answering(false, failure: .silent(.lost, probes: 2)))
         XCTAssertEqual(s.status, .none)
         XCTAssertEqual(s.interface, "c0", "the route exists while the host is silent")
         XCTAssertEqual(s.reason, "host not answering: 2 probes lost")
-        let tcp = state(.resolved(address), route, answering(false, reason: "host not answering: 2 probes lost", method: .tcp))
+        let tcp = state(.resolved(address), route, answering(false, failure: .silent(.lost, probes: 2), method: .tcp))
         XCTAssertTrue(tcp.reason.hasSuffix("(probing with TCP connections to port 443: ICMP sockets are not permitted)"))
     }
 
@@ -89,7 +89,7 @@ final class StatusRulesTests: XCTestCase {
         var unusable = route
         unusable.usable = false
         let routes: [ReachabilityVerdict?] = [nil, route, unusable]
-        let probes = [answering(nil), answering(true), answering(false, reason: "host not answering")]
+        let probes = [answering(nil), answering(true), answering(false, failure: .silent(.lost, probes: 2))]
         let facts = [LinkFactsTable(),
                      LinkFactsTable().with(portalAPIs: ["c0": PortalAPIFacts(uri: "https://api.test/",
                                                                               answer: CapportAnswer(captive: true, userPortalURL: "https://p.test/"))]),

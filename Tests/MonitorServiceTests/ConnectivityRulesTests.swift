@@ -114,7 +114,7 @@ final class ConnectivityRulesTests: XCTestCase {
 
     func state(route: ReachabilityVerdict?, answering: Bool?, _ beyond: BeyondTheHost, resolution: Resolution? = nil) -> MonitorState {
         var probe = ProbeReport(answering: answering)
-        probe.reason = answering == false ? "host not answering: 2 probes lost" : ""
+        probe.failure = answering == false ? .silent(.lost, probes: 2) : nil
         return StatusRules.state(host: "h.test", resolution: resolution ?? .resolved(address), route: route, probe: probe,
                                  beyond: beyond, previous: MonitorState())
     }
