@@ -57,8 +57,11 @@ let package = Package(
         .target(name: "HTTPCheck", dependencies: ["CCurl", "EventLoop", "MonitorRules", "ProbeRules", "Timekeeping"]),
         // org.netobserver.Monitor's names, types, access and change modes, typed once for daemon, client and tests.
         .target(name: "MonitorContract", dependencies: ["DBusKit", "MonitorRules", "ProbeRules"]),
+        // The blocking helper: a second process for whatever may block (lookups, the census, file writes),
+        // its wire, and the atomic file it writes through. The daemon never starts a thread of its own.
+        .target(name: "HelperProcess", dependencies: ["CLinux", "EventLoop", "NetAddress", "Probe", "ProbeRules", "Timekeeping", "TrafficCensus"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
-        .target(name: "MonitorService", dependencies: ["CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck", "NetAddress", "ProbeRules", "TrafficCensus", "Timekeeping"]),
+        .target(name: "MonitorService", dependencies: ["HelperProcess", "CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck", "NetAddress", "ProbeRules", "TrafficCensus", "Timekeeping"]),
         // Released, what an idle daemon runs is linked first (tools/text-order.sh): with it together, the kernel's
         // 64 KiB fault-around keeps ~1.5 MB less text resident. Every library symbol is bound at start (-z now),
         // before the start-up trims: bound lazily, each first call after them read the symbol tables back (~0.7 MB).
@@ -75,7 +78,7 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         // One fuzz input through the real dispatch of a complete Monitor object; the fuzzer and its replay test share it.
         // The other fuzzed surfaces (state file, validators, the client, the system-bus follower) beside it.
-        .target(name: "DBusFuzzHarness", dependencies: ["DBusKit", "EventLoop", "MonitorService", "MonitorContract", "MonitorClientCore", "MonitorRules", "Timekeeping"]),
+        .target(name: "DBusFuzzHarness", dependencies: ["HelperProcess", "DBusKit", "EventLoop", "MonitorService", "MonitorContract", "MonitorClientCore", "MonitorRules", "Timekeeping"]),
         // What the client makes of the service's values: the snapshot, the bar formats, the metrics text,
         // the signals it believes. A library of its own so the fuzzer reaches it.
         .target(name: "MonitorClientCore", dependencies: ["DBusKit", "MonitorContract", "MonitorRules", "ProbeRules", "Timekeeping"]),
@@ -85,7 +88,7 @@ let package = Package(
         .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation", "NetAddress", "ProbeRules", "ReachabilityRules", "TrafficCensus", "Timekeeping"]),
 
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport", "Cellular", "MonitorRules", "Timekeeping", "TestTime"]),
-        .testTarget(name: "MonitorServiceTests", dependencies: ["MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck", "IntegrationSupport", "EventLoop", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules", "TrafficCensus", "Timekeeping", "TestTime"]),
+        .testTarget(name: "MonitorServiceTests", dependencies: ["HelperProcess", "MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck", "IntegrationSupport", "EventLoop", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules", "TrafficCensus", "Timekeeping", "TestTime"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress", "NetCore"]),
         .testTarget(name: "TimekeepingTests", dependencies: ["Timekeeping"]),
         .testTarget(name: "ProbeRulesTests", dependencies: ["NetAddress", "ProbeRules", "Timekeeping", "TestTime"]),

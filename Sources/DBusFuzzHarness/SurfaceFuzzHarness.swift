@@ -1,3 +1,4 @@
+import HelperProcess
 import DBusKit
 import MonitorClientCore
 import MonitorContract

@@ -1,3 +1,4 @@
+import HelperProcess
 import CLinux
 import Cellular
 import DBusKit
@@ -150,6 +151,7 @@ final class Service {
         budget = PendingBudget(identify: PendingBudget.askingBus(connection))
         do {
             let helper = BlockingHelper(loop: loop)
+            helper.onWarning = { Log.warning($0) }
             self.helper = helper
             resolver = try HostResolver(loop: loop) { [unowned helper] host, family, first, answer in
                 helper.resolve(host, family: family, first: first, completion: answer)

@@ -1,3 +1,4 @@
+import HelperProcess
 import EventLoop
 import MonitorRules
 import Timekeeping

@@ -1,3 +1,4 @@
+@testable import HelperProcess
 import EventLoop
 @testable import MonitorService
 import NetAddress

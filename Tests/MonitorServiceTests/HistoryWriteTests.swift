@@ -1,3 +1,4 @@
+@testable import HelperProcess
 import EventLoop
 import Foundation
 @testable import MonitorService

@@ -1,3 +1,4 @@
+import HelperProcess
 import Foundation
 import Glibc
 import EventLoop

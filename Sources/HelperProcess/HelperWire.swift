@@ -6,7 +6,7 @@ import TrafficCensus
 
 /// The daemon's blocking work, as it asks its helper process for it: name lookups, census walks,
 /// the state directory's files.
-enum HelperRequest: Equatable, Sendable {
+package enum HelperRequest: Equatable, Sendable {
     case resolve(host: String, family: Int32)
     case sample(host: IPAddress, sources: [IPAddress], now: Instant)
     case write(directory: String, name: String, text: String)
@@ -17,7 +17,7 @@ enum HelperRequest: Equatable, Sendable {
 }
 
 /// What the helper answers each request with (`resolve` → `resolved`, and so on).
-enum HelperAnswer: Equatable, Sendable {
+package enum HelperAnswer: Equatable, Sendable {
     case resolved(Result<[IPAddress], ResolverFailure>)
     case sampled(TrafficSampler.Taken)
     case written(SystemError?)
@@ -27,7 +27,7 @@ enum HelperAnswer: Equatable, Sendable {
     case passed
 
     /// Whether this is the kind of answer `request` gets (`resolve` → `resolved`, and so on).
-    func answers(_ request: HelperRequest) -> Bool {
+    package func answers(_ request: HelperRequest) -> Bool {
         switch (request, self) {
         case (.resolve, .resolved), (.sample, .sampled), (.write, .written), (.remove, .removed), (.read, .read),
              (.barrier, .passed): true
@@ -36,7 +36,7 @@ enum HelperAnswer: Equatable, Sendable {
     }
 
     /// What a quiet request is answered with: only a failure (a write that did not reach the disk).
-    var isFailure: Bool {
+    package var isFailure: Bool {
         switch self {
         case .written(let error): return error != nil
         case .resolved(.failure), .read(.failure): return true
@@ -49,7 +49,7 @@ enum HelperAnswer: Equatable, Sendable {
 }
 
 /// Each kind of work waits only behind its own kind: a lookup that hangs never holds up a write.
-enum HelperLane: UInt8, CaseIterable, Sendable {
+package enum HelperLane: UInt8, CaseIterable, Sendable {
     case lookups, census, settings, history
     /// The default target's lookups (its Host's and its checks'): a lane of their own, so no other target's hung
     /// lookup, under way in `lookups`, holds them up.
@@ -60,14 +60,14 @@ enum HelperLane: UInt8, CaseIterable, Sendable {
 /// then an 8-byte request number, a lane (a request's with its top bit set when it is quiet: answered
 /// only if it fails), and the request or answer. Numbers are little-endian,
 /// strings and lists counted. A frame that does not decode whole is refused.
-enum HelperWire {
+package enum HelperWire {
     /// No frame is longer (a history file, 640 KiB, is the longest thing carried).
-    static let maximumFrame = 1 << 20
-    static let headerLength = 4
+    package static let maximumFrame = 1 << 20
+    package static let headerLength = 4
 
-    static let quietBit: UInt8 = 0x80
+    package static let quietBit: UInt8 = 0x80
 
-    static func frame(id: UInt64, lane: HelperLane, quiet: Bool = false, _ request: HelperRequest) -> [UInt8] {
+    package static func frame(id: UInt64, lane: HelperLane, quiet: Bool = false, _ request: HelperRequest) -> [UInt8] {
         var out = WireOut()
         out.u64(id)
         out.u8(lane.rawValue | (quiet ? quietBit : 0))
@@ -89,7 +89,7 @@ enum HelperWire {
         return out.framed()
     }
 
-    static func frame(id: UInt64, lane: HelperLane, _ answer: HelperAnswer) -> [UInt8] {
+    package static func frame(id: UInt64, lane: HelperLane, _ answer: HelperAnswer) -> [UInt8] {
         var out = WireOut()
         out.u64(id)
         out.u8(lane.rawValue)
@@ -128,21 +128,21 @@ enum HelperWire {
     }
 
     /// The length a frame's header announces, or nil when it is out of bounds (the peer is not ours to trust).
-    static func frameLength(_ header: ArraySlice<UInt8>) -> Int? {
+    package static func frameLength(_ header: ArraySlice<UInt8>) -> Int? {
         var input = WireIn(header)
         guard let length = input.u32(), length >= 9, Int(length) <= maximumFrame else { return nil }
         return Int(length)
     }
 
     /// What `stream` holds from `start` on: a whole frame (its body's range), not yet one, or a header out of bounds.
-    enum Next: Equatable {
+    package enum Next: Equatable {
         case body(Range<Int>)
         case incomplete
         case outOfBounds
     }
 
     /// The next frame of a stream as read so far (each side reads the other's frames so).
-    static func next(in stream: [UInt8], from start: Int) -> Next {
+    package static func next(in stream: [UInt8], from start: Int) -> Next {
         guard stream.count - start >= headerLength else { return .incomplete }
         guard let length = frameLength(stream[start..<start + headerLength]) else { return .outOfBounds }
         let end = start + headerLength + length
@@ -150,7 +150,7 @@ enum HelperWire {
     }
 
     /// A frame's body (after the length) as a request.
-    static func request(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, quiet: Bool, request: HelperRequest)? {
+    package static func request(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, quiet: Bool, request: HelperRequest)? {
         var input = WireIn(body)
         guard let id = input.u64(), let laneByte = input.u8(), let lane = HelperLane(rawValue: laneByte & ~quietBit),
               let kind = input.u8() else { return nil }
@@ -181,7 +181,7 @@ enum HelperWire {
     }
 
     /// A frame's body (after the length) as an answer.
-    static func answer(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, answer: HelperAnswer)? {
+    package static func answer(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, answer: HelperAnswer)? {
         var input = WireIn(body)
         guard let id = input.u64(), let lane = input.u8().flatMap(HelperLane.init), let kind = input.u8() else { return nil }
         let answer: HelperAnswer
@@ -234,20 +234,20 @@ enum HelperWire {
 
 /// A frame being written: the body, then its length put in front.
 private struct WireOut {
-    var body: [UInt8] = []
+    package var body: [UInt8] = []
 
-    mutating func u8(_ value: UInt8) { body.append(value) }
-    mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { body.append(contentsOf: $0) } }
-    mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { body.append(contentsOf: $0) } }
-    mutating func bytes(_ value: some Collection<UInt8>) { u32(UInt32(value.count)); body.append(contentsOf: value) }
-    mutating func string(_ value: String) { bytes(value.utf8) }
-    mutating func error(_ value: SystemError) { string(value.call); u32(UInt32(bitPattern: value.errno)) }
-    mutating func address(_ value: IPAddress) {
+    package mutating func u8(_ value: UInt8) { body.append(value) }
+    package mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { body.append(contentsOf: $0) } }
+    package mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { body.append(contentsOf: $0) } }
+    package mutating func bytes(_ value: some Collection<UInt8>) { u32(UInt32(value.count)); body.append(contentsOf: value) }
+    package mutating func string(_ value: String) { bytes(value.utf8) }
+    package mutating func error(_ value: SystemError) { string(value.call); u32(UInt32(bitPattern: value.errno)) }
+    package mutating func address(_ value: IPAddress) {
         bytes(value.bytes)
         if case .v6(_, let zone) = value { u32(zone.index); string(zone.name) } else { u32(0); string("") }
     }
 
-    func framed() -> [UInt8] {
+    package func framed() -> [UInt8] {
         var frame: [UInt8] = []
         frame.reserveCapacity(HelperWire.headerLength + body.count)
         withUnsafeBytes(of: UInt32(body.count).littleEndian) { frame.append(contentsOf: $0) }
@@ -258,53 +258,53 @@ private struct WireOut {
 
 /// A frame being read: every read checks what is left, so a short or lying frame gives nil.
 private struct WireIn {
-    var rest: ArraySlice<UInt8>
+    package var rest: ArraySlice<UInt8>
 
-    init(_ bytes: ArraySlice<UInt8>) { rest = bytes }
+    package init(_ bytes: ArraySlice<UInt8>) { rest = bytes }
 
-    var isAtEnd: Bool { rest.isEmpty }
+    package var isAtEnd: Bool { rest.isEmpty }
 
-    mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
+    package mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
         guard count >= 0, rest.count >= count else { return nil }
         defer { rest = rest.dropFirst(count) }
         return rest.prefix(count)
     }
 
-    mutating func u8() -> UInt8? { take(1)?.first }
+    package mutating func u8() -> UInt8? { take(1)?.first }
 
-    mutating func u32() -> UInt32? {
+    package mutating func u32() -> UInt32? {
         guard let raw = take(4) else { return nil }
         return raw.reversed().reduce(0) { $0 << 8 | UInt32($1) }
     }
 
-    mutating func u64() -> UInt64? {
+    package mutating func u64() -> UInt64? {
         guard let raw = take(8) else { return nil }
         return raw.reversed().reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// A count of things, which is never more than an Int holds.
-    mutating func count() -> Int? { u64().flatMap { Int(exactly: $0) } }
+    package mutating func count() -> Int? { u64().flatMap { Int(exactly: $0) } }
 
-    mutating func bytes() -> ArraySlice<UInt8>? {
+    package mutating func bytes() -> ArraySlice<UInt8>? {
         guard let length = u32() else { return nil }
         return take(Int(length))
     }
 
-    mutating func string() -> String? { bytes().flatMap { String(validating: $0, as: UTF8.self) } }
+    package mutating func string() -> String? { bytes().flatMap { String(validating: $0, as: UTF8.self) } }
 
-    mutating func error() -> SystemError? {
+    package mutating func error() -> SystemError? {
         guard let call = string(), let code = u32() else { return nil }
         return SystemError(call, errno: Int32(bitPattern: code))
     }
 
-    mutating func address() -> IPAddress? {
+    package mutating func address() -> IPAddress? {
         guard let raw = bytes(), let plain = IPAddress(bytes: raw), let index = u32(), let name = string() else { return nil }
         if case .v6(let bytes, _) = plain, index != 0 { return .v6(bytes, zone: IPAddress.Zone(index: index, name: name)) }
         return plain
     }
 
     /// At most as many as the frame could hold, so a lying count cannot make us reserve memory.
-    mutating func addresses() -> [IPAddress]? {
+    package mutating func addresses() -> [IPAddress]? {
         guard let count = u32(), Int(count) <= rest.count / 12 else { return nil }
         var addresses: [IPAddress] = []
         for _ in 0..<count {

@@ -8,11 +8,11 @@ import TrafficCensus
 /// `netobserverd --blocking-helper`: the daemon's blocking work, asked on descriptor 3. Each lane has
 /// a thread of its own, so a lookup that hangs holds up only the lookups behind it. Ends when the
 /// daemon closes its end, or dies.
-enum BlockingHelperProcess {
-    static let descriptor: Int32 = 3
-    static let trimAfterMilliseconds: Int32 = 3_000
+package enum BlockingHelperProcess {
+    package static let descriptor: Int32 = 3
+    package static let trimAfterMilliseconds: Int32 = 3_000
 
-    static func run() -> Int32 {
+    package static func run() -> Int32 {
         guard CLinux_become_helper() == 0 else { return 1 }
         // One heap for the lanes' threads, not an arena each: their work is small.
         _ = mallopt(M_ARENA_MAX, 1)
@@ -69,9 +69,9 @@ private final class AnswerWriter: Sendable {
     private let descriptor: Int32
     private let writing = Mutex(())
 
-    init(descriptor: Int32) { self.descriptor = descriptor }
+    package init(descriptor: Int32) { self.descriptor = descriptor }
 
-    func send(_ frame: [UInt8]) {
+    package func send(_ frame: [UInt8]) {
         writing.withLock { _ in
             var sent = 0
             while sent < frame.count {
@@ -89,7 +89,7 @@ private final class AnswerWriter: Sendable {
 private final class HelperWork: Sendable {
     private let census = Mutex<CensusTaker?>(nil)
 
-    func perform(_ request: HelperRequest) -> HelperAnswer {
+    package func perform(_ request: HelperRequest) -> HelperAnswer {
         switch request {
         case .resolve(let host, let family):
             return .resolved(HostResolver.systemLookup(host, family))

@@ -13,13 +13,13 @@ import TrafficCensus
 ///
 /// Started on first use. When it stops, every request it had not answered gets its failure at once,
 /// and the next request starts another (at most one start a second).
-final class BlockingHelper {
-    static let argument = "--blocking-helper"
+package final class BlockingHelper {
+    package static let argument = "--blocking-helper"
     /// The helper is the daemon's own binary.
-    static let executable = "/proc/self/exe"
+    package static let executable = "/proc/self/exe"
     /// What may wait to be written to the helper before it is taken as stuck and replaced.
-    static let outboxLimit = 16 << 20
-    static let restartPause = Duration.seconds(1)
+    package static let outboxLimit = 16 << 20
+    package static let restartPause = Duration.seconds(1)
     private static let readChunk = 64 << 10
     /// However much the helper has sent, one turn reads at most this many chunks.
     private static let readsPerTurn = 16
@@ -45,6 +45,8 @@ final class BlockingHelper {
     }
 
     private let loop: MainLoop
+    /// Where a warning goes (the daemon's log): the helper could not start, or stopped.
+    package var onWarning: (String) -> Void = { _ in }
     private var connection: Connection?
     private var waiting: [UInt64: Waiting] = [:]
     /// Who hears a quiet request's failure, by lane (a quiet request is answered only when it fails).
@@ -55,7 +57,7 @@ final class BlockingHelper {
     /// Helpers that stopped and are not reaped yet (each is, at the next start or stop).
     private var unreaped: [pid_t] = []
 
-    init(loop: MainLoop) {
+    package init(loop: MainLoop) {
         self.loop = loop
     }
 
@@ -65,7 +67,7 @@ final class BlockingHelper {
 
     /// Looks `host` up (getaddrinfo, `family` or AF_UNSPEC) behind the other lookups.
     /// `first`: the default target's, on a lane of their own.
-    func resolve(_ host: String, family: Int32, first: Bool = false,
+    package func resolve(_ host: String, family: Int32, first: Bool = false,
                  completion: @escaping (Result<[IPAddress], ResolverFailure>) -> Void) {
         run(.resolve(host: host, family: family), on: first ? .firstLookups : .lookups) { answer in
             if case .resolved(let result) = answer { completion(result) }
@@ -73,14 +75,14 @@ final class BlockingHelper {
     }
 
     /// Walks the census for connections to `host` from `sources` behind the other walks.
-    func sample(host: IPAddress, sources: [IPAddress], now: Instant, completion: @escaping (TrafficSampler.Taken) -> Void) {
+    package func sample(host: IPAddress, sources: [IPAddress], now: Instant, completion: @escaping (TrafficSampler.Taken) -> Void) {
         run(.sample(host: host, sources: sources, now: now), on: .census) { answer in
             if case .sampled(let taken) = answer { completion(taken) }
         }
     }
 
     /// Writes `text` to `name` in `directory` atomically behind `lane`'s other work; nil: it is on disk.
-    func write(_ text: String, to name: String, in directory: String, on lane: HelperLane,
+    package func write(_ text: String, to name: String, in directory: String, on lane: HelperLane,
                completion: @escaping (SystemError?) -> Void) {
         run(.write(directory: directory, name: name, text: text), on: lane) { answer in
             if case .written(let error) = answer { completion(error) }
@@ -88,7 +90,7 @@ final class BlockingHelper {
     }
 
     /// Reads `name` in `directory` (at most `maximumSize` bytes) behind `lane`'s other work; nil: there is no such file.
-    func read(_ name: String, in directory: String, maximumSize: Int, on lane: HelperLane,
+    package func read(_ name: String, in directory: String, maximumSize: Int, on lane: HelperLane,
               completion: @escaping (Result<[UInt8]?, AtomicFile.Refused>) -> Void) {
         run(.read(directory: directory, name: name, maximumSize: maximumSize), on: lane) { answer in
             if case .read(let result) = answer { completion(result) }
@@ -105,12 +107,12 @@ final class BlockingHelper {
     /// Asks for `request` without waiting for its answer: the helper answers only if it fails, and the
     /// failure goes to the lane's `onQuietFailure` handler. Nothing wakes the daemon for a success (a
     /// history written every 10 s). A request the helper could not take is lost with it, unsaid.
-    func runQuietly(_ request: HelperRequest, on lane: HelperLane) {
+    package func runQuietly(_ request: HelperRequest, on lane: HelperLane) {
         send(request, on: lane, quiet: true) { _ in }
     }
 
     /// Who hears the failures of `lane`'s quiet requests.
-    func onQuietFailure(of lane: HelperLane, _ handler: @escaping (HelperAnswer) -> Void) {
+    package func onQuietFailure(of lane: HelperLane, _ handler: @escaping (HelperAnswer) -> Void) {
         quietFailures[lane] = handler
     }
 
@@ -141,7 +143,7 @@ final class BlockingHelper {
     /// Waits (blocking, at most `limit`) until the helper has done every request of `lane`, quiet ones
     /// included (a barrier follows them); the answers read meanwhile are dropped, their completions not
     /// run. For a clean exit.
-    func drain(_ lane: HelperLane, within limit: Duration = .seconds(10)) {
+    package func drain(_ lane: HelperLane, within limit: Duration = .seconds(10)) {
         guard connection != nil else { return }
         run(.barrier, on: lane) { _ in }
         let deadline = MonotonicClock.now() + limit
@@ -168,7 +170,7 @@ final class BlockingHelper {
             self.connection = connection
             return connection
         } catch {
-            Log.warning("cannot start the blocking helper (\(error)): lookups, traffic samples and saved files fail until it starts")
+            onWarning("cannot start the blocking helper (\(error)): lookups, traffic samples and saved files fail until it starts")
             return nil
         }
     }
@@ -287,7 +289,7 @@ final class BlockingHelper {
         kill(connection.pid, SIGKILL)
         unreaped.append(connection.pid)
         reap()
-        Log.warning("the blocking helper (PID \(connection.pid)) stopped: \(why); another starts on the next request")
+        onWarning("the blocking helper (PID \(connection.pid)) stopped: \(why); another starts on the next request")
         let failed = waiting
         waiting.removeAll()
         for (_, entry) in failed.sorted(by: { $0.key < $1.key }) { entry.completion(Self.failure(of: entry.request)) }
