@@ -87,6 +87,11 @@ let package = Package(
         // `make bench` measurements that need root and network namespaces.
         .executableTarget(name: "netobserver-bench", dependencies: ["Reachability", "Probe", "EventLoop", "CLinux", "NetCore", "DBusKit", "Simulation", "NetAddress", "ProbeRules", "ReachabilityRules", "TrafficCensus", "Timekeeping"]),
 
+        // The loop alone: turns, timers, descriptors, signals, worker threads, on its injectable clock.
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop", "TestTime", "Timekeeping"]),
+        // The census: sock_diag answers parsed, sampled and judged, over loopback connections.
+        .testTarget(name: "TrafficCensusTests", dependencies: ["TrafficCensus", "Reachability", "CLinux", "EventLoop", "IntegrationSupport",
+                                                               "NetAddress", "NetCore", "ProbeRules", "ReachabilityRules", "TestTime", "Timekeeping"]),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport", "Cellular", "MonitorRules", "Timekeeping", "TestTime"]),
         .testTarget(name: "MonitorServiceTests", dependencies: ["HelperProcess", "MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck", "IntegrationSupport", "EventLoop", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules", "TrafficCensus", "Timekeeping", "TestTime"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress", "NetCore"]),
