@@ -12,39 +12,35 @@ import Timekeeping
 /// that quotes less, or another probe, proves nothing. Nothing within the limit is `.silent`. Ends
 /// once, through `completion`.
 public final class BeyondProbeRun {
-    private let loop: MainLoop
+    private let life: OneShotRun<BeyondAnswer>
     private let gateway: IPAddress
     private let family: EchoPacket.Family
     private let identifier: UInt16
     private static let sequence: UInt16 = 1
     private let token = UInt64.random(in: 0...UInt64.max)
     private var socket: ICMPSocket?
-    private var source: IOSource?
-    private var timer: LoopTimer?
-    private var completion: ((BeyondAnswer) -> Void)?
 
     /// How long a Time Exceeded may take to come back.
     public static let limit = Duration.seconds(1)
 
     public init(loop: MainLoop, host: IPAddress, gateway: IPAddress, hops: UInt8, completion: @escaping (BeyondAnswer) -> Void) {
-        self.loop = loop
+        life = OneShotRun(loop: loop, completion: completion)
         self.gateway = gateway
-        self.completion = completion
         family = host.ipFamily == .v4 ? .v4 : .v6
         identifier = UInt16.random(in: 1...UInt16.max)
+        life.release = { [unowned self] in socket = nil }
         start(host: host, hops: hops)
     }
 
-    deinit { cancel() }
+    deinit { life.cancel() }
 
     /// Nothing more is heard; no completion.
     public func cancel() {
-        completion = nil
-        close()
+        life.cancel()
     }
 
     private func start(host: IPAddress, hops: UInt8) {
-        timer = loop.schedule(after: Self.limit) { [weak self] in self?.finish(.silent) }
+        life.schedule(after: Self.limit) { [weak self] in self?.life.finish(.silent) }
         guard let opened = try? ICMPSocket(family: family, identifier: identifier) else {
             return
         }
@@ -55,9 +51,10 @@ public final class BeyondProbeRun {
         guard set == 0 else { return }
         enableErrorQueue(opened.fd, ipv6: family == .v6)
         socket = opened
-        source = try? loop.watch(fd: opened.fd, interest: [.readable, .error]) { [weak self] _ in self?.receiveAll() }
+        life.watch(fd: opened.fd, interest: [.readable, .error]) { [weak self] _ in self?.receiveAll() }
         let packet = EchoPacket.request(family: family, identifier: identifier, sequence: Self.sequence, token: token)
-        if opened.send(packet, to: host) != nil { close() }
+        // Unsent, it can only end silent, at its deadline.
+        if opened.send(packet, to: host) != nil { life.letSocketGo() }
     }
 
     private func receiveAll() {
@@ -77,30 +74,15 @@ public final class BeyondProbeRun {
                 let offender = error.has_offender != 0 ? withUnsafeBytes(of: &storage) { raw in
                     raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: raw.count) }
                 } : nil
-                if let offender, offender.unmapped != gateway.unmapped { return finish(.carried) }
+                if let offender, offender.unmapped != gateway.unmapped { return life.finish(.carried) }
             case .packet(let bytes, let from):
                 // A raw socket also reads the error itself; a datagram socket only what the kernel matched.
                 guard case .error(.timeExceeded, let id, let sequence, let quotedToken, _) = EchoPacket.parse(
                           bytes, family: family, includesIPHeader: family == .v4 && socket.method == .icmpRaw),
                       id == identifier || socket.method == .icmpDatagram, sequence == Self.sequence, quotedToken == token,
                       let from, from.unmapped != gateway.unmapped else { continue }
-                return finish(.carried)
+                return life.finish(.carried)
             }
         }
-    }
-
-    private func finish(_ answer: BeyondAnswer) {
-        let completion = self.completion
-        self.completion = nil
-        close()
-        completion?(answer)
-    }
-
-    private func close() {
-        if let timer { loop.cancel(timer) }
-        timer = nil
-        if let source { loop.remove(source) }
-        source = nil
-        socket = nil
     }
 }

@@ -19,11 +19,10 @@ public final class NeighborCheckRun {
     public static let spacing = Duration.milliseconds(200)
 
     private let loop: MainLoop
+    private let life: OneShotRun<NeighborAnswer>
     private let gateway: IPAddress
     private let interfaceIndex: Int32
     private var descriptor: Descriptor?
-    private var source: IOSource?
-    private var timer: LoopTimer?
     private var sent = 0
     private var packet: [UInt8] = []
     private var destination: [UInt8] = NeighborPackets.broadcast
@@ -31,7 +30,6 @@ public final class NeighborCheckRun {
     private var ourHardware: [UInt8] = []
     private var ourAddress: IPAddress?
     private var buffer = [UInt8](repeating: 0, count: 512)
-    private var completion: ((NeighborAnswer) -> Void)?
     /// How many requests went out (for the bench's count of packets per diagnosis).
     public private(set) var requestsSent = 0
 
@@ -39,22 +37,22 @@ public final class NeighborCheckRun {
     public init(loop: MainLoop, gateway: IPAddress, interfaceIndex: Int32, source: IPAddress?,
                 completion: @escaping (NeighborAnswer) -> Void) {
         self.loop = loop
+        life = OneShotRun(loop: loop, completion: completion)
         self.gateway = gateway
         self.interfaceIndex = interfaceIndex
-        self.completion = completion
+        life.release = { [unowned self] in descriptor = nil }
         guard open(sender: source) else {
-            loop.atEndOfTurn { [weak self] in self?.finish(.unknown) }
+            loop.atEndOfTurn { [weak self] in self?.life.finish(.unknown) }
             return
         }
         sendNext()
     }
 
-    deinit { cancel() }
+    deinit { life.cancel() }
 
     /// Nothing more is sent or heard; no completion.
     public func cancel() {
-        completion = nil
-        close()
+        life.cancel()
     }
 
     /// Opens the socket and builds the request; false when the check cannot be made.
@@ -82,17 +80,17 @@ public final class NeighborCheckRun {
         }
         guard fd >= 0 else { return false }
         descriptor = Descriptor(owning: fd)
-        source = try? loop.watch(fd: fd, interest: .readable) { [weak self] _ in self?.receiveAll() }
+        life.watch(fd: fd, interest: .readable) { [weak self] _ in self?.receiveAll() }
         return true
     }
 
     private func sendNext() {
         guard let fd = descriptor?.raw else { return }
-        guard sent < Self.tries else { return finish(.unreachable) }
+        guard sent < Self.tries else { return life.finish(.unreachable) }
         sent += 1
         let result = gateway.ipFamily == .v4 ? sendArp(fd) : sendSolicitation(fd)
         if result >= 0 { requestsSent += 1 }
-        timer = loop.schedule(after: Self.spacing) { [weak self] in self?.sendNext() }
+        life.schedule(after: Self.spacing) { [weak self] in self?.sendNext() }
     }
 
     private func sendArp(_ fd: Int32) -> Int {
@@ -119,7 +117,7 @@ public final class NeighborCheckRun {
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             guard count >= 0 else { return }
             if NeighborPackets.isArpReply(Array(buffer[..<count]), from: gateway, gatewayHardware: destination, to: ourHardware, ourAddress) {
-                return finish(.reachable)
+                return life.finish(.reachable)
             }
         }
     }
@@ -130,23 +128,8 @@ public final class NeighborCheckRun {
             guard let fd = descriptor?.raw, let datagram = HopLimitDatagram.receive(fd, into: &buffer) else { return }
             if datagram.source?.bytes == gateway.bytes,
                NeighborPackets.isAdvertisement(Array(buffer[..<datagram.count]), for: gateway, hopLimit: datagram.hopLimit) {
-                return finish(.reachable)
+                return life.finish(.reachable)
             }
         }
-    }
-
-    private func finish(_ answer: NeighborAnswer) {
-        let completion = self.completion
-        self.completion = nil
-        close()
-        completion?(answer)
-    }
-
-    private func close() {
-        if let timer { loop.cancel(timer) }
-        timer = nil
-        if let source { loop.remove(source) }
-        source = nil
-        descriptor = nil
     }
 }
