@@ -268,7 +268,7 @@ final class TargetSet {
     }
 
     /// Restores the targets from the state file (and never reuses a number it has seen).
-    func restore(_ state: StoredState, flagged: Set<MonitorSettings.Key> = []) -> [String] {
+    func restore(_ state: StoredState) -> [String] {
         nextNumber = max(nextNumber, state.nextTarget)
         var problems: [String] = []
         for stored in state.added {

@@ -159,7 +159,15 @@ public final class ReachabilityEngine {
         drive()
     }
 
+    /// Whether `drive` is under way: what a watcher does to the engine from a verdict (watch another address,
+    /// stop watching) changes the core and leaves its outputs to the drive under way — never a drive inside a
+    /// drive, whose verdicts would overtake the ones still queued.
+    private var driving = false
+
     private func drive() {
+        guard !driving else { return }
+        driving = true
+        defer { driving = false }
         while case let outputs = core.takeOutputs(), !outputs.isEmpty {
             for output in outputs {
                 switch output {
