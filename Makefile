@@ -23,7 +23,7 @@ SWIFT_FLAGS := -Xswiftc -warnings-as-errors
 RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath $(SWIFT_FLAGS) \
                  -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now -Xcc -D_FORTIFY_SOURCE=2
 
-.PHONY: all build release run test check purity bench deb deps-deb text-order fuzz install uninstall deps-build deps-test deps-bench gio-module gio-fuzz-replay clean
+.PHONY: all build release run test check purity bench deb deps-deb format format-check text-order fuzz install uninstall deps-build deps-test deps-bench gio-module gio-fuzz-replay clean
 
 all: build
 
@@ -71,7 +71,7 @@ run: release
 	@tools/run.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd" $(ARGS)
 
 # The package is built first: the systemd lane installs and purges it (NETOBSERVER_DEB).
-test: deps-test gio-module gio-fuzz-replay purity deb
+test: deps-test gio-module gio-fuzz-replay purity format-check deb
 	@# Namespaces left by an interrupted earlier run (tests name theirs no-*).
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^no-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
@@ -97,7 +97,16 @@ CHECK_SUITES = $(shell tools/purity.sh --list | sed 's/\([A-Za-z]*\)/\1Tests/g; 
 purity:
 	@tools/purity.sh
 
-check: deps-build purity
+# The toolchain's swift-format, as .swift-format configures it (4 spaces, 120 columns, its lint rules off: only the
+# layout is checked). `make format` rewrites Sources and Tests in place; `make check` and `make test` refuse a
+# file it would change. Lines it cannot break (a long string literal or comment) may pass 120.
+format:
+	$(SWIFT) format format -i -r Sources Tests
+
+format-check:
+	@$(SWIFT) format lint --strict -r Sources Tests || { echo "run make format"; exit 1; }
+
+check: deps-build purity format-check
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --disable-swift-testing $(SWIFT_FLAGS) --filter '^($(CHECK_SUITES))\.'
 

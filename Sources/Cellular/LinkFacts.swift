@@ -22,7 +22,8 @@ extension LinkFactsTable {
             let mask = modem.property("AccessTechnologies", of: Self.modemInterface)?.uint32Value ?? 0
             for port in ports {
                 guard case .structure(let fields) = port, fields.count == 2, let name = fields[0].stringValue,
-                      fields[1].uint32Value == Self.netPortType, !name.isEmpty else { continue }
+                    fields[1].uint32Value == Self.netPortType, !name.isEmpty
+                else { continue }
                 var facts = byInterface[name] ?? LinkFacts()
                 facts.isModem = true
                 facts.generation = max(facts.generation, CellularGeneration(accessTechnologies: mask))
@@ -32,23 +33,30 @@ extension LinkFactsTable {
         var dhcpPortals: [String: String] = [:]
         for config in devices {
             guard let options = config.property("Options", of: Self.dhcp4Interface)?.propertyMap,
-                  let uri = options[Self.captivePortalOption]?.stringValue, !uri.isEmpty,
-                  uri.utf8.count <= 1024, uri.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { continue }
+                let uri = options[Self.captivePortalOption]?.stringValue, !uri.isEmpty,
+                uri.utf8.count <= 1024, uri.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+            else { continue }
             dhcpPortals[config.path] = uri
         }
         for device in devices {
             // The lease is on the interface that carries IP (IpInterface), else on Interface.
             guard case .objectPath(let path)? = device.property("Dhcp4Config", of: Self.deviceInterface),
-                  let uri = dhcpPortals[path],
-                  let name = ["IpInterface", "Interface"].lazy.compactMap({ device.property($0, of: Self.deviceInterface)?.stringValue })
-                      .first(where: { !$0.isEmpty }) else { continue }
+                let uri = dhcpPortals[path],
+                let name = ["IpInterface", "Interface"].lazy.compactMap({
+                    device.property($0, of: Self.deviceInterface)?.stringValue
+                })
+                .first(where: { !$0.isEmpty })
+            else { continue }
             byInterface[name, default: LinkFacts()].dhcpPortalAPI = uri
         }
         for device in devices {
             guard let metered = device.property("Metered", of: Self.deviceInterface)?.uint32Value,
-                  Self.meteredValues.contains(metered) else { continue }
+                Self.meteredValues.contains(metered)
+            else { continue }
             // A modem's device names its control port in Interface and the data port in IpInterface.
-            let names = ["Interface", "IpInterface"].compactMap { device.property($0, of: Self.deviceInterface)?.stringValue }
+            let names = ["Interface", "IpInterface"].compactMap {
+                device.property($0, of: Self.deviceInterface)?.stringValue
+            }
             for name in Set(names) where !name.isEmpty {
                 byInterface[name, default: LinkFacts()].meteredByNetworkManager = true
             }

@@ -89,11 +89,13 @@ public final class LinkFactsWatch {
         failedAttempts = 0
         if reachable == false { onNews?("system bus reached again: following ModemManager and NetworkManager") }
         reachable = true
-        let modems = RemoteObjectManager(connection: connection, service: Self.modemManager,
-                                         path: "/org/freedesktop/ModemManager1", interfaces: [LinkFactsTable.modemInterface],
-                                         objectLimit: 256)
-        let devices = RemoteObjectManager(connection: connection, service: Self.networkManager, path: "/org/freedesktop",
-                                          interfaces: [LinkFactsTable.deviceInterface, LinkFactsTable.dhcp4Interface], objectLimit: 1024)
+        let modems = RemoteObjectManager(
+            connection: connection, service: Self.modemManager,
+            path: "/org/freedesktop/ModemManager1", interfaces: [LinkFactsTable.modemInterface],
+            objectLimit: 256)
+        let devices = RemoteObjectManager(
+            connection: connection, service: Self.networkManager, path: "/org/freedesktop",
+            interfaces: [LinkFactsTable.deviceInterface, LinkFactsTable.dhcp4Interface], objectLimit: 1024)
         modems.onChange = { [unowned self] in update() }
         devices.onChange = { [unowned self] in update() }
         self.modems = modems
@@ -167,8 +169,11 @@ public final class LinkFactsWatch {
     private func describe(_ service: String, _ manager: RemoteObjectManager, noun: String, interface: String) {
         guard manager.isReady else { return }
         let count = manager.objects.values.filter { $0.interfaces[interface] != nil }.count
-        let text = "\(service): " + (!manager.hasOwner ? "not running"
-                                     : "\(count) \(noun)\(count == 1 ? "" : "s")")
+        let text =
+            "\(service): "
+            + (!manager.hasOwner
+                ? "not running"
+                : "\(count) \(noun)\(count == 1 ? "" : "s")")
         guard described[service] != text else { return }
         described[service] = text
         onNews?(text)

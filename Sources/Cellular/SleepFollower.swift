@@ -17,8 +17,11 @@ final class SleepFollower {
     init(connection: BusConnection, onChange: @escaping (_ asleep: Bool) -> Void) {
         self.onChange = onChange
         owner = NameOwnerWatch(connection: connection, name: Self.service)
-        subscription = connection.subscribe(MatchRule(sender: Self.service, path: Self.path, interface: Self.interface,
-                                                      member: "PrepareForSleep")) { [weak self] message in self?.signal(message) }
+        subscription = connection.subscribe(
+            MatchRule(
+                sender: Self.service, path: Self.path, interface: Self.interface,
+                member: "PrepareForSleep")
+        ) { [weak self] message in self?.signal(message) }
         owner.onChange = { [weak self] newOwner in
             if newOwner == nil { self?.set(false) }
         }
@@ -32,7 +35,8 @@ final class SleepFollower {
 
     private func signal(_ message: Message) {
         guard let current = owner.owner, message.sender == current, message.path == Self.path,
-              let arguments = try? message.arguments(), arguments.count == 1, let start = arguments[0].boolValue else { return }
+            let arguments = try? message.arguments(), arguments.count == 1, let start = arguments[0].boolValue
+        else { return }
         set(start)
     }
 

@@ -36,8 +36,9 @@ public enum DBusFuzzHarness {
                 preconditionFailure("an unsendable \(sent.kind) message")
             }
             if sent.kind == .methodReturn || sent.kind == .error {
-                precondition(unbounded || wire.count <= DBusMethod.defaultReplyLimit,
-                             "a \(wire.count)-byte answer to \(message.member ?? "?")")
+                precondition(
+                    unbounded || wire.count <= DBusMethod.defaultReplyLimit,
+                    "a \(wire.count)-byte answer to \(message.member ?? "?")")
             }
         }
         return recorder.sent.count

@@ -35,9 +35,13 @@ public enum FuzzSurface: String, CaseIterable, Sendable {
     private static func stateFile(_ bytes: [UInt8]) {
         let (state, problems) = StateStore.parse(bytes.prefix(StateStore.maximumSize), path: "settings")
         precondition(state.added.count <= MonitorContract.Targets.limit, "\(state.added.count) targets read back")
-        precondition(state.added.allSatisfy { MonitorContract.Targets.numbers.contains($0.number) && $0.number < state.nextTarget },
-                     "a target number outside the numbers, or not below NextTarget")
-        precondition(state.nextTarget <= MonitorContract.Targets.numbers.upperBound + 1, "NextTarget \(state.nextTarget)")
+        precondition(
+            state.added.allSatisfy {
+                MonitorContract.Targets.numbers.contains($0.number) && $0.number < state.nextTarget
+            },
+            "a target number outside the numbers, or not below NextTarget")
+        precondition(
+            state.nextTarget <= MonitorContract.Targets.numbers.upperBound + 1, "NextTarget \(state.nextTarget)")
         precondition(problems.count <= bytes.count + 1, "more problems than lines")
         // Whatever was read, what the service then writes reads back the same.
         var settings = MonitorSettings()
@@ -68,7 +72,8 @@ public enum FuzzSurface: String, CaseIterable, Sendable {
                 precondition(settings.text(key) == text || key.range != nil, "\(key.name) kept something else")
                 if key == .checkURL {
                     precondition(!settings.checkURLMayPointInward, "a D-Bus CheckURL allowed inward")
-                    precondition(CheckURLTarget(text)?.isInwardLiteral != true, "an inward CheckURL accepted over D-Bus")
+                    precondition(
+                        CheckURLTarget(text)?.isInwardLiteral != true, "an inward CheckURL accepted over D-Bus")
                 }
             } catch {
                 precondition(settings == MonitorSettings(), "a refused \(key.name) changed something")
@@ -87,39 +92,55 @@ public enum FuzzSurface: String, CaseIterable, Sendable {
         guard let signal else { return }
         var snapshot = Snapshot([:])
         snapshot.update(signal.changed)
-        precondition(snapshot.Status.isEmpty || MonitorContract.Status(rawValue: snapshot.Status) != nil, "Status \(snapshot.Status)")
-        precondition(snapshot.Connectivity.isEmpty || MonitorContract.Connectivity(rawValue: snapshot.Connectivity) != nil)
+        precondition(
+            snapshot.Status.isEmpty || MonitorContract.Status(rawValue: snapshot.Status) != nil,
+            "Status \(snapshot.Status)")
+        precondition(
+            snapshot.Connectivity.isEmpty || MonitorContract.Connectivity(rawValue: snapshot.Connectivity) != nil)
         for format in MonitorFormat.allCases {
             let line = format.line(snapshot)
-            precondition(!line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) },
-                         "\(format) printed a control character")
+            precondition(
+                !line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) },
+                "\(format) printed a control character")
             if format == .polybar {
                 let inner = line.dropFirst("%{F#000000}".count).dropLast("%{F-}".count)
                 precondition(!inner.replacingPairs().contains("%"), "polybar markup from the service")
             }
         }
         let screen = snapshot.screen()
-        precondition(!screen.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) })
+        precondition(
+            !screen.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) })
         _ = PrometheusText.render([(MonitorContract.objectPath, snapshot)])
     }
 
     private static func follower(_ bytes: [UInt8]) {
         guard let message = try? Message(wire: bytes) else { return }
-        var table = RemoteObjectTable(interfaces: ["org.freedesktop.ModemManager1.Modem", "org.freedesktop.NetworkManager.Device"],
-                                      objectLimit: 4)
+        var table = RemoteObjectTable(
+            interfaces: ["org.freedesktop.ModemManager1.Modem", "org.freedesktop.NetworkManager.Device"],
+            objectLimit: 4)
         switch message.kind {
         case .methodReturn:
             _ = table.load(message)
-            _ = table.refreshed(message, path: "/org/freedesktop/ModemManager1/Modem/0", interface: "org.freedesktop.ModemManager1.Modem")
+            _ = table.refreshed(
+                message, path: "/org/freedesktop/ModemManager1/Modem/0",
+                interface: "org.freedesktop.ModemManager1.Modem")
         case .signal:
             // A table that already follows an object, so PropertiesChanged and InterfacesRemoved have something to act on.
             var loaded = RemoteObjectTable(interfaces: table.interfaces, objectLimit: table.objectLimit)
-            if let seed = try? Message.signal(path: "/org/freedesktop/ModemManager1", interface: "org.freedesktop.DBus.ObjectManager",
-                                              name: "InterfacesAdded"),
-               (try? seed.append([.objectPath("/org/freedesktop/ModemManager1/Modem/0"),
-                                  .dictionary(key: .string, value: .dictionary(key: .string, value: .variant),
-                                              [DBusDictEntry(key: .string("org.freedesktop.ModemManager1.Modem"),
-                                                             value: .variantMap([("AccessTechnologies", .uint32(16384))]))])])) != nil {
+            if let seed = try? Message.signal(
+                path: "/org/freedesktop/ModemManager1", interface: "org.freedesktop.DBus.ObjectManager",
+                name: "InterfacesAdded"),
+                (try? seed.append([
+                    .objectPath("/org/freedesktop/ModemManager1/Modem/0"),
+                    .dictionary(
+                        key: .string, value: .dictionary(key: .string, value: .variant),
+                        [
+                            DBusDictEntry(
+                                key: .string("org.freedesktop.ModemManager1.Modem"),
+                                value: .variantMap([("AccessTechnologies", .uint32(16384))]))
+                        ]),
+                ])) != nil
+            {
                 _ = loaded.apply(seed)
             }
             _ = loaded.apply(message)
@@ -128,8 +149,9 @@ public enum FuzzSurface: String, CaseIterable, Sendable {
             return
         }
         precondition(table.objects.count <= table.objectLimit, "\(table.objects.count) objects kept")
-        precondition(table.objects.values.allSatisfy { $0.interfaces.keys.allSatisfy(table.interfaces.contains) },
-                     "an interface not followed was kept")
+        precondition(
+            table.objects.values.allSatisfy { $0.interfaces.keys.allSatisfy(table.interfaces.contains) },
+            "an interface not followed was kept")
     }
 }
 

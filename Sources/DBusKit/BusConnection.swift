@@ -37,7 +37,8 @@ public final class BusConnection {
         func deliver(_ message: Message) {
             onSignal?(message)
             guard !subscriptions.isEmpty else { return }
-            for (id, subscription) in subscriptions.sorted(by: { $0.key < $1.key }) where subscription.rule.matches(message) {
+            for (id, subscription) in subscriptions.sorted(by: { $0.key < $1.key })
+            where subscription.rule.matches(message) {
                 // An earlier handler may have cancelled this one.
                 guard subscriptions[id] != nil else { continue }
                 subscription.handler(message)
@@ -96,12 +97,15 @@ public final class BusConnection {
     /// or fails at once), the authentication and Hello later, on the loop. `registered` runs
     /// there once: with nil when the bus has named the connection, else with why it did not.
     /// Nothing may be sent on the connection before that.
-    public static func connect(_ bus: BusAddress, loop: MainLoop,
-                               registered: @escaping (DBusError?) -> Void) throws(DBusError) -> BusConnection {
+    public static func connect(
+        _ bus: BusAddress, loop: MainLoop,
+        registered: @escaping (DBusError?) -> Void
+    ) throws(DBusError) -> BusConnection {
         let address: String
         switch bus {
         case .system:
-            address = getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } ?? "unix:path=/run/dbus/system_bus_socket"
+            address =
+                getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) } ?? "unix:path=/run/dbus/system_bus_socket"
         case .session:
             guard let session = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }) else {
                 throw .failed("DBUS_SESSION_BUS_ADDRESS is not set")
@@ -127,7 +131,8 @@ public final class BusConnection {
             switch result {
             case .success(let reply):
                 guard let name = reply.firstStringArgument, Validation.isValidBusName(name),
-                      dbus_bus_set_unique_name(connection.raw, name) != 0 else {
+                    dbus_bus_set_unique_name(connection.raw, name) != 0
+                else {
                     return registered(.failed("the bus answered Hello with no name"))
                 }
                 connection.uniqueName = name
@@ -218,7 +223,9 @@ public final class BusConnection {
     }
 
     /// RequestName; blocking, so for start-up only.
-    public func requestName(_ name: String, allowReplacement: Bool, replaceExisting: Bool) throws(DBusError) -> NameRequestResult {
+    public func requestName(
+        _ name: String, allowReplacement: Bool, replaceExisting: Bool
+    ) throws(DBusError) -> NameRequestResult {
         guard Validation.isValidBusName(name) else { throw .invalidArgs("invalid bus name \(name)") }
         var flags = CDBus_NAME_FLAG_DO_NOT_QUEUE
         if allowReplacement { flags |= CDBus_NAME_FLAG_ALLOW_REPLACEMENT }
@@ -228,8 +235,9 @@ public final class BusConnection {
         defer { dbus_error_free(&error) }
         let result = dbus_bus_request_name(raw, name, flags, &error)
         if dbus_error_is_set(&error) != 0 {
-            throw DBusError(name: CDBus_error_name(&error).map { String(cString: $0) } ?? "",
-                            message: CDBus_error_message(&error).map { String(cString: $0) } ?? "RequestName failed")
+            throw DBusError(
+                name: CDBus_error_name(&error).map { String(cString: $0) } ?? "",
+                message: CDBus_error_message(&error).map { String(cString: $0) } ?? "RequestName failed")
         }
         switch result {
         case CDBus_REQUEST_NAME_REPLY_PRIMARY_OWNER: return .primaryOwner
@@ -245,9 +253,11 @@ public final class BusConnection {
         var error = CDBus.DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
-        guard let reply = dbus_connection_send_with_reply_and_block(raw, message.raw, timeoutMilliseconds, &error) else {
-            throw DBusError(name: CDBus_error_name(&error).map { String(cString: $0) } ?? DBusError.failed("").name,
-                            message: CDBus_error_message(&error).map { String(cString: $0) } ?? "no reply")
+        guard let reply = dbus_connection_send_with_reply_and_block(raw, message.raw, timeoutMilliseconds, &error)
+        else {
+            throw DBusError(
+                name: CDBus_error_name(&error).map { String(cString: $0) } ?? DBusError.failed("").name,
+                message: CDBus_error_message(&error).map { String(cString: $0) } ?? "no reply")
         }
         return Message(taking: reply)
     }
@@ -296,7 +306,9 @@ private func releaseHandlers(_ data: UnsafeMutableRawPointer?) {
 
 /// Method calls are dispatched here, not through libdbus's object tree: the tree splits a call's path into a
 /// string per component before it looks anything up, so a path of tens of MiB would cost millions of allocations.
-private func filterMessage(_ connection: OpaquePointer?, _ raw: OpaquePointer?, _ data: UnsafeMutableRawPointer?) -> DBusHandlerResult {
+private func filterMessage(
+    _ connection: OpaquePointer?, _ raw: OpaquePointer?, _ data: UnsafeMutableRawPointer?
+) -> DBusHandlerResult {
     guard let raw, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
     let handlers = Unmanaged<BusConnection.Handlers>.fromOpaque(data).takeUnretainedValue()
     if dbus_message_get_type(raw) == CDBus_MESSAGE_TYPE_METHOD_CALL {
@@ -305,11 +317,11 @@ private func filterMessage(_ connection: OpaquePointer?, _ raw: OpaquePointer?, 
     guard dbus_message_get_type(raw) == CDBus_MESSAGE_TYPE_SIGNAL else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
     let message = Message(retaining: raw)
     if message.isSignal(interface: "org.freedesktop.DBus.Local", member: "Disconnected"),
-       message.path == "/org/freedesktop/DBus/Local" {
+        message.path == "/org/freedesktop/DBus/Local"
+    {
         handlers.onDisconnected?()
         return DBUS_HANDLER_RESULT_HANDLED
     }
     handlers.deliver(message)
     return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
 }
-

@@ -25,4 +25,3 @@ public func quotedName(_ name: UnsafePointer<CChar>, limit: Int = 255) -> String
     }
     return length > limit ? text + "…" : text
 }
-

@@ -23,7 +23,7 @@ public indirect enum DBusType: Hashable, Sendable {
         if let typeCode { return code(typeCode) }
         switch self {
         case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double,
-             .string, .objectPath, .signature, .unixFD, .variant:
+            .string, .objectPath, .signature, .unixFD, .variant:
             break
         case .array(let element):
             code(CDBus_TYPE_ARRAY)
@@ -111,7 +111,8 @@ public indirect enum DBusType: Hashable, Sendable {
             if bytes.first == UInt8(ascii: "{") {
                 bytes.removeFirst()
                 guard let key = parseOne(&bytes), let value = parseOne(&bytes),
-                      bytes.popFirst() == UInt8(ascii: "}") else { return nil }
+                    bytes.popFirst() == UInt8(ascii: "}")
+                else { return nil }
                 return .dictionary(key: key, value: value)
             }
             guard let element = parseOne(&bytes) else { return nil }

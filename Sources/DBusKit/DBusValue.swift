@@ -54,8 +54,9 @@ public enum DBusValue: Hashable, Sendable {
 
     /// A string-keyed dictionary of variants, the `a{sv}` of property maps.
     public static func variantMap(_ entries: [(String, DBusValue)]) -> DBusValue {
-        .dictionary(key: .string, value: .variant,
-                    entries.map { DBusDictEntry(key: .string($0.0), value: .variant($0.1)) })
+        .dictionary(
+            key: .string, value: .variant,
+            entries.map { DBusDictEntry(key: .string($0.0), value: .variant($0.1)) })
     }
 
     /// An `a{sv}` read back: each value taken out of its variant; nil for another type.

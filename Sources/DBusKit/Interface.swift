@@ -59,9 +59,11 @@ public final class DBusMethod {
     /// Every reply but the exempt documents' stays below this (INTERFACE.md, "Hostile callers").
     public static let defaultReplyLimit = 64 * 1024
 
-    public init(_ name: String, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [],
-                replyLimit: Int = DBusMethod.defaultReplyLimit,
-                handler: @escaping (MethodCall) throws(DBusError) -> MethodOutcome) {
+    public init(
+        _ name: String, inputs: [DBusArgument] = [], outputs: [DBusArgument] = [],
+        replyLimit: Int = DBusMethod.defaultReplyLimit,
+        handler: @escaping (MethodCall) throws(DBusError) -> MethodOutcome
+    ) {
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
@@ -83,8 +85,10 @@ public final class DBusProperty {
     public let set: ((DBusValue, MethodCall) throws(DBusError) -> MethodOutcome)?
 
     /// A property whose Set is answered as soon as the value is stored.
-    public convenience init(_ name: String, _ type: DBusType, access: PropertyAccess = .read, changeMode: PropertyChangeMode = .emits,
-                get: @escaping () -> DBusValue, set: ((DBusValue) throws(DBusError) -> Void)? = nil) {
+    public convenience init(
+        _ name: String, _ type: DBusType, access: PropertyAccess = .read, changeMode: PropertyChangeMode = .emits,
+        get: @escaping () -> DBusValue, set: ((DBusValue) throws(DBusError) -> Void)? = nil
+    ) {
         var answeringSet: ((DBusValue, MethodCall) throws(DBusError) -> MethodOutcome)?
         if let set {
             answeringSet = { (value: DBusValue, _: MethodCall) throws(DBusError) -> MethodOutcome in
@@ -96,8 +100,10 @@ public final class DBusProperty {
     }
 
     /// A property whose setter answers the Set call itself (for example once the value is saved).
-    public init(_ name: String, _ type: DBusType, access: PropertyAccess = .read, changeMode: PropertyChangeMode = .emits,
-                get: @escaping () -> DBusValue, answeringSet: ((DBusValue, MethodCall) throws(DBusError) -> MethodOutcome)?) {
+    public init(
+        _ name: String, _ type: DBusType, access: PropertyAccess = .read, changeMode: PropertyChangeMode = .emits,
+        get: @escaping () -> DBusValue, answeringSet: ((DBusValue, MethodCall) throws(DBusError) -> MethodOutcome)?
+    ) {
         precondition((access == .read) == (answeringSet == nil), "property \(name): a setter exactly when writable")
         self.name = name
         self.type = type
@@ -128,8 +134,10 @@ public final class DBusInterface {
     /// with a copy of the reply it last marshalled.
     public let version: (() -> UInt64)?
 
-    public init(_ name: String, methods: [DBusMethod] = [], properties: [DBusProperty] = [], signals: [DBusSignal] = [],
-                version: (() -> UInt64)? = nil) {
+    public init(
+        _ name: String, methods: [DBusMethod] = [], properties: [DBusProperty] = [], signals: [DBusSignal] = [],
+        version: (() -> UInt64)? = nil
+    ) {
         self.name = name
         self.methods = methods
         self.properties = properties

@@ -24,7 +24,8 @@ public enum Introspection {
             } else {
                 xml += "  <method name=\"\(escape(method.name))\">\n"
                 for (arg, direction) in args {
-                    xml += "   <arg name=\"\(escape(arg.name))\" type=\"\(escape(arg.type.signature))\" direction=\"\(direction)\"/>\n"
+                    xml +=
+                        "   <arg name=\"\(escape(arg.name))\" type=\"\(escape(arg.type.signature))\" direction=\"\(direction)\"/>\n"
                 }
                 xml += "  </method>\n"
             }
@@ -41,10 +42,12 @@ public enum Introspection {
             }
         }
         for property in interface.properties {
-            let open = "  <property name=\"\(escape(property.name))\" type=\"\(escape(property.type.signature))\" access=\"\(property.access.rawValue)\""
+            let open =
+                "  <property name=\"\(escape(property.name))\" type=\"\(escape(property.type.signature))\" access=\"\(property.access.rawValue)\""
             if let annotation = property.changeMode.annotation {
                 xml += open + ">\n"
-                xml += "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"\(annotation)\"/>\n"
+                xml +=
+                    "   <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"\(annotation)\"/>\n"
                 xml += "  </property>\n"
             } else {
                 xml += open + "/>\n"

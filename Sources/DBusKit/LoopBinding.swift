@@ -194,6 +194,8 @@ private func toggleTimeout(_ timeout: OpaquePointer?, _ data: UnsafeMutableRawPo
     binding.toggle(timeout: timeout)
 }
 
-private func dispatchStatusChanged(_ connection: OpaquePointer?, _ status: DBusDispatchStatus, _ data: UnsafeMutableRawPointer?) {
+private func dispatchStatusChanged(
+    _ connection: OpaquePointer?, _ status: DBusDispatchStatus, _ data: UnsafeMutableRawPointer?
+) {
     LoopBinding.from(data)?.scheduleDispatchIfNeeded(status)
 }

@@ -11,8 +11,10 @@ public struct MatchRule: Equatable, Sendable {
     /// The first argument, when it is a string.
     public var arg0: String?
 
-    public init(sender: String? = nil, path: String? = nil, pathNamespace: String? = nil, interface: String? = nil,
-                member: String? = nil, arg0: String? = nil) {
+    public init(
+        sender: String? = nil, path: String? = nil, pathNamespace: String? = nil, interface: String? = nil,
+        member: String? = nil, arg0: String? = nil
+    ) {
         self.sender = sender
         self.path = path
         self.pathNamespace = pathNamespace
@@ -32,11 +34,12 @@ public struct MatchRule: Equatable, Sendable {
             return true
         }
         guard add("sender", sender, valid: Validation.isValidBusName),
-              add("path", path, valid: Validation.isValidObjectPath),
-              add("path_namespace", pathNamespace, valid: Validation.isValidObjectPath),
-              add("interface", interface, valid: Validation.isValidInterfaceName),
-              add("member", member, valid: Validation.isValidMemberName),
-              add("arg0", arg0, valid: { Validation.isValidBusName($0) || Validation.isValidInterfaceName($0) }) else {
+            add("path", path, valid: Validation.isValidObjectPath),
+            add("path_namespace", pathNamespace, valid: Validation.isValidObjectPath),
+            add("interface", interface, valid: Validation.isValidInterfaceName),
+            add("member", member, valid: Validation.isValidMemberName),
+            add("arg0", arg0, valid: { Validation.isValidBusName($0) || Validation.isValidInterfaceName($0) })
+        else {
             return nil
         }
         return parts.joined(separator: ",")
@@ -47,7 +50,9 @@ public struct MatchRule: Equatable, Sendable {
     /// that name's owner checks it.
     public func matches(_ message: Message) -> Bool {
         guard message.kind == .signal else { return false }
-        if let sender, sender.hasPrefix(":") || sender == "org.freedesktop.DBus", message.sender != sender { return false }
+        if let sender, sender.hasPrefix(":") || sender == "org.freedesktop.DBus", message.sender != sender {
+            return false
+        }
         if let interface, message.interface != interface { return false }
         if let member, message.member != member { return false }
         let messagePath = message.path ?? ""

@@ -97,7 +97,9 @@ public final class Message: @unchecked Sendable {
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
         let raw = bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { dbus_message_demarshal($0.baseAddress, Int32(buffer.count), &error) }
+            buffer.withMemoryRebound(to: CChar.self) {
+                dbus_message_demarshal($0.baseAddress, Int32(buffer.count), &error)
+            }
         }
         guard let raw else {
             throw .invalidArgs(CDBus_error_message(&error).map { String(cString: $0) } ?? "malformed message")
@@ -107,10 +109,13 @@ public final class Message: @unchecked Sendable {
 
     // MARK: Construction
 
-    public static func methodCall(destination: String?, path: String, interface: String?, member: String) throws(DBusError) -> Message {
+    public static func methodCall(
+        destination: String?, path: String, interface: String?, member: String
+    ) throws(DBusError) -> Message {
         guard Validation.isValidObjectPath(path), Validation.isValidMemberName(member),
-              interface.map(Validation.isValidInterfaceName) ?? true,
-              destination.map(Validation.isValidBusName) ?? true else {
+            interface.map(Validation.isValidInterfaceName) ?? true,
+            destination.map(Validation.isValidBusName) ?? true
+        else {
             throw .invalidArgs("invalid destination, path, interface or member")
         }
         guard let raw = dbus_message_new_method_call(destination, path, interface, member) else {
@@ -121,15 +126,17 @@ public final class Message: @unchecked Sendable {
 
     /// A call of the bus daemon's own `member` (org.freedesktop.DBus) with `arguments`.
     public static func busCall(_ member: String, _ arguments: [DBusValue]) throws(DBusError) -> Message {
-        let message = try methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                     interface: "org.freedesktop.DBus", member: member)
+        let message = try methodCall(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus", member: member)
         try message.append(arguments)
         return message
     }
 
     public static func signal(path: String, interface: String, name: String) throws(DBusError) -> Message {
         guard Validation.isValidObjectPath(path), Validation.isValidInterfaceName(interface),
-              Validation.isValidMemberName(name) else {
+            Validation.isValidMemberName(name)
+        else {
             throw .invalidArgs("invalid signal path, interface or name")
         }
         guard let raw = dbus_message_new_signal(path, interface, name) else { throw .failed("out of memory") }

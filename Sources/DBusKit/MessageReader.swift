@@ -26,7 +26,9 @@ enum MessageReader {
     /// Calls `body` with the string argument at `index`, in libdbus's own buffer (valid during the call).
     static func withString<R>(at index: Int, in message: OpaquePointer, _ body: (UnsafePointer<CChar>) -> R) -> R? {
         var iter = DBusMessageIter()
-        guard seek(&iter, to: index, in: message), dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_STRING else { return nil }
+        guard seek(&iter, to: index, in: message), dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_STRING else {
+            return nil
+        }
         var pointer: UnsafePointer<CChar>? = nil
         dbus_message_iter_get_basic(&iter, &pointer)
         return pointer.map(body)
@@ -35,10 +37,13 @@ enum MessageReader {
     /// The first two arguments when both are strings, in libdbus's own buffer, in one pass.
     static func twoStrings(in message: OpaquePointer) -> (UnsafePointer<CChar>, UnsafePointer<CChar>)? {
         var iter = DBusMessageIter()
-        guard dbus_message_iter_init(message, &iter) != 0, dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_STRING else { return nil }
+        guard dbus_message_iter_init(message, &iter) != 0, dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_STRING
+        else { return nil }
         var first: UnsafePointer<CChar>? = nil
         dbus_message_iter_get_basic(&iter, &first)
-        guard dbus_message_iter_next(&iter) != 0, dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_STRING else { return nil }
+        guard dbus_message_iter_next(&iter) != 0, dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_STRING else {
+            return nil
+        }
         var second: UnsafePointer<CChar>? = nil
         dbus_message_iter_get_basic(&iter, &second)
         guard let first, let second else { return nil }
@@ -47,7 +52,9 @@ enum MessageReader {
 
     static func uint32(at index: Int, in message: OpaquePointer) -> UInt32? {
         var iter = DBusMessageIter()
-        guard seek(&iter, to: index, in: message), dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_UINT32 else { return nil }
+        guard seek(&iter, to: index, in: message), dbus_message_iter_get_arg_type(&iter) == CDBus_TYPE_UINT32 else {
+            return nil
+        }
         return basic(&iter, UInt32(0))
     }
 
@@ -61,7 +68,9 @@ enum MessageReader {
         var inner = DBusMessageIter()
         dbus_message_iter_recurse(&iter, &inner)
         let code = dbus_message_iter_get_arg_type(&inner)
-        guard code != CDBus_TYPE_VARIANT else { throw .invalidArgs("a variant holding another variant is not accepted") }
+        guard code != CDBus_TYPE_VARIANT else {
+            throw .invalidArgs("a variant holding another variant is not accepted")
+        }
         let signature = try signature(&inner)
         guard signature == expected.signature else {
             throw .invalidArgs("expected a value of type '\(expected.signature)', not '\(signature)'")
@@ -138,7 +147,9 @@ enum MessageReader {
                     var pair = DBusMessageIter()
                     dbus_message_iter_recurse(&sub, &pair)
                     let key = try readValue(&pair)
-                    guard dbus_message_iter_next(&pair) != 0 else { throw .invalidArgs("dictionary entry without a value") }
+                    guard dbus_message_iter_next(&pair) != 0 else {
+                        throw .invalidArgs("dictionary entry without a value")
+                    }
                     let value = try readValue(&pair)
                     entries.append(DBusDictEntry(key: key, value: value))
                     dbus_message_iter_next(&sub)

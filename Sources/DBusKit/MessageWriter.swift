@@ -50,7 +50,9 @@ enum MessageWriter {
         }
     }
 
-    private static func appendBasic<T: BitwiseCopyable>(_ code: Int32, _ value: T, to iter: inout DBusMessageIter) throws(DBusError) {
+    private static func appendBasic<T: BitwiseCopyable>(
+        _ code: Int32, _ value: T, to iter: inout DBusMessageIter
+    ) throws(DBusError) {
         var copy = value
         guard dbus_message_iter_append_basic(&iter, code, &copy) != 0 else { throw .failed("out of memory") }
     }
@@ -63,8 +65,10 @@ enum MessageWriter {
         guard ok != 0 else { throw .failed("out of memory") }
     }
 
-    private static func container(_ code: Int32, _ signature: String?, in iter: inout DBusMessageIter,
-                                  _ body: (inout DBusMessageIter) throws(DBusError) -> Void) throws(DBusError) {
+    private static func container(
+        _ code: Int32, _ signature: String?, in iter: inout DBusMessageIter,
+        _ body: (inout DBusMessageIter) throws(DBusError) -> Void
+    ) throws(DBusError) {
         var sub = DBusMessageIter()
         let opened: dbus_bool_t
         if let signature {
@@ -98,14 +102,17 @@ enum MessageWriter {
         case .objectPath(let s): try appendString(CDBus_TYPE_OBJECT_PATH, s, to: &iter)
         case .signature(let s): try appendString(CDBus_TYPE_SIGNATURE, s, to: &iter)
         case .array(let element, let items):
-            try container(CDBus_TYPE_ARRAY, element.signature, in: &iter) { (sub: inout DBusMessageIter) throws(DBusError) in
+            try container(CDBus_TYPE_ARRAY, element.signature, in: &iter) {
+                (sub: inout DBusMessageIter) throws(DBusError) in
                 for item in items { try append(item, to: &sub) }
             }
         case .dictionary(let keyType, let valueType, let entries):
             let entrySignature = "{" + keyType.signature + valueType.signature + "}"
-            try container(CDBus_TYPE_ARRAY, entrySignature, in: &iter) { (sub: inout DBusMessageIter) throws(DBusError) in
+            try container(CDBus_TYPE_ARRAY, entrySignature, in: &iter) {
+                (sub: inout DBusMessageIter) throws(DBusError) in
                 for entry in entries {
-                    try container(CDBus_TYPE_DICT_ENTRY, nil, in: &sub) { (pair: inout DBusMessageIter) throws(DBusError) in
+                    try container(CDBus_TYPE_DICT_ENTRY, nil, in: &sub) {
+                        (pair: inout DBusMessageIter) throws(DBusError) in
                         try append(entry.key, to: &pair)
                         try append(entry.value, to: &pair)
                     }
@@ -116,7 +123,8 @@ enum MessageWriter {
                 for field in fields { try append(field, to: &sub) }
             }
         case .variant(let inner):
-            try container(CDBus_TYPE_VARIANT, inner.type.signature, in: &iter) { (sub: inout DBusMessageIter) throws(DBusError) in
+            try container(CDBus_TYPE_VARIANT, inner.type.signature, in: &iter) {
+                (sub: inout DBusMessageIter) throws(DBusError) in
                 try append(inner, to: &sub)
             }
         }

@@ -59,7 +59,9 @@ public final class MethodCall {
         isAnswered = true
         guard expectsReply else { return }
         guard fits(values) else {
-            if let reply = Message.error(answering: raw, .limitsExceeded("the reply would be larger than \(replyLimit / 1024) KiB")) {
+            if let reply = Message.error(
+                answering: raw, .limitsExceeded("the reply would be larger than \(replyLimit / 1024) KiB"))
+            {
                 transport.send(reply)
             }
             return

@@ -17,10 +17,14 @@ public final class NameOwnerWatch {
     public init(connection: BusConnection, name: String) {
         self.name = name
         self.connection = connection
-        subscription = connection.subscribe(MatchRule(sender: Self.bus, path: "/org/freedesktop/DBus", interface: Self.bus,
-                                                      member: "NameOwnerChanged", arg0: name)) { [weak self] message in
+        subscription = connection.subscribe(
+            MatchRule(
+                sender: Self.bus, path: "/org/freedesktop/DBus", interface: Self.bus,
+                member: "NameOwnerChanged", arg0: name)
+        ) { [weak self] message in
             guard let self, let arguments = try? message.arguments(), arguments.count == 3,
-                  arguments[0].stringValue == name, let newOwner = arguments[2].stringValue else { return }
+                arguments[0].stringValue == name, let newOwner = arguments[2].stringValue
+            else { return }
             query?.cancel()
             settle(newOwner.isEmpty ? nil : newOwner)
         }

@@ -69,7 +69,8 @@ public final class ObjectServer {
         let object = ExportedObject(path: path, own: interfaces, all: interfaces + [properties, introspectable, peer])
         objects.append(object)
         if isNew, let root = manager(of: path) {
-            queueManagerSignal(root, "InterfacesAdded", [.objectPath(path), ObjectManager.interfacesAndProperties(object.all)])
+            queueManagerSignal(
+                root, "InterfacesAdded", [.objectPath(path), ObjectManager.interfacesAndProperties(object.all)])
         }
     }
 
@@ -106,7 +107,8 @@ public final class ObjectServer {
 
     private func queueManagerSignal(_ root: String, _ name: String, _ arguments: [DBusValue]) {
         guard let message = try? Message.signal(path: root, interface: ObjectManager.name, name: name),
-              (try? message.append(arguments)) != nil else { return }
+            (try? message.append(arguments)) != nil
+        else { return }
         queuedSignals.append(message)
         scheduleFlush()
     }
@@ -120,7 +122,9 @@ public final class ObjectServer {
         let prefix = path == "/" ? "/" : path + "/"
         var names = Set<String>()
         for object in objects where object.path.hasPrefix(prefix) && object.path != path {
-            if let first = object.path.dropFirst(prefix.count).split(separator: "/").first { names.insert(String(first)) }
+            if let first = object.path.dropFirst(prefix.count).split(separator: "/").first {
+                names.insert(String(first))
+            }
         }
         return names.sorted()
     }
@@ -156,9 +160,12 @@ public final class ObjectServer {
                 throw .invalidArgs("No method of this service takes file descriptors")
             }
             let method = try resolve(raw)
-            guard method.cInputSignature.withUnsafeBufferPointer({ dbus_message_has_signature(raw, $0.baseAddress) }) != 0 else {
+            guard
+                method.cInputSignature.withUnsafeBufferPointer({ dbus_message_has_signature(raw, $0.baseAddress) }) != 0
+            else {
                 let signature = dbus_message_get_signature(raw).map { String(cString: $0) } ?? ""
-                throw .invalidArgs("Method '\(method.name)' takes signature '\(method.inputSignature)', not '\(signature)'")
+                throw .invalidArgs(
+                    "Method '\(method.name)' takes signature '\(method.inputSignature)', not '\(signature)'")
             }
             call.replyLimit = method.replyLimit
             switch try method.handler(call) {
@@ -185,10 +192,13 @@ public final class ObjectServer {
         }
         if let interfaceName {
             guard let interface = interfaces.first(where: { $0.name.equals(interfaceName) }) else {
-                throw .unknownInterface("No such interface '\(quotedName(interfaceName))' at object path '\(quotedName(path))'")
+                throw .unknownInterface(
+                    "No such interface '\(quotedName(interfaceName))' at object path '\(quotedName(path))'")
             }
             guard let method = interface.method(named: member) else {
-                throw .unknownMethod("No such method '\(quotedName(member))' in interface '\(interface.name)' at object path '\(quotedName(path))'")
+                throw .unknownMethod(
+                    "No such method '\(quotedName(member))' in interface '\(interface.name)' at object path '\(quotedName(path))'"
+                )
             }
             return method
         }
@@ -211,9 +221,12 @@ public final class ObjectServer {
 
     /// Queues a declared signal; it goes out after this turn's PropertiesChanged,
     /// so a client that reads its proxy's cache on the signal sees the new values.
-    public func emit(path: String, interface interfaceName: String, signal name: String, _ arguments: [DBusValue]) throws(DBusError) {
+    public func emit(
+        path: String, interface interfaceName: String, signal name: String, _ arguments: [DBusValue]
+    ) throws(DBusError) {
         guard let declared = ownInterface(path: path, name: interfaceName)?.signal(named: name),
-              declared.arguments.map(\.type) == arguments.map(\.type) else {
+            declared.arguments.map(\.type) == arguments.map(\.type)
+        else {
             throw .invalidArgs("signal \(interfaceName).\(name) is not declared with these arguments at \(path)")
         }
         let message = try Message.signal(path: path, interface: interfaceName, name: name)
@@ -240,8 +253,9 @@ public final class ObjectServer {
         changedNames = [:]
         for key in keys {
             guard let interface = ownInterface(path: key.path, name: key.interface),
-                  let changed = names[key],
-                  let message = propertiesChangedMessage(path: key.path, interface: interface, changed: changed) else { continue }
+                let changed = names[key],
+                let message = propertiesChangedMessage(path: key.path, interface: interface, changed: changed)
+            else { continue }
             transport.send(message)
         }
         let signals = queuedSignals
@@ -262,8 +276,11 @@ public final class ObjectServer {
             case .const: break
             }
         }
-        guard let message = try? Message.signal(path: path, interface: StandardInterfaces.properties, name: "PropertiesChanged"),
-              (try? message.append([.string(interface.name), .variantMap(values), .stringArray(invalidated)])) != nil else {
+        guard
+            let message = try? Message.signal(
+                path: path, interface: StandardInterfaces.properties, name: "PropertiesChanged"),
+            (try? message.append([.string(interface.name), .variantMap(values), .stringArray(invalidated)])) != nil
+        else {
             return nil
         }
         return message

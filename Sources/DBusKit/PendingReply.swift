@@ -72,12 +72,15 @@ extension BusConnection {
     /// Sends a method call and returns at once; `handler` runs on the loop with the
     /// reply (an error reply as `.failure`), or with NoReply after `timeoutMilliseconds`.
     /// Keep the returned PendingReply: dropping it cancels the call.
-    public func call(_ message: Message, timeoutMilliseconds: Int32 = 25_000,
-                     _ handler: @escaping (Result<Message, DBusError>) -> Void) -> PendingReply {
+    public func call(
+        _ message: Message, timeoutMilliseconds: Int32 = 25_000,
+        _ handler: @escaping (Result<Message, DBusError>) -> Void
+    ) -> PendingReply {
         let reply = PendingReply(handler: handler)
         var pending: OpaquePointer? = nil
         guard isConnected, dbus_connection_send_with_reply(raw, message.raw, &pending, timeoutMilliseconds) != 0,
-              let pending else {
+            let pending
+        else {
             // Never call back from inside the caller's own call.
             loop.atEndOfTurn { [weak reply] in reply?.complete(.failure(.disconnected("not connected to the bus"))) }
             return reply
@@ -94,8 +97,10 @@ extension BusConnection {
 
     /// `call` for a caller with nowhere to keep the PendingReply: the call lives until its
     /// handler has run (a reply, an error, the timeout, or the connection closing).
-    public func send(_ message: Message, timeoutMilliseconds: Int32 = 25_000,
-                     replyHandler handler: @escaping (Result<Message, DBusError>) -> Void) {
+    public func send(
+        _ message: Message, timeoutMilliseconds: Int32 = 25_000,
+        replyHandler handler: @escaping (Result<Message, DBusError>) -> Void
+    ) {
         call(message, timeoutMilliseconds: timeoutMilliseconds, handler).keepUntilAnswered()
     }
 }

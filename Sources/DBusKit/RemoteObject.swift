@@ -20,7 +20,8 @@ public struct RemoteObject: Equatable, Sendable {
         var map: [String: [String: DBusValue]] = [:]
         for entry in entries {
             guard let interface = entry.key.stringValue, wanted.contains(interface),
-                  let properties = entry.value.propertyMap else { continue }
+                let properties = entry.value.propertyMap
+            else { continue }
             map[interface] = properties
         }
         return map

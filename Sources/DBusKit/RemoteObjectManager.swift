@@ -35,18 +35,24 @@ public final class RemoteObjectManager {
     /// How long a GetManagedObjects or GetAll may take before it counts as failed.
     public var callTimeoutMilliseconds: Int32 = 10_000
 
-    public init(connection: BusConnection, service: String, path: String, interfaces: Set<String>, objectLimit: Int = 1024) {
+    public init(
+        connection: BusConnection, service: String, path: String, interfaces: Set<String>, objectLimit: Int = 1024
+    ) {
         self.connection = connection
         self.service = service
         self.path = path
         table = RemoteObjectTable(interfaces: interfaces, objectLimit: objectLimit)
         owner = NameOwnerWatch(connection: connection, name: service)
         // Subscribed before anything is loaded, so no change falls between the load and the signals.
-        let rules = [MatchRule(sender: service, path: path, interface: Self.objectManager, member: "InterfacesAdded"),
-                     MatchRule(sender: service, path: path, interface: Self.objectManager, member: "InterfacesRemoved")]
+        let rules =
+            [
+                MatchRule(sender: service, path: path, interface: Self.objectManager, member: "InterfacesAdded"),
+                MatchRule(sender: service, path: path, interface: Self.objectManager, member: "InterfacesRemoved"),
+            ]
             + interfaces.sorted().map {
-                MatchRule(sender: service, pathNamespace: path == "/" ? nil : path, interface: Self.properties,
-                          member: "PropertiesChanged", arg0: $0)
+                MatchRule(
+                    sender: service, pathNamespace: path == "/" ? nil : path, interface: Self.properties,
+                    member: "PropertiesChanged", arg0: $0)
             }
         for rule in rules {
             if let subscription = connection.subscribe(rule, { [weak self] message in self?.signal(message) }) {
@@ -83,8 +89,10 @@ public final class RemoteObjectManager {
 
     private func loadObjects() {
         guard let owner = owner.owner,
-              let call = try? Message.methodCall(destination: owner, path: path, interface: Self.objectManager,
-                                                 member: "GetManagedObjects") else { return }
+            let call = try? Message.methodCall(
+                destination: owner, path: path, interface: Self.objectManager,
+                member: "GetManagedObjects")
+        else { return }
         load = connection.call(call, timeoutMilliseconds: callTimeoutMilliseconds) { [weak self] result in
             guard let self else { return }
             load = nil
@@ -131,13 +139,16 @@ public final class RemoteObjectManager {
     private func refresh(_ objectPath: String, _ interface: String) {
         let key = objectPath + "\u{0}" + interface
         guard refreshes[key] == nil, let owner = owner.owner,
-              let call = try? Message.methodCall(destination: owner, path: objectPath, interface: Self.properties,
-                                                 member: "GetAll"),
-              (try? call.append([.string(interface)])) != nil else { return }
+            let call = try? Message.methodCall(
+                destination: owner, path: objectPath, interface: Self.properties,
+                member: "GetAll"),
+            (try? call.append([.string(interface)])) != nil
+        else { return }
         refreshes[key] = connection.call(call, timeoutMilliseconds: callTimeoutMilliseconds) { [weak self] result in
             guard let self else { return }
             refreshes[key] = nil
-            guard case .success(let reply) = result, table.refreshed(reply, path: objectPath, interface: interface) else { return }
+            guard case .success(let reply) = result, table.refreshed(reply, path: objectPath, interface: interface)
+            else { return }
             onChange?()
         }
     }

@@ -50,7 +50,8 @@ final class ReplyTemplate {
         guard let fresh = dbus_message_copy(blank) else { return nil }
         // Any serial but 0 (which libdbus refuses): every copy gets its call's own in its place.
         guard dbus_message_set_reply_serial(fresh, 1) != 0,
-              sender.map({ dbus_message_set_destination(fresh, $0) != 0 }) ?? true else {
+            sender.map({ dbus_message_set_destination(fresh, $0) != 0 }) ?? true
+        else {
             dbus_message_unref(fresh)
             return nil
         }

@@ -8,7 +8,8 @@ extension DBusValue {
         case .string(let text), .objectPath(let text): 8 + text.utf8.count + 1
         case .signature(let text): 1 + text.utf8.count + 1
         case .array(_, let elements): elements.reduce(16) { $0 + $1.wireSizeBound }
-        case .dictionary(_, _, let entries): entries.reduce(16) { $0 + 8 + $1.key.wireSizeBound + $1.value.wireSizeBound }
+        case .dictionary(_, _, let entries):
+            entries.reduce(16) { $0 + 8 + $1.key.wireSizeBound + $1.value.wireSizeBound }
         case .structure(let fields): fields.reduce(8) { $0 + $1.wireSizeBound }
         case .variant(let inner): 1 + 255 + 1 + inner.wireSizeBound
         }

@@ -28,7 +28,9 @@ public struct Descriptor: ~Copyable, Sendable {
 public enum Syscall {
     /// Calls `body` again while it fails with EINTR; a negative result throws `call`'s errno.
     @discardableResult
-    public static func retrying<Result: BinaryInteger>(_ call: String, _ body: () -> Result) throws(SystemError) -> Result {
+    public static func retrying<Result: BinaryInteger>(
+        _ call: String, _ body: () -> Result
+    ) throws(SystemError) -> Result {
         while true {
             let result = body()
             if result >= 0 { return result }

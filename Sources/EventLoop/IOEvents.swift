@@ -44,7 +44,8 @@ public final class LoopTimer {
     @exclusivity(unchecked) var heapIndex = -1
     let handler: () -> Void
 
-    init(deadline: Instant, interval: Duration, repeats: Bool, leeway: Duration = .zero, handler: @escaping () -> Void) {
+    init(deadline: Instant, interval: Duration, repeats: Bool, leeway: Duration = .zero, handler: @escaping () -> Void)
+    {
         self.deadline = deadline
         self.interval = interval
         self.repeats = repeats

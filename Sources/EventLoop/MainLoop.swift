@@ -52,7 +52,9 @@ public final class MainLoop {
     @exclusivity(unchecked) public var slowTurn = Duration.milliseconds(50)
 
     /// `waitCall` nil: decided once here, by trying `epoll_pwait2`.
-    public init(waitCall: WaitCall? = nil, clock: @escaping @Sendable () -> Instant = MonotonicClock.now) throws(SystemError) {
+    public init(
+        waitCall: WaitCall? = nil, clock: @escaping @Sendable () -> Instant = MonotonicClock.now
+    ) throws(SystemError) {
         epoll = try Syscall.descriptor("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
         self.clock = clock
         self.waitCall = waitCall ?? Self.probeWaitCall(epollFD: epoll.raw)
@@ -75,7 +77,9 @@ public final class MainLoop {
 
     /// Watches `fd` for `interest`; the handler receives what is ready.
     @discardableResult
-    public func watch(fd: Int32, interest: IOEvents, handler: @escaping (IOEvents) -> Void) throws(SystemError) -> IOSource {
+    public func watch(
+        fd: Int32, interest: IOEvents, handler: @escaping (IOEvents) -> Void
+    ) throws(SystemError) -> IOSource {
         let source = IOSource(fd: fd, interest: interest, handler: handler)
         if registrations[fd] == nil {
             lastToken += 1
@@ -130,7 +134,8 @@ public final class MainLoop {
 
     /// The sources an event with `token` is for; none when that registration has ended.
     private func sources(for token: UInt64) -> [IOSource]? {
-        guard let fd = descriptorByToken[token], let registration = registrations[fd], registration.token == token else { return nil }
+        guard let fd = descriptorByToken[token], let registration = registrations[fd], registration.token == token
+        else { return nil }
         return registration.sources
     }
 
@@ -147,10 +152,13 @@ public final class MainLoop {
     /// that need not be punctual rides on the wake-ups the loop has anyway and adds none of its own
     /// while anything else wakes the loop within `leeway`.
     @discardableResult
-    public func schedule(after delay: Duration, leeway: Duration, repeats: Bool = false,
-                         handler: @escaping () -> Void) -> LoopTimer {
-        let timer = LoopTimer(deadline: Self.saturatingSum(clock(), delay), interval: delay,
-                              repeats: repeats, leeway: leeway, handler: handler)
+    public func schedule(
+        after delay: Duration, leeway: Duration, repeats: Bool = false,
+        handler: @escaping () -> Void
+    ) -> LoopTimer {
+        let timer = LoopTimer(
+            deadline: Self.saturatingSum(clock(), delay), interval: delay,
+            repeats: repeats, leeway: leeway, handler: handler)
         if leeway == .zero {
             timers.insert(timer)
         } else {
@@ -239,7 +247,9 @@ public final class MainLoop {
         let count = Int32(events.count)
         switch waitCall {
         case .epollPwait2:
-            guard let nanoseconds = limit?.nanoseconds else { return epoll_pwait2(epollFD, events.baseAddress, count, nil, nil) }
+            guard let nanoseconds = limit?.nanoseconds else {
+                return epoll_pwait2(epollFD, events.baseAddress, count, nil, nil)
+            }
             var timeout = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
             return epoll_pwait2(epollFD, events.baseAddress, count, &timeout, nil)
         case .epollPwait:

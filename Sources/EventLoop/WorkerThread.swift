@@ -56,14 +56,18 @@ public final class WorkerThread: Sendable {
     }
 
     private func startIfNeeded() {
-        guard started.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        guard started.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
+            return
+        }
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
-        let result = pthread_create(&thread, nil, { context in
-            guard let context else { return nil }
-            Unmanaged<WorkerThread>.fromOpaque(context).takeRetainedValue().runJobs()
-            return nil
-        }, context)
+        let result = pthread_create(
+            &thread, nil,
+            { context in
+                guard let context else { return nil }
+                Unmanaged<WorkerThread>.fromOpaque(context).takeRetainedValue().runJobs()
+                return nil
+            }, context)
         if result == 0 {
             pthread_detach(thread)
         } else {

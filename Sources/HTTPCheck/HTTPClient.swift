@@ -16,7 +16,10 @@ public struct HTTPRequestOptions: Equatable, Sendable {
     public var keepBody = false
     public var bodyLimit = 64 * 1024
 
-    public init(secure: Bool = false, caFile: String? = nil, headers: [String] = [], keepBody: Bool = false, bodyLimit: Int = 64 * 1024) {
+    public init(
+        secure: Bool = false, caFile: String? = nil, headers: [String] = [], keepBody: Bool = false,
+        bodyLimit: Int = 64 * 1024
+    ) {
         self.secure = secure
         self.caFile = caFile
         self.headers = headers
@@ -88,45 +91,54 @@ public final class HTTPClient {
     /// One GET of `url` (no redirect followed, no cookie kept, at most `options.bodyLimit` body bytes
     /// read, `timeoutMilliseconds` in all); `completion` runs on the loop once, unless cancelled.
     /// `pinnedTo`: the URL's host name is this address (curl then looks nothing up).
-    public func get(_ url: String, pinnedTo pin: Pin? = nil, timeoutMilliseconds: Int, options: HTTPRequestOptions = HTTPRequestOptions(),
-                    completion: @escaping (CheckAnswer) -> Void) -> HTTPRequest? {
+    public func get(
+        _ url: String, pinnedTo pin: Pin? = nil, timeoutMilliseconds: Int,
+        options: HTTPRequestOptions = HTTPRequestOptions(),
+        completion: @escaping (CheckAnswer) -> Void
+    ) -> HTTPRequest? {
         guard let easy = CCurl_easy_init() else { return nil }
         let resolve = pin.map { CCurl_slist_append(nil, $0.entry) } ?? nil
         // Nothing beyond the request line, Host, User-Agent, these and the caller's: no Accept unless asked, no cookies.
         var headers = CCurl_slist_append(nil, "Connection: close")
-        if !options.headers.contains(where: { $0.lowercased().hasPrefix("accept:") }) { headers = CCurl_slist_append(headers, "Accept:") }
+        if !options.headers.contains(where: { $0.lowercased().hasPrefix("accept:") }) {
+            headers = CCurl_slist_append(headers, "Accept:")
+        }
         for header in options.headers { headers = CCurl_slist_append(headers, header) }
-        let request = HTTPRequest(client: self, easy: easy, bodyLimit: options.bodyLimit, keepBody: options.keepBody, resolve: resolve,
-                                  headers: headers, completion: completion)
+        let request = HTTPRequest(
+            client: self, easy: easy, bodyLimit: options.bodyLimit, keepBody: options.keepBody, resolve: resolve,
+            headers: headers, completion: completion)
         let context = Unmanaged.passUnretained(request).toOpaque()
-        let secure: [CURLcode] = options.secure ? [
-            CCurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1),
-            CCurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2),
-            options.caFile.map { CCurl_easy_setopt_string(easy, CURLOPT_CAINFO, $0) } ?? CURLE_OK,
-            // The bundle alone (Debian's libcurl also has a default CA directory, which is the same certificates):
-            // libcurl keeps the store it built from a bundle for the next transfers, never one read from a
-            // directory, so with both every HTTPS transfer parsed the whole bundle again.
-            // It also keeps --ca-file's bundle the only trust, as documented, not one beside the system's directory.
-            CCurl_easy_setopt_string(easy, CURLOPT_CAPATH, nil),
-        ] : []
-        let settings: [CURLcode] = secure + [
-            CCurl_easy_setopt_string(easy, CURLOPT_URL, url),
-            CCurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, options.secure ? "https" : "http"),
-            CCurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
-            CCurl_easy_setopt_string(easy, CURLOPT_USERAGENT, Self.userAgent),
-            CCurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers),
-            CCurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CCurl_HTTP_VERSION_1_1),
-            CCurl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1),
-            CCurl_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1),
-            CCurl_easy_setopt_long(easy, CURLOPT_DNS_CACHE_TIMEOUT, 0),
-            // No proxy from the environment: the check is about this network's own path.
-            CCurl_easy_setopt_string(easy, CURLOPT_PROXY, ""),
-            CCurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds),
-            CCurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
-            CCurl_easy_set_write(easy, writeCallback, context),
-            CCurl_easy_set_header(easy, headerCallback, context),
-            resolve.map { CCurl_easy_setopt_slist(easy, CURLOPT_RESOLVE, $0) } ?? CURLE_OK,
-        ]
+        let secure: [CURLcode] =
+            options.secure
+            ? [
+                CCurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1),
+                CCurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2),
+                options.caFile.map { CCurl_easy_setopt_string(easy, CURLOPT_CAINFO, $0) } ?? CURLE_OK,
+                // The bundle alone (Debian's libcurl also has a default CA directory, which is the same certificates):
+                // libcurl keeps the store it built from a bundle for the next transfers, never one read from a
+                // directory, so with both every HTTPS transfer parsed the whole bundle again.
+                // It also keeps --ca-file's bundle the only trust, as documented, not one beside the system's directory.
+                CCurl_easy_setopt_string(easy, CURLOPT_CAPATH, nil),
+            ] : []
+        let settings: [CURLcode] =
+            secure + [
+                CCurl_easy_setopt_string(easy, CURLOPT_URL, url),
+                CCurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, options.secure ? "https" : "http"),
+                CCurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
+                CCurl_easy_setopt_string(easy, CURLOPT_USERAGENT, Self.userAgent),
+                CCurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers),
+                CCurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CCurl_HTTP_VERSION_1_1),
+                CCurl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1),
+                CCurl_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1),
+                CCurl_easy_setopt_long(easy, CURLOPT_DNS_CACHE_TIMEOUT, 0),
+                // No proxy from the environment: the check is about this network's own path.
+                CCurl_easy_setopt_string(easy, CURLOPT_PROXY, ""),
+                CCurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds),
+                CCurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
+                CCurl_easy_set_write(easy, writeCallback, context),
+                CCurl_easy_set_header(easy, headerCallback, context),
+                resolve.map { CCurl_easy_setopt_slist(easy, CURLOPT_RESOLVE, $0) } ?? CURLE_OK,
+            ]
         guard settings.allSatisfy({ $0 == CURLE_OK }), CCurl_multi_add_handle(multi, easy) == CURLM_OK else {
             CCurl_easy_cleanup(easy)
             request.detach()
@@ -187,7 +199,8 @@ public final class HTTPClient {
         var left: Int32 = 0
         while let message = CCurl_multi_info_read(multi, &left) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                  let request = transfers.removeValue(forKey: easy) else { continue }
+                let request = transfers.removeValue(forKey: easy)
+            else { continue }
             let answer = Self.answer(easy, CCurl_message_result(message), request)
             CCurl_multi_remove_handle(multi, easy)
             CCurl_easy_cleanup(easy)
@@ -195,15 +208,17 @@ public final class HTTPClient {
         }
     }
 
-    private static func answer(_ easy: UnsafeMutableRawPointer, _ code: CURLcode, _ request: HTTPRequest) -> CheckAnswer {
+    private static func answer(_ easy: UnsafeMutableRawPointer, _ code: CURLcode, _ request: HTTPRequest) -> CheckAnswer
+    {
         var status = 0
         CCurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         var location: UnsafePointer<CChar>? = nil
         CCurl_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &location)
         // Stopping at the body cap is ours, not a failure.
         let error = code == CURLE_OK || (code == CURLE_WRITE_ERROR && request.truncated) ? "" : describe(code)
-        return CheckAnswer(transportError: error, status: status, location: location.map { String(cString: $0) } ?? "",
-                           bodyBytes: request.bodyBytes, echo: request.echo, body: request.body)
+        return CheckAnswer(
+            transportError: error, status: status, location: location.map { String(cString: $0) } ?? "",
+            bodyBytes: request.bodyBytes, echo: request.echo, body: request.body)
     }
 
     static func describe(_ code: CURLcode) -> String {
@@ -238,8 +253,11 @@ public final class HTTPRequest {
     private let resolve: UnsafeMutablePointer<curl_slist>?
     private let headers: UnsafeMutablePointer<curl_slist>?
 
-    init(client: HTTPClient, easy: UnsafeMutableRawPointer, bodyLimit: Int, keepBody: Bool, resolve: UnsafeMutablePointer<curl_slist>?,
-         headers: UnsafeMutablePointer<curl_slist>?, completion: @escaping (CheckAnswer) -> Void) {
+    init(
+        client: HTTPClient, easy: UnsafeMutableRawPointer, bodyLimit: Int, keepBody: Bool,
+        resolve: UnsafeMutablePointer<curl_slist>?,
+        headers: UnsafeMutablePointer<curl_slist>?, completion: @escaping (CheckAnswer) -> Void
+    ) {
         self.client = client
         self.easy = easy
         self.bodyLimit = bodyLimit
@@ -299,38 +317,50 @@ public final class HTTPRequest {
             return
         }
         guard line.count > name.count, line.count <= name.count + 80,
-              zip(line.prefix(name.count), name).allSatisfy({ ($0 | 0x20) == $1 || $0 == $1 }) else { return }
+            zip(line.prefix(name.count), name).allSatisfy({ ($0 | 0x20) == $1 || $0 == $1 })
+        else { return }
         var value = line.dropFirst(name.count)
         while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
-        while let last = value.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { value = value.dropLast() }
+        while let last = value.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 {
+            value = value.dropLast()
+        }
         guard value.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return }
         echo = String(decoding: value, as: UTF8.self)
     }
 }
 
-private func socketCallback(_ easy: UnsafeMutableRawPointer?, _ fd: curl_socket_t, _ what: Int32, _ context: UnsafeMutableRawPointer?,
-                            _ socketContext: UnsafeMutableRawPointer?) -> Int32 {
+private func socketCallback(
+    _ easy: UnsafeMutableRawPointer?, _ fd: curl_socket_t, _ what: Int32, _ context: UnsafeMutableRawPointer?,
+    _ socketContext: UnsafeMutableRawPointer?
+) -> Int32 {
     guard let context else { return 0 }
     Unmanaged<HTTPClient>.fromOpaque(context).takeUnretainedValue().watch(fd, what: what)
     return 0
 }
 
-private func timerCallback(_ multi: UnsafeMutableRawPointer?, _ milliseconds: Int, _ context: UnsafeMutableRawPointer?) -> Int32 {
+private func timerCallback(
+    _ multi: UnsafeMutableRawPointer?, _ milliseconds: Int, _ context: UnsafeMutableRawPointer?
+) -> Int32 {
     guard let context else { return 0 }
     Unmanaged<HTTPClient>.fromOpaque(context).takeUnretainedValue().arm(afterMilliseconds: milliseconds)
     return 0
 }
 
-private func writeCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+private func writeCallback(
+    _ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?
+) -> Int {
     guard let context else { return 0 }
     let request = Unmanaged<HTTPRequest>.fromOpaque(context).takeUnretainedValue()
     let bytes = size * count
     return request.received(UnsafeRawBufferPointer(start: data, count: bytes)) ? bytes : 0
 }
 
-private func headerCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+private func headerCallback(
+    _ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?
+) -> Int {
     guard let context else { return 0 }
     let bytes = size * count
-    Unmanaged<HTTPRequest>.fromOpaque(context).takeUnretainedValue().header(UnsafeRawBufferPointer(start: data, count: bytes))
+    Unmanaged<HTTPRequest>.fromOpaque(context).takeUnretainedValue().header(
+        UnsafeRawBufferPointer(start: data, count: bytes))
     return bytes
 }

@@ -4,8 +4,10 @@ import MonitorRules
 /// HTTPClient does it with libcurl; the driver tests stand in for it.
 public protocol HTTPGetting: AnyObject {
     /// nil when it could not start; `completion` runs on the loop unless the transfer is cancelled first.
-    func startGet(_ url: String, pinnedTo pin: HTTPClient.Pin?, timeoutMilliseconds: Int, options: HTTPRequestOptions,
-                  completion: @escaping (CheckAnswer) -> Void) -> (any HTTPTransfer)?
+    func startGet(
+        _ url: String, pinnedTo pin: HTTPClient.Pin?, timeoutMilliseconds: Int, options: HTTPRequestOptions,
+        completion: @escaping (CheckAnswer) -> Void
+    ) -> (any HTTPTransfer)?
 }
 
 /// A GET under way.
@@ -24,8 +26,10 @@ public protocol HTTPClientSource: AnyObject {
 extension HTTPRequest: HTTPTransfer {}
 
 extension HTTPClient: HTTPGetting {
-    public func startGet(_ url: String, pinnedTo pin: Pin?, timeoutMilliseconds: Int, options: HTTPRequestOptions,
-                         completion: @escaping (CheckAnswer) -> Void) -> (any HTTPTransfer)? {
+    public func startGet(
+        _ url: String, pinnedTo pin: Pin?, timeoutMilliseconds: Int, options: HTTPRequestOptions,
+        completion: @escaping (CheckAnswer) -> Void
+    ) -> (any HTTPTransfer)? {
         get(url, pinnedTo: pin, timeoutMilliseconds: timeoutMilliseconds, options: options, completion: completion)
     }
 }

@@ -46,7 +46,9 @@ public struct AtomicFile: Sendable {
         while length < buffer.count {
             let got: Int
             do throws(SystemError) {
-                got = try Syscall.retrying("read") { buffer[length...].withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+                got = try Syscall.retrying("read") {
+                    buffer[length...].withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                }
             } catch {
                 return .failure(Refused(description: error.description))
             }
@@ -77,7 +79,9 @@ public struct AtomicFile: Sendable {
             unlink(temporaryName)
             throw error
         }
-        if let dir = try? Syscall.descriptor("open \(directory)", { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }) {
+        if let dir = try? Syscall.descriptor(
+            "open \(directory)", { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
+        {
             _ = try? Syscall.retrying("fsync \(directory)") { fsync(dir.raw) }
         }
     }
@@ -102,9 +106,11 @@ public struct AtomicFile: Sendable {
         for _ in 0..<16 {
             let name = path + ".tmp-" + String(generator.next() as UInt64, radix: 36)
             do throws(SystemError) {
-                let descriptor = try Syscall.descriptor("open \(name)") { open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644) }
+                let descriptor = try Syscall.descriptor("open \(name)") {
+                    open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+                }
                 return TemporaryFile(name: name, descriptor: descriptor)
-            } catch where error.errno == EEXIST {
+            } catch  where error.errno == EEXIST {
                 continue
             }
         }
@@ -114,7 +120,9 @@ public struct AtomicFile: Sendable {
     private func writeAll(_ fd: Int32, _ bytes: [UInt8], name: String) throws(SystemError) {
         var rest = bytes[...]
         while !rest.isEmpty {
-            let written = try Syscall.retrying("write \(name)") { rest.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
+            let written = try Syscall.retrying("write \(name)") {
+                rest.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            }
             rest = rest.dropFirst(written)
         }
     }

@@ -67,31 +67,39 @@ package final class BlockingHelper {
 
     /// Looks `host` up (getaddrinfo, `family` or AF_UNSPEC) behind the other lookups.
     /// `first`: the default target's, on a lane of their own.
-    package func resolve(_ host: String, family: Int32, first: Bool = false,
-                 completion: @escaping (Result<[IPAddress], ResolverFailure>) -> Void) {
+    package func resolve(
+        _ host: String, family: Int32, first: Bool = false,
+        completion: @escaping (Result<[IPAddress], ResolverFailure>) -> Void
+    ) {
         run(.resolve(host: host, family: family), on: first ? .firstLookups : .lookups) { answer in
             if case .resolved(let result) = answer { completion(result) }
         }
     }
 
     /// Walks the census for connections to `host` from `sources` behind the other walks.
-    package func sample(host: IPAddress, sources: [IPAddress], now: Instant, completion: @escaping (TrafficSampler.Taken) -> Void) {
+    package func sample(
+        host: IPAddress, sources: [IPAddress], now: Instant, completion: @escaping (TrafficSampler.Taken) -> Void
+    ) {
         run(.sample(host: host, sources: sources, now: now), on: .census) { answer in
             if case .sampled(let taken) = answer { completion(taken) }
         }
     }
 
     /// Writes `text` to `name` in `directory` atomically behind `lane`'s other work; nil: it is on disk.
-    package func write(_ text: String, to name: String, in directory: String, on lane: HelperLane,
-               completion: @escaping (SystemError?) -> Void) {
+    package func write(
+        _ text: String, to name: String, in directory: String, on lane: HelperLane,
+        completion: @escaping (SystemError?) -> Void
+    ) {
         run(.write(directory: directory, name: name, text: text), on: lane) { answer in
             if case .written(let error) = answer { completion(error) }
         }
     }
 
     /// Reads `name` in `directory` (at most `maximumSize` bytes) behind `lane`'s other work; nil: there is no such file.
-    package func read(_ name: String, in directory: String, maximumSize: Int, on lane: HelperLane,
-              completion: @escaping (Result<[UInt8]?, AtomicFile.Refused>) -> Void) {
+    package func read(
+        _ name: String, in directory: String, maximumSize: Int, on lane: HelperLane,
+        completion: @escaping (Result<[UInt8]?, AtomicFile.Refused>) -> Void
+    ) {
         run(.read(directory: directory, name: name, maximumSize: maximumSize), on: lane) { answer in
             if case .read(let result) = answer { completion(result) }
         }
@@ -116,7 +124,9 @@ package final class BlockingHelper {
         quietFailures[lane] = handler
     }
 
-    private func send(_ request: HelperRequest, on lane: HelperLane, quiet: Bool, completion: @escaping (HelperAnswer) -> Void) {
+    private func send(
+        _ request: HelperRequest, on lane: HelperLane, quiet: Bool, completion: @escaping (HelperAnswer) -> Void
+    ) {
         nextID &+= 1
         let id = nextID
         guard let connection = connectionOrStart() else {
@@ -170,14 +180,18 @@ package final class BlockingHelper {
             self.connection = connection
             return connection
         } catch {
-            onWarning("cannot start the blocking helper (\(error)): lookups, traffic samples and saved files fail until it starts")
+            onWarning(
+                "cannot start the blocking helper (\(error)): lookups, traffic samples and saved files fail until it starts"
+            )
             return nil
         }
     }
 
     private func start() throws(SystemError) -> Connection {
         var ends: [Int32] = [-1, -1]
-        try Syscall.retrying("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) }
+        try Syscall.retrying("socketpair") {
+            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends)
+        }
         let ours = Descriptor(owning: ends[0])
         let theirs = Descriptor(owning: ends[1])
         let flags = fcntl(ours.raw, F_GETFL)
@@ -187,7 +201,8 @@ package final class BlockingHelper {
         }
         _ = consume theirs
         let connection = Connection(socket: ours, pid: pid)
-        connection.source = try loop.watch(fd: connection.socket.raw, interest: .readable) { [weak self, unowned connection] _ in
+        connection.source = try loop.watch(fd: connection.socket.raw, interest: .readable) {
+            [weak self, unowned connection] _ in
             self?.receive(connection, answering: true)
         }
         return connection
@@ -198,7 +213,9 @@ package final class BlockingHelper {
         var sent = 0
         while sent < connection.outbox.count {
             let count = connection.outbox.withUnsafeBytes { bytes in
-                Glibc.send(connection.socket.raw, bytes.baseAddress.map { $0 + sent }, bytes.count - sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                Glibc.send(
+                    connection.socket.raw, bytes.baseAddress.map { $0 + sent }, bytes.count - sent,
+                    Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
             }
             if count > 0 {
                 sent += count
@@ -306,7 +323,8 @@ package final class BlockingHelper {
     private static func failure(of request: HelperRequest) -> HelperAnswer {
         let error = SystemError("blocking helper", errno: ECHILD)
         return switch request {
-        case .resolve(let host, _): .resolved(.failure(.init(message: "cannot resolve \(host): the blocking helper stopped")))
+        case .resolve(let host, _):
+            .resolved(.failure(.init(message: "cannot resolve \(host): the blocking helper stopped")))
         case .sample: .sampled(.init(result: .failure(.refused(error)), cost: .zero, dumpCost: .zero))
         case .write: .written(error)
         case .remove: .removed(false)

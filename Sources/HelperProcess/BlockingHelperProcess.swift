@@ -75,7 +75,9 @@ private final class AnswerWriter: Sendable {
         writing.withLock { _ in
             var sent = 0
             while sent < frame.count {
-                let count = frame.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress.map { $0 + sent }, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+                let count = frame.withUnsafeBytes {
+                    Glibc.send(descriptor, $0.baseAddress.map { $0 + sent }, $0.count - sent, Int32(MSG_NOSIGNAL))
+                }
                 if count < 0 && errno == EINTR { continue }
                 // The daemon is gone.
                 guard count > 0 else { _exit(0) }
@@ -114,7 +116,8 @@ private final class HelperWork: Sendable {
         case .remove(let directory, let name):
             return .removed(AtomicFile(directory: directory, name: name).remove())
         case .read(let directory, let name, let maximumSize):
-            return .read(AtomicFile(directory: directory, name: name).read(maximumSize: maximumSize).map { $0.map(Array.init) })
+            return .read(
+                AtomicFile(directory: directory, name: name).read(maximumSize: maximumSize).map { $0.map(Array.init) })
         case .barrier:
             return .passed
         }

@@ -30,7 +30,8 @@ package enum HelperAnswer: Equatable, Sendable {
     package func answers(_ request: HelperRequest) -> Bool {
         switch (request, self) {
         case (.resolve, .resolved), (.sample, .sampled), (.write, .written), (.remove, .removed), (.read, .read),
-             (.barrier, .passed): true
+            (.barrier, .passed):
+            true
         default: false
         }
     }
@@ -101,7 +102,8 @@ package enum HelperWire {
         case .sampled(let taken):
             switch taken.result {
             case .success(let sample):
-                out.u8(2); out.u64(UInt64(clamping: sample.connections)); out.u64(UInt64(clamping: sample.receivingRemotes))
+                out.u8(2); out.u64(UInt64(clamping: sample.connections));
+                out.u64(UInt64(clamping: sample.receivingRemotes))
                 out.u64(UInt64(clamping: sample.retransmittingRemotes))
             case .failure(.incomplete):
                 out.u8(3)
@@ -150,10 +152,13 @@ package enum HelperWire {
     }
 
     /// A frame's body (after the length) as a request.
-    package static func request(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, quiet: Bool, request: HelperRequest)? {
+    package static func request(
+        _ body: ArraySlice<UInt8>
+    ) -> (id: UInt64, lane: HelperLane, quiet: Bool, request: HelperRequest)? {
         var input = WireIn(body)
         guard let id = input.u64(), let laneByte = input.u8(), let lane = HelperLane(rawValue: laneByte & ~quietBit),
-              let kind = input.u8() else { return nil }
+            let kind = input.u8()
+        else { return nil }
         let request: HelperRequest
         switch kind {
         case 0:
@@ -163,7 +168,9 @@ package enum HelperWire {
             guard let host = input.address(), let sources = input.addresses(), let now = input.u64() else { return nil }
             request = .sample(host: host, sources: sources, now: Instant(nanoseconds: now))
         case 2:
-            guard let directory = input.string(), let name = input.string(), let text = input.string() else { return nil }
+            guard let directory = input.string(), let name = input.string(), let text = input.string() else {
+                return nil
+            }
             request = .write(directory: directory, name: name, text: text)
         case 3:
             guard let directory = input.string(), let name = input.string() else { return nil }
@@ -183,7 +190,9 @@ package enum HelperWire {
     /// A frame's body (after the length) as an answer.
     package static func answer(_ body: ArraySlice<UInt8>) -> (id: UInt64, lane: HelperLane, answer: HelperAnswer)? {
         var input = WireIn(body)
-        guard let id = input.u64(), let lane = input.u8().flatMap(HelperLane.init), let kind = input.u8() else { return nil }
+        guard let id = input.u64(), let lane = input.u8().flatMap(HelperLane.init), let kind = input.u8() else {
+            return nil
+        }
         let answer: HelperAnswer
         switch kind {
         case 0:
@@ -196,8 +205,11 @@ package enum HelperWire {
             let result: Result<TrafficSample, CensusFailure>
             switch kind {
             case 2:
-                guard let connections = input.count(), let receiving = input.count(), let retransmitting = input.count() else { return nil }
-                result = .success(TrafficSample(connections: connections, receivingRemotes: receiving, retransmittingRemotes: retransmitting))
+                guard let connections = input.count(), let receiving = input.count(), let retransmitting = input.count()
+                else { return nil }
+                result = .success(
+                    TrafficSample(
+                        connections: connections, receivingRemotes: receiving, retransmittingRemotes: retransmitting))
             case 3:
                 result = .failure(.incomplete)
             default:
@@ -205,7 +217,9 @@ package enum HelperWire {
                 result = .failure(.refused(error))
             }
             guard let cost = input.u64(), let dumpCost = input.u64() else { return nil }
-            answer = .sampled(TrafficSampler.Taken(result: result, cost: Duration(nanoseconds: cost), dumpCost: Duration(nanoseconds: dumpCost)))
+            answer = .sampled(
+                TrafficSampler.Taken(
+                    result: result, cost: Duration(nanoseconds: cost), dumpCost: Duration(nanoseconds: dumpCost)))
         case 5:
             answer = .written(nil)
         case 6:
@@ -237,9 +251,15 @@ private struct WireOut {
     package var body: [UInt8] = []
 
     package mutating func u8(_ value: UInt8) { body.append(value) }
-    package mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { body.append(contentsOf: $0) } }
-    package mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { body.append(contentsOf: $0) } }
-    package mutating func bytes(_ value: some Collection<UInt8>) { u32(UInt32(value.count)); body.append(contentsOf: value) }
+    package mutating func u32(_ value: UInt32) {
+        withUnsafeBytes(of: value.littleEndian) { body.append(contentsOf: $0) }
+    }
+    package mutating func u64(_ value: UInt64) {
+        withUnsafeBytes(of: value.littleEndian) { body.append(contentsOf: $0) }
+    }
+    package mutating func bytes(_ value: some Collection<UInt8>) {
+        u32(UInt32(value.count)); body.append(contentsOf: value)
+    }
     package mutating func string(_ value: String) { bytes(value.utf8) }
     package mutating func error(_ value: SystemError) { string(value.call); u32(UInt32(bitPattern: value.errno)) }
     package mutating func address(_ value: IPAddress) {
@@ -298,8 +318,12 @@ private struct WireIn {
     }
 
     package mutating func address() -> IPAddress? {
-        guard let raw = bytes(), let plain = IPAddress(bytes: raw), let index = u32(), let name = string() else { return nil }
-        if case .v6(let bytes, _) = plain, index != 0 { return .v6(bytes, zone: IPAddress.Zone(index: index, name: name)) }
+        guard let raw = bytes(), let plain = IPAddress(bytes: raw), let index = u32(), let name = string() else {
+            return nil
+        }
+        if case .v6(let bytes, _) = plain, index != 0 {
+            return .v6(bytes, zone: IPAddress.Zone(index: index, name: name))
+        }
         return plain
     }
 
@@ -324,13 +348,15 @@ public enum HelperWireFuzzing {
         if let (id, lane, quiet, request) = HelperWire.request(body) {
             let again = HelperWire.frame(id: id, lane: lane, quiet: quiet, request)
             let decoded = HelperWire.request(again[HelperWire.headerLength...])
-            precondition(decoded?.id == id && decoded?.lane == lane && decoded?.quiet == quiet && decoded?.request == request,
-                         "a request does not read back")
+            precondition(
+                decoded?.id == id && decoded?.lane == lane && decoded?.quiet == quiet && decoded?.request == request,
+                "a request does not read back")
         }
         if let (id, lane, answer) = HelperWire.answer(body) {
             let again = HelperWire.frame(id: id, lane: lane, answer)
             let decoded = HelperWire.answer(again[HelperWire.headerLength...])
-            precondition(decoded?.id == id && decoded?.lane == lane && decoded?.answer == answer, "an answer does not read back")
+            precondition(
+                decoded?.id == id && decoded?.lane == lane && decoded?.answer == answer, "an answer does not read back")
         }
     }
 }

@@ -14,10 +14,16 @@ public enum MonitorFormat: String, CaseIterable, Sendable {
         switch self {
         case .plain: snapshot.line()
         case .json: snapshot.json()
-        case .waybar: Self.object(["text": Self.markup(snapshot.barText), "tooltip": Self.markup(snapshot.tooltip("\r")),
-                                   "class": snapshot.Status, "alt": snapshot.Connectivity])
-        case .i3blocks: Self.object(["full_text": snapshot.barText, "short_text": snapshot.Status,
-                                     "color": Self.colour(snapshot.Status)])
+        case .waybar:
+            Self.object([
+                "text": Self.markup(snapshot.barText), "tooltip": Self.markup(snapshot.tooltip("\r")),
+                "class": snapshot.Status, "alt": snapshot.Connectivity,
+            ])
+        case .i3blocks:
+            Self.object([
+                "full_text": snapshot.barText, "short_text": snapshot.Status,
+                "color": Self.colour(snapshot.Status),
+            ])
         // polybar reads %{…} in the text as its own formatting tags (actions that run commands among them).
         case .polybar: "%{F\(Self.colour(snapshot.Status))}\(snapshot.barText.escaping(["%": "%%"]))%{F-}"
         }

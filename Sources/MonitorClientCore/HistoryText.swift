@@ -20,10 +20,14 @@ public enum HistoryText {
         guard case .array(_, let items)? = reply.first else { return [] }
         return items.compactMap { item in
             guard case .structure(let fields) = item, fields.count == 5, case .uint64(let start) = fields[0],
-                  case .uint64(let duration) = fields[1], let blame = fields[2].stringValue, let worst = fields[3].stringValue,
-                  let reason = fields[4].stringValue else { return nil }
-            return Entry(start: start, duration: duration, blame: Snapshot.withoutControlCharacters(blame),
-                         connectivity: Snapshot.withoutControlCharacters(worst), reason: Snapshot.withoutControlCharacters(reason))
+                case .uint64(let duration) = fields[1], let blame = fields[2].stringValue,
+                let worst = fields[3].stringValue,
+                let reason = fields[4].stringValue
+            else { return nil }
+            return Entry(
+                start: start, duration: duration, blame: Snapshot.withoutControlCharacters(blame),
+                connectivity: Snapshot.withoutControlCharacters(worst),
+                reason: Snapshot.withoutControlCharacters(reason))
         }
     }
 
@@ -36,14 +40,18 @@ public enum HistoryText {
 
     public static func text(_ entries: [Entry], times: [String: UInt64]) -> String {
         var lines = entries.map { entry in
-            [date(entry.start), duration(entry.duration), entry.blame.isEmpty ? "—" : entry.blame, entry.connectivity, entry.reason]
-                .joined(separator: "  ")
+            [
+                date(entry.start), duration(entry.duration), entry.blame.isEmpty ? "—" : entry.blame,
+                entry.connectivity, entry.reason,
+            ]
+            .joined(separator: "  ")
         }
         if entries.isEmpty { lines.append("No outages.") }
         if let share = fullShare(times) {
             let percent = (share * 1000).rounded() / 10
             let asleep = times["asleep"] ?? 0
-            lines.append("Full \(percent) % of the time awake" + (asleep > 0 ? " (asleep \(duration(asleep * 1_000_000)))" : ""))
+            lines.append(
+                "Full \(percent) % of the time awake" + (asleep > 0 ? " (asleep \(duration(asleep * 1_000_000)))" : ""))
         }
         return lines.joined(separator: "\n")
     }

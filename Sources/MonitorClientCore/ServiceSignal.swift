@@ -11,11 +11,12 @@ public struct ServiceSignal: Sendable {
 
     public init?(_ message: Message, owner: String?, path own: String, allTargets: Bool) {
         guard let owner, let sender = message.sender, sender == owner,
-              message.isSignal(interface: MonitorContract.propertiesInterface, member: "PropertiesChanged"),
-              message.signature == "sa{sv}as",
-              let from = message.path, allTargets ? MatchRule.path(from, isIn: MonitorContract.objectPath) : from == own,
-              let arguments = try? message.arguments(), arguments.count == 3,
-              arguments[0].stringValue == MonitorContract.interface, let changed = arguments[1].propertyMap else { return nil }
+            message.isSignal(interface: MonitorContract.propertiesInterface, member: "PropertiesChanged"),
+            message.signature == "sa{sv}as",
+            let from = message.path, allTargets ? MatchRule.path(from, isIn: MonitorContract.objectPath) : from == own,
+            let arguments = try? message.arguments(), arguments.count == 3,
+            arguments[0].stringValue == MonitorContract.interface, let changed = arguments[1].propertyMap
+        else { return nil }
         path = from
         self.changed = changed
     }

@@ -29,8 +29,9 @@ public struct Snapshot: Encodable {
             switch property {
             case .status where MonitorContract.Status(rawValue: text) == nil: continue
             case .connectivity where MonitorContract.Connectivity(rawValue: text) == nil,
-                 .connectivity4 where MonitorContract.Connectivity(rawValue: text) == nil,
-                 .connectivity6 where MonitorContract.Connectivity(rawValue: text) == nil: continue
+                .connectivity4 where MonitorContract.Connectivity(rawValue: text) == nil,
+                .connectivity6 where MonitorContract.Connectivity(rawValue: text) == nil:
+                continue
             default: values[property] = .string(Self.withoutControlCharacters(text))
             }
         }
@@ -117,8 +118,10 @@ public struct Snapshot: Encodable {
 
     /// One family's line: `full via eth0, 198.18.2.2, 1.2 ms`, or `limited: host not answering over IPv6: …`.
     public func familyLine(ipv6: Bool) -> String {
-        let (connectivity, address, reason, rtt) = ipv6 ? (Connectivity6, Address6, Reason6, RoundTripTime6)
-                                                        : (Connectivity4, Address4, Reason4, RoundTripTime4)
+        let (connectivity, address, reason, rtt) =
+            ipv6
+            ? (Connectivity6, Address6, Reason6, RoundTripTime6)
+            : (Connectivity4, Address4, Reason4, RoundTripTime4)
         var text = connectivity.isEmpty ? "unknown" : connectivity
         if !reason.isEmpty { return text + ": " + reason }
         // The headline's family is the one whose route Interface names.
@@ -182,22 +185,29 @@ public struct Snapshot: Encodable {
         if !gateways.isEmpty { lines.append("Gateway:      " + gateways.joined(separator: ", ")) }
         if !Blame.isEmpty { lines.append("Blame:        \(Blame)") }
         if !Nat64Prefix.isEmpty {
-            lines.append("NAT64:        \(Nat64Prefix)" + (Nat64Source.isEmpty ? "" : " (from \(Nat64Source == "ra" ? "the router" : "DNS"))")
-                         + (Ipv4Path == "nat64" ? ", IPv4 reached through it" : ""))
+            lines.append(
+                "NAT64:        \(Nat64Prefix)"
+                    + (Nat64Source.isEmpty ? "" : " (from \(Nat64Source == "ra" ? "the router" : "DNS"))")
+                    + (Ipv4Path == "nat64" ? ", IPv4 reached through it" : ""))
         }
         if !PortalURL.isEmpty { lines.append("Sign in at:   \(PortalURL)") }
         if !PortalAPI.isEmpty {
-            lines.append("Portal API:   \(PortalAPI)" + (PortalSecondsRemaining > 0 ? " (\(PortalSecondsRemaining) s remaining)" : ""))
+            lines.append(
+                "Portal API:   \(PortalAPI)"
+                    + (PortalSecondsRemaining > 0 ? " (\(PortalSecondsRemaining) s remaining)" : ""))
         }
         if !PortalVenueURL.isEmpty { lines.append("Venue:        \(PortalVenueURL)") }
         if Partial { lines.append("Partial:      yes: plain HTTP passes, HTTPS fails") }
         if !Reason.isEmpty { lines.append("Reason:       \(Reason)") }
         lines.append("Since:        \(Self.timestamp(LastChange))")
-        lines.append("Traffic:      \(Traffic.isEmpty ? dash : Traffic)"
-                     + (Evidence == "traffic" ? " (stands in for probes while flowing: \(ProbesSkipped) skipped)" : ""))
+        lines.append(
+            "Traffic:      \(Traffic.isEmpty ? dash : Traffic)"
+                + (Evidence == "traffic" ? " (stands in for probes while flowing: \(ProbesSkipped) skipped)" : ""))
         lines.append("Check URL:    \(CheckURL.isEmpty ? "off" : CheckURL)" + (CheckEcho ? " (with the echo)" : ""))
         if !SecureCheckURL.isEmpty { lines.append("Secure check: \(SecureCheckURL)") }
-        lines.append("Probing:      every \(Interval) ms, timeout \(Timeout) ms, down after \(FailureThreshold), up after \(RecoveryThreshold)")
+        lines.append(
+            "Probing:      every \(Interval) ms, timeout \(Timeout) ms, down after \(FailureThreshold), up after \(RecoveryThreshold)"
+        )
         return lines.joined(separator: "\n")
     }
 

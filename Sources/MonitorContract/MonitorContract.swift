@@ -67,13 +67,17 @@ public enum MonitorContract {
         public var type: DBusType {
             switch self {
             case .status, .host, .interface, .address, .reason, .addressFamily, .accessTechnology,
-                 .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence,
-                 .connectivity4, .connectivity6, .address4, .address6, .reason4, .reason6, .nat64Prefix, .nat64Source,
-                 .ipv4Path, .portalAPI, .portalVenueURL, .secureCheckURL, .gateway4, .gateway6, .blame, .neighbor4, .neighbor6: .string
+                .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence,
+                .connectivity4, .connectivity6, .address4, .address6, .reason4, .reason6, .nat64Prefix, .nat64Source,
+                .ipv4Path, .portalAPI, .portalVenueURL, .secureCheckURL, .gateway4, .gateway6, .blame, .neighbor4,
+                .neighbor6:
+                .string
             case .timeInState: .dictionary(key: .string, value: .uint64)
             case .reachable, .metered, .checkEcho, .partial: .boolean
-            case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped, .roundTripTime4, .roundTripTime6,
-                 .portalSecondsRemaining: .uint64
+            case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped, .roundTripTime4,
+                .roundTripTime6,
+                .portalSecondsRemaining:
+                .uint64
             case .packetLoss: .double
             case .interval, .timeout, .failureThreshold, .recoveryThreshold: .uint32
             }
@@ -85,8 +89,10 @@ public enum MonitorContract {
         /// every burst of traffic: they ride along with loud changes only.
         public var changeMode: PropertyChangeMode {
             switch self {
-            case .roundTripTime, .packetLoss, .probesSent, .probesAnswered, .traffic, .probesSkipped, .roundTripTime4, .roundTripTime6,
-                 .portalSecondsRemaining, .timeInState: .quiet
+            case .roundTripTime, .packetLoss, .probesSent, .probesAnswered, .traffic, .probesSkipped, .roundTripTime4,
+                .roundTripTime6,
+                .portalSecondsRemaining, .timeInState:
+                .quiet
             default: .emits
             }
         }
@@ -148,7 +154,8 @@ public enum MonitorContract {
         public var arguments: [DBusArgument] {
             switch self {
             case .statusChanged: [DBusArgument("status", .string), DBusArgument("host", .string)]
-            case .outageEnded: [DBusArgument("start", .uint64), DBusArgument("duration", .uint64), DBusArgument("blame", .string)]
+            case .outageEnded:
+                [DBusArgument("start", .uint64), DBusArgument("duration", .uint64), DBusArgument("blame", .string)]
             }
         }
     }
@@ -184,7 +191,8 @@ public enum MonitorContract {
         public static func number(of path: String) -> UInt32? {
             let prefix = objectPath + "/"
             guard path.hasPrefix(prefix), let number = UInt32(path.dropFirst(prefix.count)), numbers.contains(number),
-                  path == Self.path(number) else { return nil }
+                path == Self.path(number)
+            else { return nil }
             return number
         }
     }

@@ -9,7 +9,9 @@ public struct CapportAnswer: Equatable, Sendable {
     /// `seconds-remaining`, when given.
     public var secondsRemaining: UInt64?
 
-    public init(captive: Bool, userPortalURL: String? = nil, venueInfoURL: String? = nil, secondsRemaining: UInt64? = nil) {
+    public init(
+        captive: Bool, userPortalURL: String? = nil, venueInfoURL: String? = nil, secondsRemaining: UInt64? = nil
+    ) {
         self.captive = captive
         self.userPortalURL = userPortalURL
         self.venueInfoURL = venueInfoURL
@@ -30,13 +32,17 @@ public struct CapportAnswer: Equatable, Sendable {
         case .failure(let why): return .failure(.init(text: "not JSON: \(why.text)"))
         }
         guard case .object = value else { return .failure(.init(text: "not a JSON object")) }
-        guard case .bool(let captive)? = value["captive"] else { return .failure(.init(text: "no boolean \"captive\"")) }
+        guard case .bool(let captive)? = value["captive"] else {
+            return .failure(.init(text: "no boolean \"captive\""))
+        }
         var answer = CapportAnswer(captive: captive)
         if captive {
             guard case .string(let url)? = value["user-portal-url"] else {
                 return .failure(.init(text: "captive, but no \"user-portal-url\""))
             }
-            guard isSecureURL(url) else { return .failure(.init(text: "captive, but the user-portal-url is not an https URL")) }
+            guard isSecureURL(url) else {
+                return .failure(.init(text: "captive, but the user-portal-url is not an https URL"))
+            }
             answer.userPortalURL = url
         }
         if case .string(let url)? = value["venue-info-url"], isSecureURL(url) { answer.venueInfoURL = url }
@@ -50,7 +56,8 @@ public struct CapportAnswer: Equatable, Sendable {
     public static func isSecureURL(_ url: String) -> Bool {
         let scheme = "https://"
         guard url.utf8.count <= longestURL, url.hasPrefix(scheme), url.utf8.count > scheme.utf8.count,
-              url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
+            url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else { return false }
         let first = url.utf8[url.utf8.index(url.utf8.startIndex, offsetBy: scheme.utf8.count)]
         return first != UInt8(ascii: "/") && first != UInt8(ascii: "?") && first != UInt8(ascii: "#")
     }

@@ -90,8 +90,10 @@ public struct CapportFollower: Sendable {
     }
 
     /// Fetch `generation` for `interface` ended: the API's answer, or why there is none to take.
-    public mutating func fetched(interface: String, generation: UInt64, _ result: Result<CapportAnswer, StrictJSON.Malformed>,
-                                 now: Instant) -> (changed: Bool, actions: [Action]) {
+    public mutating func fetched(
+        interface: String, generation: UInt64, _ result: Result<CapportAnswer, StrictJSON.Malformed>,
+        now: Instant
+    ) -> (changed: Bool, actions: [Action]) {
         guard var entry = entries[interface], entry.running == generation else { return (false, []) }
         let before = entry.answer
         entry.running = nil
@@ -105,13 +107,17 @@ public struct CapportFollower: Sendable {
                 var wait = Self.refresh
                 if let seconds = answer.secondsRemaining {
                     // Bounded before it is scaled: the API says how many seconds, up to 2^40.
-                    let early = min(seconds > Self.marginSeconds ? seconds - Self.marginSeconds : 0, Self.refresh.seconds)
+                    let early = min(
+                        seconds > Self.marginSeconds ? seconds - Self.marginSeconds : 0, Self.refresh.seconds)
                     wait = max(Self.captiveRefresh, min(wait, .seconds(early)))
                 }
                 entry.nextAt = now &+ wait
             }
             if before?.captive != answer.captive {
-                actions.append(.log("\(interface): the captive-portal API says " + (answer.captive ? "captive: sign in at \(answer.userPortalURL ?? "")" : "not captive")))
+                actions.append(
+                    .log(
+                        "\(interface): the captive-portal API says "
+                            + (answer.captive ? "captive: sign in at \(answer.userPortalURL ?? "")" : "not captive")))
             }
         case .failure(let why):
             entry.answer = nil

@@ -14,8 +14,10 @@ public struct CheckAnswer: Equatable, Sendable {
     /// The body itself, when the request asked to keep it (up to its cap).
     public var body: [UInt8]
 
-    public init(transportError: String = "", status: Int = 0, location: String = "", bodyBytes: Int = 0, echo: String = "",
-                body: [UInt8] = []) {
+    public init(
+        transportError: String = "", status: Int = 0, location: String = "", bodyBytes: Int = 0, echo: String = "",
+        body: [UInt8] = []
+    ) {
         self.transportError = transportError
         self.status = status
         self.location = location
@@ -70,8 +72,9 @@ public struct CheckAnswer: Equatable, Sendable {
     /// A Location fit to show and to hand on: http(s), printable ASCII, bounded.
     static func usable(_ location: String) -> String? {
         guard !location.isEmpty, location.utf8.count <= longestPortalURL,
-              location.hasPrefix("http://") || location.hasPrefix("https://"),
-              location.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+            location.hasPrefix("http://") || location.hasPrefix("https://"),
+            location.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else { return nil }
         return location
     }
 
@@ -87,8 +90,9 @@ public struct CheckAnswer: Equatable, Sendable {
             return plain == .intercepted ? .limited(reason: intercepted(plainURL), partial: false) : plain
         case (nil, let secure?):
             if secure == .expected { return .expected }
-            return .limited(reason: secure == .intercepted ? intercepted(secureURL) : "check \(secureURL) failed: \(why(secure))",
-                            partial: false)
+            return .limited(
+                reason: secure == .intercepted ? intercepted(secureURL) : "check \(secureURL) failed: \(why(secure))",
+                partial: false)
         case (let plain?, let secure?):
             switch plain {
             case .expected:

@@ -11,8 +11,10 @@ public struct LinkFacts: Equatable, Sendable {
     /// The interface's captive-portal API (from a router advertisement, else DHCP) and what it last said.
     public var portalAPI: PortalAPIFacts?
 
-    public init(isModem: Bool = false, generation: CellularGeneration? = nil, meteredByNetworkManager: Bool = false,
-                dhcpPortalAPI: String? = nil, portalAPI: PortalAPIFacts? = nil) {
+    public init(
+        isModem: Bool = false, generation: CellularGeneration? = nil, meteredByNetworkManager: Bool = false,
+        dhcpPortalAPI: String? = nil, portalAPI: PortalAPIFacts? = nil
+    ) {
         self.isModem = isModem
         self.generation = generation
         self.meteredByNetworkManager = meteredByNetworkManager

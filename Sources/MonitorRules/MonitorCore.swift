@@ -36,7 +36,11 @@ public struct MonitorCore: TimerTable {
     public private(set) var resolution: Resolution = .pending {
         didSet {
             pathChanges &+= 1
-            if case .resolved(let address) = resolution { text.address = address.description } else { text.address = nil }
+            if case .resolved(let address) = resolution {
+                text.address = address.description
+            } else {
+                text.address = nil
+            }
         }
     }
     /// The reachability engine's verdict for the current target; nil until the kernel answered.
@@ -72,8 +76,10 @@ public struct MonitorCore: TimerTable {
     /// CheckURL was set while Host had no address (nothing to check over): the check starts once there is one.
     private var checkHeld = false
 
-    public init(host: String, family: AddressFamily, routeProblem: String? = nil,
-                refresh: Duration = MonitorCore.refresh) {
+    public init(
+        host: String, family: AddressFamily, routeProblem: String? = nil,
+        refresh: Duration = MonitorCore.refresh
+    ) {
         self.refresh = refresh
         self.host = host
         self.family = family
@@ -134,14 +140,16 @@ public struct MonitorCore: TimerTable {
     /// The same, written over the state last published (`mutating` only to run in place: see `TargetCore.update`).
     public mutating func update(_ state: inout MonitorState) {
         let dns = resolverBroken ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : nil
-        StatusRules.update(&state, host: host, resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
-                           beyond: beyond(resolverProblem: dns), text: text)
+        StatusRules.update(
+            &state, host: host, resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
+            beyond: beyond(resolverProblem: dns), text: text)
     }
 
     /// Connectivity alone, as `update` writes it, with no text built.
     public var connectivity: Connectivity {
-        StatusRules.connectivity(resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
-                                 beyond: beyond(resolverProblem: resolverBroken ? "" : nil))
+        StatusRules.connectivity(
+            resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
+            beyond: beyond(resolverProblem: resolverBroken ? "" : nil))
     }
 
     /// The route the rules see: unusable while the target has a problem of its own.
@@ -186,8 +194,10 @@ public struct MonitorCore: TimerTable {
 
     /// The resolver answered lookup `generation`. `routedFamilies`: the families with a
     /// default route now (nil when no engine knows).
-    public mutating func resolved(generation: UInt64, _ result: Result<[IPAddress], ResolverFailure>,
-                                  routedFamilies: IPFamilies?, now: Instant) {
+    public mutating func resolved(
+        generation: UInt64, _ result: Result<[IPAddress], ResolverFailure>,
+        routedFamilies: IPFamilies?, now: Instant
+    ) {
         guard generation == self.generation else { return }
         switch result {
         case .success(let found) where found.isEmpty:
@@ -212,10 +222,13 @@ public struct MonitorCore: TimerTable {
             if case .resolved = resolution, probe.answering == true {
                 failedLookupsWhileAnswering += 1
                 let prefix = "cannot resolve \(host): "
-                lookupFailure = failure.message.hasPrefix(prefix) ? String(failure.message.dropFirst(prefix.count)) : failure.message
+                lookupFailure =
+                    failure.message.hasPrefix(prefix)
+                    ? String(failure.message.dropFirst(prefix.count)) : failure.message
             }
             // Keep probing a known address through a passing resolver failure.
-            if case .resolved = resolution {} else {
+            if case .resolved = resolution {
+            } else {
                 resolution = .failed(failure.message)
                 retarget(nil)
             }
@@ -233,13 +246,17 @@ public struct MonitorCore: TimerTable {
         let previous = route
         route = verdict
         if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: verdict.routedFamilies, now: now) }
-        if verdict.usable, case .resolved = resolution, previous?.usable != true || previous?.interface != verdict.interface {
+        if verdict.usable, case .resolved = resolution,
+            previous?.usable != true || previous?.interface != verdict.interface
+        {
             outputs.append(.routeRegained(firstKnown: previous == nil))
         }
         // Another network (or none): what the check said is about the old one. A new source
         // address on the same link (another Wi-Fi network, a new lease) is another network too.
         // The first verdict at start is no move: a check already under way was sent on that network.
-        if previous?.usable != verdict.usable || previous?.interface != verdict.interface || previous?.source != verdict.source {
+        if previous?.usable != verdict.usable || previous?.interface != verdict.interface
+            || previous?.source != verdict.source
+        {
             triggerCheck(newNetwork: previous != nil, now: now)
         }
         outputs.append(.stateChanged)

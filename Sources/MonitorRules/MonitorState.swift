@@ -125,8 +125,10 @@ public struct FamilyState: Equatable, Sendable {
     /// The next hop's answer to the neighbour check (`Neighbor4`, `Neighbor6`); nil when none applies.
     public var neighbor: NeighborAnswer?
 
-    public init(connectivity: Connectivity = .unknown, address: String = "", reason: String = "", roundTripTime: UInt64 = 0,
-                gateway: String = "", neighbor: NeighborAnswer? = nil) {
+    public init(
+        connectivity: Connectivity = .unknown, address: String = "", reason: String = "", roundTripTime: UInt64 = 0,
+        gateway: String = "", neighbor: NeighborAnswer? = nil
+    ) {
         self.connectivity = connectivity
         self.address = address
         self.reason = reason

@@ -78,7 +78,9 @@ public struct OutageHistory: Equatable, Sendable {
     public var outageUnderway: Bool { running != nil }
 
     /// The published Connectivity, Blame and Reason at `boot`/`real`; the outage it ended, if any.
-    public mutating func observe(_ connectivity: Connectivity, blame: Blame?, reason: String, boot: BootTime, real: WallTime) -> Outage? {
+    public mutating func observe(
+        _ connectivity: Connectivity, blame: Blame?, reason: String, boot: BootTime, real: WallTime
+    ) -> Outage? {
         guard asleepSince == nil else { return nil }
         account(boot: boot)
         current = connectivity
@@ -142,7 +144,8 @@ public struct OutageHistory: Equatable, Sendable {
     public func timeInState(boot: BootTime) -> [(String, UInt64)] {
         var totals = spent
         if let start = asleepSince ?? since {
-            totals[asleepSince == nil ? current.rawValue : Self.asleep, default: .zero] &+= carry &+ boot.duration(since: start)
+            totals[asleepSince == nil ? current.rawValue : Self.asleep, default: .zero] &+=
+                carry &+ boot.duration(since: start)
         }
         let keys = Connectivity.allCases.map(\.rawValue) + [Self.asleep]
         return keys.map { ($0, (totals[$0] ?? .zero).seconds) }
@@ -217,8 +220,9 @@ public struct OutageHistory: Equatable, Sendable {
         let elapsed = boot.duration(since: outage.startBoot)
         let duration = elapsed >= outage.asleep ? elapsed - outage.asleep : .zero
         guard duration >= minimumOutage else { return nil }
-        let ended = Outage(start: outage.startReal, duration: duration, blame: outage.blame, worst: outage.worst,
-                           reason: OutageHistoryFile.clean(outage.reason))
+        let ended = Outage(
+            start: outage.startReal, duration: duration, blame: outage.blame, worst: outage.worst,
+            reason: OutageHistoryFile.clean(outage.reason))
         outages.append(ended)
         outageChanges &+= 1
         prune(real: outage.startReal)

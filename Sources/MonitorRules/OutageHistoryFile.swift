@@ -23,7 +23,8 @@ public enum OutageHistoryFile {
     public static func encode(_ history: OutageHistory) -> String {
         var text = encodeTimeInState(history)
         for outage in history.outages {
-            text += "outage \(outage.start.microseconds) \(outage.duration.microseconds) \(outage.blame.isEmpty ? "-" : outage.blame) "
+            text +=
+                "outage \(outage.start.microseconds) \(outage.duration.microseconds) \(outage.blame.isEmpty ? "-" : outage.blame) "
             text += "\(outage.worst.rawValue) "
             text += clean(outage.reason) + "\n"
         }
@@ -68,23 +69,30 @@ public enum OutageHistoryFile {
             let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: false)
             switch fields.first {
             case "began":
-                guard fields.count == 2, began == nil, let value = microseconds(fields[1]) else { throw Corrupt(description: "line \(number): bad began") }
+                guard fields.count == 2, began == nil, let value = microseconds(fields[1]) else {
+                    throw Corrupt(description: "line \(number): bad began")
+                }
                 began = WallTime(sinceEpoch: value)
             case "spent":
                 guard fields.count == 3, keys.contains(String(fields[1])), spent[String(fields[1])] == nil,
-                      let value = microseconds(fields[2]) else { throw Corrupt(description: "line \(number): bad spent") }
+                    let value = microseconds(fields[2])
+                else { throw Corrupt(description: "line \(number): bad spent") }
                 spent[String(fields[1])] = value
             case "outage":
                 guard fields.count >= 5, let start = microseconds(fields[1]), let duration = microseconds(fields[2]),
-                      fields[3] == "-" || blames.contains(String(fields[3])),
-                      let worst = Connectivity(rawValue: String(fields[4])), worst != .full, worst != .unknown,
-                      outages.count < OutageHistory.maximumOutages else { throw Corrupt(description: "line \(number): bad outage") }
+                    fields[3] == "-" || blames.contains(String(fields[3])),
+                    let worst = Connectivity(rawValue: String(fields[4])), worst != .full, worst != .unknown,
+                    outages.count < OutageHistory.maximumOutages
+                else { throw Corrupt(description: "line \(number): bad outage") }
                 let reason = fields.count == 6 ? String(fields[5]) : ""
                 guard reason.utf8.count <= maximumReason, reason == clean(reason) else {
                     throw Corrupt(description: "line \(number): bad reason")
                 }
-                outages.append(Outage(start: WallTime(sinceEpoch: start), duration: duration, blame: fields[3] == "-" ? "" : String(fields[3]), worst: worst,
-                                      reason: reason))
+                outages.append(
+                    Outage(
+                        start: WallTime(sinceEpoch: start), duration: duration,
+                        blame: fields[3] == "-" ? "" : String(fields[3]), worst: worst,
+                        reason: reason))
             default:
                 throw Corrupt(description: "line \(number): not a history line")
             }

@@ -22,7 +22,9 @@ public enum OutputContract {
                     if index != actions.count - 1 { readyLast = false }
                 case .publish:
                     publishes += 1
-                    publishedLast = index == actions.count - 1 || (index == actions.count - 2 && kind(actions[index + 1]) == .verdictReady)
+                    publishedLast =
+                        index == actions.count - 1
+                        || (index == actions.count - 2 && kind(actions[index + 1]) == .verdictReady)
                 case .other:
                     break
                 }

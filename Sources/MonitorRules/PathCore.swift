@@ -89,9 +89,11 @@ public struct PathCore {
     private var probeAddress: IPAddress?
     private var awaitingProbing = false
 
-    public init(host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64, slot: UInt16 = 0,
-                stride: UInt16 = 1, routeProblem: String? = nil, refresh: Duration = MonitorCore.refresh,
-                linkFacts: LinkFactsTable = LinkFactsTable()) {
+    public init(
+        host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64, slot: UInt16 = 0,
+        stride: UInt16 = 1, routeProblem: String? = nil, refresh: Duration = MonitorCore.refresh,
+        linkFacts: LinkFactsTable = LinkFactsTable()
+    ) {
         monitor = MonitorCore(host: host, family: family, routeProblem: routeProblem, refresh: refresh)
         monitor.linkFactsChanged(linkFacts)
         _ = monitor.takeOutputs()
@@ -137,7 +139,8 @@ public struct PathCore {
         monitor.update(&state)
         state.traffic = trafficWatch.traffic
         let hop = diagnosis.nextHop
-        state.neighbor = hop?.hasNeighbors == true && monitor.route?.usable == true ? diagnosis.neighbor ?? .unknown : nil
+        state.neighbor =
+            hop?.hasNeighbors == true && monitor.route?.usable == true ? diagnosis.neighbor ?? .unknown : nil
         var facts = BlameFacts(connectivity: state.connectivity)
         if case .failed = monitor.resolution { facts.lookupFailed = true }
         facts.routeUsable = monitor.route?.usable == true
@@ -149,7 +152,9 @@ public struct PathCore {
         facts.beyond = diagnosis.beyond
         let blame = BlameRules.blame(facts)
         state.blame = blame
-        if let hop, let reason = BlameRules.reason(blame, gateway: hop.gateway, interface: hop.interface) { state.reason = reason }
+        if let hop, let reason = BlameRules.reason(blame, gateway: hop.gateway, interface: hop.interface) {
+            state.reason = reason
+        }
     }
 
     /// Whether probe `sequence` still waits for its answer (the transport keeps its TCP connection so long).
@@ -189,16 +194,19 @@ public struct PathCore {
             monitor.checkAnswered(generation: generation, meaning, now: now)
         case .trafficSampled(let generation, let sample, let cost):
             let probeWakeup = scheduledProbe(notBefore: now &+ TrafficWatch.busyPeriod)
-            let changed = if let sample {
-                trafficWatch.sampled(generation: generation, sample, cost: cost, nextProbe: probeWakeup, now: now)
-            } else {
-                trafficWatch.sampleFailed(generation: generation, nextProbe: probeWakeup, now: now)
-            }
+            let changed =
+                if let sample {
+                    trafficWatch.sampled(generation: generation, sample, cost: cost, nextProbe: probeWakeup, now: now)
+                } else {
+                    trafficWatch.sampleFailed(generation: generation, nextProbe: probeWakeup, now: now)
+                }
             if changed { trafficChanged(now: now) }
         case .nat64(let prefix):
             // A new prefix moves the probes to a new address: the verdict the path had stands until that address
             // has its own, never `unknown` in between (a target that had a verdict goes from one to the next).
-            if heldState == nil, prefix != monitor.nat64, monitor.nat64 != nil, prefix != nil, monitor.connectivity != .unknown {
+            if heldState == nil, prefix != monitor.nat64, monitor.nat64 != nil, prefix != nil,
+                monitor.connectivity != .unknown
+            {
                 var snapshot = MonitorState()
                 update(&snapshot)
                 heldState = snapshot
@@ -251,7 +259,8 @@ public struct PathCore {
     /// Traffic is watched while Host has an address and a usable route.
     private var watchedPath: (host: IPAddress, interface: String)? {
         guard case .resolved(let host) = monitor.resolution, let route = monitor.route, route.usable,
-              !route.interface.isEmpty else { return nil }
+            !route.interface.isEmpty
+        else { return nil }
         return (host, route.interface)
     }
 
@@ -306,7 +315,8 @@ public struct PathCore {
         trafficPublishDue = false
         while true {
             if let (generation, inline) = trafficWatch.takeDueSample(now: now), let path = trafficPath {
-                actions.append(.sampleTraffic(generation: generation, host: path.host, interface: path.interface, inline: inline))
+                actions.append(
+                    .sampleTraffic(generation: generation, host: path.host, interface: path.interface, inline: inline))
             }
             monitor.takeOutputs(into: &monitorOutputs)
             probe.takeOutputs(into: &probeOutputs)
@@ -339,7 +349,8 @@ public struct PathCore {
             for output in probeOutputs {
                 switch output {
                 case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
-                    actions.append(.send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP))
+                    actions.append(
+                        .send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP))
                 case .probeFinished:
                     verdictReady = true
                 case .report(let old, let new):
@@ -373,8 +384,10 @@ public struct PathCore {
         for ask in asked {
             switch ask {
             case .checkNeighbor(let gateway, let index, let source, let generation, let routine):
-                actions.append(.checkNeighbor(gateway: gateway, interfaceIndex: index, source: source, generation: generation,
-                                              routine: routine))
+                actions.append(
+                    .checkNeighbor(
+                        gateway: gateway, interfaceIndex: index, source: source, generation: generation,
+                        routine: routine))
             case .probeBeyond(let host, let gateway, let hops, let generation):
                 actions.append(.probeBeyond(host: host, gateway: gateway, hops: hops, generation: generation))
             }
@@ -385,9 +398,11 @@ public struct PathCore {
 
     /// The route's next hop towards the resolved Host; nil when on-link, unusable or unresolved.
     private var nextHop: PathDiagnosis.NextHop? {
-        guard let route = monitor.route, route.usable, let gateway = route.gateway, case .resolved = monitor.resolution else { return nil }
-        return PathDiagnosis.NextHop(gateway: gateway, interface: route.interface, interfaceIndex: route.interfaceIndex,
-                                     source: route.source, hasNeighbors: route.hasNeighbors)
+        guard let route = monitor.route, route.usable, let gateway = route.gateway, case .resolved = monitor.resolution
+        else { return nil }
+        return PathDiagnosis.NextHop(
+            gateway: gateway, interface: route.interface, interfaceIndex: route.interfaceIndex,
+            source: route.source, hasNeighbors: route.hasNeighbors)
     }
 
     /// The diagnosis's count of changes at the last publication (its answers arrive as events of their own).

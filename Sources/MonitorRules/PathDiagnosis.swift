@@ -75,7 +75,9 @@ public struct PathDiagnosis: Sendable {
 
     /// When `timeout` is due: the next recheck.
     public var nextWakeup: Instant? {
-        guard !asleep, let nextHop, nextHop.hasNeighbors || hostSilent, !neighborRunning, !beyondRunning else { return nil }
+        guard !asleep, let nextHop, nextHop.hasNeighbors || hostSilent, !neighborRunning, !beyondRunning else {
+            return nil
+        }
         if hostSilent { return lastDiagnosis.map { $0 &+ Self.brokenRecheck } }
         return lastNeighborCheck.map { $0 &+ Self.healthyRecheck }
     }
@@ -168,17 +170,24 @@ public struct PathDiagnosis: Sendable {
         neighborRunning = true
         neighborGeneration &+= 1
         lastNeighborCheck = now
-        return [.checkNeighbor(gateway: nextHop.gateway, interfaceIndex: nextHop.interfaceIndex, source: nextHop.source,
-                               generation: neighborGeneration, routine: routine)]
+        return [
+            .checkNeighbor(
+                gateway: nextHop.gateway, interfaceIndex: nextHop.interfaceIndex, source: nextHop.source,
+                generation: neighborGeneration, routine: routine)
+        ]
     }
 
     /// One TTL-limited probe per diagnosis, while Host is silent and the next hop is not known dead.
     private mutating func probeBeyondIfDue() -> [Action] {
         guard hostSilent, beyondDue, !asleep, let nextHop, let hostAddress, !beyondRunning,
-              neighbor != .unreachable, hostAddress.ipFamily == nextHop.gateway.ipFamily else { return [] }
+            neighbor != .unreachable, hostAddress.ipFamily == nextHop.gateway.ipFamily
+        else { return [] }
         beyondDue = false
         beyondRunning = true
         beyondGeneration &+= 1
-        return [.probeBeyond(host: hostAddress, gateway: nextHop.gateway, hops: Self.beyondHops, generation: beyondGeneration)]
+        return [
+            .probeBeyond(
+                host: hostAddress, gateway: nextHop.gateway, hops: Self.beyondHops, generation: beyondGeneration)
+        ]
     }
 }

@@ -28,11 +28,15 @@ public struct BeyondTheHost: Equatable, Sendable {
 /// INTERFACE.md's "What connected means", as one pure function: resolution,
 /// the route and the probes in; Status, Interface, Address and Reason out.
 public enum StatusRules {
-    public static func state(host: String, resolution: Resolution, route: ReachabilityVerdict?,
-                             probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
-                             beyond: BeyondTheHost = BeyondTheHost(), previous: MonitorState) -> MonitorState {
+    public static func state(
+        host: String, resolution: Resolution, route: ReachabilityVerdict?,
+        probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
+        beyond: BeyondTheHost = BeyondTheHost(), previous: MonitorState
+    ) -> MonitorState {
         var state = previous
-        update(&state, host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts, beyond: beyond)
+        update(
+            &state, host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts, beyond: beyond
+        )
         return state
     }
 
@@ -51,9 +55,11 @@ public enum StatusRules {
     /// The same, written over the state last published (in place: a state is some forty fields, and
     /// this runs at every publication of every target). `text`: what the caller keeps of the address
     /// and the gateway as text, in step with `resolution` and `route`.
-    public static func update(_ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
-                              probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
-                              beyond: BeyondTheHost = BeyondTheHost(), text: Text = Text()) {
+    public static func update(
+        _ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
+        probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
+        beyond: BeyondTheHost = BeyondTheHost(), text: Text = Text()
+    ) {
         pathState(&state, host: host, resolution: resolution, route: route, probe: probe, addressText: text.address)
         state.probeMethod = probe.answeredBy?.rawValue ?? ""
         // The route to Host's address: none while Host has no address in this family.
@@ -68,7 +74,8 @@ public enum StatusRules {
         // The services' word on the route's link: a modem is cellular whatever its link type.
         if state.status.isConnected, facts?.isModem == true { state.status = .cellular }
         state.accessTechnology = facts?.generation?.rawValue ?? ""
-        state.metered = facts?.meteredByNetworkManager == true || facts?.isModem == true || state.status == .cellular
+        state.metered =
+            facts?.meteredByNetworkManager == true || facts?.isModem == true || state.status == .cellular
             || (route?.kind == .cellular && !state.interface.isEmpty)
     }
 
@@ -99,8 +106,10 @@ public enum StatusRules {
     }
 
     /// Status, Interface, Address and Reason from resolution, route and probes alone.
-    private static func pathState(_ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
-                                  probe: ProbeReport, addressText: String?) {
+    private static func pathState(
+        _ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
+        probe: ProbeReport, addressText: String?
+    ) {
         state.roundTripTime = probe.roundTripMicroseconds
         state.packetLoss = probe.packetLoss
         state.probesSent = probe.probesSent
@@ -167,15 +176,21 @@ public enum StatusRules {
     }
 
     /// `api`: what the network's captive-portal API last said (a portal from it goes before the check's).
-    static func decide(status: Status, resolution: Resolution, route: ReachabilityVerdict?, beyond: BeyondTheHost,
-                       api: CapportAnswer?) -> Decision {
+    static func decide(
+        status: Status, resolution: Resolution, route: ReachabilityVerdict?, beyond: BeyondTheHost,
+        api: CapportAnswer?
+    ) -> Decision {
         let connectivity: Connectivity
         switch status {
         case .unknown:
             connectivity = .unknown
         case .none:
             // No address, or no usable route: none. A route and a silent host: limited.
-            if case .resolved = resolution, route?.usable == true { connectivity = .limited } else { connectivity = .none }
+            if case .resolved = resolution, route?.usable == true {
+                connectivity = .limited
+            } else {
+                connectivity = .none
+            }
         default:
             connectivity = .full
         }
@@ -194,16 +209,22 @@ public enum StatusRules {
     }
 
     /// Connectivity alone, as `update` would write it, with no text built: read at every step.
-    public static func connectivity(resolution: Resolution, route: ReachabilityVerdict?, probe: ProbeReport,
-                                    linkFacts: LinkFactsTable = LinkFactsTable(), beyond: BeyondTheHost = BeyondTheHost()) -> Connectivity {
+    public static func connectivity(
+        resolution: Resolution, route: ReachabilityVerdict?, probe: ProbeReport,
+        linkFacts: LinkFactsTable = LinkFactsTable(), beyond: BeyondTheHost = BeyondTheHost()
+    ) -> Connectivity {
         let status = pathStatus(resolution: resolution, route: route, probe: probe)
-        let api = route?.usable == true ? linkFacts[routeInterface(resolution: resolution, route: route)]?.portalAPI?.answer : nil
+        let api =
+            route?.usable == true
+            ? linkFacts[routeInterface(resolution: resolution, route: route)]?.portalAPI?.answer : nil
         return decide(status: status, resolution: resolution, route: route, beyond: beyond, api: api).connectivity
     }
 
     /// Connectivity from the path's verdict, the check and DNS health; Status and Reason follow it.
-    private static func connectivity(_ state: inout MonitorState, resolution: Resolution, route: ReachabilityVerdict?,
-                                     beyond: BeyondTheHost, api: CapportAnswer?) {
+    private static func connectivity(
+        _ state: inout MonitorState, resolution: Resolution, route: ReachabilityVerdict?,
+        beyond: BeyondTheHost, api: CapportAnswer?
+    ) {
         state.portalURL = ""
         state.partial = false
         let decision = decide(status: state.status, resolution: resolution, route: route, beyond: beyond, api: api)

@@ -12,7 +12,8 @@ public enum JSONValue: Equatable, Sendable {
 
     public static func == (a: JSONValue, b: JSONValue) -> Bool {
         switch (a, b) {
-        case (.object(let x), .object(let y)): x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        case (.object(let x), .object(let y)):
+            x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
         case (.array(let x), .array(let y)): x == y
         case (.string(let x), .string(let y)), (.number(let x), .number(let y)): x == y
         case (.bool(let x), .bool(let y)): x == y
@@ -98,7 +99,9 @@ public enum StrictJSON {
                 skipSpace()
                 guard next == UInt8(ascii: "\"") else { throw malformed("an object's name is not a string") }
                 let name = try string()
-                guard !members.contains(where: { $0.0 == name }) else { throw malformed("the name \"\(name.prefix(40))\" twice") }
+                guard !members.contains(where: { $0.0 == name }) else {
+                    throw malformed("the name \"\(name.prefix(40))\" twice")
+                }
                 skipSpace()
                 guard next == UInt8(ascii: ":") else { throw malformed("no colon after a name") }
                 offset += 1
@@ -138,7 +141,9 @@ public enum StrictJSON {
             if next == UInt8(ascii: "-") { offset += 1 }
             guard let first = next, (0x30...0x39).contains(first) else { throw malformed("a number without digits") }
             offset += 1
-            if first == 0x30, let byte = next, (0x30...0x39).contains(byte) { throw malformed("a number with a leading zero") }
+            if first == 0x30, let byte = next, (0x30...0x39).contains(byte) {
+                throw malformed("a number with a leading zero")
+            }
             skipDigits()
             if next == UInt8(ascii: ".") {
                 offset += 1
@@ -237,12 +242,13 @@ public enum StrictJSON {
         /// One scalar of 2 to 4 bytes, as RFC 3629 allows them (no overlong forms, no surrogates, none past U+10FFFF).
         mutating func utf8Scalar() throws(Malformed) -> Unicode.Scalar {
             let lead = bytes[offset]
-            let (count, minimum, initial): (Int, UInt32, UInt32) = switch lead {
-            case 0xC2...0xDF: (2, 0x80, UInt32(lead & 0x1F))
-            case 0xE0...0xEF: (3, 0x800, UInt32(lead & 0x0F))
-            case 0xF0...0xF4: (4, 0x10000, UInt32(lead & 0x07))
-            default: (0, 0, 0)
-            }
+            let (count, minimum, initial): (Int, UInt32, UInt32) =
+                switch lead {
+                case 0xC2...0xDF: (2, 0x80, UInt32(lead & 0x1F))
+                case 0xE0...0xEF: (3, 0x800, UInt32(lead & 0x0F))
+                case 0xF0...0xF4: (4, 0x10000, UInt32(lead & 0x07))
+                default: (0, 0, 0)
+                }
             guard count > 0, offset + count <= bytes.count else { throw malformed("text that is not UTF-8") }
             var value = initial
             for index in 1..<count {
@@ -251,7 +257,8 @@ public enum StrictJSON {
                 value = value << 6 | UInt32(byte & 0x3F)
             }
             guard value >= minimum, value <= 0x10FFFF, !(0xD800..<0xE000).contains(value),
-                  let scalar = Unicode.Scalar(value) else { throw malformed("text that is not UTF-8") }
+                let scalar = Unicode.Scalar(value)
+            else { throw malformed("text that is not UTF-8") }
             offset += count
             return scalar
         }

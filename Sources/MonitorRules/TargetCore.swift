@@ -69,7 +69,8 @@ public struct TargetCore {
         /// `family`'s probe report changed (for logs).
         case reportChanged(IPFamily, old: ProbeReport, new: ProbeReport)
         /// Ask `family`'s next hop (ARP or Neighbor Solicitation, up to 3 tries); answer with `.neighborAnswered`.
-        case checkNeighbor(IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool)
+        case checkNeighbor(
+            IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool)
         /// One echo to `host` whose TTL expires past `gateway`; answer with `.beyondAnswered`.
         case probeBeyond(IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
         /// What `state(previous:)` computes changed: publish it.
@@ -143,17 +144,22 @@ public struct TargetCore {
     public static let relaxedIntervalMilliseconds: UInt32 = 30_000
 
     /// `slots`: each family's sequence slot in shared sockets (0 when not given), all with `stride`.
-    public init(host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64, slots: [IPFamily: UInt16] = [:],
-                stride: UInt16 = 1, routeProblem: String? = nil, refresh: Duration = MonitorCore.refresh,
-                linkFacts: LinkFactsTable = LinkFactsTable()) {
+    public init(
+        host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64,
+        slots: [IPFamily: UInt16] = [:],
+        stride: UInt16 = 1, routeProblem: String? = nil, refresh: Duration = MonitorCore.refresh,
+        linkFacts: LinkFactsTable = LinkFactsTable()
+    ) {
         self.host = host
         self.family = family
         settings = probeSettings
         func path(_ pathFamily: IPFamily, _ offset: UInt64) -> PathCore {
             // Each path its own random stream.
-            PathCore(host: host, family: Self.addressFamily(pathFamily), probeSettings: probeSettings,
-                     seed: seed &+ offset &* 0x9E37_79B9, slot: slots[pathFamily] ?? 0, stride: stride, routeProblem: routeProblem,
-                     refresh: refresh, linkFacts: linkFacts)
+            PathCore(
+                host: host, family: Self.addressFamily(pathFamily), probeSettings: probeSettings,
+                seed: seed &+ offset &* 0x9E37_79B9, slot: slots[pathFamily] ?? 0, stride: stride,
+                routeProblem: routeProblem,
+                refresh: refresh, linkFacts: linkFacts)
         }
         ipv4 = path(.v4, 0)
         ipv6 = path(.v6, 1)
@@ -181,7 +187,6 @@ public struct TargetCore {
     /// When to hand the core `.timeout`: the earliest deadline in its table (`TargetTimer`), as of the last event.
     public private(set) var nextWakeup: Instant?
 
-
     /// The output contract above (see `OutputContract`); what broke it, nil when kept.
     public static func outputContractBroken(_ actions: [Action]) -> String? {
         OutputContract.broken(actions) { action in
@@ -194,7 +199,9 @@ public struct TargetCore {
     }
 
     /// Whether `family`'s probe `sequence` still waits for its answer.
-    public func isOutstanding(_ family: IPFamily, _ sequence: UInt16) -> Bool { read(family) { $0.isOutstanding(sequence) } }
+    public func isOutstanding(_ family: IPFamily, _ sequence: UInt16) -> Bool {
+        read(family) { $0.isOutstanding(sequence) }
+    }
 
     // MARK: The state
 
@@ -258,11 +265,12 @@ public struct TargetCore {
         state.nat64Prefix = nat64.map { "\($0.prefix)" } ?? ""
         state.nat64Source = nat64?.source
         // How Host's IPv4 address is reached: `nat64` through the prefix, `native` over an IPv4 route, "" when it is not.
-        state.ipv4Path = if watchesV4, case .resolved = ipv4.monitor.resolution, ipv4.monitor.route?.usable == true {
-            ipv4.monitor.nat64 == nil ? .native : .nat64
-        } else {
-            nil
-        }
+        state.ipv4Path =
+            if watchesV4, case .resolved = ipv4.monitor.resolution, ipv4.monitor.route?.usable == true {
+                ipv4.monitor.nat64 == nil ? .native : .nat64
+            } else {
+                nil
+            }
     }
 
     /// The family that gives the headline, from each family's Connectivity (nil: the family is not watched):
@@ -309,19 +317,23 @@ public struct TargetCore {
         return .none
     }
 
-    @inline(__always) private static func familyState(_ family: IPFamily, _ state: MonitorState, watched: Bool, addressFamily: AddressFamily) -> FamilyState {
+    @inline(__always) private static func familyState(
+        _ family: IPFamily, _ state: MonitorState, watched: Bool, addressFamily: AddressFamily
+    ) -> FamilyState {
         guard watched else {
             return FamilyState(connectivity: .none, reason: "AddressFamily is \(addressFamily.rawValue)")
         }
-        let reason = if state.connectivity == .full || state.connectivity == .unknown {
-            ""
-        } else if let silence = state.silence {
-            "host not answering over \(family): " + silence
-        } else {
-            state.reason
-        }
-        return FamilyState(connectivity: state.connectivity, address: state.address, reason: reason,
-                           roundTripTime: state.roundTripTime, gateway: state.gateway, neighbor: state.neighbor)
+        let reason =
+            if state.connectivity == .full || state.connectivity == .unknown {
+                ""
+            } else if let silence = state.silence {
+                "host not answering over \(family): " + silence
+            } else {
+                state.reason
+            }
+        return FamilyState(
+            connectivity: state.connectivity, address: state.address, reason: reason,
+            roundTripTime: state.roundTripTime, gateway: state.gateway, neighbor: state.neighbor)
     }
 
     // MARK: Events
@@ -365,13 +377,17 @@ public struct TargetCore {
             guard generation == self.generation else { break }
             lookupUnderway = false
             if case .success(let addresses) = result {
-                let listed = addresses.reduce(into: [IPFamily]()) { if !$0.contains($1.ipFamily) { $0.append($1.ipFamily) } }
+                let listed = addresses.reduce(into: [IPFamily]()) {
+                    if !$0.contains($1.ipFamily) { $0.append($1.ipFamily) }
+                }
                 resolverOrder = listed + IPFamily.allCases.filter { !listed.contains($0) }
             }
             for family in watchedFamilies {
                 let own = result.map { $0.filter { $0.ipFamily == family } }
-                feed(family, .resolved(generation: read(family) { $0.monitor.generation }, own, routedFamilies: routedFamilies),
-                     now: now, &step)
+                feed(
+                    family,
+                    .resolved(generation: read(family) { $0.monitor.generation }, own, routedFamilies: routedFamilies),
+                    now: now, &step)
             }
         case .route(let family, let verdict):
             routedFamilies = verdict.routedFamilies
@@ -480,22 +496,38 @@ public struct TargetCore {
             case .probe(let address):
                 step.actions.append(.probe(family, watched ? address : nil))
             case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
-                if watched { step.actions.append(.send(family, sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP)) }
+                if watched {
+                    step.actions.append(
+                        .send(
+                            family, sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP
+                        ))
+                }
             case .startCheck(let url, let generation, let limit):
-                if watched { step.actions.append(.startCheck(family, url: url, generation: generation, limitMilliseconds: limit)) }
+                if watched {
+                    step.actions.append(.startCheck(family, url: url, generation: generation, limitMilliseconds: limit))
+                }
             case .cancelCheck:
                 step.actions.append(.cancelCheck(family))
             case .sampleTraffic(let generation, let host, let interface, let inline):
-                if watched { step.actions.append(.sampleTraffic(family, generation: generation, host: host, interface: interface, inline: inline)) }
+                if watched {
+                    step.actions.append(
+                        .sampleTraffic(family, generation: generation, host: host, interface: interface, inline: inline)
+                    )
+                }
             case .reportChanged(let old, let new):
                 step.actions.append(.reportChanged(family, old: old, new: new))
             case .checkNeighbor(let gateway, let index, let source, let generation, let routine):
                 if watched {
-                    step.actions.append(.checkNeighbor(family, gateway: gateway, interfaceIndex: index, source: source,
-                                                       generation: generation, routine: routine))
+                    step.actions.append(
+                        .checkNeighbor(
+                            family, gateway: gateway, interfaceIndex: index, source: source,
+                            generation: generation, routine: routine))
                 }
             case .probeBeyond(let host, let gateway, let hops, let generation):
-                if watched { step.actions.append(.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)) }
+                if watched {
+                    step.actions.append(
+                        .probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation))
+                }
             case .publish:
                 step.publish = true
             case .verdictReady:
@@ -552,7 +584,9 @@ public struct TargetCore {
             if suspect {
                 suspectFamilies.insert(family)
                 let failures = read(family) { $0.probe.verdict.consecutiveFailures }
-                for other in families where other != family { feed(other, .probeNow(continuing: failures), now: now, &step) }
+                for other in families where other != family {
+                    feed(other, .probeNow(continuing: failures), now: now, &step)
+                }
             } else {
                 suspectFamilies.remove(family)
                 guard read(family, { $0.probe.verdict.answering == true }) else { continue }
@@ -573,7 +607,9 @@ public struct TargetCore {
         let routed = routedFamilies ?? []
         let advertised = ipv6.monitor.route?.nat64Prefix
         let network = ipv6.monitor.route.map { $0.interface + " " + $0.source }
-        if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route = ipv6.monitor.route, route.usable {
+        if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route = ipv6.monitor.route,
+            route.usable
+        {
             if network != discoveryNetwork || isDue(.nat64Discovery, now: now) {
                 if network != discoveryNetwork { discovered = nil }
                 discoveryNetwork = network
@@ -582,17 +618,22 @@ public struct TargetCore {
                 discoveryPendingUntil = now &+ max(.seconds(5), settings.timeout)
                 step.actions.append(.resolveNat64(generation: discoveryGeneration))
             }
-        } else if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), ipv6.monitor.route == nil {
+        } else if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4),
+            ipv6.monitor.route == nil
+        {
             // IPv6 is routed but its route's verdict is yet to come: the question will be asked then. Until then, or
             // its limit, IPv4 has no verdict either (a `none` now would be false on a DNS64-only network).
-            if discoveryPendingUntil == nil, discoveryAt == nil { discoveryPendingUntil = now &+ max(.seconds(5), settings.timeout) }
+            if discoveryPendingUntil == nil, discoveryAt == nil {
+                discoveryPendingUntil = now &+ max(.seconds(5), settings.timeout)
+            }
         } else if discoveryAt != nil || discoveryPendingUntil != nil {
             discoveryAt = nil
             discoveryNetwork = nil
             discovered = nil
             discoveryPendingUntil = nil
         }
-        var known: (prefix: Nat64Prefix, source: Nat64Source)? = advertised.map { ($0, .ra) } ?? discovered.map { ($0, .dns) }
+        var known: (prefix: Nat64Prefix, source: Nat64Source)? =
+            advertised.map { ($0, .ra) } ?? discovered.map { ($0, .dns) }
         // A prefix the router stopped advertising stays while `ipv4only.arpa` is asked again on the same network: the
         // path is dropped on the network's word, not in the moment between two of its answers.
         if known == nil, discoveryPendingUntil != nil, nat64Network == network { known = nat64 }

@@ -25,9 +25,13 @@ public protocol TargetWorld: AnyObject {
     func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32)
     func cancelCheck(_ family: IPFamily)
     /// Sample the connections on `interface` towards `host`'s route.
-    func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling
+    func sampleTraffic(
+        _ family: IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool
+    ) -> TrafficSampling
     /// Ask `family`'s next hop `gateway` on interface `interfaceIndex` (up to 3 tries 200 ms apart); answer with `.neighborAnswered`.
-    func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool)
+    func checkNeighbor(
+        _ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool
+    )
     /// Send one echo to `host` with TTL `hops`; a Time Exceeded from past `gateway` is `.carried`, else `.silent`
     /// (answer with `.beyondAnswered`).
     func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
@@ -97,7 +101,9 @@ public final class TargetDriver {
     /// What `question` says of the core, asked in place: a method called on `core` runs on a copy.
     public func ask<Answer>(_ question: (TargetCore) -> Answer) -> Answer { Self.ask(&storage.pointee, question) }
 
-    private static func ask<Answer>(_ core: inout TargetCore, _ question: (TargetCore) -> Answer) -> Answer { question(core) }
+    private static func ask<Answer>(_ core: inout TargetCore, _ question: (TargetCore) -> Answer) -> Answer {
+        question(core)
+    }
 
     /// `state` written by the core in place (a closure handed the core, as `ask`'s, gets a copy of it).
     @inline(never)
@@ -173,7 +179,10 @@ public final class TargetDriver {
             switch action {
             case .resolve(let host, let family, let generation):
                 if let literal = parseAddress(host), family.admits(literal) {
-                    queue.append(.event(.resolved(generation: generation, .success([literal]), routedFamilies: world.routedFamilies)))
+                    queue.append(
+                        .event(
+                            .resolved(generation: generation, .success([literal]), routedFamilies: world.routedFamilies)
+                        ))
                 } else {
                     world.resolve(host, family: family, generation: generation)
                 }
@@ -194,14 +203,18 @@ public final class TargetDriver {
             case .cancelCheck(let family):
                 world.cancelCheck(family)
             case .sampleTraffic(let family, let generation, let host, let interface, let inline):
-                if case .now(let sample, let cost) = world.sampleTraffic(family, generation: generation, host: host, interface: interface,
-                                                                          inline: inline) {
+                if case .now(let sample, let cost) = world.sampleTraffic(
+                    family, generation: generation, host: host, interface: interface,
+                    inline: inline)
+                {
                     queue.append(.event(.trafficSampled(family, generation: generation, sample, cost: cost)))
                 }
             case .reportChanged(let family, let old, let new):
                 world.reportChanged(family, old: old, new: new)
             case .checkNeighbor(let family, let gateway, let index, let source, let generation, let routine):
-                world.checkNeighbor(family, gateway: gateway, interfaceIndex: index, source: source, generation: generation, routine: routine)
+                world.checkNeighbor(
+                    family, gateway: gateway, interfaceIndex: index, source: source, generation: generation,
+                    routine: routine)
             case .probeBeyond(let family, let host, let gateway, let hops, let generation):
                 world.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)
             case .publish:

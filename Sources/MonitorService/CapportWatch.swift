@@ -26,8 +26,10 @@ final class CapportWatch {
     /// machine would make the service ask itself, or whatever listens here).
     var isThisMachine: (IPAddress) -> Bool = { _ in false }
 
-    init(loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?, caFile: String?,
-         limitMilliseconds: @escaping () -> Int) {
+    init(
+        loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?, caFile: String?,
+        limitMilliseconds: @escaping () -> Int
+    ) {
         self.loop = loop
         self.resolver = resolver
         self.http = http
@@ -91,20 +93,25 @@ final class CapportWatch {
                 self?.fetched(interface, generation, .failure(.init(text: "not a valid https URL")))
             }
         }
-        let options = HTTPRequestOptions(secure: true, caFile: caFile, headers: ["Accept: application/captive+json"],
-                                         keepBody: true, bodyLimit: CapportAnswer.largestBody)
+        let options = HTTPRequestOptions(
+            secure: true, caFile: caFile, headers: ["Accept: application/captive+json"],
+            keepBody: true, bodyLimit: CapportAnswer.largestBody)
         // The API's host may be on the local network, never loopback, link-local, unspecified or multicast.
         // Its lookup goes first, as the default target's do: no added target's hanging name holds it up.
-        fetches[interface] = CheckRun(url: uri, options: options, limitMilliseconds: limitMilliseconds(), mayPointInward: false,
-                                      isThisMachine: isThisMachine, first: true, loop: loop, resolver: resolver,
-                                      http: http) { [weak self] answer in
+        fetches[interface] = CheckRun(
+            url: uri, options: options, limitMilliseconds: limitMilliseconds(), mayPointInward: false,
+            isThisMachine: isThisMachine, first: true, loop: loop, resolver: resolver,
+            http: http
+        ) { [weak self] answer in
             guard let self else { return }
             fetches[interface] = nil
             fetched(interface, generation, Self.read(answer))
         }
     }
 
-    private func fetched(_ interface: String, _ generation: UInt64, _ result: Result<CapportAnswer, StrictJSON.Malformed>) {
+    private func fetched(
+        _ interface: String, _ generation: UInt64, _ result: Result<CapportAnswer, StrictJSON.Malformed>
+    ) {
         let (changed, actions) = follower.fetched(interface: interface, generation: generation, result, now: loop.now())
         carryOut(actions)
         if changed { publish() }
@@ -112,9 +119,13 @@ final class CapportWatch {
 
     /// The API's answer: a 200 of at most 4,096 bytes of JSON as RFC 8908 has it.
     static func read(_ answer: CheckAnswer) -> Result<CapportAnswer, StrictJSON.Malformed> {
-        if answer.bodyBytes > CapportAnswer.largestBody { return .failure(.init(text: "more than \(CapportAnswer.largestBody) bytes")) }
+        if answer.bodyBytes > CapportAnswer.largestBody {
+            return .failure(.init(text: "more than \(CapportAnswer.largestBody) bytes"))
+        }
         guard answer.transportError.isEmpty else { return .failure(.init(text: answer.transportError)) }
-        guard answer.status == 200 else { return .failure(.init(text: answer.status == 0 ? "no HTTP answer" : "HTTP \(answer.status)")) }
+        guard answer.status == 200 else {
+            return .failure(.init(text: answer.status == 0 ? "no HTTP answer" : "HTTP \(answer.status)"))
+        }
         return CapportAnswer.parse(answer.body)
     }
 }

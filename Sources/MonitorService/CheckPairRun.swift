@@ -26,12 +26,16 @@ final class CheckPairRun {
         var secureMayPointInward: Bool
     }
 
-    init(_ settings: CheckSettings, family: IPFamily, limitMilliseconds: Int, isThisMachine: @escaping (IPAddress) -> Bool,
-         first: Bool, loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?,
-         completion: @escaping (CheckAnswer.Meaning) -> Void) {
+    init(
+        _ settings: CheckSettings, family: IPFamily, limitMilliseconds: Int,
+        isThisMachine: @escaping (IPAddress) -> Bool,
+        first: Bool, loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?,
+        completion: @escaping (CheckAnswer.Meaning) -> Void
+    ) {
         self.settings = settings
         self.completion = completion
-        func run(_ url: String, secure: Bool, _ done: @escaping (CheckPairRun, CheckAnswer.Meaning) -> Void) -> CheckRun {
+        func run(_ url: String, secure: Bool, _ done: @escaping (CheckPairRun, CheckAnswer.Meaning) -> Void) -> CheckRun
+        {
             let nonce = settings.echo ? Self.nonce() : nil
             var options = HTTPRequestOptions(secure: secure, caFile: secure ? settings.caFile : nil)
             var fetched = url
@@ -39,10 +43,12 @@ final class CheckPairRun {
                 fetched += (url.contains("?") ? "&" : "?") + "\(CheckAnswer.nonceParameter)=\(nonce)"
                 options.headers = ["\(CheckAnswer.nonceHeader): \(nonce)"]
             }
-            return CheckRun(url: fetched, family: family, options: options, limitMilliseconds: limitMilliseconds,
-                            mayPointInward: secure ? settings.secureMayPointInward : settings.plainMayPointInward,
-                            isThisMachine: isThisMachine, first: first, loop: loop,
-                            resolver: resolver, http: http) { [weak self] answer in
+            return CheckRun(
+                url: fetched, family: family, options: options, limitMilliseconds: limitMilliseconds,
+                mayPointInward: secure ? settings.secureMayPointInward : settings.plainMayPointInward,
+                isThisMachine: isThisMachine, first: first, loop: loop,
+                resolver: resolver, http: http
+            ) { [weak self] answer in
                 guard let self else { return }
                 done(self, answer.meaning(checkURL: url, nonce: nonce))
             }
@@ -78,7 +84,9 @@ final class CheckPairRun {
     private func finishIfDone() {
         guard plain == nil, secure == nil, let completion else { return }
         self.completion = nil
-        completion(CheckAnswer.combine(plainURL: settings.url, plain: plainMeaning, secureURL: settings.secureURL, secure: secureMeaning))
+        completion(
+            CheckAnswer.combine(
+                plainURL: settings.url, plain: plainMeaning, secureURL: settings.secureURL, secure: secureMeaning))
     }
 
     /// 128 random bits in hex, never the same twice (the system's generator: getrandom).

@@ -29,10 +29,13 @@ final class CheckRun {
     /// administrator chose the URL). `first`: the lookup goes before other targets' (the default target's).
     /// `family`: the check runs over the URL host's first address in that family, or, when it has none
     /// there, over its first address (that family then takes the other's answer).
-    init(url: String, family: IPFamily? = nil, options: HTTPRequestOptions = HTTPRequestOptions(), limitMilliseconds: Int,
-         mayPointInward: Bool, isThisMachine: @escaping (IPAddress) -> Bool = { _ in false },
-         first: Bool = false, loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?,
-         completion: @escaping (CheckAnswer) -> Void) {
+    init(
+        url: String, family: IPFamily? = nil, options: HTTPRequestOptions = HTTPRequestOptions(),
+        limitMilliseconds: Int,
+        mayPointInward: Bool, isThisMachine: @escaping (IPAddress) -> Bool = { _ in false },
+        first: Bool = false, loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?,
+        completion: @escaping (CheckAnswer) -> Void
+    ) {
         self.loop = loop
         self.options = options
         self.resolver = resolver
@@ -47,8 +50,10 @@ final class CheckRun {
             deadline = nil
             let limit = Self.duration(limitMilliseconds)
             // Still no address: the lookup is what hangs.
-            let why = request == nil && target?.literal == nil ? "cannot resolve \(target?.host ?? url): no answer within \(limit)"
-                                                                : "timed out"
+            let why =
+                request == nil && target?.literal == nil
+                ? "cannot resolve \(target?.host ?? url): no answer within \(limit)"
+                : "timed out"
             finish(.failed(why))
         }
         guard let target, target.secure == options.secure else {
@@ -69,7 +74,9 @@ final class CheckRun {
             case .success(let addresses):
                 // The first address, as getaddrinfo orders them, in the family asked for when it has one;
                 // any inward one makes the name suspect.
-                guard let first = addresses.first(where: { $0.ipFamily == family }) ?? addresses.first else { return finish(.failed("cannot resolve \(target.host): no address")) }
+                guard let first = addresses.first(where: { $0.ipFamily == family }) ?? addresses.first else {
+                    return finish(.failed("cannot resolve \(target.host): no address"))
+                }
                 if !mayPointInward, addresses.contains(where: leadsInward) {
                     return finish(.failed(Self.inward))
                 }
@@ -105,13 +112,18 @@ final class CheckRun {
         deadline = nil
     }
 
-    private func connect(_ url: String, _ target: CheckURLTarget, _ address: IPAddress, _ client: any HTTPGetting,
-                         mayPointInward: Bool) {
+    private func connect(
+        _ url: String, _ target: CheckURLTarget, _ address: IPAddress, _ client: any HTTPGetting,
+        mayPointInward: Bool
+    ) {
         guard mayPointInward || !leadsInward(address) else { return finishLater(.failed(Self.inward)) }
         let spent = Int((loop.now() &- started).milliseconds)
         let left = max(1, limitMilliseconds - spent)
-        let pinned = target.literal == nil ? HTTPClient.Pin(host: target.host, port: target.port, address: address.description) : nil
-        request = client.startGet(url, pinnedTo: pinned, timeoutMilliseconds: left, options: options) { [weak self] answer in
+        let pinned =
+            target.literal == nil
+            ? HTTPClient.Pin(host: target.host, port: target.port, address: address.description) : nil
+        request = client.startGet(url, pinnedTo: pinned, timeoutMilliseconds: left, options: options) {
+            [weak self] answer in
             guard let self else { return }
             request = nil
             finish(answer)

@@ -41,7 +41,8 @@ public enum CheckURL {
         }
         if let port {
             guard (1...5).contains(port.count), port.allSatisfy({ (0x30...0x39).contains($0) }),
-                  let number = Int(String(decoding: port, as: UTF8.self)), (1...65535).contains(number) else { return false }
+                let number = Int(String(decoding: port, as: UTF8.self)), (1...65535).contains(number)
+            else { return false }
         }
         return true
     }

@@ -56,12 +56,15 @@ public final class ConnectivityMonitor {
     /// `sharedReachability`: an engine already watching the kernel's routes (another
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
     /// `transports` and `routeWatches`: stand-ins for the sockets, IPv4's then IPv6's (driver tests); without them, real ones.
-    public init(loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
-                sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil, http: (any HTTPClientSource)? = nil,
-                caFile: String? = nil, neighborChecks: NeighborChecks? = nil,
-                dnsRefresh: Duration = MonitorCore.refresh, resolvesFirst: Bool = false,
-                classifier: InterfaceClassifier = InterfaceClassifier(), trafficSampler: TrafficSampler? = nil,
-                transports: [any ProbeTransporting]? = nil, routeWatches: [any RouteWatch]? = nil) throws(SystemError) {
+    public init(
+        loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
+        sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil,
+        http: (any HTTPClientSource)? = nil,
+        caFile: String? = nil, neighborChecks: NeighborChecks? = nil,
+        dnsRefresh: Duration = MonitorCore.refresh, resolvesFirst: Bool = false,
+        classifier: InterfaceClassifier = InterfaceClassifier(), trafficSampler: TrafficSampler? = nil,
+        transports: [any ProbeTransporting]? = nil, routeWatches: [any RouteWatch]? = nil
+    ) throws(SystemError) {
         self.loop = loop
         self.trafficSampler = trafficSampler
         self.resolvesFirst = resolvesFirst
@@ -95,19 +98,23 @@ public final class ConnectivityMonitor {
                 problem = "cannot watch the kernel's routes: \(error)"
             }
         }
-        initialCore = Self.makeCore(model.settings, transports: self.transports, routeProblem: problem,
-                             refresh: dnsRefresh, linkFacts: LinkFactsTable())
+        initialCore = Self.makeCore(
+            model.settings, transports: self.transports, routeProblem: problem,
+            refresh: dnsRefresh, linkFacts: LinkFactsTable())
         wireUp()
     }
 
     /// A core for `settings`, each family probing in its transport's slot.
-    private static func makeCore(_ settings: MonitorSettings, transports: [any ProbeTransporting], routeProblem: String?,
-                                 refresh: Duration, linkFacts: LinkFactsTable) -> TargetCore {
+    private static func makeCore(
+        _ settings: MonitorSettings, transports: [any ProbeTransporting], routeProblem: String?,
+        refresh: Duration, linkFacts: LinkFactsTable
+    ) -> TargetCore {
         var slots: [IPFamily: UInt16] = [:]
         for family in IPFamily.allCases { slots[family] = transports[TargetCore.index(of: family)].slot ?? 0 }
-        return TargetCore(host: settings.host, family: settings.family, probeSettings: probeSettings(settings),
-                          seed: UInt64.random(in: 0...UInt64.max), slots: slots, stride: transports[0].stride,
-                          routeProblem: routeProblem, refresh: refresh, linkFacts: linkFacts)
+        return TargetCore(
+            host: settings.host, family: settings.family, probeSettings: probeSettings(settings),
+            seed: UInt64.random(in: 0...UInt64.max), slots: slots, stride: transports[0].stride,
+            routeProblem: routeProblem, refresh: refresh, linkFacts: linkFacts)
     }
 
     deinit {
@@ -125,7 +132,9 @@ public final class ConnectivityMonitor {
         for family in IPFamily.allCases {
             let index = TargetCore.index(of: family)
             transports[index].onInput = { [unowned self] input in handle(.probe(family, input)) }
-            transports[index].isOutstanding = { [unowned self] sequence in driver.ask { $0.isOutstanding(family, sequence) } }
+            transports[index].isOutstanding = { [unowned self] sequence in
+                driver.ask { $0.isOutstanding(family, sequence) }
+            }
             if routeWatches.indices.contains(index) {
                 routeWatches[index].families = [family]
                 routeWatches[index].onChange = { [unowned self] verdict in
@@ -171,9 +180,10 @@ public final class ConnectivityMonitor {
     }
 
     static func probeSettings(_ settings: MonitorSettings) -> ProbeSettings {
-        ProbeSettings(intervalMilliseconds: settings.interval, timeoutMilliseconds: settings.timeout,
-                      failureThreshold: settings.failureThreshold, recoveryThreshold: settings.recoveryThreshold,
-                      evidence: settings.evidence)
+        ProbeSettings(
+            intervalMilliseconds: settings.interval, timeoutMilliseconds: settings.timeout,
+            failureThreshold: settings.failureThreshold, recoveryThreshold: settings.recoveryThreshold,
+            evidence: settings.evidence)
     }
 
     private func handle(_ event: TargetCore.Event) {
@@ -200,11 +210,12 @@ extension ConnectivityMonitor: TargetWorld {
     }
 
     public func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
-        let code: Int32 = switch family {
-        case .any: AF_UNSPEC
-        case .ipv4: AF_INET
-        case .ipv6: AF_INET6
-        }
+        let code: Int32 =
+            switch family {
+            case .any: AF_UNSPEC
+            case .ipv4: AF_INET
+            case .ipv6: AF_INET6
+            }
         resolver.resolve(host, family: code, owner: resolverOwner, first: resolvesFirst) { [weak self] result in
             guard let self else { return }
             handle(.resolved(generation: generation, result, routedFamilies: routedFamilies))
@@ -212,7 +223,8 @@ extension ConnectivityMonitor: TargetWorld {
     }
 
     public func resolveNat64(generation: UInt64) {
-        resolver.resolve("ipv4only.arpa", family: AF_INET6, owner: resolverOwner, first: resolvesFirst) { [weak self] result in
+        resolver.resolve("ipv4only.arpa", family: AF_INET6, owner: resolverOwner, first: resolvesFirst) {
+            [weak self] result in
             self?.handle(.nat64Resolved(generation: generation, result))
         }
     }
@@ -240,11 +252,14 @@ extension ConnectivityMonitor: TargetWorld {
         let index = TargetCore.index(of: family)
         checks[index]?.cancel()
         let settings = model.settings
-        let check = CheckPairRun.CheckSettings(url: settings.checkURL, secureURL: settings.secureCheckURL, echo: settings.checkEcho,
-                                               caFile: caFile, plainMayPointInward: settings.checkURLMayPointInward,
-                                               secureMayPointInward: settings.secureCheckURLMayPointInward)
-        checks[index] = CheckPairRun(check, family: family, limitMilliseconds: Int(limit), isThisMachine: model.isThisMachine,
-                                     first: resolvesFirst, loop: loop, resolver: resolver, http: http) { [weak self] meaning in
+        let check = CheckPairRun.CheckSettings(
+            url: settings.checkURL, secureURL: settings.secureCheckURL, echo: settings.checkEcho,
+            caFile: caFile, plainMayPointInward: settings.checkURLMayPointInward,
+            secureMayPointInward: settings.secureCheckURLMayPointInward)
+        checks[index] = CheckPairRun(
+            check, family: family, limitMilliseconds: Int(limit), isThisMachine: model.isThisMachine,
+            first: resolvesFirst, loop: loop, resolver: resolver, http: http
+        ) { [weak self] meaning in
             guard let self else { return }
             checks[index] = nil
             Log.info("check \(url) over \(family): \(Self.describe(meaning))")
@@ -259,10 +274,13 @@ extension ConnectivityMonitor: TargetWorld {
     }
 
     /// At once when cheap, else on the sampler's thread.
-    public func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
-                              inline: Bool) -> TrafficSampling {
+    public func sampleTraffic(
+        _ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
+        inline: Bool
+    ) -> TrafficSampling {
         guard let trafficSampler,
-              let sources = routeWatches.first?.table.trafficSources(interface: interface, family: host.ipFamily) else {
+            let sources = routeWatches.first?.table.trafficSources(interface: interface, family: host.ipFamily)
+        else {
             return .now(nil, cost: .zero)
         }
         if inline, let (sample, cost) = trafficSampler.sampleNow(host: host, sources: sources) {
@@ -280,15 +298,21 @@ extension ConnectivityMonitor: TargetWorld {
         }
     }
 
-    public func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64,
-                              routine: Bool) {
+    public func checkNeighbor(
+        _ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64,
+        routine: Bool
+    ) {
         let index = TargetCore.index(of: family)
         neighborChecks[index]?.cancel()
-        neighborChecks[index] = neighbors.check(gateway: gateway, interfaceIndex: interfaceIndex, source: IPAddress(source),
-                                                routine: routine) { [weak self] answer in
+        neighborChecks[index] = neighbors.check(
+            gateway: gateway, interfaceIndex: interfaceIndex, source: IPAddress(source),
+            routine: routine
+        ) { [weak self] answer in
             guard let self else { return }
             neighborChecks[index] = nil
-            if answer != .reachable { Log.info("neighbour check of gateway \(gateway) over \(family): \(answer.rawValue)") }
+            if answer != .reachable {
+                Log.info("neighbour check of gateway \(gateway) over \(family): \(answer.rawValue)")
+            }
             handle(.neighborAnswered(family, generation: generation, answer))
         }
     }
@@ -296,10 +320,13 @@ extension ConnectivityMonitor: TargetWorld {
     public func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64) {
         let index = TargetCore.index(of: family)
         beyondProbes[index]?.cancel()
-        beyondProbes[index] = BeyondProbeRun(loop: loop, host: host, gateway: gateway, hops: hops) { [weak self] answer in
+        beyondProbes[index] = BeyondProbeRun(loop: loop, host: host, gateway: gateway, hops: hops) {
+            [weak self] answer in
             guard let self else { return }
             beyondProbes[index] = nil
-            Log.info("probe past gateway \(gateway) towards \(host): \(answer == .carried ? "a router past it answered" : "nothing came back")")
+            Log.info(
+                "probe past gateway \(gateway) towards \(host): \(answer == .carried ? "a router past it answered" : "nothing came back")"
+            )
             handle(.beyondAnswered(family, generation: generation, answer))
         }
     }

@@ -62,7 +62,9 @@ public enum Daemon {
 
     private static func lookUpAccount(_ options: DaemonOptions) throws(StartFailure) -> Account? {
         guard let user = options.user else { return nil }
-        guard let entry = getpwnam(user) else { throw StartFailure(status: 2, message: "--user: no user named '\(user)'") }
+        guard let entry = getpwnam(user) else {
+            throw StartFailure(status: 2, message: "--user: no user named '\(user)'")
+        }
         guard geteuid() == 0 else { throw StartFailure(status: 2, message: "--user needs to be started as root") }
         return (user, entry.pointee.pw_uid, entry.pointee.pw_gid)
     }
@@ -141,7 +143,9 @@ final class Service {
             throw StartFailure(status: 1, message: "\(error)")
         }
         loop.onSlowTurn = { took in Log.warning("one loop turn took \(took.milliseconds) ms") }
-        if loop.waitCall == .epollPwait { Log.info("epoll_pwait2 is missing or forbidden here: waiting with epoll_pwait") }
+        if loop.waitCall == .epollPwait {
+            Log.info("epoll_pwait2 is missing or forbidden here: waiting with epoll_pwait")
+        }
         do {
             connection = try BusConnection(options.bus, loop: loop)
         } catch {
@@ -160,7 +164,8 @@ final class Service {
             neighborChecks = NeighborChecks(loop: loop)
             http = LazyHTTPClient(loop: loop)
             do {
-                trafficSampler = try TrafficSampler(loop: loop, log: { Log.warning($0) }) { [unowned helper] host, sources, now, answer in
+                trafficSampler = try TrafficSampler(loop: loop, log: { Log.warning($0) }) {
+                    [unowned helper] host, sources, now, answer in
                     helper.sample(host: host, sources: sources, now: now, completion: answer)
                 }
             } catch {
@@ -228,8 +233,9 @@ final class Service {
         guard let directory = options.stateDirectory ?? options.defaultStateDirectory() else { return }
         stateDirectory = directory
         let store = StateStore(directory: directory)
-        var (state, problems, refused) = store.loaded(AtomicFile(directory: directory, name: StateStore.fileName)
-            .read(maximumSize: StateStore.maximumSize))
+        var (state, problems, refused) = store.loaded(
+            AtomicFile(directory: directory, name: StateStore.fileName)
+                .read(maximumSize: StateStore.maximumSize))
         problems.forEach { Log.warning($0) }
         var unreadable: SystemError?
         if let refused {
@@ -266,13 +272,19 @@ final class Service {
         self.history = history
         let objects: ServiceObjects
         do {
-            objects = try ServiceObjects(server: server, settings: startSettings, budget: budget, persisted: restoredValues,
-                                         history: history) { [loop, resolver, probeSockets, http, options, routes,
-                                                              trafficSampler, neighborChecks] model, lookupsFirst throws(SystemError) in
-                try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, sharedReachability: routes,
-                                        probeSockets: probeSockets, http: http, caFile: options.caFile, neighborChecks: neighborChecks,
-                                        dnsRefresh: options.dnsRefresh, resolvesFirst: lookupsFirst,
-                                        trafficSampler: trafficSampler)
+            objects = try ServiceObjects(
+                server: server, settings: startSettings, budget: budget, persisted: restoredValues,
+                history: history
+            ) {
+                [
+                    loop, resolver, probeSockets, http, options, routes,
+                    trafficSampler, neighborChecks
+                ] model, lookupsFirst throws(SystemError) in
+                try ConnectivityMonitor(
+                    loop: loop, model: model, resolver: resolver, sharedReachability: routes,
+                    probeSockets: probeSockets, http: http, caFile: options.caFile, neighborChecks: neighborChecks,
+                    dnsRefresh: options.dnsRefresh, resolvesFirst: lookupsFirst,
+                    trafficSampler: trafficSampler)
             }
         } catch {
             throw StartFailure(status: 1, message: error.message)
@@ -299,8 +311,9 @@ final class Service {
         }
         connection.onSignal = { [unowned self] message in busSignal(message) }
         // Learn of clients leaving the bus, to drop their pending calls.
-        connection.addMatch("type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
-                            + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
+        connection.addMatch(
+            "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
     }
 
     /// How long the first verdicts wait for ModemManager's and NetworkManager's first answers.
@@ -330,7 +343,8 @@ final class Service {
         targets.onStatusChanged = { [loop] target, state in
             loop.atEndOfTurn {
                 let detail = state.status.isConnected ? "via \(state.interface), \(state.address)" : state.reason
-                Log.notice("\(Self.name(target))status \(state.status.rawValue) for \(target.model.settings.host): \(detail)")
+                Log.notice(
+                    "\(Self.name(target))status \(state.status.rawValue) for \(target.model.settings.host): \(detail)")
             }
         }
         targets.onSettingChanged = { [loop] target, key in
@@ -366,7 +380,9 @@ final class Service {
                 }
                 Log.warning("cannot save settings in \(path): \(error)")
                 let what = key?.name ?? "The targets"
-                call?.fail(.failed("\(what) is in effect until the service stops, but could not be saved in \(path): \(error)"))
+                call?.fail(
+                    .failed("\(what) is in effect until the service stops, but could not be saved in \(path): \(error)")
+                )
             }
         }
         return call == nil ? .reply([]) : .later
@@ -396,19 +412,23 @@ final class Service {
             let changed = apply(state.targets[0] ?? [:], from: saver.store.path)
             var names = changed.map { "\($0.name)=\(settings.text($0))" }
             names += targets?.reload(state) ?? []
-            Log.notice("SIGHUP: re-read \(saver.store.path): \(names.isEmpty ? "nothing changed" : names.joined(separator: ", "))")
+            Log.notice(
+                "SIGHUP: re-read \(saver.store.path): \(names.isEmpty ? "nothing changed" : names.joined(separator: ", "))"
+            )
         }
     }
 
     private func busSignal(_ message: Message) {
         guard message.sender == "org.freedesktop.DBus" else { return }
         if message.isSignal(interface: "org.freedesktop.DBus", member: "NameOwnerChanged"),
-           let arguments = try? message.arguments(), arguments.count == 3,
-           let name = arguments[0].stringValue, arguments[2].stringValue == "", name.hasPrefix(":") {
+            let arguments = try? message.arguments(), arguments.count == 3,
+            let name = arguments[0].stringValue, arguments[2].stringValue == "", name.hasPrefix(":")
+        {
             targets?.clientVanished(name)
             budget.clientVanished(name)
         } else if message.isSignal(interface: "org.freedesktop.DBus", member: "NameLost"),
-                  (try? message.arguments())?.first?.stringValue == MonitorContract.busName {
+            (try? message.arguments())?.first?.stringValue == MonitorContract.busName
+        {
             Log.notice("another instance took over \(MonitorContract.busName): exiting")
             loop.quit(status: 0)
         }
@@ -417,14 +437,20 @@ final class Service {
     func claimName() throws(StartFailure) {
         let result: NameRequestResult
         do {
-            result = try connection.requestName(MonitorContract.busName, allowReplacement: true, replaceExisting: options.replace)
+            result = try connection.requestName(
+                MonitorContract.busName, allowReplacement: true, replaceExisting: options.replace)
         } catch {
             throw StartFailure(status: 1, message: "cannot request \(MonitorContract.busName): \(error.message)")
         }
         guard result == .primaryOwner || result == .alreadyOwner else {
-            throw StartFailure(status: 1, message: "\(MonitorContract.busName) is already owned by another instance (use --replace to take it over)")
+            throw StartFailure(
+                status: 1,
+                message:
+                    "\(MonitorContract.busName) is already owned by another instance (use --replace to take it over)")
         }
-        Log.info("serving \(MonitorContract.busName) at \(MonitorContract.objectPath) as \(connection.uniqueName), host \(settings.host)")
+        Log.info(
+            "serving \(MonitorContract.busName) at \(MonitorContract.objectPath) as \(connection.uniqueName), host \(settings.host)"
+        )
     }
 
     static let startUpTrims: [Duration] = [.milliseconds(200), .seconds(3)]

@@ -134,12 +134,15 @@ public struct DaemonOptions: Equatable, Sendable {
                     throw UsageError(message: "--target: " + error.message)
                 }
                 let limit = MonitorContract.Targets.limit
-                guard options.targets.count < limit else { throw UsageError(message: "--target: at most \(limit) targets") }
+                guard options.targets.count < limit else {
+                    throw UsageError(message: "--target: at most \(limit) targets")
+                }
                 options.targets.append(settings.host)
             case "--dns-refresh":
                 let text = try value(for: flag, inline: inline)
                 guard let seconds = UInt32(text), (1...86_400).contains(seconds) else {
-                    throw UsageError(message: "--dns-refresh: '\(MonitorSettings.printable(text))' is not 1–86400 seconds")
+                    throw UsageError(
+                        message: "--dns-refresh: '\(MonitorSettings.printable(text))' is not 1–86400 seconds")
                 }
                 options.dnsRefreshSeconds = seconds
             case "--ca-file":
@@ -171,8 +174,10 @@ public struct DaemonOptions: Equatable, Sendable {
                 }
                 options.flagged.insert(key)
             }
-            if inline != nil && !["--address", "--state-dir", "--user", "--target", "--dns-refresh", "--ca-file"].contains(flag)
-                && MonitorSettings.Key.allCases.first(where: { $0.flag == flag }) == nil {
+            if inline != nil
+                && !["--address", "--state-dir", "--user", "--target", "--dns-refresh", "--ca-file"].contains(flag)
+                && MonitorSettings.Key.allCases.first(where: { $0.flag == flag }) == nil
+            {
                 throw UsageError(message: "\(flag) takes no value")
             }
             index += 1
@@ -183,7 +188,9 @@ public struct DaemonOptions: Equatable, Sendable {
     var dnsRefresh: Duration { .seconds(dnsRefreshSeconds) }
 
     /// Where the state file lives when --state-dir is not given.
-    public func defaultStateDirectory(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) -> String? {
+    public func defaultStateDirectory(
+        environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }
+    ) -> String? {
         if bus == .system { return "/var/lib/netobserver" }
         if let state = environment("XDG_STATE_HOME"), state.hasPrefix("/") { return state + "/netobserver" }
         if let home = environment("HOME"), home.hasPrefix("/") { return home + "/.local/state/netobserver" }

@@ -36,7 +36,9 @@ final class HistoryBook {
         self.helper?.onQuietFailure(of: .history) { answer in
             if case .written(let error?) = answer { Log.warning("cannot write a history: \(error)") }
         }
-        timer = loop.schedule(after: Self.writeInterval, leeway: Self.writeInterval, repeats: true) { [unowned self] in tick() }
+        timer = loop.schedule(after: Self.writeInterval, leeway: Self.writeInterval, repeats: true) { [unowned self] in
+            tick()
+        }
     }
 
     deinit {

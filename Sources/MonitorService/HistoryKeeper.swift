@@ -76,7 +76,8 @@ final class HistoryKeeper {
 
     private static func setAside(_ file: AtomicFile, because why: String) {
         let moved = file.setAside()
-        Log.warning("\(file.path): \(why): " + (moved ? "set aside as \(file.path).corrupt, " : "") + "history starts afresh")
+        Log.warning(
+            "\(file.path): \(why): " + (moved ? "set aside as \(file.path).corrupt, " : "") + "history starts afresh")
     }
 
     /// What the target published (call after every change of Connectivity, Blame or Reason).
@@ -85,8 +86,10 @@ final class HistoryKeeper {
         let now = (connectivity: state.connectivity, blame: state.blame)
         guard seen.map({ $0.connectivity != now.connectivity || $0.blame != now.blame }) ?? true else { return }
         seen = now
-        if let ended = history.observe(state.connectivity, blame: state.blame, reason: state.reason,
-                                       boot: MonotonicClock.bootTime(), real: MonotonicClock.wallTime()) {
+        if let ended = history.observe(
+            state.connectivity, blame: state.blame, reason: state.reason,
+            boot: MonotonicClock.bootTime(), real: MonotonicClock.wallTime())
+        {
             onOutageEnded?(ended)
         }
     }
@@ -113,7 +116,9 @@ final class HistoryKeeper {
     func latest(_ count: Int) -> [Outage] { Self.ask(&history) { $0.latest(count) } }
 
     /// The history lent in place: a method called on it through the stored property would copy it first.
-    private static func ask<Answer>(_ history: inout OutageHistory, _ question: (inout OutageHistory) -> Answer) -> Answer {
+    private static func ask<Answer>(
+        _ history: inout OutageHistory, _ question: (inout OutageHistory) -> Answer
+    ) -> Answer {
         question(&history)
     }
 

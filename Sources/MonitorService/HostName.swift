@@ -32,7 +32,9 @@ public enum HostName {
         if let percent = s.firstIndex(of: "%") {
             let zone = s[s.index(after: percent)...]
             guard (1...15).contains(zone.utf8.count),
-                  zone.utf8.allSatisfy({ isAlnum($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") })
+                zone.utf8.allSatisfy({
+                    isAlnum($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
+                })
             else { return false }
             address = String(s[..<percent])
         }
@@ -52,8 +54,9 @@ public enum HostName {
         for label in labels {
             let bytes = label.utf8
             guard (1...63).contains(bytes.count),
-                  bytes.allSatisfy({ isAlnum($0) || $0 == UInt8(ascii: "-") }),
-                  bytes.first != UInt8(ascii: "-"), bytes.last != UInt8(ascii: "-") else { return false }
+                bytes.allSatisfy({ isAlnum($0) || $0 == UInt8(ascii: "-") }),
+                bytes.first != UInt8(ascii: "-"), bytes.last != UInt8(ascii: "-")
+            else { return false }
         }
         if let last = labels.last, last.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { return false }
         return true

@@ -61,7 +61,9 @@ public final class MonitorModel {
     }
 
     /// Validates and stores a new setting value from D-Bus. Nothing changes on error.
-    public func set(_ key: MonitorSettings.Key, _ apply: (inout MonitorSettings) throws(SettingError) -> Void) throws(SettingError) {
+    public func set(
+        _ key: MonitorSettings.Key, _ apply: (inout MonitorSettings) throws(SettingError) -> Void
+    ) throws(SettingError) {
         var new = settings
         try apply(&new)
         guard new != settings else { return }

@@ -24,9 +24,11 @@ public final class MonitorObject {
     public var persist: ((MonitorSettings.Key, MethodCall) -> MethodOutcome)?
 
     /// `budget`: the pending calls of every target together.
-    public init(model: MonitorModel, server: ObjectServer, path: String = MonitorContract.objectPath,
-                budget: PendingBudget = PendingBudget(),
-                extraInterfaces: [DBusInterface] = []) {
+    public init(
+        model: MonitorModel, server: ObjectServer, path: String = MonitorContract.objectPath,
+        budget: PendingBudget = PendingBudget(),
+        extraInterfaces: [DBusInterface] = []
+    ) {
         self.model = model
         self.server = server
         self.path = path
@@ -77,9 +79,10 @@ public final class MonitorObject {
             onPropertiesChanged?(properties)
         }
         guard announceStatus else { return }
-        try? server.emit(path: path, interface: MonitorContract.interface,
-                         signal: MonitorContract.Signal.statusChanged.name,
-                         [.string(model.state.status.rawValue), .string(model.settings.host)])
+        try? server.emit(
+            path: path, interface: MonitorContract.interface,
+            signal: MonitorContract.Signal.statusChanged.name,
+            [.string(model.state.status.rawValue), .string(model.settings.host)])
         onStatusChanged?(model.state, model.settings.host)
         if model.state.reachable {
             waits.resolveAll { $0.reply([.boolean(true)]) }
@@ -88,8 +91,9 @@ public final class MonitorObject {
 
     /// OutageEnded, once per outage.
     public func outageEnded(_ outage: Outage) {
-        try? server.emit(path: path, interface: MonitorContract.interface, signal: MonitorContract.Signal.outageEnded.name,
-                         [.uint64(outage.start.microseconds), .uint64(outage.duration.microseconds), .string(outage.blame)])
+        try? server.emit(
+            path: path, interface: MonitorContract.interface, signal: MonitorContract.Signal.outageEnded.name,
+            [.uint64(outage.start.microseconds), .uint64(outage.duration.microseconds), .string(outage.blame)])
     }
 
     /// GetHistory(max): the newest outages, as many as fit the reply bound.
@@ -99,8 +103,10 @@ public final class MonitorObject {
         // As the dispatcher bounds a reply's body (the array's own header included), with room to spare.
         var bytes = 16
         for outage in model.outages(Int(min(max, MonitorContract.historyLimit))) {
-            let entry = DBusValue.structure([.uint64(outage.start.microseconds), .uint64(outage.duration.microseconds), .string(outage.blame),
-                                             .string(outage.worst.rawValue), .string(outage.reason)])
+            let entry = DBusValue.structure([
+                .uint64(outage.start.microseconds), .uint64(outage.duration.microseconds), .string(outage.blame),
+                .string(outage.worst.rawValue), .string(outage.reason),
+            ])
             guard bytes + entry.wireSizeBound <= MonitorContract.historyReplyBytes - 2_048 else { break }
             bytes += entry.wireSizeBound
             entries.append(entry)

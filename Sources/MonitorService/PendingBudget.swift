@@ -59,7 +59,8 @@ public final class PendingBudget {
         let client = call.sender
         let parkedOfKind = parked[client]?.filter { $0.kind == kind }.count ?? 0
         guard count(for: client, kind) + parkedOfKind < limits.perClientAndKind else {
-            throw .limitsExceeded("at most \(limits.perClientAndKind) pending \(kind == .wait ? "Waits" : "Checks") per client")
+            throw .limitsExceeded(
+                "at most \(limits.perClientAndKind) pending \(kind == .wait ? "Waits" : "Checks") per client")
         }
         if let uid = users[client] {
             try checkRoom(for: uid)

@@ -81,7 +81,9 @@ public final class PendingCalls {
     }
 
     private func remove(_ entry: Entry) {
-        guard var entries = byClient[entry.call.sender], let index = entries.firstIndex(where: { $0 === entry }) else { return }
+        guard var entries = byClient[entry.call.sender], let index = entries.firstIndex(where: { $0 === entry }) else {
+            return
+        }
         entries.remove(at: index)
         byClient[entry.call.sender] = entries.isEmpty ? nil : entries
         budget.release(entry.call.sender, kind)

@@ -48,7 +48,8 @@ extension MonitorContract.Property {
         case .neighbor4: .string(state.ipv4.neighbor?.rawValue ?? "")
         case .neighbor6: .string(state.ipv6.neighbor?.rawValue ?? "")
         case .host, .interval, .timeout, .failureThreshold, .recoveryThreshold, .addressFamily, .checkURL, .evidence,
-             .secureCheckURL, .checkEcho, .timeInState: nil
+            .secureCheckURL, .checkEcho, .timeInState:
+            nil
         }
     }
 
@@ -84,6 +85,8 @@ extension MonitorModel {
     /// A property's current value, typed as the contract says.
     func value(_ property: MonitorContract.Property) -> DBusValue {
         property.value(in: state) ?? property.value(in: settings)
-            ?? .dictionary(key: .string, value: .uint64, timeInState().map { DBusDictEntry(key: .string($0.0), value: .uint64($0.1)) })
+            ?? .dictionary(
+                key: .string, value: .uint64,
+                timeInState().map { DBusDictEntry(key: .string($0.0), value: .uint64($0.1)) })
     }
 }

@@ -12,11 +12,16 @@ public final class ServiceObjects {
 
     /// The default target (number 0, its lookups first) made with `settings`, as every target is
     /// made; `makeEngines` makes each target's engines (nil: none).
-    init(server: ObjectServer, settings: MonitorSettings, budget: PendingBudget, persisted: [MonitorSettings.Key: String] = [:],
-         history: HistoryBook? = nil, makeEngines: TargetSet.EngineFactory?) throws(DBusError) {
-        targets = TargetSet(loop: server.loop, server: server, budget: budget, history: history, makeEngines: makeEngines)
-        let target = try targets.add(settings: settings, number: 0, lookupsFirst: true, persisted: persisted,
-                                     interfaces: [targets.declaration()])
+    init(
+        server: ObjectServer, settings: MonitorSettings, budget: PendingBudget,
+        persisted: [MonitorSettings.Key: String] = [:],
+        history: HistoryBook? = nil, makeEngines: TargetSet.EngineFactory?
+    ) throws(DBusError) {
+        targets = TargetSet(
+            loop: server.loop, server: server, budget: budget, history: history, makeEngines: makeEngines)
+        let target = try targets.add(
+            settings: settings, number: 0, lookupsFirst: true, persisted: persisted,
+            interfaces: [targets.declaration()])
         monitor = target.object
         model = target.model
         server.manageObjects(under: MonitorContract.objectPath)
@@ -24,8 +29,10 @@ public final class ServiceObjects {
 
     /// The objects alone, with no engine behind any target: nothing is resolved or probed.
     /// For the fuzzer, which must send no packet whatever Host an input sets.
-    public static func withoutEngines(server: ObjectServer, settings: MonitorSettings = MonitorSettings(),
-                                      budget: PendingBudget) -> ServiceObjects {
+    public static func withoutEngines(
+        server: ObjectServer, settings: MonitorSettings = MonitorSettings(),
+        budget: PendingBudget
+    ) -> ServiceObjects {
         do {
             return try ServiceObjects(server: server, settings: settings, budget: budget, makeEngines: nil)
         } catch {
@@ -42,7 +49,8 @@ public final class ServiceObjects {
     public func addTarget(host: String) -> String? {
         var settings = MonitorSettings()
         guard (try? settings.set(.host, text: host)) != nil,
-              let target = try? targets.add(settings: settings, fromCommandLine: true, persisted: [:]) else { return nil }
+            let target = try? targets.add(settings: settings, fromCommandLine: true, persisted: [:])
+        else { return nil }
         return MonitorContract.Targets.path(target.number)
     }
 }

@@ -40,7 +40,8 @@ public struct MonitorSettings: Equatable, Sendable {
 
     /// One writable setting: its D-Bus property (name, type), command-line flag and range.
     public enum Key: CaseIterable, Sendable {
-        case host, interval, timeout, failureThreshold, recoveryThreshold, family, checkURL, evidence, secureCheckURL, checkEcho
+        case host, interval, timeout, failureThreshold, recoveryThreshold, family, checkURL, evidence, secureCheckURL,
+            checkEcho
 
         public var property: MonitorContract.Property {
             switch self {
@@ -76,8 +77,10 @@ public struct MonitorSettings: Equatable, Sendable {
                 "\(MonitorSettings.thresholdRange.lowerBound)–\(MonitorSettings.thresholdRange.upperBound)"
             case .family: AddressFamily.allCases.map(\.rawValue).joined(separator: ", ")
             case .evidence: Evidence.allCases.map(\.rawValue).joined(separator: ", ")
-            case .checkURL: "\"\" (off) or an http:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
-            case .secureCheckURL: "\"\" (off) or an https:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
+            case .checkURL:
+                "\"\" (off) or an http:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
+            case .secureCheckURL:
+                "\"\" (off) or an https:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
             case .checkEcho: "true, false"
             }
         }
@@ -96,12 +99,15 @@ public struct MonitorSettings: Equatable, Sendable {
     /// how the caller refers to it in the error. `fromAdministrator`: the command line,
     /// whose CheckURL may point anywhere.
     /// `isThisMachine`: whether an address is one of this machine's (a CheckURL Set over D-Bus may not name one).
-    public mutating func set(_ key: Key, text: String, name: String? = nil, fromAdministrator: Bool = false,
-                             isThisMachine: (IPAddress) -> Bool = { _ in false }) throws(SettingError) {
+    public mutating func set(
+        _ key: Key, text: String, name: String? = nil, fromAdministrator: Bool = false,
+        isThisMachine: (IPAddress) -> Bool = { _ in false }
+    ) throws(SettingError) {
         let label = name ?? key.name
         if key.range != nil {
             guard let value = UInt32(text) else {
-                throw SettingError(message: "\(label): '\(Self.printable(text))' is not a number (accepted: \(key.accepted))")
+                throw SettingError(
+                    message: "\(label): '\(Self.printable(text))' is not a number (accepted: \(key.accepted))")
             }
             try set(key, number: value, name: label)
             return
@@ -109,28 +115,34 @@ public struct MonitorSettings: Equatable, Sendable {
         switch key {
         case .host:
             guard HostName.isValid(text) else {
-                throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+                throw SettingError(
+                    message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             host = text
         case .family:
             guard let family = AddressFamily(rawValue: text) else {
-                throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+                throw SettingError(
+                    message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             self.family = family
         case .evidence:
             guard let evidence = Evidence(rawValue: text) else {
-                throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+                throw SettingError(
+                    message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             self.evidence = evidence
         case .checkURL, .secureCheckURL:
             let secure = key == .secureCheckURL
             guard CheckURL.isValid(text, secure: secure) else {
-                throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+                throw SettingError(
+                    message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             if !fromAdministrator, let target = CheckURLTarget(text),
-               target.isInwardLiteral || target.literal.map(isThisMachine) == true {
-                throw SettingError(message: "\(label): '\(Self.printable(text))' points into this machine or its link "
-                                   + "(loopback, link-local, unspecified, multicast and this machine's own addresses are refused)")
+                target.isInwardLiteral || target.literal.map(isThisMachine) == true
+            {
+                throw SettingError(
+                    message: "\(label): '\(Self.printable(text))' points into this machine or its link "
+                        + "(loopback, link-local, unspecified, multicast and this machine's own addresses are refused)")
             }
             if secure {
                 secureCheckURL = text
@@ -141,7 +153,8 @@ public struct MonitorSettings: Equatable, Sendable {
             }
         case .checkEcho:
             guard let flag = ["true": true, "false": false][text] else {
-                throw SettingError(message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+                throw SettingError(
+                    message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             checkEcho = flag
         default:
@@ -201,8 +214,11 @@ extension MonitorSettings {
     /// Stored values (the state file's) over these settings, the one way every target takes
     /// them: each valid value is kept, and taken unless its key is in `except` (a command-line
     /// flag wins); each invalid one is a problem, in words, and changes nothing.
-    public func applying(_ stored: [Key: String], except: Set<Key> = [])
-        -> (settings: MonitorSettings, kept: [Key: String], problems: [String]) {
+    public func applying(
+        _ stored: [Key: String], except: Set<Key> = []
+    )
+        -> (settings: MonitorSettings, kept: [Key: String], problems: [String])
+    {
         var settings = self
         var kept: [Key: String] = [:]
         var problems: [String] = []

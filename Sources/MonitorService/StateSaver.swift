@@ -34,9 +34,12 @@ public final class StateSaver {
 
     /// Re-reads the file after every write asked for so far.
     /// `refused`: the file could not be read at all (its state is not the file's).
-    public func reload(_ completion: @escaping (_ state: StoredState, _ problems: [String], _ refused: AtomicFile.Refused?) -> Void) {
+    public func reload(
+        _ completion: @escaping (_ state: StoredState, _ problems: [String], _ refused: AtomicFile.Refused?) -> Void
+    ) {
         let store = store
-        helper.read(StateStore.fileName, in: store.directory, maximumSize: StateStore.maximumSize, on: .settings) { read in
+        helper.read(StateStore.fileName, in: store.directory, maximumSize: StateStore.maximumSize, on: .settings) {
+            read in
             let (state, problems, refused) = store.loaded(read.map { $0.map { $0[...] } })
             completion(state, problems, refused)
         }

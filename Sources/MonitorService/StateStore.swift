@@ -58,8 +58,11 @@ public struct StateStore: Sendable {
     /// What a read of the file gave, as state and problems; `refused` when the file could not be read at
     /// all (too large, not a regular file): its state is then not the file's, and the file must be set aside,
     /// never overwritten as if it had been empty.
-    public func loaded(_ read: Result<ArraySlice<UInt8>?, AtomicFile.Refused>)
-        -> (state: StoredState, problems: [String], refused: AtomicFile.Refused?) {
+    public func loaded(
+        _ read: Result<ArraySlice<UInt8>?, AtomicFile.Refused>
+    )
+        -> (state: StoredState, problems: [String], refused: AtomicFile.Refused?)
+    {
         switch read {
         case .success(nil):
             return (StoredState(), [], nil)
@@ -76,8 +79,12 @@ public struct StateStore: Sendable {
     public func setAside(_ why: AtomicFile.Refused) -> (line: String, moved: Bool) {
         let file = AtomicFile(directory: directory, name: Self.fileName)
         let moved = file.setAside()
-        return ("\(path): \(why): " + (moved ? "set aside as \(path).corrupt" : "left as it is (\(SystemError("rename"))), never written over"),
-                moved)
+        return (
+            "\(path): \(why): "
+                + (moved
+                    ? "set aside as \(path).corrupt" : "left as it is (\(SystemError("rename"))), never written over"),
+            moved
+        )
     }
 
     /// What every save fails with once the file could be neither read nor set aside: it is never written over.
@@ -95,10 +102,13 @@ public struct StateStore: Sendable {
         // Bounded: a state directory of ours holds a few files per target.
         for _ in 0..<100_000 {
             guard let entry = readdir(stream) else { break }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             let parts = name.split(separator: ".", omittingEmptySubsequences: false)
             guard parts.count >= 2, parts[0] == "history", let number = UInt32(parts[1]),
-                  MonitorContract.Targets.numbers.contains(number) else { continue }
+                MonitorContract.Targets.numbers.contains(number)
+            else { continue }
             highest = max(highest, number)
         }
         return highest
@@ -114,7 +124,9 @@ public struct StateStore: Sendable {
         var targets: [UInt32: [MonitorSettings.Key: String]] = [:]
         var problems: [String] = []
         // Split on bytes: Swift counts "\r\n" as one Character, which a split on "\n" would not see.
-        for (number, bytes) in contents.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+        for (number, bytes) in contents.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            .enumerated()
+        {
             let line = Substring(decoding: bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes, as: UTF8.self)
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let equals = line.firstIndex(of: "=") else {
@@ -122,11 +134,15 @@ public struct StateStore: Sendable {
                 continue
             }
             let name = line[..<equals], value = String(line[line.index(after: equals)...])
-            if name == "NextTarget", let next = UInt32(value), next >= 1, next <= MonitorContract.Targets.numbers.upperBound + 1 {
+            if name == "NextTarget", let next = UInt32(value), next >= 1,
+                next <= MonitorContract.Targets.numbers.upperBound + 1
+            {
                 state.nextTarget = next
             } else if let key = MonitorSettings.Key(name: String(name)) {
                 state.targets[0, default: [:]][key] = value
-            } else if let (target, key) = Self.targetKey(name), targets.count < Self.maximumTargets || targets[target] != nil {
+            } else if let (target, key) = Self.targetKey(name),
+                targets.count < Self.maximumTargets || targets[target] != nil
+            {
                 targets[target, default: [:]][key] = value
             } else {
                 problems.append("\(path):\(number + 1): not a setting, ignored")
@@ -150,8 +166,10 @@ public struct StateStore: Sendable {
     /// `Target.N.Key` → (N, Key).
     private static func targetKey(_ name: Substring) -> (UInt32, MonitorSettings.Key)? {
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "Target", let number = UInt32(parts[1]), MonitorContract.Targets.numbers.contains(number),
-              let key = MonitorSettings.Key(name: String(parts[2])) else { return nil }
+        guard parts.count == 3, parts[0] == "Target", let number = UInt32(parts[1]),
+            MonitorContract.Targets.numbers.contains(number),
+            let key = MonitorSettings.Key(name: String(parts[2]))
+        else { return nil }
         return (number, key)
     }
 

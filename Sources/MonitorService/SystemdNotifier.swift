@@ -14,16 +14,21 @@ public final class SystemdNotifier {
 
     public init?(environment: (String) -> String? = { getenv($0).map { String(cString: $0) } }) {
         guard let path = environment("NOTIFY_SOCKET"), !path.isEmpty, path.utf8.count < 108,
-              path.hasPrefix("/") || path.hasPrefix("@") else { return nil }
+            path.hasPrefix("/") || path.hasPrefix("@")
+        else { return nil }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         var bytes = Array(path.utf8)
         // "@name" is an abstract socket: a leading NUL instead of the '@'.
         if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        guard let opened = try? Syscall.descriptor("socket(AF_UNIX)", {
-            Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        }) else { return nil }
+        guard
+            let opened = try? Syscall.descriptor(
+                "socket(AF_UNIX)",
+                {
+                    Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                })
+        else { return nil }
         socket = opened
         self.address = address
         length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)

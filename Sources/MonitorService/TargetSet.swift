@@ -28,8 +28,10 @@ final class TargetSet {
         /// The values Set over D-Bus on it (kept in the state file unless from the command line).
         var persisted: [MonitorSettings.Key: String]
 
-        init(number: UInt32, model: MonitorModel, object: MonitorObject, connectivity: ConnectivityMonitor?,
-             fromCommandLine: Bool, lookupsFirst: Bool, persisted: [MonitorSettings.Key: String]) {
+        init(
+            number: UInt32, model: MonitorModel, object: MonitorObject, connectivity: ConnectivityMonitor?,
+            fromCommandLine: Bool, lookupsFirst: Bool, persisted: [MonitorSettings.Key: String]
+        ) {
             self.number = number
             self.model = model
             self.object = object
@@ -73,7 +75,10 @@ final class TargetSet {
     var onStatusChanged: ((Target, MonitorState) -> Void)?
     var onSettingChanged: ((Target, MonitorSettings.Key) -> Void)?
 
-    init(loop: MainLoop, server: ObjectServer, budget: PendingBudget, history: HistoryBook? = nil, makeEngines: EngineFactory?) {
+    init(
+        loop: MainLoop, server: ObjectServer, budget: PendingBudget, history: HistoryBook? = nil,
+        makeEngines: EngineFactory?
+    ) {
         self.loop = loop
         self.server = server
         self.budget = budget
@@ -93,55 +98,73 @@ final class TargetSet {
 
     /// org.netobserver.Targets, for the default target's object.
     func declaration() -> DBusInterface {
-        DBusInterface(MonitorContract.Targets.interface, methods: [
-            DBusMethod(MonitorContract.Targets.addTarget, inputs: [DBusArgument("host", .string)],
-                       outputs: [DBusArgument("path", .objectPath)]) { [unowned self] call throws(DBusError) in
-                guard let host = try call.arguments().first?.stringValue else { throw .invalidArgs("expected a host") }
-                var settings = MonitorSettings()
-                do throws(SettingError) {
-                    try settings.set(.host, text: host)
-                } catch {
-                    throw .invalidArgs(error.message)
+        DBusInterface(
+            MonitorContract.Targets.interface,
+            methods: [
+                DBusMethod(
+                    MonitorContract.Targets.addTarget, inputs: [DBusArgument("host", .string)],
+                    outputs: [DBusArgument("path", .objectPath)]
+                ) { [unowned self] call throws(DBusError) in
+                    guard let host = try call.arguments().first?.stringValue else {
+                        throw .invalidArgs("expected a host")
+                    }
+                    var settings = MonitorSettings()
+                    do throws(SettingError) {
+                        try settings.set(.host, text: host)
+                    } catch {
+                        throw .invalidArgs(error.message)
+                    }
+                    guard recentAdditions.hasRoom(now: loop.now()) else {
+                        throw .limitsExceeded(
+                            "at most \(Self.additionsPerWindow) targets added in \(Self.additionWindow): try again later"
+                        )
+                    }
+                    // Only an addition that happened counts toward the limit.
+                    let target = try add(settings: settings, persisted: [.host: settings.host])
+                    recentAdditions.record(now: loop.now())
+                    return .reply([.objectPath(MonitorContract.Targets.path(target.number))])
+                },
+                DBusMethod(MonitorContract.Targets.removeTarget, inputs: [DBusArgument("path", .objectPath)]) {
+                    [unowned self] call throws(DBusError) in
+                    guard case .objectPath(let path)? = try call.arguments().first else {
+                        throw .invalidArgs("expected an object path")
+                    }
+                    try remove(path: path)
+                    return .reply([])
+                },
+            ],
+            properties: [
+                DBusProperty(MonitorContract.Targets.targetsProperty, .array(.objectPath)) { [unowned self] in
+                    .array(.objectPath, paths.map { .objectPath($0) })
                 }
-                guard recentAdditions.hasRoom(now: loop.now()) else {
-                    throw .limitsExceeded("at most \(Self.additionsPerWindow) targets added in \(Self.additionWindow): try again later")
-                }
-                // Only an addition that happened counts toward the limit.
-                let target = try add(settings: settings, persisted: [.host: settings.host])
-                recentAdditions.record(now: loop.now())
-                return .reply([.objectPath(MonitorContract.Targets.path(target.number))])
-            },
-            DBusMethod(MonitorContract.Targets.removeTarget, inputs: [DBusArgument("path", .objectPath)]) { [unowned self] call throws(DBusError) in
-                guard case .objectPath(let path)? = try call.arguments().first else { throw .invalidArgs("expected an object path") }
-                try remove(path: path)
-                return .reply([])
-            },
-        ], properties: [
-            DBusProperty(MonitorContract.Targets.targetsProperty, .array(.objectPath)) { [unowned self] in
-                .array(.objectPath, paths.map { .objectPath($0) })
-            },
-        ])
+            ])
     }
 
     /// Adds a target with `settings`: the next number, or `number` (the default's, 0, or one the
     /// state file kept); `interfaces`, what its object carries besides org.netobserver.Monitor.
     @discardableResult
-    func add(settings: MonitorSettings, number: UInt32? = nil, lookupsFirst: Bool = false, fromCommandLine: Bool = false,
-             persisted: [MonitorSettings.Key: String], interfaces: [DBusInterface] = []) throws(DBusError) -> Target {
+    func add(
+        settings: MonitorSettings, number: UInt32? = nil, lookupsFirst: Bool = false, fromCommandLine: Bool = false,
+        persisted: [MonitorSettings.Key: String], interfaces: [DBusInterface] = []
+    ) throws(DBusError) -> Target {
         let number = number ?? nextNumber
-        guard !all.contains(where: { $0.number == number }) else { throw .invalidArgs("target \(number) exists already") }
+        guard !all.contains(where: { $0.number == number }) else {
+            throw .invalidArgs("target \(number) exists already")
+        }
         // The limits are on the added targets: the default one is always there.
         if number != 0 {
             guard added.count < MonitorContract.Targets.limit else {
                 throw .limitsExceeded("at most \(MonitorContract.Targets.limit) targets (remove one first)")
             }
             guard MonitorContract.Targets.numbers.contains(number) else {
-                throw .limitsExceeded("every target number up to \(MonitorContract.Targets.numbers.upperBound) was given out already")
+                throw .limitsExceeded(
+                    "every target number up to \(MonitorContract.Targets.numbers.upperBound) was given out already")
             }
             nextNumber = max(nextNumber, number + 1)
         }
         let model = MonitorModel(settings: settings)
-        let object = MonitorObject(model: model, server: server, path: Self.path(number), budget: budget, extraInterfaces: interfaces)
+        let object = MonitorObject(
+            model: model, server: server, path: Self.path(number), budget: budget, extraInterfaces: interfaces)
         let connectivity: ConnectivityMonitor?
         do {
             connectivity = try makeEngines?(model, lookupsFirst)
@@ -149,8 +172,9 @@ final class TargetSet {
             object.remove()
             throw .failed("cannot start the engines for \(settings.host): \(error)")
         }
-        let target = Target(number: number, model: model, object: object, connectivity: connectivity,
-                            fromCommandLine: fromCommandLine, lookupsFirst: lookupsFirst, persisted: persisted)
+        let target = Target(
+            number: number, model: model, object: object, connectivity: connectivity,
+            fromCommandLine: fromCommandLine, lookupsFirst: lookupsFirst, persisted: persisted)
         let listed = paths
         join(target)
         if paths != listed { changed() }
@@ -237,8 +261,9 @@ final class TargetSet {
     }
 
     private func changed() {
-        server.propertiesChanged(path: MonitorContract.objectPath, interface: MonitorContract.Targets.interface,
-                                 [MonitorContract.Targets.targetsProperty])
+        server.propertiesChanged(
+            path: MonitorContract.objectPath, interface: MonitorContract.Targets.interface,
+            [MonitorContract.Targets.targetsProperty])
         onChange?()
     }
 

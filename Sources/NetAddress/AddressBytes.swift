@@ -1,7 +1,9 @@
 /// An address's bytes in network order, up to 16 of them, held inline: addresses are copied,
 /// compared and hashed at every event of every target, and an array would be a heap object to
 /// allocate, count references to and free each time.
-public struct AddressBytes: RandomAccessCollection, MutableCollection, RangeReplaceableCollection, Hashable, Sendable, ExpressibleByArrayLiteral, CustomStringConvertible {
+public struct AddressBytes: RandomAccessCollection, MutableCollection, RangeReplaceableCollection, Hashable, Sendable,
+    ExpressibleByArrayLiteral, CustomStringConvertible
+{
     /// Bytes 0–7 and 8–15, the first byte in the top bits; the bytes past `count` are zero.
     private var high: UInt64 = 0
     private var low: UInt64 = 0

@@ -97,7 +97,9 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// The IPv4 address an IPv4-mapped IPv6 address (::ffff:a.b.c.d) carries; any other address as it is.
     public var unmapped: IPAddress {
         let b = bytes
-        guard case .v6 = self, b.count == 16, b[0..<10].allSatisfy({ $0 == 0 }), b[10] == 0xFF, b[11] == 0xFF else { return self }
+        guard case .v6 = self, b.count == 16, b[0..<10].allSatisfy({ $0 == 0 }), b[10] == 0xFF, b[11] == 0xFF else {
+            return self
+        }
         return .v4(AddressBytes(b[12..<16]))
     }
 

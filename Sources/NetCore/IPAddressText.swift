@@ -40,6 +40,7 @@ extension IPAddress {
     private static func zone(_ index: UInt32) -> Zone {
         var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
         guard if_indextoname(index, &name) != nil else { return Zone(index: index) }
-        return Zone(index: index, name: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        return Zone(
+            index: index, name: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 }

@@ -11,7 +11,9 @@ extension IPAddress {
             address.sin_port = port.bigEndian
             withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: bytes) }
             return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         case .v6(let bytes, let zone):
             var address = sockaddr_in6()
@@ -20,7 +22,9 @@ extension IPAddress {
             address.sin6_scope_id = zone.index
             withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: bytes) }
             return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         }
     }
@@ -34,7 +38,9 @@ extension IPAddress {
             self = withUnsafeBytes(of: address.sin_addr) { .v4(AddressBytes($0)) }
         } else if family == AF_INET6, length >= MemoryLayout<sockaddr_in6>.size {
             let address = pointer.loadUnaligned(as: sockaddr_in6.self)
-            self = withUnsafeBytes(of: address.sin6_addr) { .v6(AddressBytes($0), zone: IPAddress.Zone(index: address.sin6_scope_id)) }
+            self = withUnsafeBytes(of: address.sin6_addr) {
+                .v6(AddressBytes($0), zone: IPAddress.Zone(index: address.sin6_scope_id))
+            }
         } else {
             return nil
         }

@@ -23,7 +23,9 @@ public final class BeyondProbeRun {
     /// How long a Time Exceeded may take to come back.
     public static let limit = Duration.seconds(1)
 
-    public init(loop: MainLoop, host: IPAddress, gateway: IPAddress, hops: UInt8, completion: @escaping (BeyondAnswer) -> Void) {
+    public init(
+        loop: MainLoop, host: IPAddress, gateway: IPAddress, hops: UInt8, completion: @escaping (BeyondAnswer) -> Void
+    ) {
         life = OneShotRun(loop: loop, completion: completion)
         self.gateway = gateway
         family = host.ipFamily == .v4 ? .v4 : .v6
@@ -46,8 +48,10 @@ public final class BeyondProbeRun {
         }
         var limit = Int32(hops)
         let size = socklen_t(MemoryLayout<Int32>.size)
-        let set = family == .v4 ? setsockopt(opened.fd, Int32(IPPROTO_IP), IP_TTL, &limit, size)
-                                : setsockopt(opened.fd, Int32(IPPROTO_IPV6), IPV6_UNICAST_HOPS, &limit, size)
+        let set =
+            family == .v4
+            ? setsockopt(opened.fd, Int32(IPPROTO_IP), IP_TTL, &limit, size)
+            : setsockopt(opened.fd, Int32(IPPROTO_IPV6), IPV6_UNICAST_HOPS, &limit, size)
         guard set == 0 else { return }
         enableErrorQueue(opened.fd, ipv6: family == .v6)
         socket = opened
@@ -67,20 +71,25 @@ public final class BeyondProbeRun {
             case .queuedError(let error, let payload):
                 // The payload is what the router quoted of our echo request.
                 guard error.origin == CLinux_SO_EE_ORIGIN_ICMP || error.origin == CLinux_SO_EE_ORIGIN_ICMP6,
-                      EchoPacket.Failure(family: family, type: error.type, code: error.code) == .timeExceeded,
-                      let quoted = EchoPacket.echoFields(payload[...], family: family, type: family.echoRequest),
-                      quoted.sequence == Self.sequence, quoted.token == token else { continue }
+                    EchoPacket.Failure(family: family, type: error.type, code: error.code) == .timeExceeded,
+                    let quoted = EchoPacket.echoFields(payload[...], family: family, type: family.echoRequest),
+                    quoted.sequence == Self.sequence, quoted.token == token
+                else { continue }
                 var storage = error.offender
-                let offender = error.has_offender != 0 ? withUnsafeBytes(of: &storage) { raw in
-                    raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: raw.count) }
-                } : nil
+                let offender =
+                    error.has_offender != 0
+                    ? withUnsafeBytes(of: &storage) { raw in
+                        raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: raw.count) }
+                    } : nil
                 if let offender, offender.unmapped != gateway.unmapped { return life.finish(.carried) }
             case .packet(let bytes, let from):
                 // A raw socket also reads the error itself; a datagram socket only what the kernel matched.
-                guard case .error(.timeExceeded, let id, let sequence, let quotedToken, _) = EchoPacket.parse(
-                          bytes, family: family, includesIPHeader: family == .v4 && socket.method == .icmpRaw),
-                      id == identifier || socket.method == .icmpDatagram, sequence == Self.sequence, quotedToken == token,
-                      let from, from.unmapped != gateway.unmapped else { continue }
+                guard
+                    case .error(.timeExceeded, let id, let sequence, let quotedToken, _) = EchoPacket.parse(
+                        bytes, family: family, includesIPHeader: family == .v4 && socket.method == .icmpRaw),
+                    id == identifier || socket.method == .icmpDatagram, sequence == Self.sequence, quotedToken == token,
+                    let from, from.unmapped != gateway.unmapped
+                else { continue }
                 return life.finish(.carried)
             }
         }

@@ -17,8 +17,10 @@ public final class HostResolver {
     /// Looks `host` up elsewhere and answers on the loop; asked for one lookup at a time in each of two lanes: the
     /// lookups asked `first` (the default target's) in one, so none waits behind another target's under way, and
     /// whatever comes next in the other.
-    public typealias Asking = (_ host: String, _ family: Int32, _ first: Bool,
-                               _ answer: @escaping (Result<[IPAddress], Failure>) -> Void) -> Void
+    public typealias Asking = (
+        _ host: String, _ family: Int32, _ first: Bool,
+        _ answer: @escaping (Result<[IPAddress], Failure>) -> Void
+    ) -> Void
 
     private struct Answer: Sendable {
         let id: UInt64
@@ -94,8 +96,10 @@ public final class HostResolver {
     /// not asked so (the default target's). A lookup of `owner` still waiting is replaced,
     /// its completion never run: each owner has at most one lookup waiting, so no target's
     /// lookups pile up behind a resolver that hangs.
-    public func resolve(_ host: String, family: Int32, owner: UInt64 = 0, first: Bool = false,
-                        completion: @escaping (Result<[IPAddress], Failure>) -> Void) {
+    public func resolve(
+        _ host: String, family: Int32, owner: UInt64 = 0, first: Bool = false,
+        completion: @escaping (Result<[IPAddress], Failure>) -> Void
+    ) {
         nextID += 1
         let id = nextID
         let ticket = Ticket()
@@ -106,7 +110,8 @@ public final class HostResolver {
             sender.send(Answer(id: id, result: .success([literal])))
             return
         }
-        let entry = LookupQueue.Entry(id: id, owner: owner, first: first, payload: Job(host: host, family: family, ticket: ticket))
+        let entry = LookupQueue.Entry(
+            id: id, owner: owner, first: first, payload: Job(host: host, family: family, ticket: ticket))
         if let replaced = queue.lookups.withLock({ $0.add(entry) }) {
             pending[replaced]?.ticket.cancelled.store(true, ordering: .releasing)
             pending[replaced] = nil
@@ -121,7 +126,9 @@ public final class HostResolver {
         // One job per lookup queued; each starts whichever lookup is next when it runs. The thread is woken once
         // the turn's signals are out (a new Host's `unknown` first, then the lookup).
         worker.async(afterTurnOf: loop) {
-            guard let next = queue.lookups.withLock({ $0.next() }), !next.payload.ticket.cancelled.load(ordering: .acquiring) else { return }
+            guard let next = queue.lookups.withLock({ $0.next() }),
+                !next.payload.ticket.cancelled.load(ordering: .acquiring)
+            else { return }
             sender.send(Answer(id: next.id, result: lookup(next.payload.host, next.payload.family)))
         }
     }
@@ -177,12 +184,16 @@ public final class HostResolver {
         var entry = list
         while let current = entry {
             if let socketAddress = current.pointee.ai_addr,
-               let address = IPAddress(socketAddress: UnsafeRawPointer(socketAddress), length: Int(current.pointee.ai_addrlen))?.namingZone(),
-               !addresses.contains(address) {
+                let address = IPAddress(
+                    socketAddress: UnsafeRawPointer(socketAddress), length: Int(current.pointee.ai_addrlen))?
+                    .namingZone(),
+                !addresses.contains(address)
+            {
                 addresses.append(address)
             }
             entry = current.pointee.ai_next
         }
-        return addresses.isEmpty ? .failure(Failure(message: "cannot resolve \(host): no address")) : .success(addresses)
+        return addresses.isEmpty
+            ? .failure(Failure(message: "cannot resolve \(host): no address")) : .success(addresses)
     }
 }

@@ -21,14 +21,18 @@ final class ICMPSocket {
         let domain = family == .v4 ? AF_INET : AF_INET6
         let proto = family == .v4 ? Int32(IPPROTO_ICMP) : Int32(IPPROTO_ICMPV6)
         let flags = Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
-        if let datagram = try? Syscall.descriptor("socket(SOCK_DGRAM, ICMP)", { socket(domain, Int32(SOCK_DGRAM.rawValue) | flags, proto) }) {
+        if let datagram = try? Syscall.descriptor(
+            "socket(SOCK_DGRAM, ICMP)", { socket(domain, Int32(SOCK_DGRAM.rawValue) | flags, proto) })
+        {
             let fd = datagram.raw
             descriptor = datagram
             method = .icmpDatagram
             // ICMP errors about our echoes arrive on the error queue.
             enableErrorQueue(fd, ipv6: family == .v6)
         } else {
-            descriptor = try Syscall.descriptor("socket(SOCK_RAW, ICMP)") { socket(domain, Int32(SOCK_RAW.rawValue) | flags, proto) }
+            descriptor = try Syscall.descriptor("socket(SOCK_RAW, ICMP)") {
+                socket(domain, Int32(SOCK_RAW.rawValue) | flags, proto)
+            }
             let fd = descriptor.raw
             method = .icmpRaw
             // Raw sockets see every ICMP packet; keep only the types that can be about us.
@@ -75,15 +79,16 @@ final class ICMPSocket {
     func receive() -> Received {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let count = (try? Syscall.retrying("recvfrom") {
-            buffer.withUnsafeMutableBytes { bytes in
-                withUnsafeMutablePointer(to: &storage) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        recvfrom(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
+        let count =
+            (try? Syscall.retrying("recvfrom") {
+                buffer.withUnsafeMutableBytes { bytes in
+                    withUnsafeMutablePointer(to: &storage) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            recvfrom(fd, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, &length)
+                        }
                     }
                 }
-            }
-        }) ?? -1
+            }) ?? -1
         if count >= 0 {
             let source = withUnsafeBytes(of: storage) { raw in
                 raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: Int(length)) }
@@ -91,7 +96,9 @@ final class ICMPSocket {
             return .packet(Array(buffer[..<count]), from: source)
         }
         var error = CLinux_queued_error()
-        let queued = buffer.withUnsafeMutableBytes { CLinux_read_error_queue(fd, &error, $0.baseAddress, UInt($0.count)) }
+        let queued = buffer.withUnsafeMutableBytes {
+            CLinux_read_error_queue(fd, &error, $0.baseAddress, UInt($0.count))
+        }
         if queued == 1 {
             return .queuedError(error, payload: Array(buffer[..<max(0, min(Int(error.payload_length), buffer.count))]))
         }

@@ -34,8 +34,10 @@ public final class NeighborCheckRun {
     public private(set) var requestsSent = 0
 
     /// `source`: our address on the link (the route's preferred source), the ARP request's sender.
-    public init(loop: MainLoop, gateway: IPAddress, interfaceIndex: Int32, source: IPAddress?,
-                completion: @escaping (NeighborAnswer) -> Void) {
+    public init(
+        loop: MainLoop, gateway: IPAddress, interfaceIndex: Int32, source: IPAddress?,
+        completion: @escaping (NeighborAnswer) -> Void
+    ) {
         self.loop = loop
         life = OneShotRun(loop: loop, completion: completion)
         self.gateway = gateway
@@ -58,15 +60,20 @@ public final class NeighborCheckRun {
     /// Opens the socket and builds the request; false when the check cannot be made.
     private func open(sender: IPAddress?) -> Bool {
         var hardware = [UInt8](repeating: 0, count: 6)
-        let type = hardware.withUnsafeMutableBufferPointer { CLinux_link_hardware_address(interfaceIndex, $0.baseAddress) }
+        let type = hardware.withUnsafeMutableBufferPointer {
+            CLinux_link_hardware_address(interfaceIndex, $0.baseAddress)
+        }
         let ours: [UInt8]? = type == Int32(ARPHRD_ETHER) && hardware != [0, 0, 0, 0, 0, 0] ? hardware : nil
-        let cached = gateway.ipFamily == .v4 ? KernelNeighbors.linkLayerAddress(of: gateway, interfaceIndex: interfaceIndex) : nil
+        let cached =
+            gateway.ipFamily == .v4
+            ? KernelNeighbors.linkLayerAddress(of: gateway, interfaceIndex: interfaceIndex) : nil
         let fd: Int32
         switch gateway.ipFamily {
         case .v4:
             guard let ours, let sender,
-                  let request = NeighborPackets.arpRequest(senderHardware: ours, sender: sender,
-                                                           targetHardware: cached ?? [0, 0, 0, 0, 0, 0], target: gateway)
+                let request = NeighborPackets.arpRequest(
+                    senderHardware: ours, sender: sender,
+                    targetHardware: cached ?? [0, 0, 0, 0, 0, 0], target: gateway)
             else { return false }
             packet = request
             destination = cached ?? NeighborPackets.broadcast
@@ -74,7 +81,9 @@ public final class NeighborCheckRun {
             ourAddress = sender
             fd = CLinux_packet_socket(interfaceIndex, CLinux_ETH_P_ARP)
         case .v6:
-            guard let solicitation = NeighborPackets.solicitation(target: gateway, sourceHardware: ours) else { return false }
+            guard let solicitation = NeighborPackets.solicitation(target: gateway, sourceHardware: ours) else {
+                return false
+            }
             packet = solicitation
             fd = CLinux_neighbor_socket6(interfaceIndex)
         }
@@ -96,7 +105,8 @@ public final class NeighborCheckRun {
     private func sendArp(_ fd: Int32) -> Int {
         packet.withUnsafeBytes { bytes in
             destination.withUnsafeBufferPointer {
-                CLinux_packet_send(fd, interfaceIndex, CLinux_ETH_P_ARP, $0.baseAddress, bytes.baseAddress, UInt(bytes.count))
+                CLinux_packet_send(
+                    fd, interfaceIndex, CLinux_ETH_P_ARP, $0.baseAddress, bytes.baseAddress, UInt(bytes.count))
             }
         }
     }
@@ -105,7 +115,8 @@ public final class NeighborCheckRun {
         // A link-local next hop is reached through the route's interface.
         let scoped = IPAddress.v6(gateway.bytes, zone: IPAddress.Zone(index: UInt32(bitPattern: interfaceIndex)))
         return packet.withUnsafeBytes { bytes in
-            scoped.withSocketAddress { address, length in sendto(fd, bytes.baseAddress, bytes.count, 0, address, length) }
+            scoped.withSocketAddress { address, length in sendto(fd, bytes.baseAddress, bytes.count, 0, address, length)
+            }
         }
     }
 
@@ -116,7 +127,9 @@ public final class NeighborCheckRun {
             guard let fd = descriptor?.raw, let ourAddress else { return }
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             guard count >= 0 else { return }
-            if NeighborPackets.isArpReply(Array(buffer[..<count]), from: gateway, gatewayHardware: destination, to: ourHardware, ourAddress) {
+            if NeighborPackets.isArpReply(
+                Array(buffer[..<count]), from: gateway, gatewayHardware: destination, to: ourHardware, ourAddress)
+            {
                 return life.finish(.reachable)
             }
         }
@@ -127,7 +140,9 @@ public final class NeighborCheckRun {
         for _ in 0..<64 {
             guard let fd = descriptor?.raw, let datagram = HopLimitDatagram.receive(fd, into: &buffer) else { return }
             if datagram.source?.bytes == gateway.bytes,
-               NeighborPackets.isAdvertisement(Array(buffer[..<datagram.count]), for: gateway, hopLimit: datagram.hopLimit) {
+                NeighborPackets.isAdvertisement(
+                    Array(buffer[..<datagram.count]), for: gateway, hopLimit: datagram.hopLimit)
+            {
                 return life.finish(.reachable)
             }
         }

@@ -32,8 +32,11 @@ public final class NeighborChecks {
     }
 
     private let loop: MainLoop
-    private let start: (_ gateway: IPAddress, _ interfaceIndex: Int32, _ source: IPAddress?,
-                        _ completion: @escaping (NeighborAnswer) -> Void) -> AnyObject
+    private let start:
+        (
+            _ gateway: IPAddress, _ interfaceIndex: Int32, _ source: IPAddress?,
+            _ completion: @escaping (NeighborAnswer) -> Void
+        ) -> AnyObject
     /// The check under way for each next hop (never answering within its start), and who waits for it.
     private var running: [NextHop: (check: AnyObject, waiting: [UInt64: (NeighborAnswer) -> Void])] = [:]
     /// Each next hop's last answer, kept for `reuse` (bounded by the next hops the targets' routes name).
@@ -46,18 +49,24 @@ public final class NeighborChecks {
 
     /// `start` begins one check and returns what keeps it running, answering later through its completion, never
     /// from inside `start` (a `NeighborCheckRun`; tests bring another).
-    public init(loop: MainLoop,
-                start: ((IPAddress, Int32, IPAddress?, @escaping (NeighborAnswer) -> Void) -> AnyObject)? = nil) {
+    public init(
+        loop: MainLoop,
+        start: ((IPAddress, Int32, IPAddress?, @escaping (NeighborAnswer) -> Void) -> AnyObject)? = nil
+    ) {
         self.loop = loop
-        self.start = start ?? { gateway, index, source, completion in
-            NeighborCheckRun(loop: loop, gateway: gateway, interfaceIndex: index, source: source, completion: completion)
-        }
+        self.start =
+            start ?? { gateway, index, source, completion in
+                NeighborCheckRun(
+                    loop: loop, gateway: gateway, interfaceIndex: index, source: source, completion: completion)
+            }
     }
 
     /// Asks `gateway` on `interfaceIndex`; `completion` runs once, on the loop and never from inside this call,
     /// unless the ticket is cancelled first.
-    public func check(gateway: IPAddress, interfaceIndex: Int32, source: IPAddress?, routine: Bool,
-                      completion: @escaping (NeighborAnswer) -> Void) -> Ticket {
+    public func check(
+        gateway: IPAddress, interfaceIndex: Int32, source: IPAddress?, routine: Bool,
+        completion: @escaping (NeighborAnswer) -> Void
+    ) -> Ticket {
         let nextHop = NextHop(interfaceIndex: interfaceIndex, gateway: gateway)
         tickets &+= 1
         let ticket = Ticket(owner: self, nextHop: nextHop, number: tickets)
@@ -89,7 +98,9 @@ public final class NeighborChecks {
 
     fileprivate func cancel(_ ticket: Ticket) {
         reused.remove(ticket.number)
-        guard var entry = running[ticket.nextHop], entry.waiting.removeValue(forKey: ticket.number) != nil else { return }
+        guard var entry = running[ticket.nextHop], entry.waiting.removeValue(forKey: ticket.number) != nil else {
+            return
+        }
         if entry.waiting.isEmpty {
             (entry.check as? NeighborCheckRun)?.cancel()
             running[ticket.nextHop] = nil

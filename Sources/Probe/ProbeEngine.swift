@@ -46,14 +46,17 @@ public final class ProbeEngine {
         }
     }
 
-    public init(loop: MainLoop, settings: ProbeSettings = ProbeSettings(),
-                allowedMethods: Set<ProbeMethod> = [.icmpDatagram, .icmpRaw, .tcp], tcpPort: UInt16 = 443,
-                sockets: ProbeSockets? = nil, onReport: @escaping (ProbeReport) -> Void) {
+    public init(
+        loop: MainLoop, settings: ProbeSettings = ProbeSettings(),
+        allowedMethods: Set<ProbeMethod> = [.icmpDatagram, .icmpRaw, .tcp], tcpPort: UInt16 = 443,
+        sockets: ProbeSockets? = nil, onReport: @escaping (ProbeReport) -> Void
+    ) {
         self.loop = loop
         self.onReport = onReport
         transport = ProbeTransport(loop: loop, allowedMethods: allowedMethods, tcpPort: tcpPort, sockets: sockets)
-        core = ProbeCore(settings: settings, seed: UInt64.random(in: 0...UInt64.max), slot: transport.slot ?? 0,
-                         stride: transport.stride)
+        core = ProbeCore(
+            settings: settings, seed: UInt64.random(in: 0...UInt64.max), slot: transport.slot ?? 0,
+            stride: transport.stride)
         wakeup = WakeupTimer(loop: loop)
         transport.onInput = { [unowned self] input in
             inputs.append(input)

@@ -54,7 +54,8 @@ public final class ProbeSockets {
     func socket(for family: EchoPacket.Family, allowed: Set<ProbeMethod>) -> ICMPSocket? {
         if let entry = sockets[family] { return allowed.contains(entry.socket.method) ? entry.socket : nil }
         guard let opened = try? ICMPSocket(family: family, identifier: identifier), allowed.contains(opened.method),
-              let source = try? loop.watch(fd: opened.fd, interest: .readable, handler: { [unowned self] _ in receiveAll(family) })
+            let source = try? loop.watch(
+                fd: opened.fd, interest: .readable, handler: { [unowned self] _ in receiveAll(family) })
         else { return nil }
         sockets[family] = (opened, source)
         return opened
@@ -81,7 +82,8 @@ public final class ProbeSockets {
                 }
             case .queuedError(let error, let payload):
                 guard let echo = EchoPacket.echoFields(payload[...], family: family, type: family.echoRequest),
-                      let receiver = receivers[echo.sequence % Self.slots] else {
+                    let receiver = receivers[echo.sequence % Self.slots]
+                else {
                     foreign += 1
                     continue
                 }

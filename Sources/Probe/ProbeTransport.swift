@@ -52,8 +52,10 @@ public final class ProbeTransport: ProbeTransporting {
 
     /// `sockets`: ICMP sockets shared with other transports (one per family for every target);
     /// without them, or when all their slots are taken, the transport opens its own.
-    public init(loop: MainLoop, allowedMethods: Set<ProbeMethod> = [.icmpDatagram, .icmpRaw, .tcp], tcpPort: UInt16 = 443,
-                sockets: ProbeSockets? = nil) {
+    public init(
+        loop: MainLoop, allowedMethods: Set<ProbeMethod> = [.icmpDatagram, .icmpRaw, .tcp], tcpPort: UInt16 = 443,
+        sockets: ProbeSockets? = nil
+    ) {
         self.loop = loop
         self.allowedMethods = allowedMethods
         self.tcpPort = tcpPort
@@ -85,7 +87,8 @@ public final class ProbeTransport: ProbeTransporting {
             return socket?.method ?? (allowedMethods.contains(.tcp) ? .tcp : nil)
         }
         guard allowedMethods.contains(.icmpDatagram) || allowedMethods.contains(.icmpRaw),
-              let opened = try? ICMPSocket(family: family, identifier: identifier), allowedMethods.contains(opened.method) else {
+            let opened = try? ICMPSocket(family: family, identifier: identifier), allowedMethods.contains(opened.method)
+        else {
             return allowedMethods.contains(.tcp) ? .tcp : nil
         }
         socket = opened
@@ -103,17 +106,21 @@ public final class ProbeTransport: ProbeTransporting {
     public func send(sequence: UInt16, token: UInt64, alsoTCP: Bool) {
         guard let target else { return }
         if let socket {
-            let packet = EchoPacket.request(family: EchoPacket.Family(target), identifier: identifier, sequence: sequence, token: token)
+            let packet = EchoPacket.request(
+                family: EchoPacket.Family(target), identifier: identifier, sequence: sequence, token: token)
             // The echo first: a router that can no longer forward answers within its ICMP rate limit (one error a
             // second per destination, a small burst), and the error must go to the echo, which it proves, rather than
             // to the TCP attempt, whose error from a router is no answer.
             if let code = socket.send(packet, to: target) { return sendFailed(sequence, code) }
             if alsoTCP && allowedMethods.contains(.tcp) { connectBeside(sequence, token, to: target) }
         } else if allowedMethods.contains(.tcp) {
-            let start = TCPProbe.start(loop: loop, to: target, port: tcpPort, budget: tcpBudget, held: tcpProbes.count) {
+            let start = TCPProbe.start(loop: loop, to: target, port: tcpPort, budget: tcpBudget, held: tcpProbes.count)
+            {
                 [unowned self] outcome in
                 tcpProbes[sequence] = nil
-                let input = outcome.input(sequence: sequence, token: token, alone: true) { "cannot reach \(target): \(Self.text($0))" }
+                let input = outcome.input(sequence: sequence, token: token, alone: true) {
+                    "cannot reach \(target): \(Self.text($0))"
+                }
                 if let input { onInput(input) }
             }
             switch start {
@@ -133,8 +140,11 @@ public final class ProbeTransport: ProbeTransporting {
         let start = TCPProbe.start(loop: loop, to: target, port: tcpPort, budget: tcpBudget, held: tcpProbes.count) {
             [unowned self] outcome in
             tcpProbes[sequence] = nil
-            guard let input = outcome.input(sequence: sequence, token: token, alone: false, outstanding: isOutstanding(sequence),
-                                            describe: Self.text) else { return }
+            guard
+                let input = outcome.input(
+                    sequence: sequence, token: token, alone: false, outstanding: isOutstanding(sequence),
+                    describe: Self.text)
+            else { return }
             onInput(input)
         }
         // No room: this echo goes without a TCP attempt beside it.
@@ -158,10 +168,14 @@ public final class ProbeTransport: ProbeTransporting {
                 return
             case .packet(let bytes, let source):
                 let raw = socket.method == .icmpRaw
-                handle(EchoPacket.parse(bytes, family: socket.family, includesIPHeader: raw && socket.family == .v4),
-                       from: source, socket: socket)
+                handle(
+                    EchoPacket.parse(bytes, family: socket.family, includesIPHeader: raw && socket.family == .v4),
+                    from: source, socket: socket)
             case .queuedError(let error, let payload):
-                guard let echo = EchoPacket.echoFields(payload[...], family: socket.family, type: socket.family.echoRequest) else {
+                guard
+                    let echo = EchoPacket.echoFields(
+                        payload[...], family: socket.family, type: socket.family.echoRequest)
+                else {
                     onInput(.foreign)
                     continue
                 }
@@ -189,7 +203,9 @@ public final class ProbeTransport: ProbeTransporting {
             guard source == target, !raw || identifier == self.identifier else { return onInput(.foreign) }
             onInput(.reply(sequence: sequence, token: token, via: .icmp))
         case .error(let failure, let identifier, let sequence, let token, let destination):
-            guard destination.elementsEqual(target.bytes), !raw || identifier == self.identifier else { return onInput(.foreign) }
+            guard destination.elementsEqual(target.bytes), !raw || identifier == self.identifier else {
+                return onInput(.foreign)
+            }
             onInput(.error(sequence: sequence, token: token, failure, from: source?.description))
         case .ignored:
             onInput(.foreign)
@@ -197,8 +213,10 @@ public final class ProbeTransport: ProbeTransporting {
     }
 
     /// The queue returns the echo request we sent; its sequence and token say which probe.
-    private func handleQueuedError(_ error: CLinux_queued_error, echo: (identifier: UInt16, sequence: UInt16, token: UInt64?),
-                                   socket: ICMPSocket) {
+    private func handleQueuedError(
+        _ error: CLinux_queued_error, echo: (identifier: UInt16, sequence: UInt16, token: UInt64?),
+        socket: ICMPSocket
+    ) {
         guard let target else { return }
         switch error.origin {
         case CLinux_SO_EE_ORIGIN_ICMP, CLinux_SO_EE_ORIGIN_ICMP6:
@@ -210,11 +228,15 @@ public final class ProbeTransport: ProbeTransporting {
                 }
             }
             // The kernel queues ICMP errors only: any other type would be a kernel's novelty, heard as unreachable.
-            let failure = EchoPacket.Failure(family: socket.family, type: error.type, code: error.code) ?? .unreachable(code: error.code)
+            let failure =
+                EchoPacket.Failure(family: socket.family, type: error.type, code: error.code)
+                ?? .unreachable(code: error.code)
             onInput(.error(sequence: echo.sequence, token: echo.token, failure, from: offender?.description))
         default:
             let code = error.error == 0 ? EHOSTUNREACH : Int32(error.error)
-            onInput(.refused(sequence: echo.sequence, token: echo.token, reason: "cannot reach \(target): \(Self.text(code))"))
+            onInput(
+                .refused(
+                    sequence: echo.sequence, token: echo.token, reason: "cannot reach \(target): \(Self.text(code))"))
         }
     }
 }

@@ -26,8 +26,10 @@ final class TCPProbe {
 
     /// Starts connecting when `budget` has room for one more beside the `held` ones of this
     /// engine; `completion` runs on the loop once, unless cancelled first.
-    static func start(loop: MainLoop, to address: IPAddress, port: UInt16, budget: TCPConnectionBudget, held: Int,
-                      completion: @escaping (TCPOutcome) -> Void) -> Start {
+    static func start(
+        loop: MainLoop, to address: IPAddress, port: UInt16, budget: TCPConnectionBudget, held: Int,
+        completion: @escaping (TCPOutcome) -> Void
+    ) -> Start {
         guard budget.take(holding: held) else { return .noRoom }
         guard let probe = TCPProbe(loop: loop, to: address, port: port, budget: budget, completion: completion) else {
             return .failed(errno: errno)
@@ -36,12 +38,21 @@ final class TCPProbe {
     }
 
     /// Holds one connection of `budget` (taken by `start`) until it is gone.
-    private init?(loop: MainLoop, to address: IPAddress, port: UInt16, budget: TCPConnectionBudget, completion: @escaping (TCPOutcome) -> Void) {
+    private init?(
+        loop: MainLoop, to address: IPAddress, port: UInt16, budget: TCPConnectionBudget,
+        completion: @escaping (TCPOutcome) -> Void
+    ) {
         self.loop = loop
         self.budget = budget
-        guard let opened = try? Syscall.descriptor("socket(SOCK_STREAM)", {
-            socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        }) else {
+        guard
+            let opened = try? Syscall.descriptor(
+                "socket(SOCK_STREAM)",
+                {
+                    socket(
+                        address.family,
+                        Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+                })
+        else {
             budget.giveBack()
             return nil
         }
@@ -86,7 +97,9 @@ final class TCPProbe {
         var found = false
         // A few entries at most (one per ICMP error the kernel queued); the queue is left empty.
         for _ in 0..<8 {
-            let read = payload.withUnsafeMutableBytes { CLinux_read_error_queue(fd, &queued, $0.baseAddress, UInt($0.count)) }
+            let read = payload.withUnsafeMutableBytes {
+                CLinux_read_error_queue(fd, &queued, $0.baseAddress, UInt($0.count))
+            }
             guard read == 1 else { break }
             if queued.origin == UInt8(SO_EE_ORIGIN_ICMP) || queued.origin == UInt8(SO_EE_ORIGIN_ICMP6) { found = true }
         }

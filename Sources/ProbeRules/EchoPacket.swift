@@ -15,9 +15,11 @@ public enum EchoPacket {
 
     /// An echo request. On IPv4 the checksum is ours to fill; on IPv6 the kernel computes it.
     public static func request(family: Family, identifier: UInt16, sequence: UInt16, token: UInt64) -> [UInt8] {
-        var packet: [UInt8] = [family.echoRequest, 0, 0, 0,
-                               UInt8(identifier >> 8), UInt8(identifier & 0xFF),
-                               UInt8(sequence >> 8), UInt8(sequence & 0xFF)]
+        var packet: [UInt8] = [
+            family.echoRequest, 0, 0, 0,
+            UInt8(identifier >> 8), UInt8(identifier & 0xFF),
+            UInt8(sequence >> 8), UInt8(sequence & 0xFF),
+        ]
         packet += marker
         packet += withUnsafeBytes(of: token.bigEndian) { Array($0) }
         if family == .v4 {
@@ -71,11 +73,15 @@ public enum EchoPacket {
         switch (family, type) {
         case (_, family.echoReply):
             guard code == 0 else { return .ignored("echo reply with code \(code)") }
-            guard let echo = echoFields(icmp, family: family, type: family.echoReply) else { return .ignored("foreign echo reply") }
+            guard let echo = echoFields(icmp, family: family, type: family.echoReply) else {
+                return .ignored("foreign echo reply")
+            }
             guard let token = echo.token else { return .ignored("echo reply without our payload") }
             return .reply(identifier: echo.identifier, sequence: echo.sequence, token: token)
         default:
-            guard let failure = Failure(family: family, type: type, code: code) else { return .ignored("ICMP type \(type)") }
+            guard let failure = Failure(family: family, type: type, code: code) else {
+                return .ignored("ICMP type \(type)")
+            }
             return quotedRequest(icmp.dropFirst(headerLength), family: family, failure: failure)
         }
     }
@@ -86,7 +92,9 @@ public enum EchoPacket {
         let destination: [UInt8]
         switch family {
         case .v4:
-            guard let rest = skipIPv4Header(quoted, expectProtocol: 1) else { return .ignored("error quoting no IPv4 ICMP") }
+            guard let rest = skipIPv4Header(quoted, expectProtocol: 1) else {
+                return .ignored("error quoting no IPv4 ICMP")
+            }
             let start = quoted.startIndex
             destination = Array(quoted[(start + 16)..<(start + 20)])
             icmp = rest
@@ -98,12 +106,18 @@ public enum EchoPacket {
             destination = Array(quoted[(start + 24)..<(start + 40)])
             icmp = quoted.dropFirst(40)
         }
-        guard let echo = echoFields(icmp, family: family, type: family.echoRequest) else { return .ignored("error about another packet") }
-        return .error(failure, identifier: echo.identifier, sequence: echo.sequence, token: echo.token, originalDestination: destination)
+        guard let echo = echoFields(icmp, family: family, type: family.echoRequest) else {
+            return .ignored("error about another packet")
+        }
+        return .error(
+            failure, identifier: echo.identifier, sequence: echo.sequence, token: echo.token,
+            originalDestination: destination)
     }
 
     /// Identifier, sequence and (when the payload is ours and complete) token of an echo message.
-    public static func echoFields(_ icmp: ArraySlice<UInt8>, family: Family, type: UInt8) -> (identifier: UInt16, sequence: UInt16, token: UInt64?)? {
+    public static func echoFields(
+        _ icmp: ArraySlice<UInt8>, family: Family, type: UInt8
+    ) -> (identifier: UInt16, sequence: UInt16, token: UInt64?)? {
         guard icmp.count >= headerLength, icmp[icmp.startIndex] == type else { return nil }
         let s = icmp.startIndex
         let identifier = UInt16(icmp[s + 4]) << 8 | UInt16(icmp[s + 5])
@@ -111,7 +125,8 @@ public enum EchoPacket {
         let payload = icmp.dropFirst(headerLength)
         guard payload.count >= payloadLength else {
             // Routers may quote only 8 bytes of the original; a reply must carry all of ours.
-            return payload.isEmpty || marker.starts(with: payload.prefix(marker.count)) ? (identifier, sequence, nil) : nil
+            return payload.isEmpty || marker.starts(with: payload.prefix(marker.count))
+                ? (identifier, sequence, nil) : nil
         }
         guard payload.prefix(marker.count).elementsEqual(marker) else { return nil }
         var token: UInt64 = 0

@@ -37,7 +37,9 @@ public struct LookupQueue<Payload: Sendable>: Sendable {
 
     /// `firstOnly`: only a lookup asked with `first`.
     public mutating func next(firstOnly: Bool = false) -> Entry? {
-        guard let index = entries.firstIndex(where: { $0.first }) ?? (firstOnly ? nil : entries.indices.first) else { return nil }
+        guard let index = entries.firstIndex(where: { $0.first }) ?? (firstOnly ? nil : entries.indices.first) else {
+            return nil
+        }
         return entries.remove(at: index)
     }
 

@@ -16,8 +16,11 @@ public enum NeighborPackets {
 
     /// The 28-byte ARP request "who has `target`, tell `sender`" from `senderHardware`, addressed to
     /// `targetHardware` (zeros when unknown). nil unless both addresses are IPv4 and the hardware 6 bytes.
-    public static func arpRequest(senderHardware: [UInt8], sender: IPAddress, targetHardware: [UInt8], target: IPAddress) -> [UInt8]? {
-        guard senderHardware.count == 6, targetHardware.count == 6, sender.ipFamily == .v4, target.ipFamily == .v4 else { return nil }
+    public static func arpRequest(
+        senderHardware: [UInt8], sender: IPAddress, targetHardware: [UInt8], target: IPAddress
+    ) -> [UInt8]? {
+        guard senderHardware.count == 6, targetHardware.count == 6, sender.ipFamily == .v4, target.ipFamily == .v4
+        else { return nil }
         var packet: [UInt8] = []
         packet.reserveCapacity(28)
         for field in [ethernet, ipv4] { packet += [UInt8(field >> 8), UInt8(field & 0xff)] }
@@ -30,13 +33,19 @@ public enum NeighborPackets {
     /// request: addressed to us (`ourHardware`, `ourAddress`) and, when the gateway's link-layer address was
     /// known (the request went to it), carrying that address. Opcode and sender alone prove nothing: any host
     /// on the link can send a reply naming the gateway.
-    public static func isArpReply(_ bytes: [UInt8], from address: IPAddress, gatewayHardware: [UInt8]?,
-                                  to ourHardware: [UInt8], _ ourAddress: IPAddress) -> Bool {
-        guard address.ipFamily == .v4, ourAddress.ipFamily == .v4, ourHardware.count == 6, bytes.count >= 28 else { return false }
+    public static func isArpReply(
+        _ bytes: [UInt8], from address: IPAddress, gatewayHardware: [UInt8]?,
+        to ourHardware: [UInt8], _ ourAddress: IPAddress
+    ) -> Bool {
+        guard address.ipFamily == .v4, ourAddress.ipFamily == .v4, ourHardware.count == 6, bytes.count >= 28 else {
+            return false
+        }
         let header: [UInt8] = [0, UInt8(ethernet), UInt8(ipv4 >> 8), UInt8(ipv4 & 0xff), 6, 4, 0, UInt8(arpReply)]
         guard bytes[0..<8].elementsEqual(header) else { return false }
         // Sender hardware 8..<14, sender protocol 14..<18, target hardware 18..<24, target protocol 24..<28.
-        if let gatewayHardware, gatewayHardware != broadcast, !bytes[8..<14].elementsEqual(gatewayHardware) { return false }
+        if let gatewayHardware, gatewayHardware != broadcast, !bytes[8..<14].elementsEqual(gatewayHardware) {
+            return false
+        }
         return bytes[14..<18].elementsEqual(address.bytes) && bytes[18..<24].elementsEqual(ourHardware)
             && bytes[24..<28].elementsEqual(ourAddress.bytes)
     }
@@ -54,7 +63,8 @@ public enum NeighborPackets {
     /// `target`. RFC 4861 7.1.2: one whose hop limit is not 255 was forwarded, so it came from off the link,
     /// and proves nothing about the neighbour.
     public static func isAdvertisement(_ bytes: [UInt8], for target: IPAddress, hopLimit: Int32?) -> Bool {
-        guard target.ipFamily == .v6, hopLimit == 255, bytes.count >= 24, bytes[0] == advertisement, bytes[1] == 0 else { return false }
+        guard target.ipFamily == .v6, hopLimit == 255, bytes.count >= 24, bytes[0] == advertisement, bytes[1] == 0
+        else { return false }
         return bytes[8..<24].elementsEqual(target.bytes)
     }
 }

@@ -60,7 +60,8 @@ public struct ProbeCore: Sendable {
         random = SeededRandom(seed: seed)
         let first = UInt16(truncatingIfNeeded: random.next()) & ~(max(stride, 1) - 1) | (slot & (max(stride, 1) - 1))
         tracker = ProbeTracker(firstSequence: first, stride: stride)
-        verdict = ProbeVerdict(failureThreshold: settings.failureThreshold, recoveryThreshold: settings.recoveryThreshold)
+        verdict = ProbeVerdict(
+            failureThreshold: settings.failureThreshold, recoveryThreshold: settings.recoveryThreshold)
     }
 
     /// What to do, in order, since the last call.
@@ -249,8 +250,11 @@ public struct ProbeCore: Sendable {
     /// An echo reply with this sequence and token arrived (`via` .icmp), or the host
     /// accepted or refused the probe's TCP connection (`via` .tcp).
     @discardableResult
-    public mutating func receiveReply(sequence: UInt16, token: UInt64, now: Instant, via path: AnswerPath = .icmp)
-        -> ProbeTracker.ReplyOutcome {
+    public mutating func receiveReply(
+        sequence: UInt16, token: UInt64, now: Instant, via path: AnswerPath = .icmp
+    )
+        -> ProbeTracker.ReplyOutcome
+    {
         defer { refreshWakeup() }
         let outcome = tracker.reply(sequence: sequence, token: token, now: now)
         switch outcome {
@@ -287,8 +291,10 @@ public struct ProbeCore: Sendable {
     /// forger neither ends a probe early nor earns a second failure from the follow-up.
     /// Returns whether the error was about a probe in flight (else it is counted foreign).
     @discardableResult
-    public mutating func receiveError(sequence: UInt16, token: UInt64?, _ failure: EchoPacket.Failure,
-                                      from router: String?, now: Instant) -> Bool {
+    public mutating func receiveError(
+        sequence: UInt16, token: UInt64?, _ failure: EchoPacket.Failure,
+        from router: String?, now: Instant
+    ) -> Bool {
         defer { refreshWakeup() }
         let from = router ?? "a router"
         guard let target else {
@@ -394,7 +400,8 @@ public struct ProbeCore: Sendable {
     /// that answers (ProbeMethod `traffic`); anything else sends it.
     private mutating func scheduledProbeDue(now: Instant) {
         guard settings.evidence == .traffic, traffic == .flowing, verdict.answering == true,
-              tracker.outstanding.isEmpty else {
+            tracker.outstanding.isEmpty
+        else {
             nextProbeAt = nil
             sendProbe(now: now)
             return
@@ -446,7 +453,8 @@ public struct ProbeCore: Sendable {
         guard let (_, sequence) = overdue else { return }
         overdue = nil
         guard tracker.outstanding[sequence] != nil, verdict.answering == true,
-              tracker.outstanding.keys.allSatisfy({ SequenceNumber.distance(from: sequence, to: $0) <= 0 }) else { return }
+            tracker.outstanding.keys.allSatisfy({ SequenceNumber.distance(from: sequence, to: $0) <= 0 })
+        else { return }
         statistics.early += 1
         sendProbe(now: now, early: true, extra: true)
     }

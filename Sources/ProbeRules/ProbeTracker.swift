@@ -68,7 +68,8 @@ public struct ProbeTracker: Sendable {
         nextSequence &+= stride
         // A sequence 65,536 probes old may still be remembered; the new probe replaces it.
         forget(sequence)
-        outstanding[sequence] = Outstanding(sequence: sequence, token: token, sentAt: now, deadline: now &+ timeout, isExtra: extra)
+        outstanding[sequence] = Outstanding(
+            sequence: sequence, token: token, sentAt: now, deadline: now &+ timeout, isExtra: extra)
         return sequence
     }
 

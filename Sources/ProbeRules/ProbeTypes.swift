@@ -9,8 +9,10 @@ public struct ProbeSettings: Equatable, Sendable {
     /// `traffic`: while the machine's own traffic flows, the scheduled probe is skipped.
     public var evidence: Evidence
 
-    public init(intervalMilliseconds: UInt32 = 1000, timeoutMilliseconds: UInt32 = 1000,
-                failureThreshold: UInt32 = 2, recoveryThreshold: UInt32 = 1, evidence: Evidence = .probes) {
+    public init(
+        intervalMilliseconds: UInt32 = 1000, timeoutMilliseconds: UInt32 = 1000,
+        failureThreshold: UInt32 = 2, recoveryThreshold: UInt32 = 1, evidence: Evidence = .probes
+    ) {
         self.intervalMilliseconds = intervalMilliseconds
         self.timeoutMilliseconds = timeoutMilliseconds
         self.failureThreshold = failureThreshold

@@ -39,7 +39,8 @@ public enum ProbeFailure: Equatable, Sendable {
         return switch silence {
         case .lost: "\(probes) probes lost"
         case .timeExceeded(let router): "time exceeded at \(router) (\(probes) probes lost)"
-        case .unproven(let sender): "\(probes) probes failed (ICMP errors from \(sender) that quote too little to be verified)"
+        case .unproven(let sender):
+            "\(probes) probes failed (ICMP errors from \(sender) that quote too little to be verified)"
         }
     }
 
@@ -96,7 +97,9 @@ public struct ProbeVerdict: Equatable, Sendable {
     /// Records a probe's end; returns true when `answering` changed.
     @discardableResult
     /// `continuing`: failures of another family this probe's silence continues (see `ProbeTracker.Outstanding.credit`).
-    public mutating func record(_ outcome: ProbeOutcome, timeoutMilliseconds: UInt32, continuing credit: UInt32 = 0) -> Bool {
+    public mutating func record(
+        _ outcome: ProbeOutcome, timeoutMilliseconds: UInt32, continuing credit: UInt32 = 0
+    ) -> Bool {
         let before = answering
         switch outcome {
         case .answered(let rtt):
@@ -114,7 +117,11 @@ public struct ProbeVerdict: Equatable, Sendable {
             push(false)
             consecutiveAnswers = 0
             consecutiveFailures = max(consecutiveFailures, credit).saturatingSuccessor
-            if case .unproven = outcome { lastFailureWasSilence = true } else { lastFailureWasSilence = outcome == .lost }
+            if case .unproven = outcome {
+                lastFailureWasSilence = true
+            } else {
+                lastFailureWasSilence = outcome == .lost
+            }
             if answering != false && consecutiveFailures >= failureThreshold { answering = false }
             if answering == false {
                 if case .timeExceeded(let router) = outcome {

@@ -17,8 +17,10 @@ public enum TCPOutcome: Equatable, Sendable {
     /// otherwise it races an echo request, only while that probe is `outstanding`, and only an
     /// answer from the host counts. A refusal by this machine refuses the probe (`describe` words
     /// its errno); nothing else is a failure of its own: the probe's deadline counts it.
-    public func input(sequence: UInt16, token: UInt64, alone: Bool, outstanding: Bool = true,
-                      describe: (Int32) -> String) -> ProbeInput? {
+    public func input(
+        sequence: UInt16, token: UInt64, alone: Bool, outstanding: Bool = true,
+        describe: (Int32) -> String
+    ) -> ProbeInput? {
         guard alone || outstanding else { return nil }
         return switch self {
         case .accepted, .reset:

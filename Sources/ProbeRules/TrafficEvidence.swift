@@ -91,15 +91,23 @@ public struct TrafficWatch: Sendable {
 
     /// Sample `generation` came back, having cost `cost` of CPU time. `nextProbe`: when the schedule
     /// probes next. Returns whether the word changed.
-    public mutating func sampled(generation: UInt64, _ sample: TrafficSample, cost: Duration, nextProbe: Instant?,
-                                 now: Instant) -> Bool {
+    public mutating func sampled(
+        generation: UInt64, _ sample: TrafficSample, cost: Duration, nextProbe: Instant?,
+        now: Instant
+    ) -> Bool {
         guard generation == self.generation, inFlight else { return false }
         inFlight = false
         lastCost = cost
         let base = sample.connections > 0 ? Self.busyPeriod : Self.quietPeriod
-        var next = now &+ max(base, Duration(nanoseconds: cost.nanoseconds.multipliedReportingOverflow(by: Self.costFactor).partialValue))
+        var next =
+            now
+            &+ max(
+                base,
+                Duration(nanoseconds: cost.nanoseconds.multipliedReportingOverflow(by: Self.costFactor).partialValue))
         // A probe's wake-up serves, unless it is sooner than a busy sample would be.
-        if sample.connections == 0, let probe = nextProbe, probe >= now &+ Self.busyPeriod, probe < next { next = probe }
+        if sample.connections == 0, let probe = nextProbe, probe >= now &+ Self.busyPeriod, probe < next {
+            next = probe
+        }
         nextSampleAt = next
         let old = traffic
         traffic = sample.traffic

@@ -17,9 +17,14 @@ public struct HopLimitDatagram {
     public static func receive(_ fd: Int32, into buffer: inout [UInt8]) -> HopLimitDatagram? {
         var from = sockaddr_in6()
         var hopLimit: Int32 = -1
-        let count = buffer.withUnsafeMutableBytes { CLinux_recv_with_hop_limit(fd, $0.baseAddress, UInt($0.count), &from, &hopLimit) }
+        let count = buffer.withUnsafeMutableBytes {
+            CLinux_recv_with_hop_limit(fd, $0.baseAddress, UInt($0.count), &from, &hopLimit)
+        }
         guard count >= 0 else { return nil }
-        let source = withUnsafeBytes(of: &from) { raw in raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: raw.count) } }
-        return HopLimitDatagram(count: count, source: source, scope: Int32(bitPattern: from.sin6_scope_id), hopLimit: hopLimit)
+        let source = withUnsafeBytes(of: &from) { raw in
+            raw.baseAddress.flatMap { IPAddress(socketAddress: $0, length: raw.count) }
+        }
+        return HopLimitDatagram(
+            count: count, source: source, scope: Int32(bitPattern: from.sin6_scope_id), hopLimit: hopLimit)
     }
 }

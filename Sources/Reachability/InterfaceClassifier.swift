@@ -12,12 +12,18 @@ public struct InterfaceClassifier: Sendable {
         self.sysfsRoot = sysfsRoot
     }
 
-    static let tunnelKinds: Set<String> = ["tun", "tap", "wireguard", "ipip", "gre", "gretap", "ip6gre", "ip6gretap",
-                                           "sit", "ip6tnl", "vti", "vti6", "xfrm", "ppp", "l2tp", "openvpn", "ovpn"]
-    static let tunnelTypes: Set<Int32> = [ARPHRD_NONE, ARPHRD_PPP, ARPHRD_TUNNEL, ARPHRD_TUNNEL6, ARPHRD_SIT,
-                                          ARPHRD_IPGRE]
-    static let cellularDrivers: Set<String> = ["qmi_wwan", "cdc_mbim", "rmnet", "rmnet_ipa", "ipa", "mhi_net",
-                                               "mhi_wwan_mbim", "wwan", "sierra_net", "option", "huawei_cdc_ncm"]
+    static let tunnelKinds: Set<String> = [
+        "tun", "tap", "wireguard", "ipip", "gre", "gretap", "ip6gre", "ip6gretap",
+        "sit", "ip6tnl", "vti", "vti6", "xfrm", "ppp", "l2tp", "openvpn", "ovpn",
+    ]
+    static let tunnelTypes: Set<Int32> = [
+        ARPHRD_NONE, ARPHRD_PPP, ARPHRD_TUNNEL, ARPHRD_TUNNEL6, ARPHRD_SIT,
+        ARPHRD_IPGRE,
+    ]
+    static let cellularDrivers: Set<String> = [
+        "qmi_wwan", "cdc_mbim", "rmnet", "rmnet_ipa", "ipa", "mhi_net",
+        "mhi_wwan_mbim", "wwan", "sierra_net", "option", "huawei_cdc_ncm",
+    ]
 
     public func classify(_ link: Link) -> InterfaceKind {
         let directory = deviceDirectory(link.name)
@@ -28,7 +34,8 @@ public struct InterfaceClassifier: Sendable {
             return .wifi
         }
         if devtype == "wwan" || link.kind == "rmnet" || link.kind == "wwan"
-            || directory.flatMap({ driver(of: $0) }).map(Self.cellularDrivers.contains) == true {
+            || directory.flatMap({ driver(of: $0) }).map(Self.cellularDrivers.contains) == true
+        {
             return .cellular
         }
         if let kind = link.kind, Self.tunnelKinds.contains(kind) { return .vpn }
@@ -53,7 +60,10 @@ public struct InterfaceClassifier: Sendable {
     private func read(_ path: String) -> String? {
         guard let file = try? Syscall.descriptor("open", { open(path, O_RDONLY | O_CLOEXEC) }) else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = (try? Syscall.retrying("read") { buffer.withUnsafeMutableBytes { Glibc.read(file.raw, $0.baseAddress, $0.count) } }) ?? 0
+        let count =
+            (try? Syscall.retrying("read") {
+                buffer.withUnsafeMutableBytes { Glibc.read(file.raw, $0.baseAddress, $0.count) }
+            }) ?? 0
         guard count > 0 else { return nil }
         return String(decoding: buffer[..<count], as: UTF8.self)
     }

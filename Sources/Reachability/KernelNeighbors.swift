@@ -10,16 +10,22 @@ public enum KernelNeighbors {
     /// The link-layer address the kernel keeps for `address` on `interfaceIndex`; nil when it has none usable.
     public static func linkLayerAddress(of address: IPAddress, interfaceIndex: Int32) -> [UInt8]? {
         let flags = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
-        guard let socket = try? Syscall.descriptor("socket(NETLINK_ROUTE)", { Glibc.socket(AF_NETLINK, flags, 0) }) else { return nil }
+        guard let socket = try? Syscall.descriptor("socket(NETLINK_ROUTE)", { Glibc.socket(AF_NETLINK, flags, 0) })
+        else { return nil }
         let request = NeighborDump.request(family: address.ipFamily == .v4 ? AF_INET : AF_INET6, sequence: 1)
-        guard request.withUnsafeBytes({ Glibc.send(socket.raw, $0.baseAddress, $0.count, 0) }) == request.count else { return nil }
+        guard request.withUnsafeBytes({ Glibc.send(socket.raw, $0.baseAddress, $0.count, 0) }) == request.count else {
+            return nil
+        }
         var buffer = [UInt8](repeating: 0, count: 32 * 1024)
         var found: [UInt8]?
         // Bounded: a neighbour table of a few thousand entries at most is read.
         for _ in 0..<64 {
-            let count = buffer.withUnsafeMutableBytes { Glibc.recv(socket.raw, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let count = buffer.withUnsafeMutableBytes {
+                Glibc.recv(socket.raw, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+            }
             guard count > 0 else { break }
-            let (hardware, ended) = NeighborDump.hardwareAddress(of: address, interfaceIndex: interfaceIndex, in: Array(buffer[..<count]))
+            let (hardware, ended) = NeighborDump.hardwareAddress(
+                of: address, interfaceIndex: interfaceIndex, in: Array(buffer[..<count]))
             found = hardware ?? found
             if ended { break }
         }

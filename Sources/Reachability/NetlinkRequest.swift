@@ -9,11 +9,14 @@ public enum NetlinkRequest {
     public static func dump(_ type: Int32, sequence: UInt32) -> [UInt8] {
         switch type {
         case Int32(RTM_GETLINK):
-            return message(type: type, flags: NLM_F_REQUEST | NLM_F_DUMP, sequence: sequence, body: ifinfomsg(), attributes: [])
+            return message(
+                type: type, flags: NLM_F_REQUEST | NLM_F_DUMP, sequence: sequence, body: ifinfomsg(), attributes: [])
         case Int32(RTM_GETADDR):
-            return message(type: type, flags: NLM_F_REQUEST | NLM_F_DUMP, sequence: sequence, body: ifaddrmsg(), attributes: [])
+            return message(
+                type: type, flags: NLM_F_REQUEST | NLM_F_DUMP, sequence: sequence, body: ifaddrmsg(), attributes: [])
         default:
-            return message(type: type, flags: NLM_F_REQUEST | NLM_F_DUMP, sequence: sequence, body: rtmsg(), attributes: [])
+            return message(
+                type: type, flags: NLM_F_REQUEST | NLM_F_DUMP, sequence: sequence, body: rtmsg(), attributes: [])
         }
     }
 
@@ -28,7 +31,8 @@ public enum NetlinkRequest {
         if destination.zone != 0 {
             attributes.append((UInt16(RTA_OIF.rawValue), withUnsafeBytes(of: destination.zone) { Array($0) }))
         }
-        return message(type: Int32(RTM_GETROUTE), flags: NLM_F_REQUEST, sequence: sequence, body: body, attributes: attributes)
+        return message(
+            type: Int32(RTM_GETROUTE), flags: NLM_F_REQUEST, sequence: sequence, body: body, attributes: attributes)
     }
 
     /// RTM_NEWLINK setting a link administratively up or down (what `ip link set … up|down` sends).
@@ -38,7 +42,8 @@ public enum NetlinkRequest {
         body.ifi_index = index
         body.ifi_flags = up ? UInt32(IFF_UP.rawValue) : 0
         body.ifi_change = UInt32(IFF_UP.rawValue)
-        return message(type: Int32(RTM_NEWLINK), flags: NLM_F_REQUEST | NLM_F_ACK, sequence: sequence, body: body, attributes: [])
+        return message(
+            type: Int32(RTM_NEWLINK), flags: NLM_F_REQUEST | NLM_F_ACK, sequence: sequence, body: body, attributes: [])
     }
 
     /// RTM_NEWROUTE / RTM_DELROUTE for a default route via `gateway` in the main table.
@@ -50,8 +55,9 @@ public enum NetlinkRequest {
         body.rtm_scope = UInt8(RT_SCOPE_UNIVERSE.rawValue)
         body.rtm_type = UInt8(RTN_UNICAST)
         let flags = add ? NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL : NLM_F_REQUEST | NLM_F_ACK
-        return message(type: Int32(add ? RTM_NEWROUTE : RTM_DELROUTE), flags: flags, sequence: sequence, body: body,
-                       attributes: [(UInt16(RTA_GATEWAY.rawValue), Array(gateway.bytes))])
+        return message(
+            type: Int32(add ? RTM_NEWROUTE : RTM_DELROUTE), flags: flags, sequence: sequence, body: body,
+            attributes: [(UInt16(RTA_GATEWAY.rawValue), Array(gateway.bytes))])
     }
 
     /// Attributes as rtattr headers and values, each padded to RTA_ALIGNTO.
@@ -62,15 +68,20 @@ public enum NetlinkRequest {
             header.rta_len = UInt16(CLinux_RTA_LENGTH(Int32(value.count)))
             header.rta_type = type
             bytes += withUnsafeBytes(of: header) { Array($0) } + value
-            bytes += [UInt8](repeating: 0, count: Int(CLinux_RTA_SPACE(Int32(value.count)) - CLinux_RTA_LENGTH(Int32(value.count))))
+            bytes += [UInt8](
+                repeating: 0, count: Int(CLinux_RTA_SPACE(Int32(value.count)) - CLinux_RTA_LENGTH(Int32(value.count))))
         }
         return bytes
     }
 
-    package static func message<Body>(type: Int32, flags: Int32, sequence: UInt32, body: Body,
-                              attributes: [(UInt16, [UInt8])]) -> [UInt8] {
+    package static func message<Body>(
+        type: Int32, flags: Int32, sequence: UInt32, body: Body,
+        attributes: [(UInt16, [UInt8])]
+    ) -> [UInt8] {
         var payload = withUnsafeBytes(of: body) { Array($0) }
-        payload += [UInt8](repeating: 0, count: Int(CLinux_NLMSG_SPACE(Int32(payload.count)) - CLinux_NLMSG_LENGTH(Int32(payload.count))))
+        payload += [UInt8](
+            repeating: 0,
+            count: Int(CLinux_NLMSG_SPACE(Int32(payload.count)) - CLinux_NLMSG_LENGTH(Int32(payload.count))))
         payload += encode(attributes)
         var header = nlmsghdr()
         header.nlmsg_len = UInt32(CLinux_NLMSG_LENGTH(Int32(payload.count)))

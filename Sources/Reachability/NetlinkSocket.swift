@@ -20,9 +20,13 @@ public final class NetlinkSocket {
     }
 
     /// `bufferSize`: where datagrams are read (it grows past a truncated one); tests make it small.
-    public init(protocol netlinkProtocol: Int32 = NETLINK_ROUTE, groups: UInt32, bufferSize: Int = 64 * 1024) throws(SystemError) {
+    public init(
+        protocol netlinkProtocol: Int32 = NETLINK_ROUTE, groups: UInt32, bufferSize: Int = 64 * 1024
+    ) throws(SystemError) {
         descriptor = try Syscall.descriptor("socket(AF_NETLINK)") {
-            socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), netlinkProtocol)
+            socket(
+                AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                netlinkProtocol)
         }
         let fd = descriptor.raw
         buffer = .allocate(byteCount: max(bufferSize, 64), alignment: 8)
@@ -37,7 +41,9 @@ public final class NetlinkSocket {
         address.nl_family = sa_family_t(AF_NETLINK)
         address.nl_groups = groups
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_nl>.size))
+            }
         }
         guard bound == 0 else {
             let error = SystemError("bind(AF_NETLINK)")

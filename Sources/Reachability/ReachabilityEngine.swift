@@ -96,11 +96,13 @@ public final class ReachabilityEngine {
     public init(loop: MainLoop, classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
         self.loop = loop
         let cards = NeighborCards()
-        core = ReachabilityCore(classify: classifier.classify,
-                                describeError: { String(cString: strerror($0)) },
-                                linkLayerAddress: { cards.card(of: $0, interfaceIndex: $1, now: loop.now()) })
-        socket = try NetlinkSocket(groups: CLinux_RTMGRP_LINK | CLinux_RTMGRP_IPV4_IFADDR | CLinux_RTMGRP_IPV6_IFADDR
-                                   | CLinux_RTMGRP_IPV4_ROUTE | CLinux_RTMGRP_IPV6_ROUTE)
+        core = ReachabilityCore(
+            classify: classifier.classify,
+            describeError: { String(cString: strerror($0)) },
+            linkLayerAddress: { cards.card(of: $0, interfaceIndex: $1, now: loop.now()) })
+        socket = try NetlinkSocket(
+            groups: CLinux_RTMGRP_LINK | CLinux_RTMGRP_IPV4_IFADDR | CLinux_RTMGRP_IPV6_IFADDR
+                | CLinux_RTMGRP_IPV4_ROUTE | CLinux_RTMGRP_IPV6_ROUTE)
         // RTNLGRP_ND_USEROPT: router advertisements' options the kernel leaves to user space (PREF64).
         for group in [RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_ND_USEROPT] {
             var number = Int32(group.rawValue)
@@ -109,7 +111,9 @@ public final class ReachabilityEngine {
         source = try loop.watch(fd: socket.fd, interest: .readable) { [unowned self] _ in readAvailable() }
         if let advertisements = RouterAdvertisementSocket() {
             self.advertisements = advertisements
-            advertisementSource = try? loop.watch(fd: advertisements.fd, interest: .readable) { [unowned self] _ in readAdvertisements() }
+            advertisementSource = try? loop.watch(fd: advertisements.fd, interest: .readable) { [unowned self] _ in
+                readAdvertisements()
+            }
         }
         core.start()
         // The first dump request must go out, or there is no engine.
@@ -135,7 +139,8 @@ public final class ReachabilityEngine {
             case .ignored:
                 continue
             case .advertisement(let index, let source, let options):
-                core.receive([.routerOptions(index: index, options: options, source: source)], malformed: 0, now: loop.now())
+                core.receive(
+                    [.routerOptions(index: index, options: options, source: source)], malformed: 0, now: loop.now())
             }
         }
         drive()
@@ -198,7 +203,8 @@ public final class ReachabilityEngine {
     /// What `question` says of the core, asked in place: a method called on a stored struct runs on a copy.
     fileprivate func ask<Answer>(_ question: (ReachabilityCore) -> Answer) -> Answer { Self.ask(&core, question) }
 
-    private static func ask<Answer>(_ core: inout ReachabilityCore, _ question: (ReachabilityCore) -> Answer) -> Answer {
+    private static func ask<Answer>(_ core: inout ReachabilityCore, _ question: (ReachabilityCore) -> Answer) -> Answer
+    {
         question(core)
     }
 

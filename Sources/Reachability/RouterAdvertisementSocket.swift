@@ -32,7 +32,8 @@ final class RouterAdvertisementSocket {
         guard let datagram = HopLimitDatagram.receive(fd, into: &buffer) else { return .nothing }
         // A link-local sender's interface is its scope.
         guard datagram.scope > 0, let source = datagram.source,
-              let options = RouterOption.advertisementOptions(Array(buffer[..<datagram.count]), source: source, hopLimit: datagram.hopLimit)
+            let options = RouterOption.advertisementOptions(
+                Array(buffer[..<datagram.count]), source: source, hopLimit: datagram.hopLimit)
         else { return .ignored }
         return .advertisement(index: datagram.scope, source: source, options: options)
     }

@@ -35,16 +35,19 @@ public enum NetlinkParser {
 
     /// Calls `body` with each message's type, sequence and data (what follows its header); true when
     /// bytes are left that do not form a message (a lying length or a truncated tail).
-    public static func messages(in buffer: UnsafeRawBufferPointer,
-                                _ body: (_ type: UInt16, _ sequence: UInt32, _ data: UnsafeRawBufferPointer) -> Void) -> Bool {
+    public static func messages(
+        in buffer: UnsafeRawBufferPointer,
+        _ body: (_ type: UInt16, _ sequence: UInt32, _ data: UnsafeRawBufferPointer) -> Void
+    ) -> Bool {
         var offset = 0
         // NLMSG_OK: a whole header, a length that covers it and stays inside what is left.
         while buffer.count - offset >= NetlinkLayout.headerSize {
             let length = Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
             guard length >= NetlinkLayout.headerSize, length <= buffer.count - offset else { break }
-            body(buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt16.self),
-                 buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self),
-                 UnsafeRawBufferPointer(rebasing: buffer[(offset + NetlinkLayout.headerSize)..<(offset + length)]))
+            body(
+                buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt16.self),
+                buffer.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self),
+                UnsafeRawBufferPointer(rebasing: buffer[(offset + NetlinkLayout.headerSize)..<(offset + length)]))
             offset += aligned(length)
         }
         return offset < buffer.count
@@ -52,15 +55,19 @@ public enum NetlinkParser {
 
     /// Calls `body` with each attribute's type and payload in `buffer`; false when the attributes do
     /// not tile it exactly (a lying length).
-    public static func attributes(in buffer: UnsafeRawBufferPointer, _ body: (UInt16, UnsafeRawBufferPointer) -> Bool) -> Bool {
+    public static func attributes(
+        in buffer: UnsafeRawBufferPointer, _ body: (UInt16, UnsafeRawBufferPointer) -> Bool
+    ) -> Bool {
         var offset = 0
         // RTA_OK: a whole attribute header, a length that covers it and stays inside what is left.
         while buffer.count - offset >= NetlinkLayout.attributeHeaderSize {
             let length = Int(buffer.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
             guard length >= NetlinkLayout.attributeHeaderSize, length <= buffer.count - offset else { return false }
             // The top bits flag nesting and byte order; the type is the rest.
-            let type = buffer.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self) & NetlinkLayout.attributeTypeMask
-            let payload = UnsafeRawBufferPointer(rebasing: buffer[(offset + NetlinkLayout.attributeHeaderSize)..<(offset + length)])
+            let type =
+                buffer.loadUnaligned(fromByteOffset: offset + 2, as: UInt16.self) & NetlinkLayout.attributeTypeMask
+            let payload = UnsafeRawBufferPointer(
+                rebasing: buffer[(offset + NetlinkLayout.attributeHeaderSize)..<(offset + length)])
             guard body(type, payload) else { return false }
             offset += aligned(length)
         }
@@ -73,7 +80,9 @@ public enum NetlinkParser {
     static func aligned(_ length: Int) -> Int { (length + 3) & ~3 }
 
     /// One message: its type, sequence and what follows its header.
-    private static func parseMessage(_ type: UInt16, _ sequence: UInt32, _ data: UnsafeRawBufferPointer) -> RouteMessage? {
+    private static func parseMessage(
+        _ type: UInt16, _ sequence: UInt32, _ data: UnsafeRawBufferPointer
+    ) -> RouteMessage? {
         /// The fixed part of size `size`, and the attributes after it (from its aligned end).
         func body(_ size: Int) -> (fixed: UnsafeRawBufferPointer, attributes: UnsafeRawBufferPointer)? {
             guard data.count >= size else { return nil }
@@ -96,10 +105,12 @@ public enum NetlinkParser {
             return parseLink(fixed, attributes).map { .newLink($0) }
         case NetlinkLayout.newAddress, NetlinkLayout.deleteAddress:
             guard let (fixed, attributes) = body(NetlinkLayout.addressInfoSize),
-                  let address = parseAddress(fixed, attributes) else { return nil }
+                let address = parseAddress(fixed, attributes)
+            else { return nil }
             return type == NetlinkLayout.newAddress ? .newAddress(address) : .deleteAddress(address)
         case NetlinkLayout.newRoute, NetlinkLayout.deleteRoute:
-            guard let (fixed, attributes) = body(NetlinkLayout.routeInfoSize), let route = parseRoute(fixed, attributes) else { return nil }
+            guard let (fixed, attributes) = body(NetlinkLayout.routeInfoSize), let route = parseRoute(fixed, attributes)
+            else { return nil }
             return type == NetlinkLayout.newRoute ? .newRoute(route, sequence: sequence) : .deleteRoute(route)
         case NetlinkLayout.newUserOption:
             return parseRouterOptions(data, type: type)
@@ -170,13 +181,16 @@ public enum NetlinkParser {
             return true
         }
         guard ok, let name else { return nil }
-        return Link(index: info.loadUnaligned(fromByteOffset: 4, as: Int32.self), name: name,
-                    flags: info.loadUnaligned(fromByteOffset: 8, as: UInt32.self), operState: operState,
-                    type: info.loadUnaligned(fromByteOffset: 2, as: UInt16.self), kind: kind)
+        return Link(
+            index: info.loadUnaligned(fromByteOffset: 4, as: Int32.self), name: name,
+            flags: info.loadUnaligned(fromByteOffset: 8, as: UInt32.self), operState: operState,
+            type: info.loadUnaligned(fromByteOffset: 2, as: UInt16.self), kind: kind)
     }
 
     /// struct ifaddrmsg: family, prefix length, flags, scope (8 each), index (32).
-    private static func parseAddress(_ info: UnsafeRawBufferPointer, _ attributes: UnsafeRawBufferPointer) -> InterfaceAddress? {
+    private static func parseAddress(
+        _ info: UnsafeRawBufferPointer, _ attributes: UnsafeRawBufferPointer
+    ) -> InterfaceAddress? {
         let family = Int32(info[0])
         let index = info.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
         guard family == IPAddress.familyIPv4 || family == IPAddress.familyIPv6, index > 0 else { return nil }
@@ -201,7 +215,8 @@ public enum NetlinkParser {
         guard ok, let ours = local ?? address else { return nil }
         let prefixLength = info[1]
         guard prefixLength <= ours.bitLength else { return nil }
-        return InterfaceAddress(index: Int32(bitPattern: index), address: ours, prefixLength: prefixLength, flags: flags, scope: info[3])
+        return InterfaceAddress(
+            index: Int32(bitPattern: index), address: ours, prefixLength: prefixLength, flags: flags, scope: info[3])
     }
 
     /// struct rtmsg: family, destination length, source length, tos, table, protocol, scope, type (8 each), flags (32).
@@ -244,34 +259,34 @@ public enum NetlinkParser {
 /// rtnetlink's message types, attribute types and fixed sizes: the kernel's ABI, fixed for good;
 /// ReachabilityRulesTests holds each to the C headers.
 public enum NetlinkLayout {
-    public static let headerSize = 16             // struct nlmsghdr
-    public static let attributeHeaderSize = 4     // struct rtattr
-    public static let attributeTypeMask: UInt16 = 0x3fff  // NLA_TYPE_MASK
-    public static let linkInfoSize = 16           // struct ifinfomsg
-    public static let addressInfoSize = 8         // struct ifaddrmsg
-    public static let routeInfoSize = 12          // struct rtmsg
-    public static let userOptionSize = 16         // struct nduseroptmsg
-    public static let interfaceNameSize = 16      // IFNAMSIZ
-    public static let error: UInt16 = 2           // NLMSG_ERROR
-    public static let done: UInt16 = 3            // NLMSG_DONE
-    public static let newLink: UInt16 = 16        // RTM_NEWLINK
-    public static let deleteLink: UInt16 = 17     // RTM_DELLINK
-    public static let newAddress: UInt16 = 20     // RTM_NEWADDR
-    public static let deleteAddress: UInt16 = 21  // RTM_DELADDR
-    public static let newRoute: UInt16 = 24       // RTM_NEWROUTE
-    public static let deleteRoute: UInt16 = 25    // RTM_DELROUTE
-    public static let newUserOption: UInt16 = 68  // RTM_NEWNDUSEROPT
-    public static let linkName: UInt16 = 3        // IFLA_IFNAME
-    public static let linkOperState: UInt16 = 16  // IFLA_OPERSTATE
-    public static let linkInfo: UInt16 = 18       // IFLA_LINKINFO
-    public static let linkInfoKind: UInt16 = 1    // IFLA_INFO_KIND
-    public static let addressAddress: UInt16 = 1  // IFA_ADDRESS
-    public static let addressLocal: UInt16 = 2    // IFA_LOCAL
-    public static let addressFlags: UInt16 = 8    // IFA_FLAGS
-    public static let routeDestination: UInt16 = 1      // RTA_DST
-    public static let routeOutputInterface: UInt16 = 4  // RTA_OIF
-    public static let routeGateway: UInt16 = 5          // RTA_GATEWAY
-    public static let routePriority: UInt16 = 6         // RTA_PRIORITY
-    public static let routePreferredSource: UInt16 = 7  // RTA_PREFSRC
-    public static let routeTable: UInt16 = 15           // RTA_TABLE
+    public static let headerSize = 16 // struct nlmsghdr
+    public static let attributeHeaderSize = 4 // struct rtattr
+    public static let attributeTypeMask: UInt16 = 0x3fff // NLA_TYPE_MASK
+    public static let linkInfoSize = 16 // struct ifinfomsg
+    public static let addressInfoSize = 8 // struct ifaddrmsg
+    public static let routeInfoSize = 12 // struct rtmsg
+    public static let userOptionSize = 16 // struct nduseroptmsg
+    public static let interfaceNameSize = 16 // IFNAMSIZ
+    public static let error: UInt16 = 2 // NLMSG_ERROR
+    public static let done: UInt16 = 3 // NLMSG_DONE
+    public static let newLink: UInt16 = 16 // RTM_NEWLINK
+    public static let deleteLink: UInt16 = 17 // RTM_DELLINK
+    public static let newAddress: UInt16 = 20 // RTM_NEWADDR
+    public static let deleteAddress: UInt16 = 21 // RTM_DELADDR
+    public static let newRoute: UInt16 = 24 // RTM_NEWROUTE
+    public static let deleteRoute: UInt16 = 25 // RTM_DELROUTE
+    public static let newUserOption: UInt16 = 68 // RTM_NEWNDUSEROPT
+    public static let linkName: UInt16 = 3 // IFLA_IFNAME
+    public static let linkOperState: UInt16 = 16 // IFLA_OPERSTATE
+    public static let linkInfo: UInt16 = 18 // IFLA_LINKINFO
+    public static let linkInfoKind: UInt16 = 1 // IFLA_INFO_KIND
+    public static let addressAddress: UInt16 = 1 // IFA_ADDRESS
+    public static let addressLocal: UInt16 = 2 // IFA_LOCAL
+    public static let addressFlags: UInt16 = 8 // IFA_FLAGS
+    public static let routeDestination: UInt16 = 1 // RTA_DST
+    public static let routeOutputInterface: UInt16 = 4 // RTA_OIF
+    public static let routeGateway: UInt16 = 5 // RTA_GATEWAY
+    public static let routePriority: UInt16 = 6 // RTA_PRIORITY
+    public static let routePreferredSource: UInt16 = 7 // RTA_PREFSRC
+    public static let routeTable: UInt16 = 15 // RTA_TABLE
 }

@@ -99,9 +99,11 @@ public struct ReachabilityCore: TimerTable {
     /// No target is built in: each one's owner adds it (`addTarget`), all alike.
     /// `linkLayerAddress` asks the kernel's neighbour table: an advertisement from a router's link-local address is
     /// taken when that address and the gateway's (a route set through the router's global address) are one card.
-    public init(classify: @escaping (Link) -> InterfaceKind,
-                describeError: @escaping (Int32) -> String = ReachabilityEvaluation.errorNumber,
-                linkLayerAddress: @escaping (IPAddress, Int32) -> [UInt8]? = { _, _ in nil }) {
+    public init(
+        classify: @escaping (Link) -> InterfaceKind,
+        describeError: @escaping (Int32) -> String = ReachabilityEvaluation.errorNumber,
+        linkLayerAddress: @escaping (IPAddress, Int32) -> [UInt8]? = { _, _ in nil }
+    ) {
         targets = [:]
         self.classify = classify
         self.describeError = describeError
@@ -156,10 +158,11 @@ public struct ReachabilityCore: TimerTable {
     /// When `handleTimeout` is due; nil when nothing waits for time.
     public var nextWakeup: Instant? { earliestDeadline }
 
-
     /// The NAT64 prefix advertised on the link named `interface`; nil when none.
     public func nat64Prefix(onInterfaceNamed interface: String) -> Nat64Prefix? {
-        guard !interface.isEmpty, let link = table.links.values.first(where: { $0.name == interface }) else { return nil }
+        guard !interface.isEmpty, let link = table.links.values.first(where: { $0.name == interface }) else {
+            return nil
+        }
         return nat64[link.index]?.prefix
     }
 
@@ -217,7 +220,9 @@ public struct ReachabilityCore: TimerTable {
             targets[id]?.lookupSequence = nil
         }
         lookupOwners = [:]
-        if abandonedLookups.count > 8 + targets.count { abandonedLookups.removeFirst(abandonedLookups.count - 8 - targets.count) }
+        if abandonedLookups.count > 8 + targets.count {
+            abandonedLookups.removeFirst(abandonedLookups.count - 8 - targets.count)
+        }
         for id in targets.keys { targets[id]?.dirty = true }
         if dumpSequence != nil {
             redumpNeeded = true
@@ -264,7 +269,9 @@ public struct ReachabilityCore: TimerTable {
             state.dirty = false
             guard let address = state.address else {
                 targets[id] = state
-                deliver(ReachabilityEvaluation.defaultRouteVerdict(families: state.families, table: table, classify: classify), to: id)
+                deliver(
+                    ReachabilityEvaluation.defaultRouteVerdict(
+                        families: state.families, table: table, classify: classify), to: id)
                 continue
             }
             let sequence = nextSequence()
@@ -321,7 +328,7 @@ public struct ReachabilityCore: TimerTable {
         case .error(let sequence, let code) where lookupOwners[sequence] != nil:
             if code != 0 { finishLookup(sequence, .failed(errno: code)) }
         case .newRoute(_, let sequence) where sequence != 0 && abandonedLookups.contains(sequence),
-             .error(let sequence, _) where abandonedLookups.contains(sequence):
+            .error(let sequence, _) where abandonedLookups.contains(sequence):
             break
         case .routerOptions(let index, let bytes, let source):
             routerOptions(on: index, bytes, from: source, now: now)
@@ -334,7 +341,9 @@ public struct ReachabilityCore: TimerTable {
             if table.apply(message) { invalidateAll() }
             forgetAnnouncementsOfFormerRouters()
         case .newLink(let link):
-            if !link.isUp, portalAnnouncements.removeValue(forKey: link.index) != nil { outputs.append(.portalAPIsChanged) }
+            if !link.isUp, portalAnnouncements.removeValue(forKey: link.index) != nil {
+                outputs.append(.portalAPIsChanged)
+            }
             let renamed = portalAnnouncements[link.index] != nil && table.links[link.index]?.name != link.name
             if table.apply(message) { invalidateAll() }
             if renamed { outputs.append(.portalAPIsChanged) }
@@ -370,9 +379,10 @@ public struct ReachabilityCore: TimerTable {
         }
         var new: ReachabilityVerdict?
         if let asked = state.lookupAddress, asked == state.address {
-            new = ReachabilityEvaluation.verdict(target: asked, lookup: lookup, table: table,
-                                                 previousInterface: state.previousInterface, classify: classify,
-                                                 describeError: describeError)
+            new = ReachabilityEvaluation.verdict(
+                target: asked, lookup: lookup, table: table,
+                previousInterface: state.previousInterface, classify: classify,
+                describeError: describeError)
             if case .route(let route) = lookup { state.previousInterface = route.outputInterface }
         }
         targets[id] = state
@@ -393,8 +403,9 @@ public struct ReachabilityCore: TimerTable {
         let (options, malformed) = RouterOption.parse(bytes)
         let card = options.lazy.compactMap { if case .sourceLinkLayer(let card) = $0 { card } else { nil } }.first
         guard let source, let router = router(of: index, advertisingFrom: source, card: card) else {
-            return ignoreRouterOption("options on \(name) from \(source?.description ?? "an unknown source"), which is not a router of "
-                                      + "that interface (no IPv6 default route through it)")
+            return ignoreRouterOption(
+                "options on \(name) from \(source?.description ?? "an unknown source"), which is not a router of "
+                    + "that interface (no IPv6 default route through it)")
         }
         for why in malformed { ignoreRouterOption("from a router on \(name): \(why)") }
         announcers[index] = router
@@ -408,8 +419,9 @@ public struct ReachabilityCore: TimerTable {
                 nat64[index] = nil
                 changed = true
             case .pref64(let prefix, _) where !isPlausible(prefix, on: index):
-                ignoreRouterOption("from a router on \(name): NAT64 prefix \(prefix) refused (loopback, link-local, multicast, "
-                                   + "IPv4-mapped or on the link itself)")
+                ignoreRouterOption(
+                    "from a router on \(name): NAT64 prefix \(prefix) refused (loopback, link-local, multicast, "
+                        + "IPv4-mapped or on the link itself)")
             case .pref64(let prefix, let lifetime):
                 changed = nat64[index]?.prefix != prefix || changed
                 nat64[index] = (prefix, now &+ .seconds(lifetime))
@@ -437,7 +449,8 @@ public struct ReachabilityCore: TimerTable {
 
     /// The gateways of the IPv6 default routes on interface `index`: the routers of that interface.
     private func ipv6Gateways(on index: Int32) -> [IPAddress] {
-        table.defaultRoutes.filter { Int32($0.family) == IPAddress.familyIPv6 && $0.outputInterface == index }.compactMap(\.gateway)
+        table.defaultRoutes.filter { Int32($0.family) == IPAddress.familyIPv6 && $0.outputInterface == index }
+            .compactMap(\.gateway)
     }
 
     /// A NAT64 prefix a network can have: not loopback, link-local, multicast, unspecified or IPv4-mapped, and not

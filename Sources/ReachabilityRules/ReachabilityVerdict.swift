@@ -21,7 +21,9 @@ public struct ReachabilityVerdict: Equatable, Sendable {
     /// The route's link resolves its neighbours (ARP, NDP): neither point-to-point nor NOARP.
     public var hasNeighbors = false
 
-    public init(usable: Bool, interface: String = "", kind: InterfaceKind? = nil, source: String = "", reason: String = "") {
+    public init(
+        usable: Bool, interface: String = "", kind: InterfaceKind? = nil, source: String = "", reason: String = ""
+    ) {
         self.usable = usable
         self.interface = interface
         self.kind = kind
@@ -44,9 +46,11 @@ public enum RouteLookup: Equatable, Sendable {
 public enum ReachabilityEvaluation {
     /// `previousInterface` is the link the last route used: when it went down,
     /// the kernel deleted its routes, and that is the reason worth telling.
-    public static func verdict(target: IPAddress, lookup: RouteLookup, table: LinkTable, previousInterface: Int32? = nil,
-                               classify: (Link) -> InterfaceKind,
-                               describeError: (Int32) -> String = ReachabilityEvaluation.errorNumber) -> ReachabilityVerdict {
+    public static func verdict(
+        target: IPAddress, lookup: RouteLookup, table: LinkTable, previousInterface: Int32? = nil,
+        classify: (Link) -> InterfaceKind,
+        describeError: (Int32) -> String = ReachabilityEvaluation.errorNumber
+    ) -> ReachabilityVerdict {
         let route: Route
         switch lookup {
         case .failed(let code):
@@ -55,8 +59,10 @@ public enum ReachabilityEvaluation {
                 if !link.isUp { return .unusable("interface \(link.name) is down") }
                 if !link.hasCarrier { return .unusable("interface \(link.name) has no carrier") }
             }
-            if [KernelNumbers.errorNetworkUnreachable, KernelNumbers.errorHostUnreachable, KernelNumbers.errorAccess,
-                KernelNumbers.errorInvalid].contains(code) {
+            if [
+                KernelNumbers.errorNetworkUnreachable, KernelNumbers.errorHostUnreachable, KernelNumbers.errorAccess,
+                KernelNumbers.errorInvalid,
+            ].contains(code) {
                 return .unusable("no route to \(target)")
             }
             return .unusable("route lookup for \(target) failed: \(describeError(code))")
@@ -70,8 +76,9 @@ public enum ReachabilityEvaluation {
         guard let link = table.links[index] else {
             return .unusable("the route to \(target) uses an unknown interface (index \(index))")
         }
-        var verdict = linkVerdict(link, family: target.family, preferredSource: route.preferredSource, table: table,
-                                  classify: classify)
+        var verdict = linkVerdict(
+            link, family: target.family, preferredSource: route.preferredSource, table: table,
+            classify: classify)
         if verdict.usable { verdict.gateway = route.gateway }
         return verdict
     }
@@ -80,16 +87,19 @@ public enum ReachabilityEvaluation {
     public static func errorNumber(_ code: Int32) -> String { "error \(code)" }
 
     /// Before the host resolves: is there a default route over a working link?
-    public static func defaultRouteVerdict(families: [IPFamily], table: LinkTable,
-                                           classify: (Link) -> InterfaceKind) -> ReachabilityVerdict {
+    public static func defaultRouteVerdict(
+        families: [IPFamily], table: LinkTable,
+        classify: (Link) -> InterfaceKind
+    ) -> ReachabilityVerdict {
         var firstProblem: ReachabilityVerdict?
         let candidates = table.defaultRoutes
             .filter { IPFamily(number: $0.family).map(families.contains) ?? false }
             .sorted { ($0.family, $0.priority) < ($1.family, $1.priority) }
         for route in candidates {
             guard let index = route.outputInterface, let link = table.links[index] else { continue }
-            var verdict = linkVerdict(link, family: Int32(route.family), preferredSource: route.preferredSource,
-                                      table: table, classify: classify)
+            var verdict = linkVerdict(
+                link, family: Int32(route.family), preferredSource: route.preferredSource,
+                table: table, classify: classify)
             if verdict.usable {
                 verdict.gateway = route.gateway
                 return verdict
@@ -101,8 +111,10 @@ public enum ReachabilityEvaluation {
         return .unusable("no \(names) default route")
     }
 
-    private static func linkVerdict(_ link: Link, family: Int32, preferredSource: IPAddress?, table: LinkTable,
-                                    classify: (Link) -> InterfaceKind) -> ReachabilityVerdict {
+    private static func linkVerdict(
+        _ link: Link, family: Int32, preferredSource: IPAddress?, table: LinkTable,
+        classify: (Link) -> InterfaceKind
+    ) -> ReachabilityVerdict {
         guard link.isUp else { return .unusable("interface \(link.name) is down", interface: link.name) }
         guard link.hasCarrier else { return .unusable("interface \(link.name) has no carrier", interface: link.name) }
         guard link.isRunning else { return .unusable("interface \(link.name) is not running", interface: link.name) }
@@ -110,10 +122,12 @@ public enum ReachabilityEvaluation {
         let source: InterfaceAddress?
         if let preferredSource {
             // The kernel chose it; the table says whether DAD has finished with it.
-            source = addresses.first { $0.address == preferredSource }
+            source =
+                addresses.first { $0.address == preferredSource }
                 ?? InterfaceAddress(index: link.index, address: preferredSource, prefixLength: 0)
         } else {
-            source = addresses.filter(\.isUsable).min { $0.isDeprecated == false && $1.isDeprecated }
+            source =
+                addresses.filter(\.isUsable).min { $0.isDeprecated == false && $1.isDeprecated }
                 ?? addresses.first
         }
         let familyName = IPFamily(number: family)?.description ?? "IP"
@@ -121,13 +135,16 @@ public enum ReachabilityEvaluation {
             return .unusable("interface \(link.name) has no \(familyName) address", interface: link.name)
         }
         if source.isDuplicate {
-            return .unusable("interface \(link.name): address \(source.address) is a duplicate on the network", interface: link.name)
+            return .unusable(
+                "interface \(link.name): address \(source.address) is a duplicate on the network", interface: link.name)
         }
         if source.isTentative {
-            return .unusable("interface \(link.name): address \(source.address) is still being checked for duplicates",
-                             interface: link.name)
+            return .unusable(
+                "interface \(link.name): address \(source.address) is still being checked for duplicates",
+                interface: link.name)
         }
-        var verdict = ReachabilityVerdict(usable: true, interface: link.name, kind: classify(link), source: source.address.description)
+        var verdict = ReachabilityVerdict(
+            usable: true, interface: link.name, kind: classify(link), source: source.address.description)
         verdict.interfaceIndex = link.index
         verdict.hasNeighbors = link.hasNeighbors
         return verdict

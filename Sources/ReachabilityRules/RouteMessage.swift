@@ -73,9 +73,11 @@ public struct Route: Hashable, Sendable {
     public var preferredSource: IPAddress?
     public var priority: UInt32
 
-    public init(family: UInt8, table: UInt32 = KernelNumbers.mainTable, type: UInt8 = KernelNumbers.routeUnicast,
-                destination: IPAddress? = nil, destinationLength: UInt8 = 0, outputInterface: Int32? = nil,
-                gateway: IPAddress? = nil, preferredSource: IPAddress? = nil, priority: UInt32 = 0) {
+    public init(
+        family: UInt8, table: UInt32 = KernelNumbers.mainTable, type: UInt8 = KernelNumbers.routeUnicast,
+        destination: IPAddress? = nil, destinationLength: UInt8 = 0, outputInterface: Int32? = nil,
+        gateway: IPAddress? = nil, preferredSource: IPAddress? = nil, priority: UInt32 = 0
+    ) {
         self.family = family
         self.table = table
         self.type = type

@@ -32,7 +32,7 @@ public enum RouterOption: Equatable, Sendable {
                 malformed.append("option \(type): length \(length) at offset \(offset) of \(bytes.count) bytes")
                 break
             }
-            let body = bytes[offset + 2 ..< offset + length]
+            let body = bytes[offset + 2..<offset + length]
             if type == pref64Type {
                 switch Self.pref64(body) {
                 case .success(let option): options.append(option)
@@ -63,7 +63,8 @@ public enum RouterOption: Equatable, Sendable {
     /// (6.1.2: from a link-local address, hop limit 255).
     public static func advertisementOptions(_ packet: [UInt8], source: IPAddress, hopLimit: Int32) -> [UInt8]? {
         guard hopLimit == 255, packet.count >= 16, packet[0] == 134, packet[1] == 0,
-              case .v6(let bytes, _) = source, bytes[0] == 0xfe, bytes[1] & 0xc0 == 0x80 else { return nil }
+            case .v6(let bytes, _) = source, bytes[0] == 0xfe, bytes[1] & 0xc0 == 0x80
+        else { return nil }
         return Array(packet[16...])
     }
 
@@ -72,7 +73,7 @@ public enum RouterOption: Equatable, Sendable {
     static func captivePortal(_ body: ArraySlice<UInt8>) -> Result<RouterOption, Malformed> {
         var end = body.endIndex
         while end > body.startIndex, body[end - 1] == 0 { end -= 1 }
-        let uri = body[body.startIndex ..< end]
+        let uri = body[body.startIndex..<end]
         guard !uri.isEmpty else { return .failure(Malformed(text: "no URI")) }
         guard uri.count <= longestPortalURI else { return .failure(Malformed(text: "a URI of \(uri.count) bytes")) }
         guard uri.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
@@ -89,13 +90,16 @@ public enum RouterOption: Equatable, Sendable {
         let lifetime = UInt32(field >> 3) * 8
         let lengths: [UInt8] = [96, 64, 56, 48, 40, 32]
         let code = Int(field & 0x7)
-        guard code < lengths.count else { return .failure(Malformed(text: "prefix length code \(code) is not defined")) }
+        guard code < lengths.count else {
+            return .failure(Malformed(text: "prefix length code \(code) is not defined"))
+        }
         var prefix = [UInt8](repeating: 0, count: 16)
         for index in 0..<12 { prefix[index] = body[start + 2 + index] }
         let length = lengths[code]
         // Bits past the prefix length are ignored (RFC 8781: the receiver clears them).
         for bit in Int(length)..<96 { prefix[bit / 8] &= ~(UInt8(0x80) >> UInt8(bit % 8)) }
-        return .success(.pref64(Nat64Prefix(prefix: .v6(AddressBytes(prefix)), length: length), lifetimeSeconds: lifetime))
+        return .success(
+            .pref64(Nat64Prefix(prefix: .v6(AddressBytes(prefix)), length: length), lifetimeSeconds: lifetime))
     }
 }
 
@@ -118,7 +122,9 @@ public struct Nat64Prefix: Hashable, Sendable, CustomStringConvertible {
     /// The IPv6 address at which `address` (IPv4) is reached through this prefix (RFC 6052 section
     /// 2.2: the IPv4 bits around the reserved octet 8); nil for an IPv6 address.
     public func synthesize(_ address: IPAddress) -> IPAddress? {
-        guard case .v4(let v4) = address, case .v6(var bytes, _) = prefix, Self.validLengths.contains(length) else { return nil }
+        guard case .v4(let v4) = address, case .v6(var bytes, _) = prefix, Self.validLengths.contains(length) else {
+            return nil
+        }
         var position = Int(length) / 8
         for octet in v4 {
             if position == 8 { position += 1 }
@@ -132,7 +138,8 @@ public struct Nat64Prefix: Hashable, Sendable, CustomStringConvertible {
     /// The IPv4 address `address` carries under this prefix, if it is under it.
     public func extract(_ address: IPAddress) -> IPAddress? {
         guard case .v6(let bytes, _) = address, case .v6(let own, _) = prefix, Self.validLengths.contains(length),
-              bytes.prefix(Int(length) / 8).elementsEqual(own.prefix(Int(length) / 8)) else { return nil }
+            bytes.prefix(Int(length) / 8).elementsEqual(own.prefix(Int(length) / 8))
+        else { return nil }
         var v4: [UInt8] = []
         var position = Int(length) / 8
         while v4.count < 4 {
@@ -156,7 +163,9 @@ public struct Nat64Prefix: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether `prefix` lies inside `network`/`length` (an interface's own on-link prefix).
     public static func covers(network: IPAddress, length: UInt8, prefix: Nat64Prefix) -> Bool {
-        guard case .v6(let net, _) = network, case .v6(let own, _) = prefix.prefix, prefix.length >= length, length <= 128 else {
+        guard case .v6(let net, _) = network, case .v6(let own, _) = prefix.prefix, prefix.length >= length,
+            length <= 128
+        else {
             return false
         }
         let whole = Int(length) / 8
@@ -173,7 +182,7 @@ public struct Nat64Prefix: Hashable, Sendable, CustomStringConvertible {
             guard case .v6(let bytes, _) = answer else { continue }
             for length in validLengths.reversed() {
                 var prefix = [UInt8](repeating: 0, count: 16)
-                for index in 0 ..< Int(length) / 8 { prefix[index] = bytes[index] }
+                for index in 0..<Int(length) / 8 { prefix[index] = bytes[index] }
                 let candidate = Nat64Prefix(prefix: .v6(AddressBytes(prefix)), length: length)
                 if let carried = candidate.extract(answer), wellKnown.contains(carried) {
                     // A resolver's word is held to the same bounds as a router's.

@@ -67,7 +67,8 @@ public enum SocketDiagReply {
         guard data.count >= SocketDiagLayout.messageSize else { return nil }
         let family = Int32(data[0])
         guard let local = address(family: family, data, at: SocketDiagLayout.sourceOffset),
-              let remote = address(family: family, data, at: SocketDiagLayout.destinationOffset) else { return nil }
+            let remote = address(family: family, data, at: SocketDiagLayout.destinationOffset)
+        else { return nil }
         var facts: TCPFacts?
         let attributes = UnsafeRawBufferPointer(rebasing: data[NetlinkParser.aligned(SocketDiagLayout.messageSize)...])
         let tiled = NetlinkParser.attributes(in: attributes) { type, payload in
@@ -76,8 +77,9 @@ public enum SocketDiagReply {
         }
         guard tiled, let facts else { return nil }
         let received = facts.lastDataReceived < 1000 && (facts.bytesReceived.map { $0 > 0 } ?? true)
-        return Connection(local: local, remote: remote, retransmitting: facts.retransmits > 0 || facts.backoff > 0,
-                          receivedRecently: received)
+        return Connection(
+            local: local, remote: remote, retransmitting: facts.retransmits > 0 || facts.backoff > 0,
+            receivedRecently: received)
     }
 
     /// An address as inet_diag gives it; a v4-mapped one (::ffff:a.b.c.d) is the IPv4 address it maps.
@@ -103,8 +105,10 @@ public enum SocketDiagReply {
             guard info.count >= SocketDiagLayout.lastDataReceivedOffset + 4 else { return nil }
             retransmits = info[SocketDiagLayout.retransmitsOffset]
             backoff = info[SocketDiagLayout.backoffOffset]
-            lastDataReceived = info.loadUnaligned(fromByteOffset: SocketDiagLayout.lastDataReceivedOffset, as: UInt32.self)
-            bytesReceived = info.count >= SocketDiagLayout.bytesReceivedOffset + 8
+            lastDataReceived = info.loadUnaligned(
+                fromByteOffset: SocketDiagLayout.lastDataReceivedOffset, as: UInt32.self)
+            bytesReceived =
+                info.count >= SocketDiagLayout.bytesReceivedOffset + 8
                 ? info.loadUnaligned(fromByteOffset: SocketDiagLayout.bytesReceivedOffset, as: UInt64.self) : nil
         }
     }
@@ -113,14 +117,14 @@ public enum SocketDiagReply {
 /// sock_diag's message and attribute types and the layouts the reply is read by: the kernel's ABI,
 /// fixed for good; ReachabilityRulesTests holds each to the C headers.
 public enum SocketDiagLayout {
-    public static let byFamily: UInt16 = 20        // SOCK_DIAG_BY_FAMILY
-    public static let tcpGetSocket: UInt16 = 18    // TCPDIAG_GETSOCK
-    public static let info: UInt16 = 2             // INET_DIAG_INFO
-    public static let messageSize = 72             // struct inet_diag_msg
-    public static let sourceOffset = 8             // inet_diag_msg.id.idiag_src
-    public static let destinationOffset = 24       // inet_diag_msg.id.idiag_dst
-    public static let retransmitsOffset = 2        // tcp_info.tcpi_retransmits
-    public static let backoffOffset = 4            // tcp_info.tcpi_backoff
-    public static let lastDataReceivedOffset = 52  // tcp_info.tcpi_last_data_recv
-    public static let bytesReceivedOffset = 128    // tcp_info.tcpi_bytes_received
+    public static let byFamily: UInt16 = 20 // SOCK_DIAG_BY_FAMILY
+    public static let tcpGetSocket: UInt16 = 18 // TCPDIAG_GETSOCK
+    public static let info: UInt16 = 2 // INET_DIAG_INFO
+    public static let messageSize = 72 // struct inet_diag_msg
+    public static let sourceOffset = 8 // inet_diag_msg.id.idiag_src
+    public static let destinationOffset = 24 // inet_diag_msg.id.idiag_dst
+    public static let retransmitsOffset = 2 // tcp_info.tcpi_retransmits
+    public static let backoffOffset = 4 // tcp_info.tcpi_backoff
+    public static let lastDataReceivedOffset = 52 // tcp_info.tcpi_last_data_recv
+    public static let bytesReceivedOffset = 128 // tcp_info.tcpi_bytes_received
 }

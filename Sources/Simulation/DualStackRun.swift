@@ -56,7 +56,8 @@ public final class DualStackRun: TargetWorld {
     }
 
     /// The prefix the router advertises (RFC 8781 style), through which IPv4 is reached when it has no route.
-    public static let prefix = Nat64Prefix(prefix: .v6(AddressBytes([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10))), length: 96)
+    public static let prefix = Nat64Prefix(
+        prefix: .v6(AddressBytes([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10))), length: 96)
 
     public private(set) var now = Instant.origin
     public var routedFamilies: IPFamilies? { IPFamilies.all.filter { routed[$0] == true } }
@@ -78,13 +79,18 @@ public final class DualStackRun: TargetWorld {
     private var lastPublished: (Status, Connectivity)?
     private var allFullSince: Instant?
     private let settings: ProbeSettings
-    private lazy var driver = TargetDriver(core: TargetCore(host: "dual.test", family: .any, probeSettings: settings,
-                                                            seed: random.next()),
-                                           world: self) { _ in nil }
+    private lazy var driver = TargetDriver(
+        core: TargetCore(
+            host: "dual.test", family: .any, probeSettings: settings,
+            seed: random.next()),
+        world: self
+    ) { _ in nil }
 
     /// `order`: the families as the resolver lists them.
-    public init(settings: ProbeSettings, seed: UInt64, order: [IPFamily] = [.v6, .v4], faults: [Fault] = [],
-                durationMilliseconds: UInt64) {
+    public init(
+        settings: ProbeSettings, seed: UInt64, order: [IPFamily] = [.v6, .v4], faults: [Fault] = [],
+        durationMilliseconds: UInt64
+    ) {
         self.settings = settings
         self.order = order
         end = .origin + .milliseconds(durationMilliseconds)
@@ -95,7 +101,8 @@ public final class DualStackRun: TargetWorld {
     /// Runs to the end; returns the figures, the invariants' violations among them.
     public func run() -> Figures {
         driver.handle(.start(checkURL: ""))
-        driver.handle(.resolved(generation: 0, .success(order.compactMap { Self.addresses[$0] }), routedFamilies: routedFamilies))
+        driver.handle(
+            .resolved(generation: 0, .success(order.compactMap { Self.addresses[$0] }), routedFamilies: routedFamilies))
         for family in IPFamily.allCases { driver.handle(.route(family, verdict(family))) }
         while figures.violations.isEmpty {
             let next = min(queue.nextTime ?? .distantFuture, wake ?? .distantFuture)
@@ -150,8 +157,9 @@ public final class DualStackRun: TargetWorld {
         guard routed[routeFamily] == true else {
             return ReachabilityVerdict(usable: false, reason: "no route to \(watched[family].map { "\($0)" } ?? "")")
         }
-        var verdict = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet,
-                                          source: routeFamily == .v4 ? "198.18.0.2" : "2001:db8:1::2")
+        var verdict = ReachabilityVerdict(
+            usable: true, interface: "eth0", kind: .ethernet,
+            source: routeFamily == .v4 ? "198.18.0.2" : "2001:db8:1::2")
         if routeFamily == .v6, prefixUntil != nil { verdict.nat64Prefix = Self.prefix }
         verdict.routedFamilies = routedFamilies ?? []
         return verdict
@@ -175,14 +183,18 @@ public final class DualStackRun: TargetWorld {
     // MARK: The world the driver acts on
 
     public func resolve(_ host: String, family: AddressFamily, generation: UInt64) {
-        driver.handle(.resolved(generation: generation, .success(order.compactMap { Self.addresses[$0] }), routedFamilies: routedFamilies))
+        driver.handle(
+            .resolved(
+                generation: generation, .success(order.compactMap { Self.addresses[$0] }),
+                routedFamilies: routedFamilies))
     }
 
     public func cancelResolutions() {}
 
     /// No NAT64 here: `ipv4only.arpa` has no address.
     public func resolveNat64(generation: UInt64) {
-        driver.handle(.nat64Resolved(generation: generation, .failure(ResolverFailure(message: "cannot resolve ipv4only.arpa"))))
+        driver.handle(
+            .nat64Resolved(generation: generation, .failure(ResolverFailure(message: "cannot resolve ipv4only.arpa"))))
     }
     public func watchRoute(_ family: IPFamily, _ address: IPAddress?) {
         let before = watched[family]
@@ -207,26 +219,36 @@ public final class DualStackRun: TargetWorld {
         }
         let pathFamily = aimed[family]?.ipFamily ?? family
         guard routed[pathFamily] == true else {
-            return driver.handle(.probe(family, .sendFailed(sequence: sequence, transient: false,
-                                                            reason: "cannot send: Network is unreachable")))
+            return driver.handle(
+                .probe(
+                    family,
+                    .sendFailed(
+                        sequence: sequence, transient: false,
+                        reason: "cannot send: Network is unreachable")))
         }
         // Through NAT64 the IPv6 path carries it: both its blackhole and the prefix's translator matter.
         guard blackholed[pathFamily] != true, pathFamily == family || prefixUntil != nil else { return }
-        queue.add(.reply(family, sequence: sequence, token: token), at: now + .milliseconds(1) + .nanoseconds(random.next() % 20_000_000))
+        queue.add(
+            .reply(family, sequence: sequence, token: token),
+            at: now + .milliseconds(1) + .nanoseconds(random.next() % 20_000_000))
     }
 
     public func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32) {}
     public func cancelCheck(_ family: IPFamily) {}
 
-    public func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
-                              inline: Bool) -> TrafficSampling {
+    public func sampleTraffic(
+        _ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
+        inline: Bool
+    ) -> TrafficSampling {
         .now(TrafficSample(), cost: .zero)
     }
 
     public func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) {}
 
     /// The dual-stack world's routes are on-link: nothing asks a next hop.
-    public func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool) {
+    public func checkNeighbor(
+        _ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool
+    ) {
         figures.violations.append("asked next hop \(gateway) on an on-link route")
     }
 
@@ -278,7 +300,9 @@ public final class DualStackRun: TargetWorld {
             violation("a family is full but Connectivity is \(state.connectivity)")
         }
         if state.connectivity == .unknown {
-            if !families.contains(.unknown) { violation("Connectivity unknown while every family has a verdict: \(families)") }
+            if !families.contains(.unknown) {
+                violation("Connectivity unknown while every family has a verdict: \(families)")
+            }
         } else if let best = families.map(Self.rank).max(), Self.rank(state.connectivity) < best {
             violation("Connectivity \(state.connectivity) below the best family: \(families)")
         }

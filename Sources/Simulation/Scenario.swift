@@ -140,8 +140,10 @@ public struct Scenario: Sendable {
     /// share its resolver and reachability core.
     public var extraTargets: [String] = []
 
-    public init(seed: UInt64, family: AddressFamily = .ipv4, settings: ProbeSettings, host: String = "a.test",
-                duration: UInt64, timeline: [(at: UInt64, fault: Fault)], quietFrom: UInt64? = nil) {
+    public init(
+        seed: UInt64, family: AddressFamily = .ipv4, settings: ProbeSettings, host: String = "a.test",
+        duration: UInt64, timeline: [(at: UInt64, fault: Fault)], quietFrom: UInt64? = nil
+    ) {
         self.seed = seed
         self.family = family
         self.settings = settings
@@ -157,46 +159,71 @@ public struct Scenario: Sendable {
         func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
         func between(_ low: UInt64, _ high: UInt64) -> UInt64 { low + random.next() % (high - low + 1) }
 
-        let settings = ProbeSettings(intervalMilliseconds: pick([100, 200, 500, 1000, 2000]),
-                                     timeoutMilliseconds: pick([100, 200, 500, 1000, 2000]),
-                                     failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)),
-                                     evidence: pick([.probes, .traffic]))
+        let settings = ProbeSettings(
+            intervalMilliseconds: pick([100, 200, 500, 1000, 2000]),
+            timeoutMilliseconds: pick([100, 200, 500, 1000, 2000]),
+            failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)),
+            evidence: pick([.probes, .traffic]))
         let family: AddressFamily = random.next() % 4 == 0 ? .ipv6 : .ipv4
         let faultTime = between(2_000, 15_000)
         var timeline: [(at: UInt64, fault: Fault)] = []
         for _ in 0..<between(2, 14) {
             let at = between(0, faultTime)
             let index = Int32(between(2, 3))
-            let fault: Fault = switch random.next() % 16 {
-            case 0: .behaviour(.answering(minRTT: UInt32(between(1, 50)), maxRTT: UInt32(between(50, 2500)),
-                                          loss: Double(random.next() % 100) / 100))
-            case 1: .behaviour(.silent)
-            case 2: .behaviour(pick([.timeExceeded, .unreachable(wholeQuote: true), .unreachable(wholeQuote: false),
-                                     .icmpFiltered(rtt: UInt32(between(1, 50)), tcp: pick(TCPPath.allCases))]))
-            case 3: .linkUp(index, random.next() % 2 == 0)
-            case 4: .carrier(index, random.next() % 2 == 0)
-            case 5: .route(index, present: random.next() % 2 == 0)
-            case 6: random.next() % 2 == 0 ? .overrun(churn: Int(between(0, 40))) : .overrunWhileLookingUp
-            case 7: .checks(count: Int(between(1, 3000)), spreadMilliseconds: UInt32(between(0, 3000)))
-            case 8: .host(pick(["a.test", "b.test", "hang.test", "fail.test", family == .ipv6 ? "fd00::2" : "198.18.0.2"]))
-            case 9: .settings(ProbeSettings(intervalMilliseconds: pick([100, 500, 1000]), timeoutMilliseconds: pick([100, 500, 1000]),
-                                            failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)),
-                                            evidence: pick([.probes, .traffic])))
-            case 10: .forgeries(count: Int(between(1, 200)))
-            case 11: .resolver(pick([.answering, .slow(milliseconds: UInt32(between(100, 4000))), .failing("SERVFAIL"),
-                                     .failing("Name or service not known"), .hanging]))
-            case 12: .check(pick([.expected(milliseconds: UInt32(between(1, 300))), .portal, .failing, .hanging]))
-            case 13, 14: .traffic(pick([.none, .steady(remotes: Int(between(1, 5))), .lossy(remotes: Int(between(2, 5))),
-                                        .dying(remotes: Int(between(1, 4))), .localOnly(connections: Int(between(1, 20)))]))
-            default: .behaviour(.answering(minRTT: 1, maxRTT: 20, loss: 0))
-            }
+            let fault: Fault =
+                switch random.next() % 16 {
+                case 0:
+                    .behaviour(
+                        .answering(
+                            minRTT: UInt32(between(1, 50)), maxRTT: UInt32(between(50, 2500)),
+                            loss: Double(random.next() % 100) / 100))
+                case 1: .behaviour(.silent)
+                case 2:
+                    .behaviour(
+                        pick([
+                            .timeExceeded, .unreachable(wholeQuote: true), .unreachable(wholeQuote: false),
+                            .icmpFiltered(rtt: UInt32(between(1, 50)), tcp: pick(TCPPath.allCases)),
+                        ]))
+                case 3: .linkUp(index, random.next() % 2 == 0)
+                case 4: .carrier(index, random.next() % 2 == 0)
+                case 5: .route(index, present: random.next() % 2 == 0)
+                case 6: random.next() % 2 == 0 ? .overrun(churn: Int(between(0, 40))) : .overrunWhileLookingUp
+                case 7: .checks(count: Int(between(1, 3000)), spreadMilliseconds: UInt32(between(0, 3000)))
+                case 8:
+                    .host(
+                        pick(["a.test", "b.test", "hang.test", "fail.test", family == .ipv6 ? "fd00::2" : "198.18.0.2"])
+                    )
+                case 9:
+                    .settings(
+                        ProbeSettings(
+                            intervalMilliseconds: pick([100, 500, 1000]), timeoutMilliseconds: pick([100, 500, 1000]),
+                            failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)),
+                            evidence: pick([.probes, .traffic])))
+                case 10: .forgeries(count: Int(between(1, 200)))
+                case 11:
+                    .resolver(
+                        pick([
+                            .answering, .slow(milliseconds: UInt32(between(100, 4000))), .failing("SERVFAIL"),
+                            .failing("Name or service not known"), .hanging,
+                        ]))
+                case 12: .check(pick([.expected(milliseconds: UInt32(between(1, 300))), .portal, .failing, .hanging]))
+                case 13, 14:
+                    .traffic(
+                        pick([
+                            .none, .steady(remotes: Int(between(1, 5))), .lossy(remotes: Int(between(2, 5))),
+                            .dying(remotes: Int(between(1, 4))), .localOnly(connections: Int(between(1, 20))),
+                        ]))
+                default: .behaviour(.answering(minRTT: 1, maxRTT: 20, loss: 0))
+                }
             timeline.append((at, fault))
         }
         // Portal truth's faults, drawn after the others (a seed's earlier draws stay what they were).
         for _ in 0..<between(0, 3) {
             let at = between(0, faultTime)
-            let fault: Fault = random.next() % 2 == 0 ? .api(pick([.captive, .open, .malformed, .hanging, .none]))
-                                                       : .check(pick([.intercepted, .httpsBlocked]))
+            let fault: Fault =
+                random.next() % 2 == 0
+                ? .api(pick([.captive, .open, .malformed, .hanging, .none]))
+                : .check(pick([.intercepted, .httpsBlocked]))
             timeline.append((at, fault))
         }
         // Where it broke's faults, drawn after those (the earlier draws stay what they were).
@@ -224,15 +251,18 @@ public struct Scenario: Sendable {
             slowest.timeoutMilliseconds = max(slowest.timeoutMilliseconds, other.timeoutMilliseconds)
             slowest.recoveryThreshold = max(slowest.recoveryThreshold, other.recoveryThreshold)
         }
-        let recovery = UInt64(slowest.recoveryThreshold + 2) * UInt64(slowest.intervalMilliseconds + slowest.timeoutMilliseconds)
+        let recovery =
+            UInt64(slowest.recoveryThreshold + 2) * UInt64(slowest.intervalMilliseconds + slowest.timeoutMilliseconds)
         var quiet = healAt + recovery + 500
-        var scenario = Scenario(seed: seed, family: family, settings: settings, host: pick(["a.test", "b.test"]),
-                                duration: quiet + 500, timeline: timeline, quietFrom: quiet)
+        var scenario = Scenario(
+            seed: seed, family: family, settings: settings, host: pick(["a.test", "b.test"]),
+            duration: quiet + 500, timeline: timeline, quietFrom: quiet)
         scenario.checkURL = random.next() % 2 == 0
         scenario.dnsRefreshMilliseconds = pick([1_000, 3_000, 300_000])
         if random.next() % 6 == 0 { scenario.probeMethod = .tcp }
         if random.next() % 4 == 0 {
-            scenario.extraTargets = (0..<between(1, 6)).map { _ in pick(["a.test", "b.test", "hang.test", "fail.test"]) }
+            scenario.extraTargets = (0..<between(1, 6)).map { _ in pick(["a.test", "b.test", "hang.test", "fail.test"])
+            }
         }
         scenario.secureCheck = random.next() % 3 == 0
         scenario.checkEcho = random.next() % 2 == 0

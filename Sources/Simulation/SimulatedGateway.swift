@@ -41,7 +41,9 @@ struct DiagnosisWatch {
 extension Simulation {
     /// The default target's outages, oldest first; its TimeInState at the end; the next hops it asked and its probes past them.
     public var outages: [Outage] { first.history.outages }
-    public var timeInState: [String: UInt64] { Dictionary(uniqueKeysWithValues: first.history.timeInState(boot: bootTime)) }
+    public var timeInState: [String: UInt64] {
+        Dictionary(uniqueKeysWithValues: first.history.timeInState(boot: bootTime))
+    }
     public var neighborChecksAsked: Int { first.diagnosis.askedNeighbors }
     public var probesPastTheGateway: Int { first.diagnosis.probedBeyond }
 
@@ -115,16 +117,19 @@ extension SimulatedTarget {
         diagnosis.askedNeighbors += 1
         diagnosis.lastRediagnosis = now
         let answering = simulation.gateway.answersNeighbors
-        simulation.queue.add(.neighborAnswer(target: index, family: family, generation: generation, answering ? .reachable : .unreachable),
-                             at: now + (answering ? .milliseconds(1) : .milliseconds(600)))
+        simulation.queue.add(
+            .neighborAnswer(
+                target: index, family: family, generation: generation, answering ? .reachable : .unreachable),
+            at: now + (answering ? .milliseconds(1) : .milliseconds(600)))
     }
 
     /// The one probe past the gateway: a router past it says Time Exceeded, or nothing does within 1 s.
     func probeBeyond(_ family: IPFamily, generation: UInt64) {
         diagnosis.probedBeyond += 1
         let carried = simulation.gateway.carries
-        simulation.queue.add(.beyondAnswer(target: index, family: family, generation: generation, carried ? .carried : .silent),
-                             at: now + (carried ? .milliseconds(3) : .seconds(1)))
+        simulation.queue.add(
+            .beyondAnswer(target: index, family: family, generation: generation, carried ? .carried : .silent),
+            at: now + (carried ? .milliseconds(3) : .seconds(1)))
     }
 
     /// The next hop's check `generation` is answered now.
@@ -144,11 +149,15 @@ extension SimulatedTarget {
     func checkWhereItBroke() {
         let gateway = simulation.gateway
         if gateway.asleepSince == nil,
-           let ended = history.observe(state.connectivity, blame: state.blame, reason: state.reason, boot: simulation.bootTime,
-                                       real: simulation.wallTime) {
+            let ended = history.observe(
+                state.connectivity, blame: state.blame, reason: state.reason, boot: simulation.bootTime,
+                real: simulation.wallTime)
+        {
             noteOutage(ended)
         }
-        if state.blame == .gateway, let since = gateway.answeringSince, let asked = diagnosis.lastCheckAskedAt, since < asked {
+        if state.blame == .gateway, let since = gateway.answeringSince, let asked = diagnosis.lastCheckAskedAt,
+            since < asked
+        {
             violation("Blame is gateway, but the gateway has answered its neighbours since before it was last asked")
         }
         let away = state.connectivity == .none || state.connectivity == .limited || state.connectivity == .portal

@@ -26,14 +26,22 @@ struct SimulatedKernel {
 
     init(family: IPFamily) {
         let v4 = family == .v4
-        for (index, name, kind, priority) in [(Int32(2), "eth0", "veth", UInt32(100)), (Int32(3), "wlan0", "wifi", UInt32(600))] {
-            let link = Link(index: index, name: name, flags: Self.up | Self.running | Self.lowerUp, operState: 6,
-                            type: 1, kind: kind)
+        for (index, name, kind, priority) in [
+            (Int32(2), "eth0", "veth", UInt32(100)), (Int32(3), "wlan0", "wifi", UInt32(600)),
+        ] {
+            let link = Link(
+                index: index, name: name, flags: Self.up | Self.running | Self.lowerUp, operState: 6,
+                type: 1, kind: kind)
             let address = v4 ? IPAddress.v4([198, 18, UInt8(index), 1]) : Simulation.v6(UInt8(index), 1)
-            let route = Route(family: UInt8(family.number), outputInterface: index, gateway: Simulation.gatewayAddress(index, v6: !v4),
-                              preferredSource: address, priority: priority)
-            interfaces[index] = Interface(link: link, address: InterfaceAddress(index: index, address: address,
-                                                                                prefixLength: v4 ? 24 : 64), route: route)
+            let route = Route(
+                family: UInt8(family.number), outputInterface: index,
+                gateway: Simulation.gatewayAddress(index, v6: !v4),
+                preferredSource: address, priority: priority)
+            interfaces[index] = Interface(
+                link: link,
+                address: InterfaceAddress(
+                    index: index, address: address,
+                    prefixLength: v4 ? 24 : 64), route: route)
         }
         routesChanged()
     }
@@ -69,7 +77,8 @@ struct SimulatedKernel {
     mutating func answer(_ request: ReachabilityCore.Request) {
         switch request {
         case .dump(.links, let sequence):
-            enqueue(interfaces.values.sorted { $0.link.index < $1.link.index }.map { .newLink($0.link) }, droppable: false)
+            enqueue(
+                interfaces.values.sorted { $0.link.index < $1.link.index }.map { .newLink($0.link) }, droppable: false)
             enqueue([.done(sequence: sequence)], droppable: false)
         case .dump(.addresses, let sequence):
             enqueue(interfaces.values.map { .newAddress($0.address) }, droppable: false)
@@ -89,7 +98,9 @@ struct SimulatedKernel {
     private var presentRoutes: [Route] = []
 
     private mutating func routesChanged() {
-        presentRoutes = interfaces.values.filter { $0.routePresent && $0.link.isUp }.map(\.route).sorted { $0.priority < $1.priority }
+        presentRoutes = interfaces.values.filter { $0.routePresent && $0.link.isUp }.map(\.route).sorted {
+            $0.priority < $1.priority
+        }
     }
 
     /// The kernel's choice: the default route with the lowest metric whose link is up.
@@ -121,7 +132,9 @@ struct SimulatedKernel {
 
     /// Whether a probe sent now reaches the wire: a route over a link with carrier.
     func delivers(to target: IPAddress) -> Bool {
-        guard case .route(let route) = lookup(target), let index = route.outputInterface, let link = interfaces[index]?.link else {
+        guard case .route(let route) = lookup(target), let index = route.outputInterface,
+            let link = interfaces[index]?.link
+        else {
             return false
         }
         return link.isUp && link.hasCarrier && link.isRunning
@@ -136,7 +149,9 @@ struct SimulatedKernel {
         routesChanged()
         enqueue([.newLink(interface.link)])
         // The kernel deletes a downed link's routes; whoever manages it adds them back.
-        if interface.routePresent { enqueue([up ? .newRoute(interface.route, sequence: 0) : .deleteRoute(interface.route)]) }
+        if interface.routePresent {
+            enqueue([up ? .newRoute(interface.route, sequence: 0) : .deleteRoute(interface.route)])
+        }
     }
 
     mutating func setCarrier(_ index: Int32, _ on: Bool) {

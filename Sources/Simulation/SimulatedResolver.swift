@@ -39,7 +39,8 @@ struct SimulatedResolver {
         _ = queue.add(.init(id: asked, owner: UInt64(lookup.target), first: lookup.first, payload: lookup))
         if lookup.first { firstMustStartBy = underWay ? (firstMustStartBy ?? endsAt) : now }
         let owner = UInt64(lookup.target)
-        guard queue.entries.count > targets || queue.entries.contains(where: { $0.owner == owner && $0.id != asked }) else { return nil }
+        guard queue.entries.count > targets || queue.entries.contains(where: { $0.owner == owner && $0.id != asked })
+        else { return nil }
         return "\(queue.entries.count) lookups wait for the resolver, more than one for target \(lookup.target)"
     }
 
@@ -55,7 +56,8 @@ struct SimulatedResolver {
     }
 
     /// The thread takes the next lookup if it is free; `late` says how long one that goes first waited too long.
-    mutating func startNext(now: Instant, v6: Bool, random: inout SeededRandom) -> (started: Started, late: Duration?)? {
+    mutating func startNext(now: Instant, v6: Bool, random: inout SeededRandom) -> (started: Started, late: Duration?)?
+    {
         guard !underWay, let next = queue.next() else { return nil }
         var late: Duration?
         if next.payload.first {
@@ -70,9 +72,14 @@ struct SimulatedResolver {
     }
 
     /// What the resolver says of `host`, and after how long: glibc's own timeout (5 to 10 s) for a name nobody answers.
-    private static func answer(_ host: String, _ behaviour: Scenario.ResolverBehaviour, v6: Bool,
-                               random: inout SeededRandom) -> (Result<[IPAddress], ResolverFailure>, Duration) {
-        let hung = (ResolverFailure(message: "cannot resolve \(host): no answer"), Duration.seconds(5) + .nanoseconds(random.next() % 5_000_000_000))
+    private static func answer(
+        _ host: String, _ behaviour: Scenario.ResolverBehaviour, v6: Bool,
+        random: inout SeededRandom
+    ) -> (Result<[IPAddress], ResolverFailure>, Duration) {
+        let hung = (
+            ResolverFailure(message: "cannot resolve \(host): no answer"),
+            Duration.seconds(5) + .nanoseconds(random.next() % 5_000_000_000)
+        )
         var delay = Duration.nanoseconds(random.next() % 30_000_000)
         switch host {
         case "a.test", "b.test":

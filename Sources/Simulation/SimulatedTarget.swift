@@ -104,8 +104,11 @@ final class SimulatedTarget: TargetWorld {
     /// Host's addresses in the simulated world, for the Host they were found for (a Host changes rarely).
     var hostAddresses: (host: String, addresses: [IPAddress]) = ("", [])
 
-    init(simulation: Simulation, index: Int, core: TargetCore, settings: ProbeSettings, routeID: ReachabilityCore.TargetID,
-         lookupsFirst: Bool) {
+    init(
+        simulation: Simulation, index: Int, core: TargetCore, settings: ProbeSettings,
+        routeID: ReachabilityCore.TargetID,
+        lookupsFirst: Bool
+    ) {
         self.simulation = simulation
         self.index = index
         self.routeID = routeID
@@ -168,7 +171,9 @@ final class SimulatedTarget: TargetWorld {
             return
         }
         simulation.routeNewsSinceCheck = true
-        let changed = address != simulation.askReach({ $0.target(routeID) }) || [family] != simulation.askReach({ $0.families(routeID) })
+        let changed =
+            address != simulation.askReach({ $0.target(routeID) })
+            || [family] != simulation.askReach({ $0.families(routeID) })
         simulation.reach.setTarget(address, for: routeID)
         simulation.reach.setFamilies([family], for: routeID)
         if changed { simulation.noteKernelTruth(resetting: routeID) }
@@ -194,12 +199,15 @@ final class SimulatedTarget: TargetWorld {
 
     func send(_ family: IPFamily, sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
         guard watched(family, "send") else { return }
-        log("send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(path.probe.outstandingCount), next wake \(path.probe.nextWakeup.map { "\($0.sinceOrigin)" } ?? "none"))")
+        log(
+            "send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(path.probe.outstandingCount), next wake \(path.probe.nextWakeup.map { "\($0.sinceOrigin)" } ?? "none"))"
+        )
         simulation.summary.probesSent += 1
         stallWaitingSince = nil
         resumeWaitingSince = nil
         skippedSinceSend = false
-        sent[sequence] = SentProbe(sentAt: now, deadline: now + .milliseconds(settings.timeoutMilliseconds), extra: extra)
+        sent[sequence] = SentProbe(
+            sentAt: now, deadline: now + .milliseconds(settings.timeoutMilliseconds), extra: extra)
         if sent.count > 4096 { sent = sent.filter { $0.value.deadline + .seconds(10) > now } }
         if forCheck {
             onScheduleSinceAnswer = false
@@ -218,12 +226,16 @@ final class SimulatedTarget: TargetWorld {
         if family == watchedFamily { runningCheck = nil }
     }
 
-    func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool) -> TrafficSampling {
+    func sampleTraffic(
+        _ family: IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool
+    ) -> TrafficSampling {
         guard watched(family, "sample traffic") else { return .now(nil, cost: .zero) }
         return sampleTraffic(generation: generation, inline: inline)
     }
 
-    func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool) {
+    func checkNeighbor(
+        _ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool
+    ) {
         guard watched(family, "ask a next hop") else { return }
         if Simulation.gatewayAddress(interfaceIndex, v6: family == .v6) != gateway {
             violation("asked \(gateway), which is not interface \(interfaceIndex)'s next hop")

@@ -40,19 +40,26 @@ extension Simulation {
 
     /// Asks the shared resolver for a name (the driver answers an address itself).
     func resolve(_ host: String, _ generation: UInt64, for index: Int) {
-        let lookup = SimulatedResolver.Lookup(target: index, first: targets[index].lookupsFirst, host: host, generation: generation)
+        let lookup = SimulatedResolver.Lookup(
+            target: index, first: targets[index].lookupsFirst, host: host, generation: generation)
         if let broken = resolver.ask(lookup, targets: targets.count, now: now) { violation(broken) }
         startNextLookup()
     }
 
     /// The resolver's thread takes the next lookup, if it is free.
     func startNextLookup() {
-        guard let (started, late) = resolver.startNext(now: now, v6: scenario.family == .ipv6, random: &random) else { return }
-        if let late { violation("a lookup that goes first started \(late) after the lookup under way when it was asked") }
+        guard let (started, late) = resolver.startNext(now: now, v6: scenario.family == .ipv6, random: &random) else {
+            return
+        }
+        if let late {
+            violation("a lookup that goes first started \(late) after the lookup under way when it was asked")
+        }
         let lookup = started.lookup
         let target = targets[lookup.target]
         if lookup.generation == target.driver.core.generation { target.lookupAskedAt = now }
-        queue.add(.resolverAnswer(target: lookup.target, generation: lookup.generation, started.answer, worker: true), at: started.at)
+        queue.add(
+            .resolverAnswer(target: lookup.target, generation: lookup.generation, started.answer, worker: true),
+            at: started.at)
     }
 
     static func v6(_ subnet: UInt8, _ host: UInt8) -> IPAddress {
@@ -77,7 +84,8 @@ extension SimulatedTarget {
         take(.route(watchedFamily, verdict))
         // A route gained or changed probes at once: off the schedule.
         if verdict.usable, case .resolved = path.monitor.resolution,
-           previous?.usable != true || previous?.interface != verdict.interface {
+            previous?.usable != true || previous?.interface != verdict.interface
+        {
             onScheduleSinceAnswer = false
         }
     }
@@ -93,7 +101,8 @@ extension SimulatedTarget {
             return .now(sample, cost: .nanoseconds(20_000 + simulation.random.next() % 200_000))
         }
         let cost = Duration.nanoseconds(100_000 + simulation.random.next() % 5_000_000)
-        simulation.queue.add(.trafficSample(target: index, generation: generation, sample, cost: cost, takenAt: now), at: now + cost)
+        simulation.queue.add(
+            .trafficSample(target: index, generation: generation, sample, cost: cost, takenAt: now), at: now + cost)
         return .later
     }
 
@@ -108,20 +117,30 @@ extension SimulatedTarget {
         // The plain and the secure fetch, each as the network treats it, combined as CheckPairRun does.
         let nonce = scenario.checkEcho ? "0123456789abcdef0123456789abcdef" : nil
         let timedOut = CheckAnswer.Meaning.failed("timed out")
-        let (after, plain, secure): (Duration, CheckAnswer.Meaning, CheckAnswer.Meaning) = switch behaviour {
-        case .expected(let milliseconds): (.milliseconds(milliseconds), .expected, .expected)
-        case .portal: (.milliseconds(20), .portal("http://portal.test/login"), .failed("the server's certificate is not trusted"))
-        case .failing: (.milliseconds(20), .failed("HTTP 500"), .failed("HTTP 500"))
-        case .hanging: (limit, timedOut, timedOut)
-        case .intercepted: (.milliseconds(20), CheckAnswer(status: 204).meaning(checkURL: Simulation.checkURL, nonce: nonce),
-                            .failed("the server's certificate is not trusted"))
-        case .httpsBlocked: (limit, .expected, timedOut)
-        }
-        runningCheckFaked = (behaviour == .intercepted && scenario.checkEcho && scenario.checkURL)
+        let (after, plain, secure): (Duration, CheckAnswer.Meaning, CheckAnswer.Meaning) =
+            switch behaviour {
+            case .expected(let milliseconds): (.milliseconds(milliseconds), .expected, .expected)
+            case .portal:
+                (
+                    .milliseconds(20), .portal("http://portal.test/login"),
+                    .failed("the server's certificate is not trusted")
+                )
+            case .failing: (.milliseconds(20), .failed("HTTP 500"), .failed("HTTP 500"))
+            case .hanging: (limit, timedOut, timedOut)
+            case .intercepted:
+                (
+                    .milliseconds(20), CheckAnswer(status: 204).meaning(checkURL: Simulation.checkURL, nonce: nonce),
+                    .failed("the server's certificate is not trusted")
+                )
+            case .httpsBlocked: (limit, .expected, timedOut)
+            }
+        runningCheckFaked =
+            (behaviour == .intercepted && scenario.checkEcho && scenario.checkURL)
             || ((behaviour == .intercepted || behaviour == .httpsBlocked) && scenario.secureCheck)
-        let meaning = CheckAnswer.combine(plainURL: scenario.checkURL ? Simulation.checkURL : "", plain: scenario.checkURL ? plain : nil,
-                                          secureURL: scenario.secureCheck ? Simulation.secureCheckURL : "",
-                                          secure: scenario.secureCheck ? secure : nil)
+        let meaning = CheckAnswer.combine(
+            plainURL: scenario.checkURL ? Simulation.checkURL : "", plain: scenario.checkURL ? plain : nil,
+            secureURL: scenario.secureCheck ? Simulation.secureCheckURL : "",
+            secure: scenario.secureCheck ? secure : nil)
         simulation.queue.add(.checkAnswer(target: index, generation: generation, meaning), at: now + min(after, limit))
     }
 
@@ -130,18 +149,27 @@ extension SimulatedTarget {
         guard let address = probeTarget else { return }
         let alone = simulation.scenario.probeMethod == .tcp
         let carries = simulation.gateway.carries
-        if filteredSince != nil && !(simulation.kernel.canSend(to: address) && simulation.kernel.delivers(to: address) && carries) {
+        if filteredSince != nil
+            && !(simulation.kernel.canSend(to: address) && simulation.kernel.delivers(to: address) && carries)
+        {
             pathTroubleSinceFiltered = true
         }
         guard simulation.kernel.canSend(to: address) else {
             let inFlight = path.isOutstanding(sequence)
             if alone {
                 // connect(2) fails at once; the driver answers from the loop, as for any outcome.
-                simulation.queue.add(.tcpOutcome(target: index, sequence: sequence, token: token, .localRefusal(errno: 101),
-                                                 alone: true, fromHost: false), at: now)
+                simulation.queue.add(
+                    .tcpOutcome(
+                        target: index, sequence: sequence, token: token, .localRefusal(errno: 101),
+                        alone: true, fromHost: false), at: now)
                 return
             }
-            take(.probe(watchedFamily, .sendFailed(sequence: sequence, transient: false, reason: "cannot send to \(address): Network is unreachable")))
+            take(
+                .probe(
+                    watchedFamily,
+                    .sendFailed(
+                        sequence: sequence, transient: false,
+                        reason: "cannot send to \(address): Network is unreachable")))
             if inFlight {
                 sent[sequence]?.finished = true
                 failureKindsSinceAnswer.insert("send failed")
@@ -160,15 +188,19 @@ extension SimulatedTarget {
             let rtt = Duration.milliseconds(minRTT) + .nanoseconds(simulation.random.next() % spread)
             simulation.queue.add(.reply(target: index, sequence: sequence, token: token, via: .icmp), at: now + rtt)
             if simulation.random.next() % 50 == 0 {
-                simulation.queue.add(.reply(target: index, sequence: sequence, token: token, via: .icmp), at: now + rtt + .microseconds(1))
+                simulation.queue.add(
+                    .reply(target: index, sequence: sequence, token: token, via: .icmp),
+                    at: now + rtt + .microseconds(1))
             }
         case .icmpFiltered, .silent:
             break
         case .timeExceeded:
-            simulation.queue.add(.icmpError(target: index, sequence: sequence, token: token, .timeExceeded), at: now + .milliseconds(2))
+            simulation.queue.add(
+                .icmpError(target: index, sequence: sequence, token: token, .timeExceeded), at: now + .milliseconds(2))
         case .unreachable(let whole):
-            simulation.queue.add(.icmpError(target: index, sequence: sequence, token: whole ? token : nil, .unreachable(code: 1)),
-                                 at: now + .milliseconds(2))
+            simulation.queue.add(
+                .icmpError(target: index, sequence: sequence, token: whole ? token : nil, .unreachable(code: 1)),
+                at: now + .milliseconds(2))
         }
     }
 
@@ -198,15 +230,18 @@ extension SimulatedTarget {
         case .timeExceeded, .unreachable:
             (outcome, after, fromHost) = (.icmpError(errno: 113), routerDelay, false)
         }
-        simulation.queue.add(.tcpOutcome(target: index, sequence: sequence, token: token, outcome, alone: alone, fromHost: fromHost),
-                             at: now + after)
+        simulation.queue.add(
+            .tcpOutcome(target: index, sequence: sequence, token: token, outcome, alone: alone, fromHost: fromHost),
+            at: now + after)
     }
 
     /// Whether the path to Host works now: a route the kernel delivers on, and a host that answers
     /// (ICMP filtered or not); when it stopped working.
     func notePath() {
         let works: Bool
-        if let address = probeTarget, simulation.kernel.canSend(to: address), simulation.kernel.delivers(to: address), simulation.gateway.carries {
+        if let address = probeTarget, simulation.kernel.canSend(to: address), simulation.kernel.delivers(to: address),
+            simulation.gateway.carries
+        {
             switch simulation.behaviour {
             case .answering(_, _, let loss): works = loss < 0.5
             case .icmpFiltered(_, let path): works = path == .accepts || path == .resets
@@ -233,11 +268,13 @@ extension SimulatedTarget {
         }
         guard remotes > 0 else { return TrafficSample() }
         guard let down = pathDownSince else {
-            return TrafficSample(connections: remotes, receivingRemotes: remotes,
-                                 retransmittingRemotes: lossy ? Int(simulation.random.next() % UInt64(remotes + 1)) : 0)
+            return TrafficSample(
+                connections: remotes, receivingRemotes: remotes,
+                retransmittingRemotes: lossy ? Int(simulation.random.next() % UInt64(remotes + 1)) : 0)
         }
         let elapsed = now - down
-        return TrafficSample(connections: remotes, receivingRemotes: elapsed < .seconds(1) ? remotes : 0,
-                             retransmittingRemotes: elapsed >= .milliseconds(300) ? remotes : 0)
+        return TrafficSample(
+            connections: remotes, receivingRemotes: elapsed < .seconds(1) ? remotes : 0,
+            retransmittingRemotes: elapsed >= .milliseconds(300) ? remotes : 0)
     }
 }

@@ -134,12 +134,15 @@ public final class Simulation {
         let hosts = [scenario.host] + scenario.extraTargets
         let stride = UInt16(hosts.count)
         for (index, host) in hosts.enumerated() {
-            let core = TargetCore(host: host, family: scenario.family, probeSettings: scenario.settings, seed: scenario.seed &+ UInt64(index),
-                                  slots: [watchedFamily: UInt16(index)], stride: stride,
-                                  refresh: .milliseconds(scenario.dnsRefreshMilliseconds))
+            let core = TargetCore(
+                host: host, family: scenario.family, probeSettings: scenario.settings,
+                seed: scenario.seed &+ UInt64(index),
+                slots: [watchedFamily: UInt16(index)], stride: stride,
+                refresh: .milliseconds(scenario.dnsRefreshMilliseconds))
             // The default target's lookups go first, as the daemon's.
-            let target = SimulatedTarget(simulation: self, index: index, core: core, settings: scenario.settings,
-                                         routeID: reach.addTarget(families: IPFamily.allCases), lookupsFirst: index == 0)
+            let target = SimulatedTarget(
+                simulation: self, index: index, core: core, settings: scenario.settings,
+                routeID: reach.addTarget(families: IPFamily.allCases), lookupsFirst: index == 0)
             target.history.observeStart(boot: BootTime(sinceBoot: .zero))
             target.driver.observeStep = { [unowned self, unowned target] actions in
                 if trace != nil { for action in actions { target.log("target: \(action)") } }
@@ -157,7 +160,7 @@ public final class Simulation {
         first.take(.start(checkURL: startCheckURL))
         pump()
         let end = Instant.origin + .milliseconds(scenario.duration)
-        let targets = self.targets  // fixed from here on
+        let targets = self.targets // fixed from here on
         while violations.isEmpty {
             let reachWake = askReach { $0.nextWakeup }
             var next = queue.nextTime ?? end
@@ -187,7 +190,7 @@ public final class Simulation {
             } else if let first = queue.nextTime, first <= now, let (_, event) = queue.removeFirst() {
                 handle(event)
             } else {
-                break  // nothing left before the end
+                break // nothing left before the end
             }
             summary.events += 1
             pump()
@@ -195,7 +198,9 @@ public final class Simulation {
             checkKernelAgreement()
             for target in targets { target.checkStep(textless: checksTextlessConnectivity) }
             if let by = resolver.firstMustStartBy, now > by {
-                violation("a lookup that goes first still waits \(now - by) after the lookup under way when it was asked ended")
+                violation(
+                    "a lookup that goes first still waits \(now - by) after the lookup under way when it was asked ended"
+                )
             }
         }
         now = end
@@ -218,7 +223,8 @@ public final class Simulation {
     /// struct runs on a copy.
     func askReach<Answer>(_ question: (ReachabilityCore) -> Answer) -> Answer { Self.ask(&reach, question) }
 
-    private static func ask<Answer>(_ core: inout ReachabilityCore, _ question: (ReachabilityCore) -> Answer) -> Answer {
+    private static func ask<Answer>(_ core: inout ReachabilityCore, _ question: (ReachabilityCore) -> Answer) -> Answer
+    {
         question(core)
     }
 
@@ -249,7 +255,9 @@ public final class Simulation {
             if kernel.hasQueued { scheduleKernelRead() }
         case .trafficSample(let index, let generation, let sample, let cost, let takenAt):
             let target = targets[index]
-            if generation == target.path.trafficWatch.generation { target.newSample = (takenAt, sample.receivingRemotes > 0) }
+            if generation == target.path.trafficWatch.generation {
+                target.newSample = (takenAt, sample.receivingRemotes > 0)
+            }
             target.take(.trafficSampled(watchedFamily, generation: generation, sample, cost: cost))
         case .checkAnswer(let index, let generation, let meaning):
             let target = targets[index]
@@ -261,7 +269,11 @@ public final class Simulation {
         case .capportAnswer(let interface, let generation, let result):
             // What the follower takes (a cancelled fetch's answer it does not).
             if follower.isUnderway(interface: interface, generation: generation) {
-                if case .success(let answer) = result { apiAnswers[interface] = answer.captive } else { apiAnswers[interface] = nil }
+                if case .success(let answer) = result {
+                    apiAnswers[interface] = answer.captive
+                } else {
+                    apiAnswers[interface] = nil
+                }
             }
             let (changed, actions) = follower.fetched(interface: interface, generation: generation, result, now: now)
             carryOut(actions)
@@ -351,7 +363,7 @@ public final class Simulation {
             first.settings = new
             first.take(.probeSettings(new))
         case .forgeries where scenario.probeMethod == .tcp:
-            break  // without an ICMP socket there is nothing to forge into
+            break // without an ICMP socket there is nothing to forge into
         case .forgeries(let count):
             pick(targets).forge(count)
         case .heal:
@@ -386,7 +398,8 @@ public final class Simulation {
 
     /// The network announces its API on every link (or stops): the follower hears of it as CapportWatch would.
     func announceAPI() {
-        let uris = apiBehaviour == .none ? [:] : ["eth0": "https://api.test/capport", "wlan0": "https://api.test/capport"]
+        let uris =
+            apiBehaviour == .none ? [:] : ["eth0": "https://api.test/capport", "wlan0": "https://api.test/capport"]
         let before = follower.facts
         if uris.isEmpty { apiAnswers = [:] }
         carryOut(follower.announced(uris, now: now))
@@ -403,14 +416,18 @@ public final class Simulation {
     func carryOut(_ actions: [CapportFollower.Action]) {
         for action in actions {
             guard case .fetch(let interface, _, let generation) = action else { continue }
-            let limit = Duration.milliseconds(PortalCheck.limitMilliseconds(timeout: first.settings.timeoutMilliseconds))
-            let (after, result): (Duration, Result<CapportAnswer, StrictJSON.Malformed>) = switch apiBehaviour {
-            case .captive: (.milliseconds(10), .success(CapportAnswer(captive: true, userPortalURL: Self.apiPortalURL)))
-            case .open: (.milliseconds(10), .success(CapportAnswer(captive: false, secondsRemaining: random.next() % 4000)))
-            case .malformed:
-                (.milliseconds(10), CapportAnswer.parse(Array(pick(Self.malformedAnswers).utf8)))
-            case .hanging, .none: (limit, .failure(StrictJSON.Malformed(text: "timed out")))
-            }
+            let limit = Duration.milliseconds(
+                PortalCheck.limitMilliseconds(timeout: first.settings.timeoutMilliseconds))
+            let (after, result): (Duration, Result<CapportAnswer, StrictJSON.Malformed>) =
+                switch apiBehaviour {
+                case .captive:
+                    (.milliseconds(10), .success(CapportAnswer(captive: true, userPortalURL: Self.apiPortalURL)))
+                case .open:
+                    (.milliseconds(10), .success(CapportAnswer(captive: false, secondsRemaining: random.next() % 4000)))
+                case .malformed:
+                    (.milliseconds(10), CapportAnswer.parse(Array(pick(Self.malformedAnswers).utf8)))
+                case .hanging, .none: (limit, .failure(StrictJSON.Malformed(text: "timed out")))
+                }
             queue.add(.capportAnswer(interface: interface, generation: generation, result), at: now + after)
         }
         if let wake = follower.nextWakeup, capportWakeAt.map({ wake < $0 }) ?? true {
@@ -419,9 +436,11 @@ public final class Simulation {
         }
     }
 
-    static let malformedAnswers = [#"{"captive": true}"#, #"{"captive": true, "user-portal-url": "http://portal.test/"}"#,
-                                   #"{"captive": "yes", "user-portal-url": "https://portal.test/"}"#, "<html>",
-                                   #"{"captive": true, "captive": false, "user-portal-url": "https://portal.test/"}"#]
+    static let malformedAnswers = [
+        #"{"captive": true}"#, #"{"captive": true, "user-portal-url": "http://portal.test/"}"#,
+        #"{"captive": "yes", "user-portal-url": "https://portal.test/"}"#, "<html>",
+        #"{"captive": true, "captive": false, "user-portal-url": "https://portal.test/"}"#,
+    ]
 
     func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
 
@@ -469,7 +488,11 @@ extension SimulatedTarget {
         let answeredBefore = path.probe.statistics.answered
         take(.probe(watchedFamily, .reply(sequence: sequence, token: token, via: via)))
         if path.probe.statistics.answered > answeredBefore {
-            if !fromHost { violation("probe \(sequence) counted as answered though only a router spoke (its ICMP error about the TCP connection)") }
+            if !fromHost {
+                violation(
+                    "probe \(sequence) counted as answered though only a router spoke (its ICMP error about the TCP connection)"
+                )
+            }
             sent[sequence]?.finished = true
             sent[sequence]?.answered = true
             newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? .origin)
@@ -484,7 +507,9 @@ extension SimulatedTarget {
     /// A TCP probe's connection ended so.
     func ended(_ sequence: UInt16, _ token: UInt64, _ outcome: TCPOutcome, alone: Bool, fromHost: Bool) {
         // The transport's rule: a connection's end counts only while its probe waits.
-        let input = outcome.input(sequence: sequence, token: token, alone: alone, outstanding: path.isOutstanding(sequence)) {
+        let input = outcome.input(
+            sequence: sequence, token: token, alone: alone, outstanding: path.isOutstanding(sequence)
+        ) {
             "cannot reach the host: error \($0)"
         }
         switch input {
@@ -517,7 +542,8 @@ extension SimulatedTarget {
         sent[sequence]?.finished = true
         // A probe older than the newest answered one: old news, no failure.
         guard let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt,
-              !probe.extra || failure != .timeExceeded else { return }
+            !probe.extra || failure != .timeExceeded
+        else { return }
         if firstFailureSentAt == nil { firstFailureSentAt = probe.sentAt }
         failureKindsSinceAnswer.insert(failure == .timeExceeded ? "time exceeded" : "refused")
         answersInRow = 0
@@ -537,12 +563,16 @@ extension SimulatedTarget {
         let outstanding = sent.filter { !$0.value.finished && $0.value.deadline > now }.map(\.key).sorted()
         for _ in 0..<count {
             let random = simulation.random.next()
-            let sequence = outstanding.isEmpty ? UInt16(truncatingIfNeeded: random) : outstanding[Int(random % UInt64(outstanding.count))]
+            let sequence =
+                outstanding.isEmpty
+                ? UInt16(truncatingIfNeeded: random) : outstanding[Int(random % UInt64(outstanding.count))]
             let at = now + .nanoseconds(simulation.random.next() % 500_000_000)
             if simulation.random.next() % 2 == 0 {
-                simulation.queue.add(.icmpError(target: index, sequence: sequence, token: nil, .unreachable(code: 1)), at: at)
+                simulation.queue.add(
+                    .icmpError(target: index, sequence: sequence, token: nil, .unreachable(code: 1)), at: at)
             } else {
-                simulation.queue.add(.reply(target: index, sequence: sequence, token: simulation.random.next(), via: .icmp), at: at)
+                simulation.queue.add(
+                    .reply(target: index, sequence: sequence, token: simulation.random.next(), via: .icmp), at: at)
             }
         }
     }

@@ -15,7 +15,9 @@ extension SimulatedTarget {
     func checkTextlessConnectivity() {
         let textless = path.connectivity
         let stated = path.state(previous: MonitorState()).connectivity
-        if textless != stated { violation("the path's Connectivity without text is \(textless), but its state says \(stated)") }
+        if textless != stated {
+            violation("the path's Connectivity without text is \(textless), but its state says \(stated)")
+        }
     }
 
     /// The rules checked after every step, whatever it was (`textless`: also Connectivity found without text).
@@ -39,10 +41,14 @@ extension SimulatedTarget {
             simulation.summary.probesSkipped += skipped - skippedSoFar
             skippedSoFar = skipped
             skippedSinceSend = true
-            if settings.evidence != .traffic { violation("a probe was skipped with Evidence \(settings.evidence.rawValue)") }
+            if settings.evidence != .traffic {
+                violation("a probe was skipped with Evidence \(settings.evidence.rawValue)")
+            }
             guard let sample = lastSample, sample.receiving, now - sample.at <= .seconds(1) else {
-                return violation("a probe was skipped for traffic without data from a remote routed like Host within a second "
-                                 + "(last sample: \(lastSample.map { "\(now - $0.at) ago, receiving \($0.receiving)" } ?? "none"))")
+                return violation(
+                    "a probe was skipped for traffic without data from a remote routed like Host within a second "
+                        + "(last sample: \(lastSample.map { "\(now - $0.at) ago, receiving \($0.receiving)" } ?? "none"))"
+                )
             }
         }
         let word = path.trafficWatch.traffic
@@ -52,7 +58,9 @@ extension SimulatedTarget {
                 simulation.summary.stalls += 1
                 if path.probe.report.answering == true, path.probe.outstandingCount == 0 { stallWaitingSince = now }
             }
-            if lastTraffic == .flowing, skippedSinceSend, path.probe.report.answering == true, path.probe.outstandingCount == 0 {
+            if lastTraffic == .flowing, skippedSinceSend, path.probe.report.answering == true,
+                path.probe.outstandingCount == 0
+            {
                 resumeWaitingSince = now
             }
             lastTraffic = word
@@ -97,23 +105,28 @@ extension SimulatedTarget {
                 violation("not answering, though no probe sent after the newest answered one has failed")
             }
             if let since = filteredSince, !pathTroubleSinceFiltered, settings.failureThreshold >= 2,
-               failureKindsSinceAnswer == ["silence"],
-               sent.values.filter({ $0.finished && !$0.answered && !$0.extra && $0.sentAt > newestAnsweredSentAt })
-                   .allSatisfy({ $0.sentAt >= since }) {
+                failureKindsSinceAnswer == ["silence"],
+                sent.values.filter({ $0.finished && !$0.answered && !$0.extra && $0.sentAt > newestAnsweredSentAt })
+                    .allSatisfy({ $0.sentAt >= since })
+            {
                 violation("not answering while ICMP was filtered and the host answered TCP within Timeout (the ladder)")
             }
             let refused = failureKindsSinceAnswer.contains("refused") || failureKindsSinceAnswer.contains("send failed")
             if !refused && path.probe.verdict.consecutiveFailures < settings.failureThreshold {
-                violation("not answering after \(path.probe.verdict.consecutiveFailures) failures without a proven refusal "
-                          + "(FailureThreshold \(settings.failureThreshold); failures: \(failureKindsSinceAnswer.sorted()))")
+                violation(
+                    "not answering after \(path.probe.verdict.consecutiveFailures) failures without a proven refusal "
+                        + "(FailureThreshold \(settings.failureThreshold); failures: \(failureKindsSinceAnswer.sorted()))"
+                )
             }
             if failureKindsSinceAnswer == ["time exceeded"], onScheduleSinceAnswer,
-               let first = firstFailureSentAt, first >= lastSettingsChange, first >= lastRetarget {
+                let first = firstFailureSentAt, first >= lastSettingsChange, first >= lastRetarget
+            {
                 // The network answered: no silence to confirm, so the next probe waits for its tick.
                 let bound = UInt64(settings.failureThreshold - 1) * interval
                 if now - first < bound {
-                    violation("\(settings.failureThreshold) Time Exceeded answers took \(now - first), "
-                              + "sooner than (FailureThreshold − 1) × Interval = \(bound)")
+                    violation(
+                        "\(settings.failureThreshold) Time Exceeded answers took \(now - first), "
+                            + "sooner than (FailureThreshold − 1) × Interval = \(bound)")
                 }
             }
             if failureKindsSinceAnswer == ["silence"] {
@@ -123,9 +136,10 @@ extension SimulatedTarget {
                 if let firstSilent, firstSilent >= lastSettingsChange, firstSilent >= lastRetarget {
                     let bound = UInt64(settings.failureThreshold - 1) * min(interval, timeout) + timeout
                     if now - firstSilent < bound {
-                        violation("silence confirmed after \(now - firstSilent), sooner than \(bound) "
-                                  + "(Interval \(settings.intervalMilliseconds), Timeout \(settings.timeoutMilliseconds), "
-                                  + "FailureThreshold \(settings.failureThreshold))")
+                        violation(
+                            "silence confirmed after \(now - firstSilent), sooner than \(bound) "
+                                + "(Interval \(settings.intervalMilliseconds), Timeout \(settings.timeoutMilliseconds), "
+                                + "FailureThreshold \(settings.failureThreshold))")
                     }
                 }
             }
@@ -133,7 +147,9 @@ extension SimulatedTarget {
         if old.answering == false && new.answering == true {
             simulation.summary.flips += 1
             if answersInRow < Int(settings.recoveryThreshold) {
-                violation("answering again after \(answersInRow) answers in a row (RecoveryThreshold \(settings.recoveryThreshold))")
+                violation(
+                    "answering again after \(answersInRow) answers in a row (RecoveryThreshold \(settings.recoveryThreshold))"
+                )
             }
         }
     }
@@ -147,11 +163,15 @@ extension SimulatedTarget {
     }
 
     func answerChecks() {
-        if let oldest = pendingChecks.first { simulation.summary.longestCheckWait = max(simulation.summary.longestCheckWait, now - oldest.arrival) }
+        if let oldest = pendingChecks.first {
+            simulation.summary.longestCheckWait = max(simulation.summary.longestCheckWait, now - oldest.arrival)
+        }
         // Within two Timeouts. A Timeout changed while a Check waited: the probe it waits for may
         // run on either. A Check that shares a probe in flight waits for that probe's own Timeout.
-        for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange
-            && !sent.values.contains(where: { $0.sentAt <= check.arrival && $0.deadline >= now }) {
+        for check in pendingChecks
+        where now > check.limit && check.arrival >= lastSettingsChange
+            && !sent.values.contains(where: { $0.sentAt <= check.arrival && $0.deadline >= now })
+        {
             violation("a Check waited \(now - check.arrival) for a verdict (allowed: \(check.limit - check.arrival))")
         }
         pendingChecks = []
@@ -174,25 +194,33 @@ extension SimulatedTarget {
     /// (or of the failed answer to a lookup asked before it), plus a lookup.
     func checkBeyondTheHost() {
         if let running = runningCheck, now - running.startedAt > running.limit, state.reason.hasPrefix("checking") {
-            violation("Connectivity unknown (\(state.reason)) \(now - running.startedAt) into a check "
-                      + "whose limit is \(running.limit)")
+            violation(
+                "Connectivity unknown (\(state.reason)) \(now - running.startedAt) into a check "
+                    + "whose limit is \(running.limit)")
         }
         // With the echo, no answer without it is full; a secure check that fails never leaves full.
         if heldCheckFaked, path.monitor.portalCheck.meaning != nil, state.connectivity == .full {
-            violation("full (\(state.reason)) on a check answered by a middlebox or with HTTPS blocked "
-                      + "(echo \(simulation.scenario.checkEcho), secure check \(simulation.scenario.secureCheck))")
+            violation(
+                "full (\(state.reason)) on a check answered by a middlebox or with HTTPS blocked "
+                    + "(echo \(simulation.scenario.checkEcho), secure check \(simulation.scenario.secureCheck))")
         }
         // A portal from the API only when the API said captive (never from a malformed or missing answer).
-        if state.connectivity == .portal, state.portalURL == Simulation.apiPortalURL, simulation.apiAnswers[state.interface] != true {
-            violation("a portal at the API's URL on \(state.interface), but its API's last answer taken was not captive")
+        if state.connectivity == .portal, state.portalURL == Simulation.apiPortalURL,
+            simulation.apiAnswers[state.interface] != true
+        {
+            violation(
+                "a portal at the API's URL on \(state.interface), but its API's last answer taken was not captive")
         }
         // The API saying captive is the verdict (none aside).
         if simulation.follower.answer(on: state.interface)?.captive == true, path.monitor.route?.usable == true,
-           state.connectivity != .portal, state.connectivity != .none {
+            state.connectivity != .portal, state.connectivity != .none
+        {
             violation("the API on \(state.interface) says captive, but Connectivity is \(state.connectivity)")
         }
-        if case .failed = path.monitor.portalCheck.meaning, path.probe.report.answering == true, path.monitor.route?.usable == true,
-           case .resolved = path.monitor.resolution, state.connectivity == .none {
+        if case .failed = path.monitor.portalCheck.meaning, path.probe.report.answering == true,
+            path.monitor.route?.usable == true,
+            case .resolved = path.monitor.resolution, state.connectivity == .none
+        {
             violation("the check failed (\(state.reason)) and an answering host over a usable route is none")
         }
         // A lookup asked before the repair ends as it would have (a hung one at glibc's timeout): the 5 s count from its answer.
@@ -200,10 +228,13 @@ extension SimulatedTarget {
         // A retry waiting behind another target's lookup waits for it (the rule above bounds that), then answers within 30 ms.
         // Only a target whose lookups go first is bounded so: the others' retries may wait behind any lookup.
         if lookupsFirst, let since = simulation.resolverAnsweringSince, (lookupAskedAt ?? .distantFuture) >= since,
-           simulation.resolver.firstMustStartBy == nil {
+            simulation.resolver.firstMustStartBy == nil
+        {
             let from = max(since, lastLookupFailureAt)
             if now - from > .milliseconds(5_031), now - simulation.resolver.lastFirstStart > .milliseconds(31),
-               path.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures, state.reason.contains("no longer resolves") {
+                path.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures,
+                state.reason.contains("no longer resolves")
+            {
                 violation("limited by DNS \(now - from) after the resolver answered again (\(state.reason))")
             }
         }
@@ -217,12 +248,15 @@ extension SimulatedTarget {
         }
         // A name with no address yet is looked up again after a backoff of up to 60 s: a failed
         // answer that came after healing (a lookup hung before it) may leave it unresolved so long.
-        let backingOff = if case .failed = path.monitor.resolution { now - lastLookupFailureAt < .seconds(60) } else { false }
+        let backingOff =
+            if case .failed = path.monitor.resolution { now - lastLookupFailureAt < .seconds(60) } else { false }
         // A Host with no address (hang.test, fail.test) never gets one. A target whose lookups do not go first
         // may still wait behind other targets' lookups that hang, 5 to 10 s each (INTERFACE.md promises the default only).
         let resolves = !Simulation.addresses(of: path.monitor.host, v6: simulation.scenario.family == .ipv6).isEmpty
         let behindHungLookups = !lookupsFirst && simulation.targets.contains { $0.path.monitor.host == "hang.test" }
-        if simulation.scenario.quietFrom != nil, simulation.quiet, simulation.violations.isEmpty, resolves, !backingOff, !behindHungLookups {
+        if simulation.scenario.quietFrom != nil, simulation.quiet, simulation.violations.isEmpty, resolves, !backingOff,
+            !behindHungLookups
+        {
             if state.status != .ethernet {
                 violation("after everything healed, Status is \(state.status) (\(state.reason)), not ethernet")
             }
@@ -242,9 +276,11 @@ extension Simulation {
     func kernelTruth(_ id: ReachabilityCore.TargetID, _ table: LinkTable) -> ReachabilityVerdict {
         let classify: (Link) -> InterfaceKind = { $0.name.hasPrefix("wlan") ? .wifi : .ethernet }
         if let target = askReach({ $0.target(id) }) {
-            return ReachabilityEvaluation.verdict(target: target, lookup: kernel.lookup(target), table: table, classify: classify)
+            return ReachabilityEvaluation.verdict(
+                target: target, lookup: kernel.lookup(target), table: table, classify: classify)
         }
-        return ReachabilityEvaluation.defaultRouteVerdict(families: askReach({ $0.families(id) }), table: table, classify: classify)
+        return ReachabilityEvaluation.defaultRouteVerdict(
+            families: askReach({ $0.families(id) }), table: table, classify: classify)
     }
 
     static func key(_ verdict: ReachabilityVerdict) -> String {
@@ -266,8 +302,9 @@ extension Simulation {
 
     func checkVerdictHeld(_ verdict: ReachabilityVerdict, _ id: ReachabilityCore.TargetID) {
         if truthsSinceRetarget[id]?.contains(Self.key(verdict)) != true {
-            violation("route verdict \(Self.key(verdict)) for target \(id): \(verdict.reason) — never true for it "
-                      + "(true since: \((truthsSinceRetarget[id] ?? []).sorted()))")
+            violation(
+                "route verdict \(Self.key(verdict)) for target \(id): \(verdict.reason) — never true for it "
+                    + "(true since: \((truthsSinceRetarget[id] ?? []).sorted()))")
         }
     }
 
@@ -280,12 +317,15 @@ extension Simulation {
         for id in watches {
             let truth = kernelTruth(id, table)
             guard let verdict = askReach({ $0.verdict(id) }) else {
-                return violation("no route verdict for target \(id) although the kernel has said everything "
-                                 + "(truth: \(truth.usable ? truth.interface : truth.reason))")
+                return violation(
+                    "no route verdict for target \(id) although the kernel has said everything "
+                        + "(truth: \(truth.usable ? truth.interface : truth.reason))")
             }
             if verdict.usable != truth.usable || verdict.interface != truth.interface {
-                violation("target \(id): route verdict \(verdict.usable ? "usable over \(verdict.interface)" : "unusable: \(verdict.reason)") "
-                          + "but the kernel says \(truth.usable ? "usable over \(truth.interface)" : "unusable: \(truth.reason)")")
+                violation(
+                    "target \(id): route verdict \(verdict.usable ? "usable over \(verdict.interface)" : "unusable: \(verdict.reason)") "
+                        + "but the kernel says \(truth.usable ? "usable over \(truth.interface)" : "unusable: \(truth.reason)")"
+                )
             }
         }
     }

@@ -9,10 +9,18 @@ public struct Duration: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     @inlinable public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
 
-    @inlinable public static func nanoseconds(_ count: some BinaryInteger) -> Duration { Duration(nanoseconds: UInt64(count)) }
-    @inlinable public static func microseconds(_ count: some BinaryInteger) -> Duration { Duration(nanoseconds: UInt64(count) * 1_000) }
-    @inlinable public static func milliseconds(_ count: some BinaryInteger) -> Duration { Duration(nanoseconds: UInt64(count) * 1_000_000) }
-    @inlinable public static func seconds(_ count: some BinaryInteger) -> Duration { Duration(nanoseconds: UInt64(count) * 1_000_000_000) }
+    @inlinable public static func nanoseconds(_ count: some BinaryInteger) -> Duration {
+        Duration(nanoseconds: UInt64(count))
+    }
+    @inlinable public static func microseconds(_ count: some BinaryInteger) -> Duration {
+        Duration(nanoseconds: UInt64(count) * 1_000)
+    }
+    @inlinable public static func milliseconds(_ count: some BinaryInteger) -> Duration {
+        Duration(nanoseconds: UInt64(count) * 1_000_000)
+    }
+    @inlinable public static func seconds(_ count: some BinaryInteger) -> Duration {
+        Duration(nanoseconds: UInt64(count) * 1_000_000_000)
+    }
 
     /// `count` microseconds; nil when that is more than a Duration holds (about 584 years): how a number read
     /// from outside becomes one.
@@ -31,19 +39,35 @@ public struct Duration: Hashable, Comparable, Sendable, CustomStringConvertible 
     @inlinable public var seconds: UInt64 { nanoseconds / 1_000_000_000 }
 
     @inlinable public static func < (a: Duration, b: Duration) -> Bool { a.nanoseconds < b.nanoseconds }
-    @inlinable public static func + (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds + b.nanoseconds) }
-    @inlinable public static func - (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds - b.nanoseconds) }
-    @inlinable public static func &+ (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds &+ b.nanoseconds) }
-    @inlinable public static func &- (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds &- b.nanoseconds) }
+    @inlinable public static func + (a: Duration, b: Duration) -> Duration {
+        Duration(nanoseconds: a.nanoseconds + b.nanoseconds)
+    }
+    @inlinable public static func - (a: Duration, b: Duration) -> Duration {
+        Duration(nanoseconds: a.nanoseconds - b.nanoseconds)
+    }
+    @inlinable public static func &+ (a: Duration, b: Duration) -> Duration {
+        Duration(nanoseconds: a.nanoseconds &+ b.nanoseconds)
+    }
+    @inlinable public static func &- (a: Duration, b: Duration) -> Duration {
+        Duration(nanoseconds: a.nanoseconds &- b.nanoseconds)
+    }
     @inlinable public static func += (a: inout Duration, b: Duration) { a = a + b }
     @inlinable public static func &+= (a: inout Duration, b: Duration) { a = a &+ b }
     @inlinable public static func -= (a: inout Duration, b: Duration) { a = a - b }
-    @inlinable public static func * (a: Duration, factor: UInt64) -> Duration { Duration(nanoseconds: a.nanoseconds * factor) }
-    @inlinable public static func * (factor: UInt64, a: Duration) -> Duration { Duration(nanoseconds: factor * a.nanoseconds) }
-    @inlinable public static func / (a: Duration, divisor: UInt64) -> Duration { Duration(nanoseconds: a.nanoseconds / divisor) }
+    @inlinable public static func * (a: Duration, factor: UInt64) -> Duration {
+        Duration(nanoseconds: a.nanoseconds * factor)
+    }
+    @inlinable public static func * (factor: UInt64, a: Duration) -> Duration {
+        Duration(nanoseconds: factor * a.nanoseconds)
+    }
+    @inlinable public static func / (a: Duration, divisor: UInt64) -> Duration {
+        Duration(nanoseconds: a.nanoseconds / divisor)
+    }
     /// How many whole `b` fit in `a`.
     @inlinable public static func / (a: Duration, b: Duration) -> UInt64 { a.nanoseconds / b.nanoseconds }
-    @inlinable public static func % (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds % b.nanoseconds) }
+    @inlinable public static func % (a: Duration, b: Duration) -> Duration {
+        Duration(nanoseconds: a.nanoseconds % b.nanoseconds)
+    }
 
     /// "1.5 s", "250 ms", "40 µs", "0 ns": for logs and violations.
     public var description: String {

@@ -20,14 +20,26 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 
     @inlinable public static func < (a: Instant, b: Instant) -> Bool { a.nanoseconds < b.nanoseconds }
-    @inlinable public static func + (a: Instant, b: Duration) -> Instant { Instant(nanoseconds: a.nanoseconds + b.nanoseconds) }
-    @inlinable public static func - (a: Instant, b: Duration) -> Instant { Instant(nanoseconds: a.nanoseconds - b.nanoseconds) }
-    @inlinable public static func &+ (a: Instant, b: Duration) -> Instant { Instant(nanoseconds: a.nanoseconds &+ b.nanoseconds) }
-    @inlinable public static func &- (a: Instant, b: Duration) -> Instant { Instant(nanoseconds: a.nanoseconds &- b.nanoseconds) }
+    @inlinable public static func + (a: Instant, b: Duration) -> Instant {
+        Instant(nanoseconds: a.nanoseconds + b.nanoseconds)
+    }
+    @inlinable public static func - (a: Instant, b: Duration) -> Instant {
+        Instant(nanoseconds: a.nanoseconds - b.nanoseconds)
+    }
+    @inlinable public static func &+ (a: Instant, b: Duration) -> Instant {
+        Instant(nanoseconds: a.nanoseconds &+ b.nanoseconds)
+    }
+    @inlinable public static func &- (a: Instant, b: Duration) -> Instant {
+        Instant(nanoseconds: a.nanoseconds &- b.nanoseconds)
+    }
     @inlinable public static func += (a: inout Instant, b: Duration) { a = a + b }
     /// The time from `b` to `a`; traps when `b` is later, as `UInt64`'s subtraction does.
-    @inlinable public static func - (a: Instant, b: Instant) -> Duration { Duration(nanoseconds: a.nanoseconds - b.nanoseconds) }
-    @inlinable public static func &- (a: Instant, b: Instant) -> Duration { Duration(nanoseconds: a.nanoseconds &- b.nanoseconds) }
+    @inlinable public static func - (a: Instant, b: Instant) -> Duration {
+        Duration(nanoseconds: a.nanoseconds - b.nanoseconds)
+    }
+    @inlinable public static func &- (a: Instant, b: Instant) -> Duration {
+        Duration(nanoseconds: a.nanoseconds &- b.nanoseconds)
+    }
 
     public var description: String { "\(sinceOrigin) from origin" }
 }

@@ -14,7 +14,9 @@ public final class CensusTaker {
     }
 
     public func sample(host: IPAddress, sources: [IPAddress], now: Instant) -> TrafficSampler.Taken {
-        let (result, cost) = TrafficSampler.measured { census.sample(host: host, sources: sources, now: now, wait: TrafficSampler.dumpWait) }
+        let (result, cost) = TrafficSampler.measured {
+            census.sample(host: host, sources: sources, now: now, wait: TrafficSampler.dumpWait)
+        }
         return TrafficSampler.Taken(result: result, cost: cost, dumpCost: census.lastDumpCost)
     }
 }

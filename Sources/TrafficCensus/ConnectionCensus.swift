@@ -72,7 +72,11 @@ final class ConnectionCensus {
     private(set) var dumpsTaken = 0
 
     var reuse: Duration {
-        max(Self.minimumReuse, Duration(nanoseconds: lastDumpCost.nanoseconds.multipliedReportingOverflow(by: TrafficWatch.costFactor).partialValue))
+        max(
+            Self.minimumReuse,
+            Duration(
+                nanoseconds: lastDumpCost.nanoseconds.multipliedReportingOverflow(by: TrafficWatch.costFactor)
+                    .partialValue))
     }
 
     /// How long a dump that found `total` connections serves: one that found none serves a second, so targets
@@ -90,13 +94,16 @@ final class ConnectionCensus {
     /// Whether a sample for `host` from `sources` now would walk the kernel's sockets, and the last such
     /// walk was too dear to take on the loop.
     func needsDearDump(host: IPAddress, sources: [IPAddress], now: Instant) -> Bool {
-        recentDump(DumpKey(family: host.family, sources: sources), now: now) == nil && lastDumpCost >= TrafficWatch.inlineCost
+        recentDump(DumpKey(family: host.family, sources: sources), now: now) == nil
+            && lastDumpCost >= TrafficWatch.inlineCost
     }
 
     /// The connections from `sources` (addresses on the route's interface) reduced to counts.
     /// `wait`: how long a read may wait for the kernel (ms); `fresh`: walk the sockets even when a recent dump would serve.
-    func sample(host: IPAddress, sources: [IPAddress], now: Instant, wait: Int32,
-                fresh: Bool = false) -> Result<TrafficSample, Failure> {
+    func sample(
+        host: IPAddress, sources: [IPAddress], now: Instant, wait: Int32,
+        fresh: Bool = false
+    ) -> Result<TrafficSample, Failure> {
         if now &- cacheBorn > Self.cacheLifetime || cache.count > Self.cacheLimit {
             cache.removeAll(keepingCapacity: true)
             cacheBorn = now
@@ -120,12 +127,16 @@ final class ConnectionCensus {
         var receiving = Set<IPAddress>()
         var retransmitting = Set<IPAddress>()
         for connection in dump.telling {
-            guard connection.remote == host || (hostRoute != nil && route(to: connection.remote) == hostRoute) else { continue }
+            guard connection.remote == host || (hostRoute != nil && route(to: connection.remote) == hostRoute) else {
+                continue
+            }
             if connection.receivedRecently { receiving.insert(connection.remote) }
             if connection.retransmitting { retransmitting.insert(connection.remote) }
         }
-        return .success(TrafficSample(connections: dump.total, receivingRemotes: receiving.count,
-                                      retransmittingRemotes: retransmitting.count))
+        return .success(
+            TrafficSample(
+                connections: dump.total, receivingRemotes: receiving.count,
+                retransmittingRemotes: retransmitting.count))
     }
 
     private func recentDump(_ key: DumpKey, now: Instant) -> Dump? {
@@ -140,8 +151,11 @@ final class ConnectionCensus {
         defer { lastDumpCost = Self.threadCPU() &- before }
         var dump = Dump(at: now, total: 0, telling: [])
         sequence &+= 1
-        guard let (request, filtered) = SocketDiag.establishedTCP(family: key.family, sources: key.sources,
-                                                                  sequence: sequence) else { return .success(dump) }
+        guard
+            let (request, filtered) = SocketDiag.establishedTCP(
+                family: key.family, sources: key.sources,
+                sequence: sequence)
+        else { return .success(dump) }
         let sourceSet = filtered ? [] : Set(key.sources)
         let result = self.dump(request, wait: wait) { connection in
             guard filtered || sourceSet.contains(connection.local) else { return }
@@ -154,7 +168,9 @@ final class ConnectionCensus {
     }
 
     private func keep(_ dump: Dump, for key: DumpKey, now: Instant) {
-        if dumps.count >= Self.dumpLimit { dumps = dumps.filter { now &- $0.value.at < reusePeriod(total: $0.value.total) } }
+        if dumps.count >= Self.dumpLimit {
+            dumps = dumps.filter { now &- $0.value.at < reusePeriod(total: $0.value.total) }
+        }
         if dumps.count >= Self.dumpLimit { dumps.removeAll(keepingCapacity: true) }
         dumps[key] = dump
     }
@@ -206,9 +222,9 @@ final class ConnectionCensus {
                 result.connections.forEach(each)
                 result.connections.removeAll(keepingCapacity: true)
             case .dropped:
-                break  // not the kernel's
+                break // not the kernel's
             case .overrun:
-                return .failure(.incomplete)  // part of the dump is lost
+                return .failure(.incomplete) // part of the dump is lost
             case .wouldBlock:
                 var poller = pollfd(fd: diag.fd, events: Int16(POLLIN), revents: 0)
                 guard wait > 0, poll(&poller, 1, wait) == 1, poller.revents & Int16(POLLIN) != 0 else {

@@ -20,28 +20,32 @@ public enum SocketDiag {
     /// 100,000 buckets), so an IPv4 dump is one walk for both families: the older TCPDIAG_GETSOCK request
     /// answers IPv4 sockets and IPv6 ones alike, and its filter sees through v4-mapped sources
     /// (::ffff:a.b.c.d, as dual-stack programs have them).
-    public static func establishedTCP(family: Int32, sources: [IPAddress], sequence: UInt32) -> (request: [UInt8], filtered: Bool)? {
+    public static func establishedTCP(
+        family: Int32, sources: [IPAddress], sequence: UInt32
+    ) -> (request: [UInt8], filtered: Bool)? {
         let chosen = sources.filter { $0.family == family }
         guard !chosen.isEmpty else { return nil }
         let filtered = chosen.count <= maxSources
         let attributes = filtered ? [(CLinux_INET_DIAG_REQ_BYTECODE, sourceFilter(chosen))] : []
-        let established: UInt32 = 1 << 1  // TCP_ESTABLISHED
+        let established: UInt32 = 1 << 1 // TCP_ESTABLISHED
         let info = UInt8(1 << (CLinux_INET_DIAG_INFO - 1))
         let message: [UInt8]
         if family == AF_INET {
             var request = inet_diag_req()
             request.idiag_ext = info
             request.idiag_states = established
-            message = NetlinkRequest.message(type: Int32(CLinux_TCPDIAG_GETSOCK), flags: NLM_F_REQUEST | NLM_F_DUMP,
-                                             sequence: sequence, body: request, attributes: attributes)
+            message = NetlinkRequest.message(
+                type: Int32(CLinux_TCPDIAG_GETSOCK), flags: NLM_F_REQUEST | NLM_F_DUMP,
+                sequence: sequence, body: request, attributes: attributes)
         } else {
             var request = inet_diag_req_v2()
             request.sdiag_family = UInt8(family)
             request.sdiag_protocol = UInt8(IPPROTO_TCP)
             request.idiag_ext = info
             request.idiag_states = established
-            message = NetlinkRequest.message(type: Int32(CLinux_SOCK_DIAG_BY_FAMILY), flags: NLM_F_REQUEST | NLM_F_DUMP,
-                                             sequence: sequence, body: request, attributes: attributes)
+            message = NetlinkRequest.message(
+                type: Int32(CLinux_SOCK_DIAG_BY_FAMILY), flags: NLM_F_REQUEST | NLM_F_DUMP,
+                sequence: sequence, body: request, attributes: attributes)
         }
         return (message, filtered)
     }

@@ -30,8 +30,10 @@ public final class TrafficSampler {
     }
 
     /// Takes a sample elsewhere (`CensusTaker`) and answers on the loop.
-    public typealias Asking = (_ host: IPAddress, _ sources: [IPAddress], _ now: Instant,
-                               _ answer: @escaping (Taken) -> Void) -> Void
+    public typealias Asking = (
+        _ host: IPAddress, _ sources: [IPAddress], _ now: Instant,
+        _ answer: @escaping (Taken) -> Void
+    ) -> Void
 
     /// How long a read off the loop waits for the kernel (ms).
     static let dumpWait: Int32 = 100
@@ -90,7 +92,9 @@ public final class TrafficSampler {
     public func sampleFresh(host: IPAddress, sources: [IPAddress]) -> (sample: TrafficSample?, cost: Duration) {
         let now = loop.now()
         let (sample, cost) = Self.measured {
-            shared.census.withLock { $0.sample(host: host, sources: sources, now: now, wait: Self.dumpWait, fresh: true) }
+            shared.census.withLock {
+                $0.sample(host: host, sources: sources, now: now, wait: Self.dumpWait, fresh: true)
+            }
         }
         return (counted(sample), cost)
     }
@@ -130,7 +134,9 @@ public final class TrafficSampler {
             let what = failure.description
             let now = loop.now()
             if lastFailureLogged?.what != what || now &- (lastFailureLogged?.at ?? .origin) >= Self.failureLogPeriod {
-                log("traffic evidence: a sample of this machine's connections failed (\(what)); \(failures) failed in all")
+                log(
+                    "traffic evidence: a sample of this machine's connections failed (\(what)); \(failures) failed in all"
+                )
                 lastFailureLogged = (what, now)
             }
             return nil

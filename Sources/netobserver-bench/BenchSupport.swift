@@ -40,8 +40,9 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 }
 
 func report(_ name: String, _ microseconds: [Double]) {
-    print("reachability \(name): n=\(microseconds.count) median_us=\(Int(percentile(microseconds, 0.5)))"
-          + " p99_us=\(Int(percentile(microseconds, 0.99))) max_us=\(Int(microseconds.max() ?? 0))")
+    print(
+        "reachability \(name): n=\(microseconds.count) median_us=\(Int(percentile(microseconds, 0.5)))"
+            + " p99_us=\(Int(percentile(microseconds, 0.99))) max_us=\(Int(microseconds.max() ?? 0))")
 }
 
 func threadCPUSeconds() -> Double {
@@ -80,4 +81,3 @@ func fixed(_ value: Double, _ digits: Int) -> String {
     let fraction = String(abs(scaled) % Int(scale))
     return digits == 0 ? "\(whole)" : "\(whole)." + String(repeating: "0", count: digits - fraction.count) + fraction
 }
-

@@ -20,18 +20,23 @@ final class BenchTopology {
         server = "nob-\(tag)s-\(getpid())"
         upstream = chain ? "nob-\(tag)u-\(getpid())" : nil
         clientLink = "\(tag)c0"
-        for ns in [client, router, server] + (upstream.map { [$0] } ?? []) { shell("ip netns add \(ns) && ip -n \(ns) link set lo up") }
+        for ns in [client, router, server] + (upstream.map { [$0] } ?? []) {
+            shell("ip netns add \(ns) && ip -n \(ns) link set lo up")
+        }
         shell("ip link add \(clientLink) netns \(client) type veth peer name \(tag)r0 netns \(router)")
         if let upstream {
             shell("ip link add \(tag)u0 netns \(upstream) type veth peer name \(tag)r1 netns \(router)")
             shell("ip link add \(tag)s0 netns \(server) type veth peer name \(tag)u1 netns \(upstream)")
-            shell("ip -n \(client) addr add 198.18.0.2/24 dev \(clientLink) && ip -n \(client) link set \(clientLink) up")
+            shell(
+                "ip -n \(client) addr add 198.18.0.2/24 dev \(clientLink) && ip -n \(client) link set \(clientLink) up")
             shell("ip -n \(router) addr add 198.18.0.1/24 dev \(tag)r0 && ip -n \(router) link set \(tag)r0 up")
             shell("ip -n \(router) addr add 198.18.1.1/24 dev \(tag)r1 && ip -n \(router) link set \(tag)r1 up")
             shell("ip -n \(upstream) addr add 198.18.1.2/24 dev \(tag)u0 && ip -n \(upstream) link set \(tag)u0 up")
             shell("ip -n \(upstream) addr add 198.18.2.1/24 dev \(tag)u1 && ip -n \(upstream) link set \(tag)u1 up")
             shell("ip -n \(server) addr add 198.18.2.2/24 dev \(tag)s0 && ip -n \(server) link set \(tag)s0 up")
-            for ns in [router, upstream] { shell("ip netns exec \(ns) sysctl -qw net.ipv4.ip_forward=1 net.ipv4.icmp_ratelimit=0") }
+            for ns in [router, upstream] {
+                shell("ip netns exec \(ns) sysctl -qw net.ipv4.ip_forward=1 net.ipv4.icmp_ratelimit=0")
+            }
             shell("ip -n \(client) route add default via 198.18.0.1")
             shell("ip -n \(router) route add default via 198.18.1.2")
             shell("ip -n \(upstream) route add 198.18.0.0/24 via 198.18.1.1")
@@ -54,6 +59,8 @@ final class BenchTopology {
 
     /// Deletes the namespaces (again harmlessly): a program that exits runs no deinit.
     func remove() {
-        for ns in [client, router, server] + (upstream.map { [$0] } ?? []) { _ = system("ip netns del \(ns) 2>/dev/null") }
+        for ns in [client, router, server] + (upstream.map { [$0] } ?? []) {
+            _ = system("ip netns del \(ns) 2>/dev/null")
+        }
     }
 }

@@ -61,7 +61,9 @@ final class MonitorBench {
     }
 
     /// Runs the loop until the signals carry `expected` for `value`; when it arrived, nil after `timeout`.
-    func waitFor(_ value: ReferenceWritableKeyPath<MonitorBench, SignalledValue>, _ expected: String, timeout: Double) -> UInt64? {
+    func waitFor(
+        _ value: ReferenceWritableKeyPath<MonitorBench, SignalledValue>, _ expected: String, timeout: Double
+    ) -> UInt64? {
         if self[keyPath: value].last == expected { return self[keyPath: value].at }
         self[keyPath: value].awaited = expected
         let arrived = runLoop(atMost: timeout)
@@ -78,7 +80,9 @@ final class MonitorBench {
     }
 
     func processRSS(_ pid: Int32) -> Int {
-        Int(readLine("/proc/\(pid)/statm").split(separator: " ").dropFirst().first ?? "0").map { $0 * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024 } ?? 0
+        Int(readLine("/proc/\(pid)/statm").split(separator: " ").dropFirst().first ?? "0").map {
+            $0 * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
+        } ?? 0
     }
 
     /// The detection figures alone (`netobserver-bench detection`).
@@ -112,8 +116,9 @@ final class MonitorBench {
 
     /// A private bus, a client subscribed to StatusChanged and PropertiesChanged, and the daemon, until it says ethernet.
     func startDaemon() throws {
-        shell("dbus-daemon --session --fork --nopidfile --address=unix:path=\(directory)/bus --print-address=3 --print-pid=4 "
-              + "3>\(directory)/address 4>\(directory)/bus.pid")
+        shell(
+            "dbus-daemon --session --fork --nopidfile --address=unix:path=\(directory)/bus --print-address=3 --print-pid=4 "
+                + "3>\(directory)/address 4>\(directory)/bus.pid")
         busPID = readNumber("\(directory)/bus.pid")
         let address = readLine("\(directory)/address")
         let connection = try BusConnection(.address(address), loop: loop)
@@ -123,27 +128,36 @@ final class MonitorBench {
         connection.onSignal = { [unowned self] message in
             if message.isSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged") {
                 guard let arguments = try? message.arguments(), arguments.count == 3,
-                      let changed = arguments[1].propertyMap else { return }
+                    let changed = arguments[1].propertyMap
+                else { return }
                 let now = MonotonicClock.now().nanoseconds
                 var awaitedCame = false
-                for (name, value) in [("Connectivity", \MonitorBench.connectivity), ("Blame", \.blame), ("Nat64Prefix", \.prefix)] {
-                    if let carried = changed[name]?.stringValue, self[keyPath: value].arrived(carried, at: now) { awaitedCame = true }
+                for (name, value) in [
+                    ("Connectivity", \MonitorBench.connectivity), ("Blame", \.blame), ("Nat64Prefix", \.prefix),
+                ] {
+                    if let carried = changed[name]?.stringValue, self[keyPath: value].arrived(carried, at: now) {
+                        awaitedCame = true
+                    }
                 }
                 if awaitedCame { loop.quit(status: 0) }
                 return
             }
             guard message.isSignal(interface: "org.netobserver.Monitor", member: "StatusChanged"),
-                  let carried = (try? message.arguments())?.first?.stringValue else { return }
+                let carried = (try? message.arguments())?.first?.stringValue
+            else { return }
             if status.arrived(carried, at: MonotonicClock.now().nanoseconds) { loop.quit(status: 0) }
         }
         // Subscribed before the daemon starts: a round trip to the bus puts the match in force.
-        _ = try connection.callBlocking(try Message.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                               interface: "org.freedesktop.DBus", member: "GetId"),
-                                        timeoutMilliseconds: 5000)
+        _ = try connection.callBlocking(
+            try Message.methodCall(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                interface: "org.freedesktop.DBus", member: "GetId"),
+            timeoutMilliseconds: 5000)
         // sh writes its PID, then execs ip, which execs the daemon: the PID stays the daemon's.
-        shell("sh -c 'echo $$ > \(directory)/daemon.pid; \(extraEnvironment.isEmpty ? "" : "export " + extraEnvironment + ";") exec ip netns exec \(topology.client) \(daemonPath) "
-              + "--address \"\(address)\" --state-dir \(directory)/state --host 198.18.2.2 --interval 200 --timeout 200 "
-              + extraArguments + " 2>\(directory)/daemon.log' &")
+        shell(
+            "sh -c 'echo $$ > \(directory)/daemon.pid; \(extraEnvironment.isEmpty ? "" : "export " + extraEnvironment + ";") exec ip netns exec \(topology.client) \(daemonPath) "
+                + "--address \"\(address)\" --state-dir \(directory)/state --host 198.18.2.2 --interval 200 --timeout 200 "
+                + extraArguments + " 2>\(directory)/daemon.log' &")
         for _ in 0..<100 where readNumber("\(directory)/daemon.pid") == 0 { usleep(10_000) }
         daemonPID = readNumber("\(directory)/daemon.pid")
 
@@ -187,7 +201,9 @@ final class MonitorBench {
 
         var silent: [Double] = []
         for _ in 0..<20 {
-            let phase = loop.schedule(after: .nanoseconds(UInt64(Double.random(in: 0..<0.2) * 1e9))) { [loop] in loop.quit(status: 0) }
+            let phase = loop.schedule(after: .nanoseconds(UInt64(Double.random(in: 0..<0.2) * 1e9))) { [loop] in
+                loop.quit(status: 0)
+            }
             _ = loop.run()
             loop.cancel(phase)
             shell("ip netns exec \(topology.router) iptables -I FORWARD -d 198.18.2.2 -j DROP")
@@ -202,8 +218,9 @@ final class MonitorBench {
 
     /// Idle at the default 1 s interval for 60 s.
     private func measureIdle() throws {
-        let set = try Message.methodCall(destination: "org.netobserver.Monitor", path: "/org/netobserver/Monitor",
-                                         interface: "org.freedesktop.DBus.Properties", member: "Set")
+        let set = try Message.methodCall(
+            destination: "org.netobserver.Monitor", path: "/org/netobserver/Monitor",
+            interface: "org.freedesktop.DBus.Properties", member: "Set")
         try set.append([.string("org.netobserver.Monitor"), .string("Interval"), .variant(.uint32(1000))])
         _ = try connection?.callBlocking(set, timeoutMilliseconds: 5000)
         let rssBefore = processRSS(daemonPID)
@@ -212,8 +229,9 @@ final class MonitorBench {
         _ = loop.run()
         loop.cancel(idle)
         let cpu = processCPUSeconds(daemonPID) - cpuBefore
-        print("monitor idle_60s_at_1s_interval: cpu_s=" + fixed(cpu, 2) + " cpu_pct_of_core=" + fixed(100 * cpu / 60, 3)
-              + " rss_before_kb=\(rssBefore) rss_after_kb=\(processRSS(daemonPID)) status=\(status.last)")
+        print(
+            "monitor idle_60s_at_1s_interval: cpu_s=" + fixed(cpu, 2) + " cpu_pct_of_core=" + fixed(100 * cpu / 60, 3)
+                + " rss_before_kb=\(rssBefore) rss_after_kb=\(processRSS(daemonPID)) status=\(status.last)")
     }
 
     /// Runs the loop until a signal handler quits it (true) or `timeout` seconds pass (false).
@@ -228,16 +246,18 @@ final class MonitorBench {
     /// PropertiesChanged carries it, and how long after its lifetime's end it is dropped. The sender
     /// stamps the moment just before its sendto(2) on CLOCK_MONOTONIC, the clock the signals are stamped on.
     func measureNat64Prefix() {
-        shell("ip -n \(topology.client) -6 addr add fd00::2/64 dev \(topology.clientLink) nodad && "
-              + "ip -n \(topology.router) -6 addr add fd00::1/64 dev \(topology.tag)r0 nodad && "
-              + "ip -n \(topology.client) -6 route add default via fd00::1")
-        usleep(2_500_000)  // the router's link-local address leaves DAD
+        shell(
+            "ip -n \(topology.client) -6 addr add fd00::2/64 dev \(topology.clientLink) nodad && "
+                + "ip -n \(topology.router) -6 addr add fd00::1/64 dev \(topology.tag)r0 nodad && "
+                + "ip -n \(topology.client) -6 route add default via fd00::1")
+        usleep(2_500_000) // the router's link-local address leaves DAD
         let output = "\(directory)/ra.out"
         // In the background: the loop stamps the signal when it comes, not after the sender's exit.
         func advertise(_ lifetime: Int) {
             unlink(output)
-            _ = system("ip netns exec \(topology.router) python3 Tests/NamespaceTests/helpers/send_ra.py \(topology.tag)r0 "
-                       + "pref64 2001:db8:64::/96 \(lifetime) > \(output).part 2>&1 && mv \(output).part \(output) &")
+            _ = system(
+                "ip netns exec \(topology.router) python3 Tests/NamespaceTests/helpers/send_ra.py \(topology.tag)r0 "
+                    + "pref64 2001:db8:64::/96 \(lifetime) > \(output).part 2>&1 && mv \(output).part \(output) &")
         }
         func sentAt() -> UInt64? {
             for _ in 0..<300 where access(output, F_OK) != 0 { usleep(10_000) }
@@ -248,11 +268,14 @@ final class MonitorBench {
         for _ in 0..<10 {
             advertise(8)
             guard let seen = waitFor(\.prefix, "2001:db8:64::/96", timeout: 3) else {
-                return print("monitor nat64: the prefix was not published (last PropertiesChanged said '\(prefix.last)')")
+                return print(
+                    "monitor nat64: the prefix was not published (last PropertiesChanged said '\(prefix.last)')")
             }
             guard let sent = sentAt() else { return print("monitor nat64: the advertisement was not sent (python3?)") }
             published.append((Double(seen) - Double(sent)) / 1000)
-            guard let gone = waitFor(\.prefix, "", timeout: 12) else { return print("monitor nat64: the prefix was not dropped") }
+            guard let gone = waitFor(\.prefix, "", timeout: 12) else {
+                return print("monitor nat64: the prefix was not dropped")
+            }
             dropped.append((Double(gone) - Double(sent + 8_000_000_000)) / 1000)
         }
         reportMilliseconds("monitor nat64_prefix_advertised_to_PropertiesChanged (goal ≤ 50 ms)", published)
@@ -260,9 +283,10 @@ final class MonitorBench {
     }
 
     func reportMilliseconds(_ name: String, _ microseconds: [Double]) {
-        print("\(name): n=\(microseconds.count) median_ms=" + fixed(percentile(microseconds, 0.5) / 1000, 2)
-              + " p99_ms=" + fixed(percentile(microseconds, 0.99) / 1000, 2)
-              + " max_ms=" + fixed((microseconds.max() ?? 0) / 1000, 2))
+        print(
+            "\(name): n=\(microseconds.count) median_ms=" + fixed(percentile(microseconds, 0.5) / 1000, 2)
+                + " p99_ms=" + fixed(percentile(microseconds, 0.99) / 1000, 2)
+                + " max_ms=" + fixed((microseconds.max() ?? 0) / 1000, 2))
     }
 }
 

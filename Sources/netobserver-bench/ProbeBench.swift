@@ -55,8 +55,12 @@ final class ProbeBench {
     }
 
     func silentLoss() throws {
-        let engine = ProbeEngine(loop: loop, settings: ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 200,
-                                                                     failureThreshold: 2, recoveryThreshold: 1)) { _ in }
+        let engine = ProbeEngine(
+            loop: loop,
+            settings: ProbeSettings(
+                intervalMilliseconds: 200, timeoutMilliseconds: 200,
+                failureThreshold: 2, recoveryThreshold: 1)
+        ) { _ in }
         engine.target = target
         var samples: [Double] = []
         for _ in 0..<20 {
@@ -74,8 +78,12 @@ final class ProbeBench {
     }
 
     func icmpError() throws {
-        let engine = ProbeEngine(loop: loop, settings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000,
-                                                                     failureThreshold: 3)) { _ in }
+        let engine = ProbeEngine(
+            loop: loop,
+            settings: ProbeSettings(
+                intervalMilliseconds: 1000, timeoutMilliseconds: 1000,
+                failureThreshold: 3)
+        ) { _ in }
         engine.target = target
         var samples: [Double] = []
         var roundTrips: [Double] = []
@@ -98,7 +106,9 @@ final class ProbeBench {
             shell("ip netns exec \(router) iptables -D FORWARD -p icmp --icmp-type echo-request -j REJECT")
             engine.probeNow()
         }
-        report2("probe icmp_error_to_verdict (probe sent → verdict; rtt median \(Int(percentile(roundTrips, 0.5))) µs)", samples)
+        report2(
+            "probe icmp_error_to_verdict (probe sent → verdict; rtt median \(Int(percentile(roundTrips, 0.5))) µs)",
+            samples)
     }
 
     func spin(_ seconds: Double) {
@@ -112,12 +122,16 @@ final class ProbeBench {
     func threadTimes() -> (user: Double, system: Double) {
         var usage = rusage()
         _ = CLinux_thread_usage(&usage)
-        return (Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6,
-                Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6)
+        return (
+            Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6,
+            Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        )
     }
 
     func cpuPerProbe() throws {
-        let engine = ProbeEngine(loop: loop, settings: ProbeSettings(intervalMilliseconds: 2, timeoutMilliseconds: 1000)) { _ in }
+        let engine = ProbeEngine(
+            loop: loop, settings: ProbeSettings(intervalMilliseconds: 2, timeoutMilliseconds: 1000)
+        ) { _ in }
         engine.target = target
         _ = runUntil { engine.report.answering == true }
         var finished = 0
@@ -128,35 +142,44 @@ final class ProbeBench {
         let before = threadTimes()
         _ = loop.run()
         let after = threadTimes()
-        print("probe cpu_per_probe: probes=2000 user_us_per_probe=" + fixed((after.user - before.user) * 1e6 / 2000, 1)
-              + " system_us_per_probe=" + fixed((after.system - before.system) * 1e6 / 2000, 1)
-              + " (system includes the simulated network path)")
+        print(
+            "probe cpu_per_probe: probes=2000 user_us_per_probe=" + fixed((after.user - before.user) * 1e6 / 2000, 1)
+                + " system_us_per_probe=" + fixed((after.system - before.system) * 1e6 / 2000, 1)
+                + " (system includes the simulated network path)")
         engine.target = nil
     }
 
     func foreignFlood() throws {
-        let engine = ProbeEngine(loop: loop, settings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000)) { _ in }
+        let engine = ProbeEngine(
+            loop: loop, settings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000)
+        ) { _ in }
         engine.target = target
         _ = runUntil { engine.report.answering == true }
         let flooder = try WorkerThread()
         let serverName = server
         let seconds = 3.0
-        flooder.async { floodForeignReplies(namespace: serverName, to: IPAddress("198.18.0.2")!, perSecond: 10_000, seconds: seconds) }
+        flooder.async {
+            floodForeignReplies(
+                namespace: serverName, to: IPAddress("198.18.0.2")!, perSecond: 10_000, seconds: seconds)
+        }
         let foreignBefore = engine.statistics.foreign
         let cpu = threadCPUSeconds()
         spin(seconds)
         let used = threadCPUSeconds() - cpu
         flooder.drain()
         let received = engine.statistics.foreign - foreignBefore
-        print("probe foreign_flood: rate_pps=10000 seconds=\(Int(seconds)) foreign_seen=\(received)"
-              + " loop_thread_cpu_pct=" + fixed(100 * used / seconds, 2)
-              + " answering=\(engine.report.answering == true) lost=\(engine.statistics.lost)")
+        print(
+            "probe foreign_flood: rate_pps=10000 seconds=\(Int(seconds)) foreign_seen=\(received)"
+                + " loop_thread_cpu_pct=" + fixed(100 * used / seconds, 2)
+                + " answering=\(engine.report.answering == true) lost=\(engine.statistics.lost)")
     }
 
     func report2(_ name: String, _ microseconds: [Double]) {
-        print("\(name): n=\(microseconds.count) median_ms=" + fixed(percentile(microseconds, 0.5) / 1000, 1)
-              + " p99_ms=" + fixed(percentile(microseconds, 0.99) / 1000, 1)
-              + " min_ms=" + fixed((microseconds.min() ?? 0) / 1000, 1) + " max_ms=" + fixed((microseconds.max() ?? 0) / 1000, 1))
+        print(
+            "\(name): n=\(microseconds.count) median_ms=" + fixed(percentile(microseconds, 0.5) / 1000, 1)
+                + " p99_ms=" + fixed(percentile(microseconds, 0.99) / 1000, 1)
+                + " min_ms=" + fixed((microseconds.min() ?? 0) / 1000, 1) + " max_ms="
+                + fixed((microseconds.max() ?? 0) / 1000, 1))
     }
 }
 
@@ -171,15 +194,18 @@ func floodForeignReplies(namespace: String, to address: IPAddress, perSecond: In
     let total = Int(Double(perSecond) * seconds)
     let start = MonotonicClock.now().nanoseconds
     for i in 0..<total {
-        var packet = EchoPacket.request(family: .v4, identifier: .random(in: 0...UInt16.max), sequence: UInt16(truncatingIfNeeded: i),
-                                        token: .random(in: 0...UInt64.max))
+        var packet = EchoPacket.request(
+            family: .v4, identifier: .random(in: 0...UInt16.max), sequence: UInt16(truncatingIfNeeded: i),
+            token: .random(in: 0...UInt64.max))
         packet[0] = 0
         packet[2] = 0
         packet[3] = 0
         let checksum = InternetChecksum.compute(packet)
         packet[2] = UInt8(checksum >> 8)
         packet[3] = UInt8(checksum & 0xFF)
-        _ = packet.withUnsafeBytes { bytes in address.withSocketAddress { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, $1) } }
+        _ = packet.withUnsafeBytes { bytes in
+            address.withSocketAddress { sendto(fd, bytes.baseAddress, bytes.count, 0, $0, $1) }
+        }
         // Pace to the rate: sleep until this packet's slot.
         let due = start + UInt64(Double(i + 1) * 1e9 / Double(perSecond))
         let now = MonotonicClock.now().nanoseconds

@@ -71,7 +71,9 @@ final class ReachabilityBench {
         shell("ip netns add \(client)")
         shell("ip netns add \(router)")
         shell("ip link add nc0 netns \(client) type veth peer name nr0 netns \(router)")
-        shell("ip -n \(client) addr add 198.18.0.2/24 dev nc0 && ip -n \(client) link set nc0 up && ip -n \(client) link set lo up")
+        shell(
+            "ip -n \(client) addr add 198.18.0.2/24 dev nc0 && ip -n \(client) link set nc0 up && ip -n \(client) link set lo up"
+        )
         shell("ip -n \(router) addr add 198.18.0.1/24 dev nr0 && ip -n \(router) link set nr0 up")
         shell("ip -n \(client) route add default via 198.18.0.1")
         try inNamespace(client) {
@@ -85,7 +87,9 @@ final class ReachabilityBench {
         }
         watch.target = IPAddress("198.18.2.2")
         waitUntil { $0.usable }
-        guard let found = engine.table.links.values.first(where: { $0.name == "nc0" })?.index else { fatalError("no nc0") }
+        guard let found = engine.table.links.values.first(where: { $0.name == "nc0" })?.index else {
+            fatalError("no nc0")
+        }
         index = found
 
         try measure("link_down_to_callback") {
@@ -129,4 +133,3 @@ final class ReachabilityBench {
         print(line)
     }
 }
-

@@ -49,10 +49,11 @@ struct SimulationBench {
         let seconds = Self.seconds(CLOCK_MONOTONIC) - start
         let totals = batch.totals.withLock { $0 }
         for failure in totals.failures.sorted(by: { $0.seed < $1.seed }) { print("simulation: \(failure.violation)") }
-        print("simulation: \(scenarios) scenarios, \(totals.events) events, \(totals.failures.count) failed, in "
-              + "\(Self.rounded(seconds)) s on \(threads) threads: \(Int(Double(scenarios) / seconds)) scenarios/s, "
-              + "\(Int(Double(totals.events) / seconds)) events/s; per core \(Int(Double(scenarios) / totals.cpuSeconds)) scenarios/s "
-              + "(\(Self.rounded(totals.cpuSeconds)) s of CPU)")
+        print(
+            "simulation: \(scenarios) scenarios, \(totals.events) events, \(totals.failures.count) failed, in "
+                + "\(Self.rounded(seconds)) s on \(threads) threads: \(Int(Double(scenarios) / seconds)) scenarios/s, "
+                + "\(Int(Double(totals.events) / seconds)) events/s; per core \(Int(Double(scenarios) / totals.cpuSeconds)) scenarios/s "
+                + "(\(Self.rounded(totals.cpuSeconds)) s of CPU)")
         return totals.failures.isEmpty
     }
 

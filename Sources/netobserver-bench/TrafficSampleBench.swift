@@ -34,7 +34,9 @@ struct TrafficSampleBench {
         }
         let period = max(TrafficWatch.busyPeriod, median * TrafficWatch.costFactor)
         let hundredths = median * 100 * 100 / period
-        print("sample-cost: connections=\(connections) samples=\(costs.count) median_us=\(median.microseconds) max_us=\(largest.microseconds) "
-              + "period_ms=\(period.milliseconds) core_share_percent=\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)")
+        print(
+            "sample-cost: connections=\(connections) samples=\(costs.count) median_us=\(median.microseconds) max_us=\(largest.microseconds) "
+                + "period_ms=\(period.milliseconds) core_share_percent=\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
+        )
     }
 }

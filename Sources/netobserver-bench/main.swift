@@ -21,7 +21,8 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "dual-stack" {
 
 // `netobserver-bench sample-cost HOST SOURCE [N]`: the traffic census's CPU per sample, where it runs.
 if CommandLine.arguments.count > 3, CommandLine.arguments[1] == "sample-cost",
-   let host = IPAddress(CommandLine.arguments[2]), let source = IPAddress(CommandLine.arguments[3]) {
+    let host = IPAddress(CommandLine.arguments[2]), let source = IPAddress(CommandLine.arguments[3])
+{
     let count = CommandLine.arguments.count > 4 ? Int(CommandLine.arguments[4]) ?? 20 : 20
     try TrafficSampleBench(host: host, source: source, count: count).run()
     exit(0)
@@ -50,14 +51,22 @@ func runMonitorBench(_ which: String, daemon: String) throws {
 }
 
 if CommandLine.arguments.count > 1, ["nat64", "detection", "portal", "blame"].contains(CommandLine.arguments[1]) {
-    let here = String(CommandLine.arguments[0].prefix(upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex))
-    try runMonitorBench(CommandLine.arguments[1], daemon: CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : here + "/netobserverd")
+    let here = String(
+        CommandLine.arguments[0].prefix(
+            upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex))
+    try runMonitorBench(
+        CommandLine.arguments[1],
+        daemon: CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : here + "/netobserverd")
     exit(0)
 }
 
 try ReachabilityBench().run()
 try ProbeBench().run()
 // The daemon under test: the path given, else netobserverd beside this program.
-let daemon = CommandLine.arguments.count > 1 ? CommandLine.arguments[1]
-    : String(CommandLine.arguments[0].prefix(upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex)) + "/netobserverd"
+let daemon =
+    CommandLine.arguments.count > 1
+    ? CommandLine.arguments[1]
+    : String(
+        CommandLine.arguments[0].prefix(
+            upTo: CommandLine.arguments[0].lastIndex(of: "/") ?? CommandLine.arguments[0].startIndex)) + "/netobserverd"
 try MonitorBench(daemonPath: daemon).run()

@@ -63,7 +63,9 @@ struct ClientOptions {
             case "--system": bus = .system
             case "--session": bus = .session
             case "--address":
-                guard let address = rest.popFirst(), !address.isEmpty else { throw UsageError(message: "--address needs a value") }
+                guard let address = rest.popFirst(), !address.isEmpty else {
+                    throw UsageError(message: "--address needs a value")
+                }
                 bus = .address(address)
             case "--target":
                 guard let target = rest.popFirst(), let chosen = targetPath(target) else {
@@ -94,8 +96,10 @@ struct ClientOptions {
                 case "--json": format = .json
                 case "--all": all = true
                 case "--format":
-                    guard let name = rest.popFirst(), let chosen = MonitorFormat(rawValue: name), chosen != .plain else {
-                        throw UsageError(message: "monitor: --format takes one of \(MonitorFormat.barNames.joined(separator: ", "))")
+                    guard let name = rest.popFirst(), let chosen = MonitorFormat(rawValue: name), chosen != .plain
+                    else {
+                        throw UsageError(
+                            message: "monitor: --format takes one of \(MonitorFormat.barNames.joined(separator: ", "))")
                     }
                     format = chosen
                 default: throw UsageError(message: "monitor takes --json, --format FORMAT or --all")
@@ -160,7 +164,9 @@ struct ClientOptions {
             while let flag = rest.popFirst() {
                 switch flag {
                 case "--limit":
-                    guard let value = rest.popFirst().flatMap({ UInt32($0) }), (1...MonitorContract.historyLimit).contains(value) else {
+                    guard let value = rest.popFirst().flatMap({ UInt32($0) }),
+                        (1...MonitorContract.historyLimit).contains(value)
+                    else {
                         throw UsageError(message: "history: --limit takes a number, 1–\(MonitorContract.historyLimit)")
                     }
                     limit = value
@@ -193,7 +199,9 @@ enum Requirement: String, Sendable {
 
     /// Whether `connectivity` (the property's word) is at least this; `unknown` never is.
     func isMet(by connectivity: String) -> Bool {
-        guard let have = Self.order.firstIndex(of: connectivity), let need = Self.order.firstIndex(of: rawValue) else { return false }
+        guard let have = Self.order.firstIndex(of: connectivity), let need = Self.order.firstIndex(of: rawValue) else {
+            return false
+        }
         return have >= need
     }
 }

@@ -29,7 +29,7 @@ struct TextfileWriter {
                     opened = try Syscall.descriptor("open") {
                         open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
                     }
-                } catch where error.errno == EEXIST {
+                } catch  where error.errno == EEXIST {
                     continue
                 }
             }
@@ -38,7 +38,9 @@ struct TextfileWriter {
                 _ = try Syscall.retrying("fchmod") { fchmod(file.raw, 0o644) }
                 var rest = Array(text.utf8)[...]
                 while !rest.isEmpty {
-                    let written = try Syscall.retrying("write") { rest.withUnsafeBytes { Glibc.write(file.raw, $0.baseAddress, $0.count) } }
+                    let written = try Syscall.retrying("write") {
+                        rest.withUnsafeBytes { Glibc.write(file.raw, $0.baseAddress, $0.count) }
+                    }
                     rest = rest.dropFirst(written)
                 }
                 try file.close()

@@ -49,7 +49,8 @@ do {
         exit(require.isMet(by: Snapshot(try client.properties()).Connectivity) ? 0 : 1)
     case .wait(let seconds, let require):
         if require == .full {
-            let reply = try client.call(.wait, [.uint32(seconds * 1000)], timeoutMilliseconds: Int32(seconds) * 1000 + 5000)
+            let reply = try client.call(
+                .wait, [.uint32(seconds * 1000)], timeoutMilliseconds: Int32(seconds) * 1000 + 5000)
             if reply.first?.boolValue == true { exit(0) }
         } else {
             // Signals first, then the values: no change can fall between the two.
@@ -65,17 +66,22 @@ do {
         }
         // One line for the journal: what the service says, and why.
         let now = Snapshot((try? client.properties()) ?? [:])
-        writeLine("netobserver: not online after \(seconds) s: \(now.Connectivity.isEmpty ? "unknown" : now.Connectivity)"
-                  + (now.Reason.isEmpty ? "" : ": \(now.Reason)"), to: 2)
+        writeLine(
+            "netobserver: not online after \(seconds) s: \(now.Connectivity.isEmpty ? "unknown" : now.Connectivity)"
+                + (now.Reason.isEmpty ? "" : ": \(now.Reason)"), to: 2)
         exit(1)
     case .set(let property, let text):
         let value: DBusValue
         if property.type == .uint32 {
-            guard let number = UInt32(text) else { fail("set \(property.settingName ?? property.name): '\(text)' is not a number", status: 2) }
+            guard let number = UInt32(text) else {
+                fail("set \(property.settingName ?? property.name): '\(text)' is not a number", status: 2)
+            }
             value = .uint32(number)
         } else if property.type == .boolean {
             let flags = ["true": true, "false": false, "yes": true, "no": false, "on": true, "off": false]
-            guard let flag = flags[text] else { fail("set \(property.settingName ?? property.name): '\(text)' is not true or false", status: 2) }
+            guard let flag = flags[text] else {
+                fail("set \(property.settingName ?? property.name): '\(text)' is not true or false", status: 2)
+            }
             value = .boolean(flag)
         } else {
             value = .string(text)
@@ -114,13 +120,17 @@ do {
             writeLine("\(path) \(snapshot.Host) \(snapshot.Status)")
         }
     case .add(let host):
-        let reply = try client.at(MonitorContract.objectPath).call(MonitorContract.Targets.interface,
-                                                                   MonitorContract.Targets.addTarget, [.string(host)])
-        guard case .objectPath(let path)? = reply.first else { fail("the service answered AddTarget with something else", status: 1) }
+        let reply = try client.at(MonitorContract.objectPath).call(
+            MonitorContract.Targets.interface,
+            MonitorContract.Targets.addTarget, [.string(host)])
+        guard case .objectPath(let path)? = reply.first else {
+            fail("the service answered AddTarget with something else", status: 1)
+        }
         writeLine(path)
     case .remove(let path):
-        _ = try client.at(MonitorContract.objectPath).call(MonitorContract.Targets.interface,
-                                                           MonitorContract.Targets.removeTarget, [.objectPath(path)])
+        _ = try client.at(MonitorContract.objectPath).call(
+            MonitorContract.Targets.interface,
+            MonitorContract.Targets.removeTarget, [.objectPath(path)])
     case .history(let limit, let json):
         let entries = HistoryText.entries(try client.call(.getHistory, [.uint32(limit)], timeoutMilliseconds: 25_000))
         let times = Snapshot(try client.properties()).TimeInState

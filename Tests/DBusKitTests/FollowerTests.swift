@@ -27,7 +27,8 @@ final class FollowerTests: XCTestCase {
     @discardableResult
     func run(until condition: @escaping () -> Bool, timeout: Double = 10) -> Bool {
         if condition() { return true }
-        let check = loop.schedule(after: 5_000_000, repeats: true) { [loop] in if condition() { loop?.quit(status: 0) } }
+        let check = loop.schedule(after: 5_000_000, repeats: true) { [loop] in if condition() { loop?.quit(status: 0) }
+        }
         let deadline = loop.schedule(after: .nanoseconds(UInt64(timeout * 1e9))) { [loop] in loop?.quit(status: 0) }
         _ = loop.run()
         loop.cancel(check)
@@ -49,16 +50,20 @@ final class FollowerTests: XCTestCase {
         watch.start()
         XCTAssertTrue(run { self.generation(watch) == "4g" }, "\(news)")
         // 5 MiB and 40 MiB unicast signals to the follower's own name, from a peer it does not follow.
-        let peer = try runCommand([Paths.python, "-c", """
-            import dbus, sys
-            bus = dbus.bus.BusConnection(sys.argv[1])
-            for size in (5 << 20, 40 << 20):
-                signal = dbus.lowlevel.SignalMessage("/x", "org.example.Noise", "Noise")
-                signal.append(dbus.ByteArray(b"n" * size), signature="ay")
-                signal.set_destination(sys.argv[2])
-                bus.send_message(signal)
-            bus.flush()
-            """, bus.address, watch.uniqueName], timeout: 60)
+        let peer = try runCommand(
+            [
+                Paths.python, "-c",
+                """
+                import dbus, sys
+                bus = dbus.bus.BusConnection(sys.argv[1])
+                for size in (5 << 20, 40 << 20):
+                    signal = dbus.lowlevel.SignalMessage("/x", "org.example.Noise", "Noise")
+                    signal.append(dbus.ByteArray(b"n" * size), signature="ay")
+                    signal.set_destination(sys.argv[2])
+                    bus.send_message(signal)
+                bus.flush()
+                """, bus.address, watch.uniqueName,
+            ], timeout: 60)
         XCTAssertEqual(peer.status, 0, peer.stderr)
         run(until: { false }, timeout: 1.5)
         try modemManager.setAccessTechnologies(modem: 0, 1 << 15)
@@ -82,10 +87,15 @@ final class FollowerTests: XCTestCase {
         defer { modemManager.stop() }
         try modemManager.addModem(1, netPorts: ["wwan0"], accessTechnologies: 1 << 15)
         let back = Date()
-        XCTAssertTrue(run(until: { self.generation(watch) == "5g" }, timeout: 15), "reloaded once the bus is back: \(news)")
-        print("measured follower back \(String(format: "%.1f", Date().timeIntervalSince(back))) s after its bus (first retry after 1 s)")
-        XCTAssertTrue(news.contains { $0.hasPrefix("system bus reached again") } || news.filter { $0.hasPrefix("ModemManager: 1 modem") }.count == 2,
-                      "\(news)")
+        XCTAssertTrue(
+            run(until: { self.generation(watch) == "5g" }, timeout: 15), "reloaded once the bus is back: \(news)")
+        print(
+            "measured follower back \(String(format: "%.1f", Date().timeIntervalSince(back))) s after its bus (first retry after 1 s)"
+        )
+        XCTAssertTrue(
+            news.contains { $0.hasPrefix("system bus reached again") }
+                || news.filter { $0.hasPrefix("ModemManager: 1 modem") }.count == 2,
+            "\(news)")
     }
 
     func testNoBusAtAllIsTriedAgainWithoutBlocking() throws {
@@ -96,7 +106,8 @@ final class FollowerTests: XCTestCase {
         watch.start()
         XCTAssertLessThan(loop.now() - started, 50_000_000, "opening never waits")
         run(until: { false }, timeout: 3.5)
-        XCTAssertEqual(news.filter { $0.hasPrefix("cannot reach the system bus") }.count, 1, "said once, not per attempt: \(news)")
+        XCTAssertEqual(
+            news.filter { $0.hasPrefix("cannot reach the system bus") }.count, 1, "said once, not per attempt: \(news)")
         XCTAssertEqual(watch.table, LinkFactsTable())
     }
 }

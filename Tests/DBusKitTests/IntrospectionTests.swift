@@ -3,19 +3,26 @@ import XCTest
 
 final class IntrospectionTests: XCTestCase {
     func testInterfaceXML() {
-        let interface = DBusInterface("org.example.Thing", methods: [
-            DBusMethod("Reset") { _ throws(DBusError) in .reply([]) },
-            DBusMethod("Add", inputs: [DBusArgument("a", .int32), DBusArgument("b", .int32)],
-                       outputs: [DBusArgument("sum", .int32)]) { _ throws(DBusError) in .reply([.int32(0)]) },
-        ], properties: [
-            DBusProperty("Name", .string, access: .readwrite, get: { .string("") }, set: { _ throws(DBusError) in }),
-            DBusProperty("Count", .uint64, changeMode: .quiet, get: { .uint64(0) }),
-            DBusProperty("Id", .string, changeMode: .const, get: { .string("x") }),
-            DBusProperty("Blob", .array(.byte), changeMode: .invalidates, get: { .array(.byte, []) }),
-        ], signals: [
-            DBusSignal("Changed", [DBusArgument("what", .string)]),
-            DBusSignal("Poke"),
-        ])
+        let interface = DBusInterface(
+            "org.example.Thing",
+            methods: [
+                DBusMethod("Reset") { _ throws(DBusError) in .reply([]) },
+                DBusMethod(
+                    "Add", inputs: [DBusArgument("a", .int32), DBusArgument("b", .int32)],
+                    outputs: [DBusArgument("sum", .int32)]
+                ) { _ throws(DBusError) in .reply([.int32(0)]) },
+            ],
+            properties: [
+                DBusProperty(
+                    "Name", .string, access: .readwrite, get: { .string("") }, set: { _ throws(DBusError) in }),
+                DBusProperty("Count", .uint64, changeMode: .quiet, get: { .uint64(0) }),
+                DBusProperty("Id", .string, changeMode: .const, get: { .string("x") }),
+                DBusProperty("Blob", .array(.byte), changeMode: .invalidates, get: { .array(.byte, []) }),
+            ],
+            signals: [
+                DBusSignal("Changed", [DBusArgument("what", .string)]),
+                DBusSignal("Poke"),
+            ])
         let expected = """
              <interface name="org.example.Thing">
               <method name="Reset"/>
@@ -45,8 +52,10 @@ final class IntrospectionTests: XCTestCase {
     }
 
     func testDocumentListsChildrenAndEscapes() {
-        let document = Introspection.document(interfaces: [DBusInterface("org.example.A<&>")], children: ["org", "net"])
-        XCTAssertTrue(document.hasPrefix("<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\""))
+        let document = Introspection.document(
+            interfaces: [DBusInterface("org.example.A<&>")], children: ["org", "net"])
+        XCTAssertTrue(
+            document.hasPrefix("<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\""))
         XCTAssertTrue(document.contains(" <interface name=\"org.example.A&lt;&amp;&gt;\">\n </interface>\n"))
         XCTAssertTrue(document.hasSuffix(" <node name=\"org\"/>\n <node name=\"net\"/>\n</node>\n"))
     }

@@ -5,7 +5,9 @@ import XCTest
 
 /// Every type goes into a real libdbus message, through the wire format, and back.
 final class MessageRoundTripTests: XCTestCase {
-    private func roundTrip(_ values: [DBusValue], file: StaticString = #filePath, line: UInt = #line) throws -> [DBusValue] {
+    private func roundTrip(
+        _ values: [DBusValue], file: StaticString = #filePath, line: UInt = #line
+    ) throws -> [DBusValue] {
         let message = try Message.signal(path: "/t", interface: "org.netobserver.Test", name: "T")
         try message.append(values)
         XCTAssertEqual(message.signature, values.map(\.type.signature).joined(), file: file, line: line)
@@ -32,8 +34,9 @@ final class MessageRoundTripTests: XCTestCase {
             .array(.array(.byte), [.array(.byte, [.byte(1)]), .array(.byte, [])]),
             .dictionary(key: .string, value: .variant, []),
             .variantMap([("Status", .string("wifi")), ("Interval", .uint32(1000)), ("Loss", .double(0.25))]),
-            .dictionary(key: .uint32, value: .array(.string),
-                        [DBusDictEntry(key: .uint32(7), value: .stringArray(["a", "b"]))]),
+            .dictionary(
+                key: .uint32, value: .array(.string),
+                [DBusDictEntry(key: .uint32(7), value: .stringArray(["a", "b"]))]),
             .structure([.int32(1), .string("x"), .structure([.boolean(true), .variant(.objectPath("/a"))])]),
             .variant(.variant(.array(.structure([.byte, .string]), [.structure([.byte(1), .string("one")])]))),
             .array(.variant, [.variant(.string("s")), .variant(.uint64(9)), .variant(.variantMap([]))]),
@@ -55,7 +58,8 @@ final class MessageRoundTripTests: XCTestCase {
     func testValuesLibdbusWouldAbortOnAreRejected() throws {
         let bad: [DBusValue] = [
             .string("nul\0inside"),
-            .objectPath("no/leading/slash"), .objectPath("/trailing/"), .objectPath("/double//slash"), .objectPath("/bad-char"),
+            .objectPath("no/leading/slash"), .objectPath("/trailing/"), .objectPath("/double//slash"),
+            .objectPath("/bad-char"),
             .signature("a{vs}"), .signature("(("),
             .array(.string, [.int32(1)]),
             .dictionary(key: .variant, value: .string, []),
@@ -76,8 +80,9 @@ final class MessageRoundTripTests: XCTestCase {
         XCTAssertThrowsError(try Message(wire: []))
         XCTAssertThrowsError(try Message(wire: Array(repeating: 0xFF, count: 64)))
         if let good = try? Message.signal(path: "/t", interface: "org.netobserver.Test", name: "T"),
-           (try? good.append([.string("abc")])) != nil, var bytes = try? good.serialized() {
-            bytes[bytes.count - 2] = 0xFF  // inside the string: invalid UTF-8
+            (try? good.append([.string("abc")])) != nil, var bytes = try? good.serialized()
+        {
+            bytes[bytes.count - 2] = 0xFF // inside the string: invalid UTF-8
             XCTAssertThrowsError(try Message(wire: bytes))
             XCTAssertThrowsError(try Message(wire: Array(bytes.dropLast(3))))
         } else {

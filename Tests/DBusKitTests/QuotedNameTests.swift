@@ -22,7 +22,9 @@ final class QuotedNameTests: XCTestCase {
         let text = try XCTUnwrap(reply.firstStringArgument)
         XCTAssertLessThanOrEqual(text.utf8.count, Message.maximumErrorText + 3)
         XCTAssertTrue(text.hasSuffix("é…"), "cut at a character boundary")
-        XCTAssertGreaterThan(DBusValue.string(String(repeating: "x", count: 70_000)).wireSizeBound, DBusMethod.defaultReplyLimit)
-        XCTAssertLessThan(DBusValue.variantMap([("Status", .string("none")), ("Interval", .uint32(1000))]).wireSizeBound, 1_024)
+        XCTAssertGreaterThan(
+            DBusValue.string(String(repeating: "x", count: 70_000)).wireSizeBound, DBusMethod.defaultReplyLimit)
+        XCTAssertLessThan(
+            DBusValue.variantMap([("Status", .string("none")), ("Interval", .uint32(1000))]).wireSizeBound, 1_024)
     }
 }

@@ -34,7 +34,8 @@ final class RemoteObjectManagerTests: XCTestCase {
     @discardableResult
     func run(until condition: @escaping () -> Bool, timeout: Double = 5) -> Bool {
         if condition() { return true }
-        let check = loop.schedule(after: 2_000_000, repeats: true) { [loop] in if condition() { loop?.quit(status: 0) } }
+        let check = loop.schedule(after: 2_000_000, repeats: true) { [loop] in if condition() { loop?.quit(status: 0) }
+        }
         let deadline = loop.schedule(after: .nanoseconds(UInt64(timeout * 1e9))) { [loop] in loop?.quit(status: 0) }
         _ = loop.run()
         loop.cancel(check)
@@ -43,7 +44,8 @@ final class RemoteObjectManagerTests: XCTestCase {
     }
 
     func testFollowsObjectsAndPropertiesAndTheServiceComingAndGoing() throws {
-        let manager = RemoteObjectManager(connection: connection, service: Self.service, path: Self.root, interfaces: [Self.modem])
+        let manager = RemoteObjectManager(
+            connection: connection, service: Self.service, path: Self.root, interfaces: [Self.modem])
         var changes = 0
         manager.onChange = { changes += 1 }
         XCTAssertTrue(run(until: { manager.isReady }))
@@ -56,19 +58,29 @@ final class RemoteObjectManagerTests: XCTestCase {
         XCTAssertTrue(run(until: { manager.objects.count == 1 }), "\(manager.objects)")
         let path = Self.root + "/Modem/0"
         XCTAssertEqual(manager.objects[path]?.property("AccessTechnologies", of: Self.modem), .uint32(1 << 14))
-        XCTAssertEqual(manager.objects[path]?.property("Ports", of: Self.modem),
-                       .array(.structure([.string, .uint32]), [.structure([.string("cdc-wdm0"), .uint32(6)]),
-                                                               .structure([.string("wwan0"), .uint32(2)])]))
+        XCTAssertEqual(
+            manager.objects[path]?.property("Ports", of: Self.modem),
+            .array(
+                .structure([.string, .uint32]),
+                [
+                    .structure([.string("cdc-wdm0"), .uint32(6)]),
+                    .structure([.string("wwan0"), .uint32(2)]),
+                ]))
 
         try mock.setAccessTechnologies(modem: 0, 1 << 5)
-        XCTAssertTrue(run(until: { manager.objects[path]?.property("AccessTechnologies", of: Self.modem) == .uint32(1 << 5) }))
+        XCTAssertTrue(
+            run(until: { manager.objects[path]?.property("AccessTechnologies", of: Self.modem) == .uint32(1 << 5) }))
 
         // An interface nobody asked for is not kept.
-        try mock.call(Self.root, "org.freedesktop.DBus.Mock", "AddObject", "ssa{sv}a(ssss)",
-                      [Self.root + "/SIM/0", "org.freedesktop.ModemManager1.Sim", "1", "Imsi", "s", "001010000000000", "0"])
-        try mock.call(Self.root, "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
-                      ["org.freedesktop.DBus.ObjectManager", "InterfacesAdded", "oa{sa{sv}}", "2", "o", Self.root + "/SIM/0",
-                       "a{sa{sv}}", "1", "org.freedesktop.ModemManager1.Sim", "1", "Imsi", "s", "001010000000000"])
+        try mock.call(
+            Self.root, "org.freedesktop.DBus.Mock", "AddObject", "ssa{sv}a(ssss)",
+            [Self.root + "/SIM/0", "org.freedesktop.ModemManager1.Sim", "1", "Imsi", "s", "001010000000000", "0"])
+        try mock.call(
+            Self.root, "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
+            [
+                "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", "oa{sa{sv}}", "2", "o", Self.root + "/SIM/0",
+                "a{sa{sv}}", "1", "org.freedesktop.ModemManager1.Sim", "1", "Imsi", "s", "001010000000000",
+            ])
         try mock.removeModem(0)
         XCTAssertTrue(run(until: { manager.objects.isEmpty }), "\(manager.objects)")
 
@@ -87,10 +99,14 @@ final class RemoteObjectManagerTests: XCTestCase {
     /// GetManagedObjects that hangs: the loop keeps turning, the load times out and is retried.
     func testAServiceThatNeverAnswersStallsNothing() throws {
         let mock = try MockService(bus: bus, name: Self.service, arguments: [Self.service, Self.root, Self.service])
-        try mock.call(Self.root, "org.freedesktop.DBus.Mock", "AddMethod", "sssss",
-                      ["org.freedesktop.DBus.ObjectManager", "GetManagedObjects", "", "a{oa{sa{sv}}}",
-                       "self.calls = getattr(self, 'calls', 0) + 1; __import__('time').sleep(2 if self.calls == 1 else 0); ret = {}"])
-        let manager = RemoteObjectManager(connection: connection, service: Self.service, path: Self.root, interfaces: [Self.modem])
+        try mock.call(
+            Self.root, "org.freedesktop.DBus.Mock", "AddMethod", "sssss",
+            [
+                "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", "", "a{oa{sa{sv}}}",
+                "self.calls = getattr(self, 'calls', 0) + 1; __import__('time').sleep(2 if self.calls == 1 else 0); ret = {}",
+            ])
+        let manager = RemoteObjectManager(
+            connection: connection, service: Self.service, path: Self.root, interfaces: [Self.modem])
         manager.callTimeoutMilliseconds = 300
         var last = loop.now()
         var longestGap = Duration.zero
@@ -114,34 +130,44 @@ final class RemoteObjectManagerTests: XCTestCase {
         cancelled.cancel()
         var names: [DBusValue] = []
         let kept = connection.call(message) { result in
-            if case .success(let reply) = result, case .array(_, let list)? = try? reply.arguments().first { names = list }
+            if case .success(let reply) = result, case .array(_, let list)? = try? reply.arguments().first {
+                names = list
+            }
         }
         XCTAssertTrue(run(until: { !kept.isPending }))
         XCTAssertEqual(answered, 0)
         XCTAssertTrue(names.contains(.string(connection.uniqueName)))
 
         let error = connection.call(try Message.busCall("NoSuchMethod", [])) { result in
-            if case .failure(let failure) = result { XCTAssertEqual(failure.name, "org.freedesktop.DBus.Error.UnknownMethod") }
-            else { XCTFail("expected an error") }
+            if case .failure(let failure) = result {
+                XCTAssertEqual(failure.name, "org.freedesktop.DBus.Error.UnknownMethod")
+            } else {
+                XCTFail("expected an error")
+            }
         }
         XCTAssertTrue(run(until: { !error.isPending }))
     }
 
     func testSubscriptionsDeliverMatchingSignalsUntilCancelled() throws {
         var owners: [String] = []
-        let subscription = connection.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
-                                                          member: "NameOwnerChanged", arg0: "org.example.Watched")) { message in
+        let subscription = connection.subscribe(
+            MatchRule(
+                sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                member: "NameOwnerChanged", arg0: "org.example.Watched")
+        ) { message in
             owners.append((try? message.arguments())?[2].stringValue ?? "?")
         }
         XCTAssertNotNil(subscription)
         XCTAssertNil(connection.subscribe(MatchRule(member: "bad'member")) { _ in })
-        let first = try MockService(bus: bus, name: "org.example.Watched", arguments: ["org.example.Watched", "/", "org.example.Watched"])
+        let first = try MockService(
+            bus: bus, name: "org.example.Watched", arguments: ["org.example.Watched", "/", "org.example.Watched"])
         XCTAssertTrue(run(until: { owners.count == 1 }))
         first.stop()
         XCTAssertTrue(run(until: { owners.count == 2 }))
         XCTAssertEqual(owners.last, "")
         subscription?.cancel()
-        let second = try MockService(bus: bus, name: "org.example.Watched", arguments: ["org.example.Watched", "/", "org.example.Watched"])
+        let second = try MockService(
+            bus: bus, name: "org.example.Watched", arguments: ["org.example.Watched", "/", "org.example.Watched"])
         _ = run(until: { false }, timeout: 0.3)
         XCTAssertEqual(owners.count, 2)
         second.stop()

@@ -5,8 +5,9 @@ import XCTest
 /// called before, and reads back whole through the wire format.
 final class ReplyTemplateTests: XCTestCase {
     private func call(sender: String?, serial: UInt32) throws -> Message {
-        let call = try Message.methodCall(destination: "org.netobserver.Monitor", path: "/org/netobserver/Monitor",
-                                          interface: "org.freedesktop.DBus.Properties", member: "Get")
+        let call = try Message.methodCall(
+            destination: "org.netobserver.Monitor", path: "/org/netobserver/Monitor",
+            interface: "org.freedesktop.DBus.Properties", member: "Get")
         if let sender { try call.setSender(sender) }
         call.setSerial(serial)
         return call

@@ -39,7 +39,9 @@ final class BlockingHelperTests: BusTestCase {
         XCTAssertEqual(try set(.host, "localhost").status, 0)
         XCTAssertNotNil(try waitForProperty(.address, "127.0.0.1", bus: bus, timeout: 10), daemon.log)
         XCTAssertTrue(try String(contentsOfFile: state + "/settings", encoding: .utf8).contains("Host=localhost\n"))
-        guard let helper = waitForNewHelper(of: daemon, other: nil) else { return XCTFail("no blocking helper: \(daemon.log)") }
+        guard let helper = waitForNewHelper(of: daemon, other: nil) else {
+            return XCTFail("no blocking helper: \(daemon.log)")
+        }
         XCTAssertEqual(daemon.helperPIDs, [helper], "one helper")
         XCTAssertTrue(commandLine(helper).contains("--blocking-helper"), commandLine(helper))
         XCTAssertEqual(threads(daemon.pid), 1, "the daemon itself never starts a thread")
@@ -62,7 +64,9 @@ final class BlockingHelperTests: BusTestCase {
         let state = bus.directory + "/kept"
         let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
         XCTAssertEqual(try set(.host, "localhost").status, 0)
-        guard let helper = waitForNewHelper(of: daemon, other: nil) else { return XCTFail("no blocking helper: \(daemon.log)") }
+        guard let helper = waitForNewHelper(of: daemon, other: nil) else {
+            return XCTFail("no blocking helper: \(daemon.log)")
+        }
         // More than a second after start, so the history's text (its time in state) has changed since any write.
         usleep(1_200_000)
         let stopped = Date()
@@ -71,8 +75,9 @@ final class BlockingHelperTests: BusTestCase {
         XCTAssertEqual(daemon.waitForExit(timeout: 10), 0, daemon.log)
         XCTAssertFalse(daemon.log.contains("blocking helper (PID"), daemon.log)
         let written = try FileManager.default.attributesOfItem(atPath: state + "/history")[.modificationDate] as? Date
-        XCTAssertGreaterThanOrEqual(written?.timeIntervalSince(stopped) ?? -1, -0.05,
-                                    "the history was written at the stop: \(daemon.log)")
+        XCTAssertGreaterThanOrEqual(
+            written?.timeIntervalSince(stopped) ?? -1, -0.05,
+            "the history was written at the stop: \(daemon.log)")
         XCTAssertTrue(waitUntilGone(helper), "the helper outlived the daemon")
     }
 
@@ -81,7 +86,9 @@ final class BlockingHelperTests: BusTestCase {
     func testTheHelperLeavesAJobsSignalsToTheDaemon() throws {
         let daemon = try DaemonProcess(bus: bus)
         XCTAssertEqual(try set(.host, "localhost").status, 0)
-        guard let helper = waitForNewHelper(of: daemon, other: nil) else { return XCTFail("no blocking helper: \(daemon.log)") }
+        guard let helper = waitForNewHelper(of: daemon, other: nil) else {
+            return XCTFail("no blocking helper: \(daemon.log)")
+        }
         for signal in [SIGINT, SIGHUP, SIGQUIT] { kill(helper, signal) }
         usleep(200_000)
         XCTAssertEqual(daemon.helperPIDs, [helper], daemon.log)
@@ -103,7 +110,8 @@ final class BlockingHelperTests: BusTestCase {
 
     func testTheHelperWorksWhereDroppingCapabilitiesIsForbidden() throws {
         // As under the unit's SystemCallFilter=~@privileged: capset fails with EPERM, in the daemon and its helper.
-        let daemon = try DaemonProcess(bus: bus, launcher: [Paths.python, Paths.clients + "/forbid_syscall.py", "capset", "EPERM"])
+        let daemon = try DaemonProcess(
+            bus: bus, launcher: [Paths.python, Paths.clients + "/forbid_syscall.py", "capset", "EPERM"])
         XCTAssertEqual(try set(.host, "localhost").status, 0)
         XCTAssertNotNil(try waitForProperty(.address, "127.0.0.1", bus: bus, timeout: 10), daemon.log)
         XCTAssertFalse(daemon.log.contains("blocking helper"), daemon.log)
@@ -116,13 +124,17 @@ final class BlockingHelperTests: BusTestCase {
         let state = bus.directory + "/kept"
         let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
         XCTAssertEqual(try set(.interval, "1500").status, 0)
-        guard let first = waitForNewHelper(of: daemon, other: nil) else { return XCTFail("no blocking helper: \(daemon.log)") }
+        guard let first = waitForNewHelper(of: daemon, other: nil) else {
+            return XCTFail("no blocking helper: \(daemon.log)")
+        }
         // Stopped, the helper holds the next save: the Set waits for it.
         kill(first, SIGSTOP)
         let waiting = Process()
         waiting.executableURL = URL(fileURLWithPath: "/usr/bin/busctl")
-        waiting.arguments = ["--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
-                             MonitorContract.interface, P.interval.name, P.interval.type.signature, "1600"]
+        waiting.arguments = [
+            "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
+            MonitorContract.interface, P.interval.name, P.interval.type.signature, "1600",
+        ]
         let errors = Pipe()
         waiting.standardError = errors
         try waiting.run()
@@ -138,7 +150,9 @@ final class BlockingHelperTests: BusTestCase {
         usleep(1_100_000)
         XCTAssertEqual(try set(.interval, "1700").status, 0, daemon.log)
         XCTAssertTrue(try String(contentsOfFile: state + "/settings", encoding: .utf8).contains("Interval=1700\n"))
-        guard let second = waitForNewHelper(of: daemon, other: first) else { return XCTFail("no new helper: \(daemon.log)") }
+        guard let second = waitForNewHelper(of: daemon, other: first) else {
+            return XCTFail("no new helper: \(daemon.log)")
+        }
         XCTAssertNotEqual(second, first)
         XCTAssertEqual(threads(daemon.pid), 1)
         XCTAssertTrue(daemon.process.isRunning)

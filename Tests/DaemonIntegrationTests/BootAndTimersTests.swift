@@ -51,8 +51,9 @@ final class BootAndTimersTests: XCTestCase {
         XCTAssertEqual(try client(["wait", "--require", "limited", "--timeout", "5"]).status, 0)
         let portal = try client(["wait", "--require", "portal", "--timeout", "1"])
         XCTAssertEqual(portal.status, 1)
-        XCTAssertTrue(portal.stderr.hasPrefix("netobserver: not online after 1 s: limited: check http://127.0.0.1:9/ failed"),
-                      portal.stderr)
+        XCTAssertTrue(
+            portal.stderr.hasPrefix("netobserver: not online after 1 s: limited: check http://127.0.0.1:9/ failed"),
+            portal.stderr)
     }
 
     func testFullIsEnoughForEverything() throws {

@@ -21,8 +21,10 @@ class BusTestCase: XCTestCase {
 
     /// Sets a property of the Monitor with busctl.
     func set(_ property: P, _ value: String) throws -> Outcome {
-        try busctl(["set-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.interface,
-                    property.name, property.type.signature, value])
+        try busctl([
+            "set-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.interface,
+            property.name, property.type.signature, value,
+        ])
     }
 }
 
@@ -55,12 +57,17 @@ class DaemonTestCase: BusTestCase {
 
     /// Runs clients/<script> with the bus address and extra arguments; its stdout is returned on success.
     @discardableResult
-    func python(_ script: String, _ arguments: [String] = [], timeout: TimeInterval = 60,
-                file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        let outcome = try runCommand([Paths.python, Paths.clients + "/" + script, bus.address] + arguments,
-                                     environment: bus.environment, timeout: timeout)
-        XCTAssertEqual(outcome.status, 0, "\(script) failed:\n\(outcome.stdout)\n\(outcome.stderr)\ndaemon log:\n\(daemon?.log ?? "")",
-                       file: file, line: line)
+    func python(
+        _ script: String, _ arguments: [String] = [], timeout: TimeInterval = 60,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> String {
+        let outcome = try runCommand(
+            [Paths.python, Paths.clients + "/" + script, bus.address] + arguments,
+            environment: bus.environment, timeout: timeout)
+        XCTAssertEqual(
+            outcome.status, 0,
+            "\(script) failed:\n\(outcome.stdout)\n\(outcome.stderr)\ndaemon log:\n\(daemon?.log ?? "")",
+            file: file, line: line)
         return outcome.stdout
     }
 }

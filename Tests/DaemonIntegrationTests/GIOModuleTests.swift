@@ -27,9 +27,10 @@ final class GIOModuleTests: XCTestCase {
     }
 
     func startGLibProgram() throws -> JSONLineProgram {
-        let program = try JSONLineProgram([Paths.python, Paths.namespaceHelpers + "/glib_monitor.py"],
-                                          environment: ["GIO_EXTRA_MODULES": Paths.gioModules, "DBUS_SYSTEM_BUS_ADDRESS": bus.address],
-                                          directory: bus.directory)
+        let program = try JSONLineProgram(
+            [Paths.python, Paths.namespaceHelpers + "/glib_monitor.py"],
+            environment: ["GIO_EXTRA_MODULES": Paths.gioModules, "DBUS_SYSTEM_BUS_ADDRESS": bus.address],
+            directory: bus.directory)
         programs.append(program)
         guard program.waitFor(10, { $0["kind"] as? String == "start" }) != nil else {
             throw NSError(domain: "glib_monitor.py did not start: \(program.text)", code: 1)
@@ -39,14 +40,19 @@ final class GIOModuleTests: XCTestCase {
 
     func waitForConnectivity(_ expected: String) throws {
         if try waitForProperty(.connectivity, expected, bus: bus, timeout: 10) == nil {
-            XCTFail("Connectivity did not become \(expected): \(try readProperty(.connectivity, bus: bus))\n\(daemon?.log ?? "")")
+            XCTFail(
+                "Connectivity did not become \(expected): \(try readProperty(.connectivity, bus: bus))\n\(daemon?.log ?? "")"
+            )
         }
     }
 
-    func lastChange(_ program: JSONLineProgram, toward connectivity: String, available: Bool,
-                    file: StaticString = #filePath, line: UInt = #line) {
+    func lastChange(
+        _ program: JSONLineProgram, toward connectivity: String, available: Bool,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let seen = program.waitFor {
-            $0["kind"] as? String == "changed" && $0["connectivity"] as? String == connectivity && $0["available"] as? Bool == available
+            $0["kind"] as? String == "changed" && $0["connectivity"] as? String == connectivity
+                && $0["available"] as? Bool == available
         }
         XCTAssertNotNil(seen, "not told \(connectivity)/\(available):\n\(program.text)", file: file, line: line)
     }
@@ -68,8 +74,10 @@ final class GIOModuleTests: XCTestCase {
         XCTAssertNotNil(glib.waitFor { $0["kind"] as? String == "state" })
         XCTAssertFalse(FileManager.default.fileExists(atPath: marker), "the module asked the bus to start the service")
         // The activation file works: a call that may auto-start does start it.
-        _ = try runCommand(["busctl", "--address=\(bus.address)", "--auto-start=yes", "--timeout=2", "call",
-                            MonitorContract.busName, MonitorContract.objectPath, "org.freedesktop.DBus.Peer", "Ping"])
+        _ = try runCommand([
+            "busctl", "--address=\(bus.address)", "--auto-start=yes", "--timeout=2", "call",
+            MonitorContract.busName, MonitorContract.objectPath, "org.freedesktop.DBus.Peer", "Ping",
+        ])
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: marker) { usleep(10_000) }
         XCTAssertTrue(FileManager.default.fileExists(atPath: marker), "the activation file did not start anything")
     }
@@ -89,12 +97,16 @@ final class GIOModuleTests: XCTestCase {
         let afterLeaving = glib.events.count
         daemon = try DaemonProcess(bus: bus, host: "198.18.0.1")
         try waitForConnectivity("none")
-        XCTAssertNotNil(glib.waitFor(skipping: afterLeaving) {
-            $0["kind"] as? String == "changed" && $0["connectivity"] as? String == "local" && $0["available"] as? Bool == false
-        }, glib.text)
+        XCTAssertNotNil(
+            glib.waitFor(skipping: afterLeaving) {
+                $0["kind"] as? String == "changed" && $0["connectivity"] as? String == "local"
+                    && $0["available"] as? Bool == false
+            }, glib.text)
         // Then it follows the new owner's changes.
-        _ = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
-                            MonitorContract.interface, "Host", "s", "127.0.0.1"])
+        _ = try runCommand([
+            "busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
+            MonitorContract.interface, "Host", "s", "127.0.0.1",
+        ])
         try waitForConnectivity("full")
         lastChange(glib, toward: "full", available: true)
         XCTAssertEqual(glib.events.filter { $0["kind"] as? String == "changed" }.count, 3, glib.text)
@@ -119,11 +131,13 @@ final class GIOModuleTests: XCTestCase {
             flaky.standardOutput = output
             try flaky.run()
             defer { flaky.terminate(); flaky.waitUntilExit() }
-            _ = output.fileHandleForReading.availableData  // "ready": it owns the name
-            XCTAssertNotNil(glib.waitFor(5) { $0["kind"] as? String == "changed" && $0["connectivity"] as? String == "portal" },
-                            "\(mode): the new owner's signal was not believed while its values could not be read:\n\(glib.text)")
-            XCTAssertNotNil(glib.waitFor(15) { $0["kind"] as? String == "changed" && $0["connectivity"] as? String == "limited" },
-                            "\(mode): the read was not tried again:\n\(glib.text)")
+            _ = output.fileHandleForReading.availableData // "ready": it owns the name
+            XCTAssertNotNil(
+                glib.waitFor(5) { $0["kind"] as? String == "changed" && $0["connectivity"] as? String == "portal" },
+                "\(mode): the new owner's signal was not believed while its values could not be read:\n\(glib.text)")
+            XCTAssertNotNil(
+                glib.waitFor(15) { $0["kind"] as? String == "changed" && $0["connectivity"] as? String == "limited" },
+                "\(mode): the read was not tried again:\n\(glib.text)")
             for program in programs { program.stop() }
             programs = []
             bus.stop()
@@ -141,15 +155,20 @@ final class GIOModuleTests: XCTestCase {
         XCTAssertEqual(glib.events.first?["type"] as? String, "NetobserverNetworkMonitor", glib.text)
         let forged = try runCommand([Paths.python, Paths.clients + "/forge_signals.py", bus.address])
         XCTAssertEqual(forged.status, 0, forged.stderr)
-        XCTAssertGreaterThanOrEqual(Int(forged.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, 4, forged.stdout)
+        XCTAssertGreaterThanOrEqual(
+            Int(forged.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, 4, forged.stdout)
         // The service's own change comes after the forgeries on the bus: by the time it is heard, they were too.
-        _ = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
-                            MonitorContract.interface, "Host", "s", "198.18.0.1"])
+        _ = try runCommand([
+            "busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
+            MonitorContract.interface, "Host", "s", "198.18.0.1",
+        ])
         try waitForConnectivity("none")
         lastChange(glib, toward: "local", available: false)
         let changes = glib.events.filter { $0["kind"] as? String == "changed" }
         XCTAssertEqual(changes.count, 1, "a forged signal was believed:\n\(glib.text)")
-        XCTAssertEqual(glib.events.filter { $0["kind"] as? String == "notify" && $0["property"] as? String == "network-metered" }.count, 0,
-                       glib.text)
+        XCTAssertEqual(
+            glib.events.filter { $0["kind"] as? String == "notify" && $0["property"] as? String == "network-metered" }
+                .count, 0,
+            glib.text)
     }
 }

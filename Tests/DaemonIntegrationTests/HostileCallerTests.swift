@@ -7,7 +7,9 @@ import XCTest
 final class HostileCallerTests: DaemonTestCase {
     override var busAllowsAnyUser: Bool { true }
 
-    private func hostile(_ group: String, timeout: TimeInterval = 120, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func hostile(
+        _ group: String, timeout: TimeInterval = 120, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let output = try python("hostile.py", [String(daemon.pid), group], timeout: timeout, file: file, line: line)
         for text in output.split(separator: "\n") where text.hasPrefix("measured") || text.hasPrefix("seed") {
             print("hostile \(group): \(text)")
@@ -15,7 +17,9 @@ final class HostileCallerTests: DaemonTestCase {
         XCTAssertTrue(daemon.process.isRunning, "the daemon survived: \(daemon.log)", file: file, line: line)
         // A timing, so reported rather than asserted.
         let slow = daemon.log.split(separator: "\n").filter { $0.contains("one loop turn took") }
-        print("hostile \(group): measured \(slow.count) loop turns over 50 ms\(slow.isEmpty ? "" : ": " + slow.joined(separator: "; "))")
+        print(
+            "hostile \(group): measured \(slow.count) loop turns over 50 ms\(slow.isEmpty ? "" : ": " + slow.joined(separator: "; "))"
+        )
     }
 
     func testOversizedArgumentsAreRefusedWithoutDecoding() throws { try hostile("oversized") }

@@ -7,8 +7,10 @@ import XCTest
 final class LifecycleTests: BusTestCase {
 
     private func nameHasOwner() throws -> Bool {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                  "org.freedesktop.DBus", "NameHasOwner", "s", MonitorContract.busName])
+        let out = try runCommand([
+            "busctl", "--address=\(bus.address)", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+            "org.freedesktop.DBus", "NameHasOwner", "s", MonitorContract.busName,
+        ])
         return out.stdout == "b true\n"
     }
 
@@ -16,7 +18,9 @@ final class LifecycleTests: BusTestCase {
         let first = try DaemonProcess(bus: bus)
         let second = try DaemonProcess(bus: bus, waitForName: false)
         XCTAssertEqual(second.waitForExit(), 1)
-        XCTAssertTrue(second.log.contains("org.netobserver.Monitor is already owned by another instance (use --replace"), second.log)
+        XCTAssertTrue(
+            second.log.contains("org.netobserver.Monitor is already owned by another instance (use --replace"),
+            second.log)
         XCTAssertTrue(first.process.isRunning)
         first.stop()
     }
@@ -57,15 +61,21 @@ final class LifecycleTests: BusTestCase {
 
     func testServesWhereEpollPwait2IsMissingOrForbidden() throws {
         for error in ["ENOSYS", "EPERM"] {
-            let daemon = try DaemonProcess(bus: bus, launcher: [Paths.python, Paths.clients + "/forbid_syscall.py", "epoll_pwait2", error])
+            let daemon = try DaemonProcess(
+                bus: bus, launcher: [Paths.python, Paths.clients + "/forbid_syscall.py", "epoll_pwait2", error])
             XCTAssertTrue(daemon.log.contains("waiting with epoll_pwait"), daemon.log)
             let started = Date()
-            let wait = try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
-                                       MonitorContract.interface, MonitorContract.Method.wait.name, "u", "300"])
+            let wait = try runCommand([
+                "busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
+                MonitorContract.interface, MonitorContract.Method.wait.name, "u", "300",
+            ])
             XCTAssertEqual(wait.stdout, "b false\n", "\(error): a timer on the fallback wait: \(wait.stderr)")
             XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.3)
-            XCTAssertEqual(try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
-                                           MonitorContract.interface, MonitorContract.Method.check.name]).stdout, "s \"none\"\n")
+            XCTAssertEqual(
+                try runCommand([
+                    "busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
+                    MonitorContract.interface, MonitorContract.Method.check.name,
+                ]).stdout, "s \"none\"\n")
             daemon.stop()
             XCTAssertEqual(daemon.waitForExit(), 0, "\(error): \(daemon.log)")
         }
@@ -87,10 +97,12 @@ final class LifecycleTests: BusTestCase {
     }
 
     func testUsageErrorsExitTwo() throws {
-        for (arguments, message) in [(["--interval", "5"], "--interval: 5 is out of range (accepted: 100–3600000 ms)"),
-                                     (["--failures", "0"], "--failures: 0 is out of range (accepted: 1–100)"),
-                                     (["--family", "ipx"], "--family: 'ipx' is not valid"),
-                                     (["--frobnicate"], "unknown option '--frobnicate'")] {
+        for (arguments, message) in [
+            (["--interval", "5"], "--interval: 5 is out of range (accepted: 100–3600000 ms)"),
+            (["--failures", "0"], "--failures: 0 is out of range (accepted: 1–100)"),
+            (["--family", "ipx"], "--family: 'ipx' is not valid"),
+            (["--frobnicate"], "unknown option '--frobnicate'"),
+        ] {
             let out = try runCommand([Paths.daemon] + arguments)
             XCTAssertEqual(out.status, 2, "\(arguments)")
             XCTAssertTrue(out.stderr.contains(message), out.stderr)
@@ -107,14 +119,18 @@ final class LifecycleTests: BusTestCase {
         let state = bus.directory + "/kept"
         var daemon = try DaemonProcess(bus: bus, stateDirectory: state)
         let set = { (property: P, value: String) throws -> Void in
-            let out = try runCommand(["busctl", "--address=\(self.bus.address)", "set-property", MonitorContract.busName,
-                                      MonitorContract.objectPath, MonitorContract.interface, property.name,
-                                      property.type.signature, value])
+            let out = try runCommand([
+                "busctl", "--address=\(self.bus.address)", "set-property", MonitorContract.busName,
+                MonitorContract.objectPath, MonitorContract.interface, property.name,
+                property.type.signature, value,
+            ])
             XCTAssertEqual(out.status, 0, out.stderr)
         }
         let get = { (property: P) throws -> String in
-            try runCommand(["busctl", "--address=\(self.bus.address)", "get-property", MonitorContract.busName,
-                            MonitorContract.objectPath, MonitorContract.interface, property.name]).stdout
+            try runCommand([
+                "busctl", "--address=\(self.bus.address)", "get-property", MonitorContract.busName,
+                MonitorContract.objectPath, MonitorContract.interface, property.name,
+            ]).stdout
         }
         try set(.interval, "4321")
         try set(.addressFamily, "ipv4")
@@ -136,10 +152,13 @@ final class LifecycleTests: BusTestCase {
     func testCorruptStateFileIsSurvived() throws {
         let state = bus.directory + "/corrupt"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        try Data([0xFF, 0xFE, 0x00, 0x0A] + Array("\(P.interval)=99\nTimeout=250\njunk\n".utf8)).write(to: URL(fileURLWithPath: state + "/settings"))
+        try Data([0xFF, 0xFE, 0x00, 0x0A] + Array("\(P.interval)=99\nTimeout=250\njunk\n".utf8)).write(
+            to: URL(fileURLWithPath: state + "/settings"))
         let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
-        let get = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
-                                  MonitorContract.objectPath, MonitorContract.interface, P.interval.name, P.timeout.name])
+        let get = try runCommand([
+            "busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+            MonitorContract.objectPath, MonitorContract.interface, P.interval.name, P.timeout.name,
+        ])
         XCTAssertEqual(get.stdout, "u 1000\nu 250\n", "bad values ignored, good ones kept")
         XCTAssertTrue(daemon.log.contains("\(P.interval): 99 is out of range"), daemon.log)
         XCTAssertTrue(daemon.log.contains("not a setting, ignored"), daemon.log)
@@ -147,7 +166,9 @@ final class LifecycleTests: BusTestCase {
     }
 
     func testClientWithoutADaemon() throws {
-        for command in [["status"], ["status", "--json"], ["check"], ["wait", "--timeout", "1"], ["set", "host", "x.test"]] {
+        for command in [
+            ["status"], ["status", "--json"], ["check"], ["wait", "--timeout", "1"], ["set", "host", "x.test"],
+        ] {
             let out = try runCommand([Paths.client, "--address", bus.address] + command)
             XCTAssertEqual(out.status, 1, "\(command)")
             XCTAssertTrue(out.stderr.contains("netobserverd is not running on the bus at"), out.stderr)
@@ -169,7 +190,9 @@ final class LifecycleTests: BusTestCase {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         XCTAssertEqual(bound, 0)
         var timeout = timeval(tv_sec: 0, tv_usec: 200_000)

@@ -7,7 +7,10 @@ import XCTest
 /// a save that fails, SIGHUP, and files that are not what they should be.
 final class StateFileTests: BusTestCase {
     private func get(_ properties: P...) throws -> String {
-        try busctl(["get-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.interface] + properties.map(\.name)).stdout
+        try busctl(
+            ["get-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.interface]
+                + properties.map(\.name)
+        ).stdout
     }
 
     func testASetIsAnsweredOnceItsValueIsSaved() throws {
@@ -30,7 +33,9 @@ final class StateFileTests: BusTestCase {
         let daemon = try DaemonProcess(bus: bus, stateDirectory: blocker + "/state")
         let out = try set(.interval, "2500")
         XCTAssertNotEqual(out.status, 0, "the caller learns the value was not saved")
-        XCTAssertTrue(out.stderr.contains("\(P.interval) is in effect until the service stops, but could not be saved"), out.stderr)
+        XCTAssertTrue(
+            out.stderr.contains("\(P.interval) is in effect until the service stops, but could not be saved"),
+            out.stderr)
         XCTAssertEqual(try get(.interval), "u 2500\n", "in effect for this run")
         XCTAssertTrue(daemon.log.contains("cannot save settings"), daemon.log)
         XCTAssertTrue(daemon.process.isRunning)
@@ -41,12 +46,16 @@ final class StateFileTests: BusTestCase {
         let state = bus.directory + "/hup"
         let daemon = try DaemonProcess(bus: bus, arguments: ["--timeout", "700"], stateDirectory: state)
         XCTAssertEqual(try set(.failureThreshold, "3").status, 0)
-        try "\(P.interval)=250\nTimeout=300\nFailureThreshold=4\n".write(toFile: state + "/settings", atomically: true, encoding: .utf8)
+        try "\(P.interval)=250\nTimeout=300\nFailureThreshold=4\n".write(
+            toFile: state + "/settings", atomically: true, encoding: .utf8)
         kill(daemon.pid, SIGHUP)
         try daemon.waitUntil("SIGHUP: re-read")
         XCTAssertTrue(daemon.process.isRunning, "SIGHUP never stops the service")
-        XCTAssertEqual(try get(.interval, .timeout, .failureThreshold), "u 250\nu 700\nu 4\n", "the file, except what a flag says")
-        XCTAssertTrue(daemon.log.contains("SIGHUP: re-read \(state)/settings: \(P.interval)=250, \(P.failureThreshold)=4"), daemon.log)
+        XCTAssertEqual(
+            try get(.interval, .timeout, .failureThreshold), "u 250\nu 700\nu 4\n", "the file, except what a flag says")
+        XCTAssertTrue(
+            daemon.log.contains("SIGHUP: re-read \(state)/settings: \(P.interval)=250, \(P.failureThreshold)=4"),
+            daemon.log)
         kill(daemon.pid, SIGHUP)
         try daemon.waitUntil("nothing changed")
         XCTAssertTrue(daemon.process.isRunning)
@@ -57,7 +66,10 @@ final class StateFileTests: BusTestCase {
     func testAStateFileThatIsALinkAFIFOOrHugeIsSetAsideNeverOverwritten() throws {
         let huge = Data(repeating: 0x41, count: 300_000)
         let cases: [(String, (String) throws -> Void)] = [
-            ("is a symbolic link", { try FileManager.default.createSymbolicLink(atPath: $0, withDestinationPath: "/dev/zero") }),
+            (
+                "is a symbolic link",
+                { try FileManager.default.createSymbolicLink(atPath: $0, withDestinationPath: "/dev/zero") }
+            ),
             ("is not a regular file", { XCTAssertEqual(mkfifo($0, 0o644), 0) }),
             ("is larger than 256 KiB", { try huge.write(to: URL(fileURLWithPath: $0)) }),
         ]
@@ -67,17 +79,24 @@ final class StateFileTests: BusTestCase {
             try make(state + "/settings")
             let started = Date()
             let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
-            XCTAssertTrue(daemon.log.contains("\(state)/settings: \(message): set aside as \(state)/settings.corrupt; starting from the defaults"),
-                          daemon.log)
+            XCTAssertTrue(
+                daemon.log.contains(
+                    "\(state)/settings: \(message): set aside as \(state)/settings.corrupt; starting from the defaults"),
+                daemon.log)
             XCTAssertEqual(try get(.interval), "u 1000\n")
-            print("state file that \(message): serving after \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
+            print(
+                "state file that \(message): serving after \(String(format: "%.2f", Date().timeIntervalSince(started))) s"
+            )
             // A Set writes a new file; what could not be read stays as it was, beside it.
             XCTAssertEqual(try set(.interval, "1500").status, 0)
             XCTAssertTrue(try String(contentsOfFile: state + "/settings", encoding: .utf8).contains("Interval=1500\n"))
             if message.hasPrefix("is larger") {
-                XCTAssertEqual(FileManager.default.contents(atPath: state + "/settings.corrupt"), huge, "the refused file is kept whole")
+                XCTAssertEqual(
+                    FileManager.default.contents(atPath: state + "/settings.corrupt"), huge,
+                    "the refused file is kept whole")
             } else {
-                XCTAssertNotNil(try? FileManager.default.attributesOfItem(atPath: state + "/settings.corrupt"), "set aside")
+                XCTAssertNotNil(
+                    try? FileManager.default.attributesOfItem(atPath: state + "/settings.corrupt"), "set aside")
             }
             daemon.stop()
         }
@@ -101,8 +120,10 @@ final class StateFileTests: BusTestCase {
         try text.write(toFile: state + "/settings", atomically: true, encoding: .utf8)
         var daemon = try DaemonProcess(bus: bus, stateDirectory: state)
         func targets() throws -> Int {
-            let out = try busctl(["get-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.Targets.interface,
-                                  MonitorContract.Targets.targetsProperty]).stdout
+            let out = try busctl([
+                "get-property", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.Targets.interface,
+                MonitorContract.Targets.targetsProperty,
+            ]).stdout
             return Int(out.split(separator: " ").dropFirst().first ?? "") ?? -1
         }
         XCTAssertEqual(try targets(), 64, daemon.log)
@@ -114,8 +135,10 @@ final class StateFileTests: BusTestCase {
         daemon = try DaemonProcess(bus: bus, stateDirectory: state)
         XCTAssertEqual(try targets(), 64, daemon.log)
         XCTAssertEqual(try get(.interval), "u 2000\n")
-        let last = try busctl(["get-property", MonitorContract.busName, MonitorContract.Targets.path(64), MonitorContract.interface,
-                               P.secureCheckURL.name]).stdout
+        let last = try busctl([
+            "get-property", MonitorContract.busName, MonitorContract.Targets.path(64), MonitorContract.interface,
+            P.secureCheckURL.name,
+        ]).stdout
         XCTAssertEqual(last, "s \"\(url("https", 64))\"\n")
         XCTAssertFalse(daemon.log.contains("ignoring"), daemon.log)
         daemon.stop()
@@ -128,8 +151,10 @@ final class StateFileTests: BusTestCase {
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         try "netobserver-history 1\nbegan 1\n".write(toFile: state + "/history.7", atomically: true, encoding: .utf8)
         let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
-        let out = try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.Targets.interface,
-                              MonitorContract.Targets.addTarget, "s", "fresh.test"])
+        let out = try busctl([
+            "call", MonitorContract.busName, MonitorContract.objectPath, MonitorContract.Targets.interface,
+            MonitorContract.Targets.addTarget, "s", "fresh.test",
+        ])
         XCTAssertEqual(out.stdout, "o \"\(MonitorContract.Targets.path(8))\"\n", out.stderr)
         daemon.stop()
     }
@@ -146,7 +171,9 @@ final class StateFileTests: BusTestCase {
         XCTAssertEqual(try get(.failureThreshold), "u 5\n")
         XCTAssertEqual(FileManager.default.contents(atPath: state + "/settings.corrupt")?.count, 300_000)
         let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline, (try? String(contentsOfFile: state + "/settings", encoding: .utf8))?.contains("FailureThreshold=5") != true {
+        while Date() < deadline,
+            (try? String(contentsOfFile: state + "/settings", encoding: .utf8))?.contains("FailureThreshold=5") != true
+        {
             usleep(20_000)
         }
         XCTAssertTrue(try String(contentsOfFile: state + "/settings", encoding: .utf8).contains("FailureThreshold=5\n"))

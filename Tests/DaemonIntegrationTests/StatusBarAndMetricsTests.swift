@@ -40,38 +40,50 @@ final class StatusBarAndMetricsTests: DaemonTestCase {
         let labels = "host=\"\(try get(.host))\",target=\"\(MonitorContract.objectPath)\""
         XCTAssertEqual(values["netobserver_up{\(labels)}"], try get(.reachable) == "true" ? "1" : "0")
         for status in MonitorContract.Status.allCases {
-            XCTAssertEqual(values["netobserver_status{\(labels),status=\"\(status.rawValue)\"}"],
-                           status.rawValue == (try get(.status)) ? "1" : "0", status.rawValue)
+            XCTAssertEqual(
+                values["netobserver_status{\(labels),status=\"\(status.rawValue)\"}"],
+                status.rawValue == (try get(.status)) ? "1" : "0", status.rawValue)
         }
         for connectivity in MonitorContract.Connectivity.allCases {
-            XCTAssertEqual(values["netobserver_connectivity{\(labels),connectivity=\"\(connectivity.rawValue)\"}"],
-                           connectivity.rawValue == (try get(.connectivity)) ? "1" : "0", connectivity.rawValue)
+            XCTAssertEqual(
+                values["netobserver_connectivity{\(labels),connectivity=\"\(connectivity.rawValue)\"}"],
+                connectivity.rawValue == (try get(.connectivity)) ? "1" : "0", connectivity.rawValue)
         }
         for (family, property) in [("ipv4", P.connectivity4), ("ipv6", P.connectivity6)] {
             let current = try get(property)
             XCTAssertFalse(current.isEmpty)
             for connectivity in MonitorContract.Connectivity.allCases {
-                XCTAssertEqual(values["netobserver_connectivity_family{\(labels),family=\"\(family)\",connectivity=\"\(connectivity.rawValue)\"}"],
-                               connectivity.rawValue == current ? "1" : "0", "\(family) \(connectivity.rawValue)")
+                XCTAssertEqual(
+                    values[
+                        "netobserver_connectivity_family{\(labels),family=\"\(family)\",connectivity=\"\(connectivity.rawValue)\"}"
+                    ],
+                    connectivity.rawValue == current ? "1" : "0", "\(family) \(connectivity.rawValue)")
             }
         }
         XCTAssertEqual(values["netobserver_probes_sent_total{\(labels)}"], try get(.probesSent))
         XCTAssertEqual(values["netobserver_probes_answered_total{\(labels)}"], try get(.probesAnswered))
         XCTAssertEqual(values["netobserver_probes_skipped_total{\(labels)}"], try get(.probesSkipped))
         for word in ["idle", "flowing", "stalled"] {
-            XCTAssertEqual(values["netobserver_traffic{\(labels),traffic=\"\(word)\"}"], word == (try get(.traffic)) ? "1" : "0", word)
+            XCTAssertEqual(
+                values["netobserver_traffic{\(labels),traffic=\"\(word)\"}"], word == (try get(.traffic)) ? "1" : "0",
+                word)
         }
-        XCTAssertEqual(values["netobserver_packet_loss_ratio{\(labels)}"].flatMap(Double.init), Double(try get(.packetLoss)))
-        let lastChange = try XCTUnwrap(values["netobserver_last_change_timestamp_seconds{\(labels)}"].flatMap(Double.init))
+        XCTAssertEqual(
+            values["netobserver_packet_loss_ratio{\(labels)}"].flatMap(Double.init), Double(try get(.packetLoss)))
+        let lastChange = try XCTUnwrap(
+            values["netobserver_last_change_timestamp_seconds{\(labels)}"].flatMap(Double.init))
         XCTAssertEqual(lastChange, (Double(try get(.lastChange)) ?? 0) / 1e6, accuracy: 1e-6)
         XCTAssertGreaterThan(Int(try get(.probesSent)) ?? 0, 0, "probes fail to send here, and count")
         for blame in ["link", "gateway", "upstream", "host", "dns", "portal", "check"] {
-            XCTAssertEqual(values["netobserver_blame{\(labels),blame=\"\(blame)\"}"], blame == (try get(.blame)) ? "1" : "0", blame)
+            XCTAssertEqual(
+                values["netobserver_blame{\(labels),blame=\"\(blame)\"}"], blame == (try get(.blame)) ? "1" : "0", blame
+            )
             XCTAssertEqual(values["netobserver_outages_total{\(labels),blame=\"\(blame)\"}"], "0", blame)
         }
         for connectivity in MonitorContract.Connectivity.allCases {
-            XCTAssertNotNil(values["netobserver_connectivity_seconds_total{\(labels),connectivity=\"\(connectivity.rawValue)\"}"]
-                .flatMap(UInt64.init), connectivity.rawValue)
+            XCTAssertNotNil(
+                values["netobserver_connectivity_seconds_total{\(labels),connectivity=\"\(connectivity.rawValue)\"}"]
+                    .flatMap(UInt64.init), connectivity.rawValue)
         }
         XCTAssertEqual(values["netobserver_asleep_seconds_total{\(labels)}"], "0")
     }
@@ -116,20 +128,28 @@ final class StatusBarAndMetricsTests: DaemonTestCase {
     }
 
     func testEachBarFormatPrintsOneParsableLinePerChange() throws {
-        for (format, keys) in [("waybar", ["alt", "class", "text", "tooltip"]), ("i3blocks", ["color", "full_text", "short_text"]),
-                               ("json", MonitorContract.Property.allCases.map(\.name).sorted())] {
+        for (format, keys) in [
+            ("waybar", ["alt", "class", "text", "tooltip"]), ("i3blocks", ["color", "full_text", "short_text"]),
+            ("json", MonitorContract.Property.allCases.map(\.name).sorted()),
+        ] {
             let host = "example-\(format).test"
-            let lines = try monitorLines(["--format", format], lines: 2) { XCTAssertEqual(try set(.host, host).status, 0) }
+            let lines = try monitorLines(["--format", format], lines: 2) {
+                XCTAssertEqual(try set(.host, host).status, 0)
+            }
             XCTAssertGreaterThanOrEqual(lines.count, 2, format)
             for line in lines {
-                let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)
+                let object = try XCTUnwrap(
+                    try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)
                 XCTAssertEqual(object.keys.sorted(), keys, line)
             }
             if format == "waybar" {
-                let first = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: String])
+                let first = try XCTUnwrap(
+                    try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: String])
                 XCTAssertEqual(first["class"], "none")
-                XCTAssertTrue(first["tooltip"]?.contains("\r") ?? false, "tooltip lines are separated by \\r: \(lines[0])")
-                let second = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: String])
+                XCTAssertTrue(
+                    first["tooltip"]?.contains("\r") ?? false, "tooltip lines are separated by \\r: \(lines[0])")
+                let second = try XCTUnwrap(
+                    try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: String])
                 XCTAssertTrue(second["tooltip"]?.hasPrefix(host) ?? false, lines[1])
             }
         }
@@ -157,8 +177,10 @@ final class CompletionTests: XCTestCase {
     private let directory = Paths.repository.appendingPathComponent("completions").path
 
     func testEveryShellAcceptsItsCompletionFile() throws {
-        for command in [["bash", "-n", directory + "/netobserver.bash"], ["zsh", "-n", directory + "/_netobserver"],
-                        ["fish", "--no-execute", directory + "/netobserver.fish"]] {
+        for command in [
+            ["bash", "-n", directory + "/netobserver.bash"], ["zsh", "-n", directory + "/_netobserver"],
+            ["fish", "--no-execute", directory + "/netobserver.fish"],
+        ] {
             let out = try runCommand(command)
             XCTAssertEqual(out.status, 0, "\(command): \(out.stderr)")
         }
@@ -173,10 +195,12 @@ final class CompletionTests: XCTestCase {
     func testBashOffersSubcommandsSettingsAndFormats() throws {
         XCTAssertEqual(try bashCompletions(["netobserver", "s"]).sorted(), ["set", "status"])
         XCTAssertEqual(try bashCompletions(["netobserver", "--system", "m"]).sorted(), ["metrics", "monitor"])
-        XCTAssertEqual(try bashCompletions(["netobserver", "set", ""]).sorted(),
-                       MonitorContract.Property.settings.compactMap(\.settingName).sorted(), "the contract's settings")
-        XCTAssertEqual(try bashCompletions(["netobserver", "monitor", "--format", ""]).sorted(),
-                       ["i3blocks", "json", "polybar", "waybar"])
+        XCTAssertEqual(
+            try bashCompletions(["netobserver", "set", ""]).sorted(),
+            MonitorContract.Property.settings.compactMap(\.settingName).sorted(), "the contract's settings")
+        XCTAssertEqual(
+            try bashCompletions(["netobserver", "monitor", "--format", ""]).sorted(),
+            ["i3blocks", "json", "polybar", "waybar"])
         XCTAssertEqual(try bashCompletions(["netobserver", "set", "family", ""]).sorted(), ["any", "ipv4", "ipv6"])
         XCTAssertEqual(try bashCompletions(["netobserver", "set", "check-echo", ""]).sorted(), ["false", "true"])
         XCTAssertEqual(try bashCompletions(["netobserver", "h"]).sorted(), ["help", "history"])

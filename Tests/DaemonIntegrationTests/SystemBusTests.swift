@@ -20,8 +20,10 @@ final class SystemBusTests: XCTestCase {
     }
 
     func get(_ property: P) throws -> String {
-        try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName, MonitorContract.objectPath,
-                        MonitorContract.interface, property.name]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        try runCommand([
+            "busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName, MonitorContract.objectPath,
+            MonitorContract.interface, property.name,
+        ]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     func testLosingTheSystemBusStopsOnlyTheFollowing() throws {
@@ -40,7 +42,8 @@ final class SystemBusTests: XCTestCase {
     }
 
     func testNoSystemBusAtAll() throws {
-        let daemon = try DaemonProcess(bus: bus, environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(bus.directory)/nothing-here"])
+        let daemon = try DaemonProcess(
+            bus: bus, environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(bus.directory)/nothing-here"])
         try daemon.waitUntil("modems and metered links are not followed")
         XCTAssertEqual(try get(.metered), "b false")
         daemon.stop()

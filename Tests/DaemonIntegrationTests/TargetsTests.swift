@@ -18,24 +18,40 @@ final class TargetsTests: DaemonTestCase {
     func testAddedTargetsAreFullMonitorsInTheTreeAndTheirOwnSettings() throws {
         XCTAssertEqual(try add("198.18.0.5").stdout, "o \"\(MonitorContract.Targets.path(1))\"\n")
         XCTAssertEqual(try add("198.18.0.6").stdout, "o \"\(MonitorContract.Targets.path(2))\"\n")
-        XCTAssertEqual(try busctl(["get-property", Self.destination, Self.path, targets, MonitorContract.Targets.targetsProperty]).stdout,
-                       "ao 2 \"\(MonitorContract.Targets.path(1))\" \"\(MonitorContract.Targets.path(2))\"\n")
+        XCTAssertEqual(
+            try busctl(["get-property", Self.destination, Self.path, targets, MonitorContract.Targets.targetsProperty])
+                .stdout,
+            "ao 2 \"\(MonitorContract.Targets.path(1))\" \"\(MonitorContract.Targets.path(2))\"\n")
         let tree = try busctl(["tree", Self.destination]).stdout
         XCTAssertTrue(tree.contains(MonitorContract.Targets.path(2)), tree)
-        let introspection = try gdbus(["introspect", "--session", "--dest", Self.destination, "--object-path", "/", "--recurse"]).stdout
+        let introspection = try gdbus([
+            "introspect", "--session", "--dest", Self.destination, "--object-path", "/", "--recurse",
+        ]).stdout
         XCTAssertTrue(introspection.contains("node \(MonitorContract.Targets.path(1))"), introspection)
         XCTAssertTrue(introspection.contains("interface org.freedesktop.DBus.ObjectManager"), introspection)
 
         // Its own settings, starting at the contract's defaults, not the default target's.
         let second = MonitorContract.Targets.path(2)
-        XCTAssertEqual(try busctl(["set-property", Self.destination, Self.path, Self.interface, P.interval.name, "u", "700"]).status, 0)
-        XCTAssertEqual(try busctl(["get-property", Self.destination, second, Self.interface, P.interval.name]).stdout, "u 1000\n")
-        XCTAssertEqual(try busctl(["set-property", Self.destination, second, Self.interface, P.interval.name, "u", "2500"]).status, 0)
-        XCTAssertEqual(try busctl(["get-property", Self.destination, second, Self.interface, P.interval.name]).stdout, "u 2500\n")
-        XCTAssertEqual(try busctl(["get-property", Self.destination, second, Self.interface, P.host.name]).stdout, "s \"198.18.0.6\"\n")
-        XCTAssertEqual(try busctl(["call", Self.destination, second, Self.interface, MonitorContract.Method.check.name]).stdout, "s \"none\"\n")
+        XCTAssertEqual(
+            try busctl(["set-property", Self.destination, Self.path, Self.interface, P.interval.name, "u", "700"])
+                .status, 0)
+        XCTAssertEqual(
+            try busctl(["get-property", Self.destination, second, Self.interface, P.interval.name]).stdout, "u 1000\n")
+        XCTAssertEqual(
+            try busctl(["set-property", Self.destination, second, Self.interface, P.interval.name, "u", "2500"]).status,
+            0)
+        XCTAssertEqual(
+            try busctl(["get-property", Self.destination, second, Self.interface, P.interval.name]).stdout, "u 2500\n")
+        XCTAssertEqual(
+            try busctl(["get-property", Self.destination, second, Self.interface, P.host.name]).stdout,
+            "s \"198.18.0.6\"\n")
+        XCTAssertEqual(
+            try busctl(["call", Self.destination, second, Self.interface, MonitorContract.Method.check.name]).stdout,
+            "s \"none\"\n")
         XCTAssertEqual(try busctl(["call", Self.destination, second, "org.freedesktop.DBus.Peer", "Ping"]).status, 0)
-        let managed = try busctl(["call", Self.destination, Self.path, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"]).stdout
+        let managed = try busctl([
+            "call", Self.destination, Self.path, "org.freedesktop.DBus.ObjectManager", "GetManagedObjects",
+        ]).stdout
         XCTAssertTrue(managed.hasPrefix("a{oa{sa{sv}}} 2 "), managed)
         XCTAssertTrue(managed.contains("\"198.18.0.6\""), managed)
 
@@ -44,12 +60,16 @@ final class TargetsTests: DaemonTestCase {
         XCTAssertEqual(list.split(separator: "\n").count, 3, list)
         XCTAssertTrue(list.hasPrefix("\(MonitorContract.objectPath) 198.18.0.1 "), list)
         XCTAssertEqual(try client(["--target", "2", "set", "timeout", "300"]).status, 0)
-        XCTAssertEqual(try busctl(["get-property", Self.destination, second, Self.interface, P.timeout.name]).stdout, "u 300\n")
+        XCTAssertEqual(
+            try busctl(["get-property", Self.destination, second, Self.interface, P.timeout.name]).stdout, "u 300\n")
         XCTAssertEqual(try client(["remove", "1"]).status, 0)
-        let gone = try busctl(["get-property", Self.destination, MonitorContract.Targets.path(1), Self.interface, P.host.name])
+        let gone = try busctl([
+            "get-property", Self.destination, MonitorContract.Targets.path(1), Self.interface, P.host.name,
+        ])
         XCTAssertNotEqual(gone.status, 0)
         XCTAssertTrue(gone.stderr.contains("No such object path"), gone.stderr)
-        XCTAssertEqual(try client(["add", "198.18.0.7"]).stdout, MonitorContract.Targets.path(3) + "\n", "numbers are not reused")
+        XCTAssertEqual(
+            try client(["add", "198.18.0.7"]).stdout, MonitorContract.Targets.path(3) + "\n", "numbers are not reused")
     }
 
     /// `monitor --all`: a line per change of any target, first word its host, targets added since included.
@@ -64,14 +84,19 @@ final class TargetsTests: DaemonTestCase {
         defer { if process.isRunning { process.terminate() }; process.waitUntilExit() }
         usleep(500_000)
         XCTAssertEqual(try add("198.18.0.6").status, 0)
-        XCTAssertEqual(try busctl(["set-property", Self.destination, MonitorContract.Targets.path(1), Self.interface,
-                                   P.host.name, "s", "198.18.0.7"]).status, 0)
+        XCTAssertEqual(
+            try busctl([
+                "set-property", Self.destination, MonitorContract.Targets.path(1), Self.interface,
+                P.host.name, "s", "198.18.0.7",
+            ]).status, 0)
         usleep(500_000)
         process.terminate()
         process.waitUntilExit()
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(
+            separator: "\n")
         let hosts = lines.map { $0.split(separator: " ").first.map(String.init) ?? "" }
-        XCTAssertEqual(Array(hosts.prefix(2)), ["198.18.0.1", "198.18.0.5"], "a line for each target at start: \(lines)")
+        XCTAssertEqual(
+            Array(hosts.prefix(2)), ["198.18.0.1", "198.18.0.5"], "a line for each target at start: \(lines)")
         XCTAssertTrue(hosts.contains("198.18.0.6"), "the target added since: \(lines)")
         XCTAssertTrue(hosts.contains("198.18.0.7"), "the new Host of the first added target: \(lines)")
     }
@@ -81,9 +106,13 @@ final class TargetsTests: DaemonTestCase {
         XCTAssertEqual(try add("198.18.0.5").status, 0)
         XCTAssertEqual(try add("198.18.0.6").status, 0)
         let directory = (Paths.client as NSString).deletingLastPathComponent
-        for words in [["netobserver", "--address", bus.address, "remove", ""], ["netobserver", "--address", bus.address, "--target", ""]] {
+        for words in [
+            ["netobserver", "--address", bus.address, "remove", ""],
+            ["netobserver", "--address", bus.address, "--target", ""],
+        ] {
             let out = try completeInBash(words, environment: ["PATH": directory + ":/usr/bin:/bin"])
-            XCTAssertEqual(out.stdout.split(separator: "\n").map(String.init).sorted(), ["1", "2"], "\(words): \(out.stderr)")
+            XCTAssertEqual(
+                out.stdout.split(separator: "\n").map(String.init).sorted(), ["1", "2"], "\(words): \(out.stderr)")
         }
     }
 
@@ -99,10 +128,14 @@ final class TargetsTests: DaemonTestCase {
         XCTAssertTrue(over.stderr.contains("at most 64 targets"), over.stderr)
         let bad = try add("bad..host")
         XCTAssertTrue(bad.stderr.contains("is not valid"), bad.stderr)
-        let removeDefault = try busctl(["call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o", Self.path])
+        let removeDefault = try busctl([
+            "call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o", Self.path,
+        ])
         XCTAssertTrue(removeDefault.stderr.contains("cannot be removed"), removeDefault.stderr)
-        let unknown = try busctl(["call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o",
-                                  MonitorContract.Targets.path(999)])
+        let unknown = try busctl([
+            "call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o",
+            MonitorContract.Targets.path(999),
+        ])
         XCTAssertTrue(unknown.stderr.contains("no target at"), unknown.stderr)
     }
 
@@ -117,31 +150,44 @@ final class TargetsTests: DaemonTestCase {
         let path = MonitorContract.Targets.path(1)
         let wait = Process()
         wait.executableURL = URL(fileURLWithPath: "/usr/bin/busctl")
-        wait.arguments = ["--address=\(bus.address)", "call", Self.destination, path, Self.interface,
-                          MonitorContract.Method.wait.name, "u", "60000"]
+        wait.arguments = [
+            "--address=\(bus.address)", "call", Self.destination, path, Self.interface,
+            MonitorContract.Method.wait.name, "u", "60000",
+        ]
         let errors = Pipe()
         wait.standardError = errors
         try wait.run()
         usleep(300_000)
         let started = Date()
-        XCTAssertEqual(try busctl(["call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o", path]).status, 0)
+        XCTAssertEqual(
+            try busctl(["call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o", path])
+                .status, 0)
         wait.waitUntilExit()
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertTrue(message.contains("was removed"), message)
 
-        let descriptors = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(self.daemon.pid)/fd").count) ?? -1 }
-        let threads = { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(self.daemon.pid)/task").count) ?? -1 }
+        let descriptors = {
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(self.daemon.pid)/fd").count) ?? -1
+        }
+        let threads = {
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(self.daemon.pid)/task").count) ?? -1
+        }
         // The removed target's engines go at the end of the daemon's turn.
         usleep(300_000)
         var before = (descriptors(), threads())
         // 14 more additions: with the first, 15 of the 16 allowed in 10 s.
         for i in 0..<14 {
             let out = try add("198.18.3.\(i % 200 + 1)")
-            guard case let path = out.stdout.split(separator: "\"").dropFirst().first.map(String.init) ?? "", !path.isEmpty else {
+            guard case let path = out.stdout.split(separator: "\"").dropFirst().first.map(String.init) ?? "",
+                !path.isEmpty
+            else {
                 return XCTFail(out.stderr)
             }
-            XCTAssertEqual(try busctl(["call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o", path]).status, 0)
+            XCTAssertEqual(
+                try busctl([
+                    "call", Self.destination, Self.path, targets, MonitorContract.Targets.removeTarget, "o", path,
+                ]).status, 0)
         }
         usleep(300_000)
         for _ in 0..<40 where descriptors() != before.0 { usleep(50_000) }
@@ -157,7 +203,8 @@ final class TargetsTests: DaemonTestCase {
         // A descriptor open for a moment (the state file being written for the additions) is no leak: a leak stays.
         for _ in 0..<40 where descriptors() != before.0 { usleep(50_000) }
         XCTAssertEqual(descriptors(), before.0, "one netlink socket and one ICMP socket per family for every target")
-        XCTAssertEqual(threads(), 1, "the daemon starts no thread: its lookups are the blocking helper's, one for all targets")
+        XCTAssertEqual(
+            threads(), 1, "the daemon starts no thread: its lookups are the blocking helper's, one for all targets")
         XCTAssertEqual(daemon.helperPIDs.count, 1, "one blocking helper for every target")
     }
 }
@@ -169,24 +216,42 @@ final class TargetsPersistenceTests: BusTestCase {
         var daemon = try DaemonProcess(bus: bus, stateDirectory: state)
         let targets = MonitorContract.Targets.interface
         for host in ["198.18.0.5", "198.18.0.6", "198.18.0.7"] {
-            XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
-                                       MonitorContract.Targets.addTarget, "s", host]).status, 0)
+            XCTAssertEqual(
+                try busctl([
+                    "call", MonitorContract.busName, MonitorContract.objectPath, targets,
+                    MonitorContract.Targets.addTarget, "s", host,
+                ]).status, 0)
         }
-        XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
-                                   MonitorContract.Targets.removeTarget, "o", MonitorContract.Targets.path(2)]).status, 0)
-        XCTAssertEqual(try busctl(["set-property", MonitorContract.busName, MonitorContract.Targets.path(3),
-                                   MonitorContract.interface, P.interval.name, "u", "4321"]).status, 0)
+        XCTAssertEqual(
+            try busctl([
+                "call", MonitorContract.busName, MonitorContract.objectPath, targets,
+                MonitorContract.Targets.removeTarget, "o", MonitorContract.Targets.path(2),
+            ]).status, 0)
+        XCTAssertEqual(
+            try busctl([
+                "set-property", MonitorContract.busName, MonitorContract.Targets.path(3),
+                MonitorContract.interface, P.interval.name, "u", "4321",
+            ]).status, 0)
         daemon.stop()
         daemon = try DaemonProcess(bus: bus, stateDirectory: state)
         defer { daemon.stop() }
-        XCTAssertEqual(try busctl(["get-property", MonitorContract.busName, MonitorContract.objectPath, targets,
-                                   MonitorContract.Targets.targetsProperty]).stdout,
-                       "ao 2 \"\(MonitorContract.Targets.path(1))\" \"\(MonitorContract.Targets.path(3))\"\n")
-        XCTAssertEqual(try busctl(["get-property", MonitorContract.busName, MonitorContract.Targets.path(3), MonitorContract.interface,
-                                   P.interval.name, P.host.name]).stdout, "u 4321\ns \"198.18.0.7\"\n")
-        XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
-                                   MonitorContract.Targets.addTarget, "s", "198.18.0.8"]).stdout,
-                       "o \"\(MonitorContract.Targets.path(4))\"\n", "a removed number is never reused, across restarts too")
+        XCTAssertEqual(
+            try busctl([
+                "get-property", MonitorContract.busName, MonitorContract.objectPath, targets,
+                MonitorContract.Targets.targetsProperty,
+            ]).stdout,
+            "ao 2 \"\(MonitorContract.Targets.path(1))\" \"\(MonitorContract.Targets.path(3))\"\n")
+        XCTAssertEqual(
+            try busctl([
+                "get-property", MonitorContract.busName, MonitorContract.Targets.path(3), MonitorContract.interface,
+                P.interval.name, P.host.name,
+            ]).stdout, "u 4321\ns \"198.18.0.7\"\n")
+        XCTAssertEqual(
+            try busctl([
+                "call", MonitorContract.busName, MonitorContract.objectPath, targets,
+                MonitorContract.Targets.addTarget, "s", "198.18.0.8",
+            ]).stdout,
+            "o \"\(MonitorContract.Targets.path(4))\"\n", "a removed number is never reused, across restarts too")
     }
 
     func testSIGHUPTakesTheFilesTargetsAsAtStartUp() throws {
@@ -194,9 +259,12 @@ final class TargetsPersistenceTests: BusTestCase {
         let daemon = try DaemonProcess(bus: bus, arguments: ["--target", "198.18.0.9"], stateDirectory: state)
         defer { daemon.stop() }
         let targets = MonitorContract.Targets.interface
-        XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
-                                   MonitorContract.Targets.addTarget, "s", "198.18.0.5"]).stdout,
-                       "o \"\(MonitorContract.Targets.path(2))\"\n", "--target took number 1")
+        XCTAssertEqual(
+            try busctl([
+                "call", MonitorContract.busName, MonitorContract.objectPath, targets,
+                MonitorContract.Targets.addTarget, "s", "198.18.0.5",
+            ]).stdout,
+            "o \"\(MonitorContract.Targets.path(2))\"\n", "--target took number 1")
         usleep(300_000)
         // The file now says: target 2 with another Interval, and a target 7.
         try "NextTarget=8\nTarget.2.Host=198.18.0.5\nTarget.2.Interval=3000\nTarget.7.Host=198.18.0.7\n"
@@ -205,14 +273,23 @@ final class TargetsPersistenceTests: BusTestCase {
         try daemon.waitUntil("SIGHUP: re-read")
         XCTAssertTrue(daemon.log.contains("target 2 Interval=3000"), daemon.log)
         XCTAssertTrue(daemon.log.contains("target 7 added"), daemon.log)
-        XCTAssertEqual(try busctl(["get-property", MonitorContract.busName, MonitorContract.objectPath, targets,
-                                   MonitorContract.Targets.targetsProperty]).stdout,
-                       "ao 3 \"\(MonitorContract.Targets.path(1))\" \"\(MonitorContract.Targets.path(2))\" \"\(MonitorContract.Targets.path(7))\"\n",
-                       "--target's stays; the file's come")
-        XCTAssertEqual(try busctl(["get-property", MonitorContract.busName, MonitorContract.Targets.path(2), MonitorContract.interface,
-                                   P.interval.name]).stdout, "u 3000\n")
-        XCTAssertEqual(try busctl(["call", MonitorContract.busName, MonitorContract.objectPath, targets,
-                                   MonitorContract.Targets.addTarget, "s", "198.18.0.8"]).stdout,
-                       "o \"\(MonitorContract.Targets.path(8))\"\n", "NextTarget from the file")
+        XCTAssertEqual(
+            try busctl([
+                "get-property", MonitorContract.busName, MonitorContract.objectPath, targets,
+                MonitorContract.Targets.targetsProperty,
+            ]).stdout,
+            "ao 3 \"\(MonitorContract.Targets.path(1))\" \"\(MonitorContract.Targets.path(2))\" \"\(MonitorContract.Targets.path(7))\"\n",
+            "--target's stays; the file's come")
+        XCTAssertEqual(
+            try busctl([
+                "get-property", MonitorContract.busName, MonitorContract.Targets.path(2), MonitorContract.interface,
+                P.interval.name,
+            ]).stdout, "u 3000\n")
+        XCTAssertEqual(
+            try busctl([
+                "call", MonitorContract.busName, MonitorContract.objectPath, targets,
+                MonitorContract.Targets.addTarget, "s", "198.18.0.8",
+            ]).stdout,
+            "o \"\(MonitorContract.Targets.path(8))\"\n", "NextTarget from the file")
     }
 }

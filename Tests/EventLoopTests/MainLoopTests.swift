@@ -63,7 +63,9 @@ final class MainLoopTests: XCTestCase {
         XCTAssertEqual(loop.waitCall, .epollPwait)
         let start = MonotonicClock.now()
         var at = Instant.origin
-        loop.schedule(after: 300_000) { at = MonotonicClock.now(); loop.quit(status: 0) }
+        loop.schedule(after: 300_000) {
+            at = MonotonicClock.now(); loop.quit(status: 0)
+        }
         XCTAssertEqual(loop.run(), 0)
         XCTAssertGreaterThanOrEqual(at - start, 300_000, "never early")
         XCTAssertLessThan(at - start, 1_000_000_000)
@@ -76,7 +78,9 @@ final class MainLoopTests: XCTestCase {
             order.append("timer")
             loop.atEndOfTurn {
                 order.append("end1")
-                loop.atEndOfTurn { order.append("end2"); loop.quit(status: 0) }
+                loop.atEndOfTurn {
+                    order.append("end2"); loop.quit(status: 0)
+                }
             }
         }
         _ = loop.run()
@@ -145,7 +149,7 @@ final class MainLoopTests: XCTestCase {
 final class WorkerThreadTests: XCTestCase {
     func testJobsRunInOrderOffTheCallingThreadAndDrainWaits() throws {
         let worker = try WorkerThread()
-        worker.drain()  // before any job: returns at once
+        worker.drain() // before any job: returns at once
         let log = Mutex<[Int]>([])
         let caller = pthread_self()
         let offThread = Atomic<Bool>(true)
@@ -223,8 +227,12 @@ extension MainLoopTests {
         let loop = try MainLoop()
         var lenientRuns: [Instant] = []
         var punctualRan = Instant.origin
-        let lenient = loop.schedule(after: 20_000_000, leeway: 1_000_000_000, repeats: true) { lenientRuns.append(loop.now()) }
-        loop.schedule(after: 60_000_000) { punctualRan = loop.now(); loop.quit(status: 0) }
+        let lenient = loop.schedule(after: 20_000_000, leeway: 1_000_000_000, repeats: true) {
+            lenientRuns.append(loop.now())
+        }
+        loop.schedule(after: 60_000_000) {
+            punctualRan = loop.now(); loop.quit(status: 0)
+        }
         XCTAssertEqual(loop.scheduledTimers, 2)
         XCTAssertEqual(loop.run(), 0)
         XCTAssertEqual(lenientRuns.count, 1, "it ran once, on the punctual timer's turn")
@@ -240,7 +248,8 @@ extension MainLoopTests {
         loop.cancel(cancelled)
         loop.schedule(after: 300_000_000) { loop.quit(status: 1) }
         XCTAssertEqual(loop.run(), 1)
-        XCTAssertGreaterThanOrEqual(aloneRan - started, 110_000_000, "alone, it woke the loop only when its leeway was over")
+        XCTAssertGreaterThanOrEqual(
+            aloneRan - started, 110_000_000, "alone, it woke the loop only when its leeway was over")
         XCTAssertEqual(loop.scheduledTimers, 0)
     }
 

@@ -8,7 +8,8 @@ import XCTest
 /// with an https URL to sign in at.
 final class CapportFuzzReplayTests: XCTestCase {
     func testCapportCorpusAndCrashInputsAreReadSafely() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         var count = 0
         var captive = 0
         for folder in ["Fuzz/capport/corpus", "Fuzz/capport/crashes"] {

@@ -34,7 +34,9 @@ public enum Paths {
 }
 
 /// Runs a command to completion, with a deadline.
-public func runCommand(_ argv: [String], environment: [String: String] = [:], timeout: TimeInterval = 30) throws -> Outcome {
+public func runCommand(
+    _ argv: [String], environment: [String: String] = [:], timeout: TimeInterval = 30
+) throws -> Outcome {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = argv
@@ -52,22 +54,28 @@ public func runCommand(_ argv: [String], environment: [String: String] = [:], ti
     nonisolated(unsafe) var errData = Data()
     let group = DispatchGroup()
     group.enter()
-    DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    DispatchQueue.global().async {
+        outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave()
+    }
     group.enter()
-    DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    DispatchQueue.global().async {
+        errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave()
+    }
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning && Date() < deadline { usleep(5000) }
     if process.isRunning {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         group.wait()
-        throw NSError(domain: "timeout", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(argv) ran past \(timeout) s"])
+        throw NSError(
+            domain: "timeout", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(argv) ran past \(timeout) s"])
     }
     process.waitUntilExit()
     group.wait()
-    return Outcome(status: process.terminationStatus,
-                   stdout: String(decoding: outData, as: UTF8.self),
-                   stderr: String(decoding: errData, as: UTF8.self))
+    return Outcome(
+        status: process.terminationStatus,
+        stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self))
 }
 
 /// A private dbus-daemon on a socket in a temporary directory, stopped by its PID.
@@ -85,7 +93,8 @@ public final class PrivateBus {
     /// `systemPolicy`: instead, the system bus's own configuration plus this policy file (as root).
     /// `serviceDirectory`: a bus that activates the services whose files are there, and no others.
     public init(anyUser: Bool = false, systemPolicy: String? = nil, serviceDirectory: String? = nil) throws {
-        directory = FileManager.default.temporaryDirectory
+        directory =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("netobserver-test-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let addressFile = directory + "/address"
@@ -95,31 +104,37 @@ public final class PrivateBus {
         var configuration = ["--session"]
         if anyUser || serviceDirectory != nil {
             let file = directory + "/bus.conf"
-            try Self.sessionConfiguration(socket: "\(directory)/bus", anyUser: anyUser, serviceDirectory: serviceDirectory)
-                .write(toFile: file, atomically: true, encoding: .utf8)
+            try Self.sessionConfiguration(
+                socket: "\(directory)/bus", anyUser: anyUser, serviceDirectory: serviceDirectory
+            )
+            .write(toFile: file, atomically: true, encoding: .utf8)
             configuration = ["--config-file=\(file)"]
             if anyUser { chmod(directory, 0o755) }
         }
         if let systemPolicy {
             let file = directory + "/bus.conf"
             try """
-                <busconfig>
-                  <include>/usr/share/dbus-1/system.conf</include>
-                  <include>\(systemPolicy)</include>
-                </busconfig>
-                """.write(toFile: file, atomically: true, encoding: .utf8)
+            <busconfig>
+              <include>/usr/share/dbus-1/system.conf</include>
+              <include>\(systemPolicy)</include>
+            </busconfig>
+            """.write(toFile: file, atomically: true, encoding: .utf8)
             configuration = ["--config-file=\(file)"]
             chmod(directory, 0o755)
         }
-        process.arguments = configuration + ["--nofork", "--nopidfile", "--nosyslog",
-                                             "--address=unix:path=\(directory)/bus", "--print-address=1"]
+        process.arguments =
+            configuration + [
+                "--nofork", "--nopidfile", "--nosyslog",
+                "--address=unix:path=\(directory)/bus", "--print-address=1",
+            ]
         arguments = process.arguments ?? []
         process.standardOutput = FileHandle(forWritingAtPath: addressFile)
         process.standardError = FileHandle.nullDevice
         try process.run()
         var found = ""
         for _ in 0..<500 {
-            found = (try? String(contentsOfFile: addressFile, encoding: .utf8))?
+            found =
+                (try? String(contentsOfFile: addressFile, encoding: .utf8))?
                 .split(separator: "\n").first.map(String.init) ?? ""
             if !found.isEmpty { break }
             usleep(10_000)
@@ -167,7 +182,9 @@ public final class PrivateBus {
         process.standardError = FileHandle.nullDevice
         try process.run()
         for _ in 0..<500 {
-            let printed = (try? String(contentsOfFile: addressFile, encoding: .utf8))?.split(separator: "\n").first.map(String.init) ?? ""
+            let printed =
+                (try? String(contentsOfFile: addressFile, encoding: .utf8))?.split(separator: "\n").first.map(
+                    String.init) ?? ""
             if !printed.isEmpty {
                 address = printed
                 return
@@ -188,7 +205,9 @@ public final class PrivateBus {
     deinit { stop() }
 
     /// Environment for clients that read the session bus address.
-    public var environment: [String: String] { ["DBUS_SESSION_BUS_ADDRESS": address, "DBUS_SYSTEM_BUS_ADDRESS": address] }
+    public var environment: [String: String] {
+        ["DBUS_SESSION_BUS_ADDRESS": address, "DBUS_SYSTEM_BUS_ADDRESS": address]
+    }
 }
 
 /// A netobserverd process on a bus, its stderr kept in a file.
@@ -198,9 +217,11 @@ public final class DaemonProcess {
 
     /// Starts the daemon on `bus`: in `namespace` (a test host) when given, else in a
     /// network namespace of its own with only loopback. `host` is what it probes.
-    public init(bus: PrivateBus, arguments: [String] = [], stateDirectory: String? = nil, waitForName: Bool = true,
-                namespace: String? = nil, host: String = "198.18.0.1", environment: [String: String] = [:],
-                launcher: [String] = []) throws {
+    public init(
+        bus: PrivateBus, arguments: [String] = [], stateDirectory: String? = nil, waitForName: Bool = true,
+        namespace: String? = nil, host: String = "198.18.0.1", environment: [String: String] = [:],
+        launcher: [String] = []
+    ) throws {
         // ModemManager and NetworkManager are looked for on the test's own bus, never the machine's.
         process.environment = ProcessInfo.processInfo.environment
             .merging(["DBUS_SYSTEM_BUS_ADDRESS": bus.address]) { $1 }.merging(environment) { $1 }
@@ -209,8 +230,11 @@ public final class DaemonProcess {
         // The daemon really resolves and probes, so it runs in a network namespace of
         // its own with only loopback: nothing a test sets can reach any network.
         // (unshare execs without forking, so the PID is the daemon's.)
-        let daemonArguments = ["--address", bus.address, "--state-dir", stateDirectory ?? bus.directory + "/state",
-                               "--host", host] + arguments
+        let daemonArguments =
+            [
+                "--address", bus.address, "--state-dir", stateDirectory ?? bus.directory + "/state",
+                "--host", host,
+            ] + arguments
         if let namespace {
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
             process.arguments = ["netns", "exec", namespace, Paths.daemon] + daemonArguments
@@ -218,7 +242,8 @@ public final class DaemonProcess {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
             // `launcher` (a program that execs the rest) goes between the shell and the daemon.
             let command = launcher + [Paths.daemon] + daemonArguments
-            process.arguments = (geteuid() == 0 ? ["--net"] : ["--net", "--map-root-user"])
+            process.arguments =
+                (geteuid() == 0 ? ["--net"] : ["--net", "--map-root-user"])
                 + ["/bin/sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""] + command
         }
         process.standardError = FileHandle(forWritingAtPath: logPath)
@@ -274,7 +299,8 @@ public final class DaemonProcess {
 
     private static func cpuSeconds(of pid: Int32) -> Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -291,4 +317,3 @@ public final class DaemonProcess {
         return total
     }
 }
-

@@ -9,7 +9,9 @@ public final class JSONLineProgram {
     public let logPath: String
 
     /// Runs `arguments` (in `namespace` when given) with `environment` added to the test's.
-    public init(_ arguments: [String], namespace: String? = nil, environment: [String: String] = [:], directory: String) throws {
+    public init(
+        _ arguments: [String], namespace: String? = nil, environment: [String: String] = [:], directory: String
+    ) throws {
         logPath = directory + "/program-\(UUID().uuidString.prefix(6)).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         if let namespace {
@@ -34,7 +36,9 @@ public final class JSONLineProgram {
     public var text: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     public var events: [[String: Any]] {
-        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
     }
 
     public func send(_ line: String) {
@@ -42,7 +46,8 @@ public final class JSONLineProgram {
     }
 
     /// The first event after the first `skipping` that `matches`, waiting up to `timeout` seconds for it.
-    public func waitFor(_ timeout: Double = 5, skipping: Int = 0, _ matches: ([String: Any]) -> Bool) -> [String: Any]? {
+    public func waitFor(_ timeout: Double = 5, skipping: Int = 0, _ matches: ([String: Any]) -> Bool) -> [String: Any]?
+    {
         let deadline = Date().addingTimeInterval(timeout)
         repeat {
             if let event = events.dropFirst(skipping).first(where: matches) { return event }

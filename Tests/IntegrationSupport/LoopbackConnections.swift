@@ -22,7 +22,9 @@ public final class LoopbackConnections {
         for _ in 0..<count {
             let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard connected == 0 else { throw NSError(domain: "connect", code: Int(errno)) }
             descriptors += [client, accept(listener, nil, nil)]

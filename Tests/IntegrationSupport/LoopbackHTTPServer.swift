@@ -45,7 +45,8 @@ public final class LoopbackHTTPServer {
     /// A test CA and a server certificate for `san` (openssl's form: `DNS:check.test,IP:127.0.0.1`) in a new
     /// directory: ca.pem, server.pem, server.key, and rogue.pem/rogue.key that no one trusts.
     public static func makeCertificates(san: String) throws -> URL {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("netobserver-ca-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "netobserver-ca-\(UUID().uuidString)")
         let script = Paths.repository.appendingPathComponent("Tests/HTTPCheckTests/make_test_ca.sh").path
         let process = try Process.run(URL(fileURLWithPath: "/bin/sh"), arguments: [script, directory.path, san])
         process.waitUntilExit()

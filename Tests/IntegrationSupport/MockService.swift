@@ -15,24 +15,31 @@ public final class MockService {
         self.name = name
         process.executableURL = URL(fileURLWithPath: Paths.python)
         process.arguments = ["-m", "dbusmock", "--system"] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": bus.address]) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(["DBUS_SYSTEM_BUS_ADDRESS": bus.address]) {
+            $1
+        }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         for _ in 0..<500 {
-            let names = try runCommand(["busctl", "--address=\(bus.address)", "list", "--acquired", "--no-legend"]).stdout
+            let names = try runCommand(["busctl", "--address=\(bus.address)", "list", "--acquired", "--no-legend"])
+                .stdout
             if names.split(separator: "\n").contains(where: { $0.hasPrefix(name + " ") }) { return }
             usleep(10_000)
         }
         stop()
-        throw NSError(domain: "dbusmock", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(name) did not appear on the bus"])
+        throw NSError(
+            domain: "dbusmock", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(name) did not appear on the bus"])
     }
 
     /// ModemManager with its ObjectManager, as `org.freedesktop.ModemManager1` is on a real system.
     public static func modemManager(bus: PrivateBus) throws -> MockService {
-        try MockService(bus: bus, name: "org.freedesktop.ModemManager1",
-                        arguments: ["-m", "org.freedesktop.ModemManager1", "/org/freedesktop/ModemManager1",
-                                    "org.freedesktop.ModemManager1"])
+        try MockService(
+            bus: bus, name: "org.freedesktop.ModemManager1",
+            arguments: [
+                "-m", "org.freedesktop.ModemManager1", "/org/freedesktop/ModemManager1",
+                "org.freedesktop.ModemManager1",
+            ])
     }
 
     /// NetworkManager from dbusmock's template.
@@ -44,13 +51,17 @@ public final class MockService {
 
     /// `busctl call` on the mock; `arguments` in busctl's notation after the signature.
     @discardableResult
-    public func call(_ path: String, _ interface: String, _ method: String, _ signature: String = "",
-                     _ arguments: [String] = []) throws -> String {
-        let outcome = try runCommand(["busctl", "--address=\(bus.address)", "call", name, path, interface, method]
-                                     + (signature.isEmpty ? [] : [signature] + arguments))
+    public func call(
+        _ path: String, _ interface: String, _ method: String, _ signature: String = "",
+        _ arguments: [String] = []
+    ) throws -> String {
+        let outcome = try runCommand(
+            ["busctl", "--address=\(bus.address)", "call", name, path, interface, method]
+                + (signature.isEmpty ? [] : [signature] + arguments))
         guard outcome.status == 0 else {
-            throw NSError(domain: "busctl", code: Int(outcome.status),
-                          userInfo: [NSLocalizedDescriptionKey: "\(method) on \(path): \(outcome.stderr)"])
+            throw NSError(
+                domain: "busctl", code: Int(outcome.status),
+                userInfo: [NSLocalizedDescriptionKey: "\(method) on \(path): \(outcome.stderr)"])
         }
         return outcome.stdout
     }
@@ -63,40 +74,52 @@ public final class MockService {
     /// AccessTechnologies, announced with InterfacesAdded as ModemManager does.
     public func addModem(_ number: Int, netPorts: [String], accessTechnologies: UInt32) throws {
         let path = "\(Self.modemManagerPath)/Modem/\(number)"
-        let properties = ["2", "Ports", "a(su)", "\(netPorts.count + 1)", "cdc-wdm\(number)", "6"] + netPorts.flatMap { [$0, "2"] }
+        let properties =
+            ["2", "Ports", "a(su)", "\(netPorts.count + 1)", "cdc-wdm\(number)", "6"] + netPorts.flatMap { [$0, "2"] }
             + ["AccessTechnologies", "u", "\(accessTechnologies)"]
-        try call(Self.modemManagerPath, "org.freedesktop.DBus.Mock", "AddObject", "ssa{sv}a(ssss)",
-                 [path, Self.modemInterface] + properties + ["0"])
-        try call(Self.modemManagerPath, "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
-                 [Self.objectManager, "InterfacesAdded", "oa{sa{sv}}", "2", "o", path, "a{sa{sv}}", "1", Self.modemInterface]
-                 + properties)
+        try call(
+            Self.modemManagerPath, "org.freedesktop.DBus.Mock", "AddObject", "ssa{sv}a(ssss)",
+            [path, Self.modemInterface] + properties + ["0"])
+        try call(
+            Self.modemManagerPath, "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
+            [
+                Self.objectManager, "InterfacesAdded", "oa{sa{sv}}", "2", "o", path, "a{sa{sv}}", "1",
+                Self.modemInterface,
+            ]
+                + properties)
     }
 
     public func setAccessTechnologies(modem number: Int, _ mask: UInt32) throws {
-        try call("\(Self.modemManagerPath)/Modem/\(number)", "org.freedesktop.DBus.Mock", "UpdateProperties", "sa{sv}",
-                 [Self.modemInterface, "1", "AccessTechnologies", "u", "\(mask)"])
+        try call(
+            "\(Self.modemManagerPath)/Modem/\(number)", "org.freedesktop.DBus.Mock", "UpdateProperties", "sa{sv}",
+            [Self.modemInterface, "1", "AccessTechnologies", "u", "\(mask)"])
     }
 
     /// The modem goes (unplugged), with InterfacesRemoved.
     public func removeModem(_ number: Int) throws {
         let path = "\(Self.modemManagerPath)/Modem/\(number)"
         try call(Self.modemManagerPath, "org.freedesktop.DBus.Mock", "RemoveObject", "s", [path])
-        try call(Self.modemManagerPath, "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
-                 [Self.objectManager, "InterfacesRemoved", "oas", "2", "o", path, "as", "1", Self.modemInterface])
+        try call(
+            Self.modemManagerPath, "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
+            [Self.objectManager, "InterfacesRemoved", "oas", "2", "o", path, "as", "1", Self.modemInterface])
     }
 
     /// A NetworkManager ethernet device for `interface`, with a Metered property (NMMetered).
     public func addEthernetDevice(_ device: String, interface: String, metered: UInt32) throws {
-        try call("/org/freedesktop", "org.freedesktop.DBus.Mock", "AddEthernetDevice", "ssi", [device, interface, "100"])
+        try call(
+            "/org/freedesktop", "org.freedesktop.DBus.Mock", "AddEthernetDevice", "ssi", [device, interface, "100"])
         let path = "/org/freedesktop/NetworkManager/Devices/\(device)"
-        try call(path, "org.freedesktop.DBus.Mock", "AddProperty", "ssv",
-                 ["org.freedesktop.NetworkManager.Device", "Metered", "u", "0"])
+        try call(
+            path, "org.freedesktop.DBus.Mock", "AddProperty", "ssv",
+            ["org.freedesktop.NetworkManager.Device", "Metered", "u", "0"])
         try setMetered(device, metered)
     }
 
     public func setMetered(_ device: String, _ metered: UInt32) throws {
-        try call("/org/freedesktop/NetworkManager/Devices/\(device)", "org.freedesktop.DBus.Mock", "UpdateProperties", "sa{sv}",
-                 ["org.freedesktop.NetworkManager.Device", "1", "Metered", "u", "\(metered)"])
+        try call(
+            "/org/freedesktop/NetworkManager/Devices/\(device)", "org.freedesktop.DBus.Mock", "UpdateProperties",
+            "sa{sv}",
+            ["org.freedesktop.NetworkManager.Device", "1", "Metered", "u", "\(metered)"])
     }
 
     /// The device's DHCPv4 lease carried `options` (NetworkManager's names: `captive_portal` for option 114): a
@@ -105,16 +128,23 @@ public final class MockService {
     public func setDHCP4Options(_ device: String, number: Int, _ options: [String: String]) throws {
         let path = "/org/freedesktop/NetworkManager/DHCP4Config/\(number)"
         let entries = ["\(options.count)"] + options.sorted { $0.key < $1.key }.flatMap { [$0.key, "s", $0.value] }
-        try call("/org/freedesktop", "org.freedesktop.DBus.Mock", "AddObject", "ssa{sv}a(ssss)",
-                 [path, "org.freedesktop.NetworkManager.DHCP4Config", "1", "Options", "a{sv}"] + entries + ["0"])
-        try call("/org/freedesktop", "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
-                 [Self.objectManager, "InterfacesAdded", "oa{sa{sv}}", "2", "o", path, "a{sa{sv}}", "1",
-                  "org.freedesktop.NetworkManager.DHCP4Config", "1", "Options", "a{sv}"] + entries)
+        try call(
+            "/org/freedesktop", "org.freedesktop.DBus.Mock", "AddObject", "ssa{sv}a(ssss)",
+            [path, "org.freedesktop.NetworkManager.DHCP4Config", "1", "Options", "a{sv}"] + entries + ["0"])
+        try call(
+            "/org/freedesktop", "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
+            [
+                Self.objectManager, "InterfacesAdded", "oa{sa{sv}}", "2", "o", path, "a{sa{sv}}", "1",
+                "org.freedesktop.NetworkManager.DHCP4Config", "1", "Options", "a{sv}",
+            ] + entries)
         let devicePath = "/org/freedesktop/NetworkManager/Devices/\(device)"
-        if (try? call(devicePath, "org.freedesktop.DBus.Mock", "AddProperty", "ssv",
-                      ["org.freedesktop.NetworkManager.Device", "Dhcp4Config", "o", path])) == nil {
-            try call(devicePath, "org.freedesktop.DBus.Properties", "Set", "ssv",
-                     ["org.freedesktop.NetworkManager.Device", "Dhcp4Config", "o", path])
+        if (try? call(
+            devicePath, "org.freedesktop.DBus.Mock", "AddProperty", "ssv",
+            ["org.freedesktop.NetworkManager.Device", "Dhcp4Config", "o", path])) == nil
+        {
+            try call(
+                devicePath, "org.freedesktop.DBus.Properties", "Set", "ssv",
+                ["org.freedesktop.NetworkManager.Device", "Dhcp4Config", "o", path])
         }
     }
 

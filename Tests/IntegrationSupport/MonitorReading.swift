@@ -3,15 +3,20 @@ import MonitorContract
 
 /// A Monitor property as busctl reads it, unquoted: `s "ethernet"` → ethernet, `t 420` → 420.
 public func readProperty(_ property: P, bus: PrivateBus, path: String = MonitorContract.objectPath) throws -> String {
-    let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName, path,
-                              MonitorContract.interface, property.name])
-    let value = out.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).last ?? ""
+    let out = try runCommand([
+        "busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName, path,
+        MonitorContract.interface, property.name,
+    ])
+    let value =
+        out.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1).last ?? ""
     return String(value).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
 }
 
 /// Polls `property` until it reads `expected`: the seconds it took, or nil after `timeout`.
-public func waitForProperty(_ property: P, _ expected: String, bus: PrivateBus, path: String = MonitorContract.objectPath,
-                            timeout: Double) throws -> Double? {
+public func waitForProperty(
+    _ property: P, _ expected: String, bus: PrivateBus, path: String = MonitorContract.objectPath,
+    timeout: Double
+) throws -> Double? {
     let start = Date()
     while Date().timeIntervalSince(start) < timeout {
         if try readProperty(property, bus: bus, path: path) == expected { return Date().timeIntervalSince(start) }
@@ -37,7 +42,9 @@ public final class SignalWatcher {
         for _ in 0..<1000 where !text.contains("ready") { usleep(10_000) }
         guard text.contains("ready") else {
             stop()
-            throw NSError(domain: "watch.py", code: 1, userInfo: [NSLocalizedDescriptionKey: "watch.py was not ready within 10 s"])
+            throw NSError(
+                domain: "watch.py", code: 1, userInfo: [NSLocalizedDescriptionKey: "watch.py was not ready within 10 s"]
+            )
         }
     }
 
@@ -52,18 +59,25 @@ public final class SignalWatcher {
     private var text: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
 
     private var events: [[String: Any]] {
-        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
     }
 
     /// The StatusChanged signals so far, as (status, host).
     public var statuses: [(status: String, host: String)] {
-        events.filter { $0["kind"] as? String == "status" }.map { ($0["status"] as? String ?? "", $0["host"] as? String ?? "") }
+        events.filter { $0["kind"] as? String == "status" }.map {
+            ($0["status"] as? String ?? "", $0["host"] as? String ?? "")
+        }
     }
 
     /// The OutageEnded signals so far, as (start µs, duration µs, blame).
     public var outages: [(start: UInt64, duration: UInt64, blame: String)] {
         events.filter { $0["kind"] as? String == "outage" }.map {
-            (($0["start"] as? NSNumber)?.uint64Value ?? 0, ($0["duration"] as? NSNumber)?.uint64Value ?? 0, $0["blame"] as? String ?? "")
+            (
+                ($0["start"] as? NSNumber)?.uint64Value ?? 0, ($0["duration"] as? NSNumber)?.uint64Value ?? 0,
+                $0["blame"] as? String ?? ""
+            )
         }
     }
 
@@ -75,8 +89,10 @@ public final class SignalWatcher {
 
 /// What a test says when `property` did not become `expected` within `timeout`: what it reads
 /// instead, the properties in `alongside`, and the daemon's log.
-public func notBecoming(_ property: P, _ expected: String, within timeout: Double, bus: PrivateBus, alongside: [P] = [.reason],
-                        log: String) -> String {
+public func notBecoming(
+    _ property: P, _ expected: String, within timeout: Double, bus: PrivateBus, alongside: [P] = [.reason],
+    log: String
+) -> String {
     let read = { (property: P) in (try? readProperty(property, bus: bus)) ?? "?" }
     return "\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(read(property))', "
         + alongside.map { "\($0.name) '\(read($0))'" }.joined(separator: ", ") + "\n" + log

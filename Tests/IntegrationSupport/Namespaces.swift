@@ -16,8 +16,9 @@ public func sh(_ command: String) throws -> String {
     process.waitUntilExit()
     let text = String(decoding: data, as: UTF8.self)
     guard process.terminationStatus == 0 else {
-        throw NSError(domain: "sh", code: Int(process.terminationStatus),
-                      userInfo: [NSLocalizedDescriptionKey: "\(command): \(text)"])
+        throw NSError(
+            domain: "sh", code: Int(process.terminationStatus),
+            userInfo: [NSLocalizedDescriptionKey: "\(command): \(text)"])
     }
     return text
 }

@@ -33,8 +33,9 @@ public final class RouterChain {
             try namespace.ip("link set \(link) up")
         }
         for router in [gateway, upstream] {
-            _ = try router.exec("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 net.ipv4.icmp_ratelimit=0 "
-                                + "net.ipv6.icmp.ratelimit=0")
+            _ = try router.exec(
+                "sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 net.ipv4.icmp_ratelimit=0 "
+                    + "net.ipv6.icmp.ratelimit=0")
         }
         try client.ip("route add default via 198.18.0.1")
         try client.ip("-6 route add default via fd00::1")
@@ -48,28 +49,39 @@ public final class RouterChain {
 
     /// The gateway is gone: it drops everything from the client, its ARP and Neighbor Solicitations too.
     public func silenceGateway() throws {
-        try drop(in: gateway, "add table netdev fault", "add chain netdev fault arriving { type filter hook ingress device \(gatewayLink) priority -500 ; policy drop ; }")
+        try drop(
+            in: gateway, "add table netdev fault",
+            "add chain netdev fault arriving { type filter hook ingress device \(gatewayLink) priority -500 ; policy drop ; }"
+        )
     }
 
     /// The gateway answers its neighbours (ARP, NDP) but forwards nothing.
     public func stopForwarding() throws {
-        try drop(in: gateway, "add table inet fault", "add chain inet fault forwarding { type filter hook forward priority 0 ; policy drop ; }")
+        try drop(
+            in: gateway, "add table inet fault",
+            "add chain inet fault forwarding { type filter hook forward priority 0 ; policy drop ; }")
     }
 
     /// The gateway drops every ICMP packet it would forward (echoes and errors alike), and forwards the rest.
     public func dropPing() throws {
-        try drop(in: gateway, "add table inet fault", "add chain inet fault forwarding { type filter hook forward priority 0 ; }")
+        try drop(
+            in: gateway, "add table inet fault",
+            "add chain inet fault forwarding { type filter hook forward priority 0 ; }")
         _ = try gateway.exec("nft 'add rule inet fault forwarding meta l4proto { icmp, ipv6-icmp } drop'")
     }
 
     /// The upstream router takes nothing in: nothing past the gateway answers, not even with Time Exceeded.
     public func silenceUpstream() throws {
-        try drop(in: upstream, "add table inet fault", "add chain inet fault early { type filter hook prerouting priority -400 ; policy drop ; }")
+        try drop(
+            in: upstream, "add table inet fault",
+            "add chain inet fault early { type filter hook prerouting priority -400 ; policy drop ; }")
     }
 
     /// The server drops everything: the path answers (Time Exceeded from the upstream router), Host does not.
     public func silenceServer() throws {
-        try drop(in: server, "add table inet fault", "add chain inet fault arriving { type filter hook input priority 0 ; policy drop ; }")
+        try drop(
+            in: server, "add table inet fault",
+            "add chain inet fault arriving { type filter hook input priority 0 ; policy drop ; }")
     }
 
     public func heal() throws {

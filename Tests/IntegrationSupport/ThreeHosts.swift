@@ -26,7 +26,9 @@ public final class ThreeHosts {
         try server.ip("addr add 198.18.2.2/24 dev \(tag)s0")
         try server.ip("addr add 198.18.2.3/24 dev \(tag)s0")
         try server.ip("-6 addr add fd00:2::2/64 dev \(tag)s0 nodad")
-        for (namespace, link) in [(client, clientLink), (router, "\(tag)r0"), (router, "\(tag)r1"), (server, "\(tag)s0")] {
+        for (namespace, link) in [
+            (client, clientLink), (router, "\(tag)r0"), (router, "\(tag)r1"), (server, "\(tag)s0"),
+        ] {
             try namespace.ip("link set \(link) up")
         }
         // Repeated REJECTs in quick succession need the router's ICMP rate limit off.
@@ -42,7 +44,8 @@ public final class ThreeHosts {
     public func closePortal(droppingTheRest: Bool = true) throws {
         _ = try router.exec("nft add table ip portal")
         _ = try router.exec("nft add chain ip portal portal_nat { type nat hook prerouting priority -100 \\; }")
-        _ = try router.exec("nft add rule ip portal portal_nat iifname \(routerClientLink) tcp dport 80 dnat to 198.18.0.1:8080")
+        _ = try router.exec(
+            "nft add rule ip portal portal_nat iifname \(routerClientLink) tcp dport 80 dnat to 198.18.0.1:8080")
         guard droppingTheRest else { return }
         _ = try router.exec("nft add chain ip portal portal_filter { type filter hook forward priority 0 \\; }")
         _ = try router.exec("nft add rule ip portal portal_filter iifname \(routerClientLink) drop")

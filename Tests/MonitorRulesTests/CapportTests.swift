@@ -11,22 +11,35 @@ final class CapportTests: XCTestCase {
     func json(_ text: String) -> Result<JSONValue, StrictJSON.Malformed> { StrictJSON.parse(Array(text.utf8)) }
 
     func testStrictJSONTakesWhatRFC8259Allows() throws {
-        XCTAssertEqual(try json(#" { "a" : [1, -2.5e3, true, false, null, "x\u00e9\ud83d\ude00\n"] } "#).get(),
-                       .object([("a", .array([.number("1"), .number("-2.5e3"), .bool(true), .bool(false), .null,
-                                              .string("xé😀\n")]))]))
+        XCTAssertEqual(
+            try json(#" { "a" : [1, -2.5e3, true, false, null, "x\u00e9\ud83d\ude00\n"] } "#).get(),
+            .object([
+                (
+                    "a",
+                    .array([
+                        .number("1"), .number("-2.5e3"), .bool(true), .bool(false), .null,
+                        .string("xé😀\n"),
+                    ])
+                )
+            ]))
         XCTAssertEqual(try json("\"é\"").get(), .string("é"))
         XCTAssertEqual(try json("0").get(), .number("0"))
     }
 
     func testStrictJSONRefusesEverythingElse() {
-        let bad = ["", "{", "{\"a\":1,}", "[1,]", "01", "1.", "-", "1e", "{'a':1}", "{\"a\" 1}", "{\"a\":1 \"b\":2}",
-                   "{\"a\":1,\"a\":2}", "\"\u{01}\"", "\"\\x\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"",
-                   "tru", "nul", "{} {}", "/* */ {}", "NaN", "[" + String(repeating: "[", count: 20) + String(repeating: "]", count: 21)]
+        let bad = [
+            "", "{", "{\"a\":1,}", "[1,]", "01", "1.", "-", "1e", "{'a':1}", "{\"a\" 1}", "{\"a\":1 \"b\":2}",
+            "{\"a\":1,\"a\":2}", "\"\u{01}\"", "\"\\x\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"",
+            "tru", "nul", "{} {}", "/* */ {}", "NaN",
+            "[" + String(repeating: "[", count: 20) + String(repeating: "]", count: 21),
+        ]
         for text in bad {
             guard case .failure = json(text) else { return XCTFail("took \(text)") }
         }
-        for bytes: [UInt8] in [[0x22, 0xC0, 0x80, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22],
-                               [0x22, 0xE2, 0x82, 0x22], [0x22, 0xFF, 0x22], [0xEF, 0xBB, 0xBF, 0x7B, 0x7D]] {
+        for bytes: [UInt8] in [
+            [0x22, 0xC0, 0x80, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22],
+            [0x22, 0xE2, 0x82, 0x22], [0x22, 0xFF, 0x22], [0xEF, 0xBB, 0xBF, 0x7B, 0x7D],
+        ] {
             guard case .failure = StrictJSON.parse(bytes) else { return XCTFail("took \(bytes)") }
         }
     }
@@ -34,22 +47,33 @@ final class CapportTests: XCTestCase {
     func answer(_ text: String) -> Result<CapportAnswer, StrictJSON.Malformed> { CapportAnswer.parse(Array(text.utf8)) }
 
     func testTheAPIsAnswers() throws {
-        XCTAssertEqual(try answer(#"{"captive": true, "user-portal-url": "https://portal.example/login", "venue-info-url": "https://venue.example/", "seconds-remaining": 0, "can-extend-session": true}"#).get(),
-                       CapportAnswer(captive: true, userPortalURL: "https://portal.example/login", venueInfoURL: "https://venue.example/",
-                                     secondsRemaining: 0))
-        XCTAssertEqual(try answer(#"{"captive": false, "seconds-remaining": 3600, "bytes-remaining": 10}"#).get(),
-                       CapportAnswer(captive: false, secondsRemaining: 3600))
+        XCTAssertEqual(
+            try answer(
+                #"{"captive": true, "user-portal-url": "https://portal.example/login", "venue-info-url": "https://venue.example/", "seconds-remaining": 0, "can-extend-session": true}"#
+            ).get(),
+            CapportAnswer(
+                captive: true, userPortalURL: "https://portal.example/login", venueInfoURL: "https://venue.example/",
+                secondsRemaining: 0))
+        XCTAssertEqual(
+            try answer(#"{"captive": false, "seconds-remaining": 3600, "bytes-remaining": 10}"#).get(),
+            CapportAnswer(captive: false, secondsRemaining: 3600))
         // A venue that is not https, or a count that is not a whole number, is left out; the answer stands.
-        XCTAssertEqual(try answer(#"{"captive": false, "venue-info-url": "http://venue.example/", "seconds-remaining": 1.5}"#).get(),
-                       CapportAnswer(captive: false))
+        XCTAssertEqual(
+            try answer(#"{"captive": false, "venue-info-url": "http://venue.example/", "seconds-remaining": 1.5}"#)
+                .get(),
+            CapportAnswer(captive: false))
     }
 
     func testAnAnswerNotExactlyTheRFCsMakesNoPortal() {
-        let bad = [#"{"captive": true}"#, #"{"captive": true, "user-portal-url": "http://portal.example/"}"#,
-                   #"{"captive": true, "user-portal-url": 5}"#, #"{"captive": "true", "user-portal-url": "https://p.example/"}"#,
-                   #"{"user-portal-url": "https://p.example/"}"#, #"[{"captive": true}]"#, "captive",
-                   #"{"captive": true, "user-portal-url": "https://p.example/ x"}"#, #"{"captive": true, "user-portal-url": "https://"}"#,
-                   #"{"captive": true, "captive": false}"#]
+        let bad = [
+            #"{"captive": true}"#, #"{"captive": true, "user-portal-url": "http://portal.example/"}"#,
+            #"{"captive": true, "user-portal-url": 5}"#,
+            #"{"captive": "true", "user-portal-url": "https://p.example/"}"#,
+            #"{"user-portal-url": "https://p.example/"}"#, #"[{"captive": true}]"#, "captive",
+            #"{"captive": true, "user-portal-url": "https://p.example/ x"}"#,
+            #"{"captive": true, "user-portal-url": "https://"}"#,
+            #"{"captive": true, "captive": false}"#,
+        ]
         for text in bad {
             guard case .failure = answer(text) else { return XCTFail("took \(text)") }
         }
@@ -67,44 +91,58 @@ final class CapportTests: XCTestCase {
         func take(_ actions: [CapportFollower.Action]) {
             for case .fetch(let interface, let uri, let generation) in actions {
                 fetched.append((now, uri))
-                _ = follower.fetched(interface: interface, generation: generation, .failure(StrictJSON.Malformed(text: "no")), now: now)
+                _ = follower.fetched(
+                    interface: interface, generation: generation, .failure(StrictJSON.Malformed(text: "no")), now: now)
             }
         }
         for tick in 0..<(40 * 30) {
             now = .origin + .milliseconds(UInt64(tick) * 25)
-            take(follower.announced(["eth0": "https://api-\(tick).example/capport", "wlan0": "https://api.example/capport"], now: now))
+            take(
+                follower.announced(
+                    ["eth0": "https://api-\(tick).example/capport", "wlan0": "https://api.example/capport"], now: now))
             if let wake = follower.nextWakeup, wake <= now { take(follower.handleTimeout(now: now)) }
         }
         let eth0 = fetched.filter { $0.uri.hasPrefix("https://api-") }
         XCTAssertLessThanOrEqual(eth0.count, 3, "\(eth0.count) fetches in 30 s of 40 announcements a second")
         XCTAssertGreaterThanOrEqual(eth0.count, 2, "a changed announcement is still fetched")
-        for (earlier, later) in zip(eth0, eth0.dropFirst()) { XCTAssertGreaterThanOrEqual(later.at - earlier.at, .seconds(10)) }
-        XCTAssertEqual(fetched.filter { $0.uri == "https://api.example/capport" }.count, 1, "another interface is not held up")
+        for (earlier, later) in zip(eth0, eth0.dropFirst()) {
+            XCTAssertGreaterThanOrEqual(later.at - earlier.at, .seconds(10))
+        }
+        XCTAssertEqual(
+            fetched.filter { $0.uri == "https://api.example/capport" }.count, 1, "another interface is not held up")
     }
 
     func testTheFollowerAsksAtOnceThenEveryTwoSecondsWhileCaptive() {
         var follower = CapportFollower()
         var actions = follower.announced(["eth0": "https://api.example/capport"], now: 0)
-        guard case .fetch("eth0", "https://api.example/capport", let first)? = actions.last else { return XCTFail("\(actions)") }
+        guard case .fetch("eth0", "https://api.example/capport", let first)? = actions.last else {
+            return XCTFail("\(actions)")
+        }
         XCTAssertNil(follower.nextWakeup, "nothing else while the fetch runs")
         XCTAssertTrue(follower.isUnderway(interface: "eth0", generation: first))
         XCTAssertFalse(follower.isUnderway(interface: "eth0", generation: first + 1))
         let captive = CapportAnswer(captive: true, userPortalURL: "https://portal.example/")
-        XCTAssertTrue(follower.fetched(interface: "eth0", generation: first, .success(captive), now: 1 * second).changed)
+        XCTAssertTrue(
+            follower.fetched(interface: "eth0", generation: first, .success(captive), now: 1 * second).changed)
         XCTAssertEqual(follower.facts["eth0"], PortalAPIFacts(uri: "https://api.example/capport", answer: captive))
         XCTAssertEqual(follower.nextWakeup, 3 * second)
         XCTAssertEqual(follower.handleTimeout(now: 2 * second), [])
         actions = follower.handleTimeout(now: 3 * second)
         guard case .fetch(_, _, let second2)? = actions.first else { return XCTFail("\(actions)") }
         // A stale answer is not taken.
-        XCTAssertFalse(follower.fetched(interface: "eth0", generation: first, .success(CapportAnswer(captive: false)), now: 4 * second).changed)
+        XCTAssertFalse(
+            follower.fetched(
+                interface: "eth0", generation: first, .success(CapportAnswer(captive: false)), now: 4 * second
+            ).changed)
         // Not captive, 600 s left: asked again at 540 s, not 300.
         let open = CapportAnswer(captive: false, secondsRemaining: 600)
         XCTAssertTrue(follower.fetched(interface: "eth0", generation: second2, .success(open), now: 4 * second).changed)
         XCTAssertEqual(follower.nextWakeup, 4 * second + 300 * second)
         actions = follower.handleTimeout(now: 304 * second)
         guard case .fetch(_, _, let third)? = actions.first else { return XCTFail("\(actions)") }
-        _ = follower.fetched(interface: "eth0", generation: third, .success(CapportAnswer(captive: false, secondsRemaining: 120)), now: 305 * second)
+        _ = follower.fetched(
+            interface: "eth0", generation: third, .success(CapportAnswer(captive: false, secondsRemaining: 120)),
+            now: 305 * second)
         XCTAssertEqual(follower.nextWakeup, 365 * second)
         // However many seconds the API says (the fuzzer's 444,444,444,444), the next ask is at most 300 s away.
         guard case .fetch(_, _, let fourth)? = follower.handleTimeout(now: 365 * second).first else { return XCTFail() }
@@ -116,10 +154,15 @@ final class CapportTests: XCTestCase {
 
     func testAnAnswerNotTakenForgetsThePortalAndAnEndedAnnouncementCancels() {
         var follower = CapportFollower()
-        guard case .fetch(_, _, let first)? = follower.announced(["wlan0": "https://api.example/"], now: 0).last else { return XCTFail() }
-        _ = follower.fetched(interface: "wlan0", generation: first, .success(CapportAnswer(captive: true, userPortalURL: "https://p.example/")), now: 0)
+        guard case .fetch(_, _, let first)? = follower.announced(["wlan0": "https://api.example/"], now: 0).last else {
+            return XCTFail()
+        }
+        _ = follower.fetched(
+            interface: "wlan0", generation: first,
+            .success(CapportAnswer(captive: true, userPortalURL: "https://p.example/")), now: 0)
         guard case .fetch(_, _, let next)? = follower.handleTimeout(now: 2 * second).first else { return XCTFail() }
-        let (changed, actions) = follower.fetched(interface: "wlan0", generation: next, .failure(.init(text: "timed out")), now: 7 * second)
+        let (changed, actions) = follower.fetched(
+            interface: "wlan0", generation: next, .failure(.init(text: "timed out")), now: 7 * second)
         XCTAssertTrue(changed)
         XCTAssertNil(follower.facts["wlan0"]?.answer, "no portal from an answer that did not come")
         XCTAssertEqual(actions, [.log("wlan0: captive-portal API https://api.example/ ignored: timed out")])
@@ -135,7 +178,10 @@ final class CapportTests: XCTestCase {
         XCTAssertNil(follower.nextWakeup)
         XCTAssertEqual(follower.facts["a"]?.uri, "http://api.example/")
         // A new URI on the same interface is asked at once.
-        guard case .fetch("a", "https://api.example/", _)? = follower.announced(["a": "https://api.example/"], now: 5).last else {
+        guard
+            case .fetch("a", "https://api.example/", _)? = follower.announced(["a": "https://api.example/"], now: 5)
+                .last
+        else {
             return XCTFail()
         }
     }

@@ -12,7 +12,8 @@ final class DiagnosisTests: XCTestCase {
     let gateway = IPAddress.v4([198, 18, 0, 1])
     let host = IPAddress.v4([198, 18, 9, 2])
     var hop: PathDiagnosis.NextHop {
-        PathDiagnosis.NextHop(gateway: gateway, interface: "eth0", interfaceIndex: 3, source: "198.18.0.2", hasNeighbors: true)
+        PathDiagnosis.NextHop(
+            gateway: gateway, interface: "eth0", interfaceIndex: 3, source: "198.18.0.2", hasNeighbors: true)
     }
 
     // MARK: Blame
@@ -33,32 +34,60 @@ final class DiagnosisTests: XCTestCase {
 
     func testNoneIsTheLinkUnlessTheLookupFailsOverAUsableRoute() {
         XCTAssertEqual(BlameRules.blame(facts(.none) { $0.routeUsable = false }), .link)
-        XCTAssertEqual(BlameRules.blame(facts(.none) { $0.routeUsable = false; $0.lookupFailed = true }), .link,
-                       "no route: the lookup fails because of the link")
+        XCTAssertEqual(
+            BlameRules.blame(
+                facts(.none) {
+                    $0.routeUsable = false; $0.lookupFailed = true
+                }), .link,
+            "no route: the lookup fails because of the link")
         XCTAssertEqual(BlameRules.blame(facts(.none) { $0.lookupFailed = true }), .dns)
     }
 
     func testPortalAndTheCheckAndDNS() {
         XCTAssertEqual(BlameRules.blame(facts(.portal)), .portal)
         XCTAssertEqual(BlameRules.blame(facts(.limited) { $0.hostAnswering = true }), .check)
-        XCTAssertEqual(BlameRules.blame(facts(.limited) { $0.hostAnswering = true; $0.resolverBroken = true }), .dns)
+        XCTAssertEqual(
+            BlameRules.blame(
+                facts(.limited) {
+                    $0.hostAnswering = true; $0.resolverBroken = true
+                }), .dns)
     }
 
     func testASilentHostIsPlacedByTheNeighbourCheckAndTheProbePastTheGateway() {
         XCTAssertNil(BlameRules.blame(facts(.limited)), "not found yet: nothing said")
         XCTAssertEqual(BlameRules.blame(facts(.limited) { $0.neighbor = .unreachable }), .gateway)
-        XCTAssertNil(BlameRules.blame(facts(.limited) { $0.neighbor = .reachable }), "the probe past the gateway is still out")
-        XCTAssertEqual(BlameRules.blame(facts(.limited) { $0.neighbor = .reachable; $0.beyond = .carried }), .host)
-        XCTAssertEqual(BlameRules.blame(facts(.limited) { $0.neighbor = .reachable; $0.beyond = .silent }), .upstream)
-        XCTAssertEqual(BlameRules.blame(facts(.limited) { $0.neighbor = .unknown; $0.beyond = .silent }), .upstream,
-                       "a check that could not be made does not blame the gateway")
-        XCTAssertEqual(BlameRules.blame(facts(.limited) { $0.neighborChecked = false; $0.beyond = .carried }), .host,
-                       "a link without neighbours goes straight to the probe past the gateway")
-        XCTAssertEqual(BlameRules.blame(facts(.limited) { $0.hasGateway = false }), .host, "on-link: Host is the next hop")
+        XCTAssertNil(
+            BlameRules.blame(facts(.limited) { $0.neighbor = .reachable }), "the probe past the gateway is still out")
+        XCTAssertEqual(
+            BlameRules.blame(
+                facts(.limited) {
+                    $0.neighbor = .reachable; $0.beyond = .carried
+                }), .host)
+        XCTAssertEqual(
+            BlameRules.blame(
+                facts(.limited) {
+                    $0.neighbor = .reachable; $0.beyond = .silent
+                }), .upstream)
+        XCTAssertEqual(
+            BlameRules.blame(
+                facts(.limited) {
+                    $0.neighbor = .unknown; $0.beyond = .silent
+                }), .upstream,
+            "a check that could not be made does not blame the gateway")
+        XCTAssertEqual(
+            BlameRules.blame(
+                facts(.limited) {
+                    $0.neighborChecked = false; $0.beyond = .carried
+                }), .host,
+            "a link without neighbours goes straight to the probe past the gateway")
+        XCTAssertEqual(
+            BlameRules.blame(facts(.limited) { $0.hasGateway = false }), .host, "on-link: Host is the next hop")
     }
 
     func testReasonNamesTheGatewayAndItsInterface() {
-        XCTAssertEqual(BlameRules.reason(.gateway, gateway: gateway, interface: "wlan0"), "gateway 198.18.0.1 does not answer on wlan0")
+        XCTAssertEqual(
+            BlameRules.reason(.gateway, gateway: gateway, interface: "wlan0"),
+            "gateway 198.18.0.1 does not answer on wlan0")
         XCTAssertNotNil(BlameRules.reason(.upstream, gateway: gateway, interface: "wlan0"))
         XCTAssertNil(BlameRules.reason(.host, gateway: gateway, interface: "wlan0"))
     }
@@ -70,7 +99,9 @@ final class DiagnosisTests: XCTestCase {
     }
 
     func beyondProbes(_ actions: [PathDiagnosis.Action]) -> [(UInt8, UInt64)] {
-        actions.compactMap { if case .probeBeyond(_, _, let hops, let generation) = $0 { (hops, generation) } else { nil } }
+        actions.compactMap {
+            if case .probeBeyond(_, _, let hops, let generation) = $0 { (hops, generation) } else { nil }
+        }
     }
 
     func testANewNextHopIsAskedAtOnceThenAtMostOnceAMinuteWhileHealthy() throws {
@@ -90,7 +121,8 @@ final class DiagnosisTests: XCTestCase {
             now = diagnosis.nextWakeup ?? .distantFuture
             let actions = diagnosis.handleTimeout(now: now)
             guard let next = neighborChecks(actions).first else { break }
-            XCTAssertEqual(routine(actions), [true], "the healthy recheck may take another target's answer for the same next hop")
+            XCTAssertEqual(
+                routine(actions), [true], "the healthy recheck may take another target's answer for the same next hop")
             sent += 1
             _ = diagnosis.neighborAnswered(generation: next, .reachable, now: now + 5 * ms)
         }
@@ -108,7 +140,8 @@ final class DiagnosisTests: XCTestCase {
         _ = diagnosis.neighborAnswered(generation: first, .reachable, now: 1 * ms)
         let suspected = diagnosis.hostChanged(silent: true, address: host, now: 100 * ms)
         let second = try XCTUnwrap(neighborChecks(suspected).first, "a suspicion asks the next hop at once")
-        XCTAssertTrue(diagnosis.hostChanged(silent: true, address: host, now: 200 * ms).isEmpty, "one check per suspicion")
+        XCTAssertTrue(
+            diagnosis.hostChanged(silent: true, address: host, now: 200 * ms).isEmpty, "one check per suspicion")
         let answered = diagnosis.neighborAnswered(generation: second, .reachable, now: 300 * ms)
         let (hops, beyond) = try XCTUnwrap(beyondProbes(answered).first)
         XCTAssertEqual(hops, 2, "the TTL expires at the first router past the gateway")
@@ -161,8 +194,10 @@ final class DiagnosisTests: XCTestCase {
     /// A host that answered goes silent behind a gateway that no longer answers ARP: the first
     /// failed probe asks the next hop, and Blame is `gateway` with the Connectivity change.
     func testAPathBlamesTheGatewayWithTheConnectivityChange() throws {
-        var core = PathCore(host: "198.18.9.2", family: .ipv4,
-                            probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 500, failureThreshold: 2), seed: 3)
+        var core = PathCore(
+            host: "198.18.9.2", family: .ipv4,
+            probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 500, failureThreshold: 2),
+            seed: 3)
         var route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.2")
         route.gateway = gateway
         route.interfaceIndex = 3
@@ -185,7 +220,11 @@ final class DiagnosisTests: XCTestCase {
         _ = step(.neighborAnswered(generation: try XCTUnwrap(routeCheck.first), .reachable))
         // Host answers a few probes.
         for _ in 0..<3 {
-            guard case .send(let sequence, let token, _, _, _)? = sent.first(where: { if case .send = $0 { true } else { false } }) else {
+            guard
+                case .send(let sequence, let token, _, _, _)? = sent.first(where: {
+                    if case .send = $0 { true } else { false }
+                })
+            else {
                 now = core.nextWakeup ?? now
                 sent = step(.timeout)
                 continue
@@ -214,12 +253,14 @@ final class DiagnosisTests: XCTestCase {
         XCTAssertEqual(state.reason, "gateway 198.18.0.1 does not answer on eth0")
         let checks = asked.filter { if case .checkNeighbor = $0 { true } else { false } }
         XCTAssertEqual(checks.count, 1, "one neighbour check per suspicion: \(asked)")
-        XCTAssertFalse(asked.contains { if case .probeBeyond = $0 { true } else { false } }, "no probe past a dead gateway")
+        XCTAssertFalse(
+            asked.contains { if case .probeBeyond = $0 { true } else { false } }, "no probe past a dead gateway")
     }
 
     /// Asleep, nothing is probed and no failure is counted; after the resume a probe goes at once.
     func testAPathSendsNothingAsleepAndProbesOnResume() {
-        var core = PathCore(host: "198.18.9.2", family: .ipv4, probeSettings: ProbeSettings(intervalMilliseconds: 1000), seed: 5)
+        var core = PathCore(
+            host: "198.18.9.2", family: .ipv4, probeSettings: ProbeSettings(intervalMilliseconds: 1000), seed: 5)
         var route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.2")
         route.routedFamilies = [.v4]
         _ = core.handle(.start(checkURL: ""), now: 0)
@@ -238,8 +279,10 @@ final class DiagnosisTests: XCTestCase {
     /// The diagnosis starts at the first failed probe: with FailureThreshold 2 the probe past the gateway is
     /// out before Connectivity changes, so Blame follows the change by less than the probe's limit.
     func testTheDiagnosisStartsAtTheSuspicion() throws {
-        var core = PathCore(host: "198.18.9.2", family: .ipv4,
-                            probeSettings: ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 200, failureThreshold: 2), seed: 9)
+        var core = PathCore(
+            host: "198.18.9.2", family: .ipv4,
+            probeSettings: ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 200, failureThreshold: 2),
+            seed: 9)
         var route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.2")
         route.gateway = gateway
         route.interfaceIndex = 3
@@ -263,7 +306,9 @@ final class DiagnosisTests: XCTestCase {
                     break
                 }
             }
-            if changedAt == nil, silent, core.state(previous: MonitorState()).connectivity == .limited { changedAt = now }
+            if changedAt == nil, silent, core.state(previous: MonitorState()).connectivity == .limited {
+                changedAt = now
+            }
         }
         step(.start(checkURL: ""))
         step(.resolved(generation: 0, .success([host]), routedFamilies: [.v4]))

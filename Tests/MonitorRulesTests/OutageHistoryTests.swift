@@ -20,34 +20,54 @@ final class OutageHistoryTests: XCTestCase {
 
     func testAnOutageRunsFromLeavingFullToFullAgainWithItsFirstBlameAndWorstValue() throws {
         var history = fresh()
-        XCTAssertNil(history.observe(.full, blame: nil, reason: "", boot: afterBoot(1 * second), real: realStart + 1 * second))
-        XCTAssertNil(history.observe(.limited, blame: nil, reason: "host not answering", boot: afterBoot(10 * second), real: realStart + 10 * second))
-        XCTAssertNil(history.observe(.limited, blame: .upstream, reason: "gateway answers", boot: afterBoot(11 * second), real: realStart + 11 * second))
-        XCTAssertNil(history.observe(.none, blame: .link, reason: "no carrier", boot: afterBoot(20 * second), real: realStart + 20 * second))
-        let ended = try XCTUnwrap(history.observe(.full, blame: nil, reason: "", boot: afterBoot(70 * second), real: realStart + 70 * second))
-        XCTAssertEqual(ended, Outage(start: realStart + 10 * second, duration: 60 * second, blame: "upstream", worst: .none,
-                                     reason: "gateway answers"))
+        XCTAssertNil(
+            history.observe(.full, blame: nil, reason: "", boot: afterBoot(1 * second), real: realStart + 1 * second))
+        XCTAssertNil(
+            history.observe(
+                .limited, blame: nil, reason: "host not answering", boot: afterBoot(10 * second),
+                real: realStart + 10 * second))
+        XCTAssertNil(
+            history.observe(
+                .limited, blame: .upstream, reason: "gateway answers", boot: afterBoot(11 * second),
+                real: realStart + 11 * second))
+        XCTAssertNil(
+            history.observe(
+                .none, blame: .link, reason: "no carrier", boot: afterBoot(20 * second), real: realStart + 20 * second))
+        let ended = try XCTUnwrap(
+            history.observe(.full, blame: nil, reason: "", boot: afterBoot(70 * second), real: realStart + 70 * second))
+        XCTAssertEqual(
+            ended,
+            Outage(
+                start: realStart + 10 * second, duration: 60 * second, blame: "upstream", worst: .none,
+                reason: "gateway answers"))
         XCTAssertEqual(history.latest(10), [ended])
     }
 
     func testABlipIsNoOutageAndStartUpIsNone() {
         var history = fresh(minimum: 3 * second)
         XCTAssertNil(history.observe(.none, blame: .link, reason: "", boot: afterBoot(1 * second), real: realStart))
-        XCTAssertNil(history.observe(.full, blame: nil, reason: "", boot: afterBoot(30 * second), real: realStart), "never full before: no outage")
+        XCTAssertNil(
+            history.observe(.full, blame: nil, reason: "", boot: afterBoot(30 * second), real: realStart),
+            "never full before: no outage")
         XCTAssertNil(history.observe(.limited, blame: .host, reason: "", boot: afterBoot(40 * second), real: realStart))
-        XCTAssertNil(history.observe(.full, blame: nil, reason: "", boot: afterBoot(42 * second), real: realStart), "2 s: a blip")
+        XCTAssertNil(
+            history.observe(.full, blame: nil, reason: "", boot: afterBoot(42 * second), real: realStart), "2 s: a blip"
+        )
         XCTAssertTrue(history.outages.isEmpty)
     }
 
     func testSleepClosesTheOutageAndIsNeverInOne() throws {
         var history = fresh(minimum: .zero)
         _ = history.observe(.full, blame: nil, reason: "", boot: afterBoot(.zero), real: realStart)
-        _ = history.observe(.limited, blame: .upstream, reason: "", boot: afterBoot(10 * second), real: realStart + 10 * second)
+        _ = history.observe(
+            .limited, blame: .upstream, reason: "", boot: afterBoot(10 * second), real: realStart + 10 * second)
         let closed = try XCTUnwrap(history.suspend(boot: afterBoot(15 * second)))
         XCTAssertEqual(closed.duration, 5 * second, "closed at the moment of sleep")
         history.resume(boot: afterBoot(615 * second), real: realStart + 615 * second)
         XCTAssertTrue(history.outageUnderway, "the fault still there after the resume is a new outage")
-        let after = try XCTUnwrap(history.observe(.full, blame: nil, reason: "", boot: afterBoot(617 * second), real: realStart + 617 * second))
+        let after = try XCTUnwrap(
+            history.observe(
+                .full, blame: nil, reason: "", boot: afterBoot(617 * second), real: realStart + 617 * second))
         XCTAssertEqual(after.duration, 2 * second)
         XCTAssertEqual(after.start, realStart + 615 * second)
         let times = Dictionary(uniqueKeysWithValues: history.timeInState(boot: afterBoot(617 * second)))
@@ -61,7 +81,8 @@ final class OutageHistoryTests: XCTestCase {
         _ = history.observe(.full, blame: nil, reason: "", boot: afterBoot(.zero), real: realStart)
         _ = history.observe(.limited, blame: .host, reason: "", boot: afterBoot(100 * second), real: realStart)
         history.slept(3_600 * second, boot: afterBoot(3_720 * second))
-        let ended = try XCTUnwrap(history.observe(.full, blame: nil, reason: "", boot: afterBoot(3_730 * second), real: realStart))
+        let ended = try XCTUnwrap(
+            history.observe(.full, blame: nil, reason: "", boot: afterBoot(3_730 * second), real: realStart))
         XCTAssertEqual(ended.duration, 30 * second, "the hour asleep is no part of the outage")
         let times = Dictionary(uniqueKeysWithValues: history.timeInState(boot: afterBoot(3_730 * second)))
         XCTAssertEqual(times["asleep"], 3_600)
@@ -79,19 +100,25 @@ final class OutageHistoryTests: XCTestCase {
         _ = history.suspend(boot: afterBoot(boot + 5 * second))
         history.resume(boot: afterBoot(boot + 50 * second), real: realStart)
         let total = history.timeInState(boot: afterBoot(boot + 60 * second)).reduce(UInt64(0)) { $0 + $1.1 }
-        XCTAssertEqual(total, (boot + 60 * second) / second, "whole seconds, the fractions carried on: the sum is the time")
+        XCTAssertEqual(
+            total, (boot + 60 * second) / second, "whole seconds, the fractions carried on: the sum is the time")
         var previous: [String: UInt64] = [:]
         var later = fresh()
         for step in 0..<400 {
             let at = Duration.microseconds(UInt64(step) * 333_333)
-            _ = later.observe(step % 7 == 0 ? .limited : .full, blame: nil, reason: "", boot: afterBoot(at), real: realStart)
+            _ = later.observe(
+                step % 7 == 0 ? .limited : .full, blame: nil, reason: "", boot: afterBoot(at), real: realStart)
             for (key, value) in later.timeInState(boot: afterBoot(at + .microseconds(1))) {
                 XCTAssertGreaterThanOrEqual(value, previous[key] ?? 0, "\(key) never shrinks")
                 previous[key] = value
             }
-            XCTAssertEqual(later.secondsCounted(boot: afterBoot(at + .microseconds(1))), later.timeInState(boot: afterBoot(at + .microseconds(1))).reduce(0) { $0 + $1.1 })
+            XCTAssertEqual(
+                later.secondsCounted(boot: afterBoot(at + .microseconds(1))),
+                later.timeInState(boot: afterBoot(at + .microseconds(1))).reduce(0) { $0 + $1.1 })
         }
-        XCTAssertEqual(Set(history.timeInState(boot: afterBoot(.zero)).map(\.0)), ["unknown", "none", "portal", "limited", "full", "asleep"])
+        XCTAssertEqual(
+            Set(history.timeInState(boot: afterBoot(.zero)).map(\.0)),
+            ["unknown", "none", "portal", "limited", "full", "asleep"])
     }
 
     func testTheHistoryKeepsAThousandOutagesAndThirtyDays() {
@@ -113,7 +140,9 @@ final class OutageHistoryTests: XCTestCase {
     func testTheFileRoundTripsAndAnythingOddIsCorrupt() throws {
         var history = fresh(minimum: .zero)
         _ = history.observe(.full, blame: nil, reason: "", boot: afterBoot(.zero), real: realStart)
-        _ = history.observe(.limited, blame: .gateway, reason: "gateway 198.18.0.1 does not\nanswer", boot: afterBoot(5 * second), real: realStart)
+        _ = history.observe(
+            .limited, blame: .gateway, reason: "gateway 198.18.0.1 does not\nanswer", boot: afterBoot(5 * second),
+            real: realStart)
         _ = history.observe(.full, blame: nil, reason: "", boot: afterBoot(9 * second), real: realStart)
         history.settle(boot: afterBoot(10 * second))
         let text = OutageHistoryFile.encode(history)
@@ -124,12 +153,14 @@ final class OutageHistoryTests: XCTestCase {
         XCTAssertEqual(back.began, realStart)
         let corrupt = [
             "", "netobserver-history 2\n", text + "outage 1 2 nowhere limited x\n", text + "outage 1 2 host full x\n",
-            text + "spent full 1\n", text + "began 5\n", text + "garbage\n", text.replacingOccurrences(of: "began", with: "begun"),
+            text + "spent full 1\n", text + "began 5\n", text + "garbage\n",
+            text.replacingOccurrences(of: "began", with: "begun"),
             text + "outage -1 2 host none x\n", text + "outage 1 2 host none x\u{7}y\n",
             text + "outage 18446744073709552 2 host none x\n", text + "spent asleep 18446744073709552\n",
         ]
         for bad in corrupt {
-            XCTAssertThrowsError(try OutageHistoryFile.decode(Array(bad.utf8)[...], minimumOutage: .zero), bad.debugDescription)
+            XCTAssertThrowsError(
+                try OutageHistoryFile.decode(Array(bad.utf8)[...], minimumOutage: .zero), bad.debugDescription)
         }
         XCTAssertThrowsError(try OutageHistoryFile.decode([0xff, 0xfe][...], minimumOutage: .zero))
         let huge = [UInt8](repeating: UInt8(ascii: "a"), count: OutageHistoryFile.maximumSize + 1)
@@ -148,7 +179,8 @@ final class OutageHistoryTests: XCTestCase {
                 taken += 1
                 history.observeStart(boot: afterBoot(.zero))
                 _ = history.timeInState(boot: afterBoot(.microseconds(1)))
-                let back = try OutageHistoryFile.decode(Array(OutageHistoryFile.encode(history).utf8)[...], minimumOutage: .zero)
+                let back = try OutageHistoryFile.decode(
+                    Array(OutageHistoryFile.encode(history).utf8)[...], minimumOutage: .zero)
                 XCTAssertEqual(back.outages, history.outages, name)
             }
         }
@@ -163,7 +195,9 @@ final class OutageHistoryTests: XCTestCase {
         defer { closedir(listing) }
         var found: [(String, [UInt8])] = []
         while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             guard !name.hasPrefix("."), let file = fopen(directory + "/" + name, "rb") else { continue }
             var bytes: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 4096)

@@ -15,12 +15,15 @@ final class PathCoreTests: XCTestCase {
     let route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
 
     func makeCore() -> PathCore {
-        PathCore(host: "a.test", family: .ipv4, probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200),
-                   seed: 7)
+        PathCore(
+            host: "a.test", family: .ipv4,
+            probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200),
+            seed: 7)
     }
 
     /// At most one publish; after it, only the verdict being ready (once, last).
-    func assertOnePublishAtMostAndLast(_ actions: [PathCore.Action], file: StaticString = #filePath, line: UInt = #line) {
+    func assertOnePublishAtMostAndLast(_ actions: [PathCore.Action], file: StaticString = #filePath, line: UInt = #line)
+    {
         XCTAssertNil(PathCore.outputContractBroken(actions), "\(actions)", file: file, line: line)
     }
 
@@ -30,7 +33,8 @@ final class PathCoreTests: XCTestCase {
         XCTAssertNil(PathCore.outputContractBroken([]))
         XCTAssertNotNil(PathCore.outputContractBroken([.publish, .cancelCheck]), "published before the last action")
         XCTAssertNotNil(PathCore.outputContractBroken([.publish, .publish]), "published twice")
-        XCTAssertNotNil(PathCore.outputContractBroken([.verdictReady, .publish]), "the verdict ready before the publish")
+        XCTAssertNotNil(
+            PathCore.outputContractBroken([.verdictReady, .publish]), "the verdict ready before the publish")
         XCTAssertNotNil(PathCore.outputContractBroken([.verdictReady, .verdictReady]), "ready twice")
     }
 
@@ -61,7 +65,9 @@ final class PathCoreTests: XCTestCase {
         let answered = core.handle(.probe(.reply(sequence: sequence, token: token, via: .icmp)), now: 9 * ms)
         assertOnePublishAtMostAndLast(answered)
         XCTAssertTrue(answered.contains(.verdictReady), "\(answered)")
-        XCTAssertTrue(answered.contains { if case .reportChanged(_, let new) = $0 { new.answering == true } else { false } }, "\(answered)")
+        XCTAssertTrue(
+            answered.contains { if case .reportChanged(_, let new) = $0 { new.answering == true } else { false } },
+            "\(answered)")
         XCTAssertEqual(answered.suffix(2), [.publish, .verdictReady], "Checks answer with the state just published")
         let state = core.state(previous: MonitorState())
         XCTAssertEqual(state.status, .ethernet)
@@ -81,7 +87,9 @@ final class PathCoreTests: XCTestCase {
             .checkAnswered(generation: 1, .expected), .timeout, .timeout,
             .route(ReachabilityVerdict(usable: false, reason: "no route").routed([])),
             .route(route.routed([.v4])), .targetChanged(host: "b.test", family: .ipv4),
-            .resolved(generation: 1, .failure(ResolverFailure(message: "cannot resolve b.test: SERVFAIL")), routedFamilies: nil),
+            .resolved(
+                generation: 1, .failure(ResolverFailure(message: "cannot resolve b.test: SERVFAIL")),
+                routedFamilies: nil),
             .timeout, .probeSettings(ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 100)), .checkURL(""),
         ]
         while !events.isEmpty {
@@ -91,9 +99,12 @@ final class PathCoreTests: XCTestCase {
             assertOnePublishAtMostAndLast(actions)
             outstanding += sends(actions)
             if let (sequence, token) = outstanding.popLast(), case .timeout = event {
-                assertOnePublishAtMostAndLast(core.handle(.probe(.reply(sequence: sequence, token: token, via: .tcp)), now: now + 1 * ms))
+                assertOnePublishAtMostAndLast(
+                    core.handle(.probe(.reply(sequence: sequence, token: token, via: .tcp)), now: now + 1 * ms))
             }
-            if actions.contains(where: { if case .probe = $0 { true } else { false } }) { events.insert(.probing(.icmpRaw), at: 0) }
+            if actions.contains(where: { if case .probe = $0 { true } else { false } }) {
+                events.insert(.probing(.icmpRaw), at: 0)
+            }
         }
     }
 
@@ -122,19 +133,23 @@ final class PathCoreTests: XCTestCase {
     /// Interval = Timeout = 5000 and a router answering "net unreachable": a Check right after start gets its
     /// verdict from the router's answer to its own probe at once, not a Timeout later (4,986 ms seen).
     func testACheckRightAfterStartIsAnsweredByTheNetworksRefusalAtOnce() throws {
-        var core = PathCore(host: "198.18.0.2", family: .ipv4,
-                              probeSettings: ProbeSettings(intervalMilliseconds: 5000, timeoutMilliseconds: 5000), seed: 3)
+        var core = PathCore(
+            host: "198.18.0.2", family: .ipv4,
+            probeSettings: ProbeSettings(intervalMilliseconds: 5000, timeoutMilliseconds: 5000), seed: 3)
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
         _ = core.handle(.route(route.routed([.v4])), now: 1 * ms)
         let first = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 2 * ms)).first)
-        let refused = core.handle(.probe(.error(sequence: first.0, token: first.1, .unreachable(code: 0), from: "198.18.0.1")),
-                                  now: 3 * ms)
+        let refused = core.handle(
+            .probe(.error(sequence: first.0, token: first.1, .unreachable(code: 0), from: "198.18.0.1")),
+            now: 3 * ms)
         XCTAssertTrue(refused.contains(.verdictReady))
         let check = core.check(now: 10 * ms)
-        let probe = try XCTUnwrap(sends(check.actions).first, "the Check waited for the first probe's Timeout: \(check.actions)")
-        let answer = core.handle(.probe(.error(sequence: probe.0, token: probe.1, .unreachable(code: 0), from: "198.18.0.1")),
-                                 now: 11 * ms)
+        let probe = try XCTUnwrap(
+            sends(check.actions).first, "the Check waited for the first probe's Timeout: \(check.actions)")
+        let answer = core.handle(
+            .probe(.error(sequence: probe.0, token: probe.1, .unreachable(code: 0), from: "198.18.0.1")),
+            now: 11 * ms)
         XCTAssertEqual(answer.last, .verdictReady, "the Check is answered 1 ms after it came")
         XCTAssertEqual(core.state(previous: MonitorState()).status, .none)
     }
@@ -150,8 +165,10 @@ final class PathCoreTests: XCTestCase {
             now += 10 * ms
             _ = core.handle(.targetChanged(host: host, family: .ipv4), now: now)
             let generation = UInt64(round + 1)
-            let resolved = core.handle(.resolved(generation: generation, .success([try XCTUnwrap(IPAddress(host))]),
-                                                 routedFamilies: [.v4]), now: now)
+            let resolved = core.handle(
+                .resolved(
+                    generation: generation, .success([try XCTUnwrap(IPAddress(host))]),
+                    routedFamilies: [.v4]), now: now)
             sent += sends(resolved).count
             sent += sends(core.handle(.probing(.icmpDatagram), now: now)).count
             while let wake = core.nextWakeup, wake <= now { sent += sends(core.handle(.timeout, now: wake)).count }

@@ -10,7 +10,8 @@ final class StatusRulesTests: XCTestCase {
     let route = ReachabilityVerdict(usable: true, interface: "c0", kind: .ethernet, source: "198.18.0.2")
 
     func state(_ resolution: Resolution, _ route: ReachabilityVerdict?, _ probe: ProbeReport) -> MonitorState {
-        StatusRules.state(host: "server.test", resolution: resolution, route: route, probe: probe, previous: MonitorState())
+        StatusRules.state(
+            host: "server.test", resolution: resolution, route: route, probe: probe, previous: MonitorState())
     }
 
     func answering(_ answering: Bool?, failure: ProbeFailure? = nil, method: ProbeMethod = .icmpRaw) -> ProbeReport {
@@ -43,7 +44,8 @@ final class StatusRulesTests: XCTestCase {
         routed.gateway = IPAddress("198.18.0.1")
         XCTAssertEqual(state(.resolved(address), routed, answering(true)).gateway, "198.18.0.1")
         XCTAssertEqual(state(.resolved(address), route, answering(true)).gateway, "", "on-link")
-        XCTAssertEqual(state(.pending, routed, answering(nil)).gateway, "", "no address yet: the default route is not Host's")
+        XCTAssertEqual(
+            state(.pending, routed, answering(nil)).gateway, "", "no address yet: the default route is not Host's")
         XCTAssertEqual(state(.failed("no IPv6 address for server.test"), routed, answering(nil)).gateway, "")
         var down = routed
         down.usable = false
@@ -64,7 +66,8 @@ final class StatusRulesTests: XCTestCase {
         XCTAssertEqual(s.interface, "c0", "the route exists while the host is silent")
         XCTAssertEqual(s.reason, "host not answering: 2 probes lost")
         let tcp = state(.resolved(address), route, answering(false, failure: .silent(.lost, probes: 2), method: .tcp))
-        XCTAssertTrue(tcp.reason.hasSuffix("(probing with TCP connections to port 443: ICMP sockets are not permitted)"))
+        XCTAssertTrue(
+            tcp.reason.hasSuffix("(probing with TCP connections to port 443: ICMP sockets are not permitted)"))
     }
 
     func testUnknownUntilTheFirstVerdict() {
@@ -90,12 +93,21 @@ final class StatusRulesTests: XCTestCase {
         unusable.usable = false
         let routes: [ReachabilityVerdict?] = [nil, route, unusable]
         let probes = [answering(nil), answering(true), answering(false, failure: .silent(.lost, probes: 2))]
-        let facts = [LinkFactsTable(),
-                     LinkFactsTable().with(portalAPIs: ["c0": PortalAPIFacts(uri: "https://api.test/",
-                                                                              answer: CapportAnswer(captive: true, userPortalURL: "https://p.test/"))]),
-                     LinkFactsTable().with(portalAPIs: ["c0": PortalAPIFacts(uri: "https://api.test/", answer: CapportAnswer(captive: false))])]
-        let checks: [CheckAnswer.Meaning?] = [nil, .expected, .portal("http://p.test/"), .failed("HTTP 500"), .intercepted,
-                                              .limited(reason: "secure check failed", partial: true)]
+        let facts = [
+            LinkFactsTable(),
+            LinkFactsTable().with(portalAPIs: [
+                "c0": PortalAPIFacts(
+                    uri: "https://api.test/",
+                    answer: CapportAnswer(captive: true, userPortalURL: "https://p.test/"))
+            ]),
+            LinkFactsTable().with(portalAPIs: [
+                "c0": PortalAPIFacts(uri: "https://api.test/", answer: CapportAnswer(captive: false))
+            ]),
+        ]
+        let checks: [CheckAnswer.Meaning?] = [
+            nil, .expected, .portal("http://p.test/"), .failed("HTTP 500"), .intercepted,
+            .limited(reason: "secure check failed", partial: true),
+        ]
         var cases = 0
         for resolution in resolutions {
             for route in routes {
@@ -104,12 +116,18 @@ final class StatusRulesTests: XCTestCase {
                         for checkURL in ["", "http://check.test/"] {
                             for check in checks {
                                 for problem in [nil, "host answers, but server.test no longer resolves"] {
-                                    let beyond = BeyondTheHost(checkURL: checkURL, check: check, resolverProblem: problem)
-                                    let stated = StatusRules.state(host: "server.test", resolution: resolution, route: route, probe: probe,
-                                                                   linkFacts: table, beyond: beyond, previous: MonitorState()).connectivity
-                                    let textless = StatusRules.connectivity(resolution: resolution, route: route, probe: probe,
-                                                                            linkFacts: table, beyond: beyond)
-                                    XCTAssertEqual(textless, stated, "\(resolution) \(String(describing: route)) \(probe) \(beyond)")
+                                    let beyond = BeyondTheHost(
+                                        checkURL: checkURL, check: check, resolverProblem: problem)
+                                    let stated = StatusRules.state(
+                                        host: "server.test", resolution: resolution, route: route, probe: probe,
+                                        linkFacts: table, beyond: beyond, previous: MonitorState()
+                                    ).connectivity
+                                    let textless = StatusRules.connectivity(
+                                        resolution: resolution, route: route, probe: probe,
+                                        linkFacts: table, beyond: beyond)
+                                    XCTAssertEqual(
+                                        textless, stated,
+                                        "\(resolution) \(String(describing: route)) \(probe) \(beyond)")
                                     cases += 1
                                 }
                             }

@@ -27,10 +27,12 @@ final class TargetCoreTests: XCTestCase {
         private var events: [TargetCore.Event] = []
 
         init(family: AddressFamily = .any, interval: UInt32 = 1000, timeout: UInt32 = 500, failures: UInt32 = 2) {
-            core = TargetCore(host: "dual.test", family: family,
-                              probeSettings: ProbeSettings(intervalMilliseconds: interval, timeoutMilliseconds: timeout,
-                                                           failureThreshold: failures),
-                              seed: 11)
+            core = TargetCore(
+                host: "dual.test", family: family,
+                probeSettings: ProbeSettings(
+                    intervalMilliseconds: interval, timeoutMilliseconds: timeout,
+                    failureThreshold: failures),
+                seed: 11)
         }
 
         mutating func handle(_ event: TargetCore.Event) {
@@ -94,10 +96,16 @@ final class TargetCoreTests: XCTestCase {
         mutating func start(addresses: [IPAddress] = [TargetCoreTests.v6, TargetCoreTests.v4]) {
             handle(.start(checkURL: ""))
             handle(.resolved(generation: 0, .success(addresses), routedFamilies: [.v4, .v6]))
-            handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.1.1")
-                              .routed([.v4, .v6])))
-            handle(.route(.v6, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "2001:db8:1::1")
-                              .routed([.v4, .v6])))
+            handle(
+                .route(
+                    .v4,
+                    ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.1.1")
+                        .routed([.v4, .v6])))
+            handle(
+                .route(
+                    .v6,
+                    ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "2001:db8:1::1")
+                        .routed([.v4, .v6])))
         }
     }
 
@@ -106,7 +114,8 @@ final class TargetCoreTests: XCTestCase {
         var bench = Bench()
         var actions = bench.core.handle(.start(checkURL: ""), now: 0)
         XCTAssertEqual(actions.filter { if case .resolve = $0 { true } else { false } }.count, 1, "\(actions)")
-        actions = bench.core.handle(.resolved(generation: 0, .success([Self.v6, Self.v4]), routedFamilies: [.v4, .v6]), now: 0)
+        actions = bench.core.handle(
+            .resolved(generation: 0, .success([Self.v6, Self.v4]), routedFamilies: [.v4, .v6]), now: 0)
         XCTAssertTrue(actions.contains(.probe(.v4, Self.v4)), "\(actions)")
         XCTAssertTrue(actions.contains(.probe(.v6, Self.v6)), "\(actions)")
         bench.now = 5 * ms
@@ -189,7 +198,9 @@ final class TargetCoreTests: XCTestCase {
     /// and never sooner than (FailureThreshold − 1) × min(Interval, Timeout) + Timeout. The other family's probes
     /// sent at the suspicion count toward the same outage, whichever family lost the first probe.
     func testBothFamiliesDeadAreConfirmedWithinTheSingleFamilyBound() {
-        let shapes: [(UInt32, UInt32, UInt32)] = [(2000, 2000, 2), (1000, 1000, 3), (1000, 500, 2), (500, 1500, 2), (5000, 1000, 2)]
+        let shapes: [(UInt32, UInt32, UInt32)] = [
+            (2000, 2000, 2), (1000, 1000, 3), (1000, 500, 2), (500, 1500, 2), (5000, 1000, 2),
+        ]
         for (interval, timeout, failures) in shapes {
             for phase in [0, 1, 250, 777, 1999] as [UInt64] {
                 var bench = Bench(family: .any, interval: interval, timeout: timeout, failures: failures)
@@ -211,7 +222,8 @@ final class TargetCoreTests: XCTestCase {
                 let shape = "\(interval)/\(timeout)/\(failures), phase \(phase)"
                 // The early follow-up (10 ms at this 1 ms round trip) is in flight when the first probe is lost and
                 // serves as the re-probe, as with one family: its offset is the only slack.
-                XCTAssertLessThanOrEqual(took, upper + 11 * ms, "\(shape): \(took / ms) ms after the first unanswered probe")
+                XCTAssertLessThanOrEqual(
+                    took, upper + 11 * ms, "\(shape): \(took / ms) ms after the first unanswered probe")
                 XCTAssertGreaterThanOrEqual(took, lower, "\(shape): confirmed sooner than the silence allows")
             }
         }
@@ -236,7 +248,10 @@ final class TargetCoreTests: XCTestCase {
         // The next IPv6 probe (at most an Interval away) is lost a Timeout later: IPv4 goes out then.
         bench.run(until: silentFrom + 1600 * ms)
         let afterSuspicion = bench.sent[.v4, default: []].filter { $0 > silentFrom }
-        XCTAssertFalse(afterSuspicion.isEmpty, "IPv4 not probed at the headline's suspicion: v6 \(bench.sent[.v6, default: []].filter { $0 > silentFrom - 2000 * ms }.map { $0 / ms }), v4 \(bench.sent[.v4, default: []].suffix(3).map { $0 / ms }), silent from \(silentFrom / ms)")
+        XCTAssertFalse(
+            afterSuspicion.isEmpty,
+            "IPv4 not probed at the headline's suspicion: v6 \(bench.sent[.v6, default: []].filter { $0 > silentFrom - 2000 * ms }.map { $0 / ms }), v4 \(bench.sent[.v4, default: []].suffix(3).map { $0 / ms }), silent from \(silentFrom / ms)"
+        )
         let firstLoss = bench.sent[.v6, default: []].first { $0 > silentFrom }.map { $0 + 500 * ms }
         XCTAssertEqual(afterSuspicion.first, firstLoss, "IPv4 was not probed the moment IPv6's probe was lost")
     }
@@ -304,11 +319,13 @@ final class TargetCoreTests: XCTestCase {
     /// is probed at its synthesized address; Address4 stays the IPv4 one. An IPv4 route back: natively.
     func testWithoutAnIPv4RouteIPv4GoesThroughTheAdvertisedPrefix() throws {
         var core = TargetCore(host: "198.18.2.2", family: .any, probeSettings: ProbeSettings(), seed: 3)
-        let prefix = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
+        let prefix = Nat64Prefix(
+            prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
         let synthesized = try XCTUnwrap(prefix.synthesize(Self.v4))
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]), now: 0)
-        _ = core.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])), now: 0)
+        _ = core.handle(
+            .route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])), now: 0)
         var ipv6Route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
         ipv6Route.nat64Prefix = prefix
         let actions = core.handle(.route(.v6, ipv6Route.routed([.v6])), now: 1)
@@ -318,7 +335,8 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertEqual(state.nat64Prefix, "2001:db8:64::/96")
         XCTAssertEqual(state.nat64Source, .ra)
         XCTAssertEqual(state.ipv4.address, "198.18.2.2")
-        XCTAssertFalse(actions.contains { if case .resolveNat64 = $0 { true } else { false } }, "the router said: no lookup")
+        XCTAssertFalse(
+            actions.contains { if case .resolveNat64 = $0 { true } else { false } }, "the router said: no lookup")
 
         _ = core.handle(.route(.v4, ipv6Route.routed([.v6])), now: 2)
         state = core.state(previous: MonitorState())
@@ -328,8 +346,10 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertTrue(back.contains(.probe(.v4, Self.v4)), "an IPv4 route: natively again: \(back)")
     }
 
-    static let prefix64 = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
-    static let otherPrefix64 = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x65] + [UInt8](repeating: 0, count: 10)), length: 96)
+    static let prefix64 = Nat64Prefix(
+        prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
+    static let otherPrefix64 = Nat64Prefix(
+        prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x65] + [UInt8](repeating: 0, count: 10)), length: 96)
 
     /// An IPv6-only network: an IPv4 literal Host, no IPv4 route, the IPv6 route with `prefix` advertised (nil: none).
     func ipv6Only(_ bench: inout Bench, prefix: Nat64Prefix?) {
@@ -349,14 +369,21 @@ final class TargetCoreTests: XCTestCase {
     }
 
     /// What `ipv4only.arpa` answers where DNS64 synthesizes with `prefix`.
-    func ipv4onlyAnswer(_ prefix: Nat64Prefix) throws -> [IPAddress] { [try XCTUnwrap(prefix.synthesize(.v4([192, 0, 0, 170])))] }
+    func ipv4onlyAnswer(_ prefix: Nat64Prefix) throws -> [IPAddress] {
+        [try XCTUnwrap(prefix.synthesize(.v4([192, 0, 0, 170])))]
+    }
 
     /// Issue 45 item 8: on a DNS64-only network, while the first `ipv4only.arpa` query is out, IPv4 is `unknown`,
     /// never `none` (it was published 6 ms before the answer), and the query's limit ends the wait.
     func testIPv4IsUnknownWhileTheFirstIpv4onlyArpaQueryIsOut() throws {
         var bench = ipv4LiteralWithoutIPv4Route(family: .any, seed: 5)
-        let asked = bench.core.handle(.route(.v6, ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi,
-                                                                        source: "2001:db8:1::2").routed([.v6])), now: bench.now)
+        let asked = bench.core.handle(
+            .route(
+                .v6,
+                ReachabilityVerdict(
+                    usable: true, interface: "wlan0", kind: .wifi,
+                    source: "2001:db8:1::2"
+                ).routed([.v6])), now: bench.now)
         let generation = try XCTUnwrap(asked.compactMap { if case .resolveNat64(let g) = $0 { g } else { nil } }.first)
         bench.state = bench.core.state(previous: bench.state)
         XCTAssertEqual(bench.state.ipv4.connectivity, .unknown, "no verdict before the answer")
@@ -364,7 +391,11 @@ final class TargetCoreTests: XCTestCase {
         bench.run(until: 6 * ms)
         bench.handle(.nat64Resolved(generation: generation, .success(try ipv4onlyAnswer(Self.prefix64))))
         // The route watch's word on the synthesized address.
-        bench.handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2").routed([.v6])))
+        bench.handle(
+            .route(
+                .v4,
+                ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2").routed([.v6]
+                )))
         bench.run(until: 100 * ms)
         XCTAssertEqual(bench.state.ipv4.connectivity, .full)
         XCTAssertEqual(bench.state.nat64Source, .dns)
@@ -396,10 +427,16 @@ final class TargetCoreTests: XCTestCase {
         bench.run(until: 6_000 * ms)
         XCTAssertEqual(bench.state.nat64Prefix, "2001:db8:65::/96")
         // The router withdraws it; DNS64 still answers.
-        let withdrawn = bench.core.handle(.route(.v6, ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi,
-                                                                           source: "2001:db8:1::2").routed([.v6])), now: bench.now)
-        let generation = try XCTUnwrap(withdrawn.compactMap { if case .resolveNat64(let g) = $0 { g } else { nil } }.first,
-                                       "ipv4only.arpa is asked again before the path is dropped: \(withdrawn)")
+        let withdrawn = bench.core.handle(
+            .route(
+                .v6,
+                ReachabilityVerdict(
+                    usable: true, interface: "wlan0", kind: .wifi,
+                    source: "2001:db8:1::2"
+                ).routed([.v6])), now: bench.now)
+        let generation = try XCTUnwrap(
+            withdrawn.compactMap { if case .resolveNat64(let g) = $0 { g } else { nil } }.first,
+            "ipv4only.arpa is asked again before the path is dropped: \(withdrawn)")
         XCTAssertFalse(withdrawn.contains(.probe(.v4, Self.v4)), "the path is not dropped before the answer")
         bench.state = bench.core.state(previous: bench.state)
         XCTAssertEqual(bench.state.connectivity, .full)
@@ -425,7 +462,8 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertEqual(lookups.count, 1, "\(asked)")
         let again = core.handle(.route(.v6, route.routed([.v6])), now: 2)
         XCTAssertFalse(again.contains { if case .resolveNat64 = $0 { true } else { false } }, "once per network")
-        let prefix = Nat64Prefix(prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
+        let prefix = Nat64Prefix(
+            prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
         let answer = try XCTUnwrap(prefix.synthesize(.v4([192, 0, 0, 170])))
         let learned = core.handle(.nat64Resolved(generation: try XCTUnwrap(lookups.first), .success([answer])), now: 3)
         XCTAssertTrue(learned.contains(.probe(.v4, try XCTUnwrap(prefix.synthesize(Self.v4)))), "\(learned)")

@@ -44,15 +44,22 @@ final class TargetDriverTests: XCTestCase {
             inside?()
             calls.append("send returned")
         }
-        func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32) { calls.append("startCheck") }
+        func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32) {
+            calls.append("startCheck")
+        }
         func cancelCheck(_ family: IPFamily) { calls.append("cancelCheck") }
-        func sampleTraffic(_ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
-                           inline: Bool) -> TrafficSampling {
+        func sampleTraffic(
+            _ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
+            inline: Bool
+        ) -> TrafficSampling {
             calls.append("sampleTraffic")
             return .later
         }
         func reportChanged(_ family: IPFamily, old: ProbeReport, new: ProbeReport) { calls.append("reportChanged") }
-        func checkNeighbor(_ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool) {
+        func checkNeighbor(
+            _ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64,
+            routine: Bool
+        ) {
             calls.append("checkNeighbor \(gateway)")
         }
         func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64) {
@@ -68,8 +75,10 @@ final class TargetDriverTests: XCTestCase {
     }
 
     func makeDriver(host: String = "a.test", world: RecordingWorld) -> TargetDriver {
-        let core = TargetCore(host: host, family: .ipv4, probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200),
-                              seed: 7)
+        let core = TargetCore(
+            host: host, family: .ipv4,
+            probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200),
+            seed: 7)
         return TargetDriver(core: core, world: world) { IPAddress($0) }
     }
 
@@ -132,13 +141,19 @@ final class TargetDriverTests: XCTestCase {
         var outstandingInside: Bool?
         world.duringSend = { [unowned driver, unowned world] in
             guard let sent = world.lastSent else { return }
-            driver.handle(.probe(.v4, .sendFailed(sequence: sent.sequence, transient: false, reason: "cannot send: Network is unreachable")))
+            driver.handle(
+                .probe(
+                    .v4,
+                    .sendFailed(
+                        sequence: sent.sequence, transient: false, reason: "cannot send: Network is unreachable")))
             outstandingInside = driver.core.isOutstanding(.v4, sent.sequence)
         }
         driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
         XCTAssertEqual(Array(world.calls.drop { $0 != "send" }.prefix(2)), ["send", "send returned"])
         XCTAssertEqual(outstandingInside, true, "the failure was handled inside the send")
-        XCTAssertEqual(world.lastSent.map { driver.core.isOutstanding(.v4, $0.sequence) }, false, "the failure was not handled after the send")
+        XCTAssertEqual(
+            world.lastSent.map { driver.core.isOutstanding(.v4, $0.sequence) }, false,
+            "the failure was not handled after the send")
         XCTAssertEqual(world.calls.last, "settled")
         XCTAssertEqual(world.wake, driver.core.nextWakeup)
     }
@@ -165,12 +180,16 @@ final class TargetDriverTests: XCTestCase {
 final class HostChangeTests: XCTestCase {
     func testANewHostShowsNoRoundTripOrMethodOfTheOldOne() throws {
         let world = TargetDriverTests.RecordingWorld()
-        let core = TargetCore(host: "198.18.0.2", family: .ipv4,
-                              probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200), seed: 7)
+        let core = TargetCore(
+            host: "198.18.0.2", family: .ipv4,
+            probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200), seed: 7)
         let driver = TargetDriver(core: core, world: world) { IPAddress($0) }
         driver.handle(.start(checkURL: ""))
-        driver.handle(.route(.v4, ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
-                                 .routed([.v4])))
+        driver.handle(
+            .route(
+                .v4,
+                ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
+                    .routed([.v4])))
         let sent = try XCTUnwrap(world.lastSent)
         world.now = 3_000_000
         driver.handle(.probe(.v4, .reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
@@ -183,8 +202,10 @@ final class HostChangeTests: XCTestCase {
         XCTAssertEqual(world.published.probeMethod, "")
         XCTAssertEqual(world.published.interface, "")
         XCTAssertEqual(world.published.probesAnswered, 1, "the counters only grow")
-        driver.handle(.resolved(generation: 1, .failure(ResolverFailure(message: "cannot resolve b.test")),
-                                routedFamilies: [.v4]))
+        driver.handle(
+            .resolved(
+                generation: 1, .failure(ResolverFailure(message: "cannot resolve b.test")),
+                routedFamilies: [.v4]))
         XCTAssertEqual(world.published.status, .none)
         XCTAssertEqual(world.published.roundTripTime, 0)
         XCTAssertEqual(world.published.probeMethod, "")

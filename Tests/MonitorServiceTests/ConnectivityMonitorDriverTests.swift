@@ -45,7 +45,9 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
             sent.append((sequence, token))
             switch behaviour {
             case .answerAtOnce: deliver(.reply(sequence: sequence, token: token, via: .icmp))
-            case .failAtOnce: deliver(.sendFailed(sequence: sequence, transient: false, reason: "cannot send: Network is unreachable"))
+            case .failAtOnce:
+                deliver(
+                    .sendFailed(sequence: sequence, transient: false, reason: "cannot send: Network is unreachable"))
             case .silent: break
             }
         }
@@ -82,7 +84,9 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
             private(set) var cancelled = false
             private var completion: ((CheckAnswer) -> Void)?
 
-            init(url: String, pin: HTTPClient.Pin?, timeoutMilliseconds: Int, completion: @escaping (CheckAnswer) -> Void) {
+            init(
+                url: String, pin: HTTPClient.Pin?, timeoutMilliseconds: Int, completion: @escaping (CheckAnswer) -> Void
+            ) {
                 self.url = url
                 self.pin = pin
                 self.timeoutMilliseconds = timeoutMilliseconds
@@ -105,9 +109,12 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         let failure: String? = nil
         private(set) var transfers: [Transfer] = []
 
-        func startGet(_ url: String, pinnedTo pin: HTTPClient.Pin?, timeoutMilliseconds: Int, options: HTTPRequestOptions,
-                      completion: @escaping (CheckAnswer) -> Void) -> (any HTTPTransfer)? {
-            let transfer = Transfer(url: url, pin: pin, timeoutMilliseconds: timeoutMilliseconds, completion: completion)
+        func startGet(
+            _ url: String, pinnedTo pin: HTTPClient.Pin?, timeoutMilliseconds: Int, options: HTTPRequestOptions,
+            completion: @escaping (CheckAnswer) -> Void
+        ) -> (any HTTPTransfer)? {
+            let transfer = Transfer(
+                url: url, pin: pin, timeoutMilliseconds: timeoutMilliseconds, completion: completion)
             transfers.append(transfer)
             return transfer
         }
@@ -143,11 +150,14 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
     /// A monitor over `transport`, started, once its first lookup is answered and the transport pointed at the address.
     /// The test holds it (the loop's callbacks hold it unowned).
     @discardableResult
-    func startMonitor(_ transport: FakeTransport, http: FakeHTTP? = nil,
-                      lookup: @escaping HostResolver.Lookup = ConnectivityMonitorDriverTests.lookup) throws -> ConnectivityMonitor {
+    func startMonitor(
+        _ transport: FakeTransport, http: FakeHTTP? = nil,
+        lookup: @escaping HostResolver.Lookup = ConnectivityMonitorDriverTests.lookup
+    ) throws -> ConnectivityMonitor {
         let resolver = try HostResolver(loop: loop, lookup: lookup)
-        let monitor = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, http: http,
-                                              transports: [transport, transport6], routeWatches: [routes, routes6])
+        let monitor = try ConnectivityMonitor(
+            loop: loop, model: model, resolver: resolver, http: http,
+            transports: [transport, transport6], routeWatches: [routes, routes6])
         monitor.start()
         turn { transport.target != nil }
         self.monitor = monitor
@@ -196,7 +206,9 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         XCTAssertEqual(model.state.interface, "eth0")
         XCTAssertEqual(model.state.address, "198.18.0.2")
         XCTAssertEqual(model.state.probeMethod, "icmp")
-        XCTAssertEqual(transport.sent.count, 1, "the first probe of the new target, answered: the first route known sends no other")
+        XCTAssertEqual(
+            transport.sent.count, 1, "the first probe of the new target, answered: the first route known sends no other"
+        )
         // On schedule from here: one probe an Interval, each answered at once.
         advance(milliseconds: 3_000)
         XCTAssertEqual(transport.sent.count, 4)
@@ -257,7 +269,8 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         XCTAssertEqual(transfer.pin?.host, "check.test")
         XCTAssertEqual(transfer.pin?.port, 80)
         XCTAssertEqual(transfer.pin?.address, "198.18.0.80")
-        XCTAssertLessThanOrEqual(transfer.timeoutMilliseconds, 5_000, "what is left of the limit, the lookup's time spent")
+        XCTAssertLessThanOrEqual(
+            transfer.timeoutMilliseconds, 5_000, "what is left of the limit, the lookup's time spent")
         XCTAssertEqual(model.state.connectivity, .unknown)
         XCTAssertTrue(model.state.reason.hasPrefix("checking"), model.state.reason)
         transfer.answer(CheckAnswer(status: 204))
@@ -311,7 +324,9 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         XCTAssertEqual(model.state.reason, "checking http://check.test/generate_204")
         advance(milliseconds: 5_100)
         XCTAssertEqual(model.state.connectivity, .limited, model.state.reason)
-        XCTAssertEqual(model.state.reason, "check http://check.test/generate_204 failed: cannot resolve check.test: no answer within 5 s")
+        XCTAssertEqual(
+            model.state.reason,
+            "check http://check.test/generate_204 failed: cannot resolve check.test: no answer within 5 s")
         XCTAssertTrue(http.transfers.isEmpty)
         XCTAssertEqual(model.state.status, .none, "limited: the check failed while the host answers")
     }
@@ -340,14 +355,15 @@ final class TrafficDriverTests: XCTestCase {
         settings.evidence = .traffic
         let model = MonitorModel(settings: settings)
         let routes = ConnectivityMonitorDriverTests.FakeRouteWatch()
-        let flags: UInt32 = 0x1 | 0x40 | 0x10000  // IFF_UP, IFF_RUNNING, IFF_LOWER_UP
+        let flags: UInt32 = 0x1 | 0x40 | 0x10000 // IFF_UP, IFF_RUNNING, IFF_LOWER_UP
         _ = routes.table.apply(.newLink(Link(index: 1, name: "lo", flags: flags, type: 772)))
         _ = routes.table.apply(.newAddress(InterfaceAddress(index: 1, address: .v4([127, 0, 0, 1]), prefixLength: 8)))
         let resolver = try HostResolver(loop: loop) { _, _ in .success([.v4([127, 0, 0, 1])]) }
         let transport = ConnectivityMonitorDriverTests.FakeTransport(.answerAtOnce)
-        let monitor = try ConnectivityMonitor(loop: loop, model: model, resolver: resolver, trafficSampler: try TrafficSampler(loop: loop),
-                                              transports: [transport, ConnectivityMonitorDriverTests.FakeTransport(.silent)],
-                                              routeWatches: [routes, ConnectivityMonitorDriverTests.FakeRouteWatch()])
+        let monitor = try ConnectivityMonitor(
+            loop: loop, model: model, resolver: resolver, trafficSampler: try TrafficSampler(loop: loop),
+            transports: [transport, ConnectivityMonitorDriverTests.FakeTransport(.silent)],
+            routeWatches: [routes, ConnectivityMonitorDriverTests.FakeRouteWatch()])
         monitor.start()
         func turn(seconds: UInt64 = 5, until done: () -> Bool) {
             let deadline = MonotonicClock.now() + seconds * 1_000_000_000

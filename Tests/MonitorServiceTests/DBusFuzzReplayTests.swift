@@ -4,7 +4,8 @@ import XCTest
 
 /// The D-Bus fuzzer's seeds and every crash input it ever found, through the same harness.
 final class DBusFuzzReplayTests: XCTestCase {
-    private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     private func inputs(_ folder: String) throws -> [(String, [UInt8])] {
         let directory = root.appendingPathComponent(folder)
@@ -21,8 +22,10 @@ final class DBusFuzzReplayTests: XCTestCase {
             switch name {
             case "check-noreply": XCTAssertEqual(sent, 0, name)
             case "wait-100", "target-wait": XCTAssertEqual(sent, 0, "pending: \(name)")
-            case "set-host", "set-host-zone", "set-interval", "set-family", "target-set-host", "add-target", "remove-target":
-                XCTAssertGreaterThanOrEqual(sent, 2, "the reply and PropertiesChanged (or InterfacesAdded/Removed): \(name)")
+            case "set-host", "set-host-zone", "set-interval", "set-family", "target-set-host", "add-target",
+                "remove-target":
+                XCTAssertGreaterThanOrEqual(
+                    sent, 2, "the reply and PropertiesChanged (or InterfacesAdded/Removed): \(name)")
             default: XCTAssertEqual(sent, 1, "one answer: \(name)")
             }
         }

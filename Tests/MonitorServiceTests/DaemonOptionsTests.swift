@@ -21,8 +21,10 @@ final class DaemonOptionsTests: XCTestCase {
     }
 
     func testThePortalTruthFlags() throws {
-        let options = try run(["--check-url", "http://198.18.2.2/204", "--secure-check-url", "https://198.18.2.2/204", "--check-echo",
-                               "--ca-file", "/etc/netobserver/ca.pem"])
+        let options = try run([
+            "--check-url", "http://198.18.2.2/204", "--secure-check-url", "https://198.18.2.2/204", "--check-echo",
+            "--ca-file", "/etc/netobserver/ca.pem",
+        ])
         XCTAssertEqual(options.settings.secureCheckURL, "https://198.18.2.2/204")
         XCTAssertTrue(options.settings.secureCheckURLMayPointInward, "the administrator's URL may point anywhere")
         XCTAssertTrue(options.settings.checkEcho)
@@ -35,9 +37,11 @@ final class DaemonOptionsTests: XCTestCase {
     }
 
     func testEveryFlag() throws {
-        let options = try run(["--address", "unix:path=/tmp/x", "--host", "198.18.0.1", "--interval=200", "--timeout", "150",
-                               "--failures", "3", "--recoveries", "2", "--family", "ipv4", "--state-dir", "/tmp/s",
-                               "--user", "netobserver", "--replace", "--verbose"])
+        let options = try run([
+            "--address", "unix:path=/tmp/x", "--host", "198.18.0.1", "--interval=200", "--timeout", "150",
+            "--failures", "3", "--recoveries", "2", "--family", "ipv4", "--state-dir", "/tmp/s",
+            "--user", "netobserver", "--replace", "--verbose",
+        ])
         XCTAssertEqual(options.bus, .address("unix:path=/tmp/x"))
         XCTAssertEqual(options.settings.host, "198.18.0.1")
         XCTAssertEqual(options.settings.interval, 200)
@@ -72,7 +76,8 @@ final class DaemonOptionsTests: XCTestCase {
 
     func testDefaultStateDirectory() throws {
         var options = DaemonOptions()
-        XCTAssertEqual(options.defaultStateDirectory { ["XDG_STATE_HOME": "/x/state", "HOME": "/h"][$0] }, "/x/state/netobserver")
+        XCTAssertEqual(
+            options.defaultStateDirectory { ["XDG_STATE_HOME": "/x/state", "HOME": "/h"][$0] }, "/x/state/netobserver")
         XCTAssertEqual(options.defaultStateDirectory { ["HOME": "/h"][$0] }, "/h/.local/state/netobserver")
         XCTAssertNil(options.defaultStateDirectory { _ in nil })
         options.bus = .system

@@ -13,10 +13,18 @@ final class HelperWireTests: XCTestCase {
     private let requests: [HelperRequest] = [
         .resolve(host: "example.test", family: 10),
         .resolve(host: "", family: 0),
-        .sample(host: .v4([198, 18, 0, 1]), sources: [.v4([198, 18, 0, 2]), .v6(AddressBytes(Array(repeating: 0xfe, count: 16)),
-                                                                               zone: .init(index: 3, name: "eth0"))],
-                now: Instant(nanoseconds: .max)),
-        .sample(host: .v6(AddressBytes([0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 12))), sources: [], now: .origin),
+        .sample(
+            host: .v4([198, 18, 0, 1]),
+            sources: [
+                .v4([198, 18, 0, 2]),
+                .v6(
+                    AddressBytes(Array(repeating: 0xfe, count: 16)),
+                    zone: .init(index: 3, name: "eth0")),
+            ],
+            now: Instant(nanoseconds: .max)),
+        .sample(
+            host: .v6(AddressBytes([0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 12))), sources: [],
+            now: .origin),
         .write(directory: "/var/lib/netobserver", name: "history.7", text: "outage 1 2 none\n€"),
         .remove(directory: "/d", name: "history.3"),
         .read(directory: "/d", name: "settings", maximumSize: 65_536),
@@ -26,10 +34,15 @@ final class HelperWireTests: XCTestCase {
     private let answers: [HelperAnswer] = [
         .resolved(.success([.v4([127, 0, 0, 1]), .v6(AddressBytes(Array(repeating: 0, count: 15) + [1]))])),
         .resolved(.failure(ResolverFailure(message: "cannot resolve x: no address"))),
-        .sampled(.init(result: .success(TrafficSample(connections: 18_000, receivingRemotes: 3, retransmittingRemotes: 1)),
-                       cost: .milliseconds(33), dumpCost: .milliseconds(31))),
+        .sampled(
+            .init(
+                result: .success(TrafficSample(connections: 18_000, receivingRemotes: 3, retransmittingRemotes: 1)),
+                cost: .milliseconds(33), dumpCost: .milliseconds(31))),
         .sampled(.init(result: .failure(.incomplete), cost: .zero, dumpCost: .seconds(1))),
-        .sampled(.init(result: .failure(.refused(SystemError("sock_diag dump", errno: 22))), cost: .microseconds(5), dumpCost: .zero)),
+        .sampled(
+            .init(
+                result: .failure(.refused(SystemError("sock_diag dump", errno: 22))), cost: .microseconds(5),
+                dumpCost: .zero)),
         .written(nil),
         .written(SystemError("mkdir /x", errno: 20)),
         .removed(true),
@@ -72,16 +85,21 @@ final class HelperWireTests: XCTestCase {
         let second = HelperWire.frame(id: 2, lane: .history, .barrier)
         let stream = first + second + second.prefix(5)
         XCTAssertEqual(HelperWire.next(in: stream, from: 0), .body(4..<first.count))
-        XCTAssertEqual(HelperWire.next(in: stream, from: first.count), .body(first.count + 4..<first.count + second.count))
-        XCTAssertEqual(HelperWire.next(in: stream, from: first.count + second.count), .incomplete, "a header and a byte")
+        XCTAssertEqual(
+            HelperWire.next(in: stream, from: first.count), .body(first.count + 4..<first.count + second.count))
+        XCTAssertEqual(
+            HelperWire.next(in: stream, from: first.count + second.count), .incomplete, "a header and a byte")
         XCTAssertEqual(HelperWire.next(in: Array(first.prefix(3)), from: 0), .incomplete, "not a whole header")
         XCTAssertEqual(HelperWire.next(in: [0xff, 0xff, 0xff, 0xff, 0], from: 0), .outOfBounds)
     }
 
     func testAZoneComesBackWithItsName() {
-        let zoned = IPAddress.v6(AddressBytes([0xfe, 0x80] + Array(repeating: 0, count: 13) + [1]), zone: .init(index: 4, name: "wlan0"))
+        let zoned = IPAddress.v6(
+            AddressBytes([0xfe, 0x80] + Array(repeating: 0, count: 13) + [1]), zone: .init(index: 4, name: "wlan0"))
         let frame = HelperWire.frame(id: 1, lane: .lookups, .resolved(.success([zoned])))
-        guard case .resolved(.success(let addresses))? = HelperWire.answer(body(frame))?.answer else { return XCTFail("not decoded") }
+        guard case .resolved(.success(let addresses))? = HelperWire.answer(body(frame))?.answer else {
+            return XCTFail("not decoded")
+        }
         XCTAssertEqual(addresses.first?.description, zoned.description)
     }
 
@@ -108,7 +126,8 @@ final class HelperWireTests: XCTestCase {
         XCTAssertFalse(HelperAnswer.written(nil).isFailure)
         XCTAssertFalse(HelperAnswer.removed(false).isFailure, "a history already gone is no failure")
         XCTAssertTrue(HelperAnswer.resolved(.failure(ResolverFailure(message: "no"))).isFailure)
-        XCTAssertTrue(HelperAnswer.sampled(.init(result: .failure(.incomplete), cost: .zero, dumpCost: .zero)).isFailure)
+        XCTAssertTrue(
+            HelperAnswer.sampled(.init(result: .failure(.incomplete), cost: .zero, dumpCost: .zero)).isFailure)
         XCTAssertFalse(HelperAnswer.passed.isFailure)
     }
 
@@ -129,8 +148,9 @@ final class HelperWireTests: XCTestCase {
             let matching = answers.filter { $0.answers(request) }
             XCTAssertFalse(matching.isEmpty, "\(request) has an answer")
             for answer in answers where answer.answers(request) {
-                XCTAssertFalse(requests.contains { kind($0) != kind(request) && answer.answers($0) },
-                               "\(answer) answers only one kind of request")
+                XCTAssertFalse(
+                    requests.contains { kind($0) != kind(request) && answer.answers($0) },
+                    "\(answer) answers only one kind of request")
             }
         }
         XCTAssertFalse(HelperAnswer.read(.success(nil)).answers(.resolve(host: "x", family: 0)))
@@ -154,7 +174,8 @@ final class HelperWireTests: XCTestCase {
         frame[10] = 2
         XCTAssertNil(HelperWire.answer(frame[...]), "a flag is 0 or 1")
         // A resolved answer claiming four billion addresses in a few bytes.
-        let lying: [UInt8] = Array(repeating: 0, count: 8) + [0, 0] + [0xff, 0xff, 0xff, 0xff] + [4, 0, 0, 0, 127, 0, 0, 1]
+        let lying: [UInt8] =
+            Array(repeating: 0, count: 8) + [0, 0] + [0xff, 0xff, 0xff, 0xff] + [4, 0, 0, 0, 127, 0, 0, 1]
         XCTAssertNil(HelperWire.answer(lying[...]))
         // A string that is not UTF-8.
         let notText: [UInt8] = Array(repeating: 0, count: 8) + [0, 1] + [2, 0, 0, 0, 0xc3, 0x28]

@@ -26,7 +26,8 @@ final class HistoryWriteTests: XCTestCase {
         var text = "netobserver-history 1\nbegan 1000000\nspent full 5000000\nspent limited 2000000\n"
         let start = MonotonicClock.wallTime().microseconds - 86_400_000_000
         for index in 0..<OutageHistory.maximumOutages {
-            text += "outage \(start + UInt64(index) * 1_000_000) 5000000 upstream limited \(String(repeating: "r", count: 500))\n"
+            text +=
+                "outage \(start + UInt64(index) * 1_000_000) 5000000 upstream limited \(String(repeating: "r", count: 500))\n"
         }
         try text.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
         return text
@@ -35,7 +36,8 @@ final class HistoryWriteTests: XCTestCase {
     func testAKeptHistoryIsNotWrittenWholeUntilItsOutagesChange() throws {
         let whole = try writeFullHistory(name: "history.3")
         XCTAssertGreaterThan(whole.utf8.count, 500_000)
-        let keeper = HistoryKeeper(file: AtomicFile(directory: directory, name: "history.3"), minimumOutage: .seconds(2))
+        let keeper = HistoryKeeper(
+            file: AtomicFile(directory: directory, name: "history.3"), minimumOutage: .seconds(2))
         XCTAssertEqual(keeper.history.outages.count, OutageHistory.maximumOutages)
         var written = 0
         var names: Set<String> = []
@@ -61,17 +63,21 @@ final class HistoryWriteTests: XCTestCase {
         XCTAssertEqual(keeper.history.outages.count, OutageHistory.maximumOutages)
 
         // Another history's time (another beginning) is not taken; a corrupt one is set aside.
-        try "netobserver-history 1\nbegan 7\nspent full 99000000\n".write(toFile: directory + "/history.time", atomically: true, encoding: .utf8)
-        XCTAssertEqual(HistoryKeeper(file: AtomicFile(directory: directory, name: "history"), minimumOutage: .seconds(2))
-            .history.spent["full"], .seconds(5))
-        try "netobserver-history 1\nbegan 1000000\noutage 1 2 - none x\n".write(toFile: directory + "/history.time", atomically: true,
-                                                                                 encoding: .utf8)
+        try "netobserver-history 1\nbegan 7\nspent full 99000000\n".write(
+            toFile: directory + "/history.time", atomically: true, encoding: .utf8)
+        XCTAssertEqual(
+            HistoryKeeper(file: AtomicFile(directory: directory, name: "history"), minimumOutage: .seconds(2))
+                .history.spent["full"], .seconds(5))
+        try "netobserver-history 1\nbegan 1000000\noutage 1 2 - none x\n".write(
+            toFile: directory + "/history.time", atomically: true,
+            encoding: .utf8)
         _ = HistoryKeeper(file: AtomicFile(directory: directory, name: "history"), minimumOutage: .seconds(2))
         XCTAssertTrue(FileManager.default.fileExists(atPath: directory + "/history.time.corrupt"))
     }
 
     func testAHistoryBegunAfreshIsWrittenWholeOnce() throws {
-        let keeper = HistoryKeeper(file: AtomicFile(directory: directory, name: "history.9"), minimumOutage: .seconds(2))
+        let keeper = HistoryKeeper(
+            file: AtomicFile(directory: directory, name: "history.9"), minimumOutage: .seconds(2))
         XCTAssertTrue(keeper.outagesDue, "no file holds its beginning yet")
         let first = try XCTUnwrap(keeper.due())
         XCTAssertEqual(first.file.name, "history.9")

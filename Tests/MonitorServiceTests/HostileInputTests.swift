@@ -16,18 +16,23 @@ final class HostileInputTests: XCTestCase {
         XCTAssertFalse(HostName.isIPv6Literal(String(repeating: ":", count: 1 << 20)))
         var settings = MonitorSettings()
         XCTAssertThrowsError(try settings.set(.host, text: huge)) { error in
-            XCTAssertLessThan((error as? SettingError)?.message.utf8.count ?? .max, 512, "the error quotes a bounded prefix")
+            XCTAssertLessThan(
+                (error as? SettingError)?.message.utf8.count ?? .max, 512, "the error quotes a bounded prefix")
         }
         XCTAssertEqual(settings.host, MonitorSettings().host)
     }
 
     func testInwardAddressesInEveryForm() throws {
-        for text in ["127.0.0.1", "127.255.0.9", "0.0.0.0", "0.1.2.3", "169.254.0.1", "224.0.0.1", "239.1.1.1",
-                     "255.255.255.255", "::1", "::", "fe80::1", "febf::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.9.9"] {
+        for text in [
+            "127.0.0.1", "127.255.0.9", "0.0.0.0", "0.1.2.3", "169.254.0.1", "224.0.0.1", "239.1.1.1",
+            "255.255.255.255", "::1", "::", "fe80::1", "febf::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.9.9",
+        ] {
             XCTAssertTrue(try XCTUnwrap(IPAddress(text)).pointsInward, text)
         }
-        for text in ["198.18.0.1", "8.8.8.8", "10.0.0.1", "192.168.1.1", "169.255.0.1", "223.255.255.255", "fd00::1",
-                     "2001:db8::1", "fec0::1", "::ffff:198.18.0.1", "::2"] {
+        for text in [
+            "198.18.0.1", "8.8.8.8", "10.0.0.1", "192.168.1.1", "169.255.0.1", "223.255.255.255", "fd00::1",
+            "2001:db8::1", "fec0::1", "::ffff:198.18.0.1", "::2",
+        ] {
             XCTAssertFalse(try XCTUnwrap(IPAddress(text)).pointsInward, text)
         }
         // inet_aton's forms, which curl and getaddrinfo read as addresses.
@@ -43,7 +48,8 @@ final class HostileInputTests: XCTestCase {
         for url in ["http://198.18.0.2/", "http://198.18.0.2:8080/generate_204", "http://[::ffff:198.18.0.2]/"] {
             var settings = MonitorSettings()
             XCTAssertThrowsError(try settings.set(.checkURL, text: url, isThisMachine: own), url) { error in
-                XCTAssertTrue((error as? SettingError)?.message.contains("this machine's own addresses") == true, "\(error)")
+                XCTAssertTrue(
+                    (error as? SettingError)?.message.contains("this machine's own addresses") == true, "\(error)")
             }
             XCTAssertEqual(settings.checkURL, "")
             try settings.set(.checkURL, text: url, fromAdministrator: true, isThisMachine: own)
@@ -55,12 +61,15 @@ final class HostileInputTests: XCTestCase {
     }
 
     func testCheckURLIntoThisMachineIsRefusedOverDBusButNotFromTheCommandLine() throws {
-        for url in ["http://127.0.0.1/", "http://0x7f000001/", "http://0x7F000001:8080/x",
-                    "http://[::1]/", "http://[::ffff:127.0.0.1]:80/", "http://169.254.169.254/latest/meta-data",
-                    "http://0.0.0.0/", "http://224.0.0.251/", "http://[fe80::1]/", "http://[ff02::1]/"] {
+        for url in [
+            "http://127.0.0.1/", "http://0x7f000001/", "http://0x7F000001:8080/x",
+            "http://[::1]/", "http://[::ffff:127.0.0.1]:80/", "http://169.254.169.254/latest/meta-data",
+            "http://0.0.0.0/", "http://224.0.0.251/", "http://[fe80::1]/", "http://[ff02::1]/",
+        ] {
             var settings = MonitorSettings()
             XCTAssertThrowsError(try settings.set(.checkURL, text: url), url) { error in
-                XCTAssertTrue((error as? SettingError)?.message.contains("points into this machine") == true, "\(error)")
+                XCTAssertTrue(
+                    (error as? SettingError)?.message.contains("points into this machine") == true, "\(error)")
             }
             XCTAssertEqual(settings.checkURL, "", "nothing changed for \(url)")
             try settings.set(.checkURL, text: url, fromAdministrator: true)
@@ -123,8 +132,10 @@ final class HostileInputTests: XCTestCase {
     func testStoredValuesAreAppliedOneWayForEveryTarget() {
         var base = MonitorSettings()
         base.interval = 500
-        let stored: [MonitorSettings.Key: String] = [.host: "198.18.0.7", .interval: "250", .timeout: "5",
-                                                     .checkURL: "http://127.0.0.1/", .family: "ipv6"]
+        let stored: [MonitorSettings.Key: String] = [
+            .host: "198.18.0.7", .interval: "250", .timeout: "5",
+            .checkURL: "http://127.0.0.1/", .family: "ipv6",
+        ]
         let (settings, kept, problems) = base.applying(stored, except: [.interval])
         XCTAssertEqual(settings.host, "198.18.0.7")
         XCTAssertEqual(settings.interval, 500, "a flagged key keeps the command line's value")

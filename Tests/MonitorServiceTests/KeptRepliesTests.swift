@@ -9,10 +9,13 @@ import XCTest
 final class KeptRepliesTests: XCTestCase {
     private var serial: UInt32 = 0
 
-    private func call(_ server: ObjectServer, _ recorder: MessageRecorder, sender: String, _ member: String,
-                      _ arguments: [DBusValue]) throws -> (Message, [DBusValue]) {
-        let message = try Message.methodCall(destination: MonitorContract.busName, path: MonitorContract.objectPath,
-                                             interface: "org.freedesktop.DBus.Properties", member: member)
+    private func call(
+        _ server: ObjectServer, _ recorder: MessageRecorder, sender: String, _ member: String,
+        _ arguments: [DBusValue]
+    ) throws -> (Message, [DBusValue]) {
+        let message = try Message.methodCall(
+            destination: MonitorContract.busName, path: MonitorContract.objectPath,
+            interface: "org.freedesktop.DBus.Properties", member: member)
         try message.append(arguments)
         try message.setSender(sender)
         serial += 1
@@ -50,7 +53,9 @@ final class KeptRepliesTests: XCTestCase {
             XCTAssertEqual(reply.destination, sender)
             XCTAssertEqual(hostOf(values), hostOf(all))
         }
-        try model.set(.host) { (settings: inout MonitorSettings) throws(SettingError) in try settings.set(.host, text: "198.18.0.9") }
+        try model.set(.host) { (settings: inout MonitorSettings) throws(SettingError) in
+            try settings.set(.host, text: "198.18.0.9")
+        }
         let (_, changed) = try call(server, recorder, sender: ":1.7", "GetAll", [interface])
         XCTAssertEqual(hostOf(changed), "198.18.0.9", "a setting changed: a fresh reply")
         let (_, one) = try call(server, recorder, sender: ":1.9", "Get", [interface, .string("Reason")])
@@ -75,7 +80,10 @@ final class KeptRepliesTests: XCTestCase {
         seconds = 8
         let (_, second) = try call(server, recorder, sender: ":1.7", "Get", property)
         XCTAssertNotEqual(first.first, second.first, "a second later, a fresh value")
-        XCTAssertEqual(second.first, .variant(.dictionary(key: .string, value: .uint64, [DBusDictEntry(key: .string("full"), value: .uint64(8))])))
+        XCTAssertEqual(
+            second.first,
+            .variant(
+                .dictionary(key: .string, value: .uint64, [DBusDictEntry(key: .string("full"), value: .uint64(8))])))
         let (_, third) = try call(server, recorder, sender: ":1.7", "Get", property)
         XCTAssertEqual(third.first, second.first)
         withExtendedLifetime(objects) {}

@@ -18,7 +18,9 @@ final class MonitorModelTests: XCTestCase {
         let model = MonitorModel(settings: MonitorSettings(), now: 1)
         var reports: [([MonitorContract.Property], Bool)] = []
         model.onChange = { reports.append(($0, $1)) }
-        model.update(now: 5) { $0.status = .ethernet; $0.interface = "veth0" }
+        model.update(now: 5) {
+            $0.status = .ethernet; $0.interface = "veth0"
+        }
         XCTAssertEqual(reports.map(\.0), [[.status, .reachable, .interface, .reason, .lastChange]])
         XCTAssertEqual(reports.map(\.1), [true])
         XCTAssertEqual(model.state.lastChange, 5)
@@ -34,12 +36,15 @@ final class MonitorModelTests: XCTestCase {
 
     func testNewHostResetsTheVerdictAndAnnouncesIt() throws {
         let model = MonitorModel(settings: MonitorSettings())
-        model.update { $0.status = .wifi; $0.address = "198.18.0.1"; $0.roundTripTime = 500; $0.packetLoss = 0.1 }
+        model.update {
+            $0.status = .wifi; $0.address = "198.18.0.1"; $0.roundTripTime = 500; $0.packetLoss = 0.1
+        }
         var reports: [([MonitorContract.Property], Bool)] = []
         var changedKeys: [MonitorSettings.Key] = []
         model.onChange = { reports.append(($0, $1)) }
         model.onSettingChanged = { changedKeys.append($0) }
-        try model.set(.host) { (s: inout MonitorSettings) throws(SettingError) in try s.set(.host, text: "example.org") }
+        try model.set(.host) { (s: inout MonitorSettings) throws(SettingError) in try s.set(.host, text: "example.org")
+        }
         XCTAssertEqual(model.settings.host, "example.org")
         XCTAssertEqual(model.state.status, .unknown)
         XCTAssertEqual(model.state.address, "")
@@ -51,12 +56,14 @@ final class MonitorModelTests: XCTestCase {
 
         // Still unknown, but a new Host is a new {status, host} pair: announced again.
         reports = []
-        try model.set(.host) { (s: inout MonitorSettings) throws(SettingError) in try s.set(.host, text: "example.net") }
+        try model.set(.host) { (s: inout MonitorSettings) throws(SettingError) in try s.set(.host, text: "example.net")
+        }
         XCTAssertEqual(reports.map(\.1), [true, false])
 
         // The same value again: nothing at all.
         reports = []
-        try model.set(.host) { (s: inout MonitorSettings) throws(SettingError) in try s.set(.host, text: "example.net") }
+        try model.set(.host) { (s: inout MonitorSettings) throws(SettingError) in try s.set(.host, text: "example.net")
+        }
         XCTAssertTrue(reports.isEmpty)
     }
 
@@ -64,9 +71,10 @@ final class MonitorModelTests: XCTestCase {
         let model = MonitorModel(settings: MonitorSettings())
         var reports = 0
         model.onChange = { _, _ in reports += 1 }
-        XCTAssertThrowsError(try model.set(.interval) { (s: inout MonitorSettings) throws(SettingError) in
-            try s.set(.interval, number: 99)
-        })
+        XCTAssertThrowsError(
+            try model.set(.interval) { (s: inout MonitorSettings) throws(SettingError) in
+                try s.set(.interval, number: 99)
+            })
         XCTAssertEqual(model.settings, MonitorSettings())
         XCTAssertEqual(reports, 0)
     }
@@ -74,7 +82,8 @@ final class MonitorModelTests: XCTestCase {
     func testIntervalChangeKeepsTheVerdict() throws {
         let model = MonitorModel(settings: MonitorSettings())
         model.update { $0.status = .ethernet }
-        try model.set(.interval) { (s: inout MonitorSettings) throws(SettingError) in try s.set(.interval, number: 500) }
+        try model.set(.interval) { (s: inout MonitorSettings) throws(SettingError) in try s.set(.interval, number: 500)
+        }
         XCTAssertEqual(model.state.status, .ethernet)
     }
 }

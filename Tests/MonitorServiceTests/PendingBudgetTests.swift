@@ -32,9 +32,12 @@ final class PendingBudgetTests: XCTestCase {
         recorder = nil
     }
 
-    private func call(_ sender: String, _ member: String, path: String = MonitorContract.objectPath,
-                      interface: String = MonitorContract.interface, _ arguments: [DBusValue] = []) throws {
-        let message = try Message.methodCall(destination: MonitorContract.busName, path: path, interface: interface, member: member)
+    private func call(
+        _ sender: String, _ member: String, path: String = MonitorContract.objectPath,
+        interface: String = MonitorContract.interface, _ arguments: [DBusValue] = []
+    ) throws {
+        let message = try Message.methodCall(
+            destination: MonitorContract.busName, path: path, interface: interface, member: member)
         try message.append(arguments)
         try message.setSender(sender)
         serial += 1
@@ -82,13 +85,16 @@ final class PendingBudgetTests: XCTestCase {
         for index in 0..<5 { try waits(":4.\(index)", 64) }
         XCTAssertEqual(budget.inUse, 4_096, "root filled the 256 kept for it")
         XCTAssertEqual(refusals(), 1 + 64)
-        XCTAssertTrue(recorder.sent.compactMap { $0.errorName == nil ? nil : try? $0.arguments().first?.stringValue }
-            .allSatisfy { $0.contains("pending") }, "the refusals say why")
+        XCTAssertTrue(
+            recorder.sent.compactMap { $0.errorName == nil ? nil : try? $0.arguments().first?.stringValue }
+                .allSatisfy { $0.contains("pending") }, "the refusals say why")
     }
 
     func testSixtyFourWaitsPerClientCountOverEveryTarget() throws {
         uids[":1.0"] = 1000
-        try call(":1.0", MonitorContract.Targets.addTarget, interface: MonitorContract.Targets.interface, [.string("198.18.0.2")])
+        try call(
+            ":1.0", MonitorContract.Targets.addTarget, interface: MonitorContract.Targets.interface,
+            [.string("198.18.0.2")])
         let added = try XCTUnwrap(objects.targetPaths.first)
         try waits(":1.0", 40)
         try waits(":1.0", 24, path: added)
@@ -125,14 +131,18 @@ final class PendingBudgetTests: XCTestCase {
     func testAdditionsAreRateLimited() throws {
         uids[":1.0"] = 0
         for index in 0..<16 {
-            try call(":1.0", MonitorContract.Targets.addTarget, interface: MonitorContract.Targets.interface,
-                     [.string("198.18.0.\(index + 10)")])
+            try call(
+                ":1.0", MonitorContract.Targets.addTarget, interface: MonitorContract.Targets.interface,
+                [.string("198.18.0.\(index + 10)")])
         }
         XCTAssertEqual(objects.targetPaths.count, 16)
         XCTAssertTrue(recorder.errors.isEmpty)
-        try call(":1.0", MonitorContract.Targets.removeTarget, interface: MonitorContract.Targets.interface,
-                 [.objectPath(MonitorContract.Targets.path(1))])
-        try call(":1.0", MonitorContract.Targets.addTarget, interface: MonitorContract.Targets.interface, [.string("198.18.0.99")])
+        try call(
+            ":1.0", MonitorContract.Targets.removeTarget, interface: MonitorContract.Targets.interface,
+            [.objectPath(MonitorContract.Targets.path(1))])
+        try call(
+            ":1.0", MonitorContract.Targets.addTarget, interface: MonitorContract.Targets.interface,
+            [.string("198.18.0.99")])
         XCTAssertEqual(refusals(), 1, "a 17th addition within 10 s, removal or not")
         XCTAssertEqual(objects.targetPaths.count, 15)
     }

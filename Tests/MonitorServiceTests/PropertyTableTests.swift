@@ -51,7 +51,8 @@ final class PropertyTableTests: XCTestCase {
     ]
 
     func testEveryStateFieldAnnouncesExactlyItsProperty() {
-        XCTAssertEqual(Set(changes.keys), Set(P.stateProperties), "a state property without a change here, or one too many")
+        XCTAssertEqual(
+            Set(changes.keys), Set(P.stateProperties), "a state property without a change here, or one too many")
         for (property, change) in changes {
             var state = MonitorState()
             change(&state)
@@ -64,9 +65,13 @@ final class PropertyTableTests: XCTestCase {
     func testEveryPropertyReadsOneSource() {
         let settings = MonitorSettings()
         for property in P.allCases {
-            let sources = [property.value(in: MonitorState()) != nil, property.value(in: settings) != nil, property == .timeInState]
+            let sources = [
+                property.value(in: MonitorState()) != nil, property.value(in: settings) != nil,
+                property == .timeInState,
+            ]
             XCTAssertEqual(sources.filter { $0 }.count, 1, "\(property) reads \(sources)")
-            XCTAssertEqual(property.value(in: settings) != nil, property.isSetting, "\(property): a setting is what Set may write")
+            XCTAssertEqual(
+                property.value(in: settings) != nil, property.isSetting, "\(property): a setting is what Set may write")
         }
     }
 

@@ -53,9 +53,11 @@ final class SettingsTests: XCTestCase {
         try settings.set(.evidence, text: "traffic")
         XCTAssertEqual(settings.evidence, .traffic)
         XCTAssertEqual(settings.text(.evidence), "traffic")
-        for (key, text) in [(MonitorSettings.Key.family, "IPv4"), (.family, ""), (.host, "bad host"), (.host, ""),
-                            (.interval, "-1"), (.interval, "1e3"), (.timeout, ""), (.evidence, "Traffic"), (.evidence, ""),
-                            (.evidence, "probes\n")] {
+        for (key, text) in [
+            (MonitorSettings.Key.family, "IPv4"), (.family, ""), (.host, "bad host"), (.host, ""),
+            (.interval, "-1"), (.interval, "1e3"), (.timeout, ""), (.evidence, "Traffic"), (.evidence, ""),
+            (.evidence, "probes\n"),
+        ] {
             var copy = settings
             XCTAssertThrowsError(try copy.set(key, text: text, name: "--x")) { error in
                 XCTAssertTrue((error as? SettingError)?.message.hasPrefix("--x") == true)
@@ -74,12 +76,15 @@ final class SettingsTests: XCTestCase {
         XCTAssertEqual(settings.text(.secureCheckURL), "https://check.example:8443/generate_204")
         XCTAssertEqual(settings.text(.checkEcho), "true")
         XCTAssertFalse(settings.secureCheckURLMayPointInward)
-        let restored = MonitorSettings().applying([.secureCheckURL: settings.text(.secureCheckURL), .checkEcho: "true"]).settings
+        let restored = MonitorSettings().applying([.secureCheckURL: settings.text(.secureCheckURL), .checkEcho: "true"])
+            .settings
         XCTAssertEqual(restored.secureCheckURL, settings.secureCheckURL)
         XCTAssertTrue(restored.checkEcho)
-        for (key, text) in [(MonitorSettings.Key.secureCheckURL, "http://check.example/"), (.secureCheckURL, "https://"),
-                            (.secureCheckURL, "https://127.0.0.1/"), (.secureCheckURL, "https://[fe80::1]/"),
-                            (.secureCheckURL, "https://user@check.example/"), (.checkEcho, "yes"), (.checkEcho, "")] {
+        for (key, text) in [
+            (MonitorSettings.Key.secureCheckURL, "http://check.example/"), (.secureCheckURL, "https://"),
+            (.secureCheckURL, "https://127.0.0.1/"), (.secureCheckURL, "https://[fe80::1]/"),
+            (.secureCheckURL, "https://user@check.example/"), (.checkEcho, "yes"), (.checkEcho, ""),
+        ] {
             var copy = settings
             XCTAssertThrowsError(try copy.set(key, text: text), "\(key) \(text)")
             XCTAssertEqual(copy, settings)

@@ -28,15 +28,18 @@ final class StateStoreTests: XCTestCase {
         let (values, problems) = store.load()
         XCTAssertEqual(values, [.host: "fd00::1", .interval: "250", .family: "ipv6", .evidence: "traffic"])
         XCTAssertTrue(problems.isEmpty)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/nested"), ["settings"], "no temporary file left behind")
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: directory + "/nested"), ["settings"],
+            "no temporary file left behind")
     }
 
     /// Every target's values in one map by number, the default target as 0 (its lines bare), the
     /// others as `Target.N.`: what is saved reads back the same, and a target without Host is not one.
     func testEveryTargetIsOneMapByNumber() throws {
         let store = StateStore(directory: directory)
-        let state = StoredState(targets: [0: [.interval: "250"], 3: [.host: "198.18.2.3", .timeout: "500"], 9: [.host: "fd00::9"]],
-                                nextTarget: 12)
+        let state = StoredState(
+            targets: [0: [.interval: "250"], 3: [.host: "198.18.2.3", .timeout: "500"], 9: [.host: "fd00::9"]],
+            nextTarget: 12)
         try store.save(state)
         let text = try String(contentsOfFile: store.path, encoding: .utf8)
         XCTAssertTrue(text.contains("\nInterval=250\n"), text)
@@ -91,7 +94,9 @@ final class StateStoreTests: XCTestCase {
     func testLoadingRefusesLinksFIFOsAndLargeFiles() throws {
         let store = StateStore(directory: directory)
         func refusal() -> AtomicFile.Refused? {
-            store.loaded(AtomicFile(directory: directory, name: StateStore.fileName).read(maximumSize: StateStore.maximumSize)).refused
+            store.loaded(
+                AtomicFile(directory: directory, name: StateStore.fileName).read(maximumSize: StateStore.maximumSize)
+            ).refused
         }
         func refused() -> String? { refusal()?.description }
         try FileManager.default.createSymbolicLink(atPath: store.path, withDestinationPath: "/dev/zero")
@@ -102,8 +107,9 @@ final class StateStoreTests: XCTestCase {
         unlink(store.path)
         try Data(repeating: 0x41, count: StateStore.maximumSize + 1).write(to: URL(fileURLWithPath: store.path))
         XCTAssertEqual(refused(), "is larger than 256 KiB")
-        XCTAssertEqual(store.setAside(try XCTUnwrap(refusal())).line,
-                       "\(store.path): is larger than 256 KiB: set aside as \(store.path).corrupt")
+        XCTAssertEqual(
+            store.setAside(try XCTUnwrap(refusal())).line,
+            "\(store.path): is larger than 256 KiB: set aside as \(store.path).corrupt")
         XCTAssertEqual(FileManager.default.contents(atPath: store.path + ".corrupt")?.count, StateStore.maximumSize + 1)
         try Data("Interval=250\r\n".utf8).write(to: URL(fileURLWithPath: store.path))
         XCTAssertEqual(store.load().values, [.interval: "250"])
@@ -128,7 +134,9 @@ final class StateStoreTests: XCTestCase {
         let values = Dictionary(uniqueKeysWithValues: MonitorSettings.Key.allCases.map { ($0, longest($0)) })
         var targets: [UInt32: StoredState.Values] = [0: values]
         // The largest numbers a target can have, for the longest keys.
-        for offset in 0..<UInt32(MonitorContract.Targets.limit) { targets[MonitorContract.Targets.numbers.upperBound - offset] = values }
+        for offset in 0..<UInt32(MonitorContract.Targets.limit) {
+            targets[MonitorContract.Targets.numbers.upperBound - offset] = values
+        }
         let state = StoredState(targets: targets, nextTarget: MonitorContract.Targets.numbers.upperBound + 1)
         let text = StateStore.text(of: state)
         XCTAssertLessThanOrEqual(text.utf8.count, StateStore.maximumSize)

@@ -19,8 +19,10 @@ final class TargetSetTests: XCTestCase {
         XCTAssertEqual(targets.all.map(\.number), [0, 1, 2])
         XCTAssertTrue(targets.defaultTarget === targets.all.first)
         XCTAssertTrue(targets.defaultTarget?.model === model)
-        XCTAssertEqual(targets.all.map(\.lookupsFirst), [true, false, false], "lookup priority is the default's attribute")
-        XCTAssertThrowsError(try targets.add(settings: MonitorSettings(), number: 0, persisted: [:]), "one target 0") { error in
+        XCTAssertEqual(
+            targets.all.map(\.lookupsFirst), [true, false, false], "lookup priority is the default's attribute")
+        XCTAssertThrowsError(try targets.add(settings: MonitorSettings(), number: 0, persisted: [:]), "one target 0") {
+            error in
             XCTAssertEqual((error as? DBusError)?.name, DBusError.invalidArgs("").name)
         }
         XCTAssertEqual(targets.all.count, 3)

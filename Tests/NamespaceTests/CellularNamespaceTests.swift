@@ -30,8 +30,9 @@ final class CellularNamespaceTests: XCTestCase {
     var link: String { hosts.clientLink }
 
     func startDaemon() throws {
-        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200", "--timeout", "200"], namespace: hosts.client.name,
-                                   host: "198.18.2.2")
+        daemon = try DaemonProcess(
+            bus: bus, arguments: ["--interval", "200", "--timeout", "200"], namespace: hosts.client.name,
+            host: "198.18.2.2")
     }
 
     func get(_ property: P, path: String = MonitorContract.objectPath) throws -> String {
@@ -39,11 +40,14 @@ final class CellularNamespaceTests: XCTestCase {
     }
 
     /// Polls until `property` reads `expected`.
-    func wait(_ property: P, _ expected: String, path: String = MonitorContract.objectPath, timeout: Double = 5,
-              file: StaticString = #filePath, line: UInt = #line) throws {
+    func wait(
+        _ property: P, _ expected: String, path: String = MonitorContract.objectPath, timeout: Double = 5,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         guard try waitForProperty(property, expected, bus: bus, path: path, timeout: timeout) == nil else { return }
-        XCTFail("\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(try get(property))'\n\(daemon?.log ?? "")",
-                file: file, line: line)
+        XCTFail(
+            "\(property.name) did not become '\(expected)' in \(timeout) s; it is '\(try get(property))'\n\(daemon?.log ?? "")",
+            file: file, line: line)
     }
 
     func testAModemsNetPortIsCellularAtEveryGeneration() throws {
@@ -116,7 +120,9 @@ final class CellularNamespaceTests: XCTestCase {
         try wait(.status, "ethernet")
         try wait(.metered, "true")
         XCTAssertEqual(try get(.accessTechnology), "")
-        for (value, metered) in [(2, "false"), (3, "true"), (4, "false"), (0, "false"), (1, "true")] as [(UInt32, String)] {
+        for (value, metered) in [(2, "false"), (3, "true"), (4, "false"), (0, "false"), (1, "true")]
+            as [(UInt32, String)]
+        {
             try networkManager.setMetered("veth", value)
             try wait(.metered, metered)
             XCTAssertEqual(try get(.status), "ethernet")
@@ -138,12 +144,15 @@ final class CellularNamespaceTests: XCTestCase {
             var seen = ""
             let deadline = monotonicSeconds() + 5
             while monotonicSeconds() < deadline {
-                seen = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
-                                       MonitorContract.objectPath, MonitorContract.interface, P.status.name, P.metered.name]).stdout
+                seen = try runCommand([
+                    "busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+                    MonitorContract.objectPath, MonitorContract.interface, P.status.name, P.metered.name,
+                ]).stdout
                 if !seen.hasPrefix("s \"unknown\"") { break }
                 usleep(3_000)
             }
-            XCTAssertEqual(seen, "s \"ethernet\"\nb true\n", "run \(run): the first verdict without NetworkManager's word")
+            XCTAssertEqual(
+                seen, "s \"ethernet\"\nb true\n", "run \(run): the first verdict without NetworkManager's word")
             daemon?.stop()
         }
     }
@@ -152,9 +161,12 @@ final class CellularNamespaceTests: XCTestCase {
     func testAModemManagerThatNeverAnswersStallsNothing() throws {
         let name = "org.freedesktop.ModemManager1"
         let hanging = try MockService(bus: bus, name: name, arguments: [name, "/org/freedesktop/ModemManager1", name])
-        try hanging.call("/org/freedesktop/ModemManager1", "org.freedesktop.DBus.Mock", "AddMethod", "sssss",
-                         ["org.freedesktop.DBus.ObjectManager", "GetManagedObjects", "", "a{oa{sa{sv}}}",
-                          "__import__('time').sleep(8); ret = {}"])
+        try hanging.call(
+            "/org/freedesktop/ModemManager1", "org.freedesktop.DBus.Mock", "AddMethod", "sssss",
+            [
+                "org.freedesktop.DBus.ObjectManager", "GetManagedObjects", "", "a{oa{sa{sv}}}",
+                "__import__('time').sleep(8); ret = {}",
+            ])
         try startDaemon()
         try wait(.status, "ethernet")
         var slowest = 0.0

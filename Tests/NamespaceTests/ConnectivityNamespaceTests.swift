@@ -19,29 +19,40 @@ final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
     override func setUpWithError() throws {
         try requireRoot()
         hosts = try ThreeHosts(tag: "cn")
-        try hosts.client.useNames(hosts: "127.0.0.1 localhost\n", resolvConf: "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n")
+        try hosts.client.useNames(
+            hosts: "127.0.0.1 localhost\n", resolvConf: "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n")
         bus = try PrivateBus()
     }
 
     override func tearDown() {
-        if let dnsPIDFile, let pid = (try? String(contentsOfFile: dnsPIDFile, encoding: .utf8))
-            .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { kill(pid, SIGKILL) }
+        if let dnsPIDFile,
+            let pid = (try? String(contentsOfFile: dnsPIDFile, encoding: .utf8))
+                .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        {
+            kill(pid, SIGKILL)
+        }
         super.tearDown()
     }
 
     // MARK: Helpers
 
     func startDaemon(host: String = "198.18.2.2", _ extra: [String] = [], environment: [String: String] = [:]) throws {
-        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200", "--timeout", "200"] + extra,
-                                   namespace: hosts.client.name, host: host, environment: environment)
+        daemon = try DaemonProcess(
+            bus: bus, arguments: ["--interval", "200", "--timeout", "200"] + extra,
+            namespace: hosts.client.name, host: host, environment: environment)
     }
 
     /// Peer.Ping round trips while `seconds` pass: (p50, p99, max) in milliseconds.
     func pingLatency(seconds: Double) throws -> (Double, Double, Double) {
-        let out = try runCommand([Paths.python, Paths.namespaceHelpers + "/ping_latency.py", bus.address, "\(seconds)"],
-                                 timeout: seconds + 70)
-        let figures = out.stdout.split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-        guard figures.count == 4 else { throw NSError(domain: "ping", code: 1, userInfo: [NSLocalizedDescriptionKey: out.stderr]) }
+        let out = try runCommand(
+            [Paths.python, Paths.namespaceHelpers + "/ping_latency.py", bus.address, "\(seconds)"],
+            timeout: seconds + 70)
+        let figures = out.stdout.split(separator: " ").compactMap {
+            Double($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        guard figures.count == 4 else {
+            throw NSError(domain: "ping", code: 1, userInfo: [NSLocalizedDescriptionKey: out.stderr])
+        }
         return (figures[0], figures[1], figures[2])
     }
 
@@ -51,8 +62,10 @@ final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
     }
 
     func set(_ property: P, _ value: String, type: String = "s") throws {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
-                                  MonitorContract.objectPath, MonitorContract.interface, property.name, type, value])
+        let out = try runCommand([
+            "busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
+            MonitorContract.objectPath, MonitorContract.interface, property.name, type, value,
+        ])
         XCTAssertEqual(out.status, 0, out.stderr)
     }
 
@@ -157,7 +170,9 @@ final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
             usleep(250_000)
             most = max(most, openDescriptors())
         }
-        print("measured TCP ladder toward a silent host at Interval 100, Timeout 60000: descriptors \(before) before, at most \(most) in 6 s")
+        print(
+            "measured TCP ladder toward a silent host at Interval 100, Timeout 60000: descriptors \(before) before, at most \(most) in 6 s"
+        )
         XCTAssertLessThanOrEqual(most, before + 4, "at most 4 TCP probe connections for the target")
     }
 
@@ -170,7 +185,9 @@ final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
         try router("iptables -I FORWARD -p tcp --dport 53 -j DROP")
         try startDaemon(["--check-url", "http://check.example/generate_204"])
         let (p50, p99, most) = try pingLatency(seconds: 12)
-        print("measured Peer.Ping with a blackholed resolver and a name CheckURL: p50 \(p50) ms, p99 \(p99) ms, max \(most) ms")
+        print(
+            "measured Peer.Ping with a blackholed resolver and a name CheckURL: p50 \(p50) ms, p99 \(p99) ms, max \(most) ms"
+        )
         // Timings are reported; what is asserted is only that no lookup ever held the loop (it once did for 8 s).
         XCTAssertLessThan(most, 500, "a lookup held the loop")
         try wait(.connectivity, "limited", timeout: 2)
@@ -190,7 +207,9 @@ final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
         try startDaemon(host: "server.test", hanging)
         try wait(.address, "198.18.2.2", timeout: 3)
         let resolved = Date().timeIntervalSince(started)
-        print("measured default Host resolved \(String(format: "%.2f", resolved)) s after start, beside 63 targets whose names hang")
+        print(
+            "measured default Host resolved \(String(format: "%.2f", resolved)) s after start, beside 63 targets whose names hang"
+        )
         XCTAssertLessThan(resolved, 2.5, "the default target's lookup went first")
         try wait(.connectivity, "full", timeout: 3)
     }
@@ -277,14 +296,18 @@ final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
         try wait(.connectivity, "limited", timeout: 8)
         XCTAssertEqual(try get(.reason), "check \(checkURL) failed: timed out")
         let screen = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
-        for line in ["Status:       none", "Connectivity: limited, heard by icmp", "Check URL:    \(checkURL)",
-                     "Reason:       check \(checkURL) failed: timed out"] {
+        for line in [
+            "Status:       none", "Connectivity: limited, heard by icmp", "Check URL:    \(checkURL)",
+            "Reason:       check \(checkURL) failed: timed out",
+        ] {
             XCTAssertTrue(screen.contains(line), screen)
         }
         // Invalid values are refused, and change nothing.
         for bad in ["https://198.18.2.2/", "http://bad host/", "ftp://x"] {
-            let out = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
-                                      MonitorContract.objectPath, MonitorContract.interface, "CheckURL", "s", bad])
+            let out = try runCommand([
+                "busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
+                MonitorContract.objectPath, MonitorContract.interface, "CheckURL", "s", bad,
+            ])
             XCTAssertNotEqual(out.status, 0)
             XCTAssertTrue(out.stderr.contains("CheckURL"), out.stderr)
         }
@@ -302,15 +325,19 @@ final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
         }
         var added = 0
         for _ in 0..<20 {
-            let out = try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
-                                      "org.netobserver.Targets", "AddTarget", "s", "198.18.2.3"])
+            let out = try runCommand([
+                "busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
+                "org.netobserver.Targets", "AddTarget", "s", "198.18.2.3",
+            ])
             guard out.status == 0, let path = out.stdout.split(separator: "\"").dropFirst().first else {
                 XCTAssertTrue(out.stderr.contains("at most 16 targets added in 10 s"), out.stderr)
                 continue
             }
             added += 1
-            _ = try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
-                                "org.netobserver.Targets", "RemoveTarget", "o", String(path)])
+            _ = try runCommand([
+                "busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
+                "org.netobserver.Targets", "RemoveTarget", "o", String(path),
+            ])
         }
         XCTAssertEqual(added, 16, "AddTarget's limit")
         sleep(2)
@@ -333,7 +360,8 @@ final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
         // Every connection carries its GET; a second check (the host's answer flapping at Interval 200) is allowed,
         // two at most, as the issue says.
         let connections = heard.filter { $0 == "CONNECTION" }.count
-        XCTAssertEqual(connections, heard.filter { $0.hasPrefix("GET ") }.count, "a connection without a request: \(heard)")
+        XCTAssertEqual(
+            connections, heard.filter { $0.hasPrefix("GET ") }.count, "a connection without a request: \(heard)")
         XCTAssertGreaterThanOrEqual(connections, 1, "\(heard)")
         XCTAssertLessThanOrEqual(connections, 2, "\(heard)")
     }
@@ -342,20 +370,24 @@ final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
     /// a connection (a name resolving to it); a server listening there hears nothing. It reached that server before.
     func testACheckURLNamingThisMachinesOwnAddressIsRefused() throws {
         let local = "198.18.0.2"
-        try "127.0.0.1 localhost\n\(local) me.test\n".write(toFile: "/etc/netns/\(hosts.client.name)/hosts", atomically: true,
-                                                        encoding: .utf8)
+        try "127.0.0.1 localhost\n\(local) me.test\n".write(
+            toFile: "/etc/netns/\(hosts.client.name)/hosts", atomically: true,
+            encoding: .utf8)
         try checkServer(in: hosts.client, local, 8081, "204")
         try startDaemon()
         try wait(.connectivity, "full")
-        let refused = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
-                                      MonitorContract.objectPath, MonitorContract.interface, "CheckURL", "s",
-                                      "http://\(local):8081/generate_204"])
+        let refused = try runCommand([
+            "busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
+            MonitorContract.objectPath, MonitorContract.interface, "CheckURL", "s",
+            "http://\(local):8081/generate_204",
+        ])
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("points into this machine"), refused.stderr)
         XCTAssertEqual(try get(.checkURL), "")
         try set(.checkURL, "http://me.test:8081/generate_204")
         try wait(.connectivity, "limited")
-        XCTAssertEqual(try get(.reason), "check http://me.test:8081/generate_204 failed: check URL resolves to a local address")
+        XCTAssertEqual(
+            try get(.reason), "check http://me.test:8081/generate_204 failed: check URL resolves to a local address")
         let heard = try String(contentsOfFile: bus.directory + "/helper-0.log", encoding: .utf8)
         XCTAssertFalse(heard.contains("GET"), "the server on this machine was reached: \(heard)")
     }
@@ -386,13 +418,16 @@ final class ConnectivityNamespaceTests: DaemonInNamespaceTestCase {
     /// which Foundation's Process would take for its exit).
     func startDNS(answering: Bool) throws {
         let pidFile = bus.directory + "/dnsmasq.pid"
-        if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) {
+        if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({
+            Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }) {
             kill(pid, SIGKILL)
             try? FileManager.default.removeItem(atPath: pidFile)
             usleep(100_000)
         }
-        try sh("ip netns exec \(hosts.server.name) dnsmasq --no-resolv --no-hosts --listen-address=198.18.2.2 --bind-interfaces "
-               + "--user=root --pid-file=\(pidFile) --address=/server.test/\(answering ? "198.18.2.2" : "")")
+        try sh(
+            "ip netns exec \(hosts.server.name) dnsmasq --no-resolv --no-hosts --listen-address=198.18.2.2 --bind-interfaces "
+                + "--user=root --pid-file=\(pidFile) --address=/server.test/\(answering ? "198.18.2.2" : "")")
         dnsPIDFile = pidFile
     }
 }

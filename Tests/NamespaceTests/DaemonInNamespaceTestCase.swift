@@ -32,10 +32,13 @@ class DaemonInNamespaceTestCase: XCTestCase {
 
     /// Polls until `property` reads `expected`; returns the seconds it took.
     @discardableResult
-    func wait(_ property: P, _ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
+    func wait(
+        _ property: P, _ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> Double {
         if let took = try waitForProperty(property, expected, bus: bus, timeout: timeout) { return took }
-        XCTFail(notBecoming(property, expected, within: timeout, bus: bus, alongside: alongside, log: daemon?.log ?? ""),
-                file: file, line: line)
+        XCTFail(
+            notBecoming(property, expected, within: timeout, bus: bus, alongside: alongside, log: daemon?.log ?? ""),
+            file: file, line: line)
         return timeout
     }
 
@@ -57,15 +60,21 @@ class DaemonInNamespaceTestCase: XCTestCase {
             func said() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
             for _ in 0..<300 where !said().contains("ready") { usleep(10_000) }
             guard said().contains("ready") else {
-                throw NSError(domain: "\(arguments.joined(separator: " ")) in \(namespace.name) was not ready in 3 s; it said: \(said())",
-                              code: 1)
+                throw NSError(
+                    domain:
+                        "\(arguments.joined(separator: " ")) in \(namespace.name) was not ready in 3 s; it said: \(said())",
+                    code: 1)
             }
         }
         return process
     }
 
     @discardableResult
-    func checkServer(in namespace: NetworkNamespace, _ address: String, _ port: Int, _ mode: String, location: String = "") throws -> Process {
-        try run(in: namespace, [Paths.python, Paths.namespaceHelpers + "/check_server.py", address, "\(port)", mode, location])
+    func checkServer(
+        in namespace: NetworkNamespace, _ address: String, _ port: Int, _ mode: String, location: String = ""
+    ) throws -> Process {
+        try run(
+            in: namespace,
+            [Paths.python, Paths.namespaceHelpers + "/check_server.py", address, "\(port)", mode, location])
     }
 }

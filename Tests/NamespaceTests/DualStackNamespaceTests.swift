@@ -20,15 +20,17 @@ final class DualStackNamespaceTests: DaemonInNamespaceTestCase {
         try hosts.router.ip("-6 addr add 2001:db8:1::1/64 dev dsr0 nodad")
         try hosts.router.ip("-6 addr add 2001:db8:2::1/64 dev dsr1 nodad")
         try hosts.server.ip("-6 addr add 2001:db8:2::2/64 dev dss0 nodad")
-        try hosts.client.useNames(hosts: "127.0.0.1 localhost\n2001:db8:2::2 dual.test\n198.18.2.2 dual.test\n"
-                                      + "2001:db8:2::2 check.test\n198.18.2.2 check.test\n",
-                                  resolvConf: "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
+        try hosts.client.useNames(
+            hosts: "127.0.0.1 localhost\n2001:db8:2::2 dual.test\n198.18.2.2 dual.test\n"
+                + "2001:db8:2::2 check.test\n198.18.2.2 check.test\n",
+            resolvConf: "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
         bus = try PrivateBus()
     }
 
     func startDaemon(_ extra: [String] = []) throws {
-        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200", "--timeout", "200"] + extra,
-                                   namespace: hosts.client.name, host: "dual.test")
+        daemon = try DaemonProcess(
+            bus: bus, arguments: ["--interval", "200", "--timeout", "200"] + extra,
+            namespace: hosts.client.name, host: "dual.test")
     }
 
     func router(_ command: String) throws { _ = try hosts.router.exec(command) }
@@ -82,8 +84,10 @@ final class DualStackNamespaceTests: DaemonInNamespaceTestCase {
         try wait(.neighbor6, "reachable")
         let screen = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
         XCTAssertTrue(screen.contains("Gateway:      198.18.0.1 (IPv4, reachable), fd00::1 (IPv6, reachable)"), screen)
-        _ = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
-                            MonitorContract.interface, "Host", "s", "198.18.0.1"])
+        _ = try runCommand([
+            "busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
+            MonitorContract.interface, "Host", "s", "198.18.0.1",
+        ])
         try wait(.connectivity, "full")
         try wait(.gateway4, "")
         XCTAssertEqual(try get(.gateway6), "", "an IPv4 literal has no IPv6 path")

@@ -47,7 +47,9 @@ final class MonitorNamespaceTests: XCTestCase {
         hosts = nil
     }
 
-    func startDaemon(host: String = "198.18.2.2", _ arguments: [String] = ["--interval", "200", "--timeout", "200"]) throws {
+    func startDaemon(
+        host: String = "198.18.2.2", _ arguments: [String] = ["--interval", "200", "--timeout", "200"]
+    ) throws {
         daemon = try DaemonProcess(bus: bus, arguments: arguments, namespace: client.name, host: host)
     }
 
@@ -65,18 +67,23 @@ final class MonitorNamespaceTests: XCTestCase {
     }
 
     func set(_ property: P, _ value: String) throws {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
-                                  MonitorContract.objectPath, MonitorContract.interface, property.name,
-                                  property.type.signature, value])
+        let out = try runCommand([
+            "busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName,
+            MonitorContract.objectPath, MonitorContract.interface, property.name,
+            property.type.signature, value,
+        ])
         XCTAssertEqual(out.status, 0, out.stderr)
     }
 
     /// Polls Status until it is `expected`; returns the seconds it took.
     @discardableResult
-    func waitForStatus(_ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line) throws -> Double {
+    func waitForStatus(
+        _ expected: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> Double {
         if let took = try waitForProperty(.status, expected, bus: bus, timeout: timeout) { return took }
-        XCTFail("\(P.status) did not become \(expected) in \(timeout) s; it is \(try get(.status)): \(try get(.reason))\n\(daemon.log)",
-                file: file, line: line)
+        XCTFail(
+            "\(P.status) did not become \(expected) in \(timeout) s; it is \(try get(.status)): \(try get(.reason))\n\(daemon.log)",
+            file: file, line: line)
         return timeout
     }
 
@@ -198,8 +205,10 @@ final class MonitorNamespaceTests: XCTestCase {
         try waitForStatus("ethernet")
         let second = MonitorContract.Targets.path(1)
         func status(_ path: String) throws -> String {
-            let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName, path,
-                                      MonitorContract.interface, P.status.name]).stdout
+            let out = try runCommand([
+                "busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName, path,
+                MonitorContract.interface, P.status.name,
+            ]).stdout
             return out.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "s ", with: "")
                 .trimmingCharacters(in: CharacterSet(charactersIn: "\""))
         }
@@ -210,8 +219,10 @@ final class MonitorNamespaceTests: XCTestCase {
         try until(second, "ethernet")
         let signals = Process()
         signals.executableURL = URL(fileURLWithPath: "/usr/bin/busctl")
-        signals.arguments = ["--address=\(bus.address)", "monitor", "--match",
-                             "type='signal',interface='\(MonitorContract.interface)',member='\(MonitorContract.Signal.statusChanged.name)'"]
+        signals.arguments = [
+            "--address=\(bus.address)", "monitor", "--match",
+            "type='signal',interface='\(MonitorContract.interface)',member='\(MonitorContract.Signal.statusChanged.name)'",
+        ]
         let output = Pipe()
         signals.standardOutput = output
         try signals.run()
@@ -224,35 +235,49 @@ final class MonitorNamespaceTests: XCTestCase {
         signals.waitUntilExit()
         let seen = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertTrue(seen.contains("Path=\(second)") || seen.contains("Path \(second)"), seen)
-        XCTAssertFalse(seen.contains("Path=\(MonitorContract.objectPath);") || seen.contains("Path=\(MonitorContract.objectPath)\n"), seen)
+        XCTAssertFalse(
+            seen.contains("Path=\(MonitorContract.objectPath);")
+                || seen.contains("Path=\(MonitorContract.objectPath)\n"), seen)
 
         // A Check on the silent target waits for the probe it forces (Timeout 5 s, no other probe
         // due for 10 s); removing the target answers it. The target ran at the defaults (Interval
         // and Timeout 1 s): after 1.5 s no probe sent before the change is in flight to be shared.
         for (property, value) in [(P.timeout, "5000"), (P.interval, "10000")] {
-            XCTAssertEqual(try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, second,
-                                           MonitorContract.interface, property.name, "u", value]).status, 0)
+            XCTAssertEqual(
+                try runCommand([
+                    "busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, second,
+                    MonitorContract.interface, property.name, "u", value,
+                ]).status, 0)
         }
         usleep(1_500_000)
         let check = Process()
         check.executableURL = URL(fileURLWithPath: "/usr/bin/busctl")
-        check.arguments = ["--address=\(bus.address)", "call", MonitorContract.busName, second, MonitorContract.interface,
-                           MonitorContract.Method.check.name]
+        check.arguments = [
+            "--address=\(bus.address)", "call", MonitorContract.busName, second, MonitorContract.interface,
+            MonitorContract.Method.check.name,
+        ]
         let errors = Pipe(), answer = Pipe()
         check.standardError = errors
         check.standardOutput = answer
         try check.run()
         usleep(300_000)
-        XCTAssertTrue(check.isRunning, "the Check waits for a probe: "
-                      + (check.isRunning ? "" : String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)))
+        XCTAssertTrue(
+            check.isRunning,
+            "the Check waits for a probe: "
+                + (check.isRunning
+                    ? "" : String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)))
         let removed = Date()
-        XCTAssertEqual(try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
-                                       MonitorContract.Targets.interface, MonitorContract.Targets.removeTarget, "o", second]).status, 0)
+        XCTAssertEqual(
+            try runCommand([
+                "busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
+                MonitorContract.Targets.interface, MonitorContract.Targets.removeTarget, "o", second,
+            ]).status, 0)
         check.waitUntilExit()
         XCTAssertLessThan(Date().timeIntervalSince(removed), 1)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        XCTAssertTrue(message.contains("was removed"),
-                      message + String(decoding: answer.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) + daemon.log)
+        XCTAssertTrue(
+            message.contains("was removed"),
+            message + String(decoding: answer.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) + daemon.log)
         XCTAssertEqual(try status(MonitorContract.objectPath), "ethernet")
     }
 
@@ -358,7 +383,9 @@ final class MonitorNamespaceTests: XCTestCase {
         _ = try server.exec("iptables -I INPUT -p tcp --dport 443 -j DROP")
         let responder = Process()
         responder.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        responder.arguments = ["netns", "exec", server.name, Paths.python, Paths.namespaceHelpers + "/slow_responder.py", "0.3"]
+        responder.arguments = [
+            "netns", "exec", server.name, Paths.python, Paths.namespaceHelpers + "/slow_responder.py", "0.3",
+        ]
         let output = Pipe()
         responder.standardOutput = output
         try responder.run()
@@ -378,10 +405,13 @@ final class MonitorNamespaceTests: XCTestCase {
         try startDaemon(["--interval", "100", "--timeout", "150", "--failures", "3", "--recoveries", "2"])
         try waitForStatus("ethernet")
         try startWatcher()
-        _ = try router.exec("iptables -I FORWARD -p icmp --icmp-type echo-request -m statistic --mode random --probability 0.3 -j DROP")
+        _ = try router.exec(
+            "iptables -I FORWARD -p icmp --icmp-type echo-request -m statistic --mode random --probability 0.3 -j DROP")
         sleep(10)
         let flaps = statusSignals().count
-        print("30 % loss, 10 s at 100 ms, thresholds 3/2: \(flaps) StatusChanged, \(P.packetLoss) \(try get(.packetLoss))")
+        print(
+            "30 % loss, 10 s at 100 ms, thresholds 3/2: \(flaps) StatusChanged, \(P.packetLoss) \(try get(.packetLoss))"
+        )
         XCTAssertLessThan(flaps, 20, "about 100 probes must not make more than a few flaps")
         XCTAssertGreaterThan(Double(try get(.packetLoss)) ?? 0, 0)
     }
@@ -481,7 +511,8 @@ final class MonitorNamespaceTests: XCTestCase {
         kill(monitor.processIdentifier, SIGINT)
         monitor.waitUntilExit()
         XCTAssertEqual(monitor.terminationStatus, 0, "monitor ends cleanly on SIGINT")
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(
+            separator: "\n")
         XCTAssertGreaterThanOrEqual(lines.count, 2)
         XCTAssertTrue(lines.first?.contains("\"\(P.status)\":\"ethernet\"") ?? false, "\(lines)")
         XCTAssertTrue(lines.last?.contains("\"\(P.status)\":\"none\"") ?? false, "\(lines)")
@@ -492,7 +523,9 @@ final class MonitorNamespaceTests: XCTestCase {
         try waitForStatus("ethernet")
         let proxy = Process()
         proxy.executableURL = URL(fileURLWithPath: Paths.python)
-        proxy.arguments = ["-c", """
+        proxy.arguments = [
+            "-c",
+            """
             import sys, time
             from gi.repository import Gio, GLib
             c = Gio.DBusConnection.new_for_address_sync(sys.argv[1], Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None)
@@ -506,7 +539,8 @@ final class MonitorNamespaceTests: XCTestCase {
             ok = until(lambda: p.get_cached_property("\(P.status)").unpack() == "none", 10)
             print("cached", p.get_cached_property("\(P.status)").unpack(), p.get_cached_property("\(P.reason)").unpack(), flush=True)
             sys.exit(0 if ok else 1)
-            """, bus.address]
+            """, bus.address,
+        ]
         let output = Pipe()
         proxy.standardOutput = output
         try proxy.run()
@@ -520,15 +554,18 @@ final class MonitorNamespaceTests: XCTestCase {
 
     func testRestartKeepsTheHostThatWasSet() throws {
         let state = bus.directory + "/kept"
-        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200"], stateDirectory: state, namespace: client.name,
-                                   host: "198.18.2.2")
+        daemon = try DaemonProcess(
+            bus: bus, arguments: ["--interval", "200"], stateDirectory: state, namespace: client.name,
+            host: "198.18.2.2")
         try waitForStatus("ethernet")
         try set(.host, "198.18.2.3")
         daemon.stop()
         // No --host this time: the Host Set over D-Bus comes back from the state file.
         let restarted = Process()
         restarted.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        restarted.arguments = ["netns", "exec", client.name, Paths.daemon, "--address", bus.address, "--state-dir", state]
+        restarted.arguments = [
+            "netns", "exec", client.name, Paths.daemon, "--address", bus.address, "--state-dir", state,
+        ]
         restarted.standardError = FileHandle.nullDevice
         try restarted.run()
         defer { restarted.terminate(); restarted.waitUntilExit() }

@@ -24,7 +24,8 @@ final class Nat64NamespaceTests: DaemonInNamespaceTestCase {
         try hosts.router.ip("-6 addr add 2001:db8:1::1/64 dev n6r0 nodad")
         bus = try PrivateBus()
         try startTayga()
-        try hosts.client.useNames(hosts: "127.0.0.1 localhost\n", resolvConf: "nameserver fd00:2::2\noptions timeout:1 attempts:1\n")
+        try hosts.client.useNames(
+            hosts: "127.0.0.1 localhost\n", resolvConf: "nameserver fd00:2::2\noptions timeout:1 attempts:1\n")
         // The router's link-local address must have passed DAD before it can advertise.
         for _ in 0..<300 {
             let addresses = (try? hosts.router.exec("ip -6 addr show dev n6r0 scope link")) ?? ""
@@ -34,8 +35,12 @@ final class Nat64NamespaceTests: DaemonInNamespaceTestCase {
     }
 
     override func tearDown() {
-        if let dnsPIDFile, let pid = (try? String(contentsOfFile: dnsPIDFile, encoding: .utf8))
-            .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { kill(pid, SIGKILL) }
+        if let dnsPIDFile,
+            let pid = (try? String(contentsOfFile: dnsPIDFile, encoding: .utf8))
+                .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        {
+            kill(pid, SIGKILL)
+        }
         super.tearDown()
     }
 
@@ -67,20 +72,25 @@ final class Nat64NamespaceTests: DaemonInNamespaceTestCase {
         // Through the translator from the client: the path works before the service is asked about it.
         var translated = false
         for _ in 0..<50 where !translated {
-            translated = (try? hosts.client.exec("\(Paths.python) \(Paths.namespaceHelpers)/echo6.py 2001:db8:64::c612:202")) != nil
+            translated =
+                (try? hosts.client.exec("\(Paths.python) \(Paths.namespaceHelpers)/echo6.py 2001:db8:64::c612:202"))
+                != nil
         }
-        XCTAssertTrue(translated, "tayga does not translate: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        XCTAssertTrue(
+            translated, "tayga does not translate: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
     }
 
     func startDaemon(host: String = "198.18.2.2") throws {
-        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200", "--timeout", "200"],
-                                   namespace: hosts.client.name, host: host)
+        daemon = try DaemonProcess(
+            bus: bus, arguments: ["--interval", "200", "--timeout", "200"],
+            namespace: hosts.client.name, host: host)
     }
 
     /// `source` and `card`: sent as another host on the link (its link-local address, its link-layer address).
     func advertise(_ arguments: String, from source: String? = nil, card: String? = nil) throws {
         let environment = (source.map { "RA_SOURCE=\($0) " } ?? "") + (card.map { "RA_CARD=\($0) " } ?? "")
-        let out = try hosts.router.exec("env \(environment)\(Paths.python) \(Paths.namespaceHelpers)/send_ra.py n6r0 \(arguments)")
+        let out = try hosts.router.exec(
+            "env \(environment)\(Paths.python) \(Paths.namespaceHelpers)/send_ra.py n6r0 \(arguments)")
         XCTAssertTrue(out.contains("sent"), out)
     }
 
@@ -163,8 +173,10 @@ final class Nat64NamespaceTests: DaemonInNamespaceTestCase {
     /// No advertisement, a resolver answering ipv4only.arpa: the prefix comes from DNS.
     func testWithoutAnAdvertisementThePrefixComesFromDNS() throws {
         let pidFile = bus.directory + "/dnsmasq.pid"
-        try sh("ip netns exec \(hosts.server.name) dnsmasq --no-resolv --no-hosts --listen-address=fd00:2::2 --bind-interfaces "
-               + "--user=root --pid-file=\(pidFile) --host-record=ipv4only.arpa,2001:db8:64::c000:aa,2001:db8:64::c000:ab")
+        try sh(
+            "ip netns exec \(hosts.server.name) dnsmasq --no-resolv --no-hosts --listen-address=fd00:2::2 --bind-interfaces "
+                + "--user=root --pid-file=\(pidFile) --host-record=ipv4only.arpa,2001:db8:64::c000:aa,2001:db8:64::c000:ab"
+        )
         dnsPIDFile = pidFile
         try startDaemon()
         try wait(.nat64Source, "dns", timeout: 5)

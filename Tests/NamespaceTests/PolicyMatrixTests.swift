@@ -22,7 +22,8 @@ final class PolicyMatrixTests: XCTestCase {
         }
         try sh("useradd --system --no-create-home --shell /usr/sbin/nologin -G netdev \(admin)")
         try sh("useradd --system --no-create-home --shell /usr/sbin/nologin \(ordinary)")
-        bus = try PrivateBus(systemPolicy: Paths.repository.appendingPathComponent("dbus/org.netobserver.Monitor.conf").path)
+        bus = try PrivateBus(
+            systemPolicy: Paths.repository.appendingPathComponent("dbus/org.netobserver.Monitor.conf").path)
         daemon = try DaemonProcess(bus: bus)
     }
 
@@ -37,7 +38,8 @@ final class PolicyMatrixTests: XCTestCase {
     func attempt(_ action: String, as user: String?) throws -> String {
         let script = Paths.namespaceHelpers + "/policy_probe.py"
         let words = action.split(separator: " ").map(String.init)
-        let command = user.map { ["runuser", "-u", $0, "--", Paths.python, script, bus.address] + words }
+        let command =
+            user.map { ["runuser", "-u", $0, "--", Paths.python, script, bus.address] + words }
             ?? [Paths.python, script, bus.address] + words
         let out = try runCommand(command)
         XCTAssertEqual(out.status, 0, out.stderr)
@@ -45,24 +47,30 @@ final class PolicyMatrixTests: XCTestCase {
     }
 
     func host() throws -> String {
-        try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
-                        MonitorContract.objectPath, MonitorContract.interface, P.host.name]).stdout
+        try runCommand([
+            "busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+            MonitorContract.objectPath, MonitorContract.interface, P.host.name,
+        ]).stdout
     }
 
     /// The added targets' paths (busctl prints `ao 2 "/…/1" "/…/2"`).
     func targetPaths() throws -> [String] {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName, MonitorContract.objectPath,
-                                  MonitorContract.Targets.interface, MonitorContract.Targets.targetsProperty]).stdout
+        let out = try runCommand([
+            "busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName, MonitorContract.objectPath,
+            MonitorContract.Targets.interface, MonitorContract.Targets.targetsProperty,
+        ]).stdout
         return out.split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
     }
 
     /// Every method the interface XML declares, and every standard one the object implements, called by an
     /// ordinary user through the shipped policy: allowed, but for the three that change something.
     func testEveryMethodThroughTheInstalledPolicyAsAnOrdinaryUser() throws {
-        let xml = try String(contentsOf: Paths.repository.appendingPathComponent("dbus/org.netobserver.Monitor.xml"), encoding: .utf8)
+        let xml = try String(
+            contentsOf: Paths.repository.appendingPathComponent("dbus/org.netobserver.Monitor.xml"), encoding: .utf8)
         var methods: [(interface: String, member: String, signature: String)] = [
             ("org.freedesktop.DBus.Properties", "Get", "ss"), ("org.freedesktop.DBus.Properties", "GetAll", "s"),
-            ("org.freedesktop.DBus.Properties", "Set", "ssv"), ("org.freedesktop.DBus.Introspectable", "Introspect", ""),
+            ("org.freedesktop.DBus.Properties", "Set", "ssv"),
+            ("org.freedesktop.DBus.Introspectable", "Introspect", ""),
             ("org.freedesktop.DBus.Peer", "Ping", ""), ("org.freedesktop.DBus.Peer", "GetMachineId", ""),
             ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects", ""),
         ]
@@ -78,7 +86,9 @@ final class PolicyMatrixTests: XCTestCase {
                 current = (attribute("name") ?? "", "")
                 if line.hasSuffix("/>") { methods.append((interface, current!.member, "")); current = nil }
             }
-            if line.hasPrefix("<arg "), attribute("direction") == "in", let type = attribute("type") { current?.signature += type }
+            if line.hasPrefix("<arg "), attribute("direction") == "in", let type = attribute("type") {
+                current?.signature += type
+            }
             if line.hasPrefix("</method>"), let method = current {
                 methods.append((interface, method.member, method.signature))
                 current = nil
@@ -100,8 +110,10 @@ final class PolicyMatrixTests: XCTestCase {
         let denied = "org.freedesktop.DBus.Error.AccessDenied"
         let reads = ["get", "getall", "introspect", "ping", "check", "wait", "managed", "history"]
         var matrix: [String] = []
-        for (caller, user, canSet, canOwn) in [("root", nil as String?, true, true), ("netdev", admin, true, false),
-                                               ("user", ordinary, false, false)] {
+        for (caller, user, canSet, canOwn) in [
+            ("root", nil as String?, true, true), ("netdev", admin, true, false),
+            ("user", ordinary, false, false),
+        ] {
             var row: [String] = []
             for action in reads {
                 let result = try attempt(action, as: user)
@@ -122,7 +134,10 @@ final class PolicyMatrixTests: XCTestCase {
             }
             let remove = try attempt("remove", as: user)
             XCTAssertEqual(remove, canSet ? "ok" : denied, "\(caller) remove")
-            if !canSet { XCTAssertEqual(try targetPaths().count, targetsBefore.count + 1, "a denied RemoveTarget removes nothing") }
+            if !canSet {
+                XCTAssertEqual(
+                    try targetPaths().count, targetsBefore.count + 1, "a denied RemoveTarget removes nothing")
+            }
             row += ["add=\(add == "ok" ? "allowed" : "denied")", "remove=\(remove == "ok" ? "allowed" : "denied")"]
             let own = try attempt("own", as: user)
             XCTAssertEqual(own, canOwn ? "ok" : denied, "\(caller) own")

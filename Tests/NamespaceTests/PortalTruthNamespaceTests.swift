@@ -41,7 +41,8 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
     func certificate(_ name: String) -> String { certificates.appendingPathComponent(name).path }
 
     func captive(_ captive: Bool, secondsRemaining: Int = 0) throws {
-        let text = captive
+        let text =
+            captive
             ? #"{"captive": true, "user-portal-url": "https://198.18.0.1:8443/portal", "venue-info-url": "https://198.18.0.1:8443/venue"}"#
             : #"{"captive": false, "seconds-remaining": \#(secondsRemaining)}"#
         try write(text)
@@ -55,23 +56,37 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
     /// server.py in `namespace`, its port printed first (the helper's log says when it is up).
     @discardableResult
     func server(in namespace: NetworkNamespace, bind: String, port: Int, _ extra: [String] = []) throws -> Process {
-        let process = try run(in: namespace, [Paths.python, Paths.repository.appendingPathComponent("Tests/HTTPCheckTests/server.py").path,
-                                              "--bind", bind, "--port", "\(port)"] + extra, waitForReady: false)
+        let process = try run(
+            in: namespace,
+            [
+                Paths.python, Paths.repository.appendingPathComponent("Tests/HTTPCheckTests/server.py").path,
+                "--bind", bind, "--port", "\(port)",
+            ] + extra, waitForReady: false)
         for _ in 0..<300 {
-            if (try? hosts.client.exec("\(Paths.python) -c \"import socket; socket.create_connection(('\(bind)', \(port)), 1)\"")) != nil { break }
+            if (try? hosts.client.exec(
+                "\(Paths.python) -c \"import socket; socket.create_connection(('\(bind)', \(port)), 1)\"")) != nil
+            {
+                break
+            }
             usleep(10_000)
         }
         return process
     }
 
     func startAPI(_ certificate: String = "server") throws {
-        try server(in: hosts.router, bind: "198.18.0.1", port: 8443,
-                   ["--tls", self.certificate("\(certificate).pem"), self.certificate("\(certificate).key"), "--capport-file", capportFile])
+        try server(
+            in: hosts.router, bind: "198.18.0.1", port: 8443,
+            [
+                "--tls", self.certificate("\(certificate).pem"), self.certificate("\(certificate).key"),
+                "--capport-file", capportFile,
+            ])
     }
 
     func startDaemon(_ arguments: [String] = []) throws {
-        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200", "--timeout", "200", "--ca-file", certificate("ca.pem")] + arguments,
-                                   namespace: hosts.client.name, host: "198.18.2.2")
+        daemon = try DaemonProcess(
+            bus: bus,
+            arguments: ["--interval", "200", "--timeout", "200", "--ca-file", certificate("ca.pem")] + arguments,
+            namespace: hosts.client.name, host: "198.18.2.2")
     }
 
     func advertise(_ uri: String) throws {
@@ -117,8 +132,9 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
     /// Issue 45 N22: an announcement naming this machine's own address is never fetched (the service asking itself,
     /// or whatever listens here), as CheckURL refuses one.
     func testAnAPIOnThisMachineIsNeverFetched() throws {
-        let own = try server(in: hosts.client, bind: "198.18.0.2", port: 8443,
-                             ["--tls", certificate("server.pem"), certificate("server.key"), "--capport-file", capportFile])
+        let own = try server(
+            in: hosts.client, bind: "198.18.0.2", port: 8443,
+            ["--tls", certificate("server.pem"), certificate("server.key"), "--capport-file", capportFile])
         try startDaemon()
         try wait(.connectivity, "full")
         try advertise("https://198.18.0.2:8443/capport")
@@ -157,8 +173,11 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
             (#"{"captive": true}"#, "no \"user-portal-url\""),
             (#"{"captive": true, "user-portal-url": "http://198.18.0.1/portal"}"#, "not an https URL"),
             ("STATUS 500", "HTTP 500"),
-            (#"{"captive": true, "user-portal-url": "https://p.test/", "x": ""# + String(repeating: "a", count: 5000) + #""}"#,
-             "more than 4096 bytes"),
+            (
+                #"{"captive": true, "user-portal-url": "https://p.test/", "x": ""# + String(repeating: "a", count: 5000)
+                    + #""}"#,
+                "more than 4096 bytes"
+            ),
             (#"{"captive": true, "captive": true, "user-portal-url": "https://p.test/"}"#, "twice"),
         ]
         for (index, (answer, why)) in bad.enumerated() {
@@ -208,8 +227,10 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
         let start = Date()
         while Date().timeIntervalSince(start) < 3 {
             let before = Date()
-            _ = try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
-                                "org.freedesktop.DBus.Peer", "Ping"])
+            _ = try runCommand([
+                "busctl", "--address=\(bus.address)", "call", MonitorContract.busName, MonitorContract.objectPath,
+                "org.freedesktop.DBus.Peer", "Ping",
+            ])
             slowest = max(slowest, Date().timeIntervalSince(before))
         }
         XCTAssertLessThan(slowest, 0.5, "Peer.Ping took \(slowest) s while the API hung")
@@ -236,7 +257,8 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
             try wait(.connectivity, "full", timeout: 6)
             try setEcho(true)
             try wait(.connectivity, "limited", timeout: 6)
-            XCTAssertEqual(try get(.reason), "check http://198.18.2.2/echo: answered without the echo (intercepted)", "run \(run)")
+            XCTAssertEqual(
+                try get(.reason), "check http://198.18.2.2/echo: answered without the echo (intercepted)", "run \(run)")
         }
         _ = try hosts.router.exec("nft delete table ip proxy")
         // The real server's echo: full again (the check is retried every 10 s while it fails).
@@ -252,16 +274,22 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
     }
 
     func setEcho(_ on: Bool) throws {
-        _ = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
-                            MonitorContract.interface, "CheckEcho", "b", on ? "true" : "false"])
+        _ = try runCommand([
+            "busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
+            MonitorContract.interface, "CheckEcho", "b", on ? "true" : "false",
+        ])
     }
 
     /// HTTPS dropped on the way while plain HTTP passes: `limited`, Partial; and back when 443 passes again.
     /// A certificate the daemon does not trust fails the secure check as well.
     func testHTTPSBlockedIsPartial() throws {
         try server(in: hosts.server, bind: "198.18.2.2", port: 80)
-        try server(in: hosts.server, bind: "198.18.2.2", port: 443, ["--tls", certificate("server.pem"), certificate("server.key")])
-        try server(in: hosts.server, bind: "198.18.2.3", port: 443, ["--tls", certificate("rogue.pem"), certificate("rogue.key")])
+        try server(
+            in: hosts.server, bind: "198.18.2.2", port: 443,
+            ["--tls", certificate("server.pem"), certificate("server.key")])
+        try server(
+            in: hosts.server, bind: "198.18.2.3", port: 443,
+            ["--tls", certificate("rogue.pem"), certificate("rogue.key")])
         _ = try hosts.router.exec("nft add table ip nohttps")
         _ = try hosts.router.exec("nft add chain ip nohttps forward_filter { type filter hook forward priority 0 \\; }")
         _ = try hosts.router.exec("nft add rule ip nohttps forward_filter tcp dport 443 drop")
@@ -274,13 +302,16 @@ final class PortalTruthNamespaceTests: DaemonInNamespaceTestCase {
         XCTAssertTrue(screen.contains("Partial:      yes"), screen)
         XCTAssertTrue(screen.contains("Secure check: https://198.18.2.2/204"), screen)
         let metrics = try runCommand([Paths.client, "--address", bus.address, "metrics"]).stdout
-        XCTAssertTrue(metrics.contains("netobserver_partial{host=\"198.18.2.2\",target=\"/org/netobserver/Monitor\"} 1"), metrics)
+        XCTAssertTrue(
+            metrics.contains("netobserver_partial{host=\"198.18.2.2\",target=\"/org/netobserver/Monitor\"} 1"), metrics)
         _ = try hosts.router.exec("nft delete table ip nohttps")
         // Retried every 10 s while the check fails.
         try wait(.connectivity, "full", timeout: 15)
         XCTAssertEqual(try get(.partial), "false")
-        _ = try runCommand(["busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
-                            MonitorContract.interface, "SecureCheckURL", "s", "https://198.18.2.3/204"])
+        _ = try runCommand([
+            "busctl", "--address=\(bus.address)", "set-property", MonitorContract.busName, MonitorContract.objectPath,
+            MonitorContract.interface, "SecureCheckURL", "s", "https://198.18.2.3/204",
+        ])
         try wait(.partial, "true", timeout: 8)
         let untrusted = try get(.reason)
         XCTAssertTrue(untrusted.contains("certificate is not trusted"), untrusted)

@@ -33,9 +33,11 @@ final class PrivilegeTests: XCTestCase {
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = ["--net", "/bin/sh", "-c",
-                             "ip link set lo up && \(setup) exec \(launcher) \"$0\" --address \"$1\" --state-dir /tmp --host 127.0.0.1 --interval 200 \(arguments)",
-                             Paths.daemon, bus.address]
+        process.arguments = [
+            "--net", "/bin/sh", "-c",
+            "ip link set lo up && \(setup) exec \(launcher) \"$0\" --address \"$1\" --state-dir /tmp --host 127.0.0.1 --interval 200 \(arguments)",
+            Paths.daemon, bus.address,
+        ]
         process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()
         daemon = process
@@ -49,7 +51,8 @@ final class PrivilegeTests: XCTestCase {
 
     func capabilities() -> [String: String] {
         guard let pid = daemon?.processIdentifier,
-              let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return [:] }
+            let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        else { return [:] }
         var fields: [String: String] = [:]
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: ":", maxSplits: 1)
@@ -72,15 +75,19 @@ final class PrivilegeTests: XCTestCase {
     }
 
     func testUnprivilegedUserWithOnlyNetRawWorks() throws {
-        try start(launcher: "setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all,+net_raw --ambient-caps=+net_raw")
+        try start(
+            launcher:
+                "setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all,+net_raw --ambient-caps=+net_raw"
+        )
         XCTAssertEqual(capabilities()["CapEff"], "0000000000002000")
         XCTAssertTrue(log.contains("probing 127.0.0.1 with ICMP (raw socket)"), log)
         XCTAssertTrue(try status().contains("\"\(P.status)\":\"other\""), log)
     }
 
     func testNoCapabilityUsesDatagramSocketsWhereAllowed() throws {
-        try start(setup: "sysctl -qw net.ipv4.ping_group_range='0 2147483647' &&",
-                  launcher: "setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all --bounding-set=-all")
+        try start(
+            setup: "sysctl -qw net.ipv4.ping_group_range='0 2147483647' &&",
+            launcher: "setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all --bounding-set=-all")
         XCTAssertEqual(capabilities()["CapEff"], "0000000000000000")
         XCTAssertTrue(log.contains("probing 127.0.0.1 with ICMP (datagram socket)"), log)
         XCTAssertTrue(try status().contains("\"\(P.status)\":\"other\""), log)
@@ -101,10 +108,14 @@ final class PrivilegeTests: XCTestCase {
         XCTAssertEqual(chmod(state, 0o700), 0)
         XCTAssertEqual(chmod(state + "/settings", 0o600), 0)
         try start(launcher: "", arguments: "--user nobody --state-dir \(state)")
-        XCTAssertTrue(log.contains("\(state)/settings: open: Permission denied: left as it is (rename: Permission denied), never written over; "
-                                   + "starting from the defaults"), log)
-        let timeout = try runCommand(["busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
-                                      MonitorContract.objectPath, MonitorContract.interface, P.timeout.name])
+        XCTAssertTrue(
+            log.contains(
+                "\(state)/settings: open: Permission denied: left as it is (rename: Permission denied), never written over; "
+                    + "starting from the defaults"), log)
+        let timeout = try runCommand([
+            "busctl", "--address=\(bus.address)", "get-property", MonitorContract.busName,
+            MonitorContract.objectPath, MonitorContract.interface, P.timeout.name,
+        ])
         XCTAssertEqual(timeout.stdout, "u 1000\n", "not read with root's rights")
     }
 }

@@ -53,9 +53,11 @@ final class ProbeNamespaceTests: XCTestCase {
     /// An engine whose sockets live in the client namespace. ICMP alone by default: these tests
     /// drop or delay echoes, and the ladder's TCP connections (ConnectivityNamespaceTests) would
     /// answer for the host.
-    func engine(_ settings: ProbeSettings = ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 200),
-                methods: Set<ProbeMethod> = [.icmpDatagram, .icmpRaw], tcpPort: UInt16 = 443,
-                reports: UnsafeMutablePointer<[ProbeReport]>? = nil) throws -> ProbeEngine {
+    func engine(
+        _ settings: ProbeSettings = ProbeSettings(intervalMilliseconds: 100, timeoutMilliseconds: 200),
+        methods: Set<ProbeMethod> = [.icmpDatagram, .icmpRaw], tcpPort: UInt16 = 443,
+        reports: UnsafeMutablePointer<[ProbeReport]>? = nil
+    ) throws -> ProbeEngine {
         let engine = ProbeEngine(loop: loop, settings: settings, allowedMethods: methods, tcpPort: tcpPort) { report in
             reports?.pointee.append(report)
         }
@@ -69,8 +71,10 @@ final class ProbeNamespaceTests: XCTestCase {
 
     /// Runs the loop until `predicate` holds (checked every 5 ms) or `timeout` seconds pass.
     @discardableResult
-    func run(until what: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line,
-             _ predicate: @escaping () -> Bool) -> Double {
+    func run(
+        until what: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line,
+        _ predicate: @escaping () -> Bool
+    ) -> Double {
         let start = MonotonicClock.now()
         let poll = loop.schedule(after: 5 * ms, repeats: true) { [unowned self] in
             if predicate() { loop.quit(status: 0) }
@@ -98,10 +102,14 @@ final class ProbeNamespaceTests: XCTestCase {
         helpers = []
     }
 
-    func helper(_ namespace: NetworkNamespace, _ script: String, _ arguments: [String], waitForOutput: Bool = true) throws {
+    func helper(
+        _ namespace: NetworkNamespace, _ script: String, _ arguments: [String], waitForOutput: Bool = true
+    ) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("helpers/\(script)").path
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "helpers/\(script)"
+        ).path
         process.arguments = ["netns", "exec", namespace.name, "/usr/bin/python3", path] + arguments
         let output = Pipe()
         process.standardOutput = output
@@ -150,13 +158,15 @@ final class ProbeNamespaceTests: XCTestCase {
     func testSilentLossThenHealing() throws {
         for datagram in [false, true] {
             if datagram { try allowDatagramSockets() }
-            let probe = try engine(ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 200, failureThreshold: 2))
+            let probe = try engine(
+                ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 200, failureThreshold: 2))
             try start(probe, server4)
             run(until: "answering") { probe.report.answering == true }
             _ = try router.exec("iptables -I FORWARD -p icmp -j DROP")
             let took = run(until: "silence noticed", timeout: 3) { probe.report.answering == false }
             XCTAssertEqual(probe.report.reason, "host not answering: 2 probes lost")
-            XCTAssertLessThan(took, 2 * 0.2 + 0.2 + 0.3, "FailureThreshold × Interval + Timeout, with the suspicion probe")
+            XCTAssertLessThan(
+                took, 2 * 0.2 + 0.2 + 0.3, "FailureThreshold × Interval + Timeout, with the suspicion probe")
             _ = try router.exec("iptables -D FORWARD -p icmp -j DROP")
             run(until: "healed") { probe.report.answering == true }
         }
@@ -168,7 +178,7 @@ final class ProbeNamespaceTests: XCTestCase {
         let probe = try engine(ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500, failureThreshold: 4))
         try start(probe, server4)
         run(until: "answering") { probe.report.answering == true }
-        spin(0.6)  // a round trip is known, so overdue probes get their early follow-up
+        spin(0.6) // a round trip is known, so overdue probes get their early follow-up
         _ = try router.exec("iptables -I FORWARD -p icmp -j DROP")
         let took = run(until: "silence confirmed", timeout: 5) { probe.report.answering == false }
         XCTAssertGreaterThanOrEqual(took, 2.0, "an early follow-up in flight beside a probe is not a second failure")
@@ -180,15 +190,17 @@ final class ProbeNamespaceTests: XCTestCase {
     func testRejectIsCountedAtOnceAndNamesTheRouter() throws {
         for datagram in [false, true] {
             if datagram { try allowDatagramSockets() }
-            let probe = try engine(ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3))
+            let probe = try engine(
+                ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3))
             try start(probe, server4)
             run(until: "answering") { probe.report.answering == true }
             _ = try router.exec("iptables -I FORWARD -p icmp --icmp-type echo-request -j REJECT")
             probe.probeNow()
             let took = run(until: "rejected", timeout: 2) { probe.report.answering == false }
             XCTAssertLessThan(took, 0.1, "one round trip, not FailureThreshold timeouts")
-            XCTAssertEqual(probe.report.reason, "198.18.2.2 unreachable (port unreachable), said 198.18.0.1",
-                           datagram ? "datagram socket, from the error queue" : "raw socket, from the quoted packet")
+            XCTAssertEqual(
+                probe.report.reason, "198.18.2.2 unreachable (port unreachable), said 198.18.0.1",
+                datagram ? "datagram socket, from the error queue" : "raw socket, from the quoted packet")
             _ = try router.exec("iptables -D FORWARD -p icmp --icmp-type echo-request -j REJECT")
             probe.probeNow()
             run(until: "accepted again") { probe.report.answering == true }
@@ -196,7 +208,8 @@ final class ProbeNamespaceTests: XCTestCase {
     }
 
     func testIPv6RejectFromTheRouter() throws {
-        let probe = try engine(ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3))
+        let probe = try engine(
+            ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3))
         try start(probe, server6)
         run(until: "answering") { probe.report.answering == true }
         _ = try router.exec("ip6tables -I FORWARD -p icmpv6 --icmpv6-type echo-request -j REJECT")
@@ -236,8 +249,9 @@ final class ProbeNamespaceTests: XCTestCase {
             XCTAssertEqual(probe.report.answering, true, "one unproven Unreachable is one failed probe, not an outage")
             run(until: "the threshold", timeout: 5) { probe.report.answering == false }
             XCTAssertGreaterThanOrEqual(probe.statistics.errors, 3, "three failures, as FailureThreshold says")
-            XCTAssertTrue(probe.report.reason.hasPrefix("host not answering: 3 probes failed (ICMP errors from"),
-                          "not the forger's verdict: \(probe.report.reason)")
+            XCTAssertTrue(
+                probe.report.reason.hasPrefix("host not answering: 3 probes failed (ICMP errors from"),
+                "not the forger's verdict: \(probe.report.reason)")
             probe.target = nil
             stopHelpers()
 
@@ -260,7 +274,8 @@ final class ProbeNamespaceTests: XCTestCase {
         XCTAssertTrue(slow.report.reason.hasPrefix("host too slow: no reply within 150 ms ("), slow.report.reason)
         XCTAssertGreaterThan(slow.statistics.late, 0)
 
-        let patient = try engine(ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 1000, failureThreshold: 2))
+        let patient = try engine(
+            ProbeSettings(intervalMilliseconds: 200, timeoutMilliseconds: 1000, failureThreshold: 2))
         try start(patient, server4)
         run(until: "answering despite the delay") { patient.report.answering == true }
         XCTAssertGreaterThanOrEqual(patient.report.roundTripMicroseconds, 300_000)
@@ -269,12 +284,15 @@ final class ProbeNamespaceTests: XCTestCase {
     }
 
     func testRandomLossFlapsLessWithHigherThresholds() throws {
-        _ = try router.exec("iptables -I FORWARD -p icmp --icmp-type echo-request -m statistic --mode random --probability 0.3 -j DROP")
+        _ = try router.exec(
+            "iptables -I FORWARD -p icmp --icmp-type echo-request -m statistic --mode random --probability 0.3 -j DROP")
         var counts: [String: (flaps: Int, probes: Int)] = [:]
         for (failures, recoveries) in [(UInt32(2), UInt32(1)), (3, 2)] {
             var reports: [ProbeReport] = []
-            let probe = try engine(ProbeSettings(intervalMilliseconds: 50, timeoutMilliseconds: 100,
-                                                 failureThreshold: failures, recoveryThreshold: recoveries), reports: &reports)
+            let probe = try engine(
+                ProbeSettings(
+                    intervalMilliseconds: 50, timeoutMilliseconds: 100,
+                    failureThreshold: failures, recoveryThreshold: recoveries), reports: &reports)
             try start(probe, server4)
             spin(4)
             var flaps = 0
@@ -305,8 +323,9 @@ final class ProbeNamespaceTests: XCTestCase {
         XCTAssertEqual(first.report.answering, true)
         XCTAssertEqual(first.statistics.lost, 0, "the first never took the other's silence, or replies, for its own")
         XCTAssertNotEqual(first.echoIdentifier, second.echoIdentifier)
-        XCTAssertEqual(first.statistics.foreign + second.statistics.foreign, 0,
-                       "each raw socket's kernel filter kept the other's replies out")
+        XCTAssertEqual(
+            first.statistics.foreign + second.statistics.foreign, 0,
+            "each raw socket's kernel filter kept the other's replies out")
     }
 
     func testAFloodOfForeignRepliesChangesNothing() throws {
@@ -318,14 +337,17 @@ final class ProbeNamespaceTests: XCTestCase {
             // Forged replies carrying our identifier (so the kernel lets them through), for 3 s at 20,000 a
             // second: a rate the test hosts' forwarding path carries on a 2-core machine, so real replies
             // lost on the way (not in the engine) cannot decide the test.
-            try helper(server, "foreign_flood.py", ["198.18.0.2", "3", String(probe.echoIdentifier), "20000"], waitForOutput: false)
+            try helper(
+                server, "foreign_flood.py", ["198.18.0.2", "3", String(probe.echoIdentifier), "20000"],
+                waitForOutput: false)
             spin(1.0)
             XCTAssertEqual(probe.report.answering, true, "real replies still count through the flood")
             XCTAssertEqual(probe.statistics.lost, 0)
             // Now the real replies stop: forged ones must not keep the host answering.
             _ = try router.exec("iptables -I FORWARD -s 198.18.0.2 -p icmp --icmp-type echo-request -j DROP")
             run(until: "silence seen through the flood", timeout: 3) { probe.report.answering == false }
-            XCTAssertGreaterThan(probe.statistics.foreign, 1000, "the forged replies reached the parser and were refused")
+            XCTAssertGreaterThan(
+                probe.statistics.foreign, 1000, "the forged replies reached the parser and were refused")
             print("flood (\(datagram ? "datagram" : "raw")): \(probe.statistics)")
             _ = try router.exec("iptables -D FORWARD -s 198.18.0.2 -p icmp --icmp-type echo-request -j DROP")
             probe.target = nil

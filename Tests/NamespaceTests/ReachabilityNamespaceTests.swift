@@ -61,8 +61,10 @@ final class ReachabilityNamespaceTests: XCTestCase {
 
     /// Runs the loop until the verdict satisfies `predicate`; fails after `timeout` seconds.
     @discardableResult
-    func wait(_ what: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line,
-              _ predicate: @escaping (ReachabilityVerdict) -> Bool) -> ReachabilityVerdict? {
+    func wait(
+        _ what: String, timeout: Double = 5, file: StaticString = #filePath, line: UInt = #line,
+        _ predicate: @escaping (ReachabilityVerdict) -> Bool
+    ) -> ReachabilityVerdict? {
         if let verdict = watch.verdict, predicate(verdict) {
             // Already true, but let queued events in first so a stale verdict cannot pass.
             let timer = loop.schedule(after: 50_000_000) { [unowned self] in loop.quit(status: 0) }
@@ -77,7 +79,9 @@ final class ReachabilityNamespaceTests: XCTestCase {
         loop.cancel(timer)
         waiting = nil
         if status != 0 {
-            XCTFail("\(what): no such verdict within \(timeout) s; last: \(String(describing: watch.verdict))", file: file, line: line)
+            XCTFail(
+                "\(what): no such verdict within \(timeout) s; last: \(String(describing: watch.verdict))", file: file,
+                line: line)
             return nil
         }
         return watch.verdict
@@ -92,7 +96,8 @@ final class ReachabilityNamespaceTests: XCTestCase {
         expected.hasNeighbors = true
         XCTAssertGreaterThan(expected.interfaceIndex, 0)
         XCTAssertEqual(verdict, expected, "the default route's next hop is the gateway, on a link with neighbours")
-        XCTAssertTrue(verdict?.routedFamilies.contains(.v4) == true, "the verdict says which families have a default route")
+        XCTAssertTrue(
+            verdict?.routedFamilies.contains(.v4) == true, "the verdict says which families have a default route")
         XCTAssertEqual(engine.statistics.malformed, 0)
         XCTAssertGreaterThanOrEqual(engine.table.links.count, 3)
     }
@@ -181,7 +186,9 @@ final class ReachabilityNamespaceTests: XCTestCase {
         wait("recovered") { $0.usable }
         let cpu = cpuSeconds() - cpuBefore
         let growth = residentKilobytes() - rssBefore
-        print("1000 flaps: engine CPU \(String(format: "%.3f", cpu)) s, RSS +\(growth) kB, statistics \(engine.statistics)")
+        print(
+            "1000 flaps: engine CPU \(String(format: "%.3f", cpu)) s, RSS +\(growth) kB, statistics \(engine.statistics)"
+        )
         XCTAssertEqual(engine.statistics.malformed, 0)
         XCTAssertLessThan(cpu, 2.0)
         XCTAssertLessThan(growth, 4096)

@@ -11,11 +11,12 @@ func requireRoot() throws {
     throw XCTSkip("network namespace tests need root; skipped as uid \(geteuid())")
 }
 
-
 /// Skips when `path` (a tool the test runs) is missing, except under CI=true, where `make test` installs it.
 func requireTool(_ path: String) throws {
     guard !FileManager.default.isExecutableFile(atPath: path) else { return }
     let name = URL(fileURLWithPath: path).lastPathComponent
-    if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail("\(name) is not installed (make test installs it)") }
+    if ProcessInfo.processInfo.environment["CI"] == "true" {
+        XCTFail("\(name) is not installed (make test installs it)")
+    }
     throw XCTSkip("\(name) is not installed")
 }

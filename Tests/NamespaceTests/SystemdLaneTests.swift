@@ -21,7 +21,9 @@ final class SystemdLaneTests: XCTestCase {
         try requireRoot()
         // Staged by make test: the lane cannot run `make install` itself while `swift test` holds the build's lock.
         guard let stage = ProcessInfo.processInfo.environment["NETOBSERVER_LANE_STAGE"], !stage.isEmpty else {
-            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail("NETOBSERVER_LANE_STAGE is not set (make test stages the install)") }
+            if ProcessInfo.processInfo.environment["CI"] == "true" {
+                XCTFail("NETOBSERVER_LANE_STAGE is not set (make test stages the install)")
+            }
             throw XCTSkip("no staged install: NETOBSERVER_LANE_STAGE is set by make test")
         }
         try runLane(arguments: ["--staged", stage], expecting: Self.checks)
@@ -30,7 +32,9 @@ final class SystemdLaneTests: XCTestCase {
     func testTheDebianPackageInstalledAndPurgedUnderSystemdAsPID1() throws {
         try requireRoot()
         guard let package = ProcessInfo.processInfo.environment["NETOBSERVER_DEB"], !package.isEmpty else {
-            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail("NETOBSERVER_DEB is not set (make test builds the package)") }
+            if ProcessInfo.processInfo.environment["CI"] == "true" {
+                XCTFail("NETOBSERVER_DEB is not set (make test builds the package)")
+            }
             throw XCTSkip("no package to install: NETOBSERVER_DEB is set by make test, after make deb")
         }
         try runLane(arguments: ["--deb", package], expecting: Self.packageChecks)
@@ -40,7 +44,9 @@ final class SystemdLaneTests: XCTestCase {
         let script = Paths.repository.appendingPathComponent("tools/systemd-lane/run.sh").path
         let outcome = try runCommand(["bash", script] + arguments, timeout: 240)
         if outcome.status == 77 {
-            if ProcessInfo.processInfo.environment["CI"] == "true" { XCTFail("the systemd lane cannot run in CI: \(outcome.stderr)") }
+            if ProcessInfo.processInfo.environment["CI"] == "true" {
+                XCTFail("the systemd lane cannot run in CI: \(outcome.stderr)")
+            }
             throw XCTSkip(outcome.stderr.trimmingCharacters(in: .whitespacesAndNewlines))
         }
         // The figures go to the log: docs/TESTING.md and the issues quote them.

@@ -37,17 +37,20 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     private func helper(_ namespace: NetworkNamespace, _ arguments: [String]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["netns", "exec", namespace.name, "/usr/bin/python3", Paths.namespaceHelpers + "/load.py"] + arguments
+        process.arguments =
+            ["netns", "exec", namespace.name, "/usr/bin/python3", Paths.namespaceHelpers + "/load.py"] + arguments
         let output = Pipe()
         process.standardOutput = output
         try process.run()
         helpers.append(process)
-        _ = output.fileHandleForReading.availableData  // its "ready" line
+        _ = output.fileHandleForReading.availableData // its "ready" line
     }
 
     /// The client's own connections to `addresses`; then waits until `property` says `value` (nil: no wait).
-    private func startLoad(to addresses: [String] = servers, until property: P? = .traffic, is value: String = "flowing",
-                           file: StaticString = #filePath, line: UInt = #line) throws {
+    private func startLoad(
+        to addresses: [String] = servers, until property: P? = .traffic, is value: String = "flowing",
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         try helper(hosts.client, ["client", Self.port] + addresses)
         if let property { try waitFor(property, value, timeout: 6, file: file, line: line) }
     }
@@ -59,8 +62,10 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     }
 
     /// The daemon in the client namespace, watched from the start, once Host answers.
-    private func startDaemon(_ arguments: [String], host: String = "198.18.2.2", file: StaticString = #filePath,
-                             line: UInt = #line) throws {
+    private func startDaemon(
+        _ arguments: [String], host: String = "198.18.2.2", file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         daemon = try DaemonProcess(bus: bus, arguments: arguments, namespace: hosts.client.name, host: host)
         watcher = try SignalWatcher(bus: bus)
         try waitFor(.status, "ethernet", timeout: 5, file: file, line: line)
@@ -69,11 +74,14 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     private func get(_ property: P) throws -> String { try readProperty(property, bus: bus) }
 
     @discardableResult
-    private func waitFor(_ property: P, _ expected: String, timeout: Double, file: StaticString = #filePath,
-                         line: UInt = #line) throws -> Double {
+    private func waitFor(
+        _ property: P, _ expected: String, timeout: Double, file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws -> Double {
         if let took = try waitForProperty(property, expected, bus: bus, timeout: timeout) { return took }
-        XCTFail("\(property) did not become \(expected) in \(timeout) s; it is \(try get(property)) (\(try get(.reason)))\n\(daemon.log)",
-                file: file, line: line)
+        XCTFail(
+            "\(property) did not become \(expected) in \(timeout) s; it is \(try get(property)) (\(try get(.reason)))\n\(daemon.log)",
+            file: file, line: line)
         return timeout
     }
 
@@ -96,13 +104,15 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
             try waitFor(.traffic, "stalled", timeout: 3)
             let took = try waitFor(.status, "none", timeout: 6)
             let elapsed = monotonicSeconds() - started
-            XCTAssertLessThanOrEqual(elapsed, 3.5 + 0.3, "\(evidence): the contract's bound, with 0.3 s for reading the property")
+            XCTAssertLessThanOrEqual(
+                elapsed, 3.5 + 0.3, "\(evidence): the contract's bound, with 0.3 s for reading the property")
             XCTAssertGreaterThan(took, 0)
             // Host is one hop past the router, which forwards nothing: Blame is `upstream` within 1.5 s of the
             // change, and Reason names the place from then on ("Where it broke").
             try waitFor(.blame, "upstream", timeout: 1.5 + 0.3)
             XCTAssertEqual(try get(.reason), "gateway 198.18.0.1 answers on tc0; nothing past it does")
-            XCTAssertLessThanOrEqual((Int(try get(.probesSent)) ?? 0) - sentBefore, 3, "a forced probe and its suspicion re-probe")
+            XCTAssertLessThanOrEqual(
+                (Int(try get(.probesSent)) ?? 0) - sentBefore, 3, "a forced probe and its suspicion re-probe")
             // Clean up for the next round.
             stopLoads()
             _ = try hosts.router.exec("iptables -D FORWARD -s 198.18.0.2 -j DROP")
@@ -145,7 +155,9 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
         let started = monotonicSeconds()
         try startLoad(to: ["198.18.2.4", "198.18.2.5", "198.18.2.6"], until: nil)
         try waitFor(.traffic, "flowing", timeout: 1.0 + 0.3)
-        print("traffic: flowing \(String(format: "%.2f", monotonicSeconds() - started)) s after the connections started (Interval 500)")
+        print(
+            "traffic: flowing \(String(format: "%.2f", monotonicSeconds() - started)) s after the connections started (Interval 500)"
+        )
     }
 
     /// 2 % random loss on the connections for 30 s: data still comes in, so never `stalled`, no change.
@@ -163,7 +175,8 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
         XCTAssertFalse(words.contains("stalled"), "seen: \(words.sorted())")
         XCTAssertEqual(try get(.status), "ethernet")
         XCTAssertEqual(watcher?.statuses.filter { $0.status != "ethernet" }.count, 0, "no StatusChanged but the first")
-        XCTAssertLessThanOrEqual((Int(try get(.probesSent)) ?? 0) - sentBefore, 2, "the schedule's probe, nothing forced")
+        XCTAssertLessThanOrEqual(
+            (Int(try get(.probesSent)) ?? 0) - sentBefore, 2, "the schedule's probe, nothing forced")
     }
 
     /// One server of three silenced: the other two still send data, so it is no stall.
@@ -217,15 +230,19 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
         try startLoad(until: .probeMethod, is: "traffic")
         try blackhole()
         try waitFor(.status, "none", timeout: 6)
-        let everything = try runCommand(["busctl", "--address=\(bus.address)", "call", MonitorContract.busName,
-                                         MonitorContract.objectPath, "org.freedesktop.DBus.Properties", "GetAll", "s", ""]).stdout
+        let everything = try runCommand([
+            "busctl", "--address=\(bus.address)", "call", MonitorContract.busName,
+            MonitorContract.objectPath, "org.freedesktop.DBus.Properties", "GetAll", "s", "",
+        ]).stdout
         let status = try runCommand([Paths.client, "--address", bus.address, "status"]).stdout
         let json = try runCommand([Paths.client, "--address", bus.address, "status", "--json"]).stdout
         let metrics = try runCommand([Paths.client, "--address", bus.address, "metrics"]).stdout
         XCTAssertTrue(status.contains("Traffic:"), status)
         XCTAssertTrue(metrics.contains("netobserver_probes_skipped_total{"), metrics)
-        for (name, text) in [("GetAll", everything), ("status", status), ("status --json", json), ("metrics", metrics),
-                             ("the log", daemon.log)] {
+        for (name, text) in [
+            ("GetAll", everything), ("status", status), ("status --json", json), ("metrics", metrics),
+            ("the log", daemon.log),
+        ] {
             for remote in Self.servers + [":\(Self.port)", " \(Self.port)"] {
                 XCTAssertFalse(text.contains(remote), "\(name) shows \(remote):\n\(text)")
             }
@@ -248,8 +265,11 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
             // an answer from the sampler's thread): 4 or 5 in 20 s, by phase; one for strace attaching, and one for
             // a probe at the edge of the window that ProbesSent does not count.
             let allowed = 2 * probes + 2 + (interval > 5000 ? seconds / 5 + 1 : 0)
-            print("idle wake-ups in \(seconds) s at Interval \(interval): \(wakeups) for \(probes) probes (allowed \(allowed))")
-            XCTAssertLessThanOrEqual(wakeups, allowed, "Interval \(interval): \(wakeups) wake-ups for \(probes) probes in \(seconds) s")
+            print(
+                "idle wake-ups in \(seconds) s at Interval \(interval): \(wakeups) for \(probes) probes (allowed \(allowed))"
+            )
+            XCTAssertLessThanOrEqual(
+                wakeups, allowed, "Interval \(interval): \(wakeups) wake-ups for \(probes) probes in \(seconds) s")
             watcher?.stop()
             daemon.stop()
         }
@@ -259,9 +279,12 @@ final class TrafficEvidenceNamespaceTests: XCTestCase {
     private func loopWakeups(_ pid: Int32, seconds: Int) throws -> Int {
         let trace = FileManager.default.temporaryDirectory.appendingPathComponent("wakeups-\(pid).txt").path
         defer { try? FileManager.default.removeItem(atPath: trace) }
-        let outcome = try runCommand(["timeout", "-s", "INT", "\(seconds)", "strace", "-p", "\(pid)", "-e",
-                                      "trace=epoll_pwait2,epoll_pwait,epoll_wait", "-o", trace],
-                                     timeout: Double(seconds) + 10)
+        let outcome = try runCommand(
+            [
+                "timeout", "-s", "INT", "\(seconds)", "strace", "-p", "\(pid)", "-e",
+                "trace=epoll_pwait2,epoll_pwait,epoll_wait", "-o", trace,
+            ],
+            timeout: Double(seconds) + 10)
         let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
         let returns = lines.filter { $0.contains("epoll_") && $0.contains(") = ") && !$0.contains("ERESTART") }
         XCTAssertFalse(lines.isEmpty, "strace saw nothing: \(outcome.stderr)")

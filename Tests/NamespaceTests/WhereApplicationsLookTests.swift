@@ -28,7 +28,8 @@ final class WhereApplicationsLookTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
         try "127.0.0.1 localhost\n10.9.9.9 intranet.test\n203.0.113.9 public.test\n"
             .write(toFile: etc + "/hosts", atomically: true, encoding: .utf8)
-        try "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n".write(toFile: etc + "/resolv.conf", atomically: true, encoding: .utf8)
+        try "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n".write(
+            toFile: etc + "/resolv.conf", atomically: true, encoding: .utf8)
         bus = try PrivateBus()
     }
 
@@ -43,39 +44,52 @@ final class WhereApplicationsLookTests: XCTestCase {
     // MARK: Helpers
 
     /// What every program that loads GIO modules gets: the module from the build and the test's bus as the system bus.
-    var gioEnvironment: [String: String] { ["GIO_EXTRA_MODULES": Paths.gioModules, "DBUS_SYSTEM_BUS_ADDRESS": bus.address] }
+    var gioEnvironment: [String: String] {
+        ["GIO_EXTRA_MODULES": Paths.gioModules, "DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+    }
 
-    func start(_ arguments: [String], in namespace: NetworkNamespace? = nil, environment: [String: String] = [:]) throws -> JSONLineProgram {
-        let program = try JSONLineProgram(arguments, namespace: (namespace ?? hosts.client).name,
-                                          environment: environment, directory: bus.directory)
+    func start(
+        _ arguments: [String], in namespace: NetworkNamespace? = nil, environment: [String: String] = [:]
+    ) throws -> JSONLineProgram {
+        let program = try JSONLineProgram(
+            arguments, namespace: (namespace ?? hosts.client).name,
+            environment: environment, directory: bus.directory)
         programs.append(program)
         return program
     }
 
-    func checkServer(_ mode: String, in namespace: NetworkNamespace? = nil, address: String = "198.18.2.2", port: Int = 80,
-                     location: String = "") throws {
-        let server = try start([Paths.python, Paths.namespaceHelpers + "/check_server.py", address, "\(port)", mode, location],
-                               in: namespace ?? hosts.server)
+    func checkServer(
+        _ mode: String, in namespace: NetworkNamespace? = nil, address: String = "198.18.2.2", port: Int = 80,
+        location: String = ""
+    ) throws {
+        let server = try start(
+            [Paths.python, Paths.namespaceHelpers + "/check_server.py", address, "\(port)", mode, location],
+            in: namespace ?? hosts.server)
         for _ in 0..<300 where !server.text.contains("ready") { usleep(10_000) }
     }
 
     func startDaemon() throws {
-        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "200", "--timeout", "200", "--check-url", checkURL],
-                                   namespace: hosts.client.name, host: "198.18.2.2")
+        daemon = try DaemonProcess(
+            bus: bus, arguments: ["--interval", "200", "--timeout", "200", "--check-url", checkURL],
+            namespace: hosts.client.name, host: "198.18.2.2")
     }
 
     func startGLibProgram(environment: [String: String] = [:]) throws -> JSONLineProgram {
-        let program = try start([Paths.python, Paths.namespaceHelpers + "/glib_monitor.py"],
-                                environment: gioEnvironment.merging(environment) { $1 })
+        let program = try start(
+            [Paths.python, Paths.namespaceHelpers + "/glib_monitor.py"],
+            environment: gioEnvironment.merging(environment) { $1 })
         guard program.waitFor(10, { $0["kind"] as? String == "start" }) != nil else {
             throw NSError(domain: "glib_monitor.py did not start: \(program.text)", code: 1)
         }
         return program
     }
 
-    func wait(_ property: P, _ expected: String, timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line) throws {
+    func wait(
+        _ property: P, _ expected: String, timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         guard try waitForProperty(property, expected, bus: bus, timeout: timeout) == nil else { return }
-        XCTFail("\(property.name) did not become '\(expected)'; it is '\(try readProperty(property, bus: bus))', "
+        XCTFail(
+            "\(property.name) did not become '\(expected)'; it is '\(try readProperty(property, bus: bus))', "
                 + "Reason '\(try readProperty(.reason, bus: bus))'\n\(daemon?.log ?? "")", file: file, line: line)
     }
 
@@ -83,15 +97,20 @@ final class WhereApplicationsLookTests: XCTestCase {
 
     /// Waits for the GLib program to be told `connectivity` (its nick) and `available`; checks the values it reads then.
     @discardableResult
-    func expect(_ program: JSONLineProgram, available: Bool, connectivity: String, metered: Bool = false,
-                file: StaticString = #filePath, line: UInt = #line) -> [String: Any]? {
+    func expect(
+        _ program: JSONLineProgram, available: Bool, connectivity: String, metered: Bool = false,
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> [String: Any]? {
         let seen = program.waitFor {
             $0["kind"] as? String == "changed" && $0["connectivity"] as? String == connectivity
                 && $0["available"] as? Bool == available && $0["metered"] as? Bool == metered
         }
-        XCTAssertNotNil(seen, "the GLib program was not told available=\(available) connectivity=\(connectivity) "
-                        + "metered=\(metered):\n\(program.text)", file: file, line: line)
-        XCTAssertEqual(seen?["signal_available"] as? Bool, available, "network-changed's argument", file: file, line: line)
+        XCTAssertNotNil(
+            seen,
+            "the GLib program was not told available=\(available) connectivity=\(connectivity) "
+                + "metered=\(metered):\n\(program.text)", file: file, line: line)
+        XCTAssertEqual(
+            seen?["signal_available"] as? Bool, available, "network-changed's argument", file: file, line: line)
         return seen
     }
 
@@ -106,27 +125,36 @@ final class WhereApplicationsLookTests: XCTestCase {
     }
 
     /// can_reach, sync and async, for each address: what the two said, if they agree.
-    func reachability(_ program: JSONLineProgram, _ addresses: [String], file: StaticString = #filePath, line: UInt = #line) -> [String] {
+    func reachability(
+        _ program: JSONLineProgram, _ addresses: [String], file: StaticString = #filePath, line: UInt = #line
+    ) -> [String] {
         addresses.map { address in
             let sync = reach(program, address)
-            XCTAssertEqual(reach(program, address, async: true), sync, "can_reach_async vs can_reach for \(address)", file: file, line: line)
+            XCTAssertEqual(
+                reach(program, address, async: true), sync, "can_reach_async vs can_reach for \(address)", file: file,
+                line: line)
             return sync
         }
     }
 
     /// network-changed comes once per change: two in a row with the same values only when the
     /// Interface changed between them, which `interfaceChanges` counts.
-    func assertEachChangeChangedSomething(_ program: JSONLineProgram, interfaceChanges: Int,
-                                          file: StaticString = #filePath, line: UInt = #line) {
+    func assertEachChangeChangedSomething(
+        _ program: JSONLineProgram, interfaceChanges: Int,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let changes = program.events.filter { $0["kind"] as? String == "changed" }
             .map { "\($0["available"] ?? "")/\($0["connectivity"] ?? "")/\($0["metered"] ?? "")" }
         let repeats = zip(changes, changes.dropFirst()).filter { $0 == $1 }.count
-        XCTAssertLessThanOrEqual(repeats, interfaceChanges, "network-changed more than once for one change: \(changes)",
-                                 file: file, line: line)
+        XCTAssertLessThanOrEqual(
+            repeats, interfaceChanges, "network-changed more than once for one change: \(changes)",
+            file: file, line: line)
     }
 
     func notifies(_ program: JSONLineProgram, after index: Int) -> [String] {
-        program.events.dropFirst(index).filter { $0["kind"] as? String == "notify" }.compactMap { $0["property"] as? String }
+        program.events.dropFirst(index).filter { $0["kind"] as? String == "notify" }.compactMap {
+            $0["property"] as? String
+        }
     }
 
     // MARK: GLib
@@ -142,12 +170,16 @@ final class WhereApplicationsLookTests: XCTestCase {
         }
         let glib = try startGLibProgram()
         let start = glib.events.first
-        XCTAssertEqual(start?["type"] as? String, "NetobserverNetworkMonitor", "GLib did not pick the module: \(glib.text)")
+        XCTAssertEqual(
+            start?["type"] as? String, "NetobserverNetworkMonitor", "GLib did not pick the module: \(glib.text)")
         XCTAssertEqual(start?["available"] as? Bool, true)
         XCTAssertEqual(start?["connectivity"] as? String, "full")
         XCTAssertEqual(start?["metered"] as? Bool, false)
-        XCTAssertEqual(reachability(glib, ["10.1.2.3", "fd00:9::1", "fe80::1", "203.0.113.5", "2001:db8::5", "intranet.test", "public.test"]),
-                       ["ok", "ok", "ok", "ok", "ok", "ok", "ok"])
+        XCTAssertEqual(
+            reachability(
+                glib,
+                ["10.1.2.3", "fd00:9::1", "fe80::1", "203.0.113.5", "2001:db8::5", "intranet.test", "public.test"]),
+            ["ok", "ok", "ok", "ok", "ok", "ok", "ok"])
         // A name nobody answers for: the resolver's error, as GLib's own monitors give it.
         let unresolved = reach(glib, "nowhere.test")
         XCTAssertFalse(["ok", "network-unreachable", "host-unreachable", "no answer"].contains(unresolved), unresolved)
@@ -158,8 +190,9 @@ final class WhereApplicationsLookTests: XCTestCase {
         try wait(.connectivity, "limited")
         expect(glib, available: true, connectivity: "limited")
         XCTAssertEqual(notifies(glib, after: mark), ["connectivity"])
-        XCTAssertEqual(reachability(glib, ["10.1.2.3", "fd00:9::1", "intranet.test", "203.0.113.5", "public.test"]),
-                       ["ok", "ok", "ok", "host-unreachable", "host-unreachable"])
+        XCTAssertEqual(
+            reachability(glib, ["10.1.2.3", "fd00:9::1", "intranet.test", "203.0.113.5", "public.test"]),
+            ["ok", "ok", "ok", "host-unreachable", "host-unreachable"])
         mark = glib.events.count
         try router("iptables -D FORWARD -j DROP")
         try wait(.connectivity, "full")
@@ -167,7 +200,8 @@ final class WhereApplicationsLookTests: XCTestCase {
         XCTAssertEqual(notifies(glib, after: mark), ["connectivity"])
 
         // A captive portal.
-        try checkServer("302", in: hosts.router, address: "198.18.0.1", port: 8080, location: "http://198.18.0.1:8080/login")
+        try checkServer(
+            "302", in: hosts.router, address: "198.18.0.1", port: 8080, location: "http://198.18.0.1:8080/login")
         try hosts.closePortal()
         try wait(.connectivity, "portal")
         expect(glib, available: true, connectivity: "portal")
@@ -182,8 +216,9 @@ final class WhereApplicationsLookTests: XCTestCase {
         try wait(.connectivity, "none")
         expect(glib, available: false, connectivity: "local")
         XCTAssertEqual(Set(notifies(glib, after: mark)), ["network-available", "connectivity"])
-        XCTAssertEqual(reachability(glib, ["10.1.2.3", "203.0.113.5", "public.test"]),
-                       ["network-unreachable", "network-unreachable", "network-unreachable"])
+        XCTAssertEqual(
+            reachability(glib, ["10.1.2.3", "203.0.113.5", "public.test"]),
+            ["network-unreachable", "network-unreachable", "network-unreachable"])
         try hosts.client.ip("link set \(hosts.clientLink) up")
         try hosts.client.ip("route replace default via 198.18.0.1")
         try wait(.connectivity, "full")
@@ -220,15 +255,17 @@ final class WhereApplicationsLookTests: XCTestCase {
         // NetworkManager checks connectivity itself: the desktop keeps its one verdict.
         let manager = "org.freedesktop.NetworkManager"
         for (property, value) in [("ConnectivityCheckEnabled", "true"), ("ConnectivityCheckAvailable", "true")] {
-            try networkManager.call("/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock", "AddProperty", "ssv",
-                                    [manager, property, "b", value])
+            try networkManager.call(
+                "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock", "AddProperty", "ssv",
+                [manager, property, "b", value])
         }
         let deferring = try startGLibProgram()
         XCTAssertNotEqual(deferring.events.first?["type"] as? String, "NetobserverNetworkMonitor", deferring.text)
         XCTAssertEqual(deferring.events.first?["type"] as? String, "GNetworkMonitorNM", deferring.text)
         // Its check switched off (or not available): the module's again.
-        try networkManager.call("/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock", "UpdateProperties", "sa{sv}",
-                                [manager, "1", "ConnectivityCheckEnabled", "b", "false"])
+        try networkManager.call(
+            "/org/freedesktop/NetworkManager", "org.freedesktop.DBus.Mock", "UpdateProperties", "sa{sv}",
+            [manager, "1", "ConnectivityCheckEnabled", "b", "false"])
         let again = try startGLibProgram()
         XCTAssertEqual(again.events.first?["type"] as? String, "NetobserverNetworkMonitor", again.text)
     }
@@ -239,11 +276,14 @@ final class WhereApplicationsLookTests: XCTestCase {
         let networkManager = try startMeteredService()
         let session = try PrivateBus()
         defer { session.stop() }
-        let portal = try start(["/usr/libexec/xdg-desktop-portal", "--replace"],
-                               environment: gioEnvironment.merging(["DBUS_SESSION_BUS_ADDRESS": session.address]) { $1 })
+        let portal = try start(
+            ["/usr/libexec/xdg-desktop-portal", "--replace"],
+            environment: gioEnvironment.merging(["DBUS_SESSION_BUS_ADDRESS": session.address]) { $1 })
         var owned = false
         for _ in 0..<500 where !owned {
-            owned = (try? runCommand(["busctl", "--address=\(session.address)", "status", "org.freedesktop.portal.Desktop"]))?.status == 0
+            owned =
+                (try? runCommand(["busctl", "--address=\(session.address)", "status", "org.freedesktop.portal.Desktop"]))?
+                .status == 0
             if !owned { usleep(10_000) }
         }
         XCTAssertTrue(owned, "xdg-desktop-portal did not take its name: \(portal.text)")
@@ -279,9 +319,14 @@ final class WhereApplicationsLookTests: XCTestCase {
     // MARK: Qt
 
     func testQtsGLibBackendFollowsTheService() throws {
-        let backends = try runCommand([Paths.python, "-c",
-                                       "from PyQt6.QtNetwork import QNetworkInformation as Q; print(' '.join(Q.availableBackends()))"])
-        guard backends.stdout.split(separator: " ").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }).contains("glib") else {
+        let backends = try runCommand([
+            Paths.python, "-c",
+            "from PyQt6.QtNetwork import QNetworkInformation as Q; print(' '.join(Q.availableBackends()))",
+        ])
+        guard
+            backends.stdout.split(separator: " ").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }).contains(
+                "glib")
+        else {
             throw XCTSkip("Qt has no glib QNetworkInformation backend here: \(backends.stdout)\(backends.stderr)")
         }
         try checkServer("204")
@@ -292,20 +337,26 @@ final class WhereApplicationsLookTests: XCTestCase {
         XCTAssertEqual(first?["backend"] as? String, "glib", qt.text)
         XCTAssertEqual(first?["reachability"] as? String, "Online", qt.text)
 
-        try checkServer("302", in: hosts.router, address: "198.18.0.1", port: 8080, location: "http://198.18.0.1:8080/login")
+        try checkServer(
+            "302", in: hosts.router, address: "198.18.0.1", port: 8080, location: "http://198.18.0.1:8080/login")
         try hosts.closePortal()
         try wait(.connectivity, "portal")
-        XCTAssertNotNil(qt.waitFor { $0["portal"] as? Bool == true && $0["reachability"] as? String == "Site" }, qt.text)
+        XCTAssertNotNil(
+            qt.waitFor { $0["portal"] as? Bool == true && $0["reachability"] as? String == "Site" }, qt.text)
         try hosts.openPortal()
         try wait(.connectivity, "full")
         XCTAssertNotNil(qt.waitFor { $0["kind"] as? String == "portal" && $0["portal"] as? Bool == false }, qt.text)
 
         try hosts.client.ip("link set \(hosts.clientLink) down")
         try wait(.connectivity, "none")
-        XCTAssertNotNil(qt.waitFor { $0["kind"] as? String == "reachability" && $0["reachability"] as? String == "Disconnected" }, qt.text)
+        XCTAssertNotNil(
+            qt.waitFor { $0["kind"] as? String == "reachability" && $0["reachability"] as? String == "Disconnected" },
+            qt.text)
         try hosts.client.ip("link set \(hosts.clientLink) up")
         try hosts.client.ip("route replace default via 198.18.0.1")
         try wait(.connectivity, "full")
-        XCTAssertNotNil(qt.waitFor { $0["kind"] as? String == "reachability" && $0["reachability"] as? String == "Online" }, qt.text)
+        XCTAssertNotNil(
+            qt.waitFor { $0["kind"] as? String == "reachability" && $0["reachability"] as? String == "Online" }, qt.text
+        )
     }
 }

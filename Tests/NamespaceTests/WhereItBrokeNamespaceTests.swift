@@ -28,27 +28,36 @@ final class WhereItBrokeNamespaceTests: DaemonInNamespaceTestCase {
     }
 
     func startDaemon(host: String = "198.18.2.2", _ extra: [String] = []) throws {
-        daemon = try DaemonProcess(bus: bus, arguments: ["--interval", "300", "--timeout", "300", "--failures", "3"] + extra,
-                                   stateDirectory: stateDirectory, namespace: chain.client.name, host: host)
+        daemon = try DaemonProcess(
+            bus: bus, arguments: ["--interval", "300", "--timeout", "300", "--failures", "3"] + extra,
+            stateDirectory: stateDirectory, namespace: chain.client.name, host: host)
     }
 
     /// GetHistory(max) through busctl: (start, duration, blame, worst, reason) per outage, newest first.
-    func history(_ max: Int = 100) throws -> [(start: UInt64, duration: UInt64, blame: String, worst: String, reason: String)] {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "--json=short", "call", MonitorContract.busName,
-                                  MonitorContract.objectPath, MonitorContract.interface, "GetHistory", "u", "\(max)"])
+    func history(
+        _ max: Int = 100
+    ) throws -> [(start: UInt64, duration: UInt64, blame: String, worst: String, reason: String)] {
+        let out = try runCommand([
+            "busctl", "--address=\(bus.address)", "--json=short", "call", MonitorContract.busName,
+            MonitorContract.objectPath, MonitorContract.interface, "GetHistory", "u", "\(max)",
+        ])
         XCTAssertEqual(out.status, 0, out.stderr)
         let document = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
         let entries = ((document?["data"] as? [Any])?.first as? [[Any]]) ?? []
         return entries.map {
-            (($0[0] as? NSNumber)?.uint64Value ?? 0, ($0[1] as? NSNumber)?.uint64Value ?? 0, $0[2] as? String ?? "",
-             $0[3] as? String ?? "", $0[4] as? String ?? "")
+            (
+                ($0[0] as? NSNumber)?.uint64Value ?? 0, ($0[1] as? NSNumber)?.uint64Value ?? 0, $0[2] as? String ?? "",
+                $0[3] as? String ?? "", $0[4] as? String ?? ""
+            )
         }
     }
 
     /// TimeInState through busctl.
     func timeInState() throws -> [String: UInt64] {
-        let out = try runCommand(["busctl", "--address=\(bus.address)", "--json=short", "get-property", MonitorContract.busName,
-                                  MonitorContract.objectPath, MonitorContract.interface, "TimeInState"])
+        let out = try runCommand([
+            "busctl", "--address=\(bus.address)", "--json=short", "get-property", MonitorContract.busName,
+            MonitorContract.objectPath, MonitorContract.interface, "TimeInState",
+        ])
         let document = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
         return ((document?["data"] as? [String: Any]) ?? [:]).compactMapValues { ($0 as? NSNumber)?.uint64Value }
     }
@@ -118,20 +127,25 @@ final class WhereItBrokeNamespaceTests: DaemonInNamespaceTestCase {
 
     /// Host a name (dnsmasq on the server): its lookups failing while its address answers is `dns`.
     func testAResolverThatStopsAnsweringIsBlamed() throws {
-        try chain.client.useNames(hosts: "127.0.0.1 localhost\n", resolvConf: "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n")
+        try chain.client.useNames(
+            hosts: "127.0.0.1 localhost\n", resolvConf: "nameserver 198.18.2.2\noptions timeout:1 attempts:1\n")
         defer { chain.client.forgetNames() }
         let pidFile = bus.directory + "/dnsmasq.pid"
-        try sh("ip netns exec \(chain.server.name) dnsmasq --no-resolv --no-hosts --listen-address=198.18.2.2 --bind-interfaces "
-               + "--user=root --pid-file=\(pidFile) --address=/far.test/198.18.2.2")
+        try sh(
+            "ip netns exec \(chain.server.name) dnsmasq --no-resolv --no-hosts --listen-address=198.18.2.2 --bind-interfaces "
+                + "--user=root --pid-file=\(pidFile) --address=/far.test/198.18.2.2")
         defer {
-            if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) {
+            if let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8)).flatMap({
+                Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }) {
                 kill(pid, SIGKILL)
             }
         }
         try startDaemon(host: "far.test", ["--dns-refresh", "1"])
         try wait(.connectivity, "full")
-        _ = try chain.server.exec("nft 'add table inet dns; add chain inet dns in { type filter hook input priority 0 ; }; "
-                                  + "add rule inet dns in udp dport 53 drop'")
+        _ = try chain.server.exec(
+            "nft 'add table inet dns; add chain inet dns in { type filter hook input priority 0 ; }; "
+                + "add rule inet dns in udp dport 53 drop'")
         try wait(.connectivity, "limited", timeout: 10)
         XCTAssertEqual(try get(.blame), "dns")
         _ = try chain.server.exec("nft delete table inet dns")
@@ -166,10 +180,12 @@ final class WhereItBrokeNamespaceTests: DaemonInNamespaceTestCase {
     /// times per suspicion (the kernel's own ARP requests carry no target hardware address).
     func testTheNeighbourCheckIsUnicastToTheGatewaysKnownAddress() throws {
         let link = String(chain.clientLink.dropLast(2)) + "g0"
-        _ = try chain.gateway.exec("nft 'add table netdev census; add counter netdev census ours; "
-                                   + "add chain netdev census count { type filter hook ingress device \(link) priority -600 ; }'")
-        _ = try chain.gateway.exec("nft 'add rule netdev census count arp operation request arp daddr ether != 00:00:00:00:00:00 "
-                                   + "counter name ours'")
+        _ = try chain.gateway.exec(
+            "nft 'add table netdev census; add counter netdev census ours; "
+                + "add chain netdev census count { type filter hook ingress device \(link) priority -600 ; }'")
+        _ = try chain.gateway.exec(
+            "nft 'add rule netdev census count arp operation request arp daddr ether != 00:00:00:00:00:00 "
+                + "counter name ours'")
         try startDaemon()
         try wait(.connectivity, "full")
         let before = try oursCounted()
@@ -183,7 +199,8 @@ final class WhereItBrokeNamespaceTests: DaemonInNamespaceTestCase {
     func oursCounted() throws -> Int {
         let text = try chain.gateway.exec("nft list counter netdev census ours")
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" })
-        guard let index = words.firstIndex(of: "packets"), index + 1 < words.count, let value = Int(words[index + 1]) else { return -1 }
+        guard let index = words.firstIndex(of: "packets"), index + 1 < words.count, let value = Int(words[index + 1])
+        else { return -1 }
         return value
     }
 
@@ -263,13 +280,15 @@ final class WhereItBrokeNamespaceTests: DaemonInNamespaceTestCase {
             sleep(1)
         }
         XCTAssertEqual(try history().count, 0, "no outage spans a sleep")
-        XCTAssertFalse((watcher?.propertyChanges ?? []).contains { ($0["Connectivity"] as? String).map { $0 != "full" } ?? false },
-                       "Connectivity never left full")
+        XCTAssertFalse(
+            (watcher?.propertyChanges ?? []).contains { ($0["Connectivity"] as? String).map { $0 != "full" } ?? false },
+            "Connectivity never left full")
         XCTAssertGreaterThanOrEqual(try timeInState()["asleep"] ?? 0, 5, "three sleeps of 2 s or more")
     }
 
     func prepareForSleep(_ start: Bool) throws {
-        try logind?.call("/org/freedesktop/login1", "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
-                         ["org.freedesktop.login1.Manager", "PrepareForSleep", "b", "1", "b", start ? "true" : "false"])
+        try logind?.call(
+            "/org/freedesktop/login1", "org.freedesktop.DBus.Mock", "EmitSignal", "sssav",
+            ["org.freedesktop.login1.Manager", "PrepareForSleep", "b", "1", "b", start ? "true" : "false"])
     }
 }

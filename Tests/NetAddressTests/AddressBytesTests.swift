@@ -20,14 +20,16 @@ final class AddressBytesTests: XCTestCase {
             bytes[position] = UInt8(position)
             XCTAssertEqual(bytes[position], UInt8(position))
         }
-        XCTAssertEqual(Array(bytes), [0, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 7, 8, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 15])
+        XCTAssertEqual(
+            Array(bytes), [0, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 7, 8, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 15])
     }
 
     func testLengthTellsAddressesApart() {
         XCTAssertNotEqual(AddressBytes([0, 0, 0, 0]), AddressBytes(repeating: 0, count: 16), "0.0.0.0 is not ::")
         XCTAssertNotEqual(IPAddress.v4([198, 18, 0, 1]), IPAddress.v4([198, 18, 0, 2]))
         XCTAssertEqual(IPAddress(bytes: [198, 18, 0, 1]), .v4([198, 18, 0, 1]))
-        XCTAssertEqual(IPAddress(bytes: AddressBytes(repeating: 0, count: 16)), .v6(AddressBytes(repeating: 0, count: 16)))
+        XCTAssertEqual(
+            IPAddress(bytes: AddressBytes(repeating: 0, count: 16)), .v6(AddressBytes(repeating: 0, count: 16)))
         XCTAssertNil(IPAddress(bytes: [1, 2, 3]))
     }
 

@@ -8,8 +8,10 @@ import XCTest
 final class IPAddressTests: XCTestCase {
     func testTextFormIsInetNtops() {
         var random = SystemRandomNumberGenerator()
-        var cases: [IPAddress] = [.v4([0, 0, 0, 0]), .v4([255, 255, 255, 255]), .v4([198, 18, 0, 1]),
-                                  .v6(AddressBytes(repeating: 0, count: 16)), .v6(AddressBytes(repeating: 0xFF, count: 16))]
+        var cases: [IPAddress] = [
+            .v4([0, 0, 0, 0]), .v4([255, 255, 255, 255]), .v4([198, 18, 0, 1]),
+            .v6(AddressBytes(repeating: 0, count: 16)), .v6(AddressBytes(repeating: 0xFF, count: 16)),
+        ]
         for _ in 0..<200_000 {
             var bytes = [UInt8](repeating: 0, count: 16)
             for group in 0..<8 where Int.random(in: 0..<3, using: &random) == 0 {
@@ -30,22 +32,29 @@ final class IPAddressTests: XCTestCase {
     }
 
     func testAZoneShowsItsNameOrIndex() {
-        XCTAssertEqual(IPAddress.v6([0xFE, 0x80] + [UInt8](repeating: 0, count: 13) + [1], zone: .init(index: 7)).description,
-                       "fe80::1%7")
+        XCTAssertEqual(
+            IPAddress.v6([0xFE, 0x80] + [UInt8](repeating: 0, count: 13) + [1], zone: .init(index: 7)).description,
+            "fe80::1%7")
         XCTAssertEqual(IPAddress("fe80::1%1")?.description, "fe80::1%lo", "NetCore names an index it reads")
-        XCTAssertEqual(IPAddress.v6([0xFE, 0x80] + [UInt8](repeating: 0, count: 13) + [1], zone: .init(index: 1)).namingZone().description,
-                       "fe80::1%lo")
+        XCTAssertEqual(
+            IPAddress.v6([0xFE, 0x80] + [UInt8](repeating: 0, count: 13) + [1], zone: .init(index: 1)).namingZone()
+                .description,
+            "fe80::1%lo")
     }
 
     private func inetNtop(_ address: IPAddress) -> String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let ok = Array(address.bytes).withUnsafeBytes { inet_ntop(address.family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
+        let ok = Array(address.bytes).withUnsafeBytes {
+            inet_ntop(address.family, $0.baseAddress, &buffer, socklen_t(buffer.count))
+        }
         guard ok != nil else { return "inet_ntop failed" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     func testWhatPointsInward() {
-        for inward in ["127.0.0.1", "0.0.0.0", "169.254.1.1", "224.0.0.1", "::1", "::", "fe80::1", "ff02::1", "::ffff:127.0.0.1"] {
+        for inward in [
+            "127.0.0.1", "0.0.0.0", "169.254.1.1", "224.0.0.1", "::1", "::", "fe80::1", "ff02::1", "::ffff:127.0.0.1",
+        ] {
             XCTAssertEqual(IPAddress(inward)?.pointsInward, true, inward)
         }
         for outward in ["198.18.0.1", "10.0.0.1", "2001:db8::1", "fd00::1", "::ffff:198.18.0.1"] {

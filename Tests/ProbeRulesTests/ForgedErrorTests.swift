@@ -11,8 +11,9 @@ final class ForgedErrorTests: XCTestCase {
     /// Interval 500, Timeout 1500, FailureThreshold 2, every reply 300 ms late, and every other probe
     /// (the suspicion's follow-ups included) answered at once by a forged error: the host answers throughout.
     func testAForgerAnsweringEveryOtherProbeNeverMakesTheHostSilent() {
-        var core = ProbeCore(settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 1500, failureThreshold: 2),
-                             seed: 7)
+        var core = ProbeCore(
+            settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 1500, failureThreshold: 2),
+            seed: 7)
         var now: Instant = 0
         var replies: [(at: Instant, sent: Sent)] = []
         var sentCount = 0
@@ -23,8 +24,10 @@ final class ForgedErrorTests: XCTestCase {
                 let sent = Sent(sequence: sequence, token: token, at: now)
                 sentCount += 1
                 if sentCount % 2 == 0 {
-                    XCTAssertTrue(core.receiveError(sequence: sequence, token: nil, .unreachable(code: 1), from: "198.18.0.1",
-                                                    now: now &+ .microseconds(100)))
+                    XCTAssertTrue(
+                        core.receiveError(
+                            sequence: sequence, token: nil, .unreachable(code: 1), from: "198.18.0.1",
+                            now: now &+ .microseconds(100)))
                 }
                 replies.append((now &+ .milliseconds(300), sent))
             }
@@ -52,22 +55,30 @@ final class ForgedErrorTests: XCTestCase {
 
     /// The same forged error with no reply behind it: one failed probe at the deadline, never more, never sooner.
     func testAnUnprovenErrorWithNoReplyIsOneFailureAtTheDeadline() throws {
-        var core = ProbeCore(settings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 2),
-                             seed: 8)
+        var core = ProbeCore(
+            settings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 2),
+            seed: 8)
         core.start(target: ProbeTarget(name: "h", family: .v4), method: .icmpRaw, now: 0)
-        guard case .send(let first, let token, _, _, _)? = core.takeOutputs().first(where: { if case .send = $0 { true } else { false } })
+        guard
+            case .send(let first, let token, _, _, _)? = core.takeOutputs().first(where: {
+                if case .send = $0 { true } else { false }
+            })
         else { return XCTFail("no first probe") }
         core.receiveReply(sequence: first, token: token, now: 1 * ms)
         core.handleTimeout(now: 1000 * ms)
-        let probe = try XCTUnwrap(core.takeOutputs().compactMap { if case .send(let s, _, _, _, _) = $0 { s } else { nil } }.first)
-        XCTAssertTrue(core.receiveError(sequence: probe, token: nil, .unreachable(code: 0), from: "198.18.0.1", now: 1001 * ms))
+        let probe = try XCTUnwrap(
+            core.takeOutputs().compactMap { if case .send(let s, _, _, _, _) = $0 { s } else { nil } }.first)
+        XCTAssertTrue(
+            core.receiveError(sequence: probe, token: nil, .unreachable(code: 0), from: "198.18.0.1", now: 1001 * ms))
         XCTAssertTrue(core.isOutstanding(probe), "an unverifiable error does not end the probe")
         XCTAssertEqual(core.verdict.consecutiveFailures, 0)
-        XCTAssertFalse(core.takeOutputs().contains { if case .send = $0 { true } else { false } }, "nothing sent for it")
+        XCTAssertFalse(
+            core.takeOutputs().contains { if case .send = $0 { true } else { false } }, "nothing sent for it")
         core.handleTimeout(now: 2000 * ms)
         XCTAssertEqual(core.verdict.consecutiveFailures, 1, "no reply by the deadline: one failure")
         XCTAssertEqual(core.report.answering, true)
-        XCTAssertFalse(core.receiveError(sequence: probe, token: nil, .unreachable(code: 0), from: "198.18.0.1", now: 2001 * ms),
-                       "a second error about a finished probe is foreign")
+        XCTAssertFalse(
+            core.receiveError(sequence: probe, token: nil, .unreachable(code: 0), from: "198.18.0.1", now: 2001 * ms),
+            "a second error about a finished probe is foreign")
     }
 }

@@ -10,15 +10,20 @@ final class NeighborPacketsTests: XCTestCase {
     let source = IPAddress.v4([198, 18, 0, 2])
 
     func testTheARPRequestAsksForTheGatewayOnly() throws {
-        let request = try XCTUnwrap(NeighborPackets.arpRequest(senderHardware: ours, sender: source, targetHardware: theirs, target: gateway))
+        let request = try XCTUnwrap(
+            NeighborPackets.arpRequest(senderHardware: ours, sender: source, targetHardware: theirs, target: gateway))
         XCTAssertEqual(request.count, 28)
         XCTAssertEqual(Array(request[0..<8]), [0, 1, 8, 0, 6, 4, 0, 1])
         XCTAssertEqual(Array(request[8..<14]), ours)
         XCTAssertEqual(Array(request[14..<18]), Array(source.bytes))
         XCTAssertEqual(Array(request[18..<24]), theirs)
         XCTAssertEqual(Array(request[24..<28]), Array(gateway.bytes))
-        XCTAssertNil(NeighborPackets.arpRequest(senderHardware: [1, 2], sender: source, targetHardware: theirs, target: gateway))
-        XCTAssertNil(NeighborPackets.arpRequest(senderHardware: ours, sender: source, targetHardware: theirs, target: .v6(AddressBytes(Array(repeating: 0, count: 16)))))
+        XCTAssertNil(
+            NeighborPackets.arpRequest(senderHardware: [1, 2], sender: source, targetHardware: theirs, target: gateway))
+        XCTAssertNil(
+            NeighborPackets.arpRequest(
+                senderHardware: ours, sender: source, targetHardware: theirs,
+                target: .v6(AddressBytes(Array(repeating: 0, count: 16)))))
     }
 
     func reply(from sender: IPAddress, op: UInt8 = 2) -> [UInt8] {
@@ -44,8 +49,10 @@ final class NeighborPacketsTests: XCTestCase {
     /// address the request went to when one was known.
     func testAReplyMustBeToUsAndFromTheKnownLinkLayerAddress() {
         XCTAssertTrue(isReply(reply(from: gateway), known: theirs))
-        XCTAssertTrue(isReply(reply(from: gateway), known: NeighborPackets.broadcast), "asked by broadcast: any hardware")
-        XCTAssertFalse(isReply(reply(from: gateway), known: [0x02, 0, 0, 0, 0, 0x66]), "another card claiming the gateway")
+        XCTAssertTrue(
+            isReply(reply(from: gateway), known: NeighborPackets.broadcast), "asked by broadcast: any hardware")
+        XCTAssertFalse(
+            isReply(reply(from: gateway), known: [0x02, 0, 0, 0, 0, 0x66]), "another card claiming the gateway")
         var toSomeoneElse = reply(from: gateway)
         toSomeoneElse.replaceSubrange(18..<24, with: [0x02, 0, 0, 0, 0, 0x77])
         XCTAssertFalse(isReply(toSomeoneElse), "a reply to another host's request")
@@ -63,7 +70,8 @@ final class NeighborPacketsTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(NeighborPackets.solicitation(target: v6, sourceHardware: nil)).count, 24)
         let advertisement: [UInt8] = [136, 0, 0, 0, 0x60, 0, 0, 0] + v6.bytes + [2, 1] + theirs
         XCTAssertTrue(NeighborPackets.isAdvertisement(advertisement, for: v6, hopLimit: 255))
-        XCTAssertFalse(NeighborPackets.isAdvertisement(advertisement, for: v6, hopLimit: 64), "forwarded: from off the link")
+        XCTAssertFalse(
+            NeighborPackets.isAdvertisement(advertisement, for: v6, hopLimit: 64), "forwarded: from off the link")
         XCTAssertFalse(NeighborPackets.isAdvertisement(advertisement, for: v6, hopLimit: nil), "hop limit unknown")
         XCTAssertFalse(NeighborPackets.isAdvertisement(Array(advertisement.prefix(20)), for: v6, hopLimit: 255))
         var other = advertisement

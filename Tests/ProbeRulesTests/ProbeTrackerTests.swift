@@ -28,8 +28,9 @@ final class ProbeTrackerTests: XCTestCase {
         XCTAssertEqual(tracker.nextDeadline, 100)
         XCTAssertEqual(tracker.expire(now: 120).map(\.sequence), [0])
         XCTAssertEqual(tracker.reply(sequence: 0, token: 1, now: 130), .late(sequence: 0))
-        XCTAssertEqual(tracker.reply(sequence: 1, token: 2, now: 140), .answered(sequence: 1, roundTrip: 90),
-                       "overlapping probes finish independently")
+        XCTAssertEqual(
+            tracker.reply(sequence: 1, token: 2, now: 140), .answered(sequence: 1, roundTrip: 90),
+            "overlapping probes finish independently")
         XCTAssertNil(tracker.nextDeadline)
     }
 

@@ -35,7 +35,8 @@ final class ProbeVerdictTests: XCTestCase {
         XCTAssertFalse(v.record(.answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000))
         XCTAssertTrue(v.wantsImmediateProbe)
         XCTAssertFalse(v.record(.answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000))
-        XCTAssertTrue(v.record(.answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000), "the third answer recovers")
+        XCTAssertTrue(
+            v.record(.answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000), "the third answer recovers")
         XCTAssertFalse(v.recoveringBackToBack)
         XCTAssertFalse(v.wantsImmediateProbe)
     }
@@ -76,7 +77,9 @@ final class ProbeVerdictTests: XCTestCase {
 
     func testPacketLossOverTheLastTwenty() {
         var v = verdict(100, 1)
-        for i in 0..<40 { v.record(i % 4 == 0 ? .lost : .answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000) }
+        for i in 0..<40 {
+            v.record(i % 4 == 0 ? .lost : .answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000)
+        }
         XCTAssertEqual(v.packetLoss, 0.25, accuracy: 1e-9)
         for _ in 0..<20 { v.record(.answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000) }
         XCTAssertEqual(v.packetLoss, 0)
@@ -94,7 +97,9 @@ final class ProbeVerdictTests: XCTestCase {
             for _ in 0..<2000 {
                 state = state &* 6364136223846793005 &+ 1442695040888963407
                 let lost = (state >> 33) % 100 < 30
-                if v.record(lost ? .lost : .answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000) { changes += 1 }
+                if v.record(lost ? .lost : .answered(roundTrip: .microseconds(1)), timeoutMilliseconds: 1000) {
+                    changes += 1
+                }
             }
             return changes
         }
@@ -117,10 +122,14 @@ final class ProbeVerdictTests: XCTestCase {
         var u = ProbeVerdict(failureThreshold: 3, recoveryThreshold: 1)
         u.record(.answered(roundTrip: .microseconds(100)), timeoutMilliseconds: 1000)
         for failure in 1...2 {
-            XCTAssertFalse(u.record(.unproven(from: "198.18.2.2"), timeoutMilliseconds: 1000), "failure \(failure) is not an outage")
+            XCTAssertFalse(
+                u.record(.unproven(from: "198.18.2.2"), timeoutMilliseconds: 1000),
+                "failure \(failure) is not an outage")
             XCTAssertTrue(u.wantsImmediateProbe, "no reply came: confirm at once, as silence")
         }
         XCTAssertTrue(u.record(.unproven(from: "198.18.2.2"), timeoutMilliseconds: 1000))
-        XCTAssertEqual(u.reason, "host not answering: 3 probes failed (ICMP errors from 198.18.2.2 that quote too little to be verified)")
+        XCTAssertEqual(
+            u.reason,
+            "host not answering: 3 probes failed (ICMP errors from 198.18.2.2 that quote too little to be verified)")
     }
 }

@@ -9,11 +9,13 @@ final class TrafficEvidenceTests: XCTestCase {
 
     func testTheWordASampleGives() {
         XCTAssertEqual(TrafficSample().traffic, .idle)
-        XCTAssertEqual(TrafficSample(connections: 5, receivingRemotes: 1, retransmittingRemotes: 4).traffic, .flowing,
-                       "data in from one remote routed like Host: not stalled, whatever else retransmits")
+        XCTAssertEqual(
+            TrafficSample(connections: 5, receivingRemotes: 1, retransmittingRemotes: 4).traffic, .flowing,
+            "data in from one remote routed like Host: not stalled, whatever else retransmits")
         XCTAssertEqual(TrafficSample(connections: 5, receivingRemotes: 0, retransmittingRemotes: 2).traffic, .stalled)
-        XCTAssertEqual(TrafficSample(connections: 5, receivingRemotes: 0, retransmittingRemotes: 1).traffic, .idle,
-                       "one dead remote is no stall")
+        XCTAssertEqual(
+            TrafficSample(connections: 5, receivingRemotes: 0, retransmittingRemotes: 1).traffic, .idle,
+            "one dead remote is no stall")
     }
 
     func testWhenToSample() throws {
@@ -26,32 +28,42 @@ final class TrafficEvidenceTests: XCTestCase {
         XCTAssertFalse(due.inline, "the first sample's cost is unknown: off the loop")
         XCTAssertNil(watch.takeDueSample(now: 0), "one at a time")
         // Connections exist: every 500 ms; a cheap sample runs on the loop next time.
-        XCTAssertTrue(watch.sampled(generation: due.generation, TrafficSample(connections: 3, receivingRemotes: 2),
-                                    cost: 50_000, nextProbe: 700 * ms, now: 10 * ms))
+        XCTAssertTrue(
+            watch.sampled(
+                generation: due.generation, TrafficSample(connections: 3, receivingRemotes: 2),
+                cost: 50_000, nextProbe: 700 * ms, now: 10 * ms))
         XCTAssertEqual(watch.traffic, .flowing)
         XCTAssertEqual(watch.nextSampleAt, 510 * ms)
         due = try XCTUnwrap(watch.takeDueSample(now: 510 * ms))
         XCTAssertTrue(due.inline)
         // None: every 5 s, or at the next probe when sooner (a wake-up the schedule has anyway).
-        XCTAssertTrue(watch.sampled(generation: due.generation, TrafficSample(), cost: 50_000, nextProbe: 1510 * ms, now: 510 * ms))
+        XCTAssertTrue(
+            watch.sampled(
+                generation: due.generation, TrafficSample(), cost: 50_000, nextProbe: 1510 * ms, now: 510 * ms))
         XCTAssertEqual(watch.nextSampleAt, 1510 * ms)
         due = try XCTUnwrap(watch.takeDueSample(now: 1510 * ms))
-        _ = watch.sampled(generation: due.generation, TrafficSample(), cost: 50_000, nextProbe: 31_510 * ms, now: 1510 * ms)
+        _ = watch.sampled(
+            generation: due.generation, TrafficSample(), cost: 50_000, nextProbe: 31_510 * ms, now: 1510 * ms)
         XCTAssertEqual(watch.nextSampleAt, 6510 * ms)
         // A probe sooner than a busy sample would be (Interval 100 ms) is no reason to sample more often.
         due = try XCTUnwrap(watch.takeDueSample(now: 6510 * ms))
-        _ = watch.sampled(generation: due.generation, TrafficSample(), cost: 50_000, nextProbe: 6610 * ms, now: 6510 * ms)
+        _ = watch.sampled(
+            generation: due.generation, TrafficSample(), cost: 50_000, nextProbe: 6610 * ms, now: 6510 * ms)
         XCTAssertEqual(watch.nextSampleAt, 11_510 * ms)
         // A dear sample (20 ms of CPU): at most 0.8 % of a core, so 2.5 s to the next; off the loop.
         due = try XCTUnwrap(watch.takeDueSample(now: 11_510 * ms))
-        _ = watch.sampled(generation: due.generation, TrafficSample(connections: 10_000), cost: 20 * ms, nextProbe: nil, now: 11_510 * ms)
+        _ = watch.sampled(
+            generation: due.generation, TrafficSample(connections: 10_000), cost: 20 * ms, nextProbe: nil,
+            now: 11_510 * ms)
         XCTAssertEqual(watch.nextSampleAt, 14_010 * ms)
         due = try XCTUnwrap(watch.takeDueSample(now: 14_010 * ms))
         XCTAssertFalse(due.inline)
         // A new path: samples for the old one are dropped; no route: nothing.
         XCTAssertFalse(watch.pathChanged(watching: true, now: 14_500 * ms))
-        XCTAssertFalse(watch.sampled(generation: due.generation, TrafficSample(connections: 1, retransmittingRemotes: 3),
-                                     cost: 0, nextProbe: nil, now: 14_501 * ms))
+        XCTAssertFalse(
+            watch.sampled(
+                generation: due.generation, TrafficSample(connections: 1, retransmittingRemotes: 3),
+                cost: 0, nextProbe: nil, now: 14_501 * ms))
         XCTAssertEqual(watch.traffic, .idle)
         XCTAssertTrue(watch.pathChanged(watching: false, now: 14_502 * ms))
         XCTAssertEqual(watch.traffic, .none)
@@ -63,8 +75,9 @@ final class TrafficEvidenceTests: XCTestCase {
         _ = watch.pathChanged(watching: true, now: 0)
         let due = try XCTUnwrap(watch.takeDueSample(now: 0))
         // A dear sample: the next is 3.75 s away, but the evidence is only good for a second.
-        _ = watch.sampled(generation: due.generation, TrafficSample(connections: 9, receivingRemotes: 1), cost: 30 * ms,
-                          nextProbe: nil, now: 0)
+        _ = watch.sampled(
+            generation: due.generation, TrafficSample(connections: 9, receivingRemotes: 1), cost: 30 * ms,
+            nextProbe: nil, now: 0)
         XCTAssertEqual(watch.nextWakeup, 1000 * ms)
         XCTAssertFalse(watch.expire(now: 999 * ms))
         XCTAssertTrue(watch.expire(now: 1000 * ms))
@@ -120,7 +133,8 @@ final class TrafficEvidenceTests: XCTestCase {
     }
 
     func testFlowingTrafficStandsInForScheduledProbesWithEvidenceTraffic() throws {
-        var core = try answeringCore(ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, evidence: .traffic))
+        var core = try answeringCore(
+            ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, evidence: .traffic))
         core.trafficChanged(.flowing, now: 500 * ms)
         for second in 1...5 {
             core.handleTimeout(now: UInt64(second) * 1000 * ms)
@@ -147,11 +161,13 @@ final class TrafficEvidenceTests: XCTestCase {
     }
 
     func testTrafficNeverBringsBackAHostThatIsNotAnswering() throws {
-        var core = try answeringCore(ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 1,
-                                                   evidence: .traffic))
+        var core = try answeringCore(
+            ProbeSettings(
+                intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 1,
+                evidence: .traffic))
         core.handleTimeout(now: 1000 * ms)
         _ = sends(&core)
-        core.handleTimeout(now: 2000 * ms)  // lost: not answering (threshold 1), and the next probe goes out
+        core.handleTimeout(now: 2000 * ms) // lost: not answering (threshold 1), and the next probe goes out
         XCTAssertEqual(core.report.answering, false)
         _ = sends(&core)
         core.trafficChanged(.flowing, now: 2100 * ms)

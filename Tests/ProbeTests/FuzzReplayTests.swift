@@ -6,7 +6,8 @@ import XCTest
 /// The echo fuzzer's seed corpus and every crash input it found, replayed on each run.
 final class EchoFuzzReplayTests: XCTestCase {
     func testCorpusAndCrashInputsParseSafely() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         var count = 0
         for folder in ["Fuzz/echo/corpus", "Fuzz/echo/crashes"] {
             let directory = root.appendingPathComponent(folder)

@@ -11,7 +11,9 @@ import XCTest
 
 /// No test here sends a DNS query: literals and /etc/hosts names, or an injected lookup.
 final class HostResolverTests: XCTestCase {
-    func resolve(_ resolver: HostResolver, _ loop: MainLoop, _ host: String, family: Int32 = AF_UNSPEC) -> Result<[IPAddress], HostResolver.Failure>? {
+    func resolve(
+        _ resolver: HostResolver, _ loop: MainLoop, _ host: String, family: Int32 = AF_UNSPEC
+    ) -> Result<[IPAddress], HostResolver.Failure>? {
         var answer: Result<[IPAddress], HostResolver.Failure>?
         let thread = pthread_self()
         resolver.resolve(host, family: family) { result in
@@ -47,7 +49,9 @@ final class HostResolverTests: XCTestCase {
         let ticker = loop.schedule(after: 10_000_000, repeats: true) { ticks += 1 }
         let answer = resolve(resolver, loop, "nowhere.invalid")
         loop.cancel(ticker)
-        XCTAssertEqual(answer, .failure(HostResolver.Failure(message: "cannot resolve nowhere.invalid: Name or service not known")))
+        XCTAssertEqual(
+            answer, .failure(HostResolver.Failure(message: "cannot resolve nowhere.invalid: Name or service not known"))
+        )
         XCTAssertGreaterThan(ticks, 15, "the loop kept turning while the lookup took 300 ms")
     }
 
@@ -92,7 +96,8 @@ final class HostResolverTests: XCTestCase {
         let name = resolve(resolver, loop, "next.test")
         XCTAssertEqual(name, .failure(HostResolver.Failure(message: "cannot resolve next.test: timed out")))
         // Without the skip all nine would run, one after the other (9 s).
-        XCTAssertLessThanOrEqual(started.load(ordering: .relaxed), 2, "at most a stale lookup already under way, and the new one")
+        XCTAssertLessThanOrEqual(
+            started.load(ordering: .relaxed), 2, "at most a stale lookup already under way, and the new one")
     }
 
     /// "Lookups never wait behind other targets": the default target's lookups go first, and
@@ -110,7 +115,9 @@ final class HostResolverTests: XCTestCase {
         // Eleven targets whose names hang, each asking three times (a Host Set twice more meanwhile).
         for round in 0..<3 {
             for (index, owner) in owners.dropFirst().enumerated() {
-                resolver.resolve("hang\(index)-\(round)", family: AF_UNSPEC, owner: owner) { _ in answered.append("hang\(index)-\(round)") }
+                resolver.resolve("hang\(index)-\(round)", family: AF_UNSPEC, owner: owner) { _ in
+                    answered.append("hang\(index)-\(round)")
+                }
             }
         }
         let started = loop.now()
@@ -121,16 +128,24 @@ final class HostResolverTests: XCTestCase {
         }
         let limit = loop.schedule(after: 5_000_000_000) { loop.quit(status: 1) }
         let done = loop.schedule(after: 100_000_000, repeats: true) {
-            if (0..<11).allSatisfy({ answered.contains("hang\($0)-2") }) && answered.contains("default.test") { loop.quit(status: 0) }
+            if (0..<11).allSatisfy({ answered.contains("hang\($0)-2") }) && answered.contains("default.test") {
+                loop.quit(status: 0)
+            }
         }
         XCTAssertEqual(loop.run(), 0, "answered: \(answered)")
         loop.cancel(limit)
         loop.cancel(done)
         let order = asked.withLock { $0 }
-        XCTAssertTrue((12...13).contains(order.count), "one lookup per owner, the latest it asked (and one already started): \(order)")
-        XCTAssertLessThanOrEqual(order.firstIndex(of: "default.test") ?? 99, 1, "the default target's lookup waits for one at most: \(order)")
+        XCTAssertTrue(
+            (12...13).contains(order.count),
+            "one lookup per owner, the latest it asked (and one already started): \(order)")
+        XCTAssertLessThanOrEqual(
+            order.firstIndex(of: "default.test") ?? 99, 1, "the default target's lookup waits for one at most: \(order)"
+        )
         XCTAssertLessThan(defaultAnsweredAfter ?? .forever, 1 * second, "not behind eleven hanging lookups (2.2 s)")
-        for index in 0..<11 { XCTAssertTrue(answered.contains("hang\(index)-2"), "each owner's newest ask is answered: \(answered)") }
+        for index in 0..<11 {
+            XCTAssertTrue(answered.contains("hang\(index)-2"), "each owner's newest ask is answered: \(answered)")
+        }
         XCTAssertLessThanOrEqual(answered.count, 13, "older asks that never started are never answered: \(answered)")
     }
 
@@ -152,10 +167,13 @@ final class HostResolverTests: XCTestCase {
         loop.runDueWork()
         XCTAssertEqual(lanes.map(\.0), ["hang.test"], "under way, and it hangs")
         for index in 0..<3 {
-            resolver.resolve("check-\(index).test", family: AF_UNSPEC, owner: owner, first: true) { _ in answered.append("check-\(index).test") }
+            resolver.resolve("check-\(index).test", family: AF_UNSPEC, owner: owner, first: true) { _ in
+                answered.append("check-\(index).test")
+            }
             loop.runDueWork()
         }
-        XCTAssertEqual(answered, ["check-0.test", "check-1.test", "check-2.test"], "the default target's lookups, behind none")
+        XCTAssertEqual(
+            answered, ["check-0.test", "check-1.test", "check-2.test"], "the default target's lookups, behind none")
         XCTAssertTrue(lanes.dropFirst().allSatisfy(\.1), "each on the first lane: \(lanes)")
         hanging.first?(.failure(ResolverFailure(message: "timed out")))
         XCTAssertEqual(answered.last, "hang.test")

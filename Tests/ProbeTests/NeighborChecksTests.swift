@@ -49,7 +49,10 @@ final class NeighborChecksTests: XCTestCase {
         // Each target's first check comes with its route (not routine); then its healthy recheck every 60 s,
         // each target at its own phase, over 10 minutes.
         for target in 0..<8 {
-            tickets.append(checks.check(gateway: gateway, interfaceIndex: 2, source: nil, routine: false) { answers[target, default: []].append($0) })
+            tickets.append(
+                checks.check(gateway: gateway, interfaceIndex: 2, source: nil, routine: false) {
+                    answers[target, default: []].append($0)
+                })
             advance(.milliseconds(10))
             answerAll(.reachable)
         }
@@ -57,7 +60,10 @@ final class NeighborChecksTests: XCTestCase {
         let before = checks.started
         for second in 0..<600 {
             for target in 0..<8 where (second + target * 7) % 60 == 0 {
-                tickets.append(checks.check(gateway: gateway, interfaceIndex: 2, source: nil, routine: true) { answers[target, default: []].append($0) })
+                tickets.append(
+                    checks.check(gateway: gateway, interfaceIndex: 2, source: nil, routine: true) {
+                        answers[target, default: []].append($0)
+                    })
             }
             advance(.milliseconds(600))
             answerAll(.reachable)
@@ -73,7 +79,9 @@ final class NeighborChecksTests: XCTestCase {
         var heard: [String] = []
         _ = checks.check(gateway: gateway, interfaceIndex: 2, source: nil, routine: false) { heard.append("a \($0)") }
         _ = checks.check(gateway: gateway, interfaceIndex: 2, source: nil, routine: true) { heard.append("b \($0)") }
-        let other = checks.check(gateway: .v4([198, 18, 0, 254]), interfaceIndex: 2, source: nil, routine: true) { heard.append("c \($0)") }
+        let other = checks.check(gateway: .v4([198, 18, 0, 254]), interfaceIndex: 2, source: nil, routine: true) {
+            heard.append("c \($0)")
+        }
         XCTAssertEqual(checks.started, 2, "one per next hop")
         other.cancel()
         answerAll(.reachable)
@@ -86,7 +94,9 @@ final class NeighborChecksTests: XCTestCase {
         _ = checks.check(gateway: gateway, interfaceIndex: 2, source: nil, routine: true) { heard.append("e \($0)") }
         XCTAssertEqual(checks.started, 4, "an unreachable answer is never reused")
         answerAll(.reachable)
-        let reused = checks.check(gateway: gateway, interfaceIndex: 2, source: nil, routine: true) { heard.append("f \($0)") }
+        let reused = checks.check(gateway: gateway, interfaceIndex: 2, source: nil, routine: true) {
+            heard.append("f \($0)")
+        }
         XCTAssertEqual(checks.started, 4)
         XCTAssertFalse(heard.contains { $0.hasPrefix("f") }, "never from inside the call")
         loop.runDueWork()

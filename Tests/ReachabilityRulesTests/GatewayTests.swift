@@ -16,7 +16,9 @@ final class GatewayTests: XCTestCase {
     }()
 
     func verdict(_ route: Route) -> ReachabilityVerdict {
-        ReachabilityEvaluation.verdict(target: .v4([198, 18, 2, 2]), lookup: .route(route), table: table) { _ in .ethernet }
+        ReachabilityEvaluation.verdict(target: .v4([198, 18, 2, 2]), lookup: .route(route), table: table) { _ in
+            .ethernet
+        }
     }
 
     func testTheRoutesNextHopIsTheGateway() {
@@ -24,7 +26,8 @@ final class GatewayTests: XCTestCase {
         XCTAssertTrue(routed.usable)
         XCTAssertEqual(routed.gateway, .v4([198, 18, 0, 1]))
         XCTAssertNil(verdict(Route(family: 2, outputInterface: 2)).gateway, "on-link")
-        XCTAssertNil(verdict(Route(family: 2, outputInterface: 9, gateway: .v4([198, 18, 0, 1]))).gateway, "no usable route")
+        XCTAssertNil(
+            verdict(Route(family: 2, outputInterface: 9, gateway: .v4([198, 18, 0, 1]))).gateway, "no usable route")
     }
 
     func testTheDefaultRoutesGatewayBeforeHostHasAnAddress() {

@@ -90,8 +90,12 @@ final class KernelNumbersTests: XCTestCase {
         XCTAssertEqual(SocketDiagLayout.destinationOffset, MemoryLayout<inet_diag_msg>.offset(of: \.id.idiag_dst))
         XCTAssertEqual(MemoryLayout<inet_diag_msg>.offset(of: \.idiag_family), 0)
         let tcpInfo = withUnsafeBytes(of: CLinux_tcp_info_offsets) { Array($0.bindMemory(to: UInt.self)) }
-        XCTAssertEqual(tcpInfo, [UInt(SocketDiagLayout.retransmitsOffset), UInt(SocketDiagLayout.backoffOffset),
-                                 UInt(SocketDiagLayout.lastDataReceivedOffset), UInt(SocketDiagLayout.bytesReceivedOffset)])
+        XCTAssertEqual(
+            tcpInfo,
+            [
+                UInt(SocketDiagLayout.retransmitsOffset), UInt(SocketDiagLayout.backoffOffset),
+                UInt(SocketDiagLayout.lastDataReceivedOffset), UInt(SocketDiagLayout.bytesReceivedOffset),
+            ])
     }
 
     /// Random addresses whose groups are often zero (so every run length and position of `::`

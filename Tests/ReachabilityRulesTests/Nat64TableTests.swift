@@ -28,16 +28,26 @@ final class Nat64TableTests: XCTestCase {
                 guard case .send(.dump(_, let sequence)) = next else { continue }
                 core.receive([.done(sequence: sequence)], malformed: 0, now: 0)
                 for last in core.takeOutputs() {
-                    if case .send(.dump(_, let sequence)) = last { core.receive([.done(sequence: sequence)], malformed: 0, now: 0) }
+                    if case .send(.dump(_, let sequence)) = last {
+                        core.receive([.done(sequence: sequence)], malformed: 0, now: 0)
+                    }
                 }
             }
         }
-        core.receive([.newLink(Link(index: 2, name: "eth0", flags: upFlags, type: 1)),
-                      .newAddress(InterfaceAddress(index: 2, address: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 1] + [UInt8](repeating: 0, count: 9) + [2]),
-                                                   prefixLength: 64)),
-                      .newRoute(Route(family: 10, outputInterface: 2, gateway: .v6([0xfe, 0x80] + [UInt8](repeating: 0, count: 13) + [1])),
-                                sequence: 0)],
-                     malformed: 0, now: 0)
+        core.receive(
+            [
+                .newLink(Link(index: 2, name: "eth0", flags: upFlags, type: 1)),
+                .newAddress(
+                    InterfaceAddress(
+                        index: 2, address: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 1] + [UInt8](repeating: 0, count: 9) + [2]),
+                        prefixLength: 64)),
+                .newRoute(
+                    Route(
+                        family: 10, outputInterface: 2,
+                        gateway: .v6([0xfe, 0x80] + [UInt8](repeating: 0, count: 13) + [1])),
+                    sequence: 0),
+            ],
+            malformed: 0, now: 0)
         core.evaluate()
         _ = core.takeOutputs()
         return (core, target)
@@ -50,12 +60,17 @@ final class Nat64TableTests: XCTestCase {
         XCTAssertTrue(core.ready)
         XCTAssertEqual(core.verdict(target)?.interface, "eth0")
         XCTAssertNil(core.verdict(target)?.nat64Prefix)
-        core.receive([.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0, now: 10 * second)
+        core.receive(
+            [.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0,
+            now: 10 * second)
         XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
-        XCTAssertTrue(core.takeOutputs().contains { if case .verdict = $0 { true } else { false } }, "the watch hears of it")
+        XCTAssertTrue(
+            core.takeOutputs().contains { if case .verdict = $0 { true } else { false } }, "the watch hears of it")
         XCTAssertEqual(core.nextWakeup, 610 * second)
         // Refreshed: the same prefix, a later end, no new verdict.
-        core.receive([.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0, now: 300 * second)
+        core.receive(
+            [.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0,
+            now: 300 * second)
         XCTAssertFalse(core.takeOutputs().contains { if case .verdict = $0 { true } else { false } })
         XCTAssertEqual(core.nextWakeup, 900 * second)
         core.handleTimeout(now: 899 * second)
@@ -67,10 +82,15 @@ final class Nat64TableTests: XCTestCase {
 
     func testALifetimeOfZeroWithdrawsAndALinkGoneTakesItsPrefix() {
         var (core, target) = makeCore()
-        core.receive([.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0, now: 0)
-        core.receive([.routerOptions(index: 2, options: pref64(0), source: Nat64TableTests.router)], malformed: 0, now: 1 * second)
+        core.receive(
+            [.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0, now: 0)
+        core.receive(
+            [.routerOptions(index: 2, options: pref64(0), source: Nat64TableTests.router)], malformed: 0,
+            now: 1 * second)
         XCTAssertNil(core.verdict(target)?.nat64Prefix)
-        core.receive([.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0, now: 2 * second)
+        core.receive(
+            [.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0,
+            now: 2 * second)
         core.receive([.deleteLink(index: 2)], malformed: 0, now: 3 * second)
         XCTAssertTrue(core.nat64.isEmpty)
     }
@@ -78,13 +98,19 @@ final class Nat64TableTests: XCTestCase {
     /// RFC 8781: a lifetime of 0 withdraws the prefix it names, and no other.
     func testALifetimeOfZeroForAnotherPrefixLeavesTheKnownOne() {
         var (core, target) = makeCore()
-        core.receive([.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0, now: 0)
+        core.receive(
+            [.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0, now: 0)
         _ = core.takeOutputs()
-        let other = RouterOptionTests.pref64(lifetime: 0, code: 0, prefix: [0x20, 0x01, 0x0d, 0xb8, 0x64, 0, 0, 0, 0, 0, 0, 0])
-        core.receive([.routerOptions(index: 2, options: other, source: Nat64TableTests.router)], malformed: 0, now: 1 * second)
-        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96, "another prefix's withdrawal took ours")
+        let other = RouterOptionTests.pref64(
+            lifetime: 0, code: 0, prefix: [0x20, 0x01, 0x0d, 0xb8, 0x64, 0, 0, 0, 0, 0, 0, 0])
+        core.receive(
+            [.routerOptions(index: 2, options: other, source: Nat64TableTests.router)], malformed: 0, now: 1 * second)
+        XCTAssertEqual(
+            core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96, "another prefix's withdrawal took ours")
         XCTAssertFalse(core.takeOutputs().contains { if case .verdict = $0 { true } else { false } }, "nothing changed")
-        core.receive([.routerOptions(index: 2, options: pref64(0), source: Nat64TableTests.router)], malformed: 0, now: 2 * second)
+        core.receive(
+            [.routerOptions(index: 2, options: pref64(0), source: Nat64TableTests.router)], malformed: 0,
+            now: 2 * second)
         XCTAssertNil(core.verdict(target)?.nat64Prefix, "its own withdrawal ends it")
     }
 
@@ -95,11 +121,20 @@ final class Nat64TableTests: XCTestCase {
         var (core, _) = makeCore()
         var logged = 0
         for index in 0..<1000 {
-            core.receive([.routerOptions(index: Int32(100 + index), options: pref64(600)),
-                          .routerOptions(index: 2, options: RouterOptionTests.pref64(lifetime: 600, code: 7), source: Nat64TableTests.router),
-                          .routerOptions(index: 2, options: RouterOptionTests.pref64(lifetime: 600, code: 0,
-                                                                                    prefix: [0x20, 0x01, 0x0d, 0xb8, UInt8(index % 256), 0, 0, 0, 0, 0, 0, 0]), source: Nat64TableTests.router)],
-                         malformed: 0, now: UInt64(index) * second)
+            core.receive(
+                [
+                    .routerOptions(index: Int32(100 + index), options: pref64(600)),
+                    .routerOptions(
+                        index: 2, options: RouterOptionTests.pref64(lifetime: 600, code: 7),
+                        source: Nat64TableTests.router),
+                    .routerOptions(
+                        index: 2,
+                        options: RouterOptionTests.pref64(
+                            lifetime: 600, code: 0,
+                            prefix: [0x20, 0x01, 0x0d, 0xb8, UInt8(index % 256), 0, 0, 0, 0, 0, 0, 0]),
+                        source: Nat64TableTests.router),
+                ],
+                malformed: 0, now: UInt64(index) * second)
             logged += core.takeOutputs().filter { if case .ignoredRouterOption = $0 { true } else { false } }.count
         }
         XCTAssertEqual(core.nat64.count, 1)

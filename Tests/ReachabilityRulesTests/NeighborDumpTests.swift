@@ -10,7 +10,9 @@ final class NeighborDumpTests: XCTestCase {
     let gateway = IPAddress.v4([198, 18, 0, 1])
     let mac: [UInt8] = [2, 0, 0, 0, 0, 0xfe]
 
-    func message(type: UInt16 = 28, index: Int32 = 3, state: UInt16 = 0x02, destination: [UInt8], link: [UInt8]?) -> [UInt8] {
+    func message(
+        type: UInt16 = 28, index: Int32 = 3, state: UInt16 = 0x02, destination: [UInt8], link: [UInt8]?
+    ) -> [UInt8] {
         var attributes: [UInt8] = []
         func attribute(_ kind: UInt16, _ value: [UInt8]) {
             withUnsafeBytes(of: UInt16(4 + value.count)) { attributes += $0 }
@@ -44,28 +46,45 @@ final class NeighborDumpTests: XCTestCase {
     func testTheRequestIsADumpOfTheFamilysNeighbours() {
         let request = NeighborDump.request(family: AF_INET, sequence: 7)
         XCTAssertEqual(request.count, 28)
-        XCTAssertEqual(request.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 4, as: UInt16.self) }, UInt16(RTM_GETNEIGH))
-        XCTAssertEqual(request.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 6, as: UInt16.self) },
-                       UInt16(NLM_F_REQUEST | NLM_F_DUMP))
+        XCTAssertEqual(
+            request.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 4, as: UInt16.self) }, UInt16(RTM_GETNEIGH))
+        XCTAssertEqual(
+            request.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 6, as: UInt16.self) },
+            UInt16(NLM_F_REQUEST | NLM_F_DUMP))
         XCTAssertEqual(request[16], UInt8(AF_INET))
     }
 
     func testOnlyTheGatewaysEntryOnItsInterfaceCounts() {
-        let dump = message(destination: [198, 18, 0, 7], link: [2, 0, 0, 0, 0, 7]) + message(index: 4, destination: Array(gateway.bytes), link: [9, 9, 9, 9, 9, 9])
+        let dump =
+            message(destination: [198, 18, 0, 7], link: [2, 0, 0, 0, 0, 7])
+            + message(index: 4, destination: Array(gateway.bytes), link: [9, 9, 9, 9, 9, 9])
             + message(destination: Array(gateway.bytes), link: mac) + doneMessage
         let (found, ended) = NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: dump)
         XCTAssertEqual(found, mac)
         XCTAssertTrue(ended)
-        let partial = NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(destination: Array(gateway.bytes), link: mac))
+        let partial = NeighborDump.hardwareAddress(
+            of: gateway, interfaceIndex: 3, in: message(destination: Array(gateway.bytes), link: mac))
         XCTAssertEqual(partial.address, mac)
         XCTAssertFalse(partial.ended, "more parts may follow")
     }
 
     func testAnEntryBeingResolvedOrFailedOrWithoutAddressGivesNone() {
-        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(state: 0x01, destination: Array(gateway.bytes), link: mac)).address)
-        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(state: 0x20, destination: Array(gateway.bytes), link: mac)).address)
-        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(destination: Array(gateway.bytes), link: nil)).address)
-        XCTAssertNil(NeighborDump.hardwareAddress(of: gateway, interfaceIndex: 3, in: message(destination: Array(gateway.bytes), link: [1, 2])).address)
+        XCTAssertNil(
+            NeighborDump.hardwareAddress(
+                of: gateway, interfaceIndex: 3, in: message(state: 0x01, destination: Array(gateway.bytes), link: mac)
+            ).address)
+        XCTAssertNil(
+            NeighborDump.hardwareAddress(
+                of: gateway, interfaceIndex: 3, in: message(state: 0x20, destination: Array(gateway.bytes), link: mac)
+            ).address)
+        XCTAssertNil(
+            NeighborDump.hardwareAddress(
+                of: gateway, interfaceIndex: 3, in: message(destination: Array(gateway.bytes), link: nil)
+            ).address)
+        XCTAssertNil(
+            NeighborDump.hardwareAddress(
+                of: gateway, interfaceIndex: 3, in: message(destination: Array(gateway.bytes), link: [1, 2])
+            ).address)
     }
 
     func testTruncatedOrLyingLengthsAreNeverReadPast() {

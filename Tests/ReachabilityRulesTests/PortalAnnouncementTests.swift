@@ -18,18 +18,23 @@ final class PortalAnnouncementTests: XCTestCase {
     func testTheURIIsReadWithoutItsPadding() {
         let uri = "https://portal.example/api"
         XCTAssertEqual(RouterOption.parse(Self.option(uri)).options, [.captivePortal(uri)])
-        XCTAssertEqual(RouterOption.parse(Self.option("urn:ietf:params:capport:unrestricted")).options,
-                       [.captivePortal("urn:ietf:params:capport:unrestricted")])
+        XCTAssertEqual(
+            RouterOption.parse(Self.option("urn:ietf:params:capport:unrestricted")).options,
+            [.captivePortal("urn:ietf:params:capport:unrestricted")])
         // Beside a PREF64 option, in one message.
         let both = RouterOptionTests.pref64(lifetime: 600, code: 0) + Self.option(uri)
-        XCTAssertEqual(RouterOption.parse(both).options, [.pref64(RouterOptionTests.prefix96, lifetimeSeconds: 600), .captivePortal(uri)])
+        XCTAssertEqual(
+            RouterOption.parse(both).options,
+            [.pref64(RouterOptionTests.prefix96, lifetimeSeconds: 600), .captivePortal(uri)])
     }
 
     func testAURIThatIsEmptyTooLongOrNotPrintableIsNotTaken() {
-        for bad in [[RouterOption.captivePortalType, 1, 0, 0, 0, 0, 0, 0],
-                    Self.option("https://portal.example/a b"),
-                    Self.option("https://portal.example/\u{7f}"),
-                    Self.option("https://p.example/" + String(repeating: "a", count: 1020))] {
+        for bad in [
+            [RouterOption.captivePortalType, 1, 0, 0, 0, 0, 0, 0],
+            Self.option("https://portal.example/a b"),
+            Self.option("https://portal.example/\u{7f}"),
+            Self.option("https://p.example/" + String(repeating: "a", count: 1020)),
+        ] {
             let parsed = RouterOption.parse(bad)
             XCTAssertEqual(parsed.options, [], "\(bad.prefix(24))")
             XCTAssertEqual(parsed.malformed.count, 1)
@@ -43,13 +48,25 @@ final class PortalAnnouncementTests: XCTestCase {
     func testAnAnnouncementIsTheInterfacesUntilReplacedOrTheLinkGoesDown() {
         var (core, _) = Nat64TableTests.makeCore()
         XCTAssertEqual(core.portalAPIs, [:])
-        core.receive([.routerOptions(index: 2, options: Self.option("https://portal.example/api"), source: Nat64TableTests.router)], malformed: 0, now: 0)
+        core.receive(
+            [
+                .routerOptions(
+                    index: 2, options: Self.option("https://portal.example/api"), source: Nat64TableTests.router)
+            ], malformed: 0, now: 0)
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://portal.example/api"])
         XCTAssertTrue(core.takeOutputs().contains(.portalAPIsChanged))
         // The same again: nothing to say.
-        core.receive([.routerOptions(index: 2, options: Self.option("https://portal.example/api"), source: Nat64TableTests.router)], malformed: 0, now: 1)
+        core.receive(
+            [
+                .routerOptions(
+                    index: 2, options: Self.option("https://portal.example/api"), source: Nat64TableTests.router)
+            ], malformed: 0, now: 1)
         XCTAssertFalse(core.takeOutputs().contains(.portalAPIsChanged))
-        core.receive([.routerOptions(index: 2, options: Self.option("https://other.example/api"), source: Nat64TableTests.router)], malformed: 0, now: 2)
+        core.receive(
+            [
+                .routerOptions(
+                    index: 2, options: Self.option("https://other.example/api"), source: Nat64TableTests.router)
+            ], malformed: 0, now: 2)
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://other.example/api"])
         XCTAssertTrue(core.takeOutputs().contains(.portalAPIsChanged))
         // Down: gone.
@@ -57,8 +74,12 @@ final class PortalAnnouncementTests: XCTestCase {
         XCTAssertEqual(core.portalAPIs, [:])
         XCTAssertTrue(core.takeOutputs().contains(.portalAPIsChanged))
         let up = KernelNumbers.linkUp | KernelNumbers.linkRunning | KernelNumbers.linkLowerUp
-        core.receive([.newLink(Link(index: 2, name: "eth0", flags: up, type: 1)),
-                      .routerOptions(index: 2, options: Self.option("https://portal.example/api"), source: Nat64TableTests.router)], malformed: 0, now: 4)
+        core.receive(
+            [
+                .newLink(Link(index: 2, name: "eth0", flags: up, type: 1)),
+                .routerOptions(
+                    index: 2, options: Self.option("https://portal.example/api"), source: Nat64TableTests.router),
+            ], malformed: 0, now: 4)
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://portal.example/api"])
         core.receive([.deleteLink(index: 2)], malformed: 0, now: 5)
         XCTAssertEqual(core.portalAPIs, [:])
@@ -67,9 +88,14 @@ final class PortalAnnouncementTests: XCTestCase {
     func testAnnouncementsForUnknownInterfacesAreNotKept() {
         var (core, _) = Nat64TableTests.makeCore()
         for index in 0..<500 {
-            core.receive([.routerOptions(index: Int32(100 + index), options: Self.option("https://p\(index).example/"))],
-                         malformed: 0, now: UInt64(index) * ns)
-            core.receive([.routerOptions(index: 2, options: Self.option("https://p\(index).example/"), source: Nat64TableTests.router)], malformed: 0, now: UInt64(index) * ns)
+            core.receive(
+                [.routerOptions(index: Int32(100 + index), options: Self.option("https://p\(index).example/"))],
+                malformed: 0, now: UInt64(index) * ns)
+            core.receive(
+                [
+                    .routerOptions(
+                        index: 2, options: Self.option("https://p\(index).example/"), source: Nat64TableTests.router)
+                ], malformed: 0, now: UInt64(index) * ns)
         }
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://p499.example/"])
     }

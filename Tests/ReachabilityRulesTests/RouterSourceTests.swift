@@ -16,15 +16,24 @@ final class RouterSourceTests: XCTestCase {
 
     func testOnlyTheGatewayOfADefaultRouteOnThatInterfaceIsHeard() {
         var (core, target) = Nat64TableTests.makeCore()
-        core.receive([.routerOptions(index: 2, options: pref64(600), source: stranger),
-                      .routerOptions(index: 2, options: portal, source: stranger),
-                      .routerOptions(index: 2, options: pref64(600))], malformed: 0, now: 0)
+        core.receive(
+            [
+                .routerOptions(index: 2, options: pref64(600), source: stranger),
+                .routerOptions(index: 2, options: portal, source: stranger),
+                .routerOptions(index: 2, options: pref64(600)),
+            ], malformed: 0, now: 0)
         XCTAssertNil(core.verdict(target)?.nat64Prefix, "another host on the link")
         XCTAssertEqual(core.portalAPIs, [:])
         XCTAssertEqual(core.statistics.ignoredRouterOptions, 3)
-        XCTAssertTrue(core.takeOutputs().contains { if case .ignoredRouterOption(let why) = $0 { why.contains("not a router") } else { false } })
-        core.receive([.routerOptions(index: 2, options: pref64(600), source: router),
-                      .routerOptions(index: 2, options: portal, source: router)], malformed: 0, now: 1)
+        XCTAssertTrue(
+            core.takeOutputs().contains {
+                if case .ignoredRouterOption(let why) = $0 { why.contains("not a router") } else { false }
+            })
+        core.receive(
+            [
+                .routerOptions(index: 2, options: pref64(600), source: router),
+                .routerOptions(index: 2, options: portal, source: router),
+            ], malformed: 0, now: 1)
         XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://portal.example/api"])
     }
@@ -32,8 +41,11 @@ final class RouterSourceTests: XCTestCase {
     /// A default route set through the router's global address, the advertisements from its link-local one: the
     /// kernel's neighbour table says they are one card; a stranger's card is not the router's.
     func testTheRoutersLinkLocalAddressIsHeardWhenItIsTheGatewaysCard() {
-        let cards: [IPAddress: [UInt8]] = [routerGlobal: [2, 0, 0, 0, 0, 1], router: [2, 0, 0, 0, 0, 1], stranger: [2, 0, 0, 0, 0, 0x66]]
-        var core = ReachabilityCore(classify: { _ in .ethernet }, linkLayerAddress: { address, index in index == 2 ? cards[address] : nil })
+        let cards: [IPAddress: [UInt8]] = [
+            routerGlobal: [2, 0, 0, 0, 0, 1], router: [2, 0, 0, 0, 0, 1], stranger: [2, 0, 0, 0, 0, 0x66],
+        ]
+        var core = ReachabilityCore(
+            classify: { _ in .ethernet }, linkLayerAddress: { address, index in index == 2 ? cards[address] : nil })
         let target = core.addTarget(families: [.v6])
         Self.start(&core, gateway: routerGlobal)
         core.receive([.routerOptions(index: 2, options: pref64(600), source: stranger)], malformed: 0, now: 0)
@@ -47,7 +59,8 @@ final class RouterSourceTests: XCTestCase {
         core.receive([.routerOptions(index: 2, options: pref64(1800) + portal, source: router)], malformed: 0, now: 0)
         XCTAssertNotNil(core.verdict(target)?.nat64Prefix)
         _ = core.takeOutputs()
-        core.receive([.deleteRoute(Route(family: 10, outputInterface: 2, gateway: router))], malformed: 0, now: 1 * second)
+        core.receive(
+            [.deleteRoute(Route(family: 10, outputInterface: 2, gateway: router))], malformed: 0, now: 1 * second)
         core.evaluate()
         XCTAssertNil(core.verdict(target)?.nat64Prefix, "the advertising router's default route went away")
         XCTAssertEqual(core.portalAPIs, [:])
@@ -57,23 +70,29 @@ final class RouterSourceTests: XCTestCase {
     func testAPrefixNoNAT64CanHaveIsRefused() {
         func bytes(_ head: [UInt8]) -> [UInt8] { Array((head + [UInt8](repeating: 0, count: 12)).prefix(12)) }
         let refused: [[UInt8]] = [
-            bytes([]),                                              // ::/96: unspecified, IPv4-compatible
-            bytes([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]),      // ::ffff:0:0/96: IPv4-mapped
-            bytes([0xfe, 0x80]),                                    // link-local
-            bytes([0xff, 0x02]),                                    // multicast
-            bytes([0x20, 0x01, 0x0d, 0xb8, 0, 1]),                  // 2001:db8:1::/96, inside eth0's own 2001:db8:1::/64
+            bytes([]), // ::/96: unspecified, IPv4-compatible
+            bytes([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]), // ::ffff:0:0/96: IPv4-mapped
+            bytes([0xfe, 0x80]), // link-local
+            bytes([0xff, 0x02]), // multicast
+            bytes([0x20, 0x01, 0x0d, 0xb8, 0, 1]), // 2001:db8:1::/96, inside eth0's own 2001:db8:1::/64
         ]
         for head in refused {
             var (core, target) = Nat64TableTests.makeCore()
-            core.receive([.routerOptions(index: 2, options: RouterOptionTests.pref64(lifetime: 600, code: 0, prefix: head), source: router)],
-                         malformed: 0, now: 0)
+            core.receive(
+                [
+                    .routerOptions(
+                        index: 2, options: RouterOptionTests.pref64(lifetime: 600, code: 0, prefix: head),
+                        source: router)
+                ],
+                malformed: 0, now: 0)
             XCTAssertNil(core.verdict(target)?.nat64Prefix, "\(head)")
             XCTAssertEqual(core.statistics.ignoredRouterOptions, 1, "\(head)")
         }
         // From DNS too (RFC 7050): ipv4only.arpa answered under an IPv4-mapped or link-local prefix is no prefix.
         XCTAssertNil(Nat64Prefix.discovered(in: [.v6([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 0, 170])]))
         XCTAssertNil(Nat64Prefix.discovered(in: [.v6([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 192, 0, 0, 170])]))
-        XCTAssertNotNil(Nat64Prefix.discovered(in: [.v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64, 0, 0, 0, 0, 0, 0, 192, 0, 0, 170])]))
+        XCTAssertNotNil(
+            Nat64Prefix.discovered(in: [.v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64, 0, 0, 0, 0, 0, 0, 192, 0, 0, 170])]))
     }
 
     /// A core whose eth0 (index 2) has 2001:db8:1::2/64 and an IPv6 default route through `gateway`.
@@ -87,10 +106,15 @@ final class RouterSourceTests: XCTestCase {
             asked += core.takeOutputs()
         }
         let up = KernelNumbers.linkUp | KernelNumbers.linkRunning | KernelNumbers.linkLowerUp
-        core.receive([.newLink(Link(index: 2, name: "eth0", flags: up, type: 1)),
-                      .newAddress(InterfaceAddress(index: 2, address: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 1] + [UInt8](repeating: 0, count: 9) + [2]),
-                                                   prefixLength: 64)),
-                      .newRoute(Route(family: 10, outputInterface: 2, gateway: gateway), sequence: 0)], malformed: 0, now: 0)
+        core.receive(
+            [
+                .newLink(Link(index: 2, name: "eth0", flags: up, type: 1)),
+                .newAddress(
+                    InterfaceAddress(
+                        index: 2, address: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 1] + [UInt8](repeating: 0, count: 9) + [2]),
+                        prefixLength: 64)),
+                .newRoute(Route(family: 10, outputInterface: 2, gateway: gateway), sequence: 0),
+            ], malformed: 0, now: 0)
         core.evaluate()
         _ = core.takeOutputs()
     }

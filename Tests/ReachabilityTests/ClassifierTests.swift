@@ -37,7 +37,8 @@ final class ClassifierTests: XCTestCase {
     }
 
     private func kind(_ name: String, type: Int32 = ARPHRD_ETHER, kind: String? = nil) -> InterfaceKind {
-        InterfaceClassifier(sysfsRoot: root).classify(Link(index: 3, name: name, flags: 0, type: UInt16(type), kind: kind))
+        InterfaceClassifier(sysfsRoot: root).classify(
+            Link(index: 3, name: name, flags: 0, type: UInt16(type), kind: kind))
     }
 
     func testWifi() {

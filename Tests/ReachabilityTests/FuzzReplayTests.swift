@@ -11,7 +11,8 @@ import XCTest
 /// The fuzzer's seed corpus and every crash input it ever found, replayed on each test run.
 final class FuzzReplayTests: XCTestCase {
     func testCorpusAndCrashInputsParseSafely() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         var count = 0
         for folder in ["Fuzz/netlink/corpus", "Fuzz/netlink/crashes"] {
             let directory = root.appendingPathComponent(folder)
@@ -30,7 +31,8 @@ final class FuzzReplayTests: XCTestCase {
 
     /// The router options fuzzer's seeds and crash inputs: read without a trap, at most one prefix kept.
     func testRouterOptionCorpusAndCrashInputsAreReadSafely() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         var count = 0
         var prefixes = 0
         for folder in ["Fuzz/router/corpus", "Fuzz/router/crashes"] {
@@ -41,10 +43,13 @@ final class FuzzReplayTests: XCTestCase {
                 XCTAssertLessThanOrEqual(options.count * 8, bytes.count, name)
                 var core = ReachabilityCore { _ in .ethernet }
                 let router = IPAddress.v6([0xfe, 0x80] + [UInt8](repeating: 0, count: 13) + [1])
-                core.receive([.newLink(Link(index: 2, name: "eth0", flags: 0x10041, type: 1)),
-                              .newRoute(Route(family: 10, outputInterface: 2, gateway: router), sequence: 0),
-                              .routerOptions(index: 2, options: bytes, source: router)],
-                             malformed: 0, now: 1)
+                core.receive(
+                    [
+                        .newLink(Link(index: 2, name: "eth0", flags: 0x10041, type: 1)),
+                        .newRoute(Route(family: 10, outputInterface: 2, gateway: router), sequence: 0),
+                        .routerOptions(index: 2, options: bytes, source: router),
+                    ],
+                    malformed: 0, now: 1)
                 XCTAssertLessThanOrEqual(core.nat64.count, 1, name)
                 prefixes += core.nat64.count
                 count += 1
@@ -56,7 +61,8 @@ final class FuzzReplayTests: XCTestCase {
 
     /// The sock_diag fuzzer's seeds and crash inputs: never a trap, never more connections than messages.
     func testSocketDiagCorpusAndCrashInputsParseSafely() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         var count = 0
         var connections = 0
         for folder in ["Fuzz/sockdiag/corpus", "Fuzz/sockdiag/crashes"] {
@@ -67,7 +73,8 @@ final class FuzzReplayTests: XCTestCase {
                 defer { buffer.deallocate() }
                 buffer.copyBytes(from: bytes)
                 var result = SocketDiagReply.Result()
-                SocketDiagReply.parse(UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), sequence: 1, into: &result)
+                SocketDiagReply.parse(
+                    UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), sequence: 1, into: &result)
                 XCTAssertLessThanOrEqual(result.connections.count, bytes.count / (16 + 72), name)
                 connections += result.connections.count
                 count += 1

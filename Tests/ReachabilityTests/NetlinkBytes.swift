@@ -17,8 +17,10 @@ enum NetlinkBytes {
 
     static let upFlags = UInt32(IFF_UP.rawValue | IFF_RUNNING.rawValue | IFF_LOWER_UP.rawValue)
 
-    static func link(index: Int32, name: String, flags: UInt32 = upFlags, type: Int32 = ARPHRD_ETHER, kind: String? = nil,
-                     delete: Bool = false, sequence: UInt32 = 0) -> [UInt8] {
+    static func link(
+        index: Int32, name: String, flags: UInt32 = upFlags, type: Int32 = ARPHRD_ETHER, kind: String? = nil,
+        delete: Bool = false, sequence: UInt32 = 0
+    ) -> [UInt8] {
         var body = ifinfomsg()
         body.ifi_family = UInt8(AF_UNSPEC)
         body.ifi_index = index
@@ -28,38 +30,48 @@ enum NetlinkBytes {
         if let kind {
             attributes.append(attribute(Int32(IFLA_LINKINFO), nested([(UInt16(IFLA_INFO_KIND), string(kind))])))
         }
-        return NetlinkRequest.message(type: Int32(delete ? RTM_DELLINK : RTM_NEWLINK), flags: 0, sequence: sequence,
-                                      body: body, attributes: attributes)
+        return NetlinkRequest.message(
+            type: Int32(delete ? RTM_DELLINK : RTM_NEWLINK), flags: 0, sequence: sequence,
+            body: body, attributes: attributes)
     }
 
-    static func address(index: Int32, _ text: String, prefix: UInt8, flags: UInt32 = 0, delete: Bool = false) -> [UInt8] {
+    static func address(index: Int32, _ text: String, prefix: UInt8, flags: UInt32 = 0, delete: Bool = false) -> [UInt8]
+    {
         let address = IPAddress(text)!
         var body = ifaddrmsg()
         body.ifa_family = UInt8(address.family)
         body.ifa_prefixlen = prefix
         body.ifa_index = UInt32(index)
         body.ifa_flags = UInt8(truncatingIfNeeded: flags)
-        return NetlinkRequest.message(type: Int32(delete ? RTM_DELADDR : RTM_NEWADDR), flags: 0, sequence: 0, body: body,
-                                      attributes: [attribute(Int32(IFA_LOCAL), Array(address.bytes)),
-                                                   attribute(Int32(IFA_ADDRESS), Array(address.bytes)),
-                                                   attribute(Int32(IFA_FLAGS), u32(flags))])
+        return NetlinkRequest.message(
+            type: Int32(delete ? RTM_DELADDR : RTM_NEWADDR), flags: 0, sequence: 0, body: body,
+            attributes: [
+                attribute(Int32(IFA_LOCAL), Array(address.bytes)),
+                attribute(Int32(IFA_ADDRESS), Array(address.bytes)),
+                attribute(Int32(IFA_FLAGS), u32(flags)),
+            ])
     }
 
-    static func route(family: Int32 = AF_INET, destination: String? = nil, length: UInt8 = 0, oif: UInt32? = nil,
-                      gateway: String? = nil, source: String? = nil, table: UInt32 = 254, sequence: UInt32 = 0,
-                      delete: Bool = false) -> [UInt8] {
+    static func route(
+        family: Int32 = AF_INET, destination: String? = nil, length: UInt8 = 0, oif: UInt32? = nil,
+        gateway: String? = nil, source: String? = nil, table: UInt32 = 254, sequence: UInt32 = 0,
+        delete: Bool = false
+    ) -> [UInt8] {
         var body = rtmsg()
         body.rtm_family = UInt8(family)
         body.rtm_dst_len = length
         body.rtm_table = UInt8(truncatingIfNeeded: table)
         body.rtm_type = UInt8(RTN_UNICAST)
         var attributes: [(UInt16, [UInt8])] = [attribute(Int32(RTA_TABLE.rawValue), u32(table))]
-        if let destination { attributes.append(attribute(Int32(RTA_DST.rawValue), Array(IPAddress(destination)!.bytes))) }
+        if let destination {
+            attributes.append(attribute(Int32(RTA_DST.rawValue), Array(IPAddress(destination)!.bytes)))
+        }
         if let oif { attributes.append(attribute(Int32(RTA_OIF.rawValue), u32(oif))) }
         if let gateway { attributes.append(attribute(Int32(RTA_GATEWAY.rawValue), Array(IPAddress(gateway)!.bytes))) }
         if let source { attributes.append(attribute(Int32(RTA_PREFSRC.rawValue), Array(IPAddress(source)!.bytes))) }
-        return NetlinkRequest.message(type: Int32(delete ? RTM_DELROUTE : RTM_NEWROUTE), flags: 0, sequence: sequence,
-                                      body: body, attributes: attributes)
+        return NetlinkRequest.message(
+            type: Int32(delete ? RTM_DELROUTE : RTM_NEWROUTE), flags: 0, sequence: sequence,
+            body: body, attributes: attributes)
     }
 
     static func done(sequence: UInt32) -> [UInt8] {
@@ -73,8 +85,10 @@ enum NetlinkBytes {
     }
 
     /// RTM_NEWNDUSEROPT: a router advertisement's options as the kernel passes them on.
-    static func routerOptions(index: Int32, _ options: [UInt8], family: Int32 = AF_INET6, icmpType: UInt8 = 134,
-                              claimedLength: UInt16? = nil) -> [UInt8] {
+    static func routerOptions(
+        index: Int32, _ options: [UInt8], family: Int32 = AF_INET6, icmpType: UInt8 = 134,
+        claimedLength: UInt16? = nil
+    ) -> [UInt8] {
         var header = nduseroptmsg()
         header.nduseropt_family = UInt8(family)
         header.nduseropt_opts_len = claimedLength ?? UInt16(options.count)

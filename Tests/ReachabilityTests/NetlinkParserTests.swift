@@ -21,8 +21,10 @@ final class NetlinkParserTests: XCTestCase {
 
     func testAddressesAndTheirFlags() {
         let v4 = NetlinkParser.parse(NetlinkBytes.address(index: 2, "198.18.0.2", prefix: 24))
-        XCTAssertEqual(v4.messages, [.newAddress(InterfaceAddress(index: 2, address: IPAddress("198.18.0.2")!, prefixLength: 24))])
-        let tentative = NetlinkParser.parse(NetlinkBytes.address(index: 2, "fd00::2", prefix: 64, flags: UInt32(IFA_F_TENTATIVE)))
+        XCTAssertEqual(
+            v4.messages, [.newAddress(InterfaceAddress(index: 2, address: IPAddress("198.18.0.2")!, prefixLength: 24))])
+        let tentative = NetlinkParser.parse(
+            NetlinkBytes.address(index: 2, "fd00::2", prefix: 64, flags: UInt32(IFA_F_TENTATIVE)))
         guard case .newAddress(let address) = tentative.messages.first else { return XCTFail("\(tentative)") }
         XCTAssertTrue(address.isTentative)
         XCTAssertFalse(address.isUsable)
@@ -31,10 +33,13 @@ final class NetlinkParserTests: XCTestCase {
     }
 
     func testRoutes() {
-        let result = NetlinkParser.parse(NetlinkBytes.route(destination: "198.18.2.0", length: 24, oif: 3, gateway: "198.18.0.1",
-                                                            source: "198.18.0.2", table: 1000, sequence: 9))
-        let expected = Route(family: UInt8(AF_INET), table: 1000, destination: IPAddress("198.18.2.0"), destinationLength: 24,
-                             outputInterface: 3, gateway: IPAddress("198.18.0.1"), preferredSource: IPAddress("198.18.0.2"))
+        let result = NetlinkParser.parse(
+            NetlinkBytes.route(
+                destination: "198.18.2.0", length: 24, oif: 3, gateway: "198.18.0.1",
+                source: "198.18.0.2", table: 1000, sequence: 9))
+        let expected = Route(
+            family: UInt8(AF_INET), table: 1000, destination: IPAddress("198.18.2.0"), destinationLength: 24,
+            outputInterface: 3, gateway: IPAddress("198.18.0.1"), preferredSource: IPAddress("198.18.0.2"))
         XCTAssertEqual(result.messages, [.newRoute(expected, sequence: 9)])
         let v6default = NetlinkParser.parse(NetlinkBytes.route(family: AF_INET6, oif: 4, gateway: "fd00::1"))
         guard case .newRoute(let route, _) = v6default.messages.first else { return XCTFail("\(v6default)") }
@@ -42,26 +47,32 @@ final class NetlinkParserTests: XCTestCase {
     }
 
     func testMultipartDumpWithDoneAndErrors() {
-        let datagram = NetlinkBytes.link(index: 1, name: "lo", type: ARPHRD_LOOPBACK, sequence: 5)
+        let datagram =
+            NetlinkBytes.link(index: 1, name: "lo", type: ARPHRD_LOOPBACK, sequence: 5)
             + NetlinkBytes.link(index: 2, name: "eth0", sequence: 5) + NetlinkBytes.done(sequence: 5)
         let result = NetlinkParser.parse(datagram)
         XCTAssertEqual(result.malformed, 0)
         XCTAssertEqual(result.messages.count, 3)
         XCTAssertEqual(result.messages.last, .done(sequence: 5))
-        XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.error(sequence: 8, errno: ENETUNREACH)).messages,
-                       [.error(sequence: 8, errno: ENETUNREACH)])
-        XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.error(sequence: 8, errno: 0)).messages, [.error(sequence: 8, errno: 0)])
+        XCTAssertEqual(
+            NetlinkParser.parse(NetlinkBytes.error(sequence: 8, errno: ENETUNREACH)).messages,
+            [.error(sequence: 8, errno: ENETUNREACH)])
+        XCTAssertEqual(
+            NetlinkParser.parse(NetlinkBytes.error(sequence: 8, errno: 0)).messages, [.error(sequence: 8, errno: 0)])
     }
 
     /// A router advertisement's options: taken for IPv6 RAs only; a length past the message is malformed.
     func testRouterAdvertisementOptions() {
         let option: [UInt8] = [38, 2, 0x02, 0x58, 0x20, 0x01, 0x0d, 0xb8, 0, 0x64, 0, 0, 0, 0, 0, 0]
-        XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option)).messages,
-                       [.routerOptions(index: 3, options: option)])
-        XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option, family: AF_INET)).messages,
-                       [.ignored(type: UInt16(RTM_NEWNDUSEROPT))])
-        XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option, icmpType: 137)).messages,
-                       [.ignored(type: UInt16(RTM_NEWNDUSEROPT))])
+        XCTAssertEqual(
+            NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option)).messages,
+            [.routerOptions(index: 3, options: option)])
+        XCTAssertEqual(
+            NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option, family: AF_INET)).messages,
+            [.ignored(type: UInt16(RTM_NEWNDUSEROPT))])
+        XCTAssertEqual(
+            NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option, icmpType: 137)).messages,
+            [.ignored(type: UInt16(RTM_NEWNDUSEROPT))])
         let lying = NetlinkParser.parse(NetlinkBytes.routerOptions(index: 3, option, claimedLength: 400))
         XCTAssertEqual(lying.messages, [])
         XCTAssertEqual(lying.malformed, 1)
@@ -69,7 +80,9 @@ final class NetlinkParserTests: XCTestCase {
     }
 
     func testEveryTruncationIsSafeAndCounted() {
-        let datagram = NetlinkBytes.link(index: 2, name: "eth0", kind: "veth") + NetlinkBytes.address(index: 2, "fd00::2", prefix: 64)
+        let datagram =
+            NetlinkBytes.link(index: 2, name: "eth0", kind: "veth")
+            + NetlinkBytes.address(index: 2, "fd00::2", prefix: 64)
             + NetlinkBytes.route(oif: 2, gateway: "198.18.0.1") + NetlinkBytes.done(sequence: 1)
         let whole = NetlinkParser.parse(datagram)
         XCTAssertEqual(whole.messages.count, 4)
@@ -90,36 +103,48 @@ final class NetlinkParserTests: XCTestCase {
         // nlmsg_len smaller than the ifinfomsg it must carry.
         var tooShort = message
         tooShort.withUnsafeMutableBytes { $0.storeBytes(of: UInt32(20), as: UInt32.self) }
-        XCTAssertFalse(NetlinkParser.parse(tooShort).messages.contains { if case .newLink = $0 { true } else { false } })
+        XCTAssertFalse(
+            NetlinkParser.parse(tooShort).messages.contains { if case .newLink = $0 { true } else { false } })
         // An attribute whose rta_len runs past the message.
         let attributeOffset = 16 + MemoryLayout<ifinfomsg>.size
-        message.withUnsafeMutableBytes { $0.storeBytes(of: UInt16(500), toByteOffset: attributeOffset, as: UInt16.self) }
+        message.withUnsafeMutableBytes {
+            $0.storeBytes(of: UInt16(500), toByteOffset: attributeOffset, as: UInt16.self)
+        }
         XCTAssertEqual(NetlinkParser.parse(message), NetlinkParser.Result(messages: [], malformed: 1))
     }
 
     func testWrongSizedValuesAreMalformed() {
         var body = rtmsg()
         body.rtm_family = UInt8(AF_INET)
-        let badDestination = NetlinkRequest.message(type: Int32(RTM_NEWROUTE), flags: 0, sequence: 0, body: body,
-                                                    attributes: [(UInt16(RTA_DST.rawValue), [1, 2, 3])])
+        let badDestination = NetlinkRequest.message(
+            type: Int32(RTM_NEWROUTE), flags: 0, sequence: 0, body: body,
+            attributes: [(UInt16(RTA_DST.rawValue), [1, 2, 3])])
         XCTAssertEqual(NetlinkParser.parse(badDestination).malformed, 1)
         let longName = NetlinkBytes.link(index: 2, name: String(repeating: "x", count: 16))
         XCTAssertEqual(NetlinkParser.parse(longName).malformed, 1)
-        let badOif = NetlinkRequest.message(type: Int32(RTM_NEWROUTE), flags: 0, sequence: 0, body: body,
-                                            attributes: [(UInt16(RTA_OIF.rawValue), [1, 0])])
+        let badOif = NetlinkRequest.message(
+            type: Int32(RTM_NEWROUTE), flags: 0, sequence: 0, body: body,
+            attributes: [(UInt16(RTA_OIF.rawValue), [1, 0])])
         XCTAssertEqual(NetlinkParser.parse(badOif).malformed, 1)
         var wrongFamily = rtmsg()
         wrongFamily.rtm_family = 99
-        XCTAssertEqual(NetlinkParser.parse(NetlinkRequest.message(type: Int32(RTM_NEWROUTE), flags: 0, sequence: 0,
-                                                                   body: wrongFamily, attributes: [])).malformed, 1)
+        XCTAssertEqual(
+            NetlinkParser.parse(
+                NetlinkRequest.message(
+                    type: Int32(RTM_NEWROUTE), flags: 0, sequence: 0,
+                    body: wrongFamily, attributes: [])
+            ).malformed, 1)
         XCTAssertEqual(NetlinkParser.parse(NetlinkBytes.link(index: 0, name: "x")).malformed, 1, "index 0 is no link")
     }
 
     func testRequestsRoundTripThroughTheParser() {
         let lookup = NetlinkRequest.routeLookup(to: IPAddress("fd00::9")!, sequence: 3)
         XCTAssertEqual(lookup.count % 4, 0)
-        guard case .newRoute(let route, _)? = NetlinkParser.parse(
-            lookup.enumerated().map { $0.offset == 4 ? UInt8(RTM_NEWROUTE) : $0.element }).messages.first else {
+        guard
+            case .newRoute(let route, _)? = NetlinkParser.parse(
+                lookup.enumerated().map { $0.offset == 4 ? UInt8(RTM_NEWROUTE) : $0.element }
+            ).messages.first
+        else {
             return XCTFail("lookup request did not parse back")
         }
         XCTAssertEqual(route.destination, IPAddress("fd00::9"))

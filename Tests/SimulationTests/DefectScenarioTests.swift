@@ -23,10 +23,13 @@ final class DefectScenarioTests: XCTestCase {
     /// 1: Checks share the probe in flight and force at most one probe per Timeout.
     func testAFloodOfChecksForcesAtMostOneProbePerTimeout() {
         let settings = ProbeSettings(intervalMilliseconds: 10_000, timeoutMilliseconds: 1000)
-        let simulation = run(Scenario(seed: 1, settings: settings, duration: 4_000, timeline: [
-            (0, .behaviour(.answering(minRTT: 1, maxRTT: 2, loss: 0))),
-            (1_000, .checks(count: 2_000, spreadMilliseconds: 2_000)),
-        ]))
+        let simulation = run(
+            Scenario(
+                seed: 1, settings: settings, duration: 4_000,
+                timeline: [
+                    (0, .behaviour(.answering(minRTT: 1, maxRTT: 2, loss: 0))),
+                    (1_000, .checks(count: 2_000, spreadMilliseconds: 2_000)),
+                ]))
         XCTAssertEqual(simulation.summary.checks, 2_000)
         // 2 s of Checks at Timeout 1 s: at most three forced probes (at the start of each Timeout).
         XCTAssertLessThanOrEqual(simulation.summary.forcedProbes, 3)
@@ -39,11 +42,14 @@ final class DefectScenarioTests: XCTestCase {
     /// 2: an overrun that swallows the answer to a route lookup does not freeze the verdict:
     /// the lookup is asked again once the table is whole, and a later link loss is noticed.
     func testAnOverrunThatLosesTheLookupAnswerDoesNotFreezeTheVerdict() {
-        let simulation = run(Scenario(seed: 2, settings: ProbeSettings(), duration: 6_000, timeline: [
-            (1_000, .overrunWhileLookingUp),
-            (1_000, .route(2, present: false)),
-            (3_000, .linkUp(3, false)),
-        ]))
+        let simulation = run(
+            Scenario(
+                seed: 2, settings: ProbeSettings(), duration: 6_000,
+                timeline: [
+                    (1_000, .overrunWhileLookingUp),
+                    (1_000, .route(2, present: false)),
+                    (3_000, .linkUp(3, false)),
+                ]))
         XCTAssertGreaterThan(simulation.summary.overruns, 0)
         let wifi = firstTime(simulation, .wifi)
         XCTAssertNotNil(wifi, "the route over wlan0 was noticed after the overrun: \(simulation.summary.statuses)")
@@ -66,10 +72,13 @@ final class DefectScenarioTests: XCTestCase {
     /// sequence) is one failed probe, not a refusal.
     func testAForgedShortUnreachableIsOneFailureNotARefusal() {
         let settings = ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3)
-        let simulation = run(Scenario(seed: 5, settings: settings, duration: 4_000, timeline: [
-            (1_500, .behaviour(.answering(minRTT: 400, maxRTT: 400, loss: 0))),
-            (2_001, .forgeries(count: 1)),
-        ]))
+        let simulation = run(
+            Scenario(
+                seed: 5, settings: settings, duration: 4_000,
+                timeline: [
+                    (1_500, .behaviour(.answering(minRTT: 400, maxRTT: 400, loss: 0))),
+                    (2_001, .forgeries(count: 1)),
+                ]))
         XCTAssertNil(firstTime(simulation, .none), "\(simulation.summary.statuses)")
         XCTAssertEqual(simulation.state.status, .ethernet)
     }
@@ -77,8 +86,10 @@ final class DefectScenarioTests: XCTestCase {
     /// 5, the other side: an Unreachable quoting the whole probe is the network saying no, at once.
     func testAnUnreachableQuotingTheWholeProbeRefusesAtOnce() {
         let settings = ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3)
-        let simulation = run(Scenario(seed: 5, settings: settings, duration: 3_000,
-                                      timeline: [(1_500, .behaviour(.unreachable(wholeQuote: true)))]))
+        let simulation = run(
+            Scenario(
+                seed: 5, settings: settings, duration: 3_000,
+                timeline: [(1_500, .behaviour(.unreachable(wholeQuote: true)))]))
         let none = firstTime(simulation, .none)
         XCTAssertNotNil(none)
         if let none { XCTAssertLessThan(none, 2_100_000_000, "the first probe after 1.5 s (at ~2 s) decided") }
@@ -88,11 +99,14 @@ final class DefectScenarioTests: XCTestCase {
     /// is answered at once, not after Timeout.
     func testACheckWhoseProbeCannotBeSentIsAnsweredAtOnce() {
         let settings = ProbeSettings(intervalMilliseconds: 10_000, timeoutMilliseconds: 5_000)
-        let simulation = run(Scenario(seed: 7, settings: settings, duration: 2_000, timeline: [
-            (1_000, .route(2, present: false)),
-            (1_000, .route(3, present: false)),
-            (1_000, .checks(count: 1, spreadMilliseconds: 0)),
-        ]))
+        let simulation = run(
+            Scenario(
+                seed: 7, settings: settings, duration: 2_000,
+                timeline: [
+                    (1_000, .route(2, present: false)),
+                    (1_000, .route(3, present: false)),
+                    (1_000, .checks(count: 1, spreadMilliseconds: 0)),
+                ]))
         XCTAssertEqual(simulation.summary.checks, 1)
         XCTAssertEqual(simulation.summary.longestCheckWait, 0)
         XCTAssertEqual(simulation.state.status, .none)
@@ -102,10 +116,13 @@ final class DefectScenarioTests: XCTestCase {
     /// silent host: not before (4 − 1) × 500 + 500 = 2,000 ms after the first unanswered probe.
     func testProbesInFlightTogetherAreOneFailure() {
         let settings = ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500, failureThreshold: 4)
-        let simulation = run(Scenario(seed: 8, settings: settings, duration: 6_000, timeline: [
-            (1_000, .behaviour(.answering(minRTT: 5, maxRTT: 5, loss: 0))),
-            (2_001, .behaviour(.silent)),
-        ]))
+        let simulation = run(
+            Scenario(
+                seed: 8, settings: settings, duration: 6_000,
+                timeline: [
+                    (1_000, .behaviour(.answering(minRTT: 5, maxRTT: 5, loss: 0))),
+                    (2_001, .behaviour(.silent)),
+                ]))
         let none = firstTime(simulation, .none)
         XCTAssertNotNil(none)
         // The first unanswered probe went out after 2.001 s.
@@ -116,8 +133,10 @@ final class DefectScenarioTests: XCTestCase {
     /// answers take about (FailureThreshold − 1) × Interval.
     func testTimeExceededWaitsForTheIntervalBetweenFailures() {
         let settings = ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 3)
-        let simulation = run(Scenario(seed: 8, settings: settings, duration: 6_000,
-                                      timeline: [(1_500, .behaviour(.timeExceeded))]))
+        let simulation = run(
+            Scenario(
+                seed: 8, settings: settings, duration: 6_000,
+                timeline: [(1_500, .behaviour(.timeExceeded))]))
         let none = firstTime(simulation, .none)
         XCTAssertNotNil(none)
         // Probes at 2, 3 and 4 s are answered with Time Exceeded 2 ms later.
@@ -140,14 +159,19 @@ final class DefectScenarioTests: XCTestCase {
     /// 4: DNS health is retried every 5 s while the known address answers: `limited` ends within
     /// 5 s of the resolver's repair (backing off to 60 s, it outlived the repair by up to a minute).
     func testLimitedByABrokenResolverEndsWithin5SecondsOfItsRepair() {
-        var scenario = Scenario(seed: 4, settings: ProbeSettings(), duration: 40_000, timeline: [
-            (1_500, .resolver(.failing("SERVFAIL"))),
-            (25_000, .resolver(.answering)),
-        ])
+        var scenario = Scenario(
+            seed: 4, settings: ProbeSettings(), duration: 40_000,
+            timeline: [
+                (1_500, .resolver(.failing("SERVFAIL"))),
+                (25_000, .resolver(.answering)),
+            ])
         scenario.dnsRefreshMilliseconds = 1_000
         let simulation = run(scenario)
-        let limited = simulation.summary.statuses.first { $0.status == .none && $0.reason.contains("no longer resolves") }
-        XCTAssertNotNil(limited, "two failed lookups while the address answered made it limited: \(simulation.summary.statuses)")
+        let limited = simulation.summary.statuses.first {
+            $0.status == .none && $0.reason.contains("no longer resolves")
+        }
+        XCTAssertNotNil(
+            limited, "two failed lookups while the address answered made it limited: \(simulation.summary.statuses)")
         let back = simulation.summary.statuses.first { $0.status == .ethernet && $0.at > 25_000_000_000 }
         XCTAssertNotNil(back, "\(simulation.summary.statuses)")
         if let back { XCTAssertLessThanOrEqual(back.at.duration(since: 25 * second), 5_031 * ms) }
@@ -156,24 +180,30 @@ final class DefectScenarioTests: XCTestCase {
     /// 5: a hung lookup fails only after glibc's own timeout; the address it had keeps being probed,
     /// and a slow resolver delays nothing but the lookup.
     func testAHungOrSlowResolverNeverTakesTheKnownAddressAway() {
-        var scenario = Scenario(seed: 5, settings: ProbeSettings(), duration: 30_000, timeline: [
-            (1_500, .resolver(.hanging)),
-            (12_000, .resolver(.slow(milliseconds: 4_000))),
-            (20_000, .resolver(.answering)),
-        ])
+        var scenario = Scenario(
+            seed: 5, settings: ProbeSettings(), duration: 30_000,
+            timeline: [
+                (1_500, .resolver(.hanging)),
+                (12_000, .resolver(.slow(milliseconds: 4_000))),
+                (20_000, .resolver(.answering)),
+            ])
         scenario.dnsRefreshMilliseconds = 1_000
         let simulation = run(scenario)
         XCTAssertEqual(simulation.state.status, .ethernet, simulation.state.reason)
-        XCTAssertFalse(simulation.summary.statuses.contains { $0.reason.contains("not answering") }, "\(simulation.summary.statuses)")
+        XCTAssertFalse(
+            simulation.summary.statuses.contains { $0.reason.contains("not answering") },
+            "\(simulation.summary.statuses)")
     }
 
     /// 6: a check server that accepts and never answers: the check ends at its limit (5 s), and
     /// Connectivity is `limited` then, not `unknown` for as long as the server keeps quiet.
     func testACheckThatNeverAnswersEndsAtItsLimit() {
-        var scenario = Scenario(seed: 6, settings: ProbeSettings(), duration: 40_000, timeline: [
-            (0, .check(.hanging)),
-            (20_000, .check(.expected(milliseconds: 30))),
-        ])
+        var scenario = Scenario(
+            seed: 6, settings: ProbeSettings(), duration: 40_000,
+            timeline: [
+                (0, .check(.hanging)),
+                (20_000, .check(.expected(milliseconds: 30))),
+            ])
         scenario.checkURL = true
         let simulation = run(scenario)
         // Status is `unknown` ("checking …") from the start until the first check ends: the host
@@ -190,13 +220,17 @@ final class DefectScenarioTests: XCTestCase {
 
     /// 7: a captive portal and signing in, through the same core the daemon drives.
     func testAPortalAndSigningIn() {
-        var scenario = Scenario(seed: 7, settings: ProbeSettings(), duration: 25_000, timeline: [
-            (0, .check(.portal)),
-            (8_000, .check(.expected(milliseconds: 10))),
-        ])
+        var scenario = Scenario(
+            seed: 7, settings: ProbeSettings(), duration: 25_000,
+            timeline: [
+                (0, .check(.portal)),
+                (8_000, .check(.expected(milliseconds: 10))),
+            ])
         scenario.checkURL = true
         let simulation = run(scenario)
-        XCTAssertTrue(simulation.summary.statuses.contains { $0.reason.contains("captive portal") }, "\(simulation.summary.statuses)")
+        XCTAssertTrue(
+            simulation.summary.statuses.contains { $0.reason.contains("captive portal") },
+            "\(simulation.summary.statuses)")
         XCTAssertEqual(simulation.state.connectivity, .full)
     }
 
@@ -205,22 +239,26 @@ final class DefectScenarioTests: XCTestCase {
     /// ladder beside ICMP: only the probed host's SYN-ACK or RST answers.
     func testARejectingRouterNeverAnswersForASilentHost() {
         for method in [ProbeMethod.tcp, .icmpDatagram] {
-            var scenario = Scenario(seed: 19, settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500),
-                                    duration: 8_000, timeline: [(2_000, .behaviour(.icmpFiltered(rtt: 5, tcp: .rejectedByRouter)))])
+            var scenario = Scenario(
+                seed: 19, settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500),
+                duration: 8_000, timeline: [(2_000, .behaviour(.icmpFiltered(rtt: 5, tcp: .rejectedByRouter)))])
             scenario.probeMethod = method
             let simulation = run(scenario)
-            XCTAssertEqual(firstTime(simulation, .ethernet).map { $0 < 2_000_000_000 }, true, "\(method): answering at first")
+            XCTAssertEqual(
+                firstTime(simulation, .ethernet).map { $0 < 2_000_000_000 }, true, "\(method): answering at first")
             let none = firstTime(simulation, .none, after: 2_000_000_000)
             XCTAssertNotNil(none, "\(method): \(simulation.summary.statuses)")
-            XCTAssertNil(firstTime(simulation, .ethernet, after: none ?? .origin), "\(method): \(simulation.summary.statuses)")
+            XCTAssertNil(
+                firstTime(simulation, .ethernet, after: none ?? .origin), "\(method): \(simulation.summary.statuses)")
             XCTAssertEqual(simulation.state.status, .none, "\(method)")
         }
     }
 
     /// 2, the other side: the host's own RST is an answer (nothing listens on 443, but the host is there).
     func testTheHostsOwnResetAnswersATCPProbe() {
-        var scenario = Scenario(seed: 19, settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500),
-                                duration: 8_000, timeline: [(0, .behaviour(.icmpFiltered(rtt: 5, tcp: .resets)))])
+        var scenario = Scenario(
+            seed: 19, settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500),
+            duration: 8_000, timeline: [(0, .behaviour(.icmpFiltered(rtt: 5, tcp: .resets)))])
         scenario.probeMethod = .tcp
         let simulation = run(scenario)
         XCTAssertEqual(simulation.summary.statuses.map(\.status), [.ethernet], "\(simulation.summary.statuses)")
@@ -232,7 +270,8 @@ final class DefectScenarioTests: XCTestCase {
     /// at most for the one lookup under way, at start and after its Host changes (one thread served
     /// them in the order asked: about a minute).
     func testTargetsThatNeverResolveDoNotHoldUpTheDefaultTarget() {
-        var scenario = Scenario(seed: 3, settings: ProbeSettings(), duration: 45_000, timeline: [(20_000, .host("b.test"))])
+        var scenario = Scenario(
+            seed: 3, settings: ProbeSettings(), duration: 45_000, timeline: [(20_000, .host("b.test"))])
         scenario.extraTargets = Array(repeating: "hang.test", count: 10)
         let simulation = run(scenario)
         let first = firstTime(simulation, .ethernet)
@@ -246,7 +285,8 @@ final class DefectScenarioTests: XCTestCase {
         XCTAssertEqual(simulation.extraStates.count, 10)
         for state in simulation.extraStates {
             XCTAssertTrue([.none, .unknown].contains(state.status), "\(state.status)")
-            XCTAssertTrue(["cannot resolve hang.test: no answer", "resolving hang.test"].contains(state.reason), state.reason)
+            XCTAssertTrue(
+                ["cannot resolve hang.test: no answer", "resolving hang.test"].contains(state.reason), state.reason)
         }
         XCTAssertGreaterThanOrEqual(simulation.extraStates.filter { $0.status == .none }.count, 3)
     }

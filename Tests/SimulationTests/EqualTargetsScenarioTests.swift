@@ -22,11 +22,14 @@ final class EqualTargetsScenarioTests: XCTestCase {
     /// ICMP filtered and the host answering TCP: every target climbs the ladder; with traffic flowing
     /// to remotes routed like each Host, every target says so.
     func testEveryTargetClimbsTheLadderAndSeesTraffic() {
-        let states = run(Scenario(seed: 41, settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500),
-                                  duration: 8_000, timeline: [
-            (500, .behaviour(.icmpFiltered(rtt: 5, tcp: .accepts))),
-            (500, .traffic(.steady(remotes: 3))),
-        ]))
+        let states = run(
+            Scenario(
+                seed: 41, settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500),
+                duration: 8_000,
+                timeline: [
+                    (500, .behaviour(.icmpFiltered(rtt: 5, tcp: .accepts))),
+                    (500, .traffic(.steady(remotes: 3))),
+                ]))
         for (number, state) in states.enumerated() {
             XCTAssertEqual(state.connectivity, .full, "target \(number): \(state.reason)")
             XCTAssertEqual(state.probeMethod, "tcp", "target \(number)")
@@ -37,11 +40,13 @@ final class EqualTargetsScenarioTests: XCTestCase {
     /// A portal intercepting the check from the moment the link comes back (another network): every
     /// target runs its own check there and says `portal`.
     func testEveryTargetRunsTheCheck() {
-        var scenario = Scenario(seed: 42, settings: ProbeSettings(), duration: 8_000, timeline: [
-            (1_000, .check(.portal)),
-            (1_000, .carrier(2, false)),
-            (1_500, .carrier(2, true)),
-        ])
+        var scenario = Scenario(
+            seed: 42, settings: ProbeSettings(), duration: 8_000,
+            timeline: [
+                (1_000, .check(.portal)),
+                (1_000, .carrier(2, false)),
+                (1_500, .carrier(2, true)),
+            ])
         scenario.checkURL = true
         for (number, state) in run(scenario).enumerated() {
             XCTAssertEqual(state.connectivity, .portal, "target \(number): \(state.reason)")
@@ -51,8 +56,10 @@ final class EqualTargetsScenarioTests: XCTestCase {
 
     /// The gateway stops answering its neighbours and forwarding: every target's diagnosis finds it.
     func testEveryTargetFindsWhereItBroke() {
-        let states = run(Scenario(seed: 43, settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500),
-                                  duration: 8_000, timeline: [(2_000, .gateway(arp: false))]))
+        let states = run(
+            Scenario(
+                seed: 43, settings: ProbeSettings(intervalMilliseconds: 500, timeoutMilliseconds: 500),
+                duration: 8_000, timeline: [(2_000, .gateway(arp: false))]))
         for (number, state) in states.enumerated() {
             XCTAssertNotEqual(state.connectivity, .full, "target \(number)")
             XCTAssertEqual(state.blame, .gateway, "target \(number): \(state.reason)")

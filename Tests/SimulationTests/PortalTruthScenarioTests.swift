@@ -17,10 +17,15 @@ final class PortalTruthScenarioTests: XCTestCase {
     }
 
     func testTheAPIsWordMakesAndEndsAPortalAndABadAnswerNever() {
-        let simulation = run(Scenario(seed: 31, settings: ProbeSettings(), duration: 20_000, timeline: [
-            (2_000, .api(.captive)), (6_000, .api(.open)), (10_000, .api(.malformed)), (14_000, .api(.hanging)),
-        ]))
-        let portals = simulation.summary.statuses.filter { $0.reason == "captive portal: sign in at https://portal.test/api-login" }
+        let simulation = run(
+            Scenario(
+                seed: 31, settings: ProbeSettings(), duration: 20_000,
+                timeline: [
+                    (2_000, .api(.captive)), (6_000, .api(.open)), (10_000, .api(.malformed)), (14_000, .api(.hanging)),
+                ]))
+        let portals = simulation.summary.statuses.filter {
+            $0.reason == "captive portal: sign in at https://portal.test/api-login"
+        }
         XCTAssertEqual(portals.count, 1, "\(simulation.summary.statuses)")
         // Asked at once on the announcement: a round trip (10 ms) after it.
         if let portal = portals.first { XCTAssertLessThanOrEqual(portal.at, 2_050_000_000) }
@@ -32,9 +37,11 @@ final class PortalTruthScenarioTests: XCTestCase {
     }
 
     func testWithTheEchoAMiddleboxIsNeverFull() {
-        var scenario = Scenario(seed: 32, settings: ProbeSettings(), duration: 30_000, timeline: [
-            (0, .check(.intercepted)), (15_000, .check(.expected(milliseconds: 20))),
-        ])
+        var scenario = Scenario(
+            seed: 32, settings: ProbeSettings(), duration: 30_000,
+            timeline: [
+                (0, .check(.intercepted)), (15_000, .check(.expected(milliseconds: 20))),
+            ])
         scenario.checkURL = true
         scenario.checkEcho = true
         let simulation = run(scenario)
@@ -48,15 +55,19 @@ final class PortalTruthScenarioTests: XCTestCase {
     }
 
     func testHTTPSBlockedIsLimitedAndPartial() {
-        var scenario = Scenario(seed: 33, settings: ProbeSettings(), duration: 40_000, timeline: [
-            (0, .check(.httpsBlocked)), (20_000, .check(.expected(milliseconds: 20))),
-        ])
+        var scenario = Scenario(
+            seed: 33, settings: ProbeSettings(), duration: 40_000,
+            timeline: [
+                (0, .check(.httpsBlocked)), (20_000, .check(.expected(milliseconds: 20))),
+            ])
         scenario.checkURL = true
         scenario.secureCheck = true
         let simulation = run(scenario)
         let before = simulation.summary.statuses.filter { $0.at < 20_000_000_000 }
         XCTAssertFalse(before.contains { $0.status.isConnected }, "\(before)")
-        XCTAssertTrue(before.contains { $0.reason.hasPrefix("HTTPS fails on this network: https://check.test/generate_204") }, "\(before)")
+        XCTAssertTrue(
+            before.contains { $0.reason.hasPrefix("HTTPS fails on this network: https://check.test/generate_204") },
+            "\(before)")
         XCTAssertEqual(simulation.state.connectivity, .full)
     }
 

@@ -18,6 +18,8 @@ final class SimulationTests: XCTestCase {
         }
         let took = Date().timeIntervalSince(started)
         print("simulation: \(count) scenarios in \(String(format: "%.2f", took)) s (\(Int(Double(count) / took))/s)")
-        for failure in failures { XCTFail("\(failure) — rerun with SIMULATION_SEED=\(failure.seed) SIMULATION_SCENARIOS=1") }
+        for failure in failures {
+            XCTFail("\(failure) — rerun with SIMULATION_SEED=\(failure.seed) SIMULATION_SCENARIOS=1")
+        }
     }
 }

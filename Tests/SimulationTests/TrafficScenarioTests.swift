@@ -23,25 +23,32 @@ final class TrafficScenarioTests: XCTestCase {
     /// 1 s + 0.5 s + (F − 1) × min(Interval, Timeout) + Timeout = 3.5 s (without traffic, up to 32 s).
     func testAStallUnderTrafficConfirmsAnOutageWhateverTheInterval() {
         for evidence in [Evidence.probes, .traffic] {
-            let settings = ProbeSettings(intervalMilliseconds: 30_000, timeoutMilliseconds: 1000, failureThreshold: 2, evidence: evidence)
-            let simulation = run(Scenario(seed: 3, settings: settings, duration: 20_000, timeline: [
-                (0, .traffic(.steady(remotes: 3))),
-                (10_000, .behaviour(.silent)),
-            ]))
+            let settings = ProbeSettings(
+                intervalMilliseconds: 30_000, timeoutMilliseconds: 1000, failureThreshold: 2, evidence: evidence)
+            let simulation = run(
+                Scenario(
+                    seed: 3, settings: settings, duration: 20_000,
+                    timeline: [
+                        (0, .traffic(.steady(remotes: 3))),
+                        (10_000, .behaviour(.silent)),
+                    ]))
             let down = try? XCTUnwrap(firstTime(simulation, .none, after: 10_000_000_000))
             XCTAssertLessThanOrEqual((down ?? .distantFuture).duration(since: 10 * second), 3_500 * ms, "\(evidence)")
             XCTAssertGreaterThanOrEqual(simulation.summary.stalls, 1)
         }
         // Without traffic, the schedule alone: the next probe is up to 30 s away.
-        let quiet = run(Scenario(seed: 3, settings: ProbeSettings(intervalMilliseconds: 30_000, timeoutMilliseconds: 1000),
-                                 duration: 20_000, timeline: [(10_000, .behaviour(.silent))]))
+        let quiet = run(
+            Scenario(
+                seed: 3, settings: ProbeSettings(intervalMilliseconds: 30_000, timeoutMilliseconds: 1000),
+                duration: 20_000, timeline: [(10_000, .behaviour(.silent))]))
         XCTAssertNil(firstTime(quiet, .none, after: 10_000_000_000))
     }
 
     /// Evidence `traffic` under steady traffic: no scheduled probe goes out, and they are counted as skipped.
     func testSteadyTrafficSkipsEveryScheduledProbe() {
         let settings = ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, evidence: .traffic)
-        let simulation = run(Scenario(seed: 4, settings: settings, duration: 30_000, timeline: [(0, .traffic(.steady(remotes: 3)))]))
+        let simulation = run(
+            Scenario(seed: 4, settings: settings, duration: 30_000, timeline: [(0, .traffic(.steady(remotes: 3)))]))
         // The first probes (start, route known) before the host answers; none after.
         XCTAssertLessThanOrEqual(simulation.summary.probesSent, 3)
         XCTAssertGreaterThanOrEqual(simulation.summary.probesSkipped, 27)
@@ -52,7 +59,9 @@ final class TrafficScenarioTests: XCTestCase {
     /// Traffic to the local network only says nothing: every probe goes out.
     func testLocalTrafficSkipsNothing() {
         let settings = ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, evidence: .traffic)
-        let simulation = run(Scenario(seed: 5, settings: settings, duration: 20_000, timeline: [(0, .traffic(.localOnly(connections: 12)))]))
+        let simulation = run(
+            Scenario(
+                seed: 5, settings: settings, duration: 20_000, timeline: [(0, .traffic(.localOnly(connections: 12)))]))
         XCTAssertEqual(simulation.summary.probesSkipped, 0)
         XCTAssertGreaterThanOrEqual(simulation.summary.probesSent, 19)
     }
@@ -61,7 +70,8 @@ final class TrafficScenarioTests: XCTestCase {
     func testLossAndDyingConnectionsChangeNothing() {
         for traffic in [Scenario.TrafficBehaviour.lossy(remotes: 3), .dying(remotes: 3)] {
             let settings = ProbeSettings(intervalMilliseconds: 30_000, timeoutMilliseconds: 1000, evidence: .traffic)
-            let simulation = run(Scenario(seed: 6, settings: settings, duration: 30_000, timeline: [(0, .traffic(traffic))]))
+            let simulation = run(
+                Scenario(seed: 6, settings: settings, duration: 30_000, timeline: [(0, .traffic(traffic))]))
             XCTAssertEqual(simulation.summary.flips, 0, "\(traffic)")
             XCTAssertEqual(simulation.state.status, .ethernet, "\(traffic)")
             XCTAssertEqual(simulation.summary.stalls, 0, "\(traffic)")
@@ -71,11 +81,14 @@ final class TrafficScenarioTests: XCTestCase {
     /// When skipped probes' traffic stops, a probe goes out at once and finds the silent host.
     func testProbesResumeWhenTrafficStops() {
         let settings = ProbeSettings(intervalMilliseconds: 30_000, timeoutMilliseconds: 1000, evidence: .traffic)
-        let simulation = run(Scenario(seed: 7, settings: settings, duration: 80_000, timeline: [
-            (0, .traffic(.steady(remotes: 2))),
-            (40_000, .traffic(.none)),
-            (40_000, .behaviour(.silent)),
-        ]))
+        let simulation = run(
+            Scenario(
+                seed: 7, settings: settings, duration: 80_000,
+                timeline: [
+                    (0, .traffic(.steady(remotes: 2))),
+                    (40_000, .traffic(.none)),
+                    (40_000, .behaviour(.silent)),
+                ]))
         let down = firstTime(simulation, .none, after: 40_000_000_000)
         // The next sample (≤ 0.5 s) sees no traffic; one probe, a Timeout, its suspicion re-probe, a Timeout.
         XCTAssertLessThanOrEqual((down ?? .distantFuture).duration(since: 40 * second), 3 * second)

@@ -19,37 +19,42 @@ final class WhereItBrokeScenarioTests: XCTestCase {
     func blames(_ simulation: Simulation) -> [String] { simulation.outages.map(\.blame) }
 
     func testEachFaultIsBlamedWhereItIs() {
-        let simulation = run([
-            (2_000, .gateway(arp: false)), (6_000, .heal),
-            (10_000, .gateway(arp: true)), (14_000, .heal),
-            (18_000, .upstreamDies), (22_000, .heal),
-            (24_000, .behaviour(.silent)), (28_000, .heal),
-        ], duration: 32_000)
-        XCTAssertEqual(blames(simulation), ["gateway", "upstream", "upstream", "host"],
-                       "a gateway answering ARP but forwarding nothing is upstream, never gateway")
+        let simulation = run(
+            [
+                (2_000, .gateway(arp: false)), (6_000, .heal),
+                (10_000, .gateway(arp: true)), (14_000, .heal),
+                (18_000, .upstreamDies), (22_000, .heal),
+                (24_000, .behaviour(.silent)), (28_000, .heal),
+            ], duration: 32_000)
+        XCTAssertEqual(
+            blames(simulation), ["gateway", "upstream", "upstream", "host"],
+            "a gateway answering ARP but forwarding nothing is upstream, never gateway")
         XCTAssertEqual(simulation.state.connectivity, .full)
         // Per diagnosis: three tries of the neighbour check at most, and one probe past the gateway.
         XCTAssertLessThanOrEqual(simulation.probesPastTheGateway, 4 + 4)
     }
 
     func testALinkDownIsBlamedAtOnceAndWithoutAsking() {
-        let simulation = run([(2_000, .carrier(2, false)), (2_001, .carrier(3, false)), (6_000, .heal)], duration: 12_000)
+        let simulation = run(
+            [(2_000, .carrier(2, false)), (2_001, .carrier(3, false)), (6_000, .heal)], duration: 12_000)
         XCTAssertEqual(blames(simulation), ["link"])
     }
 
     func testAnAnnouncedSleepWithTheUpstreamDeadMeanwhileIsNoOutage() {
-        let simulation = run([
-            (2_000, .sleep(milliseconds: 5_000, announced: true)), (3_000, .upstreamDies), (6_000, .heal),
-        ], duration: 12_000)
+        let simulation = run(
+            [
+                (2_000, .sleep(milliseconds: 5_000, announced: true)), (3_000, .upstreamDies), (6_000, .heal),
+            ], duration: 12_000)
         XCTAssertEqual(simulation.outages, [], "the upstream died and came back while the machine slept")
         XCTAssertEqual(simulation.timeInState["asleep"], 5)
         XCTAssertEqual(simulation.timeInState.values.reduce(0, +), 12, "the values add up to the run")
     }
 
     func testAnOutageIsClosedAtSleepAndTheTimeAsleepIsInNoOutage() {
-        let simulation = run([
-            (2_000, .upstreamDies), (6_000, .sleep(milliseconds: 60_000, announced: false)), (9_000, .heal),
-        ], duration: 14_000)
+        let simulation = run(
+            [
+                (2_000, .upstreamDies), (6_000, .sleep(milliseconds: 60_000, announced: false)), (9_000, .heal),
+            ], duration: 14_000)
         let outage = simulation.outages.first
         XCTAssertEqual(simulation.outages.count, 1)
         XCTAssertEqual(outage?.blame, "upstream")

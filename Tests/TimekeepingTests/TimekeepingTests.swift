@@ -36,8 +36,10 @@ final class TimekeepingTests: XCTestCase {
         XCTAssertEqual(wall.microseconds, 1_800_000_000_000_000)
         XCTAssertEqual((wall + .microseconds(1_500)).microseconds, 1_800_000_000_001_500)
         XCTAssertEqual(wall.earlier(by: .seconds(1)).microseconds, 1_799_999_999_000_000)
-        XCTAssertEqual(WallTime(microseconds: 5).earlier(by: .seconds(1)), WallTime(sinceEpoch: .zero), "never before the epoch")
-        XCTAssertEqual(Duration.microseconds(exactly: 18_446_744_073_709_551), Duration(nanoseconds: 18_446_744_073_709_551_000))
+        XCTAssertEqual(
+            WallTime(microseconds: 5).earlier(by: .seconds(1)), WallTime(sinceEpoch: .zero), "never before the epoch")
+        XCTAssertEqual(
+            Duration.microseconds(exactly: 18_446_744_073_709_551), Duration(nanoseconds: 18_446_744_073_709_551_000))
         XCTAssertNil(Duration.microseconds(exactly: 18_446_744_073_709_552))
         XCTAssertNil(Duration.microseconds(exactly: .max))
     }
@@ -72,6 +74,7 @@ final class TimekeepingTests: XCTestCase {
         XCTAssertTrue(alarms.isDue(.third, now: t))
         XCTAssertFalse(alarms.isDue(.first, now: t))
         alarms.deadlines[.second] = nil
-        XCTAssertEqual(alarms.firstDue(now: t + .seconds(5))?.timer, .third, "an earlier deadline goes before an earlier case")
+        XCTAssertEqual(
+            alarms.firstDue(now: t + .seconds(5))?.timer, .third, "an earlier deadline goes before an earlier case")
     }
 }

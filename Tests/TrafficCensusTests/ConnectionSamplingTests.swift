@@ -34,7 +34,10 @@ final class ConnectionSamplingTests: XCTestCase {
         XCTAssertEqual(filtered.receivingRemotes, 0)
         XCTAssertLessThan(filtered.connections, sample.connections)
         // No source of the host's family: nothing is asked.
-        XCTAssertEqual(try census.sample(host: loopback, sources: [try XCTUnwrap(IPAddress("::1"))], now: 30_000_000_000, wait: 100).get(), TrafficSample())
+        XCTAssertEqual(
+            try census.sample(
+                host: loopback, sources: [try XCTUnwrap(IPAddress("::1"))], now: 30_000_000_000, wait: 100
+            ).get(), TrafficSample())
         withExtendedLifetime(connections) {}
     }
 
@@ -52,7 +55,8 @@ final class ConnectionSamplingTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(census.reuse, 250_000_000)
         let period = census.reusePeriod(total: first.connections)
         let fresh = try census.sample(host: loopback, sources: [loopback], now: 1_000_000_000 + period, wait: 100).get()
-        XCTAssertGreaterThanOrEqual(fresh.connections - first.connections, 4, "the reuse period on (250 ms or 125 × a dump's cost): a new dump")
+        XCTAssertGreaterThanOrEqual(
+            fresh.connections - first.connections, 4, "the reuse period on (250 ms or 125 × a dump's cost): a new dump")
         XCTAssertEqual(fresh.receivingRemotes, 1)
         withExtendedLifetime(connections) {}
     }
@@ -72,11 +76,14 @@ final class ConnectionSamplingTests: XCTestCase {
         for step in UInt64(1)...12 {
             for target in 0..<8 {
                 let host = try XCTUnwrap(IPAddress("198.18.3.\(target + 1)"))
-                _ = try census.sample(host: host, sources: [loopback], now: 1_000 * ms + step * 100 * ms, wait: 100).get()
+                _ = try census.sample(host: host, sources: [loopback], now: 1_000 * ms + step * 100 * ms, wait: 100)
+                    .get()
             }
         }
         XCTAssertEqual(census.dumpsTaken, 1, "96 samples of 8 targets within the period: one walk")
-        XCTAssertTrue(census.needsDearDump(host: loopback, sources: [loopback], now: 2_300 * ms), "past the period a dear walk is due")
+        XCTAssertTrue(
+            census.needsDearDump(host: loopback, sources: [loopback], now: 2_300 * ms),
+            "past the period a dear walk is due")
         XCTAssertFalse(census.needsDearDump(host: loopback, sources: [loopback], now: 2_200 * ms))
         _ = try census.sample(host: loopback, sources: [loopback], now: 2_300 * ms, wait: 100).get()
         XCTAssertEqual(census.dumpsTaken, 2)
@@ -105,7 +112,8 @@ final class ConnectionSamplingTests: XCTestCase {
     /// whatever the namespace holds), a fifth of the daemon's CPU with 64 targets and no connection. A namespace with
     /// no established connection (/proc/net/snmp's CurrEstab) is not walked; the count is read as the kernel writes it.
     func testCurrEstabIsReadFromTheSnmpTable() throws {
-        let text = "Ip: Forwarding DefaultTTL\nIp: 1 64\nTcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails "
+        let text =
+            "Ip: Forwarding DefaultTTL\nIp: 1 64\nTcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails "
             + "EstabResets CurrEstab InSegs OutSegs\nTcp: 1 200 120000 -1 97 86 2 18 7 2266 1587\nUdp: InDatagrams\nUdp: 5\n"
         XCTAssertEqual(ConnectionCensus.parseEstablished(Array(text.utf8)[...]), 7)
         XCTAssertNil(ConnectionCensus.parseEstablished(Array("Tcp: CurrEstab\n".utf8)[...]), "no values line")
@@ -113,7 +121,8 @@ final class ConnectionSamplingTests: XCTestCase {
         XCTAssertNil(ConnectionCensus.parseEstablished([][...]))
         let connections = try LoopbackConnections(count: 1)
         defer { withExtendedLifetime(connections) {} }
-        XCTAssertGreaterThanOrEqual(ConnectionCensus.establishedConnections() ?? 0, 2, "this namespace's own, both ends")
+        XCTAssertGreaterThanOrEqual(
+            ConnectionCensus.establishedConnections() ?? 0, 2, "this namespace's own, both ends")
     }
 
     /// Dual-stack programs talk IPv4 through IPv6 sockets (v4-mapped addresses): their connections count too.
@@ -125,7 +134,9 @@ final class ConnectionSamplingTests: XCTestCase {
         _ = setsockopt(listener, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &off, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in6()
         address.sin6_family = sa_family_t(AF_INET6)
-        withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 127, 0, 0, 1]) }
+        withUnsafeMutableBytes(of: &address.sin6_addr) {
+            $0.copyBytes(from: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 127, 0, 0, 1])
+        }
         var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
         let client = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
         let connected = withUnsafeMutablePointer(to: &address) { pointer in
@@ -156,7 +167,8 @@ final class ConnectionSamplingTests: XCTestCase {
         XCTAssertGreaterThan(now.cost, 0, "the CPU a sample took is measured")
         var later: TrafficSample?
         sampler.sampleLater(host: loopback, sources: [loopback]) { sample, _ in later = sample }
-        XCTAssertNil(sampler.sampleNow(host: loopback, sources: [loopback]), "one on the thread: none on the loop meanwhile")
+        XCTAssertNil(
+            sampler.sampleNow(host: loopback, sources: [loopback]), "one on the thread: none on the loop meanwhile")
         let deadline = MonotonicClock.now() + 5_000_000_000
         while later == nil && MonotonicClock.now() < deadline { loop.runTurn(waitingAtMost: 100) }
         XCTAssertEqual(later?.receivingRemotes, 1)
@@ -165,16 +177,21 @@ final class ConnectionSamplingTests: XCTestCase {
 
     func testTheRequestFiltersByStateAndSource() throws {
         let sources = try ["198.18.0.5", "198.18.0.6", "fd00::5"].map { try XCTUnwrap(IPAddress($0)) }
-        let (request, filtered) = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, sources: sources, sequence: 9))
+        let (request, filtered) = try XCTUnwrap(
+            SocketDiag.establishedTCP(family: AF_INET, sources: sources, sequence: 9))
         XCTAssertTrue(filtered)
         // nlmsghdr 16 + inet_diag_req 60 (IPv4: one walk for both socket families) + rtattr 4 + two S_CONDs of
         // 4 + 8 + 4 bytes with a JMP between them.
         XCTAssertEqual(request.count, 16 + 60 + 4 + 2 * 16 + 4)
         XCTAssertEqual(UInt16(request[4]) | UInt16(request[5]) << 8, CLinux_TCPDIAG_GETSOCK)
         let filter = Array(request[(16 + 60 + 4)...])
-        XCTAssertEqual(Array(filter[0..<4]), [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0], "a match falls through to the JMP, a miss skips it")
+        XCTAssertEqual(
+            Array(filter[0..<4]), [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0],
+            "a match falls through to the JMP, a miss skips it")
         XCTAssertEqual(Array(filter[16..<20]), [CLinux_INET_DIAG_BC_JMP, 4, 20, 0], "the JMP goes to the end (accept)")
-        XCTAssertEqual(Array(filter[20..<24]), [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0], "the last miss jumps past the end (reject)")
+        XCTAssertEqual(
+            Array(filter[20..<24]), [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0], "the last miss jumps past the end (reject)"
+        )
         XCTAssertNil(SocketDiag.establishedTCP(family: AF_INET6, sources: [sources[0]], sequence: 9))
         let many = (1...200).compactMap { IPAddress("198.18.1.\($0)") }
         let unfiltered = try XCTUnwrap(SocketDiag.establishedTCP(family: AF_INET, sources: many, sequence: 9))
@@ -200,13 +217,16 @@ final class ConnectionSamplingTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(sample.connections, 4, "\(count) source addresses")
             XCTAssertEqual(sample.receivingRemotes, 1, "\(count) source addresses")
             now += 1 * second
-            let elsewhere = try census.sample(host: loopback, sources: others + [try XCTUnwrap(IPAddress("127.0.0.2"))], now: now,
-                                              wait: 100).get()
+            let elsewhere = try census.sample(
+                host: loopback, sources: others + [try XCTUnwrap(IPAddress("127.0.0.2"))], now: now,
+                wait: 100
+            ).get()
             XCTAssertEqual(elsewhere.receivingRemotes, 0, "\(count) other addresses see none of them")
         }
         let six = try ["fe80::1", "fd00::1", "2001:db8::1", "::1"].map { try XCTUnwrap(IPAddress($0)) }
-        XCTAssertNoThrow(try census.sample(host: six[3], sources: six, now: now + 1 * second, wait: 100).get(),
-                         "an IPv6 interface's link-local and global addresses")
+        XCTAssertNoThrow(
+            try census.sample(host: six[3], sources: six, now: now + 1 * second, wait: 100).get(),
+            "an IPv6 interface's link-local and global addresses")
         withExtendedLifetime(connections) {}
     }
 
@@ -220,17 +240,21 @@ final class ConnectionSamplingTests: XCTestCase {
         condition.prefix_len = 32
         condition.port = -1
         let hostcond = withUnsafeBytes(of: condition) { Array($0) }
-        let oldLayout = [CLinux_INET_DIAG_BC_S_COND, 32, 16, 0] + hostcond + sources[0].bytes
+        let oldLayout =
+            [CLinux_INET_DIAG_BC_S_COND, 32, 16, 0] + hostcond + sources[0].bytes
             + [CLinux_INET_DIAG_BC_S_COND, 16, 20, 0] + hostcond + sources[1].bytes
         var body = inet_diag_req_v2()
         body.sdiag_family = UInt8(AF_INET)
         body.sdiag_protocol = UInt8(IPPROTO_TCP)
         body.idiag_states = 1 << 1
-        let request = NetlinkRequest.message(type: Int32(CLinux_SOCK_DIAG_BY_FAMILY), flags: NLM_F_REQUEST | NLM_F_DUMP,
-                                             sequence: census.sequence, body: body,
-                                             attributes: [(CLinux_INET_DIAG_REQ_BYTECODE, oldLayout)])
+        let request = NetlinkRequest.message(
+            type: Int32(CLinux_SOCK_DIAG_BY_FAMILY), flags: NLM_F_REQUEST | NLM_F_DUMP,
+            sequence: census.sequence, body: body,
+            attributes: [(CLinux_INET_DIAG_REQ_BYTECODE, oldLayout)])
         let refused = census.dump(request, wait: 100) { _ in }
-        guard case .failure(.refused(let error)) = refused else { return XCTFail("the kernel took the old layout: \(refused)") }
+        guard case .failure(.refused(let error)) = refused else {
+            return XCTFail("the kernel took the old layout: \(refused)")
+        }
         XCTAssertEqual(error.errno, EINVAL)
 
         let loop = try MainLoop()
@@ -255,8 +279,8 @@ final class ConnectionSamplingTests: XCTestCase {
         message.idiag_state = 1
         withUnsafeMutableBytes(of: &message.id.idiag_dst) { $0.copyBytes(from: [198, 18, 0, 2]) }
         var info = [UInt8](repeating: 0, count: 232)
-        info[2] = 1  // tcpi_retransmits
-        info[52] = 0xE8; info[53] = 0x03  // tcpi_last_data_recv = 1000 ms
+        info[2] = 1 // tcpi_retransmits
+        info[52] = 0xE8; info[53] = 0x03 // tcpi_last_data_recv = 1000 ms
         let body = withUnsafeBytes(of: message) { Array($0) } + NetlinkRequest.encode([(CLinux_INET_DIAG_INFO, info)])
         var header = nlmsghdr()
         header.nlmsg_len = UInt32(16 + body.count)
@@ -268,13 +292,19 @@ final class ConnectionSamplingTests: XCTestCase {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 8)
             defer { buffer.deallocate() }
             buffer.copyBytes(from: bytes)
-            SocketDiagReply.parse(UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), sequence: sequence, into: &result)
+            SocketDiagReply.parse(
+                UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]), sequence: sequence, into: &result)
             return result
         }
         let parsed = parse(whole)
-        XCTAssertEqual(parsed.connections, [SocketDiagReply.Connection(local: try XCTUnwrap(IPAddress("0.0.0.0")),
-                                                                   remote: try XCTUnwrap(IPAddress("198.18.0.2")),
-                                                                   retransmitting: true, receivedRecently: false)])
+        XCTAssertEqual(
+            parsed.connections,
+            [
+                SocketDiagReply.Connection(
+                    local: try XCTUnwrap(IPAddress("0.0.0.0")),
+                    remote: try XCTUnwrap(IPAddress("198.18.0.2")),
+                    retransmitting: true, receivedRecently: false)
+            ])
         XCTAssertTrue(parse(whole, sequence: 5).connections.isEmpty, "another request's answer is not ours")
         for cut in 0..<whole.count {
             var bytes = Array(whole[..<cut])
