@@ -34,7 +34,7 @@ public final class BeyondProbeRun {
         start(host: host, hops: hops)
     }
 
-    deinit { life.cancel() }
+    deinit { life.abandon() }
 
     /// Nothing more is heard; no completion.
     public func cancel() {

@@ -50,7 +50,7 @@ public final class NeighborCheckRun {
         sendNext()
     }
 
-    deinit { life.cancel() }
+    deinit { life.abandon() }
 
     /// Nothing more is sent or heard; no completion.
     public func cancel() {

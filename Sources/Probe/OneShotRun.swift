@@ -42,6 +42,15 @@ final class OneShotRun<Answer> {
         close()
     }
 
+    /// The run is going away (its deinit): the timer and the watch go; its socket goes with it.
+    func abandon() {
+        completion = nil
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        if let source { loop.remove(source) }
+        source = nil
+    }
+
     private func close() {
         if let timer { loop.cancel(timer) }
         timer = nil
