@@ -15,7 +15,7 @@ final class SystemdLaneTests: XCTestCase {
         "wait-online-offline", "wait-online-again", "still-no-failed-unit", "poweroff", "nothing-left",
     ]
     /// And over the package, besides: installed, enabled as a Debian package enables, purged.
-    static let packageChecks = checks + ["package-installed", "package-enables", "package-purged"]
+    static let packageChecks = checks + ["package-installed", "gio-module-cached", "package-enables", "package-purged"]
 
     func testTheInstalledFilesUnderSystemdAsPID1() throws {
         try requireRoot()

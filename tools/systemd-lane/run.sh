@@ -128,6 +128,10 @@ if [ -n "$deb" ]; then
     service_active=$(prop netobserver.service ActiveEnterTimestampMonotonic)
     check service-active "active $(( (service_active - userspace) / 1000 )) ms after systemd started, started by the package" \
         '[ "$(in_lane systemctl is-active netobserver.service)" = active ]'
+    # GLib's trigger refreshed the module cache: GLib programs load the module by it.
+    modules=$(pkg-config --variable=giomoduledir gio-2.0)
+    cached=$(in_lane grep -c "^libgionetobserver.so: gio-network-monitor" "$modules/giomodule.cache" || true)
+    check gio-module-cached "giomodule.cache lists the module $cached time(s)" '[ "$cached" = 1 ]'
     enabled="netobserver.service $(in_lane systemctl is-enabled netobserver.service 2>&1 || true), wait-online $(in_lane systemctl is-enabled netobserver-wait-online.service 2>&1 || true)"
     check package-enables "$enabled" '[ "$enabled" = "netobserver.service enabled, wait-online disabled" ]'
     # What an administrator does to make network-online.target wait for the verdict.
