@@ -20,24 +20,23 @@ final class SystemdLaneTests: XCTestCase {
     func testTheInstalledFilesUnderSystemdAsPID1() throws {
         try requireRoot()
         // Staged by make test: the lane cannot run `make install` itself while `swift test` holds the build's lock.
-        guard let stage = ProcessInfo.processInfo.environment["NETOBSERVER_LANE_STAGE"], !stage.isEmpty else {
-            if ProcessInfo.processInfo.environment["CI"] == "true" {
-                XCTFail("NETOBSERVER_LANE_STAGE is not set (make test stages the install)")
-            }
-            throw XCTSkip("no staged install: NETOBSERVER_LANE_STAGE is set by make test")
-        }
+        let stage = try setByMakeTest("NETOBSERVER_LANE_STAGE", "the staged install")
         try runLane(arguments: ["--staged", stage], expecting: Self.checks)
     }
 
     func testTheDebianPackageInstalledAndPurgedUnderSystemdAsPID1() throws {
         try requireRoot()
-        guard let package = ProcessInfo.processInfo.environment["NETOBSERVER_DEB"], !package.isEmpty else {
-            if ProcessInfo.processInfo.environment["CI"] == "true" {
-                XCTFail("NETOBSERVER_DEB is not set (make test builds the package)")
-            }
-            throw XCTSkip("no package to install: NETOBSERVER_DEB is set by make test, after make deb")
-        }
+        let package = try setByMakeTest("NETOBSERVER_DEB", "the package make deb built")
         try runLane(arguments: ["--deb", package], expecting: Self.packageChecks)
+    }
+
+    /// What make test puts in `variable`; without it the test skips, and fails under CI=true.
+    private func setByMakeTest(_ variable: String, _ what: String) throws -> String {
+        if let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty { return value }
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            XCTFail("\(variable) is not set: make test sets it to \(what)")
+        }
+        throw XCTSkip("\(variable) is not set: make test sets it to \(what)")
     }
 
     private func runLane(arguments: [String], expecting checks: [String]) throws {
