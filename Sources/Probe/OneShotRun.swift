@@ -45,22 +45,28 @@ final class OneShotRun<Answer> {
     /// The run is going away (its deinit): the timer and the watch go; its socket goes with it.
     func abandon() {
         completion = nil
-        if let timer { loop.cancel(timer) }
-        timer = nil
-        if let source { loop.remove(source) }
-        source = nil
+        stopTimer()
+        stopWatch()
     }
 
     private func close() {
-        if let timer { loop.cancel(timer) }
-        timer = nil
+        stopTimer()
         letSocketGo()
     }
 
     /// Stops the watch and lets the socket go; the timer stays, so the run still ends by its deadline.
     func letSocketGo() {
+        stopWatch()
+        release()
+    }
+
+    private func stopTimer() {
+        if let timer { loop.cancel(timer) }
+        timer = nil
+    }
+
+    private func stopWatch() {
         if let source { loop.remove(source) }
         source = nil
-        release()
     }
 }
