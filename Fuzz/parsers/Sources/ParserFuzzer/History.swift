@@ -16,8 +16,8 @@ func historyFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CIn
     }
     func boot(_ microseconds: UInt64) -> BootTime { BootTime(sinceBoot: .microseconds(microseconds)) }
     history.observeStart(boot: boot(0))
-    _ = history.observe(.full, blame: "", reason: "", boot: boot(1), real: history.began)
-    _ = history.observe(.limited, blame: "host", reason: "fuzz", boot: boot(2), real: real(1))
+    _ = history.observe(.full, blame: nil, reason: "", boot: boot(1), real: history.began)
+    _ = history.observe(.limited, blame: .host, reason: "fuzz", boot: boot(2), real: real(1))
     _ = history.suspend(boot: boot(3_000_000))
     history.resume(boot: boot(4_000_000), real: real(4))
     _ = history.timeInState(boot: boot(5_000_000))
