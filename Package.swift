@@ -25,6 +25,8 @@ let package = Package(
         // A single-threaded epoll loop: fd sources, timers, end-of-turn work, cross-thread posts.
         // Linux headers and macros Swift cannot import (epoll, eventfd, signalfd, later netlink/ICMP).
         .target(name: "CLinux"),
+        // glibc's resolver library (libresolv): DNS truth's questions asked and their answers read, no DNS code of ours.
+        .target(name: "CResolv", linkerSettings: [.linkedLibrary("resolv")]),
         .target(name: "EventLoop", dependencies: ["CLinux", "Timekeeping"]),
         // The pure targets: the rules without I/O. Each depends only on pure targets (no C module, no
         // EventLoop, no DBusKit, no HTTPCheck); `make purity` also refuses an `import Glibc` in them.
@@ -59,7 +61,7 @@ let package = Package(
         .target(name: "MonitorContract", dependencies: ["DBusKit", "MonitorRules", "ProbeRules"]),
         // The blocking helper: a second process for whatever may block (lookups, the census, file writes),
         // its wire, and the atomic file it writes through. The daemon never starts a thread of its own.
-        .target(name: "HelperProcess", dependencies: ["CLinux", "EventLoop", "NetAddress", "Probe", "ProbeRules", "Timekeeping", "TrafficCensus"]),
+        .target(name: "HelperProcess", dependencies: ["CLinux", "CResolv", "EventLoop", "MonitorRules", "NetAddress", "NetCore", "Probe", "ProbeRules", "Timekeeping", "TrafficCensus"]),
         // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
         .target(name: "MonitorService", dependencies: ["HelperProcess", "CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck", "NetAddress", "ProbeRules", "TrafficCensus", "Timekeeping"]),
         // Released, what an idle daemon runs is linked first (tools/text-order.sh): with it together, the kernel's

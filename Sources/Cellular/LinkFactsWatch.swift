@@ -31,6 +31,8 @@ public final class LinkFactsWatch {
     private var modems: RemoteObjectManager?
     private var devices: RemoteObjectManager?
     private var sleep: SleepFollower?
+    /// Whether systemd-resolved is on the bus (DNS truth asks it then).
+    private var resolved: NameOwnerWatch?
     private var wasReady = false
     private var described: [String: String] = [:]
     private var failedAttempts = 0
@@ -40,6 +42,12 @@ public final class LinkFactsWatch {
 
     public static let modemManager = "org.freedesktop.ModemManager1"
     public static let networkManager = "org.freedesktop.NetworkManager"
+    public static let resolve1 = "org.freedesktop.resolve1"
+
+    /// The system bus, while it is connected and this watch is registered on it.
+    public var systemBus: BusConnection? { reachable == true ? connection : nil }
+    /// systemd-resolved's unique name on the system bus; nil while it is not there (or not known yet).
+    public var resolvedOwner: String? { resolved?.owner }
     /// D-Bus's own limit on a message: nothing the bus forwards is larger, so no peer's
     /// oversized signal to this connection makes libdbus drop it.
     static let largestMessage = 128 * 1024 * 1024
@@ -51,6 +59,7 @@ public final class LinkFactsWatch {
 
     deinit {
         if let retryTimer { loop.cancel(retryTimer) }
+        resolved = nil
         modems = nil
         devices = nil
         sleep = nil
@@ -100,6 +109,7 @@ public final class LinkFactsWatch {
         devices.onChange = { [unowned self] in update() }
         self.modems = modems
         self.devices = devices
+        resolved = NameOwnerWatch(connection: connection, name: Self.resolve1)
         sleep = SleepFollower(connection: connection) { [weak self] asleep in
             self?.onNews?(asleep ? "logind: the machine is going to sleep" : "logind: the machine woke")
             self?.onSleep?(asleep)
@@ -125,6 +135,7 @@ public final class LinkFactsWatch {
     }
 
     private func dropConnection() {
+        resolved = nil
         modems = nil
         devices = nil
         sleep?.drop()

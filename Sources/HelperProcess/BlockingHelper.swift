@@ -1,6 +1,7 @@
 import CLinux
 import EventLoop
 import Glibc
+import MonitorRules
 import NetAddress
 import ProbeRules
 import Timekeeping
@@ -73,6 +74,16 @@ package final class BlockingHelper {
     ) {
         run(.resolve(host: host, family: family), on: first ? .firstLookups : .lookups) { answer in
             if case .resolved(let result) = answer { completion(result) }
+        }
+    }
+
+    /// Asks `question` of the nameservers of /etc/resolv.conf in order, within `limitSeconds` in all (when they are
+    /// only systemd-resolved's stub, only if `viaStub`: see `DnsAsker`).
+    package func askDns(
+        _ question: DnsQuestion, limitSeconds: UInt32, viaStub: Bool, completion: @escaping (DnsReply) -> Void
+    ) {
+        run(.askDns(question, limitSeconds: limitSeconds, viaStub: viaStub), on: .dnsTruth) { answer in
+            if case .dnsAnswered(let reply) = answer { completion(reply) }
         }
     }
 
@@ -330,6 +341,7 @@ package final class BlockingHelper {
         case .remove: .removed(false)
         case .read: .read(.failure(.init(description: "cannot be read: the blocking helper stopped")))
         case .barrier: .passed
+        case .askDns: .dnsAnswered(DnsReply(outcome: .noAnswer("the blocking helper stopped"), transport: .unknown))
         }
     }
 }

@@ -23,6 +23,7 @@ package enum BlockingHelperProcess {
             guard let lane = try? WorkerThread() else { return 1 }
             lanes.append(lane)
         }
+        guard let dnsPool = try? QuestionPool(threads: QuestionPool.size) else { return 1 }
         var inbox: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         var trimDue = true
@@ -52,14 +53,47 @@ package enum BlockingHelperProcess {
                 }
                 guard let (id, lane, quiet, request) = HelperWire.request(inbox[body]) else { _exit(2) }
                 start = body.upperBound
-                lanes[Int(lane.rawValue)].async {
+                let job: @Sendable () -> Void = {
                     let answer = work.perform(request)
                     // A quiet request's success is not said: no answer wakes the daemon for nothing.
                     if quiet && !answer.isFailure { return }
                     answers.send(HelperWire.frame(id: id, lane: lane, answer))
                 }
+                if lane == .dnsTruth {
+                    dnsPool.async(job)
+                } else {
+                    lanes[Int(lane.rawValue)].async(job)
+                }
             }
             inbox.removeFirst(start)
+        }
+    }
+}
+
+/// DNS truth's lane: a few threads, each question to the one with the least work waiting, so a question
+/// waits behind at most a few others (each bounded by its limit), never behind every target's.
+private final class QuestionPool: Sendable {
+    static let size = 4
+    private let threads: [WorkerThread]
+    /// Each thread's questions not yet answered.
+    private let queued: Mutex<[Int]>
+
+    init(threads count: Int) throws(SystemError) {
+        var threads: [WorkerThread] = []
+        for _ in 0..<count { threads.append(try WorkerThread()) }
+        self.threads = threads
+        queued = Mutex([Int](repeating: 0, count: count))
+    }
+
+    func async(_ job: @escaping @Sendable () -> Void) {
+        let chosen = queued.withLock { counts in
+            let index = counts.indices.min { counts[$0] < counts[$1] } ?? 0
+            counts[index] += 1
+            return index
+        }
+        threads[chosen].async { [self] in
+            job()
+            queued.withLock { $0[chosen] -= 1 }
         }
     }
 }
@@ -120,6 +154,8 @@ private final class HelperWork: Sendable {
                 AtomicFile(directory: directory, name: name).read(maximumSize: maximumSize).map { $0.map(Array.init) })
         case .barrier:
             return .passed
+        case .askDns(let question, let limit, let viaStub):
+            return .dnsAnswered(DnsAsker.ask(question, limitSeconds: limit, viaStub: viaStub))
         }
     }
 }

@@ -1,4 +1,5 @@
 import EventLoop
+import MonitorRules
 import NetAddress
 import ProbeRules
 import Timekeeping
@@ -14,6 +15,9 @@ package enum HelperRequest: Equatable, Sendable {
     case read(directory: String, name: String, maximumSize: Int)
     /// Answered once every request before it on its lane is done.
     case barrier
+    /// `question` asked of the nameservers of /etc/resolv.conf in order, all of them within `limitSeconds`;
+    /// unless `viaStub`, not when they are only systemd-resolved's stub (resolved is asked over D-Bus instead).
+    case askDns(DnsQuestion, limitSeconds: UInt32, viaStub: Bool)
 }
 
 /// What the helper answers each request with (`resolve` → `resolved`, and so on).
@@ -25,12 +29,13 @@ package enum HelperAnswer: Equatable, Sendable {
     /// The file's bytes (nil: there is none), or why it was refused.
     case read(Result<[UInt8]?, AtomicFile.Refused>)
     case passed
+    case dnsAnswered(DnsReply)
 
     /// Whether this is the kind of answer `request` gets (`resolve` → `resolved`, and so on).
     package func answers(_ request: HelperRequest) -> Bool {
         switch (request, self) {
         case (.resolve, .resolved), (.sample, .sampled), (.write, .written), (.remove, .removed), (.read, .read),
-            (.barrier, .passed):
+            (.barrier, .passed), (.askDns, .dnsAnswered):
             true
         default: false
         }
@@ -44,7 +49,7 @@ package enum HelperAnswer: Equatable, Sendable {
         case .sampled(let taken):
             if case .failure = taken.result { return true }
             return false
-        case .resolved, .removed, .read, .passed: return false
+        case .resolved, .removed, .read, .passed, .dnsAnswered: return false
         }
     }
 }
@@ -55,6 +60,9 @@ package enum HelperLane: UInt8, CaseIterable, Sendable {
     /// The default target's lookups (its Host's and its checks'): a lane of their own, so no other target's hung
     /// lookup, under way in `lookups`, holds them up.
     case firstLookups
+    /// DNS truth's questions: a few threads of their own, so no question waits behind another target's for long,
+    /// and none behind a name lookup or the census.
+    case dnsTruth
 }
 
 /// The wire between the daemon and its helper, over a stream socket: frames of a 4-byte length,
@@ -86,6 +94,9 @@ package enum HelperWire {
             out.u8(4); out.string(directory); out.string(name); out.u32(UInt32(clamping: maximumSize))
         case .barrier:
             out.u8(5)
+        case .askDns(let question, let limit, let viaStub):
+            out.u8(6); out.u8(UInt8(question.kind.rawValue)); out.string(question.name)
+            out.u8(question.family == .v4 ? 4 : 6); out.u32(limit); out.u8(viaStub ? 1 : 0)
         }
         return out.framed()
     }
@@ -125,6 +136,22 @@ package enum HelperWire {
             out.u8(10); out.string(refused.description)
         case .passed:
             out.u8(11)
+        case .dnsAnswered(let reply):
+            out.u8(12)
+            switch reply.outcome {
+            case .addresses(let list): out.u8(0); out.u32(UInt32(list.count)); list.forEach { out.address($0) }
+            case .noData: out.u8(1)
+            case .nxdomain: out.u8(2)
+            case .servfail: out.u8(3)
+            case .refused: out.u8(4)
+            case .otherRcode(let code): out.u8(5); out.u32(UInt32(truncatingIfNeeded: code))
+            case .noAnswer(let why): out.u8(6); out.string(why)
+            }
+            out.string(reply.server)
+            out.u8(UInt8(DnsTransport.allCases.firstIndex(of: reply.transport) ?? 0))
+            out.u64(reply.roundTrip.nanoseconds)
+            out.u8(reply.encryptionExpected ? 1 : 0)
+            out.u32(UInt32(reply.resolvers.count)); reply.resolvers.forEach { out.string($0) }
         }
         return out.framed()
     }
@@ -180,6 +207,13 @@ package enum HelperWire {
             request = .read(directory: directory, name: name, maximumSize: Int(size))
         case 5:
             request = .barrier
+        case 6:
+            guard let kind = input.u8().flatMap({ DnsQuestionKind(rawValue: Int($0)) }), let name = input.string(),
+                let family = input.u8().flatMap({ [4: IPFamily.v4, 6: .v6][$0] }), let limit = input.u32(),
+                let viaStub = input.u8(), viaStub <= 1
+            else { return nil }
+            request = .askDns(
+                DnsQuestion(kind: kind, name: name, family: family), limitSeconds: limit, viaStub: viaStub == 1)
         default:
             return nil
         }
@@ -238,6 +272,9 @@ package enum HelperWire {
             answer = .read(.failure(AtomicFile.Refused(description: reason)))
         case 11:
             answer = .passed
+        case 12:
+            guard let reply = input.dnsReply() else { return nil }
+            answer = .dnsAnswered(reply)
         default:
             return nil
         }
@@ -325,6 +362,37 @@ private struct WireIn {
             return .v6(bytes, zone: IPAddress.Zone(index: index, name: name))
         }
         return plain
+    }
+
+    package mutating func dnsReply() -> DnsReply? {
+        let outcome: DnsOutcome
+        switch u8() {
+        case 0:
+            guard let list = addresses() else { return nil }
+            outcome = .addresses(list)
+        case 1: outcome = .noData
+        case 2: outcome = .nxdomain
+        case 3: outcome = .servfail
+        case 4: outcome = .refused
+        case 5:
+            guard let code = u32() else { return nil }
+            outcome = .otherRcode(Int(Int32(bitPattern: code)))
+        case 6:
+            guard let why = string() else { return nil }
+            outcome = .noAnswer(why)
+        default: return nil
+        }
+        guard let server = string(), let transportIndex = u8(), transportIndex < DnsTransport.allCases.count,
+            let roundTrip = u64(), let encrypted = u8(), encrypted <= 1, let count = u32(), Int(count) <= rest.count / 4
+        else { return nil }
+        var resolvers: [String] = []
+        for _ in 0..<count {
+            guard let resolver = string() else { return nil }
+            resolvers.append(resolver)
+        }
+        return DnsReply(
+            outcome: outcome, server: server, transport: DnsTransport.allCases[Int(transportIndex)],
+            roundTrip: Duration(nanoseconds: roundTrip), encryptionExpected: encrypted == 1, resolvers: resolvers)
     }
 
     /// At most as many as the frame could hold, so a lying count cannot make us reserve memory.

@@ -96,6 +96,18 @@ public enum PrometheusText {
             Blame.allCases.map { "{\(labels),blame=\"\($0.rawValue)\"} \(s.Blame == $0.rawValue ? 1 : 0)" }
         }
         family(
+            "netobserver_dns", "gauge",
+            "DNS truth (Dns): 1 for the current value, 0 for the others."
+        ) { labels, s in
+            DnsHealth.allCases.map { "{\(labels),state=\"\($0.rawValue)\"} \(s.Dns == $0.rawValue ? 1 : 0)" }
+        }
+        family(
+            "netobserver_dns_round_trip_seconds", "gauge",
+            "The last fresh DNS lookup's time (DnsRoundTripTime), 0 before the first."
+        ) { labels, s in
+            ["{\(labels)} \(number(Double(s.DnsRoundTripTime) / 1e6))"]
+        }
+        family(
             "netobserver_connectivity_seconds_total", "counter",
             "Seconds the target spent in each Connectivity value since its history began (TimeInState)."
         ) { labels, s in

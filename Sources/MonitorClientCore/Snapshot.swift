@@ -105,6 +105,11 @@ public struct Snapshot: Encodable {
     public var Blame: String { string(.blame) }
     public var Neighbor4: String { string(.neighbor4) }
     public var Neighbor6: String { string(.neighbor6) }
+    public var Dns: String { string(.dns) }
+    public var DnsServer: String { string(.dnsServer) }
+    public var DnsTransport: String { string(.dnsTransport) }
+    public var DnsRoundTripTime: UInt64 { number(.dnsRoundTripTime) }
+    public var DnsProbeZone: String { string(.dnsProbeZone) }
     /// Seconds in each Connectivity value and asleep, as the service counts them.
     public var TimeInState: [String: UInt64] {
         guard case .dictionary(_, _, let entries)? = values[.timeInState] else { return [:] }
@@ -128,6 +133,26 @@ public struct Snapshot: Encodable {
         if !address.isEmpty, address == Address, !Interface.isEmpty { text += " via \(Interface)" }
         let details = [address, rtt > 0 && connectivity == "full" ? Self.milliseconds(rtt) : ""].filter { !$0.isEmpty }
         return details.isEmpty ? text : text + (text.contains(" via ") ? ", " : " ") + details.joined(separator: ", ")
+    }
+
+    /// DNS truth in words: `ok via 192.0.2.53 (udp), 12.0 ms`, `failing: new lookups of …`,
+    /// `unencrypted: resolved is set to DNS-over-TLS but answered in plain text`.
+    public var dnsLine: String {
+        switch Dns {
+        case "failing":
+            let prefix = "DNS fails: "
+            return "failing: "
+                + (Reason.hasPrefix(prefix) ? String(Reason.dropFirst(prefix.count)) : "fresh lookups fail")
+        case "intercepted":
+            return "intercepted: a name that cannot exist got an address (NXDOMAIN rewritten, or a portal)"
+        case "unencrypted": return "unencrypted: resolved is set to DNS-over-TLS but answered in plain text"
+        case "ok", "slow":
+            var text = Dns
+            if !DnsServer.isEmpty { text += " via \(DnsServer)" + (DnsTransport.isEmpty ? "" : " (\(DnsTransport))") }
+            if DnsRoundTripTime > 0 { text += ", " + Self.milliseconds(DnsRoundTripTime) }
+            return text
+        default: return Dns.isEmpty ? "unknown" : Dns
+        }
     }
 
     /// Status with what the link is: `cellular (4g, metered)`.
@@ -184,6 +209,9 @@ public struct Snapshot: Encodable {
         }
         if !gateways.isEmpty { lines.append("Gateway:      " + gateways.joined(separator: ", ")) }
         if !Blame.isEmpty { lines.append("Blame:        \(Blame)") }
+        if !Dns.isEmpty {
+            lines.append("DNS:          \(dnsLine)" + (DnsProbeZone.isEmpty ? "" : " (probe zone \(DnsProbeZone))"))
+        }
         if !Nat64Prefix.isEmpty {
             lines.append(
                 "NAT64:        \(Nat64Prefix)"

@@ -61,6 +61,11 @@ public enum MonitorContract {
         case neighbor4 = "Neighbor4"
         case neighbor6 = "Neighbor6"
         case timeInState = "TimeInState"
+        case dns = "Dns"
+        case dnsServer = "DnsServer"
+        case dnsTransport = "DnsTransport"
+        case dnsRoundTripTime = "DnsRoundTripTime"
+        case dnsProbeZone = "DnsProbeZone"
 
         public var name: String { rawValue }
 
@@ -70,13 +75,13 @@ public enum MonitorContract {
                 .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence,
                 .connectivity4, .connectivity6, .address4, .address6, .reason4, .reason6, .nat64Prefix, .nat64Source,
                 .ipv4Path, .portalAPI, .portalVenueURL, .secureCheckURL, .gateway4, .gateway6, .blame, .neighbor4,
-                .neighbor6:
+                .neighbor6, .dns, .dnsServer, .dnsTransport, .dnsProbeZone:
                 .string
             case .timeInState: .dictionary(key: .string, value: .uint64)
             case .reachable, .metered, .checkEcho, .partial: .boolean
             case .roundTripTime, .lastChange, .probesSent, .probesAnswered, .probesSkipped, .roundTripTime4,
                 .roundTripTime6,
-                .portalSecondsRemaining:
+                .portalSecondsRemaining, .dnsRoundTripTime:
                 .uint64
             case .packetLoss: .double
             case .interval, .timeout, .failureThreshold, .recoveryThreshold: .uint32
@@ -91,7 +96,7 @@ public enum MonitorContract {
             switch self {
             case .roundTripTime, .packetLoss, .probesSent, .probesAnswered, .traffic, .probesSkipped, .roundTripTime4,
                 .roundTripTime6,
-                .portalSecondsRemaining, .timeInState:
+                .portalSecondsRemaining, .timeInState, .dnsRoundTripTime:
                 .quiet
             default: .emits
             }
@@ -112,6 +117,7 @@ public enum MonitorContract {
             case .evidence: "evidence"
             case .secureCheckURL: "secure-check-url"
             case .checkEcho: "check-echo"
+            case .dnsProbeZone: "dns-probe-zone"
             default: nil
             }
         }

@@ -61,6 +61,8 @@ public struct MonitorCore: TimerTable {
     /// Lookups of Host failed in a row while its known address kept answering.
     public private(set) var failedLookupsWhileAnswering = 0
     private var lookupFailure = ""
+    /// DNS truth's fresh lookups fail (INTERFACE.md "DNS truth"): the Reason's words; nil while they do not.
+    public private(set) var freshLookupFailure: String?
     /// After this many, the resolver counts as broken (DNS health).
     public static let brokenResolverFailures = 2
     /// The NAT64 prefix IPv4 addresses are probed through (IPv4 has no route of its own); nil: natively.
@@ -139,7 +141,7 @@ public struct MonitorCore: TimerTable {
 
     /// The same, written over the state last published (`mutating` only to run in place: see `TargetCore.update`).
     public mutating func update(_ state: inout MonitorState) {
-        let dns = resolverBroken ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : nil
+        let dns = resolverBroken ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : freshLookupFailure
         StatusRules.update(
             &state, host: host, resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
             beyond: beyond(resolverProblem: dns), text: text)
@@ -149,7 +151,7 @@ public struct MonitorCore: TimerTable {
     public var connectivity: Connectivity {
         StatusRules.connectivity(
             resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
-            beyond: beyond(resolverProblem: resolverBroken ? "" : nil))
+            beyond: beyond(resolverProblem: resolverBroken ? "" : freshLookupFailure))
     }
 
     /// The route the rules see: unusable while the target has a problem of its own.
@@ -290,6 +292,13 @@ public struct MonitorCore: TimerTable {
     public mutating func linkFactsChanged(_ table: LinkFactsTable) {
         guard table != linkFacts else { return }
         linkFacts = table
+        outputs.append(.stateChanged)
+    }
+
+    /// DNS truth's fresh lookups began failing (the Reason's words) or succeed again (nil).
+    public mutating func freshLookupsChanged(_ failure: String?) {
+        guard failure != freshLookupFailure else { return }
+        freshLookupFailure = failure
         outputs.append(.stateChanged)
     }
 

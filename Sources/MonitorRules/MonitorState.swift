@@ -91,6 +91,8 @@ public struct MonitorState: Equatable, Sendable {
     public var nat64Prefix = ""
     public var nat64Source: Nat64Source?
     public var ipv4Path: IPv4Path?
+    /// DNS truth (Dns, DnsServer, DnsTransport, DnsRoundTripTime).
+    public var dns = DnsView()
 
     public init() {}
 

@@ -21,6 +21,8 @@ public struct PathCore {
         /// The route watch's verdict for the target changed (with the families that have a default route now).
         case route(ReachabilityVerdict)
         case linkFacts(LinkFactsTable)
+        /// DNS truth's fresh lookups fail (the Reason's words), or no longer (nil).
+        case freshLookups(failure: String?)
         /// The transport can send to the address of the last `.probe` this way (nil: not at all).
         case probing(ProbeMethod?)
         /// A reply, an error, a refusal or a failed send from the transport.
@@ -145,7 +147,9 @@ public struct PathCore {
         if case .failed = monitor.resolution { facts.lookupFailed = true }
         facts.routeUsable = monitor.route?.usable == true
         facts.hostAnswering = probe.verdict.answering == true
-        facts.resolverBroken = monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures
+        facts.resolverBroken =
+            monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures
+            || monitor.freshLookupFailure != nil
         facts.hasGateway = hop != nil
         facts.neighborChecked = diagnosis.neighborApplies
         facts.neighbor = diagnosis.neighbor
@@ -185,6 +189,8 @@ public struct PathCore {
             monitor.routeChanged(verdict, now: now)
         case .linkFacts(let table):
             monitor.linkFactsChanged(table)
+        case .freshLookups(let failure):
+            monitor.freshLookupsChanged(failure)
         case .probing(let method):
             awaitingProbing = false
             probe.start(target: probeAddress.map(ProbeTarget.init), method: method, now: now)

@@ -24,6 +24,8 @@ public struct TargetCore {
         /// The route watch of `family`'s path said this (with the families that have a default route now).
         case route(IPFamily, ReachabilityVerdict)
         case linkFacts(LinkFactsTable)
+        /// DNS truth's fresh lookups fail (the Reason's words), or no longer (nil): every family's verdict hears it.
+        case freshLookups(failure: String?)
         /// `family`'s transport can send to the address of its last `.probe` this way (nil: not at all).
         case probing(IPFamily, ProbeMethod?)
         /// A reply, an error, a refusal or a failed send from `family`'s transport.
@@ -399,6 +401,8 @@ public struct TargetCore {
             step.publish = true
         case .linkFacts(let table):
             for family in IPFamily.allCases { feed(family, .linkFacts(table), now: now, &step) }
+        case .freshLookups(let failure):
+            for family in IPFamily.allCases { feed(family, .freshLookups(failure: failure), now: now, &step) }
         case .probing(let family, let method):
             feed(family, .probing(method), now: now, &step)
         case .probe(let family, let input):

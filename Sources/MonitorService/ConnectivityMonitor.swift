@@ -44,6 +44,9 @@ public final class ConnectivityMonitor {
     private let trafficSampler: TrafficSampler?
     /// At the core's next wake-up.
     private let wakeup: WakeupTimer
+    /// DNS truth (nil: not asked, `Dns` stays `unknown`).
+    private let dnsTruth: DnsTruthRun?
+    private var dnsObservationDue = false
     /// The first verdict is held back (and one was), until the link facts are in.
     private var firstVerdictHeld = false
     private var owesFirstVerdict = false
@@ -63,7 +66,8 @@ public final class ConnectivityMonitor {
         caFile: String? = nil, neighborChecks: NeighborChecks? = nil,
         dnsRefresh: Duration = MonitorCore.refresh, resolvesFirst: Bool = false,
         classifier: InterfaceClassifier = InterfaceClassifier(), trafficSampler: TrafficSampler? = nil,
-        transports: [any ProbeTransporting]? = nil, routeWatches: [any RouteWatch]? = nil
+        transports: [any ProbeTransporting]? = nil, routeWatches: [any RouteWatch]? = nil,
+        dnsAsking: DnsAsking? = nil, interceptions: InterceptionBook? = nil
     ) throws(SystemError) {
         self.loop = loop
         self.trafficSampler = trafficSampler
@@ -97,6 +101,11 @@ public final class ConnectivityMonitor {
                 self.routeWatches = []
                 problem = "cannot watch the kernel's routes: \(error)"
             }
+        }
+        dnsTruth = dnsAsking.map {
+            DnsTruthRun(
+                loop: loop, asking: $0, interceptions: interceptions ?? InterceptionBook(loop: loop),
+                settings: model.settings)
         }
         initialCore = Self.makeCore(
             model.settings, transports: self.transports, routeProblem: problem,
@@ -143,6 +152,11 @@ public final class ConnectivityMonitor {
             }
         }
         model.isThisMachine = { [unowned self] address in routeWatches.first?.table.isLocal(address) ?? false }
+        dnsTruth?.onChange = { [unowned self] view in
+            let failure = model.state.dns.failure
+            model.update { $0.dns = view }
+            if view.failure != failure { handle(.freshLookups(failure: view.failure)) }
+        }
         model.probeNow = { [unowned self] in driver.check() }
     }
 
@@ -154,6 +168,7 @@ public final class ConnectivityMonitor {
     /// The machine goes to sleep (true: nothing is sent) or woke (false: probe and ask the next hop at once).
     public func sleep(_ asleep: Bool) {
         handle(asleep ? .suspend : .resume)
+        if !asleep { dnsTruth?.resumed() }
     }
 
     /// ModemManager or NetworkManager changed what they say about links.
@@ -166,8 +181,12 @@ public final class ConnectivityMonitor {
         switch key {
         case .host, .family:
             handle(.targetChanged(host: model.settings.host, family: model.settings.family))
+            dnsTruth?.settingsChanged(model.settings)
         case .interval, .timeout, .failureThreshold, .recoveryThreshold, .evidence:
             handle(.probeSettings(Self.probeSettings(model.settings)))
+            if key == .timeout { dnsTruth?.settingsChanged(model.settings) }
+        case .dnsProbeZone:
+            dnsTruth?.settingsChanged(model.settings)
         case .checkURL, .secureCheckURL, .checkEcho:
             handle(.checkURL(Self.checkShown(model.settings)))
         }
@@ -342,6 +361,20 @@ extension ConnectivityMonitor: TargetWorld {
             }
         }
         model.update { current in update(&current) }
+        observeForDnsTruth()
+    }
+
+    /// DNS truth hears the verdict once the step that published it is over (its answers step the driver).
+    private func observeForDnsTruth() {
+        guard let dnsTruth, !dnsObservationDue else { return }
+        dnsObservationDue = true
+        loop.atEndOfTurn { [weak self, weak dnsTruth] in
+            guard let self, let dnsTruth else { return }
+            dnsObservationDue = false
+            let state = model.state
+            if state.connectivity != .unknown { dnsTruth.start(network: state.interface) }
+            dnsTruth.observe(state)
+        }
     }
 
     /// INTERFACE.md "Cellular generation and metered links": at start, while ModemManager's and NetworkManager's

@@ -90,6 +90,10 @@ final class Service {
     private let connection: BusConnection
     /// Lookups, census walks and files: the daemon's blocking work, in a process of its own.
     private let helper: BlockingHelper
+    /// DNS truth's interception answers, shared by the targets on one network.
+    private let interceptions: InterceptionBook
+    /// DNS truth's questions: the helper's, or resolved's over the system bus.
+    private var systemResolver: SystemResolver?
     /// One resolver for every target.
     private let resolver: HostResolver
     /// One ICMP socket per family for every target.
@@ -152,6 +156,7 @@ final class Service {
             throw StartFailure(status: 1, message: "cannot connect to the bus: \(error.message)")
         }
         startSettings = options.settings
+        interceptions = InterceptionBook(loop: loop)
         budget = PendingBudget(identify: PendingBudget.askingBus(connection))
         do {
             let helper = BlockingHelper(loop: loop)
@@ -201,6 +206,9 @@ final class Service {
             loop.quit(status: 1)
         }
         linkFacts = LinkFactsWatch(loop: loop)
+        systemResolver = SystemResolver(
+            loop: loop, helper: helper, systemBus: { [unowned self] in linkFacts?.systemBus },
+            resolvedOwner: { [unowned self] in linkFacts?.resolvedOwner })
         capport = CapportWatch(loop: loop, resolver: resolver, http: http, caFile: options.caFile) { [unowned self] in
             Int(PortalCheck.limitMilliseconds(timeout: settings.timeout))
         }
@@ -278,13 +286,13 @@ final class Service {
             ) {
                 [
                     loop, resolver, probeSockets, http, options, routes,
-                    trafficSampler, neighborChecks
+                    trafficSampler, neighborChecks, systemResolver, interceptions
                 ] model, lookupsFirst throws(SystemError) in
                 try ConnectivityMonitor(
                     loop: loop, model: model, resolver: resolver, sharedReachability: routes,
                     probeSockets: probeSockets, http: http, caFile: options.caFile, neighborChecks: neighborChecks,
                     dnsRefresh: options.dnsRefresh, resolvesFirst: lookupsFirst,
-                    trafficSampler: trafficSampler)
+                    trafficSampler: trafficSampler, dnsAsking: systemResolver, interceptions: interceptions)
             }
         } catch {
             throw StartFailure(status: 1, message: error.message)

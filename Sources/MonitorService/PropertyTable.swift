@@ -47,8 +47,12 @@ extension MonitorContract.Property {
         case .blame: .string(state.blame?.rawValue ?? "")
         case .neighbor4: .string(state.ipv4.neighbor?.rawValue ?? "")
         case .neighbor6: .string(state.ipv6.neighbor?.rawValue ?? "")
+        case .dns: .string(state.dns.health.rawValue)
+        case .dnsServer: .string(state.dns.server)
+        case .dnsTransport: .string(state.dns.transport.rawValue)
+        case .dnsRoundTripTime: .uint64(state.dns.roundTripTime)
         case .host, .interval, .timeout, .failureThreshold, .recoveryThreshold, .addressFamily, .checkURL, .evidence,
-            .secureCheckURL, .checkEcho, .timeInState:
+            .secureCheckURL, .checkEcho, .timeInState, .dnsProbeZone:
             nil
         }
     }
@@ -66,6 +70,7 @@ extension MonitorContract.Property {
         case .evidence: .string(settings.evidence.rawValue)
         case .secureCheckURL: .string(settings.secureCheckURL)
         case .checkEcho: .boolean(settings.checkEcho)
+        case .dnsProbeZone: .string(settings.dnsProbeZone)
         default: nil
         }
     }

@@ -31,6 +31,8 @@ public struct MonitorSettings: Equatable, Sendable {
     public var secureCheckURLMayPointInward = false
     /// Every check carries a nonce only the real server echoes.
     public var checkEcho = false
+    /// "" (off), or a zone of the user's own under which DNS truth asks a random label with each fresh lookup.
+    public var dnsProbeZone = ""
 
     public init() {}
 
@@ -41,7 +43,7 @@ public struct MonitorSettings: Equatable, Sendable {
     /// One writable setting: its D-Bus property (name, type), command-line flag and range.
     public enum Key: CaseIterable, Sendable {
         case host, interval, timeout, failureThreshold, recoveryThreshold, family, checkURL, evidence, secureCheckURL,
-            checkEcho
+            checkEcho, dnsProbeZone
 
         public var property: MonitorContract.Property {
             switch self {
@@ -55,6 +57,7 @@ public struct MonitorSettings: Equatable, Sendable {
             case .evidence: .evidence
             case .secureCheckURL: .secureCheckURL
             case .checkEcho: .checkEcho
+            case .dnsProbeZone: .dnsProbeZone
             }
         }
 
@@ -82,6 +85,8 @@ public struct MonitorSettings: Equatable, Sendable {
             case .secureCheckURL:
                 "\"\" (off) or an https:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
             case .checkEcho: "true, false"
+            case .dnsProbeZone:
+                "\"\" (off) or a DNS zone (RFC 1123 labels, at most 253 bytes, one trailing dot allowed, not an IP literal)"
             }
         }
 
@@ -90,7 +95,7 @@ public struct MonitorSettings: Equatable, Sendable {
             case .interval: MonitorSettings.intervalRange
             case .timeout: MonitorSettings.timeoutRange
             case .failureThreshold, .recoveryThreshold: MonitorSettings.thresholdRange
-            case .host, .family, .checkURL, .evidence, .secureCheckURL, .checkEcho: nil
+            case .host, .family, .checkURL, .evidence, .secureCheckURL, .checkEcho, .dnsProbeZone: nil
             }
         }
     }
@@ -157,6 +162,12 @@ public struct MonitorSettings: Equatable, Sendable {
                     message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             checkEcho = flag
+        case .dnsProbeZone:
+            guard text.isEmpty || (text.utf8.count <= HostName.longest && HostName.isDNSName(text)) else {
+                throw SettingError(
+                    message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+            }
+            dnsProbeZone = text
         default:
             break
         }
@@ -176,7 +187,7 @@ public struct MonitorSettings: Equatable, Sendable {
         case .timeout: timeout = number
         case .failureThreshold: failureThreshold = number
         case .recoveryThreshold: recoveryThreshold = number
-        case .host, .family, .checkURL, .evidence, .secureCheckURL, .checkEcho: break
+        case .host, .family, .checkURL, .evidence, .secureCheckURL, .checkEcho, .dnsProbeZone: break
         }
     }
 
@@ -193,6 +204,7 @@ public struct MonitorSettings: Equatable, Sendable {
         case .evidence: evidence.rawValue
         case .secureCheckURL: secureCheckURL
         case .checkEcho: checkEcho ? "true" : "false"
+        case .dnsProbeZone: dnsProbeZone
         }
     }
 

@@ -1,6 +1,7 @@
 @testable import HelperProcess
 import EventLoop
 @testable import MonitorService
+import MonitorRules
 import NetAddress
 import ProbeRules
 import Timekeeping
@@ -29,6 +30,10 @@ final class HelperWireTests: XCTestCase {
         .remove(directory: "/d", name: "history.3"),
         .read(directory: "/d", name: "settings", maximumSize: 65_536),
         .barrier,
+        .askDns(DnsQuestion(kind: .host, name: "example.test", family: .v4), limitSeconds: 5, viaStub: false),
+        .askDns(
+            DnsQuestion(kind: .interception, name: "0123456789abcdef.invalid.", family: .v6), limitSeconds: 60,
+            viaStub: true),
     ]
 
     private let answers: [HelperAnswer] = [
@@ -52,6 +57,17 @@ final class HelperWireTests: XCTestCase {
         .read(.success([])),
         .read(.failure(AtomicFile.Refused(description: "is a symbolic link"))),
         .passed,
+        .dnsAnswered(
+            DnsReply(
+                outcome: .addresses([.v4([198, 18, 9, 1]), .v6(AddressBytes(Array(repeating: 0xfd, count: 16)))]),
+                server: "198.18.9.1", transport: .udp, roundTrip: .microseconds(250), encryptionExpected: false,
+                resolvers: ["198.18.9.1", "fd00::53"])),
+        .dnsAnswered(DnsReply(outcome: .nxdomain, server: "resolved", transport: .tls, encryptionExpected: true)),
+        .dnsAnswered(DnsReply(outcome: .noData, server: "[fd00::53]#5353", transport: .tcp)),
+        .dnsAnswered(DnsReply(outcome: .servfail)),
+        .dnsAnswered(DnsReply(outcome: .refused, transport: .unknown)),
+        .dnsAnswered(DnsReply(outcome: .otherRcode(-1))),
+        .dnsAnswered(DnsReply(outcome: .noAnswer("timed out"), resolvers: ["127.0.0.53"])),
     ]
 
     private func body(_ frame: [UInt8]) -> ArraySlice<UInt8> {
@@ -142,6 +158,7 @@ final class HelperWireTests: XCTestCase {
             case .remove: 3
             case .read: 4
             case .barrier: 5
+            case .askDns: 6
             }
         }
         for request in requests {

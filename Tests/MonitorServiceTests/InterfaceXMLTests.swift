@@ -55,7 +55,7 @@ final class InterfaceXMLTests: XCTestCase {
                 .roundTripTime, .packetLoss, .probesSent, .probesAnswered,
                 .traffic, .probesSkipped,
                 .roundTripTime4, .roundTripTime6, .portalSecondsRemaining,
-                .timeInState,
+                .timeInState, .dnsRoundTripTime,
             ])
         XCTAssertEqual(declaration.methods.map(\.name), MonitorContract.Method.allCases.map(\.name))
         XCTAssertEqual(declaration.signals.map(\.name), MonitorContract.Signal.allCases.map(\.name))

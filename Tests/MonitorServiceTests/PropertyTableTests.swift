@@ -48,6 +48,10 @@ final class PropertyTableTests: XCTestCase {
         .blame: { $0.blame = .gateway },
         .neighbor4: { $0.ipv4.neighbor = .reachable },
         .neighbor6: { $0.ipv6.neighbor = .reachable },
+        .dns: { $0.dns.health = .failing },
+        .dnsServer: { $0.dns.server = "resolved" },
+        .dnsTransport: { $0.dns.transport = .tls },
+        .dnsRoundTripTime: { $0.dns.roundTripTime = 1 },
     ]
 
     func testEveryStateFieldAnnouncesExactlyItsProperty() {

@@ -121,7 +121,7 @@ final class StateStoreTests: XCTestCase {
     func testTheLargestStateTheServiceCanHoldFitsAndReadsBack() throws {
         func longest(_ key: MonitorSettings.Key) -> String {
             switch key {
-            case .host: String(repeating: "h", count: 254)
+            case .host, .dnsProbeZone: String(repeating: "h", count: 254)
             case .checkURL, .secureCheckURL: String(repeating: "u", count: CheckURL.longest)
             case .interval: String(MonitorSettings.intervalRange.upperBound)
             case .timeout: String(MonitorSettings.timeoutRange.upperBound)

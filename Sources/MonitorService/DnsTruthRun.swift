@@ -1,0 +1,168 @@
+import EventLoop
+import HelperProcess
+import MonitorRules
+import Timekeeping
+
+/// Who asks DNS truth's questions: the blocking helper (the nameservers of /etc/resolv.conf), or
+/// systemd-resolved over the system bus. `interface`: the route's (resolved's per-link DNS-over-TLS
+/// setting is that link's). `completion` runs on the loop, never before `ask` returns.
+public protocol DnsAsking: AnyObject {
+    func ask(
+        _ question: DnsQuestion, interface: String, limitSeconds: UInt32, completion: @escaping (DnsReply) -> Void)
+}
+
+/// One target's DNS truth on the loop: its `DnsTruthCore` driven by what the target's verdict says
+/// (the route's interface, Connectivity, the host falling silent, resume) and by the answers, the
+/// interception query shared through `InterceptionBook`. What the core concludes goes to `onChange`.
+final class DnsTruthRun {
+    private let loop: MainLoop
+    private let asking: DnsAsking
+    private let interceptions: InterceptionBook
+    private var core: DnsTruthCore
+    private let wakeup: WakeupTimer
+    private var limitSeconds: UInt32
+    private var network = ""
+    private var networkSince: Instant
+    private var silent = false
+    private var started = false
+    /// The view changed (on the loop, outside any driver step).
+    var onChange: ((DnsView) -> Void)?
+
+    init(loop: MainLoop, asking: DnsAsking, interceptions: InterceptionBook, settings: MonitorSettings) {
+        self.loop = loop
+        self.asking = asking
+        self.interceptions = interceptions
+        core = DnsTruthCore(
+            host: settings.host, hostIsLiteral: Self.isLiteral(settings.host), family: settings.family,
+            zone: settings.dnsProbeZone, seed: UInt64.random(in: 0...UInt64.max))
+        limitSeconds = Self.limit(settings)
+        networkSince = loop.now()
+        wakeup = WakeupTimer(loop: loop)
+        wakeup.onFire = { [unowned self] in
+            core.timeout(now: loop.now())
+            carryOut()
+        }
+    }
+
+    /// Each question ends within max(5 s, Timeout).
+    static func limit(_ settings: MonitorSettings) -> UInt32 {
+        max(5, (settings.timeout + 999) / 1000)
+    }
+
+    static func isLiteral(_ host: String) -> Bool {
+        HostName.isIPv4Literal(host) || HostName.isIPv6Literal(host)
+    }
+
+    /// Once the target has its first verdict (so the route's interface is known).
+    func start(network: String) {
+        guard !started else { return }
+        started = true
+        self.network = network
+        networkSince = loop.now()
+        core.start(network: network, now: loop.now())
+        carryOut()
+    }
+
+    func settingsChanged(_ settings: MonitorSettings) {
+        limitSeconds = Self.limit(settings)
+        core.settingsChanged(
+            host: settings.host, hostIsLiteral: Self.isLiteral(settings.host), family: settings.family,
+            zone: settings.dnsProbeZone, now: loop.now())
+        carryOut()
+    }
+
+    /// What the target's last verdict says: its interface, whether it is full, whether the host fell silent.
+    func observe(_ state: MonitorState) {
+        let now = loop.now()
+        core.connectivityFull(state.connectivity == .full, now: now)
+        if state.interface != network {
+            network = state.interface
+            networkSince = now
+            core.routeChanged(network: network, now: now)
+        }
+        let nowSilent = state.silence != nil
+        if nowSilent && !silent { core.lookAgain(now: now) }
+        silent = nowSilent
+        carryOut()
+    }
+
+    /// The machine woke: a fresh lookup.
+    func resumed() {
+        core.lookAgain(now: loop.now())
+        carryOut()
+    }
+
+    private func carryOut() {
+        for output in core.takeOutputs() {
+            switch output {
+            case .ask(let question, let generation):
+                let answer: (DnsReply) -> Void = { [weak self] reply in
+                    guard let self else { return }
+                    core.answered(question.kind, generation: generation, reply, now: loop.now())
+                    carryOut()
+                }
+                if question.kind == .interception {
+                    interceptions.ask(
+                        question, on: network, since: networkSince, limitSeconds: limitSeconds, asking: asking,
+                        completion: answer)
+                } else {
+                    asking.ask(question, interface: network, limitSeconds: limitSeconds, completion: answer)
+                }
+            case .changed:
+                onChange?(core.view)
+            }
+        }
+        wakeup.arm(at: core.nextWakeup)
+    }
+}
+
+/// The interception query's answers by network (the route's interface), shared by every target routed
+/// through it: a target asking on a network gets the answer another target got there since its own
+/// route last changed, and within the hour; or joins the question under way.
+public final class InterceptionBook {
+    private struct Entry {
+        var reply: DnsReply?
+        var at: Instant
+        var waiting: [(DnsReply) -> Void] = []
+    }
+
+    private let loop: MainLoop
+    private var entries: [String: Entry] = [:]
+
+    public init(loop: MainLoop) {
+        self.loop = loop
+    }
+
+    func ask(
+        _ question: DnsQuestion, on network: String, since: Instant, limitSeconds: UInt32, asking: DnsAsking,
+        completion: @escaping (DnsReply) -> Void
+    ) {
+        let now = loop.now()
+        entries = entries.filter { $0.value.reply == nil || now - $0.value.at < DnsTruthCore.interceptionRefresh }
+        if var entry = entries[network], entry.at >= since {
+            if let reply = entry.reply {
+                loop.atEndOfTurn { completion(reply) }
+            } else {
+                entry.waiting.append(completion)
+                entries[network] = entry
+            }
+            return
+        }
+        // A question under way since before `since` is not this network's: its waiters take the new answer.
+        let waiting = (entries[network].flatMap { $0.reply == nil ? $0.waiting : nil } ?? []) + [completion]
+        entries[network] = Entry(reply: nil, at: now, waiting: waiting)
+        asking.ask(question, interface: network, limitSeconds: limitSeconds) { [weak self] reply in
+            guard let self, var entry = entries[network], entry.at == now, entry.reply == nil else { return }
+            let waiting = entry.waiting
+            if case .noAnswer = reply.outcome {
+                // Nothing to share: the next asker asks again.
+                entries[network] = nil
+            } else {
+                entry.reply = reply
+                entry.waiting = []
+                entries[network] = entry
+            }
+            for waiter in waiting { waiter(reply) }
+        }
+    }
+}
