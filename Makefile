@@ -11,10 +11,10 @@ BUILD_PACKAGES := libdbus-1-dev libcurl4-openssl-dev pkg-config dbus-daemon gcc 
 TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 python3 python3-dbus python3-gi \
                  iproute2 iptables libxml2-utils procps util-linux passwd python3-seccomp \
                  prometheus zsh fish python3-dbusmock nftables dnsmasq-base xdg-desktop-portal python3-pyqt6 strace \
-                 tayga openssl ca-certificates debhelper lintian dpkg-dev fakeroot
+                 tayga openssl ca-certificates debhelper lintian dpkg-dev fakeroot unbound
 DEB_PACKAGES := $(BUILD_PACKAGES) debhelper lintian dpkg-dev fakeroot
 BENCH_PACKAGES := $(BUILD_PACKAGES) make libsystemd-dev dbus-bin python3-dbus python3-gi python3-dbusmock iproute2 procps \
-                  xdg-desktop-portal openssl curl nftables dnsmasq-base
+                  xdg-desktop-portal openssl curl nftables dnsmasq-base unbound
 
 # Warnings are errors wherever `make` builds: the standard is none.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors
@@ -70,8 +70,17 @@ release: deps-build
 run: release
 	@tools/run.sh "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/netobserverd" $(ARGS)
 
+# systemd-resolved 252 for the DNS truth tests, unpacked and never installed: Debian's package takes over
+# /etc/resolv.conf when installed. The tests run it in their own namespaces (NETOBSERVER_RESOLVED).
+RESOLVED_BIN := .build/resolved/root/lib/systemd/systemd-resolved
+$(RESOLVED_BIN):
+	@rm -rf .build/resolved && mkdir -p .build/resolved
+	@cd .build/resolved && { apt-get download systemd-resolved >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && apt-get download systemd-resolved >/dev/null 2>&1; }; } && \
+	  dpkg-deb -x systemd-resolved_*.deb root
+
 # The package is built first: the systemd lane installs and purges it (NETOBSERVER_DEB).
-test: deps-test gio-module gio-fuzz-replay purity format-check deb
+test: deps-test gio-module gio-fuzz-replay purity format-check deb $(RESOLVED_BIN)
 	@# Namespaces left by an interrupted earlier run (tests name theirs no-*).
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^no-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
@@ -80,6 +89,7 @@ test: deps-test gio-module gio-fuzz-replay purity format-check deb
 	rm -rf .build/lane-stage && $(MAKE) -s install DESTDIR=$(CURDIR)/.build/lane-stage PREFIX=/usr >/dev/null
 	NETOBSERVERD="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/netobserverd" \
 	NETOBSERVER_DEB="$(CURDIR)/netobserver_$(DEB_VERSION)_$(DEB_ARCH).deb" NETOBSERVER_LANE_STAGE="$(CURDIR)/.build/lane-stage" \
+	NETOBSERVER_RESOLVED="$(CURDIR)/$(RESOLVED_BIN)" \
 	  $(SWIFT) test --disable-swift-testing $(SWIFT_FLAGS)
 
 # The GIO module's reading of what the service sends, under AddressSanitizer, over the fuzz corpus and any crash input.
@@ -142,7 +152,7 @@ FUZZ_RUNS ?= 10000000
 FUZZ_BUILD := build -c release --disable-build-manifest-caching -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
 FUZZ_PARSERS := netlink router echo sockdiag capport history
 PARSER_FUZZER := .build/fuzz/parsers-spm/release/ParserFuzzer
-FUZZ_SURFACES := dbus statefile validators client follower helper
+FUZZ_SURFACES := dbus statefile validators client follower helper dns
 SURFACE_FUZZER := .build/fuzz/dbus-spm/release/SurfaceFuzzer
 
 fuzz: deps-build

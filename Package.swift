@@ -80,7 +80,7 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         // One fuzz input through the real dispatch of a complete Monitor object; the fuzzer and its replay test share it.
         // The other fuzzed surfaces (state file, validators, the client, the system-bus follower) beside it.
-        .target(name: "DBusFuzzHarness", dependencies: ["HelperProcess", "DBusKit", "EventLoop", "MonitorService", "MonitorContract", "MonitorClientCore", "MonitorRules", "Timekeeping"]),
+        .target(name: "DBusFuzzHarness", dependencies: ["HelperProcess", "DBusKit", "EventLoop", "MonitorService", "MonitorContract", "MonitorClientCore", "MonitorRules", "NetAddress", "Timekeeping"]),
         // What the client makes of the service's values: the snapshot, the bar formats, the metrics text,
         // the signals it believes. A library of its own so the fuzzer reaches it.
         .target(name: "MonitorClientCore", dependencies: ["DBusKit", "MonitorContract", "MonitorRules", "ProbeRules", "Timekeeping"]),

@@ -4,6 +4,7 @@ import MonitorClientCore
 import MonitorContract
 import MonitorRules
 import MonitorService
+import NetAddress
 
 /// The surfaces that read what someone else wrote, one fuzz input each. A violation
 /// traps. Shared by the fuzzer (FUZZ_SURFACE picks one) and the replay tests.
@@ -20,6 +21,9 @@ public enum FuzzSurface: String, CaseIterable, Sendable {
     case follower
     /// The wire between the daemon and its blocking helper: a frame's body as a request and as an answer.
     case helper
+    /// DNS truth's answers: what the resolver library received (first byte 0: to an A question, 1: AAAA), or what
+    /// systemd-resolved replied to ResolveHostname (2: a message in wire format).
+    case dns
 
     public func run(_ bytes: [UInt8]) {
         switch self {
@@ -29,7 +33,30 @@ public enum FuzzSurface: String, CaseIterable, Sendable {
         case .client: Self.client(bytes)
         case .follower: Self.follower(bytes)
         case .helper: HelperWireFuzzing.run(bytes)
+        case .dns: Self.dns(bytes)
         }
+    }
+
+    private static func dns(_ bytes: [UInt8]) {
+        guard let kind = bytes.first else { return }
+        let rest = Array(bytes.dropFirst())
+        let family: IPFamily = kind % 3 == 1 ? .v6 : .v4
+        let outcome: DnsOutcome
+        if kind % 3 == 2 {
+            guard let message = try? Message(wire: rest) else { return }
+            let result: Result<Message, DBusError> =
+                message.kind == .error
+                ? .failure(DBusError(name: message.errorName ?? "", message: message.firstStringArgument ?? ""))
+                : .success(message)
+            outcome = ResolvedReply.read(result, family: family).0
+        } else {
+            outcome = DnsAsker.read(answer: rest, name: "web.test", family: family)
+        }
+        if case .addresses(let list) = outcome {
+            precondition(!list.isEmpty && list.count <= 4096, "\(list.count) addresses")
+            precondition(list.allSatisfy { $0.ipFamily == family }, "an address of the other family")
+        }
+        if case .noAnswer(let why) = outcome { precondition(why.utf8.count <= 512, "a \(why.utf8.count)-byte reason") }
     }
 
     private static func stateFile(_ bytes: [UInt8]) {

@@ -51,7 +51,14 @@ package enum DnsAsker {
         return reply
     }
 
-    /// What the library made of the answer (the fuzzer's way in too).
+    /// An answer to (`name`, `family`) as the library reads it (the fuzzer's way in).
+    package static func read(answer: [UInt8], name: String, family: IPFamily) -> DnsOutcome {
+        var result = CResolv_result()
+        CResolv_read_answer(answer, Int32(clamping: answer.count), name, family == .v4 ? 1 : 28, &result)
+        return outcome(result, family: family)
+    }
+
+    /// What the library made of the answer.
     package static func outcome(_ result: CResolv_result, family: IPFamily) -> DnsOutcome {
         switch Int(result.outcome) {
         case CResolv_addresses:

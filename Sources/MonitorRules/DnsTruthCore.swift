@@ -46,7 +46,8 @@ public struct DnsTruthCore: TimerTable {
     private var full = false
     /// The fresh lookup under way: its questions not answered yet, and what the answered ones said.
     private var waiting: Set<DnsQuestionKind> = []
-    private var roundFailure: String?
+    /// The first failed question of the lookup under way: which, and why.
+    private var roundFailure: (kind: DnsQuestionKind, why: String)?
     private var roundReply: DnsReply?
     private var lastFreshStart: Instant?
     private var freshAt: Instant?
@@ -98,28 +99,32 @@ public struct DnsTruthCore: TimerTable {
         run(now: now)
     }
 
-    /// Host, AddressFamily or DnsProbeZone changed: what was known of the old one is forgotten.
+    /// Host, AddressFamily or DnsProbeZone changed: a fresh lookup at once. A new Host or family forgets what was
+    /// known of the old one; a new zone only asks under it from now on.
     public mutating func settingsChanged(
         host: String, hostIsLiteral: Bool, family: AddressFamily, zone: String, now: Instant
     ) {
         guard host != self.host || family != self.family || zone != self.zone else { return }
+        let newTarget = host != self.host || family != self.family
         self.host = host
         self.hostIsLiteral = hostIsLiteral
         self.family = family
         self.zone = zone
         generation &+= 1
         waiting = []
-        failures = 0
-        roundFailure = nil
-        roundReply = nil
         lastFreshStart = nil
-        unencrypted = false
-        answeredFresh = false
-        var fresh = DnsView()
-        fresh.health = .unknown
-        view = fresh
-        interceptionAsked = false
-        interceptionAt = now
+        failures = 0
+        if newTarget {
+            unencrypted = false
+            answeredFresh = false
+            view = DnsView()
+            interceptionAsked = false
+            interceptionAt = now
+        } else if interceptionAsked {
+            // The question under way belongs to the old generation: asked again.
+            interceptionAsked = false
+            interceptionAt = now
+        }
         due(now: now)
         refreshView()
         run(now: now)
@@ -179,7 +184,7 @@ public struct DnsTruthCore: TimerTable {
         }
         guard waiting.remove(kind) != nil else { return }
         if let why = failure(of: kind, reply) {
-            if roundFailure == nil { roundFailure = why }
+            if roundFailure == nil { roundFailure = (kind, why) }
         } else if kind == .host || roundReply == nil {
             roundReply = reply
         }
@@ -214,11 +219,12 @@ public struct DnsTruthCore: TimerTable {
     }
 
     private mutating func finishRound(now: Instant) {
-        if let why = roundFailure {
+        if let (kind, why) = roundFailure {
             failures += 1
-            let name = hostIsLiteral ? zone : host
+            let name = kind == .host ? host : "names under \(zone)"
             view.failure = "DNS fails: new lookups of \(name): \(why) (cached answers may still work)"
-            freshAt = now + Self.retry
+            // One lookup per `retry` while failing, start to start: a lookup that timed out is asked again at once.
+            freshAt = max(now, (lastFreshStart ?? now) + Self.retry)
         } else {
             failures = 0
             answeredFresh = true

@@ -96,7 +96,7 @@ private final class ResolvedQuestion {
             ])
             bus.send(call, timeoutMilliseconds: limitMilliseconds) { [self] result in
                 roundTrip = loop.now() - started
-                (outcome, confidential) = Self.read(result, family: question.family)
+                (outcome, confidential) = ResolvedReply.read(result, family: question.family)
                 finish()
             }
         } catch {
@@ -107,18 +107,12 @@ private final class ResolvedQuestion {
             finish()
         }
         if interfaceIndex != 0 {
-            setting(path: Self.linkPath(interfaceIndex), interface: SystemResolver.link) { [self] in
+            setting(path: ResolvedLink.path(interfaceIndex), interface: SystemResolver.link) { [self] in
                 linkSetting = $0
                 finish()
             }
         }
         finish()
-    }
-
-    /// resolved's object for link `index` (sd_bus_path_encode: a leading digit is escaped, `_3` and the digit).
-    static func linkPath(_ index: UInt32) -> String {
-        let digits = String(index)
-        return SystemResolver.path + "/link/_3" + digits
     }
 
     private func setting(path: String, interface: String, _ done: @escaping (String) -> Void) {
@@ -146,9 +140,12 @@ private final class ResolvedQuestion {
                 encryptionExpected: answered && (setting == "yes" || setting == "opportunistic"),
                 resolvers: resolvers))
     }
+}
 
+/// What systemd-resolved's ResolveHostname answers, read (the fuzzer's way in too).
+package enum ResolvedReply {
     /// ResolveHostname's reply (a(iiay) addresses, s canonical name, t flags), or its error, as an outcome.
-    static func read(_ result: Result<Message, DBusError>, family: IPFamily) -> (DnsOutcome, confidential: Bool) {
+    package static func read(_ result: Result<Message, DBusError>, family: IPFamily) -> (DnsOutcome, confidential: Bool) {
         switch result {
         case .failure(let error):
             return (outcome(ofError: error.name, message: error.message), false)
@@ -172,16 +169,27 @@ private final class ResolvedQuestion {
 
     /// resolved's errors (resolved-bus.c): a DNS rcode as `org.freedesktop.resolve1.DnsError.RCODE`,
     /// NoSuchRR for a name without records of the type; anything else got no answer.
-    static func outcome(ofError name: String, message: String) -> DnsOutcome {
+    package static func outcome(ofError name: String, message: String) -> DnsOutcome {
         let rcode = "org.freedesktop.resolve1.DnsError."
         switch name {
         case rcode + "NXDOMAIN": return .nxdomain
         case rcode + "SERVFAIL": return .servfail
         case rcode + "REFUSED": return .refused
         case "org.freedesktop.resolve1.NoSuchRR": return .noData
+        case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
+            "org.freedesktop.DBus.Error.TimedOut":
+            return .noAnswer("timed out")
         default:
             if name.hasPrefix(rcode) { return .otherRcode(-1) }
             return .noAnswer("systemd-resolved: \(String(message.prefix(160)))")
         }
+    }
+}
+
+/// resolved's objects for links.
+package enum ResolvedLink {
+    /// Link `index`'s object (sd_bus_path_encode escapes a leading digit: `_3` and the digit).
+    package static func path(_ index: UInt32) -> String {
+        SystemResolver.path + "/link/_3" + String(index)
     }
 }

@@ -214,6 +214,8 @@ public final class PrivateBus {
 public final class DaemonProcess {
     public let process = Process()
     public let logPath: String
+    /// The resolv.conf laid for the daemon's namespace when the test gave none (removed at stop).
+    private var laidNames: String?
 
     /// Starts the daemon on `bus`: in `namespace` (a test host) when given, else in a
     /// network namespace of its own with only loopback. `host` is what it probes.
@@ -236,6 +238,14 @@ public final class DaemonProcess {
                 "--host", host,
             ] + arguments
         if let namespace {
+            // DNS truth asks the resolver of /etc/resolv.conf: in a test's namespace, never the machine's. A test that
+            // gives the namespace no resolver of its own gets its loopback, where nothing answers.
+            let names = "/etc/netns/\(namespace)"
+            if !FileManager.default.fileExists(atPath: names + "/resolv.conf") {
+                try FileManager.default.createDirectory(atPath: names, withIntermediateDirectories: true)
+                try "nameserver 127.0.0.1\n".write(toFile: names + "/resolv.conf", atomically: true, encoding: .utf8)
+                laidNames = names
+            }
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
             process.arguments = ["netns", "exec", namespace, Paths.daemon] + daemonArguments
         } else {
@@ -282,6 +292,8 @@ public final class DaemonProcess {
             kill(process.processIdentifier, SIGTERM)
             if waitForExit() == nil { kill(process.processIdentifier, SIGKILL) }
         }
+        if let laidNames { try? FileManager.default.removeItem(atPath: laidNames) }
+        laidNames = nil
     }
 
     deinit { stop() }

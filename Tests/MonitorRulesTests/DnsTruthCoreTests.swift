@@ -49,6 +49,10 @@ final class DnsTruthCoreTests: XCTestCase {
         dns.answered(.interception, generation: 0, reply(.nxdomain), now: 10 * ms)
         dns.answered(.host, generation: 0, reply(.noAnswer("timed out")), now: 5 * second)
         XCTAssertNotEqual(dns.view.health, .failing, "one failure is not an outage")
+        XCTAssertEqual(
+            asked(&dns).map(\.kind), [.host], "one per 5 s start to start: a lookup that timed out goes again at once")
+        dns.answered(.host, generation: 0, reply(.servfail), now: 5 * second + 3 * ms)
+        XCTAssertEqual(dns.view.health, .failing)
         XCTAssertEqual(dns.nextWakeup, 10 * second)
         dns.timeout(now: 10 * second)
         XCTAssertEqual(asked(&dns).map(\.kind), [.host])
@@ -106,7 +110,13 @@ final class DnsTruthCoreTests: XCTestCase {
         XCTAssertEqual(
             dns.nextWakeup, (3 * ms as Instant) + DnsTruthCore.interceptionRefresh, "nothing but the hourly query")
         dns.settingsChanged(host: "198.18.5.5", hostIsLiteral: true, family: .any, zone: "zone.test", now: 1 * second)
-        XCTAssertEqual(asked(&dns).map(\.kind), [.probeZone, .interception])
+        XCTAssertEqual(asked(&dns).map(\.kind), [.probeZone], "the interception answer stands: the network is the same")
+        dns.answered(.probeZone, generation: dns.generation, reply(.servfail), now: 1 * second)
+        dns.timeout(now: 6 * second)
+        _ = asked(&dns)
+        dns.answered(.probeZone, generation: dns.generation, reply(.servfail), now: 6 * second)
+        XCTAssertEqual(
+            dns.view.failure, "DNS fails: new lookups of names under zone.test: SERVFAIL (cached answers may still work)")
     }
 
     func testOpportunisticFallbackIsUnencryptedAndTLSIsNot() {

@@ -1,0 +1,118 @@
+import DBusKit
+import Foundation
+@testable import HelperProcess
+import MonitorClientCore
+import MonitorContract
+@testable import MonitorService
+import MonitorRules
+import NetAddress
+import XCTest
+
+/// What DNS truth believes of an answer: the resolver library's reading (the question must be the one asked),
+/// resolved's replies and errors, and how DnsProbeZone, the status line and the metrics say it.
+final class DnsTruthReadingTests: XCTestCase {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    func seed(_ name: String) throws -> (kind: UInt8, rest: [UInt8]) {
+        let bytes = Array(try Data(contentsOf: root.appendingPathComponent("Fuzz/dns/corpus/\(name)")))
+        return (bytes[0], Array(bytes.dropFirst()))
+    }
+
+    func testTheLibraryReadsAnswersToTheQuestionAskedAndNothingElse() throws {
+        let a = try seed("a").rest
+        XCTAssertEqual(
+            DnsAsker.read(answer: a, name: "web.test", family: .v4), .addresses([.v4([198, 18, 2, 2]), .v4([198, 18, 2, 3])]))
+        XCTAssertEqual(DnsAsker.read(answer: a, name: "WEB.test.", family: .v4), .addresses([.v4([198, 18, 2, 2]), .v4([198, 18, 2, 3])]))
+        XCTAssertEqual(
+            DnsAsker.read(answer: a, name: "other.test", family: .v4), .noAnswer("a malformed answer"),
+            "an answer to another question is not believed")
+        XCTAssertEqual(
+            DnsAsker.read(answer: a, name: "web.test", family: .v6), .noAnswer("a malformed answer"),
+            "an A answer to an AAAA question is not believed")
+        XCTAssertEqual(
+            DnsAsker.read(answer: try seed("cname").rest, name: "web.test", family: .v4), .addresses([.v4([198, 18, 2, 2])]))
+        XCTAssertEqual(DnsAsker.read(answer: try seed("nxdomain").rest, name: "web.test", family: .v4), .nxdomain)
+        XCTAssertEqual(DnsAsker.read(answer: try seed("servfail").rest, name: "web.test", family: .v4), .servfail)
+        guard case .addresses(let six) = DnsAsker.read(answer: try seed("aaaa").rest, name: "web.test", family: .v6)
+        else { return XCTFail("AAAA not read") }
+        XCTAssertEqual(six.map(\.description), ["fd00::2"])
+        for length in 0..<a.count {
+            XCTAssertNotEqual(
+                DnsAsker.read(answer: Array(a[..<length]), name: "web.test", family: .v4),
+                .addresses([.v4([198, 18, 2, 2]), .v4([198, 18, 2, 3])]), "a truncated answer at \(length)")
+        }
+    }
+
+    func testResolvedsRepliesAndErrorsAreRead() throws {
+        let reply = try Message(wire: try seed("resolved-reply").rest)
+        let (outcome, confidential) = ResolvedReply.read(.success(reply), family: .v4)
+        XCTAssertEqual(outcome, .addresses([.v4([198, 18, 2, 2])]), "only the family asked")
+        XCTAssertTrue(confidential)
+        XCTAssertEqual(
+            ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.NXDOMAIN", message: ""), .nxdomain)
+        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.SERVFAIL", message: ""), .servfail)
+        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.REFUSED", message: ""), .refused)
+        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.BADCOOKIE", message: ""), .otherRcode(-1))
+        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.NoSuchRR", message: ""), .noData)
+        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.DBus.Error.NoReply", message: "x"), .noAnswer("timed out"))
+        XCTAssertEqual(
+            ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.NoNameServers", message: String(repeating: "m", count: 999)),
+            .noAnswer("systemd-resolved: " + String(repeating: "m", count: 160)), "a long message is cut")
+        XCTAssertEqual(SystemResolver.noCache, 1 << 12)
+        XCTAssertEqual(SystemResolver.confidential, 1 << 18)
+    }
+
+    func testResolvedsLinkObjectsAreNamedAsSdBusEscapesThem() {
+        XCTAssertEqual(ResolvedLink.path(3), "/org/freedesktop/resolve1/link/_33")
+        XCTAssertEqual(ResolvedLink.path(12), "/org/freedesktop/resolve1/link/_312")
+    }
+
+    func testTheResolvConfStubIsKnown() {
+        XCTAssertTrue(DnsAsker.onlyStub(["127.0.0.53"]))
+        XCTAssertTrue(DnsAsker.onlyStub(["127.0.0.53", "127.0.0.54"]))
+        XCTAssertFalse(DnsAsker.onlyStub(["127.0.0.53", "198.18.0.1"]))
+        XCTAssertFalse(DnsAsker.onlyStub([]))
+    }
+
+    func testDnsProbeZoneTakesAZoneAndRefusesEverythingElseChangingNothing() {
+        var settings = MonitorSettings()
+        for good in ["", "probe.example.test", "probe.example.test.", "x-1.test"] {
+            XCTAssertNoThrow(try settings.set(.dnsProbeZone, text: good), good)
+            XCTAssertEqual(settings.dnsProbeZone, good)
+        }
+        settings.dnsProbeZone = "kept.test"
+        for bad in [
+            "198.18.0.1", "fd00::1", "bad..zone", ".lead", "-x.test", "a b.test", "trailing..", "ä.test",
+            String(repeating: "a.", count: 127) + "aa", "x.123",
+        ] {
+            XCTAssertThrowsError(try settings.set(.dnsProbeZone, text: bad), bad)
+            XCTAssertEqual(settings.dnsProbeZone, "kept.test", bad)
+        }
+    }
+
+    func testTheStatusLineSaysDNSTruth() {
+        func line(_ values: [String: DBusValue]) -> String { Snapshot(values).dnsLine }
+        XCTAssertEqual(
+            line([
+                "Dns": .string("ok"), "DnsServer": .string("192.0.2.53"), "DnsTransport": .string("udp"),
+                "DnsRoundTripTime": .uint64(12_000),
+            ]), "ok via 192.0.2.53 (udp), 12.0 ms")
+        XCTAssertEqual(
+            line(["Dns": .string("ok"), "DnsServer": .string("resolved"), "DnsTransport": .string("")]),
+            "ok via resolved")
+        XCTAssertEqual(
+            line([
+                "Dns": .string("failing"),
+                "Reason": .string("DNS fails: new lookups of web.test: SERVFAIL (cached answers may still work)"),
+            ]), "failing: new lookups of web.test: SERVFAIL (cached answers may still work)")
+        XCTAssertEqual(
+            line(["Dns": .string("unencrypted")]),
+            "unencrypted: resolved is set to DNS-over-TLS but answered in plain text")
+        XCTAssertTrue(line(["Dns": .string("intercepted")]).hasPrefix("intercepted: "))
+        let screen = Snapshot(["Dns": .string("slow"), "DnsServer": .string("198.18.0.1"), "DnsProbeZone": .string("p.test")])
+            .screen()
+        XCTAssertTrue(screen.contains("DNS:          slow via 198.18.0.1 (probe zone p.test)"), screen)
+        XCTAssertFalse(Snapshot([:]).screen().contains("DNS:"), "an older service says nothing of DNS truth")
+    }
+}
