@@ -120,11 +120,12 @@ check: deps-build purity format-check
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --disable-swift-testing $(SWIFT_FLAGS) --filter '^($(CHECK_SUITES))\.'
 
-bench: deps-bench release gio-module
+bench: deps-bench release gio-module $(RESOLVED_BIN)
 	@for ns in $$(ip netns list 2>/dev/null | awk '/^nob-/ {print $$1}'); do ip netns del $$ns 2>/dev/null || true; done
 	@bin="$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)"; \
 	  "$$bin/netobserver-bench" && "$$bin/netobserver-bench" portal && "$$bin/netobserver-bench" blame && "$$bin/netobserver-bench" simulate 20000 && \
 	  "$$bin/netobserver-bench" dual-stack && \
+	  tools/bench_dns.sh "$$bin/netobserverd" "$$bin/netobserver" "$(CURDIR)/$(RESOLVED_BIN)" && \
 	  tools/pure-lines.sh && \
 	  tools/bench.sh "$$bin/netobserverd"
 

@@ -135,10 +135,13 @@ public struct DnsTruthCore: TimerTable {
     public mutating func routeChanged(network: String, now: Instant) {
         guard started, network != self.network else { return }
         self.network = network
+        // What the old network's resolver did says nothing of the new one's.
+        intercepted = nil
         if !network.isEmpty {
             interceptionAt = now
             due(now: now)
         }
+        refreshView()
         run(now: now)
     }
 

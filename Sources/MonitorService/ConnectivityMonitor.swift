@@ -168,7 +168,7 @@ public final class ConnectivityMonitor {
     /// The machine goes to sleep (true: nothing is sent) or woke (false: probe and ask the next hop at once).
     public func sleep(_ asleep: Bool) {
         handle(asleep ? .suspend : .resume)
-        if !asleep { dnsTruth?.resumed() }
+        dnsTruth?.sleep(asleep)
     }
 
     /// ModemManager or NetworkManager changed what they say about links.
@@ -372,7 +372,7 @@ extension ConnectivityMonitor: TargetWorld {
             guard let self, let dnsTruth else { return }
             dnsObservationDue = false
             let state = model.state
-            if state.connectivity != .unknown { dnsTruth.start(network: state.interface) }
+            if state.connectivity != .unknown { dnsTruth.start(state) }
             dnsTruth.observe(state)
         }
     }

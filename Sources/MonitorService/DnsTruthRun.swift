@@ -21,10 +21,14 @@ final class DnsTruthRun {
     private var core: DnsTruthCore
     private let wakeup: WakeupTimer
     private var limitSeconds: UInt32
+    /// The network the route to Host is on: its interface and next hops ("" while there is no route).
     private var network = ""
-    private var networkSince: Instant
+    /// The nameservers the last answer said were asked (with the network, the interception answer's key).
+    private var resolvers: [String] = []
     private var silent = false
     private var started = false
+    /// Between the machine's going to sleep and its waking nothing is asked.
+    private var asleep = false
     /// The view changed (on the loop, outside any driver step).
     var onChange: ((DnsView) -> Void)?
 
@@ -36,7 +40,6 @@ final class DnsTruthRun {
             host: settings.host, hostIsLiteral: Self.isLiteral(settings.host), family: settings.family,
             zone: settings.dnsProbeZone, seed: UInt64.random(in: 0...UInt64.max))
         limitSeconds = Self.limit(settings)
-        networkSince = loop.now()
         wakeup = WakeupTimer(loop: loop)
         wakeup.onFire = { [unowned self] in
             core.timeout(now: loop.now())
@@ -54,11 +57,10 @@ final class DnsTruthRun {
     }
 
     /// Once the target has its first verdict (so the route's interface is known).
-    func start(network: String) {
+    func start(_ state: MonitorState) {
         guard !started else { return }
         started = true
-        self.network = network
-        networkSince = loop.now()
+        network = Self.network(state)
         core.start(network: network, now: loop.now())
         carryOut()
     }
@@ -73,11 +75,12 @@ final class DnsTruthRun {
 
     /// What the target's last verdict says: its interface, whether it is full, whether the host fell silent.
     func observe(_ state: MonitorState) {
+        guard !asleep else { return }
         let now = loop.now()
         core.connectivityFull(state.connectivity == .full, now: now)
-        if state.interface != network {
-            network = state.interface
-            networkSince = now
+        let current = Self.network(state)
+        if current != network {
+            network = current
             core.routeChanged(network: network, now: now)
         }
         let nowSilent = state.silence != nil
@@ -86,10 +89,22 @@ final class DnsTruthRun {
         carryOut()
     }
 
-    /// The machine woke: a fresh lookup.
-    func resumed() {
-        core.lookAgain(now: loop.now())
-        carryOut()
+    /// The route's interface and its next hops: another network behind the same interface (a Wi-Fi roamed) is
+    /// another network.
+    static func network(_ state: MonitorState) -> String {
+        guard !state.interface.isEmpty else { return "" }
+        return [state.interface, state.ipv4.gateway, state.ipv6.gateway].joined(separator: " ")
+    }
+
+    /// The machine goes to sleep (true: nothing is asked until it wakes) or woke (false: a fresh lookup).
+    func sleep(_ asleep: Bool) {
+        self.asleep = asleep
+        if asleep {
+            wakeup.arm(at: nil)
+        } else {
+            core.lookAgain(now: loop.now())
+            carryOut()
+        }
     }
 
     private func carryOut() {
@@ -98,27 +113,29 @@ final class DnsTruthRun {
             case .ask(let question, let generation):
                 let answer: (DnsReply) -> Void = { [weak self] reply in
                     guard let self else { return }
+                    if !reply.resolvers.isEmpty { resolvers = reply.resolvers }
                     core.answered(question.kind, generation: generation, reply, now: loop.now())
                     carryOut()
                 }
+                let interface = network.split(separator: " ").first.map(String.init) ?? ""
                 if question.kind == .interception {
                     interceptions.ask(
-                        question, on: network, since: networkSince, limitSeconds: limitSeconds, asking: asking,
-                        completion: answer)
+                        question, on: network + " " + resolvers.joined(separator: ","), interface: interface,
+                        limitSeconds: limitSeconds, asking: asking, completion: answer)
                 } else {
-                    asking.ask(question, interface: network, limitSeconds: limitSeconds, completion: answer)
+                    asking.ask(question, interface: interface, limitSeconds: limitSeconds, completion: answer)
                 }
             case .changed:
                 onChange?(core.view)
             }
         }
-        wakeup.arm(at: core.nextWakeup)
+        wakeup.arm(at: asleep ? nil : core.nextWakeup)
     }
 }
 
-/// The interception query's answers by network (the route's interface), shared by every target routed
-/// through it: a target asking on a network gets the answer another target got there since its own
-/// route last changed, and within the hour; or joins the question under way.
+/// The interception query's answers by network (the route's interface and next hops, and the resolvers), shared
+/// by every target routed through it: a target asking there gets the answer another got within the hour, or joins
+/// the question under way. An unanswered question is not kept: the next asker asks again.
 public final class InterceptionBook {
     private struct Entry {
         var reply: DnsReply?
@@ -134,12 +151,12 @@ public final class InterceptionBook {
     }
 
     func ask(
-        _ question: DnsQuestion, on network: String, since: Instant, limitSeconds: UInt32, asking: DnsAsking,
+        _ question: DnsQuestion, on network: String, interface: String, limitSeconds: UInt32, asking: DnsAsking,
         completion: @escaping (DnsReply) -> Void
     ) {
         let now = loop.now()
         entries = entries.filter { $0.value.reply == nil || now - $0.value.at < DnsTruthCore.interceptionRefresh }
-        if var entry = entries[network], entry.at >= since {
+        if var entry = entries[network] {
             if let reply = entry.reply {
                 loop.atEndOfTurn { completion(reply) }
             } else {
@@ -148,14 +165,11 @@ public final class InterceptionBook {
             }
             return
         }
-        // A question under way since before `since` is not this network's: its waiters take the new answer.
-        let waiting = (entries[network].flatMap { $0.reply == nil ? $0.waiting : nil } ?? []) + [completion]
-        entries[network] = Entry(reply: nil, at: now, waiting: waiting)
-        asking.ask(question, interface: network, limitSeconds: limitSeconds) { [weak self] reply in
+        entries[network] = Entry(reply: nil, at: now, waiting: [completion])
+        asking.ask(question, interface: interface, limitSeconds: limitSeconds) { [weak self] reply in
             guard let self, var entry = entries[network], entry.at == now, entry.reply == nil else { return }
             let waiting = entry.waiting
             if case .noAnswer = reply.outcome {
-                // Nothing to share: the next asker asks again.
                 entries[network] = nil
             } else {
                 entry.reply = reply

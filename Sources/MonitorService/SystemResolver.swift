@@ -145,7 +145,8 @@ private final class ResolvedQuestion {
 /// What systemd-resolved's ResolveHostname answers, read (the fuzzer's way in too).
 package enum ResolvedReply {
     /// ResolveHostname's reply (a(iiay) addresses, s canonical name, t flags), or its error, as an outcome.
-    package static func read(_ result: Result<Message, DBusError>, family: IPFamily) -> (DnsOutcome, confidential: Bool) {
+    package static func read(_ result: Result<Message, DBusError>, family: IPFamily) -> (DnsOutcome, confidential: Bool)
+    {
         switch result {
         case .failure(let error):
             return (outcome(ofError: error.name, message: error.message), false)

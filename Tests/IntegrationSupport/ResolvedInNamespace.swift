@@ -26,7 +26,8 @@ public final class ResolvedInNamespace {
 
     /// `configuration`: resolved.conf's [Resolve] lines. `trust`: a PEM file to stand for the system's authorities.
     public init(namespace: String, configuration: String, trust: String? = nil) throws {
-        directory = FileManager.default.temporaryDirectory
+        directory =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("netobserver-resolved-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory + "/etc", withIntermediateDirectories: true)
         chmod(directory, 0o755)
@@ -37,7 +38,8 @@ public final class ResolvedInNamespace {
         try (passwd + "systemd-resolve:x:\(uid):\(uid):resolved:/:/usr/sbin/nologin\n")
             .write(toFile: directory + "/passwd", atomically: true, encoding: .utf8)
         let group = try String(contentsOfFile: "/etc/group", encoding: .utf8)
-        try (group + "systemd-resolve:x:\(uid):\n").write(toFile: directory + "/group", atomically: true, encoding: .utf8)
+        try (group + "systemd-resolve:x:\(uid):\n").write(
+            toFile: directory + "/group", atomically: true, encoding: .utf8)
         busAddress = "unix:path=\(directory)/bus"
         try """
         <busconfig>

@@ -116,7 +116,8 @@ final class DnsTruthCoreTests: XCTestCase {
         _ = asked(&dns)
         dns.answered(.probeZone, generation: dns.generation, reply(.servfail), now: 6 * second)
         XCTAssertEqual(
-            dns.view.failure, "DNS fails: new lookups of names under zone.test: SERVFAIL (cached answers may still work)")
+            dns.view.failure,
+            "DNS fails: new lookups of names under zone.test: SERVFAIL (cached answers may still work)")
     }
 
     func testOpportunisticFallbackIsUnencryptedAndTLSIsNot() {

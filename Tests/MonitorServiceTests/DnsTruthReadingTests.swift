@@ -22,8 +22,11 @@ final class DnsTruthReadingTests: XCTestCase {
     func testTheLibraryReadsAnswersToTheQuestionAskedAndNothingElse() throws {
         let a = try seed("a").rest
         XCTAssertEqual(
-            DnsAsker.read(answer: a, name: "web.test", family: .v4), .addresses([.v4([198, 18, 2, 2]), .v4([198, 18, 2, 3])]))
-        XCTAssertEqual(DnsAsker.read(answer: a, name: "WEB.test.", family: .v4), .addresses([.v4([198, 18, 2, 2]), .v4([198, 18, 2, 3])]))
+            DnsAsker.read(answer: a, name: "web.test", family: .v4),
+            .addresses([.v4([198, 18, 2, 2]), .v4([198, 18, 2, 3])]))
+        XCTAssertEqual(
+            DnsAsker.read(answer: a, name: "WEB.test.", family: .v4),
+            .addresses([.v4([198, 18, 2, 2]), .v4([198, 18, 2, 3])]))
         XCTAssertEqual(
             DnsAsker.read(answer: a, name: "other.test", family: .v4), .noAnswer("a malformed answer"),
             "an answer to another question is not believed")
@@ -31,7 +34,8 @@ final class DnsTruthReadingTests: XCTestCase {
             DnsAsker.read(answer: a, name: "web.test", family: .v6), .noAnswer("a malformed answer"),
             "an A answer to an AAAA question is not believed")
         XCTAssertEqual(
-            DnsAsker.read(answer: try seed("cname").rest, name: "web.test", family: .v4), .addresses([.v4([198, 18, 2, 2])]))
+            DnsAsker.read(answer: try seed("cname").rest, name: "web.test", family: .v4),
+            .addresses([.v4([198, 18, 2, 2])]))
         XCTAssertEqual(DnsAsker.read(answer: try seed("nxdomain").rest, name: "web.test", family: .v4), .nxdomain)
         XCTAssertEqual(DnsAsker.read(answer: try seed("servfail").rest, name: "web.test", family: .v4), .servfail)
         guard case .addresses(let six) = DnsAsker.read(answer: try seed("aaaa").rest, name: "web.test", family: .v6)
@@ -51,13 +55,18 @@ final class DnsTruthReadingTests: XCTestCase {
         XCTAssertTrue(confidential)
         XCTAssertEqual(
             ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.NXDOMAIN", message: ""), .nxdomain)
-        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.SERVFAIL", message: ""), .servfail)
-        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.REFUSED", message: ""), .refused)
-        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.BADCOOKIE", message: ""), .otherRcode(-1))
-        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.NoSuchRR", message: ""), .noData)
-        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.DBus.Error.NoReply", message: "x"), .noAnswer("timed out"))
         XCTAssertEqual(
-            ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.NoNameServers", message: String(repeating: "m", count: 999)),
+            ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.SERVFAIL", message: ""), .servfail)
+        XCTAssertEqual(
+            ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.REFUSED", message: ""), .refused)
+        XCTAssertEqual(
+            ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.DnsError.BADCOOKIE", message: ""), .otherRcode(-1))
+        XCTAssertEqual(ResolvedReply.outcome(ofError: "org.freedesktop.resolve1.NoSuchRR", message: ""), .noData)
+        XCTAssertEqual(
+            ResolvedReply.outcome(ofError: "org.freedesktop.DBus.Error.NoReply", message: "x"), .noAnswer("timed out"))
+        XCTAssertEqual(
+            ResolvedReply.outcome(
+                ofError: "org.freedesktop.resolve1.NoNameServers", message: String(repeating: "m", count: 999)),
             .noAnswer("systemd-resolved: " + String(repeating: "m", count: 160)), "a long message is cut")
         XCTAssertEqual(SystemResolver.noCache, 1 << 12)
         XCTAssertEqual(SystemResolver.confidential, 1 << 18)
@@ -110,8 +119,10 @@ final class DnsTruthReadingTests: XCTestCase {
             line(["Dns": .string("unencrypted")]),
             "unencrypted: resolved is set to DNS-over-TLS but answered in plain text")
         XCTAssertTrue(line(["Dns": .string("intercepted")]).hasPrefix("intercepted: "))
-        let screen = Snapshot(["Dns": .string("slow"), "DnsServer": .string("198.18.0.1"), "DnsProbeZone": .string("p.test")])
-            .screen()
+        let screen = Snapshot([
+            "Dns": .string("slow"), "DnsServer": .string("198.18.0.1"), "DnsProbeZone": .string("p.test"),
+        ])
+        .screen()
         XCTAssertTrue(screen.contains("DNS:          slow via 198.18.0.1 (probe zone p.test)"), screen)
         XCTAssertFalse(Snapshot([:]).screen().contains("DNS:"), "an older service says nothing of DNS truth")
     }

@@ -40,7 +40,10 @@ final class DnsTruthNamespaceTests: DaemonInNamespaceTestCase {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments =
-            ["netns", "exec", namespace.name, "/bin/sh", "-c", #"trap 'kill $child' TERM; "$@" & child=$!; wait $child"#, "sh"]
+            [
+                "netns", "exec", namespace.name, "/bin/sh", "-c",
+                #"trap 'kill $child' TERM; "$@" & child=$!; wait $child"#, "sh",
+            ]
             + arguments
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: log)
@@ -66,7 +69,8 @@ final class DnsTruthNamespaceTests: DaemonInNamespaceTestCase {
         let process = try serve(
             in: namespace,
             [
-                "/usr/sbin/dnsmasq", "--keep-in-foreground", "--user=root", "--conf-file=/dev/null", "--no-hosts", "--no-resolv",
+                "/usr/sbin/dnsmasq", "--keep-in-foreground", "--user=root", "--conf-file=/dev/null", "--no-hosts",
+                "--no-resolv",
                 "--port=53", "--listen-address=\(address)", "--bind-interfaces", "--log-queries",
                 "--log-facility=-", "--pid-file=",
             ] + extra, log: log, ready: "started")
@@ -116,6 +120,11 @@ final class DnsTruthNamespaceTests: DaemonInNamespaceTestCase {
         let metrics = try client(["metrics"])
         XCTAssertTrue(metrics.contains(#"state="ok"} 1"#), metrics)
         XCTAssertTrue(metrics.contains("netobserver_dns_round_trip_seconds{"), metrics)
+        // An added target has DNS truth of its own.
+        _ = try client(["add", "web.test"])
+        let added = MonitorContract.Targets.path(1)
+        XCTAssertNotNil(try waitForProperty(.dns, "ok", bus: bus, path: added, timeout: 5), "the added target's Dns")
+        XCTAssertEqual(try readProperty(.dnsServer, bus: bus, path: added), "198.18.0.1")
     }
 
     /// A router's caching resolver whose upstream died answers Host from its cache; the random label under
@@ -190,7 +199,8 @@ final class DnsTruthNamespaceTests: DaemonInNamespaceTestCase {
     func testQueriesKeepToTheBudgetAndGoOnlyToTheConfiguredResolver() throws {
         try requireTool("/usr/sbin/nft")
         try names("nameserver 198.18.0.1\n")
-        let resolver = try dnsmasq(in: hosts.router, "198.18.0.1", ["--address=/web.test/198.18.2.2", "--address=/test/"])
+        let resolver = try dnsmasq(
+            in: hosts.router, "198.18.0.1", ["--address=/web.test/198.18.2.2", "--address=/test/"])
         _ = try hosts.client.exec(
             """
             nft -f - <<'EOF'
@@ -286,7 +296,8 @@ final class DnsTruthNamespaceTests: DaemonInNamespaceTestCase {
         _ = try hosts.router.exec("iptables -D INPUT -p tcp --dport 853 -j DROP")
         // Back: the first answer may come slowly (resolved reconnects to its server first).
         try wait(.connectivity, "full", timeout: 20)
-        XCTAssertTrue(["ok", "slow"].contains(try get(.dns)), try get(.dns))
+        let healed = try get(.dns)
+        XCTAssertTrue(["ok", "slow"].contains(healed), healed)
         XCTAssertEqual(try get(.dnsTransport), "tls")
     }
 
