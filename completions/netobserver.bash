@@ -49,7 +49,7 @@ _netobserver() {
         history) COMPREPLY=($(compgen -W "--limit --json" -- "$cur")) ;;
         set)
             if [ "$prev" = set ]; then
-                COMPREPLY=($(compgen -W "host interval timeout failures recoveries family check-url secure-check-url check-echo evidence" -- "$cur"))
+                COMPREPLY=($(compgen -W "host interval timeout failures recoveries family check-url secure-check-url check-echo dns-probe-zone evidence" -- "$cur"))
             elif [ "$prev" = family ]; then
                 COMPREPLY=($(compgen -W "any ipv4 ipv6" -- "$cur"))
             elif [ "$prev" = evidence ]; then

@@ -27,7 +27,7 @@ complete -c netobserver -n "__fish_seen_subcommand_from monitor" -l all -d 'ever
 complete -c netobserver -n "__fish_seen_subcommand_from wait" -l timeout -x -d 'seconds'
 complete -c netobserver -n "__fish_seen_subcommand_from wait check" -l require -x -a 'full portal limited' -d 'the least Connectivity that counts'
 complete -c netobserver -n "__fish_seen_subcommand_from metrics" -l textfile -r -F -d 'write atomically to this file'
-complete -c netobserver -n "__fish_seen_subcommand_from set; and not __fish_seen_subcommand_from host interval timeout failures recoveries family check-url secure-check-url check-echo evidence" -a 'host interval timeout failures recoveries family check-url secure-check-url check-echo evidence'
+complete -c netobserver -n "__fish_seen_subcommand_from set; and not __fish_seen_subcommand_from host interval timeout failures recoveries family check-url secure-check-url check-echo dns-probe-zone evidence" -a 'host interval timeout failures recoveries family check-url secure-check-url check-echo dns-probe-zone evidence'
 complete -c netobserver -n "__fish_seen_subcommand_from set; and __fish_seen_subcommand_from family" -a 'any ipv4 ipv6'
 complete -c netobserver -n "__fish_seen_subcommand_from set; and __fish_seen_subcommand_from evidence" -a 'probes traffic'
 complete -c netobserver -n "__fish_seen_subcommand_from set; and __fish_seen_subcommand_from check-echo" -a 'true false'

@@ -29,6 +29,11 @@ package enum DnsAsker {
             return DnsReply(
                 outcome: .noAnswer("/etc/resolv.conf names no nameserver"), transport: .unknown, resolvers: names)
         }
+        // A Host the hosts file names is resolved there, as applications' lookups are: no nameserver is asked.
+        if question.kind == .host, let local = HostsFile.addresses(of: question.name, family: question.family) {
+            return DnsReply(
+                outcome: local.isEmpty ? .noData : .addresses(local), server: "", transport: .unknown, resolvers: names)
+        }
         if !viaStub && onlyStub(names) {
             return DnsReply(outcome: .noAnswer(notAskedWords), transport: .unknown, resolvers: names)
         }

@@ -77,6 +77,23 @@ final class DnsTruthReadingTests: XCTestCase {
         XCTAssertEqual(ResolvedLink.path(12), "/org/freedesktop/resolve1/link/_312")
     }
 
+    /// A Host in /etc/hosts is resolved there (glibc's `files` first): its fresh lookup is the file's answer.
+    func testAHostsFileNameIsAnsweredByTheFile() {
+        let text: Substring = """
+            127.0.0.1 localhost
+            # 198.18.0.7 commented.test
+            198.18.2.2\tdual.test web  # a comment
+            fd00:2::2 DUAL.test.
+            not-an-address nothing.test
+            """
+        XCTAssertEqual(HostsFile.addresses(of: "dual.test", family: .v4, in: text), [.v4([198, 18, 2, 2])])
+        XCTAssertEqual(HostsFile.addresses(of: "dual.test.", family: .v6, in: text)?.map(\.description), ["fd00:2::2"])
+        XCTAssertEqual(HostsFile.addresses(of: "web", family: .v6, in: text), [], "named, without that family")
+        XCTAssertNil(HostsFile.addresses(of: "commented.test", family: .v4, in: text))
+        XCTAssertNil(HostsFile.addresses(of: "nothing.test", family: .v4, in: text))
+        XCTAssertNil(HostsFile.addresses(of: "example.test", family: .v4, in: text))
+    }
+
     func testTheResolvConfStubIsKnown() {
         XCTAssertTrue(DnsAsker.onlyStub(["127.0.0.53"]))
         XCTAssertTrue(DnsAsker.onlyStub(["127.0.0.53", "127.0.0.54"]))

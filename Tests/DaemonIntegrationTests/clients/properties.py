@@ -32,6 +32,8 @@ expected = {
     "Gateway4": (dbus.String, False), "Gateway6": (dbus.String, False),
     "Blame": (dbus.String, False), "Neighbor4": (dbus.String, False), "Neighbor6": (dbus.String, False),
     "TimeInState": (dbus.Dictionary, False),
+    "Dns": (dbus.String, False), "DnsServer": (dbus.String, False), "DnsTransport": (dbus.String, False),
+    "DnsRoundTripTime": (dbus.UInt64, False), "DnsProbeZone": (dbus.String, True),
 }
 all_props = props.GetAll(IFACE)
 check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))
