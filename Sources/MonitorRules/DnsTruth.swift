@@ -96,8 +96,6 @@ public struct DnsView: Equatable, Sendable {
     public var roundTripTime: UInt64 = 0
     /// While `failing`: the Reason's words ("DNS fails: new lookups of NAME: why (cached answers may still work)").
     public var failure: String?
-    /// While `unencrypted` or `intercepted`: what `status` prints.
-    public var detail = ""
 
     public init() {}
 }

@@ -53,11 +53,11 @@ public struct DnsTruthCore: TimerTable {
     private var freshAt: Instant?
     private var interceptionAt: Instant?
     private var interceptionAsked = false
-    /// The route's interface and the resolver list the last interception query was for.
-    private var network = ""
-    private var resolvers: [String] = []
+    /// The network the route to Host is on, as the driver names it ("" while there is none).
+    public private(set) var network = ""
+    /// The nameservers the last answer said were asked.
+    public private(set) var resolvers: [String] = []
     private var intercepted: Bool?
-    private var interceptedBy = ""
     private var unencrypted = false
     /// A fresh lookup succeeded since Host was set.
     private var answeredFresh = false
@@ -171,9 +171,8 @@ public struct DnsTruthCore: TimerTable {
             interceptionAt = now + Self.interceptionRefresh
             if case .noAnswer = reply.outcome { interceptionAt = now + Self.interceptionRetry }
             switch reply.outcome {
-            case .addresses(let list):
+            case .addresses:
                 intercepted = true
-                interceptedBy = list.first?.description ?? ""
             case .nxdomain, .noData:
                 intercepted = false
             default:
@@ -276,12 +275,6 @@ public struct DnsTruthCore: TimerTable {
                 .slow
             } else {
                 .ok
-            }
-        view.detail =
-            switch view.health {
-            case .intercepted: "a name that cannot exist got an address (\(interceptedBy))"
-            case .unencrypted: "resolved is set to DNS-over-TLS but answered in plain text"
-            default: ""
             }
         if view != old { outputs.append(.changed) }
     }

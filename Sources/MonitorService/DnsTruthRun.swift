@@ -21,10 +21,6 @@ final class DnsTruthRun {
     private var core: DnsTruthCore
     private let wakeup: WakeupTimer
     private var limitSeconds: UInt32
-    /// The network the route to Host is on: its interface and next hops ("" while there is no route).
-    private var network = ""
-    /// The nameservers the last answer said were asked (with the network, the interception answer's key).
-    private var resolvers: [String] = []
     private var silent = false
     private var started = false
     /// Between the machine's going to sleep and its waking nothing is asked.
@@ -47,9 +43,9 @@ final class DnsTruthRun {
         }
     }
 
-    /// Each question ends within max(5 s, Timeout).
+    /// Each question ends within max(5 s, Timeout), the check's limit, in whole seconds.
     static func limit(_ settings: MonitorSettings) -> UInt32 {
-        max(5, (settings.timeout + 999) / 1000)
+        (PortalCheck.limitMilliseconds(timeout: settings.timeout) + 999) / 1000
     }
 
     static func isLiteral(_ host: String) -> Bool {
@@ -60,8 +56,7 @@ final class DnsTruthRun {
     func start(_ state: MonitorState) {
         guard !started else { return }
         started = true
-        network = Self.network(state)
-        core.start(network: network, now: loop.now())
+        core.start(network: Self.network(state), now: loop.now())
         carryOut()
     }
 
@@ -78,11 +73,7 @@ final class DnsTruthRun {
         guard !asleep else { return }
         let now = loop.now()
         core.connectivityFull(state.connectivity == .full, now: now)
-        let current = Self.network(state)
-        if current != network {
-            network = current
-            core.routeChanged(network: network, now: now)
-        }
+        core.routeChanged(network: Self.network(state), now: now)
         let nowSilent = state.silence != nil
         if nowSilent && !silent { core.lookAgain(now: now) }
         silent = nowSilent
@@ -113,14 +104,13 @@ final class DnsTruthRun {
             case .ask(let question, let generation):
                 let answer: (DnsReply) -> Void = { [weak self] reply in
                     guard let self else { return }
-                    if !reply.resolvers.isEmpty { resolvers = reply.resolvers }
                     core.answered(question.kind, generation: generation, reply, now: loop.now())
                     carryOut()
                 }
-                let interface = network.split(separator: " ").first.map(String.init) ?? ""
+                let interface = core.network.split(separator: " ").first.map(String.init) ?? ""
                 if question.kind == .interception {
                     interceptions.ask(
-                        question, on: network + " " + resolvers.joined(separator: ","), interface: interface,
+                        question, on: core.network + " " + core.resolvers.joined(separator: ","), interface: interface,
                         limitSeconds: limitSeconds, asking: asking, completion: answer)
                 } else {
                     asking.ask(question, interface: interface, limitSeconds: limitSeconds, completion: answer)
