@@ -359,7 +359,11 @@ def huge_paths():
     base = min(cost(call(bus, PATH, PROPS, "Get", "ss", [IFACE, "P" * size]))[0] for _ in range(2))
     for path, shape in (("/p" * (size // 2), "many components"), ("/" + "p" * size, "one component")):
         for interface, member in ((INTROSPECTABLE, "Introspect"), (IFACE, "Check"), (None, "Check")):
-            spent, got = cost(call(bus, path, interface, member))
+            # The least of two tries, as for the base: a split costs ten times every time, while the daemon's own
+            # start-up work or a busy CI machine can land on any single call.
+            tries = [cost(call(bus, path, interface, member)) for _ in range(2)]
+            spent, got = min(t[0] for t in tries), tries[-1][1]
+            check(tries[0][1] == got, "%s at a huge path answered %s, then %s" % (member, tries[0][1], got))
             print("measured %d MiB path in %s, %s: %.0f ms of the daemon's CPU (a same-size argument: %.0f ms)" %
                   (size >> 20, shape, member, spent, base))
             check(got == ERR + "UnknownObject", "%s at a huge path: %s" % (member, got))
