@@ -112,8 +112,8 @@ final class Service {
     private let budget: PendingBudget
     /// ModemManager and NetworkManager on the system bus (followed again whenever it comes back).
     private var linkFacts: LinkFactsWatch?
-    /// The captive-portal APIs the networks announce, asked for every target.
-    private var capport: CapportWatch?
+    /// The service's own work above the targets: portal APIs, link facts, sleeps, the histories' ticks.
+    private var serviceWorld: DaemonServiceWorld?
     private var targets: TargetSet?
     private var saver: StateSaver?
     /// Every target's history (outages, TimeInState) and the sleeps.
@@ -209,9 +209,6 @@ final class Service {
         systemResolver = SystemResolver(
             loop: loop, helper: helper, systemBus: { [unowned self] in linkFacts?.systemBus },
             resolvedOwner: { [unowned self] in linkFacts?.resolvedOwner })
-        capport = CapportWatch(loop: loop, resolver: resolver, http: http, caFile: options.caFile) { [unowned self] in
-            Int(PortalCheck.limitMilliseconds(timeout: settings.timeout))
-        }
     }
 
     deinit {
@@ -220,7 +217,7 @@ final class Service {
         connection.close()
         history = nil
         linkFacts = nil
-        capport = nil
+        serviceWorld = nil
         saver = nil
         targets = nil
     }
@@ -276,7 +273,7 @@ final class Service {
     func export() throws(StartFailure) {
         let server = ObjectServer(connection: connection)
         // The default target starts first: its first lookup is asked before any added target's.
-        let history = HistoryBook(loop: loop, directory: stateDirectory, helper: helper)
+        let history = HistoryBook(directory: stateDirectory, helper: helper)
         self.history = history
         let objects: ServiceObjects
         do {
@@ -300,13 +297,18 @@ final class Service {
         let targets = objects.targets
         self.targets = targets
         exportTargets(targets)
-        capport?.onChange = { [unowned self] table in self.targets?.linkFactsChanged(table) }
-        capport?.isThisMachine = { [unowned self] address in routes?.table.isLocal(address) ?? false }
-        linkFacts?.onChange = { [unowned self] table in capport?.linkFactsChanged(table) }
-        routes?.onPortalAPIsChanged = { [unowned self] uris in capport?.routersAnnounced(uris) }
-        if let uris = routes?.portalAPIs, !uris.isEmpty { capport?.routersAnnounced(uris) }
+        let fetcher = PortalAPIFetcher(loop: loop, resolver: resolver, http: http, caFile: options.caFile) {
+            [unowned self] in Int(PortalCheck.limitMilliseconds(timeout: settings.timeout))
+        }
+        fetcher.isThisMachine = { [unowned self] address in routes?.table.isLocal(address) ?? false }
+        let serviceWorld = DaemonServiceWorld(loop: loop, fetcher: fetcher, history: history, targets: targets)
+        self.serviceWorld = serviceWorld
+        let service = serviceWorld.driver
+        linkFacts?.onChange = { [unowned service] table in service.handle(.servicesSaid(table)) }
+        routes?.onPortalAPIsChanged = { [unowned service] uris in service.handle(.routersAnnounced(uris)) }
+        if let uris = routes?.portalAPIs, !uris.isEmpty { service.handle(.routersAnnounced(uris)) }
         linkFacts?.onNews = { Log.info($0) }
-        linkFacts?.onSleep = { [unowned history] asleep in history.sleepAnnounced(asleep) }
+        linkFacts?.onSleep = { [unowned service] asleep in service.handle(.sleepAnnounced(asleep)) }
         linkFacts?.onReady = { [unowned self] in
             Log.info("modems and metered links: first view complete")
             releaseFirstVerdicts()

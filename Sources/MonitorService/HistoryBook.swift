@@ -3,46 +3,29 @@ import EventLoop
 import MonitorRules
 import Timekeeping
 
-/// Every target's history, for the whole service: the keepers, their files written in the blocking
-/// helper at most once per `writeInterval` (and at once at shutdown), and the sleeps — logind's, and the jumps
-/// of CLOCK_BOOTTIME over CLOCK_MONOTONIC that no one announced — handed to every target.
+/// Every target's history, for the whole service: the keepers, and their files written in the blocking
+/// helper when the service's core says (each `ServiceCore.tick`, before a sleep) and at once at shutdown.
+/// The sleeps the core finds are handed to every keeper here.
 ///
 /// A history is written when it changes: its time in state (a few hundred bytes) every 10 s, the whole file
 /// only when its outages changed; and however many targets changed at once, one turn encodes at most
 /// `wholeFilesPerTurn` bytes of whole files (the rest follow at the next ticks), so no write stalls the loop
 /// or fills the helper's queue.
 final class HistoryBook {
-    static let writeInterval = Duration.seconds(10)
     static let wholeFilesPerTurn = 1 << 20
-    /// A jump of BOOTTIME over MONOTONIC longer than this is a sleep (clock adjustments never move either).
-    static let sleepJump = Duration.seconds(1)
 
-    private let loop: MainLoop
     private let directory: String?
     private let helper: BlockingHelper?
     private var keepers: [UInt32: HistoryKeeper] = [:]
-    private var timer: LoopTimer?
-    private var slept = MonotonicClock.slept()
-    private var asleep = false
-    /// The machine slept (logind said so: `announced`) or woke; the targets' engines follow.
-    var onSleep: ((_ asleep: Bool) -> Void)?
 
     /// `directory`: the state directory (nil: histories are kept in memory only).
-    init(loop: MainLoop, directory: String?, helper: BlockingHelper) {
-        self.loop = loop
+    init(directory: String?, helper: BlockingHelper) {
         self.directory = directory
         self.helper = directory == nil ? nil : helper
         // Written quietly: the helper says only what failed (the error names the file).
         self.helper?.onQuietFailure(of: .history) { answer in
             if case .written(let error?) = answer { Log.warning("cannot write a history: \(error)") }
         }
-        timer = loop.schedule(after: Self.writeInterval, leeway: Self.writeInterval, repeats: true) { [unowned self] in
-            tick()
-        }
-    }
-
-    deinit {
-        if let timer { loop.cancel(timer) }
     }
 
     /// Target `number`'s keeper, its file read now.
@@ -62,40 +45,21 @@ final class HistoryBook {
         }
     }
 
-    /// logind: the machine is about to sleep (true) or woke (false).
-    func sleepAnnounced(_ value: Bool) {
-        guard value != asleep else { return }
-        asleep = value
+    /// The machine goes to sleep (true) or woke: the time asleep is in no running value or outage.
+    func sleep(_ asleep: Bool) {
         for keeper in keepers.values {
-            if value { keeper.suspend() } else { keeper.resume() }
+            if asleep { keeper.suspend() } else { keeper.resume() }
         }
-        if !value { slept = MonotonicClock.slept() }
-        onSleep?(value)
-        // What sleep closed is on disk before the machine sleeps.
-        if value { writeAll() }
     }
 
-    /// Whether the machine slept unannounced since the last look: then every target hears of it
-    /// (the time asleep leaves the running values and outages, and the engines start afresh).
-    func noticeSleep() {
-        let now = MonotonicClock.slept()
-        let jump = now > slept ? now - slept : .zero
-        slept = now
-        guard jump > Self.sleepJump, !asleep else { return }
-        Log.info("the machine slept for \(jump.seconds) s (CLOCK_BOOTTIME jumped)")
+    /// The machine slept `jump` unannounced: the time asleep leaves the running values and outages.
+    func slept(_ jump: Duration) {
         for keeper in keepers.values { keeper.slept(jump) }
-        onSleep?(true)
-        onSleep?(false)
-    }
-
-    private func tick() {
-        noticeSleep()
-        writeAll()
     }
 
     /// Hands what changed of every history to the helper, whole files up to `budget` bytes (the others wait,
     /// marked due, for the next call).
-    private func writeAll(budget: Int = HistoryBook.wholeFilesPerTurn) {
+    func writeAll(budget: Int = HistoryBook.wholeFilesPerTurn) {
         guard let helper else { return }
         var encoded = 0
         for number in keepers.keys.sorted() {

@@ -74,6 +74,8 @@ final class TargetSet {
     /// A target's Status changed, or one of its settings (for the log).
     var onStatusChanged: ((Target, MonitorState) -> Void)?
     var onSettingChanged: ((Target, MonitorSettings.Key) -> Void)?
+    /// Before any target handles a wake-up (the service's core looks for a sleep nobody announced first).
+    var beforeTargetWakes: (() -> Void)?
 
     init(
         loop: MainLoop, server: ObjectServer, budget: PendingBudget, history: HistoryBook? = nil,
@@ -84,9 +86,6 @@ final class TargetSet {
         self.budget = budget
         self.history = history
         self.makeEngines = makeEngines
-        history?.onSleep = { [unowned self] asleep in
-            for target in all { target.connectivity?.sleep(asleep) }
-        }
     }
 
     var paths: [String] { added.map { Self.path($0.number) } }
@@ -209,8 +208,8 @@ final class TargetSet {
                 guard properties.contains(.connectivity) || properties.contains(.blame) else { return }
                 keeper.observe(model.state, minimumOutage: Self.minimumOutage(model.settings))
             }
-            target.connectivity?.beforeTimeout = { [unowned history] in history.noticeSleep() }
         }
+        target.connectivity?.beforeTimeout = { [unowned self] in beforeTargetWakes?() }
         // After this turn's signals: clients hear of a change before the work it causes.
         target.model.onSettingChanged = { [unowned self, unowned target] key in
             loop.atEndOfTurn { [weak self, weak target] in
@@ -244,6 +243,11 @@ final class TargetSet {
     /// Holds back (or lets go) every target's first verdict: see `ConnectivityMonitor.holdFirstVerdict`.
     func holdFirstVerdicts(_ hold: Bool) {
         for target in all { target.connectivity?.holdFirstVerdict(hold) }
+    }
+
+    /// The machine goes to sleep (true) or woke: every target's engines follow.
+    func sleep(_ asleep: Bool) {
+        for target in all { target.connectivity?.sleep(asleep) }
     }
 
     func linkFactsChanged(_ table: LinkFactsTable) {

@@ -65,23 +65,14 @@ extension Simulation {
             gateway.upstreamCarries = false
         case .sleep(let milliseconds, let announced):
             guard gateway.asleepSince == nil else { return }
-            for target in targets { target.forgetProbesInFlight() }
             if announced {
                 gateway.asleepSince = bootTime
-                for target in targets {
-                    if let ended = target.history.suspend(boot: bootTime) { target.noteOutage(ended) }
-                    target.take(.suspend)
-                }
+                service.handle(.sleepAnnounced(true))
                 queue.add(.wake, at: now + .milliseconds(milliseconds))
             } else {
-                // Monotonic time stands still; the boot clock jumps; the daemon notices before its next wake-up.
+                // Monotonic time stands still; the boot clock jumps; the service's core finds it before any
+                // target's next wake-up, as the daemon's does.
                 gateway.bootOffset += .milliseconds(milliseconds)
-                for target in targets {
-                    target.history.slept(.milliseconds(milliseconds), boot: bootTime)
-                    target.take(.suspend)
-                    target.take(.resume)
-                    target.diagnosis.lastRediagnosis = now
-                }
             }
         case .heal:
             gateway.forwards = true
@@ -96,11 +87,7 @@ extension Simulation {
         guard let start = gateway.asleepSince else { return }
         gateway.asleepSince = nil
         gateway.sleeps.append((start, bootTime))
-        for target in targets {
-            target.history.resume(boot: bootTime, real: wallTime)
-            target.take(.resume)
-            target.diagnosis.lastRediagnosis = now
-        }
+        service.handle(.sleepAnnounced(false))
     }
 
     private func setAnswersNeighbors(_ answering: Bool) {
@@ -137,7 +124,8 @@ extension SimulatedTarget {
         if let asked = diagnosis.checksOut.removeValue(forKey: generation) { diagnosis.lastCheckAskedAt = asked }
     }
 
-    /// Going to sleep: the probes in flight are forgotten, not failed (their silence is the sleep's); the streaks start afresh.
+    /// The engines suspended (a sleep announced or found): the probes in flight are forgotten, not failed (their
+    /// silence is the sleep's); the streaks start afresh.
     func forgetProbesInFlight() {
         for sequence in sent.keys { sent[sequence]?.finished = true }
         answersInRow = 0

@@ -31,6 +31,8 @@ public final class Simulation {
         public var trafficSamples = 0
         public var probesSkipped = 0
         public var stalls = 0
+        /// The sleeps nobody announced that the service's core found, each when and how long.
+        public var sleepsFound: [(at: Instant, slept: Duration)] = []
         /// The longest any Check waited for its verdict.
         public var longestCheckWait = Duration.zero
         /// Every Status the monitor published, with when.
@@ -51,8 +53,9 @@ public final class Simulation {
         case checkAnswer(target: Int, generation: UInt64, CheckAnswer.Meaning)
         /// The captive-portal API's answer to fetch `generation` on `interface`.
         case capportAnswer(interface: String, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
-        /// The follower's next wake-up.
-        case capportWake
+        /// The service core's next wake-up, and its housekeeping tick.
+        case serviceWake
+        case serviceTick
         case trafficSample(target: Int, generation: UInt64, TrafficSample, cost: Duration, takenAt: Instant)
         /// Target `target`'s neighbour check, or its probe past the gateway, ended so.
         case neighborAnswer(target: Int, family: IPFamily, generation: UInt64, NeighborAnswer)
@@ -81,10 +84,10 @@ public final class Simulation {
     var resolverAnsweringSince: Instant? = .origin
     var resolver = SimulatedResolver()
     var checkBehaviour: Scenario.CheckBehaviour = .expected(milliseconds: 20)
-    /// The network's captive-portal API, and the follower that asks it (as the daemon's CapportWatch does).
+    /// The network's captive-portal API.
     var apiBehaviour: Scenario.APIBehaviour = .none
-    var follower = CapportFollower()
-    var capportWakeAt: Instant?
+    /// The daemon's service core in its driver (portal APIs, link facts, sleeps), this simulation its world.
+    lazy var service = SimulatedService(simulation: self)
     /// Each interface's last API answer taken, and whether a captive one came from the captive API.
     var apiAnswers: [String: Bool] = [:]
     static let apiPortalURL = "https://portal.test/api-login"
@@ -154,6 +157,7 @@ public final class Simulation {
         reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: fixedWatch)
         for target in targets { noteKernelTruth(resetting: target.routeID) }
         reach.start()
+        queue.add(.serviceTick, at: now + ServiceCore.tick)
         // The added targets were restored: they start before the default one.
         for target in targets.dropFirst() { target.take(.start(checkURL: startCheckURL)) }
         pump()
@@ -181,6 +185,8 @@ public final class Simulation {
             now = max(now, next)
             if let target = due, let wake = target.wake, wake <= now {
                 target.log("timeout")
+                // As the daemon's targets: a sleep nobody announced is found before any probe times out across it.
+                service.handle(.targetWakes)
                 target.take(.timeout)
             } else if let wake = reachWake, wake <= now {
                 reach.handleTimeout(now: now)
@@ -268,19 +274,19 @@ public final class Simulation {
             target.take(.checkAnswered(watchedFamily, generation: generation, meaning))
         case .capportAnswer(let interface, let generation, let result):
             // What the follower takes (a cancelled fetch's answer it does not).
-            if follower.isUnderway(interface: interface, generation: generation) {
+            if service.core.isFetching(interface: interface, generation: generation) {
                 if case .success(let answer) = result {
                     apiAnswers[interface] = answer.captive
                 } else {
                     apiAnswers[interface] = nil
                 }
             }
-            let (changed, actions) = follower.fetched(interface: interface, generation: generation, result, now: now)
-            carryOut(actions)
-            if changed { tellAPIFacts() }
-        case .capportWake:
-            capportWakeAt = nil
-            carryOut(follower.handleTimeout(now: now))
+            service.handle(.portalAPIFetched(interface: interface, generation: generation, result))
+        case .serviceWake:
+            service.woke()
+        case .serviceTick:
+            queue.add(.serviceTick, at: now + ServiceCore.tick)
+            service.handle(.tick)
         case .resolverAnswer(let index, let generation, let result, let worker):
             if worker { resolver.finished() }
             let target = targets[index]
@@ -329,7 +335,7 @@ public final class Simulation {
             for target in targets { target.runningCheckFaked = false }
         case .api(let new):
             apiBehaviour = new
-            announceAPI()
+            service.announceAPI()
         case .traffic(let new):
             trafficBehaviour = new
             trafficSince = now
@@ -373,7 +379,7 @@ public final class Simulation {
             resolverAnsweringSince = resolverAnsweringSince ?? now
             checkBehaviour = .expected(milliseconds: 20)
             apiBehaviour = .none
-            announceAPI()
+            service.announceAPI()
             for target in targets {
                 target.runningCheckFaked = false
                 target.filteredSince = nil
@@ -394,46 +400,6 @@ public final class Simulation {
         }
         for target in targets { target.notePath() }
         scheduleKernelRead()
-    }
-
-    /// The network announces its API on every link (or stops): the follower hears of it as CapportWatch would.
-    func announceAPI() {
-        let uris =
-            apiBehaviour == .none ? [:] : ["eth0": "https://api.test/capport", "wlan0": "https://api.test/capport"]
-        let before = follower.facts
-        if uris.isEmpty { apiAnswers = [:] }
-        carryOut(follower.announced(uris, now: now))
-        if follower.facts != before { tellAPIFacts() }
-    }
-
-    /// What the APIs said, in the link facts every target reads (no ModemManager or NetworkManager here).
-    func tellAPIFacts() {
-        let facts = LinkFactsTable().with(portalAPIs: follower.facts)
-        for target in targets { target.take(.linkFacts(facts)) }
-    }
-
-    /// A fetch as CheckRun runs it for CapportWatch: the answer after a round trip, or the limit's end.
-    func carryOut(_ actions: [CapportFollower.Action]) {
-        for action in actions {
-            guard case .fetch(let interface, _, let generation) = action else { continue }
-            let limit = Duration.milliseconds(
-                PortalCheck.limitMilliseconds(timeout: first.settings.timeoutMilliseconds))
-            let (after, result): (Duration, Result<CapportAnswer, StrictJSON.Malformed>) =
-                switch apiBehaviour {
-                case .captive:
-                    (.milliseconds(10), .success(CapportAnswer(captive: true, userPortalURL: Self.apiPortalURL)))
-                case .open:
-                    (.milliseconds(10), .success(CapportAnswer(captive: false, secondsRemaining: random.next() % 4000)))
-                case .malformed:
-                    (.milliseconds(10), CapportAnswer.parse(Array(pick(Self.malformedAnswers).utf8)))
-                case .hanging, .none: (limit, .failure(StrictJSON.Malformed(text: "timed out")))
-                }
-            queue.add(.capportAnswer(interface: interface, generation: generation, result), at: now + after)
-        }
-        if let wake = follower.nextWakeup, capportWakeAt.map({ wake < $0 }) ?? true {
-            capportWakeAt = wake
-            queue.add(.capportWake, at: max(wake, now))
-        }
     }
 
     static let malformedAnswers = [

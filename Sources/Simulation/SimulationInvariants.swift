@@ -212,7 +212,8 @@ extension SimulatedTarget {
                 "a portal at the API's URL on \(state.interface), but its API's last answer taken was not captive")
         }
         // The API saying captive is the verdict (none aside).
-        if simulation.follower.answer(on: state.interface)?.captive == true, path.monitor.route?.usable == true,
+        if simulation.service.core.portalAPIAnswer(on: state.interface)?.captive == true,
+            path.monitor.route?.usable == true,
             state.connectivity != .portal, state.connectivity != .none
         {
             violation("the API on \(state.interface) says captive, but Connectivity is \(state.connectivity)")

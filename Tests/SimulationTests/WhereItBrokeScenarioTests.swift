@@ -61,4 +61,26 @@ final class WhereItBrokeScenarioTests: XCTestCase {
         XCTAssertLessThan(outage?.duration ?? .forever, .seconds(8), "the minute asleep is no part of it")
         XCTAssertEqual(simulation.timeInState["asleep"], 60)
     }
+
+    /// The daemon's rule, run by the simulation's service core: a jump of the boot clock over a second is a sleep,
+    /// found before any target's next wake-up; a shorter one is none (the engines go on, their probes' answers
+    /// taken as they come).
+    func testAnUnannouncedSleepIsFoundFromTheBootClockBeforeAnyTargetWakes() {
+        let simulation = run(
+            [
+                (2_000, .sleep(milliseconds: 900, announced: false)),
+                (5_000, .sleep(milliseconds: 3_000, announced: false)),
+            ],
+            duration: 12_000)
+        let found = simulation.summary.sleepsFound
+        XCTAssertEqual(found.map(\.slept), [.seconds(3)], "0.9 s is no sleep; 3 s is")
+        let at = found.first?.at ?? .distantFuture
+        XCTAssertGreaterThanOrEqual(at, .origin + .seconds(5))
+        XCTAssertLessThanOrEqual(
+            at, .origin + .seconds(5) + .milliseconds(settings.intervalMilliseconds),
+            "found at the first wake-up after it, within an Interval")
+        XCTAssertEqual(simulation.timeInState["asleep"], 3)
+        XCTAssertEqual(simulation.timeInState.values.reduce(0, +), 15, "the run's 12 s and the 3 s asleep")
+        XCTAssertEqual(simulation.outages, [])
+    }
 }

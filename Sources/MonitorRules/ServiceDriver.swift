@@ -1,0 +1,78 @@
+import Timekeeping
+
+/// What the service's driver asks of the world around it: the daemon's fetches, targets and history
+/// files, or the simulation's. Each call only starts something or hands a value over; what comes of it
+/// comes back as an event through `ServiceDriver.handle`.
+public protocol ServiceWorld: AnyObject {
+    /// CLOCK_MONOTONIC now.
+    var now: Instant { get }
+    /// CLOCK_BOOTTIME's lead over CLOCK_MONOTONIC now: it grows only while the machine sleeps.
+    var slept: Duration { get }
+    /// GET `uri` over verified HTTPS within the limit; answer with `.portalAPIFetched`.
+    func fetchPortalAPI(interface: String, uri: String, generation: UInt64)
+    func cancelPortalAPIFetch(interface: String)
+    func log(_ line: String)
+    /// Every target takes `table`.
+    func linkFactsChanged(_ table: LinkFactsTable)
+    /// Every history suspends (true) or resumes, then every target's engines follow.
+    func machineSleeps(_ asleep: Bool)
+    /// Every history takes `jump` out; every target's engines suspend and resume.
+    func machineSlept(_ jump: Duration)
+    func writeHistories()
+    /// Hand the core `.timeout` at `deadline` (nil: no wake-up); replaces the last one asked for.
+    func wakeUp(at deadline: Instant?)
+}
+
+/// The one pump around a `ServiceCore`, run by the daemon and by the simulation alike: events in, the
+/// core's actions carried out through a `ServiceWorld`, in order. No re-entry: an event handed in while
+/// actions are carried out (a target hearing of a sleep may wake) waits for them.
+public final class ServiceDriver {
+    public private(set) var core = ServiceCore()
+    private unowned let world: any ServiceWorld
+    private var queue: [ServiceCore.Event] = []
+    private var driving = false
+    /// Told each step's actions before they are carried out (for tests).
+    public var observeStep: (([ServiceCore.Action]) -> Void)?
+
+    public init(world: any ServiceWorld) {
+        self.world = world
+    }
+
+    /// Hands `event` to the core (after whatever is being carried out now).
+    public func handle(_ event: ServiceCore.Event) {
+        queue.append(event)
+        guard !driving else { return }
+        driving = true
+        defer { driving = false }
+        var head = 0
+        while head < queue.count {
+            let next = queue[head]
+            head += 1
+            carryOut(core.handle(next, now: world.now, slept: world.slept))
+        }
+        queue.removeAll(keepingCapacity: true)
+        world.wakeUp(at: core.nextWakeup)
+    }
+
+    private func carryOut(_ actions: [ServiceCore.Action]) {
+        observeStep?(actions)
+        for action in actions {
+            switch action {
+            case .fetchPortalAPI(let interface, let uri, let generation):
+                world.fetchPortalAPI(interface: interface, uri: uri, generation: generation)
+            case .cancelPortalAPIFetch(let interface):
+                world.cancelPortalAPIFetch(interface: interface)
+            case .log(let line):
+                world.log(line)
+            case .linkFacts(let table):
+                world.linkFactsChanged(table)
+            case .sleep(let asleep):
+                world.machineSleeps(asleep)
+            case .slept(let jump):
+                world.machineSlept(jump)
+            case .writeHistories:
+                world.writeHistories()
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import EventLoop
+import MonitorRules
+import Timekeeping
+
+/// The daemon's side of the service's core: its events come from the route watch (routers'
+/// announcements), the system bus (the services' link facts, logind's sleeps), the portal APIs' fetches and
+/// the targets' wake-ups; what the core decides goes to every target, to the fetcher and to the histories.
+final class DaemonServiceWorld: ServiceWorld {
+    private let loop: MainLoop
+    private let fetcher: PortalAPIFetcher
+    private let history: HistoryBook?
+    private unowned let targets: TargetSet
+    private(set) lazy var driver = ServiceDriver(world: self)
+    private let wakeup: WakeupTimer
+    private var tickTimer: LoopTimer?
+
+    init(loop: MainLoop, fetcher: PortalAPIFetcher, history: HistoryBook?, targets: TargetSet) {
+        self.loop = loop
+        self.fetcher = fetcher
+        self.history = history
+        self.targets = targets
+        wakeup = WakeupTimer(loop: loop)
+        wakeup.onFire = { [unowned self] in driver.handle(.timeout) }
+        fetcher.onFetched = { [unowned self] interface, generation, result in
+            driver.handle(.portalAPIFetched(interface: interface, generation: generation, result))
+        }
+        targets.beforeTargetWakes = { [unowned self] in driver.handle(.targetWakes) }
+        // Housekeeping rides on the loop's other wake-ups: it adds none of its own while any come.
+        tickTimer = loop.schedule(after: ServiceCore.tick, leeway: ServiceCore.tick, repeats: true) {
+            [unowned self] in driver.handle(.tick)
+        }
+    }
+
+    deinit {
+        if let tickTimer { loop.cancel(tickTimer) }
+    }
+
+    var now: Instant { loop.now() }
+    var slept: Duration { MonotonicClock.slept() }
+
+    func fetchPortalAPI(interface: String, uri: String, generation: UInt64) {
+        fetcher.fetch(interface, uri, generation)
+    }
+
+    func cancelPortalAPIFetch(interface: String) {
+        fetcher.cancel(interface)
+    }
+
+    func log(_ line: String) {
+        Log.info(line)
+    }
+
+    func linkFactsChanged(_ table: LinkFactsTable) {
+        targets.linkFactsChanged(table)
+    }
+
+    func machineSleeps(_ asleep: Bool) {
+        history?.sleep(asleep)
+        targets.sleep(asleep)
+    }
+
+    func machineSlept(_ jump: Duration) {
+        history?.slept(jump)
+        targets.sleep(true)
+        targets.sleep(false)
+    }
+
+    func writeHistories() {
+        history?.writeAll()
+    }
+
+    func wakeUp(at deadline: Instant?) {
+        wakeup.arm(at: deadline)
+    }
+}
