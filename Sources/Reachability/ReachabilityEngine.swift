@@ -32,8 +32,10 @@ public final class ReachabilityEngine {
     private var advertisements: RouterAdvertisementSocket?
     private var advertisementSource: IOSource?
     private var core: ReachabilityCore
-    private var retryTimer: LoopTimer?
-    private var retryAt: Instant?
+    /// The core's next deadline (`ReachabilityCore.Timer`: a dump retried, a NAT64 prefix's lifetime).
+    private let wakeup: WakeupTimer
+    /// What is handed to the core while its outputs are carried out, kept for after them (see `enter`).
+    private var queued: [(inout ReachabilityCore) -> Void] = []
     /// Told why a router advertisement's option was not taken (for the log; bounded by the core).
     public var onIgnoredRouterOption: ((String) -> Void)?
     /// The captive-portal API URIs routers announce changed: each interface's, by name (RFC 8910).
@@ -65,22 +67,18 @@ public final class ReachabilityEngine {
         public var verdict: ReachabilityVerdict? { engine.ask { $0.verdict(id) } }
         public var target: IPAddress? {
             get { engine.ask { $0.target(id) } }
-            set {
-                engine.core.setTarget(newValue, for: id)
-                engine.drive()
-            }
+            set { engine.enter { [id] in $0.setTarget(newValue, for: id) } }
         }
         public var families: [IPFamily] {
             get { engine.ask { $0.families(id) } }
-            set {
-                engine.core.setFamilies(newValue, for: id)
-                engine.drive()
-            }
+            set { engine.enter { [id] in $0.setFamilies(newValue, for: id) } }
         }
     }
 
     /// A watch for one more target; it ends with the returned object.
     public func watch(families: [IPFamily] = IPFamily.allCases) -> Watch {
+        // The id is the core's answer, needed now; adding a target only asks for a lookup, which comes out with
+        // the next outputs (after those under way, when a watcher adds one from a verdict).
         let id = core.addTarget(families: families)
         let watch = Watch(engine: self, id: id)
         watches[id] = { [weak watch] verdict in watch?.onChange(verdict) }
@@ -90,11 +88,12 @@ public final class ReachabilityEngine {
 
     private func unwatch(_ id: ReachabilityCore.TargetID) {
         watches[id] = nil
-        core.removeTarget(id)
+        enter { $0.removeTarget(id) }
     }
 
     public init(loop: MainLoop, classifier: InterfaceClassifier = InterfaceClassifier()) throws(SystemError) {
         self.loop = loop
+        wakeup = WakeupTimer(loop: loop)
         let cards = NeighborCards()
         core = ReachabilityCore(
             classify: classifier.classify,
@@ -115,6 +114,7 @@ public final class ReachabilityEngine {
                 readAdvertisements()
             }
         }
+        wakeup.onFire = { [unowned self] in enter { [loop] in $0.handleTimeout(now: loop.now()) } }
         core.start()
         // The first dump request must go out, or there is no engine.
         for output in core.takeOutputs() {
@@ -124,7 +124,6 @@ public final class ReachabilityEngine {
     }
 
     deinit {
-        if let retryTimer { loop.cancel(retryTimer) }
         if let source { loop.remove(source) }
         if let advertisementSource { loop.remove(advertisementSource) }
     }
@@ -139,11 +138,12 @@ public final class ReachabilityEngine {
             case .ignored:
                 continue
             case .advertisement(let index, let source, let options):
-                core.receive(
-                    [.routerOptions(index: index, options: options, source: source)], malformed: 0, now: loop.now())
+                let now = loop.now()
+                enter {
+                    $0.receive([.routerOptions(index: index, options: options, source: source)], malformed: 0, now: now)
+                }
             }
         }
-        drive()
     }
 
     private func readAvailable() {
@@ -153,41 +153,53 @@ public final class ReachabilityEngine {
             case .wouldBlock:
                 break reading
             case .dropped:
-                core.dropped()
+                enter { $0.dropped() }
             case .overrun:
-                core.overrun()
+                enter { $0.overrun() }
             case .datagram(let bytes):
                 let parsed = NetlinkParser.parse(bytes)
-                core.receive(parsed.messages, malformed: parsed.malformed, now: loop.now())
+                let now = loop.now()
+                enter { $0.receive(parsed.messages, malformed: parsed.malformed, now: now) }
             }
         }
-        drive()
     }
 
     /// Whether `drive` is under way: what a watcher does to the engine from a verdict (watch another address,
-    /// stop watching) changes the core and leaves its outputs to the drive under way — never a drive inside a
+    /// stop watching) waits in `queued` until the outputs under way are carried out — never a drive inside a
     /// drive, whose verdicts would overtake the ones still queued.
     private var driving = false
+
+    /// Hands `change` to the core now, or after the outputs being carried out; then carries out what follows.
+    private func enter(_ change: @escaping (inout ReachabilityCore) -> Void) {
+        if driving { return queued.append(change) }
+        change(&core)
+        drive()
+    }
 
     private func drive() {
         guard !driving else { return }
         driving = true
         defer { driving = false }
-        while case let outputs = core.takeOutputs(), !outputs.isEmpty {
+        while true {
+            var outputs = core.takeOutputs()
+            if outputs.isEmpty, !queued.isEmpty {
+                let changes = queued
+                queued.removeAll()
+                for change in changes { change(&core) }
+                outputs = core.takeOutputs()
+            }
+            guard !outputs.isEmpty else { break }
             for output in outputs {
                 switch output {
                 case .send(let request):
                     do {
                         try socket.send(Self.bytes(request))
                     } catch {
-                        core.requestFailed(request, reason: "\(error)", now: loop.now())
+                        let now = loop.now()
+                        enter { $0.requestFailed(request, reason: "\(error)", now: now) }
                     }
                 case .evaluateAtEndOfTurn:
-                    loop.atEndOfTurn { [weak self] in
-                        guard let self else { return }
-                        core.evaluate()
-                        drive()
-                    }
+                    loop.atEndOfTurn { [weak self] in self?.enter { $0.evaluate() } }
                 case .verdict(let verdict, let id):
                     watches[id]?(verdict)
                 case .ignoredRouterOption(let why):
@@ -197,7 +209,7 @@ public final class ReachabilityEngine {
                 }
             }
         }
-        armRetryTimer()
+        wakeup.arm(at: ask(\.nextWakeup))
     }
 
     /// What `question` says of the core, asked in place: a method called on a stored struct runs on a copy.
@@ -206,20 +218,6 @@ public final class ReachabilityEngine {
     private static func ask<Answer>(_ core: inout ReachabilityCore, _ question: (ReachabilityCore) -> Answer) -> Answer
     {
         question(core)
-    }
-
-    /// At the core's next deadline (a dump to retry, a NAT64 prefix's lifetime ending), earlier ones first.
-    private func armRetryTimer() {
-        guard let wake = ask(\.nextWakeup) else { return }
-        if retryTimer != nil, let retryAt, retryAt <= wake { return }
-        if let retryTimer { loop.cancel(retryTimer) }
-        retryAt = wake
-        retryTimer = loop.schedule(at: wake) { [unowned self] in
-            retryTimer = nil
-            retryAt = nil
-            core.handleTimeout(now: loop.now())
-            drive()
-        }
     }
 
     static func bytes(_ request: ReachabilityCore.Request) -> [UInt8] {

@@ -102,6 +102,40 @@ final class ReachabilityNamespaceTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(engine.table.links.count, 3)
     }
 
+    /// A watcher that moves another watch from inside its verdict (as a target following its Host does) never
+    /// enters the engine's core while its outputs are carried out: every verdict already decided is delivered
+    /// first, in order, and the moved watch's verdict follows from the change.
+    func testAWatcherChangingTheEngineFromAVerdictWaitsForTheVerdictsUnderWay() throws {
+        wait("initial") { $0.usable }
+        let other = engine.watch()
+        var order: [String] = []
+        other.onChange = { verdict in order.append("other \(verdict.interface)") }
+        let previous = watch.onChange
+        watch.onChange = { verdict in
+            order.append("watch \(verdict.usable)")
+            // Moved from inside the verdict: this waits for the drive under way.
+            other.target = IPAddress("198.18.1.9")
+            previous(verdict)
+        }
+        let settled = loop.schedule(after: .milliseconds(300)) { [unowned self] in loop.quit(status: 0) }
+        _ = loop.run()
+        loop.cancel(settled)
+        order = []
+        try client.ip("link set nc0 down")
+        wait("down") { !$0.usable }
+        try client.ip("link set nc0 up")
+        try client.ip("route add default via 198.18.0.1")
+        wait("up") { $0.usable }
+        let settle = loop.schedule(after: .milliseconds(300)) { [unowned self] in loop.quit(status: 0) }
+        _ = loop.run()
+        loop.cancel(settle)
+        let moved = order.firstIndex(of: "watch false") ?? order.endIndex
+        let followed = order.firstIndex(of: "other nc1") ?? -1
+        XCTAssertLessThan(moved, followed, "the moved watch's verdict follows the one that moved it: \(order)")
+        XCTAssertEqual(other.verdict?.interface, "nc1")
+        XCTAssertEqual(engine.statistics.malformed, 0)
+    }
+
     func testLinkDownThenUp() throws {
         wait("initial") { $0.usable }
         try client.ip("link set nc0 down")
