@@ -120,21 +120,10 @@ final class Service {
     private var history: HistoryBook?
     /// Where the settings and histories are kept; nil: nowhere (nothing persists).
     private var stateDirectory: String?
-    /// What the state file holds of the default target (or will once saved): values Set over
-    /// D-Bus, never flags. Target 0 keeps them once exported.
-    private var restoredValues: [MonitorSettings.Key: String] = [:]
-    private var persisted: [MonitorSettings.Key: String] {
-        get { targets?.defaultTarget?.persisted ?? restoredValues }
-        set {
-            if let target = targets?.defaultTarget { target.persisted = newValue } else { restoredValues = newValue }
-        }
-    }
-    /// The added targets the state file held at start, restored once the objects exist.
+    /// What the state file held at start: every target is made from it (the default one with the flags first).
     private var restoredState = StoredState()
-    /// The default target's settings until it exists: the flags', then the state file's.
-    private var startSettings: MonitorSettings
-    /// The default target's settings.
-    private var settings: MonitorSettings { targets?.defaultTarget?.model.settings ?? startSettings }
+    /// The default target's settings (the flags' until it exists).
+    private var settings: MonitorSettings { targets?.defaultTarget?.model.settings ?? options.settings }
 
     typealias StartFailure = Daemon.StartFailure
 
@@ -155,7 +144,6 @@ final class Service {
         } catch {
             throw StartFailure(status: 1, message: "cannot connect to the bus: \(error.message)")
         }
-        startSettings = options.settings
         interceptions = InterceptionBook(loop: loop)
         budget = PendingBudget(identify: PendingBudget.askingBus(connection))
         do {
@@ -250,23 +238,9 @@ final class Service {
         }
         // Numbers are never reused, even when the file that counted them was lost: no target inherits a history.
         state.nextTarget = max(state.nextTarget, store.highestNumberOnDisk() + 1)
-        apply(state.targets[0] ?? [:], from: store.path)
         restoredState = state
         saver = StateSaver(store: store, helper: helper)
         saver?.refusing = unreadable
-    }
-
-    /// Takes the stored values that are valid; returns the keys whose setting changed.
-    @discardableResult
-    private func apply(_ values: [MonitorSettings.Key: String], from path: String) -> [MonitorSettings.Key] {
-        let (settings, kept, problems) = self.settings.applying(values, except: options.flagged)
-        problems.forEach { Log.warning("\(path): \($0), ignored") }
-        persisted = kept
-        guard let model = targets?.defaultTarget?.model else {
-            startSettings = settings
-            return []
-        }
-        return model.take(settings)
     }
 
     /// Exports the targets' objects, each with its engines, and connects them to the bus.
@@ -278,8 +252,8 @@ final class Service {
         let objects: ServiceObjects
         do {
             objects = try ServiceObjects(
-                server: server, settings: startSettings, budget: budget, persisted: restoredValues,
-                history: history
+                server: server, settings: options.settings, budget: budget, state: restoredState,
+                flagged: options.flagged, history: history
             ) {
                 [
                     loop, resolver, probeSockets, http, options, routes,
@@ -296,6 +270,8 @@ final class Service {
         }
         let targets = objects.targets
         self.targets = targets
+        let path = saver?.store.path ?? "state"
+        objects.restoreProblems.forEach { Log.warning("\(path): \($0)") }
         exportTargets(targets)
         let fetcher = PortalAPIFetcher(loop: loop, resolver: resolver, http: http, caFile: options.caFile) {
             [unowned self] in Int(PortalCheck.limitMilliseconds(timeout: settings.timeout))
@@ -337,7 +313,6 @@ final class Service {
 
     /// The added targets: those the state file kept, then those of --target.
     private func exportTargets(_ targets: TargetSet) {
-        targets.restore(restoredState).forEach { Log.warning("\(saver?.store.path ?? "state"): \($0)") }
         for host in options.targets {
             var settings = MonitorSettings()
             settings.host = host
@@ -370,9 +345,9 @@ final class Service {
 
     /// Everything the state file keeps: every target's values (the default one's as 0) and the next number.
     private var storedState: StoredState {
-        var stored = targets?.stored ?? [:]
-        stored[0] = persisted
-        return StoredState(targets: stored, nextTarget: targets?.nextNumber ?? restoredState.nextTarget)
+        StoredState(
+            targets: targets?.stored ?? restoredState.targets,
+            nextTarget: targets?.nextNumber ?? restoredState.nextTarget)
     }
 
     /// Saves the whole state after this turn's signals; `call` (a Set of `key`) is answered
@@ -419,9 +394,8 @@ final class Service {
                 }
                 return
             }
-            let changed = apply(state.targets[0] ?? [:], from: saver.store.path)
-            var names = changed.map { "\($0.name)=\(settings.text($0))" }
-            names += targets?.reload(state) ?? []
+            guard let (names, ignored) = targets?.reload(state) else { return }
+            ignored.forEach { Log.warning("\(saver.store.path): \($0)") }
             Log.notice(
                 "SIGHUP: re-read \(saver.store.path): \(names.isEmpty ? "nothing changed" : names.joined(separator: ", "))"
             )

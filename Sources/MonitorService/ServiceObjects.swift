@@ -10,18 +10,21 @@ public final class ServiceObjects {
     public let model: MonitorModel
     let targets: TargetSet
 
-    /// The default target (number 0, its lookups first) made with `settings`, as every target is
-    /// made; `makeEngines` makes each target's engines (nil: none).
+    /// What the state file held that was ignored (each as the log says it).
+    let restoreProblems: [String]
+
+    /// Every target the state file keeps, as every target is made: the default one (number 0, its lookups
+    /// first) from the command line's `settings` with the file's values but for the `flagged` keys, then the
+    /// added ones; `makeEngines` makes each target's engines (nil: none).
     init(
         server: ObjectServer, settings: MonitorSettings, budget: PendingBudget,
-        persisted: [MonitorSettings.Key: String] = [:],
+        state: StoredState = StoredState(), flagged: Set<MonitorSettings.Key> = [],
         history: HistoryBook? = nil, makeEngines: TargetSet.EngineFactory?
     ) throws(DBusError) {
         targets = TargetSet(
             loop: server.loop, server: server, budget: budget, history: history, makeEngines: makeEngines)
-        let target = try targets.add(
-            settings: settings, number: 0, lookupsFirst: true, persisted: persisted,
-            interfaces: [targets.declaration()])
+        restoreProblems = try targets.restore(state, defaults: settings, flagged: flagged)
+        guard let target = targets.defaultTarget else { throw .failed("the default target was not made") }
         monitor = target.object
         model = target.model
         server.manageObjects(under: MonitorContract.objectPath)

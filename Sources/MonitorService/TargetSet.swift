@@ -25,12 +25,15 @@ final class TargetSet {
         let fromCommandLine: Bool
         /// Its lookups go before every other target's (the default target's: INTERFACE.md, "Lookups never wait").
         let lookupsFirst: Bool
+        /// The settings the command line gave it: the state file's values never take their place.
+        let flagged: Set<MonitorSettings.Key>
         /// The values Set over D-Bus on it (kept in the state file unless from the command line).
         var persisted: [MonitorSettings.Key: String]
 
         init(
             number: UInt32, model: MonitorModel, object: MonitorObject, connectivity: ConnectivityMonitor?,
-            fromCommandLine: Bool, lookupsFirst: Bool, persisted: [MonitorSettings.Key: String]
+            fromCommandLine: Bool, lookupsFirst: Bool, flagged: Set<MonitorSettings.Key>,
+            persisted: [MonitorSettings.Key: String]
         ) {
             self.number = number
             self.model = model
@@ -38,6 +41,7 @@ final class TargetSet {
             self.connectivity = connectivity
             self.fromCommandLine = fromCommandLine
             self.lookupsFirst = lookupsFirst
+            self.flagged = flagged
             self.persisted = persisted
         }
     }
@@ -144,7 +148,8 @@ final class TargetSet {
     @discardableResult
     func add(
         settings: MonitorSettings, number: UInt32? = nil, lookupsFirst: Bool = false, fromCommandLine: Bool = false,
-        persisted: [MonitorSettings.Key: String], interfaces: [DBusInterface] = []
+        flagged: Set<MonitorSettings.Key> = [], persisted: [MonitorSettings.Key: String],
+        interfaces: [DBusInterface] = []
     ) throws(DBusError) -> Target {
         let number = number ?? nextNumber
         guard !all.contains(where: { $0.number == number }) else {
@@ -173,7 +178,7 @@ final class TargetSet {
         }
         let target = Target(
             number: number, model: model, object: object, connectivity: connectivity,
-            fromCommandLine: fromCommandLine, lookupsFirst: lookupsFirst, persisted: persisted)
+            fromCommandLine: fromCommandLine, lookupsFirst: lookupsFirst, flagged: flagged, persisted: persisted)
         let listed = paths
         join(target)
         if paths != listed { changed() }
@@ -259,9 +264,9 @@ final class TargetSet {
         for target in all { target.object.clientVanished(client) }
     }
 
-    /// What the state file keeps of the added targets (not those of --target), by number.
+    /// What the state file keeps of every target (not those of --target), by number.
     var stored: [UInt32: StoredState.Values] {
-        Dictionary(uniqueKeysWithValues: added.filter { !$0.fromCommandLine }.map { ($0.number, $0.persisted) })
+        Dictionary(uniqueKeysWithValues: all.filter { !$0.fromCommandLine }.map { ($0.number, $0.persisted) })
     }
 
     private func changed() {
@@ -271,45 +276,68 @@ final class TargetSet {
         onChange?()
     }
 
-    /// SIGHUP: the file's targets as at start-up. Those it no longer lists go (not those of
-    /// --target), those it adds come, and the others take its values. Returns what changed.
-    func reload(_ state: StoredState) -> [String] {
+    /// SIGHUP: the file's targets as at start-up. Those it no longer lists go (not those of --target, never the
+    /// default one), those it adds come, and every other one takes its values but for those its command line
+    /// gave. Returns what changed, and what was ignored.
+    func reload(_ state: StoredState) -> (changes: [String], problems: [String]) {
         var changes: [String] = []
+        var problems: [String] = []
         let listed = state.added
         let numbers = Set(listed.map(\.number))
         for target in added where !target.fromCommandLine && !numbers.contains(target.number) {
             try? remove(path: MonitorContract.Targets.path(target.number))
             changes.append("target \(target.number) removed")
         }
-        for stored in listed {
-            guard let target = added.first(where: { $0.number == stored.number }) else {
+        for (number, values) in [(0, state.targets[0] ?? [:])] + listed {
+            guard let target = all.first(where: { $0.number == number }) else {
                 let before = all.count
-                _ = restore(StoredState(targets: [stored.number: stored.values], nextTarget: nextNumber))
-                if all.count > before { changes.append("target \(stored.number) added") }
+                problems += restoreAdded([(number, values)])
+                if all.count > before { changes.append("target \(number) added") }
                 continue
             }
-            let (settings, kept, _) = target.model.settings.applying(stored.values)
-            changes += target.model.take(settings).map { "target \(target.number) \($0.name)=\(settings.text($0))" }
+            let (settings, kept, invalid) = target.model.settings.applying(values, except: target.flagged)
+            problems += invalid.map { Self.named(number, "\($0), ignored") }
+            changes += target.model.take(settings).map {
+                (number == 0 ? "" : "target \(number) ") + "\($0.name)=\(settings.text($0))"
+            }
             target.persisted = kept
         }
         nextNumber = max(nextNumber, state.nextTarget)
-        return changes
+        return (changes, problems)
     }
 
-    /// Restores the targets from the state file (and never reuses a number it has seen).
-    func restore(_ state: StoredState) -> [String] {
+    /// Makes every target the state file keeps, as at start-up: the default one first (its lookups first),
+    /// from `defaults` — the command line's settings — with the file's values but for the `flagged` keys, then
+    /// the added ones; no number the file has seen is given again. Returns what was ignored.
+    func restore(
+        _ state: StoredState, defaults: MonitorSettings, flagged: Set<MonitorSettings.Key> = []
+    ) throws(DBusError) -> [String] {
         nextNumber = max(nextNumber, state.nextTarget)
+        let (settings, kept, invalid) = defaults.applying(state.targets[0] ?? [:], except: flagged)
+        try add(
+            settings: settings, number: 0, lookupsFirst: true, flagged: flagged, persisted: kept,
+            interfaces: [declaration()])
+        return invalid.map { Self.named(0, "\($0), ignored") } + restoreAdded(state.added)
+    }
+
+    /// The added targets the state file keeps; returns what was ignored.
+    private func restoreAdded(_ list: [(number: UInt32, values: StoredState.Values)]) -> [String] {
         var problems: [String] = []
-        for stored in state.added {
+        for stored in list {
             let (settings, kept, invalid) = MonitorSettings().applying(stored.values)
-            problems += invalid.map { "target \(stored.number): \($0), ignored" }
+            problems += invalid.map { Self.named(stored.number, "\($0), ignored") }
             guard kept[.host] != nil else { continue }
             do throws(DBusError) {
                 try add(settings: settings, number: stored.number, persisted: kept)
             } catch {
-                problems.append("target \(stored.number): \(error.message)")
+                problems.append(Self.named(stored.number, error.message))
             }
         }
         return problems
+    }
+
+    /// What is said of target `number` in the log: the default one's without a name.
+    static func named(_ number: UInt32, _ text: String) -> String {
+        number == 0 ? text : "target \(number): \(text)"
     }
 }

@@ -36,4 +36,40 @@ final class TargetSetTests: XCTestCase {
         XCTAssertEqual(targets.all.map(\.number), [0, 2])
         XCTAssertThrowsError(try targets.remove(path: first), "removed once")
     }
+
+    /// Restored, reloaded and stored by one path, the default target as every other: the state file's values,
+    /// but never over what its command line gave it.
+    func testTheDefaultTargetIsRestoredReloadedAndStoredLikeEveryOther() throws {
+        let recorder = try MessageRecorder()
+        let server = ObjectServer(transport: recorder, machineID: "0123456789abcdef0123456789abcdef")
+        var flags = MonitorSettings()
+        try flags.set(.host, text: "198.18.0.1")
+        let state = StoredState(
+            targets: [
+                0: [.host: "198.18.0.50", .interval: "250", .timeout: "not a number"],
+                3: [.host: "198.18.0.3", .interval: "750"],
+            ], nextTarget: 9)
+        let objects = try ServiceObjects(
+            server: server, settings: flags, budget: PendingBudget { _, answer in answer(0) }, state: state,
+            flagged: [.host], makeEngines: nil)
+        let targets = objects.targets
+        XCTAssertEqual(targets.all.map(\.number), [0, 3])
+        XCTAssertEqual(objects.model.settings.host, "198.18.0.1", "the command line's Host wins")
+        XCTAssertEqual(objects.model.settings.interval, 250, "the file's Interval is taken")
+        XCTAssertEqual(targets.all.last?.model.settings.interval, 750)
+        XCTAssertEqual(objects.restoreProblems.count, 1, "\(objects.restoreProblems)")
+        XCTAssertTrue(objects.restoreProblems.first?.hasSuffix(", ignored") == true)
+        XCTAssertEqual(
+            targets.stored,
+            [0: [.host: "198.18.0.50", .interval: "250"], 3: [.host: "198.18.0.3", .interval: "750"]],
+            "every target's values are stored one way; the flagged Host is kept for when the flag goes")
+        XCTAssertEqual(targets.nextNumber, 9)
+
+        let (changes, problems) = targets.reload(
+            StoredState(targets: [0: [.host: "198.18.0.60", .interval: "1000"]], nextTarget: 9))
+        XCTAssertEqual(changes, ["target 3 removed", "Interval=1000"])
+        XCTAssertEqual(problems, [])
+        XCTAssertEqual(objects.model.settings.host, "198.18.0.1", "flags still win on SIGHUP")
+        XCTAssertEqual(targets.stored, [0: [.host: "198.18.0.60", .interval: "1000"]])
+    }
 }
