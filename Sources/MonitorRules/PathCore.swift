@@ -414,3 +414,29 @@ public struct PathCore {
     /// The diagnosis's count of changes at the last publication (its answers arrive as events of their own).
     private var diagnosisChangesShown: UInt64 = 0
 }
+
+extension PathCore.Event {
+    /// Whether the path's own world says this — its route watch, transport, check, traffic sampler or next hop
+    /// (the world hands it in as `TargetCore.Event.path`) — rather than its target, which shares it out.
+    public var isEvidence: Bool {
+        switch self {
+        case .route, .probing, .probe, .checkAnswered, .trafficSampled, .neighborAnswered, .beyondAnswered: true
+        case .start, .targetChanged, .probeSettings, .checkURL, .resolved, .linkFacts, .freshLookups, .timeout,
+            .probeNow, .suspicionEnded, .nat64, .suspend, .resume:
+            false
+        }
+    }
+}
+
+extension PathCore.Action {
+    /// Whether the path's own world carries this out (the target hands it on as `TargetCore.Action.path`), rather
+    /// than its target: one lookup for every path, one publication, one verdict.
+    public var isThePathsOwn: Bool {
+        switch self {
+        case .watchRoute, .probe, .send, .startCheck, .cancelCheck, .sampleTraffic, .reportChanged, .checkNeighbor,
+            .probeBeyond:
+            true
+        case .resolve, .cancelResolutions, .verdictReady, .publish: false
+        }
+    }
+}

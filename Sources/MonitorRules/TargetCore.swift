@@ -21,31 +21,21 @@ public struct TargetCore {
         case checkURL(String)
         /// The resolver answered lookup `generation`, every family in resolver order.
         case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: IPFamilies?)
-        /// The route watch of `family`'s path said this (with the families that have a default route now).
-        case route(IPFamily, ReachabilityVerdict)
         case linkFacts(LinkFactsTable)
         /// DNS truth's fresh lookups fail (the Reason's words), or no longer (nil): every family's verdict hears it.
         case freshLookups(failure: String?)
-        /// `family`'s transport can send to the address of its last `.probe` this way (nil: not at all).
-        case probing(IPFamily, ProbeMethod?)
-        /// A reply, an error, a refusal or a failed send from `family`'s transport.
-        case probe(IPFamily, ProbeInput)
-        /// `family`'s check `generation` of CheckURL ended.
-        case checkAnswered(IPFamily, generation: UInt64, CheckAnswer.Meaning)
-        /// `family`'s traffic sample `generation` was taken, at this cost in CPU time; nil: it could not be.
-        case trafficSampled(IPFamily, generation: UInt64, TrafficSample?, cost: Duration)
         /// The lookup of `ipv4only.arpa` (RFC 7050) `generation` answered.
         case nat64Resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>)
-        /// `family`'s neighbour check `generation` answered.
-        case neighborAnswered(IPFamily, generation: UInt64, NeighborAnswer)
-        /// `family`'s TTL-limited probe `generation` ended.
-        case beyondAnswered(IPFamily, generation: UInt64, BeyondAnswer)
         /// The machine goes to sleep (logind's PrepareForSleep): nothing is sent until `.resume`.
         case suspend
         /// The machine woke (logind, or a jump of BOOTTIME): every path probes and asks its next hop at once.
         case resume
         /// `nextWakeup` has come.
         case timeout
+        /// Evidence for `family`'s path alone, handed to it as is: its route's verdict, its transport's answers, its
+        /// check, its traffic, its next hop (`PathCore.Event.isEvidence`). The rest of a path's events are the
+        /// target's to give, and are ignored here.
+        case path(IPFamily, PathCore.Event)
     }
 
     public enum Action: Equatable, Sendable {
@@ -55,26 +45,11 @@ public struct TargetCore {
         case cancelResolutions
         /// Look up `ipv4only.arpa`'s IPv6 addresses off the loop (RFC 7050); answer with `.nat64Resolved`.
         case resolveNat64(generation: UInt64)
-        /// Watch the route to `address` (nil: none) for `family`'s path.
-        case watchRoute(IPFamily, IPAddress?)
-        /// Send `family`'s probes to `address` from now on (nil: stop); answer with `.probing`.
-        case probe(IPFamily, IPAddress?)
-        /// Send `family`'s probe `sequence` (see `ProbeCore.Output.send`).
-        case send(IPFamily, sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
-        /// GET CheckURL over `family` (its host's address in that family, else another), within the limit.
-        case startCheck(IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32)
-        case cancelCheck(IPFamily)
-        /// Sample the established TCP connections on `interface` for `family`'s route to `host`.
-        case sampleTraffic(IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool)
+        /// What `family`'s path asks of its own world (`PathCore.Action.isThePathsOwn`): its route watch, its
+        /// transport, its check, its traffic sampler, its next hop, its report; answered with `.path` events.
+        case path(IPFamily, PathCore.Action)
         /// A probe ended and no Check waits for another family's: a verdict is in, and published. Always last.
         case verdictReady
-        /// `family`'s probe report changed (for logs).
-        case reportChanged(IPFamily, old: ProbeReport, new: ProbeReport)
-        /// Ask `family`'s next hop (ARP or Neighbor Solicitation, up to 3 tries); answer with `.neighborAnswered`.
-        case checkNeighbor(
-            IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool)
-        /// One echo to `host` whose TTL expires past `gateway`; answer with `.beyondAnswered`.
-        case probeBeyond(IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
         /// What `state(previous:)` computes changed: publish it.
         case publish
     }
@@ -391,9 +366,6 @@ public struct TargetCore {
                     .resolved(generation: read(family) { $0.monitor.generation }, own, routedFamilies: routedFamilies),
                     now: now, &step)
             }
-        case .route(let family, let verdict):
-            routedFamilies = verdict.routedFamilies
-            feed(family, .route(verdict), now: now, &step)
         case .nat64Resolved(let generation, let result):
             guard generation == discoveryGeneration else { break }
             discovered = (try? result.get()).flatMap(Nat64Prefix.discovered)
@@ -403,18 +375,10 @@ public struct TargetCore {
             for family in IPFamily.allCases { feed(family, .linkFacts(table), now: now, &step) }
         case .freshLookups(let failure):
             for family in IPFamily.allCases { feed(family, .freshLookups(failure: failure), now: now, &step) }
-        case .probing(let family, let method):
-            feed(family, .probing(method), now: now, &step)
-        case .probe(let family, let input):
-            feed(family, .probe(input), now: now, &step)
-        case .checkAnswered(let family, let generation, let meaning):
-            feed(family, .checkAnswered(generation: generation, meaning), now: now, &step)
-        case .trafficSampled(let family, let generation, let sample, let cost):
-            feed(family, .trafficSampled(generation: generation, sample, cost: cost), now: now, &step)
-        case .neighborAnswered(let family, let generation, let answer):
-            feed(family, .neighborAnswered(generation: generation, answer), now: now, &step)
-        case .beyondAnswered(let family, let generation, let answer):
-            feed(family, .beyondAnswered(generation: generation, answer), now: now, &step)
+        case .path(let family, let event):
+            guard event.isEvidence else { break }
+            if case .route(let verdict) = event { routedFamilies = verdict.routedFamilies }
+            feed(family, event, now: now, &step)
         case .suspend:
             for family in IPFamily.allCases { feed(family, .suspend, now: now, &step) }
             step.publish = true
@@ -496,42 +460,14 @@ public struct TargetCore {
             case .cancelResolutions:
                 if !step.actions.contains(.cancelResolutions) { step.actions.append(.cancelResolutions) }
             case .watchRoute(let address):
-                step.actions.append(.watchRoute(family, watched ? address : nil))
+                step.actions.append(.path(family, .watchRoute(watched ? address : nil)))
             case .probe(let address):
-                step.actions.append(.probe(family, watched ? address : nil))
-            case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
-                if watched {
-                    step.actions.append(
-                        .send(
-                            family, sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP
-                        ))
-                }
-            case .startCheck(let url, let generation, let limit):
-                if watched {
-                    step.actions.append(.startCheck(family, url: url, generation: generation, limitMilliseconds: limit))
-                }
-            case .cancelCheck:
-                step.actions.append(.cancelCheck(family))
-            case .sampleTraffic(let generation, let host, let interface, let inline):
-                if watched {
-                    step.actions.append(
-                        .sampleTraffic(family, generation: generation, host: host, interface: interface, inline: inline)
-                    )
-                }
-            case .reportChanged(let old, let new):
-                step.actions.append(.reportChanged(family, old: old, new: new))
-            case .checkNeighbor(let gateway, let index, let source, let generation, let routine):
-                if watched {
-                    step.actions.append(
-                        .checkNeighbor(
-                            family, gateway: gateway, interfaceIndex: index, source: source,
-                            generation: generation, routine: routine))
-                }
-            case .probeBeyond(let host, let gateway, let hops, let generation):
-                if watched {
-                    step.actions.append(
-                        .probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation))
-                }
+                step.actions.append(.path(family, .probe(watched ? address : nil)))
+            case .cancelCheck, .reportChanged:
+                step.actions.append(.path(family, action))
+            case .send, .startCheck, .sampleTraffic, .checkNeighbor, .probeBeyond:
+                // A family AddressFamily does not watch sends nothing and asks nobody.
+                if watched { step.actions.append(.path(family, action)) }
             case .publish:
                 step.publish = true
             case .verdictReady:

@@ -190,38 +190,49 @@ public final class TargetDriver {
                 world.cancelResolutions()
             case .resolveNat64(let generation):
                 world.resolveNat64(generation: generation)
-            case .watchRoute(let family, let address):
-                world.watchRoute(family, address)
-            case .probe(let family, let address):
-                // Each family's answer before anything else queued, in the order asked.
-                queue.insert(.event(.probing(family, world.aimProbes(family, at: address))), at: head + probingAhead)
-                probingAhead += 1
-            case .send(let family, let sequence, let token, let forCheck, let extra, let alsoTCP):
-                world.send(family, sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP)
-            case .startCheck(let family, let url, let generation, let limit):
-                world.startCheck(family, url: url, generation: generation, limitMilliseconds: limit)
-            case .cancelCheck(let family):
-                world.cancelCheck(family)
-            case .sampleTraffic(let family, let generation, let host, let interface, let inline):
-                if case .now(let sample, let cost) = world.sampleTraffic(
-                    family, generation: generation, host: host, interface: interface,
-                    inline: inline)
-                {
-                    queue.append(.event(.trafficSampled(family, generation: generation, sample, cost: cost)))
-                }
-            case .reportChanged(let family, let old, let new):
-                world.reportChanged(family, old: old, new: new)
-            case .checkNeighbor(let family, let gateway, let index, let source, let generation, let routine):
-                world.checkNeighbor(
-                    family, gateway: gateway, interfaceIndex: index, source: source, generation: generation,
-                    routine: routine)
-            case .probeBeyond(let family, let host, let gateway, let hops, let generation):
-                world.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)
+            case .path(let family, let action):
+                carryOut(action, of: family)
             case .publish:
                 world.publish { [storage] state in Self.update(&storage.pointee, &state) }
             case .verdictReady:
                 world.verdictReady()
             }
+        }
+    }
+
+    /// What `family`'s path asks of its world: one world method for each.
+    private func carryOut(_ action: PathCore.Action, of family: IPFamily) {
+        switch action {
+        case .watchRoute(let address):
+            world.watchRoute(family, address)
+        case .probe(let address):
+            // Each family's answer before anything else queued, in the order asked.
+            queue.insert(
+                .event(.path(family, .probing(world.aimProbes(family, at: address)))), at: head + probingAhead)
+            probingAhead += 1
+        case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
+            world.send(family, sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP)
+        case .startCheck(let url, let generation, let limit):
+            world.startCheck(family, url: url, generation: generation, limitMilliseconds: limit)
+        case .cancelCheck:
+            world.cancelCheck(family)
+        case .sampleTraffic(let generation, let host, let interface, let inline):
+            if case .now(let sample, let cost) = world.sampleTraffic(
+                family, generation: generation, host: host, interface: interface, inline: inline)
+            {
+                queue.append(.event(.path(family, .trafficSampled(generation: generation, sample, cost: cost))))
+            }
+        case .reportChanged(let old, let new):
+            world.reportChanged(family, old: old, new: new)
+        case .checkNeighbor(let gateway, let index, let source, let generation, let routine):
+            world.checkNeighbor(
+                family, gateway: gateway, interfaceIndex: index, source: source, generation: generation,
+                routine: routine)
+        case .probeBeyond(let host, let gateway, let hops, let generation):
+            world.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)
+        case .resolve, .cancelResolutions, .verdictReady, .publish:
+            // The target's own (one lookup, one publication, one verdict): never handed on tagged with a family.
+            break
         }
     }
 }

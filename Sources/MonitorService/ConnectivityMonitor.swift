@@ -140,14 +140,14 @@ public final class ConnectivityMonitor {
         }
         for family in IPFamily.allCases {
             let index = TargetCore.index(of: family)
-            transports[index].onInput = { [unowned self] input in handle(.probe(family, input)) }
+            transports[index].onInput = { [unowned self] input in handle(.path(family, .probe(input))) }
             transports[index].isOutstanding = { [unowned self] sequence in
                 driver.ask { $0.isOutstanding(family, sequence) }
             }
             if routeWatches.indices.contains(index) {
                 routeWatches[index].families = [family]
                 routeWatches[index].onChange = { [unowned self] verdict in
-                    handle(.route(family, verdict))
+                    handle(.path(family, .route(verdict)))
                 }
             }
         }
@@ -282,7 +282,7 @@ extension ConnectivityMonitor: TargetWorld {
             guard let self else { return }
             checks[index] = nil
             Log.info("check \(url) over \(family): \(Self.describe(meaning))")
-            handle(.checkAnswered(family, generation: generation, meaning))
+            handle(.path(family, .checkAnswered(generation: generation, meaning)))
         }
     }
 
@@ -306,7 +306,7 @@ extension ConnectivityMonitor: TargetWorld {
             return .now(sample, cost: cost)
         }
         trafficSampler.sampleLater(host: host, sources: sources) { [weak self] sample, cost in
-            self?.handle(.trafficSampled(family, generation: generation, sample, cost: cost))
+            self?.handle(.path(family, .trafficSampled(generation: generation, sample, cost: cost)))
         }
         return .later
     }
@@ -332,7 +332,7 @@ extension ConnectivityMonitor: TargetWorld {
             if answer != .reachable {
                 Log.info("neighbour check of gateway \(gateway) over \(family): \(answer.rawValue)")
             }
-            handle(.neighborAnswered(family, generation: generation, answer))
+            handle(.path(family, .neighborAnswered(generation: generation, answer)))
         }
     }
 
@@ -346,7 +346,7 @@ extension ConnectivityMonitor: TargetWorld {
             Log.info(
                 "probe past gateway \(gateway) towards \(host): \(answer == .carried ? "a router past it answered" : "nothing came back")"
             )
-            handle(.beyondAnswered(family, generation: generation, answer))
+            handle(.path(family, .beyondAnswered(generation: generation, answer)))
         }
     }
 

@@ -103,7 +103,7 @@ public final class DualStackRun: TargetWorld {
         driver.handle(.start(checkURL: ""))
         driver.handle(
             .resolved(generation: 0, .success(order.compactMap { Self.addresses[$0] }), routedFamilies: routedFamilies))
-        for family in IPFamily.allCases { driver.handle(.route(family, verdict(family))) }
+        for family in IPFamily.allCases { driver.handle(.path(family, .route(verdict(family)))) }
         while figures.violations.isEmpty {
             let next = min(queue.nextTime ?? .distantFuture, wake ?? .distantFuture)
             guard next <= end else { break }
@@ -122,7 +122,7 @@ public final class DualStackRun: TargetWorld {
     private func handle(_ event: Event) {
         switch event {
         case .reply(let family, let sequence, let token):
-            driver.handle(.probe(family, .reply(sequence: sequence, token: token, via: .icmp)))
+            driver.handle(.path(family, .probe(.reply(sequence: sequence, token: token, via: .icmp))))
         case .fault(let fault):
             switch fault.kind {
             case .blackhole: blackholed[fault.family] = true
@@ -147,7 +147,7 @@ public final class DualStackRun: TargetWorld {
 
     /// Each path's route, as the engine would say it now (the routes, the prefix, the watched address).
     private func tellRoutes() {
-        for family in IPFamily.allCases { driver.handle(.route(family, verdict(family))) }
+        for family in IPFamily.allCases { driver.handle(.path(family, .route(verdict(family)))) }
     }
 
     /// The route to what `family`'s path watches: an IPv6 address (the IPv4 path's through NAT64) goes
@@ -200,7 +200,7 @@ public final class DualStackRun: TargetWorld {
         let before = watched[family]
         watched[family] = address
         // A new destination: the engine's word on its route follows.
-        if address != before { driver.handle(.route(family, verdict(family))) }
+        if address != before { driver.handle(.path(family, .route(verdict(family)))) }
     }
 
     public func aimProbes(_ family: IPFamily, at address: IPAddress?) -> ProbeMethod? {
@@ -220,11 +220,12 @@ public final class DualStackRun: TargetWorld {
         let pathFamily = aimed[family]?.ipFamily ?? family
         guard routed[pathFamily] == true else {
             return driver.handle(
-                .probe(
+                .path(
                     family,
-                    .sendFailed(
-                        sequence: sequence, transient: false,
-                        reason: "cannot send: Network is unreachable")))
+                    .probe(
+                        .sendFailed(
+                            sequence: sequence, transient: false,
+                            reason: "cannot send: Network is unreachable"))))
         }
         // Through NAT64 the IPv6 path carries it: both its blackhole and the prefix's translator matter.
         guard blackholed[pathFamily] != true, pathFamily == family || prefixUntil != nil else { return }

@@ -81,7 +81,7 @@ extension SimulatedTarget {
     /// The route core's verdict for this target's route.
     func routeChanged(_ verdict: ReachabilityVerdict) {
         let previous = path.monitor.route
-        take(.route(watchedFamily, verdict))
+        take(.path(watchedFamily, .route(verdict)))
         // A route gained or changed probes at once: off the schedule.
         if verdict.usable, case .resolved = path.monitor.resolution,
             previous?.usable != true || previous?.interface != verdict.interface
@@ -165,11 +165,12 @@ extension SimulatedTarget {
                 return
             }
             take(
-                .probe(
+                .path(
                     watchedFamily,
-                    .sendFailed(
-                        sequence: sequence, transient: false,
-                        reason: "cannot send to \(address): Network is unreachable")))
+                    .probe(
+                        .sendFailed(
+                            sequence: sequence, transient: false,
+                            reason: "cannot send to \(address): Network is unreachable"))))
             if inFlight {
                 sent[sequence]?.finished = true
                 failureKindsSinceAnswer.insert("send failed")

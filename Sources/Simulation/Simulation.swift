@@ -264,14 +264,14 @@ public final class Simulation {
             if generation == target.path.trafficWatch.generation {
                 target.newSample = (takenAt, sample.receivingRemotes > 0)
             }
-            target.take(.trafficSampled(watchedFamily, generation: generation, sample, cost: cost))
+            target.take(.path(watchedFamily, .trafficSampled(generation: generation, sample, cost: cost)))
         case .checkAnswer(let index, let generation, let meaning):
             let target = targets[index]
             // A cancelled check says nothing more, as CheckRun.cancel makes sure.
             guard target.runningCheck?.generation == generation else { return }
             target.runningCheck = nil
             target.heldCheckFaked = target.runningCheckFaked
-            target.take(.checkAnswered(watchedFamily, generation: generation, meaning))
+            target.take(.path(watchedFamily, .checkAnswered(generation: generation, meaning)))
         case .capportAnswer(let interface, let generation, let result):
             // What the follower takes (a cancelled fetch's answer it does not).
             if service.core.isFetching(interface: interface, generation: generation) {
@@ -298,9 +298,9 @@ public final class Simulation {
             startNextLookup()
         case .neighborAnswer(let index, let family, let generation, let answer):
             targets[index].neighborAnswered(generation: generation)
-            targets[index].take(.neighborAnswered(family, generation: generation, answer))
+            targets[index].take(.path(family, .neighborAnswered(generation: generation, answer)))
         case .beyondAnswer(let index, let family, let generation, let answer):
-            targets[index].take(.beyondAnswered(family, generation: generation, answer))
+            targets[index].take(.path(family, .beyondAnswered(generation: generation, answer)))
         case .wake:
             wake()
         case .fault(let fault):
@@ -452,7 +452,7 @@ extension SimulatedTarget {
         // Silence that ended before this answer came first.
         noteExpiries()
         let answeredBefore = path.probe.statistics.answered
-        take(.probe(watchedFamily, .reply(sequence: sequence, token: token, via: via)))
+        take(.path(watchedFamily, .probe(.reply(sequence: sequence, token: token, via: via))))
         if path.probe.statistics.answered > answeredBefore {
             if !fromHost {
                 violation(
@@ -483,7 +483,7 @@ extension SimulatedTarget {
             deliverReply(sequence, token, via, fromHost: fromHost)
         case .refused(_, _, let reason)?:
             let inFlight = path.isOutstanding(sequence)
-            take(.probe(watchedFamily, .refused(sequence: sequence, token: token, reason: reason)))
+            take(.path(watchedFamily, .probe(.refused(sequence: sequence, token: token, reason: reason))))
             if inFlight, let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt {
                 sent[sequence]?.finished = true
                 failureKindsSinceAnswer.insert("refused")
@@ -497,7 +497,7 @@ extension SimulatedTarget {
     /// A router's ICMP error quoting one of the probes (or claiming to).
     func deliverError(_ sequence: UInt16, _ token: UInt64?, _ failure: EchoPacket.Failure) {
         let foreignBefore = path.probe.statistics.foreign
-        take(.probe(watchedFamily, .error(sequence: sequence, token: token, failure, from: "198.18.200.1")))
+        take(.path(watchedFamily, .probe(.error(sequence: sequence, token: token, failure, from: "198.18.200.1"))))
         // About a probe in flight (else it was counted foreign).
         guard path.probe.statistics.foreign == foreignBefore else { return }
         // An error that cannot be verified ends nothing: a reply may still come, and only its deadline decides.

@@ -54,9 +54,9 @@ final class TargetCoreTests: XCTestCase {
             if let broken = TargetCore.outputContractBroken(actions) { brokenContract.append(broken) }
             for action in actions {
                 switch action {
-                case .probe(let family, let address):
-                    events.append(.probing(family, address == nil ? nil : .icmpDatagram))
-                case .send(let family, let sequence, let token, _, _, _):
+                case .path(let family, .probe(let address)):
+                    events.append(.path(family, .probing(address == nil ? nil : .icmpDatagram)))
+                case .path(let family, .send(let sequence, let token, _, _, _)):
                     sent[family, default: []].append(now)
                     if answering[family] == true { replies.append((now + Self.rtt, family, sequence, token)) }
                 case .publish:
@@ -84,7 +84,8 @@ final class TargetCoreTests: XCTestCase {
                 now = max(now, next)
                 if let reply, reply.at == next {
                     replies.removeAll { $0.sequence == reply.sequence && $0.family == reply.family }
-                    handle(.probe(reply.family, .reply(sequence: reply.sequence, token: reply.token, via: .icmp)))
+                    handle(
+                        .path(reply.family, .probe(.reply(sequence: reply.sequence, token: reply.token, via: .icmp))))
                 } else {
                     handle(.timeout)
                 }
@@ -97,15 +98,17 @@ final class TargetCoreTests: XCTestCase {
             handle(.start(checkURL: ""))
             handle(.resolved(generation: 0, .success(addresses), routedFamilies: [.v4, .v6]))
             handle(
-                .route(
+                .path(
                     .v4,
-                    ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.1.1")
-                        .routed([.v4, .v6])))
+                    .route(
+                        ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.1.1")
+                            .routed([.v4, .v6]))))
             handle(
-                .route(
+                .path(
                     .v6,
-                    ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "2001:db8:1::1")
-                        .routed([.v4, .v6])))
+                    .route(
+                        ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "2001:db8:1::1")
+                            .routed([.v4, .v6]))))
         }
     }
 
@@ -116,11 +119,11 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertEqual(actions.filter { if case .resolve = $0 { true } else { false } }.count, 1, "\(actions)")
         actions = bench.core.handle(
             .resolved(generation: 0, .success([Self.v6, Self.v4]), routedFamilies: [.v4, .v6]), now: 0)
-        XCTAssertTrue(actions.contains(.probe(.v4, Self.v4)), "\(actions)")
-        XCTAssertTrue(actions.contains(.probe(.v6, Self.v6)), "\(actions)")
+        XCTAssertTrue(actions.contains(.path(.v4, .probe(Self.v4))), "\(actions)")
+        XCTAssertTrue(actions.contains(.path(.v6, .probe(Self.v6))), "\(actions)")
         bench.now = 5 * ms
-        bench.handle(.probing(.v4, .icmpDatagram))
-        bench.handle(.probing(.v6, .icmpDatagram))
+        bench.handle(.path(.v4, .probing(.icmpDatagram)))
+        bench.handle(.path(.v6, .probing(.icmpDatagram)))
         XCTAssertEqual(bench.sent[.v4], [5 * ms])
         XCTAssertEqual(bench.sent[.v6], [5 * ms])
         XCTAssertTrue(bench.brokenContract.isEmpty, "\(bench.brokenContract)")
@@ -325,12 +328,13 @@ final class TargetCoreTests: XCTestCase {
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]), now: 0)
         _ = core.handle(
-            .route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])), now: 0)
+            .path(.v4, .route(ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6]))),
+            now: 0)
         var ipv6Route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
         ipv6Route.nat64Prefix = prefix
-        let actions = core.handle(.route(.v6, ipv6Route.routed([.v6])), now: 1)
-        XCTAssertTrue(actions.contains(.probe(.v4, synthesized)), "\(actions)")
-        XCTAssertTrue(actions.contains(.watchRoute(.v4, synthesized)), "\(actions)")
+        let actions = core.handle(.path(.v6, .route(ipv6Route.routed([.v6]))), now: 1)
+        XCTAssertTrue(actions.contains(.path(.v4, .probe(synthesized))), "\(actions)")
+        XCTAssertTrue(actions.contains(.path(.v4, .watchRoute(synthesized))), "\(actions)")
         var state = core.state(previous: MonitorState())
         XCTAssertEqual(state.nat64Prefix, "2001:db8:64::/96")
         XCTAssertEqual(state.nat64Source, .ra)
@@ -338,12 +342,12 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertFalse(
             actions.contains { if case .resolveNat64 = $0 { true } else { false } }, "the router said: no lookup")
 
-        _ = core.handle(.route(.v4, ipv6Route.routed([.v6])), now: 2)
+        _ = core.handle(.path(.v4, .route(ipv6Route.routed([.v6]))), now: 2)
         state = core.state(previous: MonitorState())
         XCTAssertEqual(state.ipv4Path, .nat64)
 
-        let back = core.handle(.route(.v6, ipv6Route.routed([.v4, .v6])), now: 3)
-        XCTAssertTrue(back.contains(.probe(.v4, Self.v4)), "an IPv4 route: natively again: \(back)")
+        let back = core.handle(.path(.v6, .route(ipv6Route.routed([.v4, .v6]))), now: 3)
+        XCTAssertTrue(back.contains(.path(.v4, .probe(Self.v4))), "an IPv4 route: natively again: \(back)")
     }
 
     static let prefix64 = Nat64Prefix(
@@ -355,7 +359,7 @@ final class TargetCoreTests: XCTestCase {
     func ipv6Only(_ bench: inout Bench, prefix: Nat64Prefix?) {
         var route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
         route.nat64Prefix = prefix
-        bench.handle(.route(.v6, route.routed([.v6])))
+        bench.handle(.path(.v6, .route(route.routed([.v6]))))
     }
 
     /// A bench for an IPv4 literal Host on a network whose IPv4 has no route (the IPv6 route's word still to come).
@@ -364,7 +368,8 @@ final class TargetCoreTests: XCTestCase {
         bench.core = TargetCore(host: "198.18.2.2", family: family, probeSettings: ProbeSettings(), seed: seed)
         bench.handle(.start(checkURL: ""))
         bench.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]))
-        bench.handle(.route(.v4, ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6])))
+        bench.handle(
+            .path(.v4, .route(ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6]))))
         return bench
     }
 
@@ -378,12 +383,13 @@ final class TargetCoreTests: XCTestCase {
     func testIPv4IsUnknownWhileTheFirstIpv4onlyArpaQueryIsOut() throws {
         var bench = ipv4LiteralWithoutIPv4Route(family: .any, seed: 5)
         let asked = bench.core.handle(
-            .route(
+            .path(
                 .v6,
-                ReachabilityVerdict(
-                    usable: true, interface: "wlan0", kind: .wifi,
-                    source: "2001:db8:1::2"
-                ).routed([.v6])), now: bench.now)
+                .route(
+                    ReachabilityVerdict(
+                        usable: true, interface: "wlan0", kind: .wifi,
+                        source: "2001:db8:1::2"
+                    ).routed([.v6]))), now: bench.now)
         let generation = try XCTUnwrap(asked.compactMap { if case .resolveNat64(let g) = $0 { g } else { nil } }.first)
         bench.state = bench.core.state(previous: bench.state)
         XCTAssertEqual(bench.state.ipv4.connectivity, .unknown, "no verdict before the answer")
@@ -392,10 +398,13 @@ final class TargetCoreTests: XCTestCase {
         bench.handle(.nat64Resolved(generation: generation, .success(try ipv4onlyAnswer(Self.prefix64))))
         // The route watch's word on the synthesized address.
         bench.handle(
-            .route(
+            .path(
                 .v4,
-                ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2").routed([.v6]
-                )))
+                .route(
+                    ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2").routed([
+                        .v6
+                    ]
+                    ))))
         bench.run(until: 100 * ms)
         XCTAssertEqual(bench.state.ipv4.connectivity, .full)
         XCTAssertEqual(bench.state.nat64Source, .dns)
@@ -417,33 +426,34 @@ final class TargetCoreTests: XCTestCase {
         var bench = ipv4LiteralWithoutIPv4Route(family: .ipv4, seed: 7)
         ipv6Only(&bench, prefix: Self.prefix64)
         var synthesized = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
-        bench.handle(.route(.v4, synthesized.routed([.v6])))
+        bench.handle(.path(.v4, .route(synthesized.routed([.v6]))))
         bench.run(until: 3_000 * ms)
         XCTAssertEqual(bench.state.connectivity, .full)
         let fullAt = bench.published.count
         // The router advertises another prefix.
         ipv6Only(&bench, prefix: Self.otherPrefix64)
-        bench.handle(.route(.v4, synthesized.routed([.v6])))
+        bench.handle(.path(.v4, .route(synthesized.routed([.v6]))))
         bench.run(until: 6_000 * ms)
         XCTAssertEqual(bench.state.nat64Prefix, "2001:db8:65::/96")
         // The router withdraws it; DNS64 still answers.
         let withdrawn = bench.core.handle(
-            .route(
+            .path(
                 .v6,
-                ReachabilityVerdict(
-                    usable: true, interface: "wlan0", kind: .wifi,
-                    source: "2001:db8:1::2"
-                ).routed([.v6])), now: bench.now)
+                .route(
+                    ReachabilityVerdict(
+                        usable: true, interface: "wlan0", kind: .wifi,
+                        source: "2001:db8:1::2"
+                    ).routed([.v6]))), now: bench.now)
         let generation = try XCTUnwrap(
             withdrawn.compactMap { if case .resolveNat64(let g) = $0 { g } else { nil } }.first,
             "ipv4only.arpa is asked again before the path is dropped: \(withdrawn)")
-        XCTAssertFalse(withdrawn.contains(.probe(.v4, Self.v4)), "the path is not dropped before the answer")
+        XCTAssertFalse(withdrawn.contains(.path(.v4, .probe(Self.v4))), "the path is not dropped before the answer")
         bench.state = bench.core.state(previous: bench.state)
         XCTAssertEqual(bench.state.connectivity, .full)
         bench.run(until: 6_007 * ms)
         bench.handle(.nat64Resolved(generation: generation, .success(try ipv4onlyAnswer(Self.prefix64))))
         synthesized.nat64Prefix = nil
-        bench.handle(.route(.v4, synthesized.routed([.v6])))
+        bench.handle(.path(.v4, .route(synthesized.routed([.v6]))))
         bench.run(until: 9_000 * ms)
         XCTAssertEqual(bench.state.connectivity, .full)
         XCTAssertEqual(bench.state.nat64Source, .dns)
@@ -457,16 +467,16 @@ final class TargetCoreTests: XCTestCase {
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]), now: 0)
         let route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
-        let asked = core.handle(.route(.v6, route.routed([.v6])), now: 1)
+        let asked = core.handle(.path(.v6, .route(route.routed([.v6]))), now: 1)
         let lookups = asked.compactMap { if case .resolveNat64(let generation) = $0 { generation } else { nil } }
         XCTAssertEqual(lookups.count, 1, "\(asked)")
-        let again = core.handle(.route(.v6, route.routed([.v6])), now: 2)
+        let again = core.handle(.path(.v6, .route(route.routed([.v6]))), now: 2)
         XCTAssertFalse(again.contains { if case .resolveNat64 = $0 { true } else { false } }, "once per network")
         let prefix = Nat64Prefix(
             prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
         let answer = try XCTUnwrap(prefix.synthesize(.v4([192, 0, 0, 170])))
         let learned = core.handle(.nat64Resolved(generation: try XCTUnwrap(lookups.first), .success([answer])), now: 3)
-        XCTAssertTrue(learned.contains(.probe(.v4, try XCTUnwrap(prefix.synthesize(Self.v4)))), "\(learned)")
+        XCTAssertTrue(learned.contains(.path(.v4, .probe(try XCTUnwrap(prefix.synthesize(Self.v4))))), "\(learned)")
         XCTAssertEqual(core.state(previous: MonitorState()).nat64Source, .dns)
         let hourLater = core.handle(.timeout, now: 1 + TargetCore.nat64Discovery)
         XCTAssertTrue(hourLater.contains { if case .resolveNat64 = $0 { true } else { false } }, "asked again hourly")

@@ -107,7 +107,7 @@ final class TargetDriverTests: XCTestCase {
         driver.handle(.start(checkURL: ""))
         world.calls = []
         driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
-        driver.handle(.route(.v4, route.routed([.v4])))
+        driver.handle(.path(.v4, .route(route.routed([.v4]))))
         let aimed = world.calls.firstIndex(of: "aimProbes IPv4 198.18.0.2")
         let sent = world.calls.firstIndex(of: "send")
         XCTAssertNotNil(aimed, "\(world.calls)")
@@ -122,7 +122,7 @@ final class TargetDriverTests: XCTestCase {
         let driver = makeDriver(world: world)
         driver.handle(.start(checkURL: ""))
         driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
-        driver.handle(.route(.v4, route.routed([.v4])))
+        driver.handle(.path(.v4, .route(route.routed([.v4]))))
         XCTAssertEqual(driver.path(.v4).pointee.monitor.family, .ipv4)
         XCTAssertEqual(driver.path(.v6).pointee.monitor.family, .ipv6)
         XCTAssertEqual(driver.path(.v4).pointee.probe.statistics.sent, 1)
@@ -142,10 +142,11 @@ final class TargetDriverTests: XCTestCase {
         world.duringSend = { [unowned driver, unowned world] in
             guard let sent = world.lastSent else { return }
             driver.handle(
-                .probe(
+                .path(
                     .v4,
-                    .sendFailed(
-                        sequence: sent.sequence, transient: false, reason: "cannot send: Network is unreachable")))
+                    .probe(
+                        .sendFailed(
+                            sequence: sent.sequence, transient: false, reason: "cannot send: Network is unreachable"))))
             outstandingInside = driver.core.isOutstanding(.v4, sent.sequence)
         }
         driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
@@ -167,9 +168,9 @@ final class TargetDriverTests: XCTestCase {
         driver.observeStep = { steps.append($0) }
         driver.handle(.start(checkURL: ""))
         driver.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]))
-        driver.handle(.route(.v4, route.routed([.v4])))
+        driver.handle(.path(.v4, .route(route.routed([.v4]))))
         let sent = try XCTUnwrap(world.lastSent)
-        driver.handle(.probe(.v4, .reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
+        driver.handle(.path(.v4, .probe(.reply(sequence: sent.sequence, token: sent.token, via: .icmp))))
         XCTAssertGreaterThan(steps.count, 3)
         for step in steps { XCTAssertNil(TargetCore.outputContractBroken(step), "\(step)") }
         XCTAssertEqual(world.published.status, .ethernet)
@@ -186,13 +187,14 @@ final class HostChangeTests: XCTestCase {
         let driver = TargetDriver(core: core, world: world) { IPAddress($0) }
         driver.handle(.start(checkURL: ""))
         driver.handle(
-            .route(
+            .path(
                 .v4,
-                ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
-                    .routed([.v4])))
+                .route(
+                    ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
+                        .routed([.v4]))))
         let sent = try XCTUnwrap(world.lastSent)
         world.now = 3_000_000
-        driver.handle(.probe(.v4, .reply(sequence: sent.sequence, token: sent.token, via: .icmp)))
+        driver.handle(.path(.v4, .probe(.reply(sequence: sent.sequence, token: sent.token, via: .icmp))))
         XCTAssertEqual(world.published.probeMethod, "icmp")
         XCTAssertGreaterThan(world.published.roundTripTime, 0)
 
