@@ -11,6 +11,8 @@ public protocol TargetWorld: AnyObject {
     var now: Instant { get }
     /// The families that have a default route now (nil: the routes are not watched).
     var routedFamilies: IPFamilies? { get }
+    /// The index of the interface named `name` (nil: none), for a literal Host's `%zone`.
+    func interfaceIndex(named name: String) -> UInt32?
     /// Look a name up off the loop (an address never gets here); answer with `.resolved`.
     func resolve(_ host: String, family: AddressFamily, generation: UInt64)
     func cancelResolutions()
@@ -68,8 +70,6 @@ public final class TargetDriver {
         unsafeAddress { UnsafePointer(storage) }
     }
     private unowned let world: any TargetWorld
-    /// Reads an address written as text (libc's inet_pton, which the rules do not link).
-    private let parseAddress: (String) -> IPAddress?
     // The driver's own state is touched by single operations that call out to nobody (a world's answer is
     // computed before the queue is opened to take it; the core, handed `actions`, reaches nothing outside
     // itself), so no access to it can overlap another: the run-time exclusivity checks are left out.
@@ -86,11 +86,10 @@ public final class TargetDriver {
         case actions([TargetCore.Action])
     }
 
-    public init(core: TargetCore, world: any TargetWorld, parseAddress: @escaping (String) -> IPAddress?) {
+    public init(core: TargetCore, world: any TargetWorld) {
         storage = .allocate(capacity: 1)
         storage.initialize(to: core)
         self.world = world
-        self.parseAddress = parseAddress
     }
 
     deinit {
@@ -178,7 +177,9 @@ public final class TargetDriver {
         for action in actions {
             switch action {
             case .resolve(let host, let family, let generation):
-                if let literal = parseAddress(host), family.admits(literal) {
+                if let literal = IPAddress(numeric: host, interfaceIndex: world.interfaceIndex(named:)),
+                    family.admits(literal)
+                {
                     queue.append(
                         .event(
                             .resolved(generation: generation, .success([literal]), routedFamilies: world.routedFamilies)

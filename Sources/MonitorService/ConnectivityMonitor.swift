@@ -29,7 +29,7 @@ public final class ConnectivityMonitor {
     /// The default target's lookups go before the other targets'.
     private let resolvesFirst: Bool
     private let initialCore: TargetCore
-    private lazy var driver = TargetDriver(core: initialCore, world: self) { IPAddress($0) }
+    private lazy var driver = TargetDriver(core: initialCore, world: self)
     /// Shared by every target; libcurl is loaded on the first check.
     private let http: (any HTTPClientSource)?
     /// The authorities the secure check trusts instead of the system's (--ca-file); nil: the system's.
@@ -223,6 +223,8 @@ public final class ConnectivityMonitor {
 /// What the driver asks, carried out on the loop's sockets, threads and the model.
 extension ConnectivityMonitor: TargetWorld {
     public var now: Instant { loop.now() }
+
+    public func interfaceIndex(named name: String) -> UInt32? { IPAddress.interfaceIndex(name) }
 
     public var routedFamilies: IPFamilies? {
         routeWatches.first?.table.routedFamilies

@@ -3,24 +3,16 @@ import NetAddress
 
 extension IPAddress {
     /// Parses a numeric address; an IPv6 one may end in `%zone`, an interface name or index
-    /// (which must name an interface here).
+    /// (which must name an interface here). The text is read by NetAddress's pure parser.
     public init?(_ text: String) {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            self = withUnsafeBytes(of: &v4) { .v4(AddressBytes($0)) }
-            return
-        }
-        let parts = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
-        var v6 = in6_addr()
-        guard let first = parts.first, inet_pton(AF_INET6, String(first), &v6) == 1 else { return nil }
-        var zone = Zone.none
-        if parts.count == 2 {
-            let name = String(parts[1])
-            let index = UInt32(name) ?? if_nametoindex(name)
-            guard index != 0 else { return nil }
-            zone = UInt32(name) == nil ? Zone(index: index, name: name) : Self.zone(index)
-        }
-        self = withUnsafeBytes(of: &v6) { .v6(AddressBytes($0), zone: zone) }
+        guard let parsed = IPAddress(numeric: text, interfaceIndex: Self.interfaceIndex) else { return nil }
+        self = parsed.namingZone()
+    }
+
+    /// The index of the interface named `name` here (nil: none).
+    public static func interfaceIndex(_ name: String) -> UInt32? {
+        let index = if_nametoindex(name)
+        return index == 0 ? nil : index
     }
 
     /// An IPv4 address in any form inet_aton(3) reads (`0x7f000001`, `127.1`, `0177.0.0.1`),

@@ -60,6 +60,7 @@ public final class DualStackRun: TargetWorld {
         prefix: .v6(AddressBytes([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10))), length: 96)
 
     public private(set) var now = Instant.origin
+    public func interfaceIndex(named name: String) -> UInt32? { nil }
     public var routedFamilies: IPFamilies? { IPFamilies.all.filter { routed[$0] == true } }
     public private(set) var figures = Figures()
     public private(set) var state = MonitorState()
@@ -83,8 +84,7 @@ public final class DualStackRun: TargetWorld {
         core: TargetCore(
             host: "dual.test", family: .any, probeSettings: settings,
             seed: random.next()),
-        world: self
-    ) { _ in nil }
+        world: self)
 
     /// `order`: the families as the resolver lists them.
     public init(

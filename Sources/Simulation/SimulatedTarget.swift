@@ -21,7 +21,7 @@ final class SimulatedTarget: TargetWorld {
     /// Its lookups go before the others' on the resolver's thread (as `Target.lookupsFirst`).
     let lookupsFirst: Bool
     let initialCore: TargetCore
-    lazy var driver = TargetDriver(core: initialCore, world: self) { IPAddress($0) }
+    lazy var driver = TargetDriver(core: initialCore, world: self)
     /// When the driver asked to be woken.
     private(set) var wake: Instant?
 
@@ -142,6 +142,8 @@ final class SimulatedTarget: TargetWorld {
     // MARK: TargetWorld
 
     var now: Instant { simulation.now }
+    /// The simulated kernel's links are known by index only.
+    func interfaceIndex(named name: String) -> UInt32? { nil }
     var routedFamilies: IPFamilies? { simulation.routedFamilies }
 
     func resolve(_ host: String, family: AddressFamily, generation: UInt64) {

@@ -16,6 +16,7 @@ final class TargetDriverTests: XCTestCase {
     /// Writes down every call, in order; does what a test tells it inside one.
     final class RecordingWorld: TargetWorld {
         var now = Instant.origin
+        func interfaceIndex(named name: String) -> UInt32? { name == "eth0" ? 2 : nil }
         var routedFamilies: IPFamilies? = [.v4]
         var calls: [String] = []
         var wake: Instant?
@@ -74,12 +75,12 @@ final class TargetDriverTests: XCTestCase {
         func settled() { calls.append("settled") }
     }
 
-    func makeDriver(host: String = "a.test", world: RecordingWorld) -> TargetDriver {
+    func makeDriver(host: String = "a.test", family: AddressFamily = .ipv4, world: RecordingWorld) -> TargetDriver {
         let core = TargetCore(
-            host: host, family: .ipv4,
+            host: host, family: family,
             probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200),
             seed: 7)
-        return TargetDriver(core: core, world: world) { IPAddress($0) }
+        return TargetDriver(core: core, world: world)
     }
 
     /// A name goes to the world's resolver; an address never does: the driver answers it itself,
@@ -97,6 +98,20 @@ final class TargetDriverTests: XCTestCase {
         XCTAssertTrue(literalWorld.calls.contains("watchRoute IPv4 198.18.0.2"), "\(literalWorld.calls)")
         XCTAssertTrue(literalWorld.calls.contains("aimProbes IPv4 198.18.0.2"), "\(literalWorld.calls)")
         XCTAssertEqual(literal.core[path: .v4].monitor.resolution, .resolved(address))
+
+        // Read by NetAddress's own parser; a zone's interface name is the one thing the world is asked.
+        let zonedWorld = RecordingWorld()
+        let zoned = makeDriver(host: "fe80::1%eth0", family: .ipv6, world: zonedWorld)
+        zoned.handle(.start(checkURL: ""))
+        XCTAssertFalse(zonedWorld.calls.contains { $0.hasPrefix("resolve") }, "\(zonedWorld.calls)")
+        XCTAssertEqual(
+            zoned.core[path: .v6].monitor.resolution,
+            .resolved(.v6(AddressBytes([0xFE, 0x80] + [UInt8](repeating: 0, count: 13) + [1]), zone: .init(index: 2))))
+        // A zone no interface here is named is no literal: the resolver says what it is.
+        let unknownWorld = RecordingWorld()
+        let unknownZone = makeDriver(host: "fe80::1%wlan9", family: .ipv6, world: unknownWorld)
+        unknownZone.handle(.start(checkURL: ""))
+        XCTAssertEqual(unknownWorld.calls.first, "resolve fe80::1%wlan9")
     }
 
     /// The transport's answer to `.probe` is the core's next event, before anything the world
@@ -184,7 +199,7 @@ final class HostChangeTests: XCTestCase {
         let core = TargetCore(
             host: "198.18.0.2", family: .ipv4,
             probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200), seed: 7)
-        let driver = TargetDriver(core: core, world: world) { IPAddress($0) }
+        let driver = TargetDriver(core: core, world: world)
         driver.handle(.start(checkURL: ""))
         driver.handle(
             .path(
