@@ -40,18 +40,27 @@ public final class ServiceDriver {
 
     /// Hands `event` to the core (after whatever is being carried out now).
     public func handle(_ event: ServiceCore.Event) {
-        queue.append(event)
-        guard !driving else { return }
+        if driving { return queue.append(event) }
         driving = true
         defer { driving = false }
+        let world = self.world
+        var next: ServiceCore.Event? = event
         var head = 0
-        while head < queue.count {
-            let next = queue[head]
+        while let event = next {
+            let actions = core.handle(event, now: world.now, slept: world.slept)
+            if !actions.isEmpty { carryOut(actions) }
+            next = head < queue.count ? queue[head] : nil
             head += 1
-            carryOut(core.handle(next, now: world.now, slept: world.slept))
         }
         queue.removeAll(keepingCapacity: true)
-        world.wakeUp(at: core.nextWakeup)
+        world.wakeUp(at: ask(\.nextWakeup))
+    }
+
+    /// What `question` says of the core, asked in place (a struct stored in a class is copied whole to be read).
+    public func ask<Answer>(_ question: (ServiceCore) -> Answer) -> Answer { Self.ask(&core, question) }
+
+    private static func ask<Answer>(_ core: inout ServiceCore, _ question: (ServiceCore) -> Answer) -> Answer {
+        question(core)
     }
 
     private func carryOut(_ actions: [ServiceCore.Action]) {

@@ -102,8 +102,9 @@ public struct Scenario: Sendable {
         case overrunWhileLookingUp
         /// `count` Checks spread over `spreadMilliseconds`.
         case checks(count: Int, spreadMilliseconds: UInt32)
-        case host(String)
-        case settings(ProbeSettings)
+        /// Target `target`'s Host or settings are Set (0: the default target; a number past the added ones: the last).
+        case host(String, target: Int = 0)
+        case settings(ProbeSettings, target: Int = 0)
         /// Someone who knows our identifier and sequence, not our token, forges errors and replies.
         case forgeries(count: Int)
         /// The gateway forwards nothing from now on, answering its neighbours (ARP, NDP) or not.
@@ -246,7 +247,7 @@ public struct Scenario: Sendable {
         timeline.append((healAt, .heal))
         // Long enough for the slowest settings in the run to recover: RecoveryThreshold answers at the interval.
         var slowest = settings
-        for case (_, .settings(let other)) in timeline {
+        for case (_, .settings(let other, _)) in timeline {
             slowest.intervalMilliseconds = max(slowest.intervalMilliseconds, other.intervalMilliseconds)
             slowest.timeoutMilliseconds = max(slowest.timeoutMilliseconds, other.timeoutMilliseconds)
             slowest.recoveryThreshold = max(slowest.recoveryThreshold, other.recoveryThreshold)
@@ -266,13 +267,26 @@ public struct Scenario: Sendable {
         }
         scenario.secureCheck = random.next() % 3 == 0
         scenario.checkEcho = random.next() % 2 == 0
+        // Host and settings Set on any target, drawn last (the earlier draws stay what they were).
+        if !scenario.extraTargets.isEmpty {
+            let count = UInt64(scenario.extraTargets.count + 1)
+            for index in scenario.timeline.indices {
+                switch scenario.timeline[index].fault {
+                case .host(let name, _):
+                    scenario.timeline[index].fault = .host(name, target: Int(random.next() % count))
+                case .settings(let settings, _):
+                    scenario.timeline[index].fault = .settings(settings, target: Int(random.next() % count))
+                default: break
+                }
+            }
+        }
         // A lookup hung before healing fails up to 10 s later and is retried 5 s after that; a check
         // that failed is retried after 10 s and may take its whole limit.
         let settled = healAt + 16_000 + UInt64(slowest.timeoutMilliseconds)
         let slowToSettle = timeline.contains { entry in
             switch entry.fault {
             // A lookup of hang.test holds the resolver's one thread up to 10 s: a.test waits behind it.
-            case .resolver(.failing), .resolver(.hanging), .host("hang.test"): true
+            case .resolver(.failing), .resolver(.hanging), .host("hang.test", _): true
             case .check(.portal), .check(.failing), .check(.hanging), .check(.intercepted), .check(.httpsBlocked):
                 scenario.checkURL || scenario.secureCheck
             default: false

@@ -5,7 +5,8 @@ import Timekeeping
 /// captive-portal API answers its fetches, every target hears of link facts and sleeps, and the boot clock
 /// runs ahead of the virtual one by the sleeps nobody announced (the core finds them, as the daemon's does).
 final class SimulatedService: ServiceWorld {
-    private unowned let simulation: Simulation
+    // The simulation owns its service and outlives it (as it does its targets).
+    private unowned(unsafe) let simulation: Simulation
     private(set) lazy var driver = ServiceDriver(world: self)
     private var wakeAt: Instant?
 
@@ -15,7 +16,6 @@ final class SimulatedService: ServiceWorld {
 
     var now: Instant { simulation.now }
     var slept: Duration { simulation.gateway.bootOffset }
-    var core: ServiceCore { driver.core }
 
     func handle(_ event: ServiceCore.Event) {
         driver.handle(event)

@@ -274,7 +274,7 @@ public final class Simulation {
             target.take(.path(watchedFamily, .checkAnswered(generation: generation, meaning)))
         case .capportAnswer(let interface, let generation, let result):
             // What the follower takes (a cancelled fetch's answer it does not).
-            if service.core.isFetching(interface: interface, generation: generation) {
+            if service.driver.ask({ $0.isFetching(interface: interface, generation: generation) }) {
                 if case .success(let answer) = result {
                     apiAnswers[interface] = answer.captive
                 } else {
@@ -362,12 +362,13 @@ public final class Simulation {
             }
             checkArrivals = (checkArrivals + arrivals).sorted(by: >)
         // Host and the settings are set on the default target's object.
-        case .host(let name):
-            first.take(.targetChanged(host: name, family: scenario.family))
-        case .settings(let new):
-            first.lastSettingsChange = now
-            first.settings = new
-            first.take(.probeSettings(new))
+        case .host(let name, let index):
+            targets[min(index, targets.count - 1)].take(.targetChanged(host: name, family: scenario.family))
+        case .settings(let new, let index):
+            let target = targets[min(index, targets.count - 1)]
+            target.lastSettingsChange = now
+            target.settings = new
+            target.take(.probeSettings(new))
         case .forgeries where scenario.probeMethod == .tcp:
             break // without an ICMP socket there is nothing to forge into
         case .forgeries(let count):
@@ -390,8 +391,13 @@ public final class Simulation {
                 kernel.setCarrier(index, true)
                 kernel.setRoute(index, present: true)
             }
-            if first.path.monitor.host == "hang.test" || first.path.monitor.host == "fail.test" {
-                first.take(.targetChanged(host: "a.test", family: scenario.family))
+            // A Host Set to one that hangs or fails is Set back: the default target's to a.test, another's to its own.
+            for target in targets {
+                let host = target.path.monitor.host
+                let own = target.index == 0 ? "a.test" : scenario.extraTargets[target.index - 1]
+                if host != own, host == "hang.test" || host == "fail.test" {
+                    target.take(.targetChanged(host: own, family: scenario.family))
+                }
             }
         }
         switch fault {

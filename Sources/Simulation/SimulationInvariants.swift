@@ -212,7 +212,7 @@ extension SimulatedTarget {
                 "a portal at the API's URL on \(state.interface), but its API's last answer taken was not captive")
         }
         // The API saying captive is the verdict (none aside).
-        if simulation.service.core.portalAPIAnswer(on: state.interface)?.captive == true,
+        if simulation.service.driver.ask({ $0.portalAPIAnswer(on: state.interface) })?.captive == true,
             path.monitor.route?.usable == true,
             state.connectivity != .portal, state.connectivity != .none
         {
