@@ -151,7 +151,7 @@ FUZZ_RUNS ?= 10000000
 # Without manifest caching: the cached build plan of a fuzzer package misses a source file added to the
 # main package since its last build (seen: a new DBusKit file, then "cannot find type").
 FUZZ_BUILD := build -c release --disable-build-manifest-caching -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -use-ld=lld
-FUZZ_PARSERS := netlink router echo sockdiag capport history
+FUZZ_PARSERS := netlink router echo sockdiag capport history address
 PARSER_FUZZER := .build/fuzz/parsers-spm/release/ParserFuzzer
 FUZZ_SURFACES := dbus statefile validators client follower helper dns
 SURFACE_FUZZER := .build/fuzz/dbus-spm/release/SurfaceFuzzer

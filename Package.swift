@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "ProbeRules", targets: ["ProbeRules"]),
         .library(name: "MonitorRules", targets: ["MonitorRules"]),
         .library(name: "Timekeeping", targets: ["Timekeeping"]),
+        .library(name: "NetAddress", targets: ["NetAddress"]),
     ],
     targets: [
         // libdbus-1, with a shim header for what Swift's importer cannot see.

@@ -21,21 +21,34 @@ package enum DnsAsker {
     /// The reply when resolv.conf names only the stub and `viaStub` is false: nothing was sent.
     package static let notAskedWords = "not asked: /etc/resolv.conf names systemd-resolved's stub"
 
+    /// The reply when no nameserver is to be asked: a Host the hosts file names is that file's answer, as
+    /// applications' lookups are (whatever resolv.conf says); then a resolv.conf naming no nameserver, or only
+    /// resolved's stub when `viaStub` is false. nil: ask the `resolvers`.
+    package static func answerWithoutAsking(
+        _ question: DnsQuestion, resolvers: [String], viaStub: Bool,
+        hosts: (_ name: String, _ family: IPFamily) -> [IPAddress]?
+    ) -> DnsReply? {
+        if question.kind == .host, let local = hosts(question.name, question.family) {
+            return DnsReply(
+                outcome: local.isEmpty ? .noData : .addresses(local), server: "", transport: .unknown,
+                resolvers: resolvers)
+        }
+        if resolvers.isEmpty {
+            return DnsReply(
+                outcome: .noAnswer("/etc/resolv.conf names no nameserver"), transport: .unknown, resolvers: resolvers)
+        }
+        if !viaStub && onlyStub(resolvers) {
+            return DnsReply(outcome: .noAnswer(notAskedWords), transport: .unknown, resolvers: resolvers)
+        }
+        return nil
+    }
+
     package static func ask(_ question: DnsQuestion, limitSeconds: UInt32, viaStub: Bool = true) -> DnsReply {
         var servers = [sockaddr_storage](repeating: sockaddr_storage(), count: 3)
         let count = Int(servers.withUnsafeMutableBufferPointer { CResolv_servers($0.baseAddress, Int32($0.count)) })
         let names = servers.prefix(count).map(serverText)
-        guard count > 0 else {
-            return DnsReply(
-                outcome: .noAnswer("/etc/resolv.conf names no nameserver"), transport: .unknown, resolvers: names)
-        }
-        // A Host the hosts file names is resolved there, as applications' lookups are: no nameserver is asked.
-        if question.kind == .host, let local = HostsFile.addresses(of: question.name, family: question.family) {
-            return DnsReply(
-                outcome: local.isEmpty ? .noData : .addresses(local), server: "", transport: .unknown, resolvers: names)
-        }
-        if !viaStub && onlyStub(names) {
-            return DnsReply(outcome: .noAnswer(notAskedWords), transport: .unknown, resolvers: names)
+        if let reply = answerWithoutAsking(question, resolvers: names, viaStub: viaStub, hosts: HostsFile.addresses) {
+            return reply
         }
         let share = max(1, Int32(clamping: limitSeconds) / Int32(count))
         var reply = DnsReply(outcome: .noAnswer("not asked"), resolvers: names)

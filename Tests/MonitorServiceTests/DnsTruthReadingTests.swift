@@ -94,6 +94,29 @@ final class DnsTruthReadingTests: XCTestCase {
         XCTAssertNil(HostsFile.addresses(of: "example.test", family: .v4, in: text))
     }
 
+    /// The hosts file goes first, whatever resolv.conf names (none at all, or only the stub): a hosts-file Host is
+    /// never `failing` for want of a nameserver (it read so before, with an empty resolv.conf).
+    func testAHostsFileHostIsTheFilesAnswerEvenWithNoNameserver() {
+        let hosts: (String, IPFamily) -> [IPAddress]? = { name, _ in name == "dual.test" ? [.v4([198, 18, 2, 2])] : nil }
+        let host = DnsQuestion(kind: .host, name: "dual.test", family: .v4)
+        for resolvers in [[], ["127.0.0.53"], ["198.18.0.1"]] {
+            XCTAssertEqual(
+                DnsAsker.answerWithoutAsking(host, resolvers: resolvers, viaStub: false, hosts: hosts)?.outcome,
+                .addresses([.v4([198, 18, 2, 2])]), "\(resolvers)")
+        }
+        let other = DnsQuestion(kind: .host, name: "other.test", family: .v4)
+        XCTAssertEqual(
+            DnsAsker.answerWithoutAsking(other, resolvers: [], viaStub: true, hosts: hosts)?.outcome,
+            .noAnswer("/etc/resolv.conf names no nameserver"))
+        XCTAssertEqual(
+            DnsAsker.answerWithoutAsking(other, resolvers: ["127.0.0.53"], viaStub: false, hosts: hosts)?.outcome,
+            .noAnswer(DnsAsker.notAskedWords))
+        XCTAssertNil(DnsAsker.answerWithoutAsking(other, resolvers: ["198.18.0.1"], viaStub: false, hosts: hosts))
+        // The probe zone's and the interception's labels are never the hosts file's.
+        let probe = DnsQuestion(kind: .probeZone, name: "dual.test", family: .v4)
+        XCTAssertNil(DnsAsker.answerWithoutAsking(probe, resolvers: ["198.18.0.1"], viaStub: true, hosts: hosts))
+    }
+
     func testTheResolvConfStubIsKnown() {
         XCTAssertTrue(DnsAsker.onlyStub(["127.0.0.53"]))
         XCTAssertTrue(DnsAsker.onlyStub(["127.0.0.53", "127.0.0.54"]))

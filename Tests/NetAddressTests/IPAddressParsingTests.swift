@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import NetAddress
 import NetCore
@@ -62,5 +63,26 @@ final class IPAddressParsingTests: XCTestCase {
         XCTAssertEqual(IPAddress(numeric: "fe80::1%eth0") { $0 == "eth0" ? 7 : nil }?.zone, 7)
         XCTAssertNil(IPAddress(numeric: "198.18.0.1%eth0") { _ in 7 }, "IPv4 has no zone")
         XCTAssertEqual(IPAddress("fe80::1%lo")?.zone, IPAddress.interfaceIndex("lo"))
+    }
+
+    /// The fuzzer's corpus and any crash it found: read as glibc reads them.
+    func testTheFuzzCorpusAndCrashesReadAsInetPtonReadsThem() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        var read = 0
+        for folder in ["Fuzz/address/corpus", "Fuzz/address/crashes"] {
+            let directory = root.appendingPathComponent(folder)
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) where name != ".keep" {
+                let bytes = try Data(contentsOf: directory.appendingPathComponent(name))
+                guard bytes.count <= 128, !bytes.contains(0) else { continue }
+                // A zone is the caller's to look up; a `%` is looked for as a byte (with a combining mark after it,
+                // it is no Character of its own).
+                guard !bytes.contains(UInt8(ascii: "%")) else { continue }
+                let text = String(decoding: bytes, as: UTF8.self)
+                XCTAssertEqual(ours(text), glibc(text), "\(folder)/\(name): '\(text)'")
+                read += 1
+            }
+        }
+        XCTAssertGreaterThan(read, 10)
     }
 }

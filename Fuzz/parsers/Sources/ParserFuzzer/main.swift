@@ -17,6 +17,7 @@ func fuzzerMain(_ argc: CInt, _ argv: Arguments?) -> CInt {
         "router": { data, size in data.map { routerOptionsFuzzerTestOneInput($0, size) } ?? 0 },
         "capport": { data, size in data.map { capportFuzzerTestOneInput($0, size) } ?? 0 },
         "history": { data, size in data.map { historyFuzzerTestOneInput($0, size) } ?? 0 },
+        "address": { data, size in data.map { addressFuzzerTestOneInput($0, size) } ?? 0 },
     ]
     guard let name = getenv("FUZZ_PARSER").map({ String(cString: $0) }), let parser = parsers[name] else {
         let usage = "set FUZZ_PARSER to one of: \(parsers.keys.sorted().joined(separator: ", "))\n"
