@@ -3,17 +3,23 @@ import Timekeeping
 /// The service's own work above its targets, without I/O: the networks' word on their captive portals
 /// (routers' and DHCP's announcements merged, the follower that asks the APIs), the link facts every target
 /// reads, and the machine's sleeps — announced by logind, or found as a jump of CLOCK_BOOTTIME over
-/// CLOCK_MONOTONIC nobody announced — with the histories' ticks. Events in, actions out (what every
+/// CLOCK_MONOTONIC nobody announced — with the histories' ticks, and the first verdicts' wait for the services. Events in, actions out (what every
 /// target is to hear, what to fetch, what to write), and the next wake-up over the whole set.
 public struct ServiceCore: Sendable {
     /// Histories are written, and the clocks compared, this often (housekeeping: never punctual).
     public static let tick = Duration.seconds(10)
     /// A jump of BOOTTIME over MONOTONIC longer than this is a sleep (clock adjustments move neither).
     public static let sleepJump = Duration.seconds(1)
+    /// How long the first verdicts wait for ModemManager's and NetworkManager's first answers.
+    public static let servicesWait = Duration.seconds(1)
 
     public enum Event: Sendable {
         /// What routers announce now (RFC 8910 option 37), by interface.
         case routersAnnounced([String: String])
+        /// ModemManager and NetworkManager are followed from now on; `ready`: their first view is complete already.
+        case servicesFollowed(ready: Bool)
+        /// Their first view is complete.
+        case servicesReady
         /// What ModemManager and NetworkManager say now, DHCP's announcements (option 114) among it.
         case servicesSaid(LinkFactsTable)
         /// Fetch `generation` of `interface`'s captive-portal API ended so.
@@ -44,6 +50,8 @@ public struct ServiceCore: Sendable {
         case slept(Duration)
         /// What changed of every history goes to disk (before a sleep: everything).
         case writeHistories
+        /// Every target holds back its first verdict (true) until the services' first view, or lets it go.
+        case holdFirstVerdicts(Bool)
     }
 
     private var follower = CapportFollower()
@@ -52,6 +60,8 @@ public struct ServiceCore: Sendable {
     public private(set) var asleep = false
     /// CLOCK_BOOTTIME's lead over CLOCK_MONOTONIC when last read (nil: not yet).
     private var sleptAsLastRead: Duration?
+    /// Until when the first verdicts wait for the services (nil: they do not).
+    private var firstVerdictsHeldUntil: Instant?
 
     public init() {}
 
@@ -67,7 +77,12 @@ public struct ServiceCore: Sendable {
     }
 
     /// The earliest moment the core has work of its own (the ticks aside).
-    public var nextWakeup: Instant? { follower.nextWakeup }
+    public var nextWakeup: Instant? {
+        switch (follower.nextWakeup, firstVerdictsHeldUntil) {
+        case (let a?, let b?): min(a, b)
+        case (let a, let b): a ?? b
+        }
+    }
 
     /// Takes `event` at `now`, with CLOCK_BOOTTIME's lead over CLOCK_MONOTONIC read as `slept`.
     public mutating func handle(_ event: Event, now: Instant, slept: Duration) -> [Action] {
@@ -78,6 +93,12 @@ public struct ServiceCore: Sendable {
         case .routersAnnounced(let uris):
             routerAnnouncements = uris
             if announce(now: now, into: &actions) { actions.append(.linkFacts(linkFacts)) }
+        case .servicesFollowed(let ready):
+            guard !ready else { break }
+            firstVerdictsHeldUntil = now + Self.servicesWait
+            actions.append(.holdFirstVerdicts(true))
+        case .servicesReady:
+            releaseFirstVerdicts(into: &actions)
         case .servicesSaid(let table):
             services = table
             _ = announce(now: now, into: &actions)
@@ -98,6 +119,7 @@ public struct ServiceCore: Sendable {
             noticeSleep(slept, into: &actions)
             actions.append(.writeHistories)
         case .timeout:
+            if let until = firstVerdictsHeldUntil, until <= now { releaseFirstVerdicts(into: &actions) }
             actions += follower.handleTimeout(now: now).map(Self.action)
         }
         return actions
@@ -110,6 +132,12 @@ public struct ServiceCore: Sendable {
         let before = follower.facts
         actions += follower.announced(merged, now: now).map(Self.action)
         return follower.facts != before
+    }
+
+    private mutating func releaseFirstVerdicts(into actions: inout [Action]) {
+        guard firstVerdictsHeldUntil != nil else { return }
+        firstVerdictsHeldUntil = nil
+        actions.append(.holdFirstVerdicts(false))
     }
 
     private mutating func noticeSleep(_ slept: Duration, into actions: inout [Action]) {

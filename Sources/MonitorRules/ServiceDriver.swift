@@ -19,6 +19,8 @@ public protocol ServiceWorld: AnyObject {
     /// Every history takes `jump` out; every target's engines suspend and resume.
     func machineSlept(_ jump: Duration)
     func writeHistories()
+    /// Every target holds back its first verdict (true), or lets it go.
+    func holdFirstVerdicts(_ hold: Bool)
     /// Hand the core `.timeout` at `deadline` (nil: no wake-up); replaces the last one asked for.
     func wakeUp(at deadline: Instant?)
 }
@@ -81,6 +83,8 @@ public final class ServiceDriver {
                 world.machineSlept(jump)
             case .writeHistories:
                 world.writeHistories()
+            case .holdFirstVerdicts(let hold):
+                world.holdFirstVerdicts(hold)
             }
         }
     }

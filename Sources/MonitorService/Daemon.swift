@@ -100,8 +100,6 @@ final class Service {
     private let probeSockets: ProbeSockets
     /// One neighbour check per next hop, for every target.
     private let neighborChecks: NeighborChecks
-    /// Ends the wait of the first verdicts for the link facts.
-    private var firstVerdictsTimer: LoopTimer?
     /// One libcurl multi handle for every target's CheckURL, made on the first check.
     private let http: LazyHTTPClient
     /// The kernel's links, addresses and routes, watched for every target; nil when rtnetlink cannot be opened.
@@ -285,30 +283,18 @@ final class Service {
         if let uris = routes?.portalAPIs, !uris.isEmpty { service.handle(.routersAnnounced(uris)) }
         linkFacts?.onNews = { Log.info($0) }
         linkFacts?.onSleep = { [unowned service] asleep in service.handle(.sleepAnnounced(asleep)) }
-        linkFacts?.onReady = { [unowned self] in
+        linkFacts?.onReady = { [unowned service] in
             Log.info("modems and metered links: first view complete")
-            releaseFirstVerdicts()
+            service.handle(.servicesReady)
         }
         linkFacts?.start()
-        // The first verdicts wait for the services' first answers, at most a second.
-        if let linkFacts, !linkFacts.isReady {
-            targets.holdFirstVerdicts(true)
-            firstVerdictsTimer = loop.schedule(after: Self.linkFactsWait) { [unowned self] in releaseFirstVerdicts() }
-        }
+        // The first verdicts wait for the services' first answers, at most ServiceCore.servicesWait.
+        if let linkFacts { service.handle(.servicesFollowed(ready: linkFacts.isReady)) }
         connection.onSignal = { [unowned self] message in busSignal(message) }
         // Learn of clients leaving the bus, to drop their pending calls.
         connection.addMatch(
             "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
                 + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''")
-    }
-
-    /// How long the first verdicts wait for ModemManager's and NetworkManager's first answers.
-    static let linkFactsWait = Duration.seconds(1)
-
-    private func releaseFirstVerdicts() {
-        if let firstVerdictsTimer { loop.cancel(firstVerdictsTimer) }
-        firstVerdictsTimer = nil
-        targets?.holdFirstVerdicts(false)
     }
 
     /// The added targets: those the state file kept, then those of --target.

@@ -65,6 +65,10 @@ final class DaemonServiceWorld: ServiceWorld {
         targets.sleep(false)
     }
 
+    func holdFirstVerdicts(_ hold: Bool) {
+        targets.holdFirstVerdicts(hold)
+    }
+
     func writeHistories() {
         history?.writeAll()
     }

@@ -93,6 +93,9 @@ final class SimulatedService: ServiceWorld {
         }
     }
 
+    /// No ModemManager or NetworkManager is followed here, so no first verdict waits for them.
+    func holdFirstVerdicts(_ hold: Bool) {}
+
     /// The histories are values here: nothing to write.
     func writeHistories() {}
 

@@ -74,6 +74,24 @@ final class ServiceCoreTests: XCTestCase {
             [.log("the machine slept for 60 s (CLOCK_BOOTTIME jumped)"), .slept(60 * second), .writeHistories])
     }
 
+    /// The first verdicts wait for ModemManager's and NetworkManager's first view, at most a second.
+    func testTheFirstVerdictsWaitForTheServicesAtMostASecond() {
+        var core = ServiceCore()
+        XCTAssertEqual(core.handle(.servicesFollowed(ready: true), now: 0, slept: 0), [], "ready: nothing waits")
+        XCTAssertNil(core.nextWakeup)
+        XCTAssertEqual(core.handle(.servicesFollowed(ready: false), now: 0, slept: 0), [.holdFirstVerdicts(true)])
+        XCTAssertEqual(core.nextWakeup, .origin + ServiceCore.servicesWait)
+        XCTAssertEqual(core.handle(.timeout, now: 500 * ms, slept: 0), [], "not yet")
+        XCTAssertEqual(core.handle(.servicesReady, now: 600 * ms, slept: 0), [.holdFirstVerdicts(false)])
+        XCTAssertNil(core.nextWakeup)
+        XCTAssertEqual(core.handle(.servicesReady, now: 700 * ms, slept: 0), [], "let go once")
+
+        var late = ServiceCore()
+        _ = late.handle(.servicesFollowed(ready: false), now: 0, slept: 0)
+        XCTAssertEqual(late.handle(.timeout, now: 1 * second, slept: 0), [.holdFirstVerdicts(false)])
+        XCTAssertEqual(late.handle(.servicesReady, now: 2 * second, slept: 0), [])
+    }
+
     /// Every action is one world call, in order, and an event handed in meanwhile waits for them.
     func testTheDriverCarriesOutEachActionAsOneWorldCallAndIsNeverReentered() {
         let world = RecordingWorld()
@@ -127,6 +145,7 @@ private final class RecordingWorld: ServiceWorld {
         case .sleep(let asleep): "sleep \(asleep)"
         case .slept(let jump): "slept \(jump.milliseconds) ms"
         case .writeHistories: "writeHistories"
+        case .holdFirstVerdicts(let hold): "hold \(hold)"
         }
     }
 
@@ -156,5 +175,6 @@ private final class RecordingWorld: ServiceWorld {
     func machineSleeps(_ asleep: Bool) { record("sleep \(asleep)") }
     func machineSlept(_ jump: Duration) { record("slept \(jump.milliseconds) ms") }
     func writeHistories() { record("writeHistories") }
+    func holdFirstVerdicts(_ hold: Bool) { record("hold \(hold)") }
     func wakeUp(at deadline: Instant?) { wakeUps.append(deadline) }
 }

@@ -97,7 +97,8 @@ final class DnsTruthReadingTests: XCTestCase {
     /// The hosts file goes first, whatever resolv.conf names (none at all, or only the stub): a hosts-file Host is
     /// never `failing` for want of a nameserver (it read so before, with an empty resolv.conf).
     func testAHostsFileHostIsTheFilesAnswerEvenWithNoNameserver() {
-        let hosts: (String, IPFamily) -> [IPAddress]? = { name, _ in name == "dual.test" ? [.v4([198, 18, 2, 2])] : nil }
+        let hosts: (String, IPFamily) -> [IPAddress]? = { name, _ in name == "dual.test" ? [.v4([198, 18, 2, 2])] : nil
+        }
         let host = DnsQuestion(kind: .host, name: "dual.test", family: .v4)
         for resolvers in [[], ["127.0.0.53"], ["198.18.0.1"]] {
             XCTAssertEqual(
