@@ -144,7 +144,7 @@ text-order: release
 FUZZ_RUNS ?= 10000000
 # Each fuzzer is a package of its own over the real modules (libFuzzer brings its own main), built
 # with the sanitizers; lld, because gold crashes on the sanitizer build. Fuzz/parsers: the pure rtnetlink,
-# router advertisement, ICMP reply, sock_diag, captive-portal API and history readers (FUZZ_PARSER picks
+# router advertisement, ICMP reply, sock_diag, captive-portal API, history and numeric address readers (FUZZ_PARSER picks
 # one). Fuzz/dbus: the D-Bus surface and the others (FUZZ_SURFACE picks one) over the
 # real DBusKit, MonitorService and MonitorClientCore; libdbus demarshals each D-Bus input and
 # ObjectServer dispatches it to the whole service.
