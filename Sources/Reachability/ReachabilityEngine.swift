@@ -138,14 +138,15 @@ public final class ReachabilityEngine {
             case .ignored:
                 continue
             case .advertisement(let index, let source, let options):
-                let now = loop.now()
-                enter {
-                    $0.receive([.routerOptions(index: index, options: options, source: source)], malformed: 0, now: now)
-                }
+                core.receive(
+                    [.routerOptions(index: index, options: options, source: source)], malformed: 0, now: loop.now())
             }
         }
+        drive()
     }
 
+    // The readers run from the loop, never inside a drive: what they read goes into the core at once, and one drive
+    // per turn carries out what it all made.
     private func readAvailable() {
         // Bounded per turn so other sources get their share; level-triggered epoll brings us back.
         reading: for _ in 0..<64 {
@@ -153,15 +154,15 @@ public final class ReachabilityEngine {
             case .wouldBlock:
                 break reading
             case .dropped:
-                enter { $0.dropped() }
+                core.dropped()
             case .overrun:
-                enter { $0.overrun() }
+                core.overrun()
             case .datagram(let bytes):
                 let parsed = NetlinkParser.parse(bytes)
-                let now = loop.now()
-                enter { $0.receive(parsed.messages, malformed: parsed.malformed, now: now) }
+                core.receive(parsed.messages, malformed: parsed.malformed, now: loop.now())
             }
         }
+        drive()
     }
 
     /// Whether `drive` is under way: what a watcher does to the engine from a verdict (watch another address,
