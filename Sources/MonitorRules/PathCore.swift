@@ -427,16 +427,3 @@ extension PathCore.Event {
         }
     }
 }
-
-extension PathCore.Action {
-    /// Whether the path's own world carries this out (the target hands it on as `TargetCore.Action.path`), rather
-    /// than its target: one lookup for every path, one publication, one verdict.
-    public var isThePathsOwn: Bool {
-        switch self {
-        case .watchRoute, .probe, .send, .startCheck, .cancelCheck, .sampleTraffic, .reportChanged, .checkNeighbor,
-            .probeBeyond:
-            true
-        case .resolve, .cancelResolutions, .verdictReady, .publish: false
-        }
-    }
-}

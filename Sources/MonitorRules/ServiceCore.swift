@@ -3,8 +3,9 @@ import Timekeeping
 /// The service's own work above its targets, without I/O: the networks' word on their captive portals
 /// (routers' and DHCP's announcements merged, the follower that asks the APIs), the link facts every target
 /// reads, and the machine's sleeps — announced by logind, or found as a jump of CLOCK_BOOTTIME over
-/// CLOCK_MONOTONIC nobody announced — with the histories' ticks, and the first verdicts' wait for the services. Events in, actions out (what every
-/// target is to hear, what to fetch, what to write), and the next wake-up over the whole set.
+/// CLOCK_MONOTONIC nobody announced — with the histories' ticks, and the first verdicts' wait for the services.
+/// Events in, actions out (what every target is to hear, what to fetch, what to write), and the next wake-up
+/// over the whole set.
 public struct ServiceCore: Sendable {
     /// Histories are written, and the clocks compared, this often (housekeeping: never punctual).
     public static let tick = Duration.seconds(10)

@@ -45,8 +45,8 @@ public struct TargetCore {
         case cancelResolutions
         /// Look up `ipv4only.arpa`'s IPv6 addresses off the loop (RFC 7050); answer with `.nat64Resolved`.
         case resolveNat64(generation: UInt64)
-        /// What `family`'s path asks of its own world (`PathCore.Action.isThePathsOwn`): its route watch, its
-        /// transport, its check, its traffic sampler, its next hop, its report; answered with `.path` events.
+        /// What `family`'s path asks of its own world: its route watch, its transport, its check, its traffic
+        /// sampler, its next hop, its report (`take` says which); answered with `.path` events.
         case path(IPFamily, PathCore.Action)
         /// A probe ended and no Check waits for another family's: a verdict is in, and published. Always last.
         case verdictReady
