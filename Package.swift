@@ -63,8 +63,13 @@ let package = Package(
         // The blocking helper: a second process for whatever may block (lookups, the census, file writes),
         // its wire, and the atomic file it writes through. The daemon never starts a thread of its own.
         .target(name: "HelperProcess", dependencies: ["CLinux", "CResolv", "EventLoop", "MonitorRules", "NetAddress", "NetCore", "Probe", "ProbeRules", "Timekeeping", "TrafficCensus"]),
-        // org.netobserver.Monitor: settings, the monitor model, the interface table, the daemon.
-        .target(name: "MonitorService", dependencies: ["HelperProcess", "CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck", "NetAddress", "ProbeRules", "TrafficCensus", "Timekeeping"]),
+        // The daemon's log lines (stderr, or the journal's levels).
+        .target(name: "ServiceLog"),
+        // The daemon's worlds around the drivers in the rules: each target's (`ConnectivityMonitor`, its checks,
+        // DNS truth) and the service's (`DaemonServiceWorld`, the portal APIs' fetches), on the loop's sockets.
+        .target(name: "DaemonWorlds", dependencies: ["HelperProcess", "EventLoop", "HTTPCheck", "MonitorRules", "NetAddress", "NetCore", "Probe", "ProbeRules", "Reachability", "ServiceLog", "Timekeeping", "TrafficCensus"]),
+        // org.netobserver.Monitor: the D-Bus face, settings, the monitor model, the process shell.
+        .target(name: "MonitorService", dependencies: ["DaemonWorlds", "HelperProcess", "CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck", "NetAddress", "ProbeRules", "ServiceLog", "TrafficCensus", "Timekeeping"]),
         // Released, what an idle daemon runs is linked first (tools/text-order.sh): with it together, the kernel's
         // 64 KiB fault-around keeps ~1.5 MB less text resident. Every library symbol is bound at start (-z now),
         // before the start-up trims: bound lazily, each first call after them read the symbol tables back (~0.7 MB).
@@ -81,7 +86,7 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         // One fuzz input through the real dispatch of a complete Monitor object; the fuzzer and its replay test share it.
         // The other fuzzed surfaces (state file, validators, the client, the system-bus follower) beside it.
-        .target(name: "DBusFuzzHarness", dependencies: ["HelperProcess", "DBusKit", "EventLoop", "MonitorService", "MonitorContract", "MonitorClientCore", "MonitorRules", "NetAddress", "Timekeeping"]),
+        .target(name: "DBusFuzzHarness", dependencies: ["DaemonWorlds", "HelperProcess", "DBusKit", "EventLoop", "MonitorService", "MonitorContract", "MonitorClientCore", "MonitorRules", "NetAddress", "Timekeeping"]),
         // What the client makes of the service's values: the snapshot, the bar formats, the metrics text,
         // the signals it believes. A library of its own so the fuzzer reaches it.
         .target(name: "MonitorClientCore", dependencies: ["DBusKit", "MonitorContract", "MonitorRules", "ProbeRules", "Timekeeping"]),
@@ -96,7 +101,7 @@ let package = Package(
         .testTarget(name: "TrafficCensusTests", dependencies: ["TrafficCensus", "Reachability", "CLinux", "EventLoop", "IntegrationSupport",
                                                                "NetAddress", "NetCore", "ProbeRules", "ReachabilityRules", "TestTime", "Timekeeping"]),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "EventLoop", "IntegrationSupport", "Cellular", "MonitorRules", "Timekeeping", "TestTime"]),
-        .testTarget(name: "MonitorServiceTests", dependencies: ["HelperProcess", "MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck", "IntegrationSupport", "EventLoop", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules", "TrafficCensus", "Timekeeping", "TestTime"]),
+        .testTarget(name: "MonitorServiceTests", dependencies: ["DaemonWorlds", "ServiceLog", "HelperProcess", "MonitorService", "MonitorContract", "NetCore", "Reachability", "Probe", "DBusFuzzHarness", "Cellular", "DBusKit", "HTTPCheck", "IntegrationSupport", "EventLoop", "MonitorRules", "NetAddress", "ProbeRules", "ReachabilityRules", "TrafficCensus", "Timekeeping", "TestTime"]),
         .testTarget(name: "NetAddressTests", dependencies: ["NetAddress", "NetCore"]),
         .testTarget(name: "TimekeepingTests", dependencies: ["Timekeeping"]),
         .testTarget(name: "ProbeRulesTests", dependencies: ["NetAddress", "ProbeRules", "Timekeeping", "TestTime"]),

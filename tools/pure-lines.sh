@@ -14,5 +14,5 @@ count() {
 }
 count pure Sources/NetAddress/*.swift Sources/ProbeRules/*.swift Sources/ReachabilityRules/*.swift Sources/MonitorRules/*.swift
 count driver Sources/NetCore/*.swift Sources/Probe/*.swift Sources/Reachability/*.swift Sources/TrafficCensus/*.swift Sources/HTTPCheck/*.swift \
-             Sources/MonitorService/ConnectivityMonitor.swift Sources/MonitorService/CheckRun.swift
+             Sources/DaemonWorlds/*.swift
 echo "engines: $all lines, $pure in pure targets ($((100 * pure / all)) %)"

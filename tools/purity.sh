@@ -29,5 +29,12 @@ for target in $pure; do
         esac
     done
 done
+# The daemon's worlds carry out what the drivers ask; they know nothing of the D-Bus face above them
+# (its settings' names, its model, its objects): a target's world reads a TargetConfiguration.
+for module in $(grep -hoE '^(@_exported )?import [A-Za-z_]+' Sources/DaemonWorlds/*.swift | awk '{print $NF}' | sort -u); do
+    case " MonitorService MonitorContract DBusKit CDBus Cellular Foundation " in
+        *" $module "*) echo "Sources/DaemonWorlds imports $module, which is the D-Bus face's"; status=1 ;;
+    esac
+done
 [ "$1" = --list ] && [ $status -eq 0 ] && echo $pure
 exit $status

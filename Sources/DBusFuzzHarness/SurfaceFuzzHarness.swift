@@ -1,5 +1,6 @@
 import HelperProcess
 import DBusKit
+import DaemonWorlds
 import MonitorClientCore
 import MonitorContract
 import MonitorRules

@@ -1,15 +1,17 @@
-import HelperProcess
 import CLinux
 import Cellular
 import DBusKit
+import DaemonWorlds
 import EventLoop
 import Glibc
 import HTTPCheck
+import HelperProcess
 import MonitorContract
 import MonitorRules
 import Probe
 import ProbeRules
 import Reachability
+import ServiceLog
 import Timekeeping
 import TrafficCensus
 

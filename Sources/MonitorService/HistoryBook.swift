@@ -1,6 +1,8 @@
-import HelperProcess
+import DaemonWorlds
 import EventLoop
+import HelperProcess
 import MonitorRules
+import ServiceLog
 import Timekeeping
 
 /// Every target's history, for the whole service: the keepers, and their files written in the blocking
@@ -11,7 +13,7 @@ import Timekeeping
 /// only when its outages changed; and however many targets changed at once, one turn encodes at most
 /// `wholeFilesPerTurn` bytes of whole files (the rest follow at the next ticks), so no write stalls the loop
 /// or fills the helper's queue.
-final class HistoryBook {
+final class HistoryBook: ServiceHistories {
     static let wholeFilesPerTurn = 1 << 20
 
     private let directory: String?
@@ -46,20 +48,22 @@ final class HistoryBook {
     }
 
     /// The machine goes to sleep (true) or woke: the time asleep is in no running value or outage.
-    func sleep(_ asleep: Bool) {
+    public func sleep(_ asleep: Bool) {
         for keeper in keepers.values {
             if asleep { keeper.suspend() } else { keeper.resume() }
         }
     }
 
     /// The machine slept `jump` unannounced: the time asleep leaves the running values and outages.
-    func slept(_ jump: Duration) {
+    public func slept(_ jump: Duration) {
         for keeper in keepers.values { keeper.slept(jump) }
     }
 
     /// Hands what changed of every history to the helper, whole files up to `budget` bytes (the others wait,
     /// marked due, for the next call).
-    func writeAll(budget: Int = HistoryBook.wholeFilesPerTurn) {
+    public func writeAll() { writeAll(budget: Self.wholeFilesPerTurn) }
+
+    func writeAll(budget: Int) {
         guard let helper else { return }
         var encoded = 0
         for number in keepers.keys.sorted() {

@@ -1,7 +1,8 @@
-import HelperProcess
 import EventLoop
+import HelperProcess
 import MonitorContract
 import MonitorRules
+import ServiceLog
 import Timekeeping
 
 /// One target's history on the loop: the pure `OutageHistory`, fed what the target publishes and

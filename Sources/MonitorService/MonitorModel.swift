@@ -1,3 +1,4 @@
+import DaemonWorlds
 import EventLoop
 import MonitorContract
 import MonitorRules
@@ -104,5 +105,13 @@ public final class MonitorModel {
             }
         }
         return changed
+    }
+}
+
+extension MonitorModel: TargetModel {
+    public var configuration: TargetConfiguration { settings.configuration }
+
+    public func update(_ change: (inout MonitorState) -> Void) {
+        update(now: MonotonicClock.wallMicroseconds(), change)
     }
 }

@@ -2,6 +2,7 @@ import DBusKit
 import EventLoop
 import MonitorContract
 import MonitorRules
+import ServiceLog
 import Timekeeping
 
 /// The exported /org/netobserver/Monitor: binds the model to the bus, turns

@@ -1,3 +1,4 @@
+import DaemonWorlds
 import MonitorContract
 import MonitorRules
 import NetAddress
@@ -261,5 +262,33 @@ extension MonitorSettings {
     /// The keys whose values (or whose URLs' permission to point inward) differ from `other`'s.
     public func changedKeys(from other: MonitorSettings) -> [Key] {
         Key.allCases.filter { text($0) != other.text($0) || mayPointInward($0) != other.mayPointInward($0) }
+    }
+}
+
+extension MonitorSettings {
+    /// What a target's world is configured with.
+    public var configuration: TargetConfiguration {
+        TargetConfiguration(
+            host: host, family: family,
+            probe: ProbeSettings(
+                intervalMilliseconds: interval, timeoutMilliseconds: timeout, failureThreshold: failureThreshold,
+                recoveryThreshold: recoveryThreshold, evidence: evidence),
+            check: CheckConfiguration(
+                url: checkURL, secureURL: secureCheckURL, echo: checkEcho,
+                plainMayPointInward: checkURLMayPointInward, secureMayPointInward: secureCheckURLMayPointInward),
+            dnsProbeZone: dnsProbeZone)
+    }
+}
+
+extension MonitorSettings.Key {
+    /// What of a target's configuration a change of this setting touches.
+    public var part: TargetConfiguration.Part {
+        switch self {
+        case .host, .family: .target
+        case .interval, .failureThreshold, .recoveryThreshold, .evidence: .probe(timeoutChanged: false)
+        case .timeout: .probe(timeoutChanged: true)
+        case .dnsProbeZone: .dnsProbeZone
+        case .checkURL, .secureCheckURL, .checkEcho: .check
+        }
     }
 }

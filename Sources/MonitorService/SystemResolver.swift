@@ -1,4 +1,5 @@
 import DBusKit
+import DaemonWorlds
 import EventLoop
 import Glibc
 import HelperProcess

@@ -1,5 +1,6 @@
 import Cellular
 import DBusKit
+import DaemonWorlds
 import EventLoop
 import HTTPCheck
 import MonitorContract
@@ -14,7 +15,7 @@ import Timekeeping
 /// wired one way (`wire`). What sets the default apart is said where it is used: its path, the
 /// interfaces its object carries besides, its lookups going first (an attribute), and that it
 /// cannot be removed (a check in `remove`). Numbers are never reused, across restarts too.
-final class TargetSet {
+final class TargetSet: ServiceTargets {
     final class Target {
         let number: UInt32
         let model: MonitorModel
@@ -79,7 +80,7 @@ final class TargetSet {
     var onStatusChanged: ((Target, MonitorState) -> Void)?
     var onSettingChanged: ((Target, MonitorSettings.Key) -> Void)?
     /// Before any target handles a wake-up (the service's core looks for a sleep nobody announced first).
-    var beforeTargetWakes: (() -> Void)?
+    public var beforeTargetWakes: (() -> Void)?
 
     init(
         loop: MainLoop, server: ObjectServer, budget: PendingBudget, history: HistoryBook? = nil,
@@ -220,7 +221,7 @@ final class TargetSet {
             loop.atEndOfTurn { [weak self, weak target] in
                 guard let self, let target else { return }
                 onSettingChanged?(target, key)
-                target.connectivity?.settingChanged(key)
+                target.connectivity?.configure(target.model.configuration, changed: key.part)
             }
         }
         target.connectivity?.linkFactsChanged(linkFacts)
@@ -246,16 +247,16 @@ final class TargetSet {
     }
 
     /// Holds back (or lets go) every target's first verdict: see `ConnectivityMonitor.holdFirstVerdict`.
-    func holdFirstVerdicts(_ hold: Bool) {
+    public func holdFirstVerdicts(_ hold: Bool) {
         for target in all { target.connectivity?.holdFirstVerdict(hold) }
     }
 
     /// The machine goes to sleep (true) or woke: every target's engines follow.
-    func sleep(_ asleep: Bool) {
+    public func sleep(_ asleep: Bool) {
         for target in all { target.connectivity?.sleep(asleep) }
     }
 
-    func linkFactsChanged(_ table: LinkFactsTable) {
+    public func linkFactsChanged(_ table: LinkFactsTable) {
         linkFacts = table
         for target in all { target.connectivity?.linkFactsChanged(table) }
     }

@@ -1,9 +1,10 @@
-@testable import MonitorService
+@testable import DaemonWorlds
 import EventLoop
 import Foundation
 import HTTPCheck
 import IntegrationSupport
 import MonitorRules
+@testable import MonitorService
 import NetAddress
 import NetCore
 import Probe
@@ -113,12 +114,12 @@ final class CheckRunTests: XCTestCase {
     /// CheckURL from the command line does not let a SecureCheckURL Set over D-Bus reach this machine.
     func testEachCheckURLHasItsOwnInwardPermission() throws {
         let resolver = try HostResolver(loop: loop, lookup: Self.answering("127.0.0.1"))
-        let settings = CheckPairRun.CheckSettings(
+        let settings = CheckConfiguration(
             url: "http://check.test:\(port)/204", secureURL: "https://secure.test:\(port)/204",
-            echo: false, caFile: nil, plainMayPointInward: true, secureMayPointInward: false)
+            echo: false, plainMayPointInward: true, secureMayPointInward: false)
         var meaning: CheckAnswer.Meaning?
         let run = CheckPairRun(
-            settings, family: .v4, limitMilliseconds: 3_000, isThisMachine: { _ in false }, first: true,
+            settings, caFile: nil, family: .v4, limitMilliseconds: 3_000, isThisMachine: { _ in false }, first: true,
             loop: loop, resolver: resolver, http: http
         ) { [loop] in
             meaning = $0

@@ -1,3 +1,4 @@
+import DaemonWorlds
 import EventLoop
 import HTTPCheck
 import IntegrationSupport
@@ -8,11 +9,11 @@ import NetCore
 import Probe
 import ProbeRules
 import Reachability
+import ReachabilityRules
+import Synchronization
 import TestTime
 import Timekeeping
 import TrafficCensus
-import ReachabilityRules
-import Synchronization
 import XCTest
 
 /// The daemon's driver around `TargetCore`, without root, sockets or a network: a loop on a
@@ -246,13 +247,53 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         XCTAssertTrue(model.state.reason.contains("Network is unreachable"), model.state.reason)
     }
 
+    /// A model of the worlds' own (no D-Bus settings behind it): what a target watches is a `TargetConfiguration`,
+    /// and `configure` hands the driver exactly the part that changed.
+    final class PlainModel: TargetModel {
+        var configuration: TargetConfiguration
+        var state = MonitorState()
+        var isThisMachine: (IPAddress) -> Bool = { _ in false }
+        var probeNow: (() -> Bool)?
+        init(_ configuration: TargetConfiguration) { self.configuration = configuration }
+        func update(_ change: (inout MonitorState) -> Void) { change(&state) }
+    }
+
+    func testAWorldRunsOnAModelOfItsOwnAndHearsEachPartThatChanged() throws {
+        let plain = PlainModel(
+            TargetConfiguration(
+                host: "a.test", family: .ipv4,
+                probe: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 500)))
+        let transport = FakeTransport(.answerAtOnce)
+        let monitor = try ConnectivityMonitor(
+            loop: loop, model: plain, resolver: try HostResolver(loop: loop, lookup: Self.lookup),
+            transports: [transport, transport6], routeWatches: [routes, routes6])
+        monitor.start()
+        turn { transport.target != nil }
+        routes.say(eth0)
+        XCTAssertEqual(plain.state.status, .ethernet, plain.state.reason)
+        XCTAssertNotNil(plain.probeNow, "the world offers fresh verdicts through its model")
+        // A new interval: probes at the new pace, the target kept.
+        let before = transport.sent.count
+        plain.configuration.probe.intervalMilliseconds = 200
+        monitor.configure(plain.configuration, changed: .probe(timeoutChanged: false))
+        advance(milliseconds: 1_000)
+        XCTAssertGreaterThanOrEqual(transport.sent.count - before, 4, "a 200-ms interval over 1 s")
+        XCTAssertEqual(transport.target, .v4([198, 18, 0, 2]))
+        // A new Host: looked up again; it does not resolve.
+        plain.configuration.host = "b.test"
+        monitor.configure(plain.configuration, changed: .target)
+        turn { plain.state.reason.contains("NXDOMAIN") }
+        XCTAssertEqual(plain.state.status, .none, plain.state.reason)
+        withExtendedLifetime(monitor) {}
+    }
+
     func testANameThatStopsResolvingAfterAHostChangeLeavesNoAddress() throws {
         let transport = FakeTransport(.answerAtOnce)
         let monitor = try startMonitor(transport)
         routes.say(eth0)
         XCTAssertEqual(model.state.status, .ethernet)
         try model.set(.host) { settings throws(SettingError) in try settings.set(.host, text: "b.test") }
-        monitor.settingChanged(.host)
+        monitor.configure(model.configuration, changed: .target)
         turn { model.state.reason.contains("NXDOMAIN") }
         XCTAssertEqual(model.state.status, .none)
         XCTAssertEqual(model.state.address, "")

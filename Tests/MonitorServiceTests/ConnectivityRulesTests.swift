@@ -1,6 +1,7 @@
-@testable import MonitorService
+import DaemonWorlds
 import HTTPCheck
 import MonitorRules
+@testable import MonitorService
 import NetAddress
 import NetCore
 import Probe

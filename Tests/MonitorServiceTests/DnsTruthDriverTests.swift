@@ -1,6 +1,7 @@
+@testable import DaemonWorlds
 import EventLoop
-@testable import MonitorService
 import MonitorRules
+@testable import MonitorService
 import NetAddress
 import Probe
 import ProbeRules

@@ -1,3 +1,4 @@
+import DaemonWorlds
 import MonitorService
 import XCTest
 

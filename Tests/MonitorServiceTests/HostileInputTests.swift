@@ -1,6 +1,7 @@
-@testable import MonitorService
+import DaemonWorlds
 import Glibc
 import MonitorContract
+@testable import MonitorService
 import NetAddress
 import NetCore
 import TestTime

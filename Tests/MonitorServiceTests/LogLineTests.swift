@@ -1,4 +1,5 @@
 import MonitorService
+import ServiceLog
 import XCTest
 
 /// What reaches the log from the network (a portal API's fields, a router's options) cannot drive the

@@ -1,11 +1,12 @@
-import HelperProcess
+import DaemonWorlds
+import EventLoop
 import Foundation
 import Glibc
-import EventLoop
+import HelperProcess
 import MonitorContract
 import MonitorRules
-import ProbeRules
 import MonitorService
+import ProbeRules
 import XCTest
 
 final class StateStoreTests: XCTestCase {

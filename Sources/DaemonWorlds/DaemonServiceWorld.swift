@@ -1,20 +1,23 @@
 import EventLoop
 import MonitorRules
+import ServiceLog
 import Timekeeping
 
 /// The daemon's side of the service's core: its events come from the route watch (routers'
 /// announcements), the system bus (the services' link facts, logind's sleeps), the portal APIs' fetches and
 /// the targets' wake-ups; what the core decides goes to every target, to the fetcher and to the histories.
-final class DaemonServiceWorld: ServiceWorld {
+public final class DaemonServiceWorld: ServiceWorld {
     private let loop: MainLoop
     private let fetcher: PortalAPIFetcher
-    private let history: HistoryBook?
-    private unowned let targets: TargetSet
-    private(set) lazy var driver = ServiceDriver(world: self)
+    private let history: (any ServiceHistories)?
+    private unowned let targets: any ServiceTargets
+    public private(set) lazy var driver = ServiceDriver(world: self)
     private let wakeup: WakeupTimer
     private var tickTimer: LoopTimer?
 
-    init(loop: MainLoop, fetcher: PortalAPIFetcher, history: HistoryBook?, targets: TargetSet) {
+    public init(
+        loop: MainLoop, fetcher: PortalAPIFetcher, history: (any ServiceHistories)?, targets: any ServiceTargets
+    ) {
         self.loop = loop
         self.fetcher = fetcher
         self.history = history
@@ -35,45 +38,45 @@ final class DaemonServiceWorld: ServiceWorld {
         if let tickTimer { loop.cancel(tickTimer) }
     }
 
-    var now: Instant { loop.now() }
-    var slept: Duration { MonotonicClock.slept() }
+    public var now: Instant { loop.now() }
+    public var slept: Duration { MonotonicClock.slept() }
 
-    func fetchPortalAPI(interface: String, uri: String, generation: UInt64) {
+    public func fetchPortalAPI(interface: String, uri: String, generation: UInt64) {
         fetcher.fetch(interface, uri, generation)
     }
 
-    func cancelPortalAPIFetch(interface: String) {
+    public func cancelPortalAPIFetch(interface: String) {
         fetcher.cancel(interface)
     }
 
-    func log(_ line: String) {
+    public func log(_ line: String) {
         Log.info(line)
     }
 
-    func linkFactsChanged(_ table: LinkFactsTable) {
+    public func linkFactsChanged(_ table: LinkFactsTable) {
         targets.linkFactsChanged(table)
     }
 
-    func machineSleeps(_ asleep: Bool) {
+    public func machineSleeps(_ asleep: Bool) {
         history?.sleep(asleep)
         targets.sleep(asleep)
     }
 
-    func machineSlept(_ jump: Duration) {
+    public func machineSlept(_ jump: Duration) {
         history?.slept(jump)
         targets.sleep(true)
         targets.sleep(false)
     }
 
-    func holdFirstVerdicts(_ hold: Bool) {
+    public func holdFirstVerdicts(_ hold: Bool) {
         targets.holdFirstVerdicts(hold)
     }
 
-    func writeHistories() {
+    public func writeHistories() {
         history?.writeAll()
     }
 
-    func wakeUp(at deadline: Instant?) {
+    public func wakeUp(at deadline: Instant?) {
         wakeup.arm(at: deadline)
     }
 }

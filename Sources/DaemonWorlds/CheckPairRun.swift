@@ -13,31 +13,22 @@ final class CheckPairRun {
     private var plainMeaning: CheckAnswer.Meaning?
     private var secureMeaning: CheckAnswer.Meaning?
     private var completion: ((CheckAnswer.Meaning) -> Void)?
-    private let settings: CheckSettings
-
-    /// What one check is made of.
-    struct CheckSettings {
-        var url: String
-        var secureURL: String
-        var echo: Bool
-        var caFile: String?
-        /// Each URL may lead into this machine only when the administrator chose it (the command line).
-        var plainMayPointInward: Bool
-        var secureMayPointInward: Bool
-    }
+    private let settings: CheckConfiguration
+    private let caFile: String?
 
     init(
-        _ settings: CheckSettings, family: IPFamily, limitMilliseconds: Int,
+        _ settings: CheckConfiguration, caFile: String?, family: IPFamily, limitMilliseconds: Int,
         isThisMachine: @escaping (IPAddress) -> Bool,
         first: Bool, loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?,
         completion: @escaping (CheckAnswer.Meaning) -> Void
     ) {
         self.settings = settings
+        self.caFile = caFile
         self.completion = completion
         func run(_ url: String, secure: Bool, _ done: @escaping (CheckPairRun, CheckAnswer.Meaning) -> Void) -> CheckRun
         {
             let nonce = settings.echo ? Self.nonce() : nil
-            var options = HTTPRequestOptions(secure: secure, caFile: secure ? settings.caFile : nil)
+            var options = HTTPRequestOptions(secure: secure, caFile: secure ? caFile : nil)
             var fetched = url
             if let nonce {
                 fetched += (url.contains("?") ? "&" : "?") + "\(CheckAnswer.nonceParameter)=\(nonce)"

@@ -1,4 +1,3 @@
-import Cellular
 import EventLoop
 import Glibc
 import HTTPCheck
@@ -8,6 +7,7 @@ import NetCore
 import Probe
 import ProbeRules
 import Reachability
+import ServiceLog
 import Timekeeping
 import TrafficCensus
 
@@ -17,7 +17,9 @@ import TrafficCensus
 /// here, and no pump: the driver, which the simulation runs too, orders the work.
 public final class ConnectivityMonitor {
     private let loop: MainLoop
-    private let model: MonitorModel
+    private let model: any TargetModel
+    /// What the target was last configured with (`configure` acts on what differs).
+    private var configuration: TargetConfiguration
     /// Each family's route watch (IPv4's, then IPv6's; see `TargetCore.index(of:)`); empty when routes are not watched.
     private let routeWatches: [any RouteWatch]
     /// The engine this monitor's route watches are on: its own, or one shared with other targets.
@@ -54,13 +56,13 @@ public final class ConnectivityMonitor {
     /// After every finished probe: a verdict is in (pending Checks answer then).
     public var onVerdictReady: (() -> Void)?
     /// Before each wake-up is handled: a sleep nobody announced is noticed before any probe times out across it.
-    var beforeTimeout: (() -> Void)?
+    public var beforeTimeout: (() -> Void)?
 
     /// `sharedReachability`: an engine already watching the kernel's routes (another
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
     /// `transports` and `routeWatches`: stand-ins for the sockets, IPv4's then IPv6's (driver tests); without them, real ones.
     public init(
-        loop: MainLoop, model: MonitorModel, resolver: HostResolver? = nil,
+        loop: MainLoop, model: any TargetModel, resolver: HostResolver? = nil,
         sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil,
         http: (any HTTPClientSource)? = nil,
         caFile: String? = nil, neighborChecks: NeighborChecks? = nil,
@@ -73,6 +75,7 @@ public final class ConnectivityMonitor {
         self.trafficSampler = trafficSampler
         self.resolvesFirst = resolvesFirst
         self.model = model
+        configuration = model.configuration
         self.http = http
         self.caFile = caFile
         neighbors = neighborChecks ?? NeighborChecks(loop: loop)
@@ -102,26 +105,27 @@ public final class ConnectivityMonitor {
                 problem = "cannot watch the kernel's routes: \(error)"
             }
         }
+        let configuration = model.configuration
         dnsTruth = dnsAsking.map {
             DnsTruthRun(
                 loop: loop, asking: $0, interceptions: interceptions ?? InterceptionBook(loop: loop),
-                settings: model.settings)
+                configuration: configuration)
         }
         initialCore = Self.makeCore(
-            model.settings, transports: self.transports, routeProblem: problem,
+            configuration, transports: self.transports, routeProblem: problem,
             refresh: dnsRefresh, linkFacts: LinkFactsTable())
         wireUp()
     }
 
-    /// A core for `settings`, each family probing in its transport's slot.
+    /// A core for `configuration`, each family probing in its transport's slot.
     private static func makeCore(
-        _ settings: MonitorSettings, transports: [any ProbeTransporting], routeProblem: String?,
+        _ configuration: TargetConfiguration, transports: [any ProbeTransporting], routeProblem: String?,
         refresh: Duration, linkFacts: LinkFactsTable
     ) -> TargetCore {
         var slots: [IPFamily: UInt16] = [:]
         for family in IPFamily.allCases { slots[family] = transports[TargetCore.index(of: family)].slot ?? 0 }
         return TargetCore(
-            host: settings.host, family: settings.family, probeSettings: probeSettings(settings),
+            host: configuration.host, family: configuration.family, probeSettings: configuration.probe,
             seed: UInt64.random(in: 0...UInt64.max), slots: slots, stride: transports[0].stride,
             routeProblem: routeProblem, refresh: refresh, linkFacts: linkFacts)
     }
@@ -162,7 +166,7 @@ public final class ConnectivityMonitor {
 
     /// Starts resolving the Host; call once the model is exported.
     public func start() {
-        handle(.start(checkURL: Self.checkShown(model.settings)))
+        handle(.start(checkURL: configuration.check.shown))
     }
 
     /// The machine goes to sleep (true: nothing is sent) or woke (false: probe and ask the next hop at once).
@@ -176,33 +180,21 @@ public final class ConnectivityMonitor {
         handle(.linkFacts(table))
     }
 
-    /// A setting changed over D-Bus (or at start).
-    public func settingChanged(_ key: MonitorSettings.Key) {
-        switch key {
-        case .host, .family:
-            handle(.targetChanged(host: model.settings.host, family: model.settings.family))
-            dnsTruth?.settingsChanged(model.settings)
-        case .interval, .timeout, .failureThreshold, .recoveryThreshold, .evidence:
-            handle(.probeSettings(Self.probeSettings(model.settings)))
-            if key == .timeout { dnsTruth?.settingsChanged(model.settings) }
+    /// The target is now to watch as `new` says; `part` changed (a setting Set over D-Bus, or reloaded).
+    public func configure(_ new: TargetConfiguration, changed part: TargetConfiguration.Part) {
+        configuration = new
+        switch part {
+        case .target:
+            handle(.targetChanged(host: new.host, family: new.family))
+            dnsTruth?.configure(new)
+        case .probe(let timeoutChanged):
+            handle(.probeSettings(new.probe))
+            if timeoutChanged { dnsTruth?.configure(new) }
         case .dnsProbeZone:
-            dnsTruth?.settingsChanged(model.settings)
-        case .checkURL, .secureCheckURL, .checkEcho:
-            handle(.checkURL(Self.checkShown(model.settings)))
+            dnsTruth?.configure(new)
+        case .check:
+            handle(.checkURL(new.check.shown))
         }
-    }
-
-    /// The URL that stands for the check in the core (and in Reason while it runs): CheckURL, else
-    /// SecureCheckURL; "" when both are off. What else the check is made of, the driver reads when it runs.
-    static func checkShown(_ settings: MonitorSettings) -> String {
-        settings.checkURL.isEmpty ? settings.secureCheckURL : settings.checkURL
-    }
-
-    static func probeSettings(_ settings: MonitorSettings) -> ProbeSettings {
-        ProbeSettings(
-            intervalMilliseconds: settings.interval, timeoutMilliseconds: settings.timeout,
-            failureThreshold: settings.failureThreshold, recoveryThreshold: settings.recoveryThreshold,
-            evidence: settings.evidence)
     }
 
     private func handle(_ event: TargetCore.Event) {
@@ -272,13 +264,9 @@ extension ConnectivityMonitor: TargetWorld {
     public func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds limit: UInt32) {
         let index = TargetCore.index(of: family)
         checks[index]?.cancel()
-        let settings = model.settings
-        let check = CheckPairRun.CheckSettings(
-            url: settings.checkURL, secureURL: settings.secureCheckURL, echo: settings.checkEcho,
-            caFile: caFile, plainMayPointInward: settings.checkURLMayPointInward,
-            secureMayPointInward: settings.secureCheckURLMayPointInward)
         checks[index] = CheckPairRun(
-            check, family: family, limitMilliseconds: Int(limit), isThisMachine: model.isThisMachine,
+            configuration.check, caFile: caFile, family: family, limitMilliseconds: Int(limit),
+            isThisMachine: model.isThisMachine,
             first: resolvesFirst, loop: loop, resolver: resolver, http: http
         ) { [weak self] meaning in
             guard let self else { return }

@@ -7,7 +7,7 @@ import Probe
 /// The captive-portal APIs' fetches, for the service's core (which follows the announcements and decides
 /// when to ask): each over verified HTTPS, off the loop, ended by its limit, and answered once, through
 /// `onFetched`, unless cancelled.
-final class PortalAPIFetcher {
+public final class PortalAPIFetcher {
     private let loop: MainLoop
     private let resolver: HostResolver
     private let http: (any HTTPClientSource)?
@@ -16,12 +16,13 @@ final class PortalAPIFetcher {
     private let limitMilliseconds: () -> Int
     private var fetches: [String: CheckRun] = [:]
     /// What fetch `generation` of `interface`'s API found.
-    var onFetched: ((_ interface: String, _ generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>) -> Void)?
+    public var onFetched:
+        ((_ interface: String, _ generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>) -> Void)?
     /// Whether an address is one of this machine's: the API is never fetched there (an announcement naming this
     /// machine would make the service ask itself, or whatever listens here).
-    var isThisMachine: (IPAddress) -> Bool = { _ in false }
+    public var isThisMachine: (IPAddress) -> Bool = { _ in false }
 
-    init(
+    public init(
         loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?, caFile: String?,
         limitMilliseconds: @escaping () -> Int
     ) {
@@ -37,11 +38,11 @@ final class PortalAPIFetcher {
     }
 
     /// The fetch under way for `interface` (if any) ends unanswered.
-    func cancel(_ interface: String) {
+    public func cancel(_ interface: String) {
         fetches.removeValue(forKey: interface)?.cancel()
     }
 
-    func fetch(_ interface: String, _ uri: String, _ generation: UInt64) {
+    public func fetch(_ interface: String, _ uri: String, _ generation: UInt64) {
         fetches.removeValue(forKey: interface)?.cancel()
         guard CheckURL.isValid(uri, secure: true) else {
             return loop.atEndOfTurn { [weak self] in

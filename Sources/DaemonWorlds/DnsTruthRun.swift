@@ -1,6 +1,7 @@
 import EventLoop
 import HelperProcess
 import MonitorRules
+import ProbeRules
 import Timekeeping
 
 /// Who asks DNS truth's questions: the blocking helper (the nameservers of /etc/resolv.conf), or
@@ -14,7 +15,7 @@ public protocol DnsAsking: AnyObject {
 /// One target's DNS truth on the loop: its `DnsTruthCore` driven by what the target's verdict says
 /// (the route's interface, Connectivity, the host falling silent, resume) and by the answers, the
 /// interception query shared through `InterceptionBook`. What the core concludes goes to `onChange`.
-final class DnsTruthRun {
+public final class DnsTruthRun {
     private let loop: MainLoop
     private let asking: DnsAsking
     private let interceptions: InterceptionBook
@@ -28,14 +29,14 @@ final class DnsTruthRun {
     /// The view changed (on the loop, outside any driver step).
     var onChange: ((DnsView) -> Void)?
 
-    init(loop: MainLoop, asking: DnsAsking, interceptions: InterceptionBook, settings: MonitorSettings) {
+    init(loop: MainLoop, asking: DnsAsking, interceptions: InterceptionBook, configuration: TargetConfiguration) {
         self.loop = loop
         self.asking = asking
         self.interceptions = interceptions
         core = DnsTruthCore(
-            host: settings.host, hostIsLiteral: Self.isLiteral(settings.host), family: settings.family,
-            zone: settings.dnsProbeZone, seed: UInt64.random(in: 0...UInt64.max))
-        limitSeconds = Self.limit(settings)
+            host: configuration.host, hostIsLiteral: Self.isLiteral(configuration.host), family: configuration.family,
+            zone: configuration.dnsProbeZone, seed: UInt64.random(in: 0...UInt64.max))
+        limitSeconds = Self.limit(configuration.probe)
         wakeup = WakeupTimer(loop: loop)
         wakeup.onFire = { [unowned self] in
             core.timeout(now: loop.now())
@@ -44,8 +45,8 @@ final class DnsTruthRun {
     }
 
     /// Each question ends within max(5 s, Timeout), the check's limit, in whole seconds.
-    static func limit(_ settings: MonitorSettings) -> UInt32 {
-        (PortalCheck.limitMilliseconds(timeout: settings.timeout) + 999) / 1000
+    static func limit(_ probe: ProbeSettings) -> UInt32 {
+        (PortalCheck.limitMilliseconds(timeout: probe.timeoutMilliseconds) + 999) / 1000
     }
 
     static func isLiteral(_ host: String) -> Bool {
@@ -60,11 +61,11 @@ final class DnsTruthRun {
         carryOut()
     }
 
-    func settingsChanged(_ settings: MonitorSettings) {
-        limitSeconds = Self.limit(settings)
+    func configure(_ configuration: TargetConfiguration) {
+        limitSeconds = Self.limit(configuration.probe)
         core.settingsChanged(
-            host: settings.host, hostIsLiteral: Self.isLiteral(settings.host), family: settings.family,
-            zone: settings.dnsProbeZone, now: loop.now())
+            host: configuration.host, hostIsLiteral: Self.isLiteral(configuration.host), family: configuration.family,
+            zone: configuration.dnsProbeZone, now: loop.now())
         carryOut()
     }
 
