@@ -89,6 +89,8 @@ public struct PathCore {
     public private(set) var diagnosis = PathDiagnosis()
     /// Where the transport sends, as last asked by `.probe`; whether its `.probing` is still to come.
     private var probeAddress: IPAddress?
+    /// Where the route watch points (what `.watchRoute` last said).
+    private var watchedRoute: IPAddress?
     private var awaitingProbing = false
 
     public init(
@@ -186,7 +188,10 @@ public struct PathCore {
         case .resolved(let generation, let result, let routedFamilies):
             monitor.resolved(generation: generation, result, routedFamilies: routedFamilies, now: now)
         case .route(let verdict):
-            monitor.routeChanged(verdict, now: now)
+            // One about an address this path watched before (on its way when the path moved on) is not its route.
+            if verdict.destination == nil || verdict.destination == watchedRoute {
+                monitor.routeChanged(verdict, now: now)
+            }
         case .linkFacts(let table):
             monitor.linkFactsChanged(table)
         case .freshLookups(let failure):
@@ -334,6 +339,7 @@ public struct PathCore {
                 case .cancelResolutions:
                     actions.append(.cancelResolutions)
                 case .retarget(let address):
+                    watchedRoute = address
                     actions.append(.watchRoute(address))
                     if address != probeAddress {
                         probeAddress = address

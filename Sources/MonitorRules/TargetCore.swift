@@ -91,6 +91,10 @@ public struct TargetCore {
     public private(set) var resolverOrder: [IPFamily] = [.v6, .v4]
     /// Families whose path probes for a Check: the verdict is ready when none is left.
     private var checkWaiting: IPFamilies = []
+    /// Families whose verdict came in while others were still waiting: a Check arriving meanwhile takes it
+    /// (their next probe is held back a Timeout anyway), so Checks that keep coming while the families answer
+    /// in turn never keep the verdict from being ready.
+    private var checkAnswered: IPFamilies = []
     /// The lookup under way, for the paths' current target; the paths that asked meanwhile share its answer.
     public private(set) var generation: UInt64 = 0
     private var lookupUnderway = false
@@ -337,6 +341,7 @@ public struct TargetCore {
             generation &+= 1
             lookupUnderway = false
             checkWaiting = []
+            checkAnswered = []
             discoveryNetwork = nil
             discoveryPendingUntil = nil
             step.publish = true
@@ -408,7 +413,7 @@ public struct TargetCore {
         var pathActions = takePathActions()
         for family in watchedFamilies {
             let probing = change(family) { $0.check(now: now, into: &pathActions) }
-            if probing { checkWaiting.insert(family) }
+            if probing && !checkAnswered.contains(family) { checkWaiting.insert(family) }
             take(family, pathActions, now: now, &step)
         }
         swap(&pathActions, &self.pathActions)
@@ -471,7 +476,10 @@ public struct TargetCore {
             case .publish:
                 step.publish = true
             case .verdictReady:
-                checkWaiting.remove(family)
+                if checkWaiting.contains(family) {
+                    checkWaiting.remove(family)
+                    checkAnswered.insert(family)
+                }
                 step.verdict = true
             }
         }
@@ -489,7 +497,10 @@ public struct TargetCore {
         }
         // Appended where they are: a copy of the array appended to would be copied whole.
         if step.publish { step.actions.append(.publish) }
-        if step.verdict && checkWaiting.isEmpty { step.actions.append(.verdictReady) }
+        if step.verdict && checkWaiting.isEmpty {
+            step.actions.append(.verdictReady)
+            checkAnswered = []
+        }
         nextWakeup = earliestDeadline
     }
 

@@ -493,6 +493,7 @@ public struct ReachabilityCore: TimerTable {
 
     private mutating func deliver(_ verdict: ReachabilityVerdict, to id: TargetID) {
         var new = verdict
+        new.destination = targets[id]?.address
         new.nat64Prefix = nat64Prefix(onInterfaceNamed: verdict.interface)
         new.routedFamilies = table.routedFamilies
         guard targets[id] != nil, new != targets[id]?.verdict else { return }

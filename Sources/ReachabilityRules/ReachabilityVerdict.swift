@@ -20,6 +20,9 @@ public struct ReachabilityVerdict: Equatable, Sendable {
     public var interfaceIndex: Int32 = 0
     /// The route's link resolves its neighbours (ARP, NDP): neither point-to-point nor NOARP.
     public var hasNeighbors = false
+    /// The address this verdict is about (nil: a default route's, for no address): a watch that moved on since
+    /// may still be handed one about the address it watched before.
+    public var destination: IPAddress?
 
     public init(
         usable: Bool, interface: String = "", kind: InterfaceKind? = nil, source: String = "", reason: String = ""

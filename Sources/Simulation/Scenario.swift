@@ -1,5 +1,6 @@
 import Glibc
 import MonitorRules
+import NetAddress
 import ProbeRules
 import Timekeeping
 
@@ -96,6 +97,12 @@ public struct Scenario: Sendable {
         case linkUp(Int32, Bool)
         case carrier(Int32, Bool)
         case route(Int32, present: Bool)
+        /// A dual-stack network: `family`'s default routes withdrawn from every interface (or given back).
+        case familyRoutes(IPFamily, present: Bool)
+        /// `family`'s packets vanish past this machine (or pass again).
+        case blackhole(IPFamily, Bool)
+        /// The routers advertise the network's NAT64 prefix for so long (RFC 8781; 0 withdraws it).
+        case nat64Prefix(lifetimeSeconds: UInt32)
         /// The reader stalls while `churn` unrelated events arrive: the socket overruns.
         case overrun(churn: Int)
         /// The socket overruns just as the kernel answers the next route lookup: the answer is lost.
@@ -140,6 +147,8 @@ public struct Scenario: Sendable {
     /// The Hosts of targets added beside the default one (restored, so started before it): they
     /// share its resolver and reachability core.
     public var extraTargets: [String] = []
+    /// On a dual-stack network (`family` any), the families as the resolver lists Host's addresses.
+    public var resolverOrder: [IPFamily] = [.v6, .v4]
 
     public init(
         seed: UInt64, family: AddressFamily = .ipv4, settings: ProbeSettings, host: String = "a.test",
@@ -152,6 +161,19 @@ public struct Scenario: Sendable {
         self.duration = duration
         self.timeline = timeline
         self.quietFrom = quietFrom
+    }
+
+    /// A dual-stack network (Host a.test has an address in each family, listed in `order`) whose families fail
+    /// and come back as `timeline` says, with nothing else wrong: INTERFACE.md "Every path" on a schedule.
+    public static func dualStack(
+        seed: UInt64, settings: ProbeSettings, order: [IPFamily] = [.v6, .v4], seconds: UInt64,
+        timeline: [(at: UInt64, fault: Fault)] = []
+    ) -> Scenario {
+        var scenario = Scenario(
+            seed: seed, family: .any, settings: settings, duration: seconds * 1000,
+            timeline: timeline.sorted { $0.at < $1.at })
+        scenario.resolverOrder = order
+        return scenario
     }
 
     /// A random scenario: random settings, a run of random faults, then healing and quiet.
@@ -279,6 +301,22 @@ public struct Scenario: Sendable {
                 default: break
                 }
             }
+        }
+        // A dual-stack network for some, with its own faults, drawn last (the earlier draws stay what they were).
+        if random.next() % 3 == 0 {
+            scenario.family = .any
+            scenario.resolverOrder = random.next() % 2 == 0 ? [.v6, .v4] : [.v4, .v6]
+            for _ in 0..<between(1, 6) {
+                let family: IPFamily = random.next() % 2 == 0 ? .v4 : .v6
+                let fault: Fault =
+                    switch random.next() % 3 {
+                    case 0: .familyRoutes(family, present: random.next() % 2 == 0)
+                    case 1: .blackhole(family, random.next() % 2 == 0)
+                    default: .nat64Prefix(lifetimeSeconds: pick([0, 16, 40, 1800]))
+                    }
+                scenario.timeline.append((between(0, faultTime), fault))
+            }
+            scenario.timeline.sort { $0.at < $1.at }
         }
         // A lookup hung before healing fails up to 10 s later and is retried 5 s after that; a check
         // that failed is retried after 10 s and may take its whole limit.

@@ -27,9 +27,13 @@ struct GatewayWorld {
 
 /// What one target's diagnosis asked, and since when its Connectivity has gone unblamed.
 struct DiagnosisWatch {
-    /// When the next hop whose answer came last was asked; the checks still out, by generation.
-    var lastCheckAskedAt: Instant?
+    /// When each family's next hop whose answer came last was asked; the checks still out, by family and generation.
+    var lastCheckAskedAt: [IPFamily: Instant] = [:]
     var checksOut: [UInt64: Instant] = [:]
+
+    static func key(_ family: IPFamily, _ generation: UInt64) -> UInt64 {
+        generation &* 2 &+ (family == .v6 ? 1 : 0)
+    }
     /// Since when Connectivity has been away from `full` with no Blame (nil: it is full, or Blame is said).
     var unblamedSince: Instant?
     /// The last moment the place of a fault could move: a next hop asked, a resume.
@@ -100,7 +104,7 @@ extension Simulation {
 extension SimulatedTarget {
     /// The driver asked the next hop: its answer after a round trip, or after three tries.
     func checkNeighbor(_ family: IPFamily, generation: UInt64) {
-        diagnosis.checksOut[generation] = now
+        diagnosis.checksOut[DiagnosisWatch.key(family, generation)] = now
         diagnosis.askedNeighbors += 1
         diagnosis.lastRediagnosis = now
         let answering = simulation.gateway.answersNeighbors
@@ -119,18 +123,11 @@ extension SimulatedTarget {
             at: now + (carried ? .milliseconds(3) : .seconds(1)))
     }
 
-    /// The next hop's check `generation` is answered now.
-    func neighborAnswered(generation: UInt64) {
-        if let asked = diagnosis.checksOut.removeValue(forKey: generation) { diagnosis.lastCheckAskedAt = asked }
-    }
-
-    /// The engines suspended (a sleep announced or found): the probes in flight are forgotten, not failed (their
-    /// silence is the sleep's); the streaks start afresh.
-    func forgetProbesInFlight() {
-        for sequence in sent.keys { sent[sequence]?.finished = true }
-        answersInRow = 0
-        firstFailureSentAt = nil
-        failureKindsSinceAnswer = []
+    /// `family`'s next hop's check `generation` is answered now.
+    func neighborAnswered(_ family: IPFamily, generation: UInt64) {
+        if let asked = diagnosis.checksOut.removeValue(forKey: DiagnosisWatch.key(family, generation)) {
+            diagnosis.lastCheckAskedAt[family] = asked
+        }
     }
 
     /// After each publication: the history hears it, and Blame's rules are checked.
@@ -143,7 +140,9 @@ extension SimulatedTarget {
         {
             noteOutage(ended)
         }
-        if state.blame == .gateway, let since = gateway.answeringSince, let asked = diagnosis.lastCheckAskedAt,
+        // Blame is the headline family's: the rule holds over the family whose answer is oldest.
+        if state.blame == .gateway, let since = gateway.answeringSince,
+            let asked = diagnosis.lastCheckAskedAt.values.min(),
             since < asked
         {
             violation("Blame is gateway, but the gateway has answered its neighbours since before it was last asked")

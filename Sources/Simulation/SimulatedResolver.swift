@@ -56,8 +56,9 @@ struct SimulatedResolver {
     }
 
     /// The thread takes the next lookup if it is free; `late` says how long one that goes first waited too long.
-    mutating func startNext(now: Instant, v6: Bool, random: inout SeededRandom) -> (started: Started, late: Duration?)?
-    {
+    mutating func startNext(
+        now: Instant, families: [IPFamily], random: inout SeededRandom
+    ) -> (started: Started, late: Duration?)? {
         guard !underWay, let next = queue.next() else { return nil }
         var late: Duration?
         if next.payload.first {
@@ -65,7 +66,7 @@ struct SimulatedResolver {
             firstMustStartBy = nil
             lastFirstStart = now
         }
-        let (answer, delay) = Self.answer(next.payload.host, behaviour, v6: v6, random: &random)
+        let (answer, delay) = Self.answer(next.payload.host, behaviour, families: families, random: &random)
         underWay = true
         endsAt = now + delay
         return (Started(lookup: next.payload, answer: answer, at: endsAt), late)
@@ -73,7 +74,7 @@ struct SimulatedResolver {
 
     /// What the resolver says of `host`, and after how long: glibc's own timeout (5 to 10 s) for a name nobody answers.
     private static func answer(
-        _ host: String, _ behaviour: Scenario.ResolverBehaviour, v6: Bool,
+        _ host: String, _ behaviour: Scenario.ResolverBehaviour, families: [IPFamily],
         random: inout SeededRandom
     ) -> (Result<[IPAddress], ResolverFailure>, Duration) {
         let hung = (
@@ -89,7 +90,7 @@ struct SimulatedResolver {
             case .failing(let why): return (.failure(ResolverFailure(message: "cannot resolve \(host): \(why)")), delay)
             case .hanging: return (.failure(hung.0), hung.1)
             }
-            return (.success(Simulation.addresses(of: host, v6: v6)), delay)
+            return (.success(Simulation.addresses(of: host, families: families)), delay)
         case "hang.test":
             return (.failure(hung.0), hung.1)
         default:

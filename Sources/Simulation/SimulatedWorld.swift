@@ -27,8 +27,11 @@ extension Simulation {
         case .evaluateAtEndOfTurn:
             evaluationDue = true
         case .verdict(let verdict, let id):
-            checkVerdictHeld(verdict, id)
-            targets.first { $0.routeID == id }?.routeChanged(verdict)
+            // One about the address the watch pointed at before (taken with the batch it moved in) is no news.
+            if verdict.destination == nil || verdict.destination == askReach({ $0.target(id) }) {
+                checkVerdictHeld(verdict, id)
+            }
+            pathsByRouteID[id]?.routeChanged(verdict)
         }
     }
 
@@ -48,7 +51,7 @@ extension Simulation {
 
     /// The resolver's thread takes the next lookup, if it is free.
     func startNextLookup() {
-        guard let (started, late) = resolver.startNext(now: now, v6: scenario.family == .ipv6, random: &random) else {
+        guard let (started, late) = resolver.startNext(now: now, families: families, random: &random) else {
             return
         }
         if let late {
@@ -66,22 +69,23 @@ extension Simulation {
         .v6([0xfd, 0, 0, 0, 0, 0, 0, subnet, 0, 0, 0, 0, 0, 0, 0, host])
     }
 
-    static func addresses(of host: String, v6 six: Bool) -> [IPAddress] {
+    /// Host's addresses in `families`, in the order given (the resolver's).
+    static func addresses(of host: String, families: [IPFamily]) -> [IPAddress] {
         switch host {
-        case "a.test": [six ? v6(0, 2) : .v4([198, 18, 0, 2])]
-        case "b.test": [six ? v6(1, 2) : .v4([198, 18, 1, 2])]
-        default: IPAddress(host).map { [$0] } ?? []
+        case "a.test": families.map { $0 == .v6 ? v6(0, 2) : .v4([198, 18, 0, 2]) }
+        case "b.test": families.map { $0 == .v6 ? v6(1, 2) : .v4([198, 18, 1, 2]) }
+        default: IPAddress(host).map { families.contains($0.ipFamily) ? [$0] : [] } ?? []
         }
     }
 }
 
-/// What the world does with one target's probes, checks and samples: the far host and its answers,
+/// What the world does with one path's probes, checks and samples: the far host and its answers,
 /// the check server, this machine's connections routed like Host.
-extension SimulatedTarget {
+extension SimulatedPath {
     /// The route core's verdict for this target's route.
     func routeChanged(_ verdict: ReachabilityVerdict) {
         let previous = path.monitor.route
-        take(.path(watchedFamily, .route(verdict)))
+        take(.route(verdict))
         // A route gained or changed probes at once: off the schedule.
         if verdict.usable, case .resolved = path.monitor.resolution,
             previous?.usable != true || previous?.interface != verdict.interface
@@ -102,7 +106,8 @@ extension SimulatedTarget {
         }
         let cost = Duration.nanoseconds(100_000 + simulation.random.next() % 5_000_000)
         simulation.queue.add(
-            .trafficSample(target: index, generation: generation, sample, cost: cost, takenAt: now), at: now + cost)
+            .trafficSample(target: index, family, generation: generation, sample, cost: cost, takenAt: now),
+            at: now + cost)
         return .later
     }
 
@@ -141,7 +146,8 @@ extension SimulatedTarget {
             plainURL: scenario.checkURL ? Simulation.checkURL : "", plain: scenario.checkURL ? plain : nil,
             secureURL: scenario.secureCheck ? Simulation.secureCheckURL : "",
             secure: scenario.secureCheck ? secure : nil)
-        simulation.queue.add(.checkAnswer(target: index, generation: generation, meaning), at: now + min(after, limit))
+        simulation.queue.add(
+            .checkAnswer(target: index, family, generation: generation, meaning), at: now + min(after, limit))
     }
 
     /// The far host's answer to one probe, by the behaviour of the moment.
@@ -150,7 +156,7 @@ extension SimulatedTarget {
         let alone = simulation.scenario.probeMethod == .tcp
         let carries = simulation.gateway.carries
         if filteredSince != nil
-            && !(simulation.kernel.canSend(to: address) && simulation.kernel.delivers(to: address) && carries)
+            && !(simulation.kernel.canSend(to: address) && simulation.kernel.delivers(to: address, now: now) && carries)
         {
             pathTroubleSinceFiltered = true
         }
@@ -160,17 +166,16 @@ extension SimulatedTarget {
                 // connect(2) fails at once; the driver answers from the loop, as for any outcome.
                 simulation.queue.add(
                     .tcpOutcome(
-                        target: index, sequence: sequence, token: token, .localRefusal(errno: 101),
+                        target: index, family, sequence: sequence, token: token, .localRefusal(errno: 101),
                         alone: true, fromHost: false), at: now)
                 return
             }
             take(
-                .path(
-                    watchedFamily,
-                    .probe(
-                        .sendFailed(
-                            sequence: sequence, transient: false,
-                            reason: "cannot send to \(address): Network is unreachable"))))
+                .probe(
+                    .sendFailed(
+                        sequence: sequence, transient: false,
+                        reason: "cannot send to \(address): Network is unreachable"
+                    )))
             if inFlight {
                 sent[sequence]?.finished = true
                 failureKindsSinceAnswer.insert("send failed")
@@ -179,7 +184,7 @@ extension SimulatedTarget {
             return
         }
         // Past the link: a gateway that forwards nothing, or a dead upstream, and nothing comes back.
-        guard simulation.kernel.delivers(to: address), carries else { return }
+        guard simulation.kernel.delivers(to: address, now: now), carries else { return }
         if alone || alsoTCP { connect(sequence, token, alone: alone) }
         guard !alone else { return }
         switch simulation.behaviour {
@@ -187,20 +192,23 @@ extension SimulatedTarget {
             guard Double(simulation.random.next() % 1000) / 1000 >= loss else { return }
             let spread = Duration.milliseconds(max(maxRTT, minRTT) - minRTT).nanoseconds + 1
             let rtt = Duration.milliseconds(minRTT) + .nanoseconds(simulation.random.next() % spread)
-            simulation.queue.add(.reply(target: index, sequence: sequence, token: token, via: .icmp), at: now + rtt)
+            simulation.queue.add(
+                .reply(target: index, family, sequence: sequence, token: token, via: .icmp), at: now + rtt)
             if simulation.random.next() % 50 == 0 {
                 simulation.queue.add(
-                    .reply(target: index, sequence: sequence, token: token, via: .icmp),
+                    .reply(target: index, family, sequence: sequence, token: token, via: .icmp),
                     at: now + rtt + .microseconds(1))
             }
         case .icmpFiltered, .silent:
             break
         case .timeExceeded:
             simulation.queue.add(
-                .icmpError(target: index, sequence: sequence, token: token, .timeExceeded), at: now + .milliseconds(2))
+                .icmpError(target: index, family, sequence: sequence, token: token, .timeExceeded),
+                at: now + .milliseconds(2))
         case .unreachable(let whole):
             simulation.queue.add(
-                .icmpError(target: index, sequence: sequence, token: whole ? token : nil, .unreachable(code: 1)),
+                .icmpError(
+                    target: index, family, sequence: sequence, token: whole ? token : nil, .unreachable(code: 1)),
                 at: now + .milliseconds(2))
         }
     }
@@ -232,7 +240,8 @@ extension SimulatedTarget {
             (outcome, after, fromHost) = (.icmpError(errno: 113), routerDelay, false)
         }
         simulation.queue.add(
-            .tcpOutcome(target: index, sequence: sequence, token: token, outcome, alone: alone, fromHost: fromHost),
+            .tcpOutcome(
+                target: index, family, sequence: sequence, token: token, outcome, alone: alone, fromHost: fromHost),
             at: now + after)
     }
 
@@ -240,7 +249,8 @@ extension SimulatedTarget {
     /// (ICMP filtered or not); when it stopped working.
     func notePath() {
         let works: Bool
-        if let address = probeTarget, simulation.kernel.canSend(to: address), simulation.kernel.delivers(to: address),
+        if let address = probeTarget, simulation.kernel.canSend(to: address),
+            simulation.kernel.delivers(to: address, now: now),
             simulation.gateway.carries
         {
             switch simulation.behaviour {

@@ -42,21 +42,23 @@ public final class Simulation {
 
     enum Event {
         /// Events about target `target`'s probes, check and samples.
-        case reply(target: Int, sequence: UInt16, token: UInt64, via: AnswerPath)
+        case reply(target: Int, IPFamily, sequence: UInt16, token: UInt64, via: AnswerPath)
         /// A TCP probe's connection ended so; `fromHost`: the host itself spoke (else a router, or nobody).
-        case tcpOutcome(target: Int, sequence: UInt16, token: UInt64, TCPOutcome, alone: Bool, fromHost: Bool)
-        case icmpError(target: Int, sequence: UInt16, token: UInt64?, EchoPacket.Failure)
+        case tcpOutcome(
+            target: Int, IPFamily, sequence: UInt16, token: UInt64, TCPOutcome, alone: Bool, fromHost: Bool)
+        case icmpError(target: Int, IPFamily, sequence: UInt16, token: UInt64?, EchoPacket.Failure)
         case kernelReadable
         /// A lookup for target `target` ended; `worker`: the resolver's thread ran it (an address is
         /// answered at once, without it), and is free again.
         case resolverAnswer(target: Int, generation: UInt64, Result<[IPAddress], ResolverFailure>, worker: Bool)
-        case checkAnswer(target: Int, generation: UInt64, CheckAnswer.Meaning)
+        case checkAnswer(target: Int, IPFamily, generation: UInt64, CheckAnswer.Meaning)
         /// The captive-portal API's answer to fetch `generation` on `interface`.
         case capportAnswer(interface: String, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
         /// The service core's next wake-up, and its housekeeping tick.
         case serviceWake
         case serviceTick
-        case trafficSample(target: Int, generation: UInt64, TrafficSample, cost: Duration, takenAt: Instant)
+        case trafficSample(
+            target: Int, IPFamily, generation: UInt64, TrafficSample, cost: Duration, takenAt: Instant)
         /// Target `target`'s neighbour check, or its probe past the gateway, ended so.
         case neighborAnswer(target: Int, family: IPFamily, generation: UInt64, NeighborAnswer)
         case beyondAnswer(target: Int, family: IPFamily, generation: UInt64, BeyondAnswer)
@@ -76,7 +78,12 @@ public final class Simulation {
     /// (restored, so started before it), each a `TargetCore` in the daemon's driver with the whole world.
     var targets: [SimulatedTarget] = []
     var first: SimulatedTarget { targets[0] }
-    var watchedFamily: IPFamily { scenario.family == .ipv6 ? .v6 : .v4 }
+    /// The families the network has (both on a dual-stack one), in the order the resolver lists them.
+    let families: [IPFamily]
+    /// Every target's path, by its watch on the reachability core.
+    var pathsByRouteID: [ReachabilityCore.TargetID: SimulatedPath] = [:]
+    /// Faults applied so far.
+    var faultsApplied = 0
     var reach: ReachabilityCore
     public internal(set) var summary = Summary()
     var behaviour: Scenario.HostBehaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
@@ -125,7 +132,13 @@ public final class Simulation {
     public init(_ scenario: Scenario) {
         self.scenario = scenario
         random = SeededRandom(seed: scenario.seed ^ 0x5EED)
-        kernel = SimulatedKernel(family: scenario.family == .ipv6 ? .v6 : .v4)
+        families =
+            switch scenario.family {
+            case .ipv4: [.v4]
+            case .ipv6: [.v6]
+            case .any: scenario.resolverOrder
+            }
+        kernel = SimulatedKernel(families: families)
         reach = ReachabilityCore { link in link.name.hasPrefix("wlan") ? .wifi : .ethernet }
         for (at, fault) in scenario.timeline { queue.add(.fault(fault), at: .origin + .milliseconds(at)) }
     }
@@ -137,15 +150,21 @@ public final class Simulation {
         let hosts = [scenario.host] + scenario.extraTargets
         let stride = UInt16(hosts.count)
         for (index, host) in hosts.enumerated() {
+            var slots: [IPFamily: UInt16] = [:]
+            var routeIDs: [IPFamily: ReachabilityCore.TargetID] = [:]
+            for family in families {
+                slots[family] = UInt16(index)
+                routeIDs[family] = reach.addTarget(families: [family])
+            }
             let core = TargetCore(
                 host: host, family: scenario.family, probeSettings: scenario.settings,
-                seed: scenario.seed &+ UInt64(index),
-                slots: [watchedFamily: UInt16(index)], stride: stride,
+                seed: scenario.seed &+ UInt64(index), slots: slots, stride: stride,
                 refresh: .milliseconds(scenario.dnsRefreshMilliseconds))
             // The default target's lookups go first, as the daemon's.
             let target = SimulatedTarget(
                 simulation: self, index: index, core: core, settings: scenario.settings,
-                routeID: reach.addTarget(families: IPFamily.allCases), lookupsFirst: index == 0)
+                routeIDs: routeIDs, lookupsFirst: index == 0)
+            for path in target.paths { pathsByRouteID[path.routeID] = path }
             target.history.observeStart(boot: BootTime(sinceBoot: .zero))
             target.driver.observeStep = { [unowned self, unowned target] actions in
                 if trace != nil { for action in actions { target.log("target: \(action)") } }
@@ -154,8 +173,10 @@ public final class Simulation {
             targets.append(target)
         }
         fixedWatch = reach.addTarget(families: IPFamily.allCases)
-        reach.setTarget(scenario.family == .ipv6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: fixedWatch)
-        for target in targets { noteKernelTruth(resetting: target.routeID) }
+        reach.setTarget(families[0] == .v6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: fixedWatch)
+        for target in targets {
+            for path in target.paths { noteKernelTruth(resetting: path.routeID) }
+        }
         reach.start()
         queue.add(.serviceTick, at: now + ServiceCore.tick)
         // The added targets were restored: they start before the default one.
@@ -189,6 +210,7 @@ public final class Simulation {
                 service.handle(.targetWakes)
                 target.take(.timeout)
             } else if let wake = reachWake, wake <= now {
+                routeNewsSinceCheck = true
                 reach.handleTimeout(now: now)
             } else if let arrival = checkArrivals.last, arrival <= now, arrival < queue.nextTime ?? .distantFuture {
                 checkArrivals.removeLast()
@@ -210,7 +232,10 @@ public final class Simulation {
             }
         }
         now = end
-        for target in targets { target.finish() }
+        for target in targets {
+            target.finish()
+            target.headline.end(now: now)
+        }
         summary.statuses = first.statuses
         summary.finalStatus = first.state.status
         return violations
@@ -237,12 +262,12 @@ public final class Simulation {
     func handle(_ event: Event) {
         log("\(event)")
         switch event {
-        case .reply(let index, let sequence, let token, let path):
-            targets[index].deliverReply(sequence, token, path, fromHost: true)
-        case .tcpOutcome(let index, let sequence, let token, let outcome, let alone, let fromHost):
-            targets[index].ended(sequence, token, outcome, alone: alone, fromHost: fromHost)
-        case .icmpError(let index, let sequence, let token, let failure):
-            targets[index].deliverError(sequence, token, failure)
+        case .reply(let index, let family, let sequence, let token, let via):
+            targets[index].path(family)?.deliverReply(sequence, token, via, fromHost: true)
+        case .tcpOutcome(let index, let family, let sequence, let token, let outcome, let alone, let fromHost):
+            targets[index].path(family)?.ended(sequence, token, outcome, alone: alone, fromHost: fromHost)
+        case .icmpError(let index, let family, let sequence, let token, let failure):
+            targets[index].path(family)?.deliverError(sequence, token, failure)
         case .kernelReadable:
             routeNewsSinceCheck = true
             kernelReadScheduled = false
@@ -259,19 +284,18 @@ public final class Simulation {
                 if !kernel.hasQueued { break }
             }
             if kernel.hasQueued { scheduleKernelRead() }
-        case .trafficSample(let index, let generation, let sample, let cost, let takenAt):
-            let target = targets[index]
-            if generation == target.path.trafficWatch.generation {
-                target.newSample = (takenAt, sample.receivingRemotes > 0)
+        case .trafficSample(let index, let family, let generation, let sample, let cost, let takenAt):
+            guard let path = targets[index].path(family) else { return }
+            if generation == path.path.trafficWatch.generation {
+                path.newSample = (takenAt, sample.receivingRemotes > 0)
             }
-            target.take(.path(watchedFamily, .trafficSampled(generation: generation, sample, cost: cost)))
-        case .checkAnswer(let index, let generation, let meaning):
-            let target = targets[index]
+            path.take(.trafficSampled(generation: generation, sample, cost: cost))
+        case .checkAnswer(let index, let family, let generation, let meaning):
             // A cancelled check says nothing more, as CheckRun.cancel makes sure.
-            guard target.runningCheck?.generation == generation else { return }
-            target.runningCheck = nil
-            target.heldCheckFaked = target.runningCheckFaked
-            target.take(.path(watchedFamily, .checkAnswered(generation: generation, meaning)))
+            guard let path = targets[index].path(family), path.runningCheck?.generation == generation else { return }
+            path.runningCheck = nil
+            path.heldCheckFaked = path.runningCheckFaked
+            path.take(.checkAnswered(generation: generation, meaning))
         case .capportAnswer(let interface, let generation, let result):
             // What the follower takes (a cancelled fetch's answer it does not).
             if service.driver.ask({ $0.isFetching(interface: interface, generation: generation) }) {
@@ -297,7 +321,7 @@ public final class Simulation {
             target.take(.resolved(generation: generation, result, routedFamilies: routedFamilies))
             startNextLookup()
         case .neighborAnswer(let index, let family, let generation, let answer):
-            targets[index].neighborAnswered(generation: generation)
+            targets[index].neighborAnswered(family, generation: generation)
             targets[index].take(.path(family, .neighborAnswered(generation: generation, answer)))
         case .beyondAnswer(let index, let family, let generation, let answer):
             targets[index].take(.path(family, .beyondAnswered(generation: generation, answer)))
@@ -311,6 +335,7 @@ public final class Simulation {
     var routedFamilies: IPFamilies { reach.table.routedFamilies }
 
     func apply(_ fault: Scenario.Fault) {
+        faultsApplied += 1
         applyGatewayFault(fault)
         switch fault {
         case .gateway, .upstreamDies, .sleep:
@@ -319,11 +344,13 @@ public final class Simulation {
             behaviour = new
             // The ladder must find a host that answers TCP.
             for target in targets {
-                if case .icmpFiltered(_, let path) = new, path == .accepts || path == .resets {
-                    if target.filteredSince == nil { target.filteredSince = now }
-                } else {
-                    target.filteredSince = nil
-                    target.pathTroubleSinceFiltered = false
+                for path in target.paths {
+                    if case .icmpFiltered(_, let tcp) = new, tcp == .accepts || tcp == .resets {
+                        if path.filteredSince == nil { path.filteredSince = now }
+                    } else {
+                        path.filteredSince = nil
+                        path.pathTroubleSinceFiltered = false
+                    }
                 }
             }
         case .resolver(let new):
@@ -332,7 +359,9 @@ public final class Simulation {
         case .check(let new):
             checkBehaviour = new
             // A check already under way meets the new network part way: its answer proves nothing either way.
-            for target in targets { target.runningCheckFaked = false }
+            for target in targets {
+                for path in target.paths { path.runningCheckFaked = false }
+            }
         case .api(let new):
             apiBehaviour = new
             service.announceAPI()
@@ -340,11 +369,17 @@ public final class Simulation {
             trafficBehaviour = new
             trafficSince = now
         case .linkUp(let index, let up):
-            kernel.setAdministrativelyUp(index, up)
+            kernel.setAdministrativelyUp(index, up, now: now)
         case .carrier(let index, let on):
             kernel.setCarrier(index, on)
         case .route(let index, let present):
-            kernel.setRoute(index, present: present)
+            kernel.setRoute(index, present: present, now: now)
+        case .familyRoutes(let family, let present):
+            kernel.setFamilyRoutes(family, present: present, now: now)
+        case .blackhole(let family, let on):
+            if on { kernel.blackholed.insert(family) } else { kernel.blackholed.remove(family) }
+        case .nat64Prefix(let lifetime):
+            kernel.advertiseNat64(lifetimeSeconds: lifetime, now: now)
         case .overrunWhileLookingUp:
             overflowOnNextLookup = true
         case .overrun(let churn):
@@ -372,7 +407,7 @@ public final class Simulation {
         case .forgeries where scenario.probeMethod == .tcp:
             break // without an ICMP socket there is nothing to forge into
         case .forgeries(let count):
-            pick(targets).forge(count)
+            pick(pick(targets).paths).forge(count)
         case .heal:
             quiet = true
             behaviour = .answering(minRTT: 1, maxRTT: 20, loss: 0)
@@ -382,18 +417,21 @@ public final class Simulation {
             apiBehaviour = .none
             service.announceAPI()
             for target in targets {
-                target.runningCheckFaked = false
-                target.filteredSince = nil
-                target.pathTroubleSinceFiltered = false
+                for path in target.paths {
+                    path.runningCheckFaked = false
+                    path.filteredSince = nil
+                    path.pathTroubleSinceFiltered = false
+                }
             }
+            kernel.heal(now: now)
             for index: Int32 in [2, 3] {
-                kernel.setAdministrativelyUp(index, true)
+                kernel.setAdministrativelyUp(index, true, now: now)
                 kernel.setCarrier(index, true)
-                kernel.setRoute(index, present: true)
+                kernel.setRoute(index, present: true, now: now)
             }
             // A Host Set to one that hangs or fails is Set back: the default target's to a.test, another's to its own.
             for target in targets {
-                let host = target.path.monitor.host
+                guard let host = target.paths.first?.path.monitor.host else { continue }
                 let own = target.index == 0 ? "a.test" : scenario.extraTargets[target.index - 1]
                 if host != own, host == "hang.test" || host == "fail.test" {
                     target.take(.targetChanged(host: own, family: scenario.family))
@@ -401,7 +439,7 @@ public final class Simulation {
             }
         }
         switch fault {
-        case .linkUp, .carrier, .route, .heal: noteKernelTruth()
+        case .linkUp, .carrier, .route, .familyRoutes, .heal: noteKernelTruth()
         default: break
         }
         for target in targets { target.notePath() }
@@ -435,9 +473,12 @@ public final class Simulation {
         targetsWithNews = false
         for target in targets where target.stateDue {
             target.stateDue = false
-            target.checkResolution()
-            target.checkBeyondTheHost()
+            for path in target.paths {
+                path.checkResolution()
+                path.checkBeyondTheHost()
+            }
             target.checkWhereItBroke()
+            target.checkHeadline()
         }
     }
 
@@ -450,103 +491,13 @@ public final class Simulation {
     }
 }
 
-/// What the world hands one target: the host's answers, the errors routers send about its probes,
-/// Checks, forgeries.
+/// What the world hands one target: Checks, and what its driver reported.
 extension SimulatedTarget {
-    /// An answer from the host (an echo reply, or its TCP), or one that claims to be.
-    func deliverReply(_ sequence: UInt16, _ token: UInt64, _ via: AnswerPath, fromHost: Bool) {
-        // Silence that ended before this answer came first.
-        noteExpiries()
-        let answeredBefore = path.probe.statistics.answered
-        take(.path(watchedFamily, .probe(.reply(sequence: sequence, token: token, via: via))))
-        if path.probe.statistics.answered > answeredBefore {
-            if !fromHost {
-                violation(
-                    "probe \(sequence) counted as answered though only a router spoke (its ICMP error about the TCP connection)"
-                )
-            }
-            sent[sequence]?.finished = true
-            sent[sequence]?.answered = true
-            newestAnsweredSentAt = max(newestAnsweredSentAt, sent[sequence]?.sentAt ?? .origin)
-            lastAnswerAt = now
-            failureKindsSinceAnswer = []
-            firstFailureSentAt = nil
-            onScheduleSinceAnswer = true
-            answersInRow += 1
-        }
-    }
-
-    /// A TCP probe's connection ended so.
-    func ended(_ sequence: UInt16, _ token: UInt64, _ outcome: TCPOutcome, alone: Bool, fromHost: Bool) {
-        // The transport's rule: a connection's end counts only while its probe waits.
-        let input = outcome.input(
-            sequence: sequence, token: token, alone: alone, outstanding: path.isOutstanding(sequence)
-        ) {
-            "cannot reach the host: error \($0)"
-        }
-        switch input {
-        case .reply(_, _, let via)?:
-            deliverReply(sequence, token, via, fromHost: fromHost)
-        case .refused(_, _, let reason)?:
-            let inFlight = path.isOutstanding(sequence)
-            take(.path(watchedFamily, .probe(.refused(sequence: sequence, token: token, reason: reason))))
-            if inFlight, let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt {
-                sent[sequence]?.finished = true
-                failureKindsSinceAnswer.insert("refused")
-                answersInRow = 0
-            }
-        default:
-            break
-        }
-    }
-
-    /// A router's ICMP error quoting one of the probes (or claiming to).
-    func deliverError(_ sequence: UInt16, _ token: UInt64?, _ failure: EchoPacket.Failure) {
-        let foreignBefore = path.probe.statistics.foreign
-        take(.path(watchedFamily, .probe(.error(sequence: sequence, token: token, failure, from: "198.18.200.1"))))
-        // About a probe in flight (else it was counted foreign).
-        guard path.probe.statistics.foreign == foreignBefore else { return }
-        // An error that cannot be verified ends nothing: a reply may still come, and only its deadline decides.
-        guard token != nil else {
-            sent[sequence]?.unproven = failure == .timeExceeded ? "time exceeded" : "unproven"
-            return
-        }
-        sent[sequence]?.finished = true
-        // A probe older than the newest answered one: old news, no failure.
-        guard let probe = sent[sequence], probe.sentAt > newestAnsweredSentAt,
-            !probe.extra || failure != .timeExceeded
-        else { return }
-        if firstFailureSentAt == nil { firstFailureSentAt = probe.sentAt }
-        failureKindsSinceAnswer.insert(failure == .timeExceeded ? "time exceeded" : "refused")
-        answersInRow = 0
-    }
-
     func check() {
         simulation.summary.checks += 1
         // Pending before the probe goes out, as MonitorObject keeps it: a probe that fails at once answers it.
         let pending = (arrival: now, limit: now + 2 * settings.timeout)
         if driver.check() == true { pendingChecks.append(pending) }
-    }
-
-    /// Forged answers and errors: they know what /proc/net/icmp shows and can guess sequences near
-    /// ours; never the token. Sorted: a dictionary's order changes from process to process, and a
-    /// seed must replay anywhere.
-    func forge(_ count: Int) {
-        let outstanding = sent.filter { !$0.value.finished && $0.value.deadline > now }.map(\.key).sorted()
-        for _ in 0..<count {
-            let random = simulation.random.next()
-            let sequence =
-                outstanding.isEmpty
-                ? UInt16(truncatingIfNeeded: random) : outstanding[Int(random % UInt64(outstanding.count))]
-            let at = now + .nanoseconds(simulation.random.next() % 500_000_000)
-            if simulation.random.next() % 2 == 0 {
-                simulation.queue.add(
-                    .icmpError(target: index, sequence: sequence, token: nil, .unreachable(code: 1)), at: at)
-            } else {
-                simulation.queue.add(
-                    .reply(target: index, sequence: sequence, token: simulation.random.next(), via: .icmp), at: at)
-            }
-        }
     }
 
     /// What the driver reported during the step, in order.
@@ -560,9 +511,9 @@ extension SimulatedTarget {
         }
         for news in batch {
             switch news {
-            case .reportChanged(let old, let new):
-                log("report \(String(describing: new.answering)) \(new.reason)")
-                checkFlip(from: old, to: new)
+            case .reportChanged(let family, let old, let new):
+                log("report \(family) \(String(describing: new.answering)) \(new.reason)")
+                path(family)?.checkFlip(from: old, to: new)
             case .verdictReady:
                 answerChecks()
             }

@@ -5,11 +5,9 @@ import ProbeRules
 import ReachabilityRules
 import Timekeeping
 
-/// INTERFACE.md's rules, checked after every step against what the simulation kept itself
-/// (never what the cores say of themselves).
-/// INTERFACE.md's rules for each target, checked after every step against what the simulation
+/// INTERFACE.md's rules for each path, checked after every step against what the simulation
 /// kept itself (never what the cores say of themselves).
-extension SimulatedTarget {
+extension SimulatedPath {
     /// The Connectivity the pace across families reads (found without text) is the one the path's
     /// state says, after every step.
     func checkTextlessConnectivity() {
@@ -18,13 +16,6 @@ extension SimulatedTarget {
         if textless != stated {
             violation("the path's Connectivity without text is \(textless), but its state says \(stated)")
         }
-    }
-
-    /// The rules checked after every step, whatever it was (`textless`: also Connectivity found without text).
-    func checkStep(textless: Bool) {
-        if textless { checkTextlessConnectivity() }
-        checkTraffic()
-        checkBlameLate()
     }
 
     /// Traffic as evidence, by the contract: flowing traffic stands in for a probe only with Evidence
@@ -118,11 +109,15 @@ extension SimulatedTarget {
                         + "(FailureThreshold \(settings.failureThreshold); failures: \(failureKindsSinceAnswer.sorted()))"
                 )
             }
+            // On a dual-stack network the other families' probes sent at the headline's suspicion count toward the
+            // same outage (INTERFACE.md "Every path"), which these bounds, counted probe by probe in one family, do
+            // not follow: there each family's own count is only known to reach one.
+            let ownCount = target.paths.count > 1 ? 1 : UInt64(settings.failureThreshold)
             if failureKindsSinceAnswer == ["time exceeded"], onScheduleSinceAnswer,
                 let first = firstFailureSentAt, first >= lastSettingsChange, first >= lastRetarget
             {
                 // The network answered: no silence to confirm, so the next probe waits for its tick.
-                let bound = UInt64(settings.failureThreshold - 1) * interval
+                let bound = (ownCount - 1) * interval
                 if now - first < bound {
                     violation(
                         "\(settings.failureThreshold) Time Exceeded answers took \(now - first), "
@@ -131,10 +126,9 @@ extension SimulatedTarget {
             }
             if failureKindsSinceAnswer == ["silence"] {
                 // Thresholds count silence: never sooner than (F − 1) × min(Interval, Timeout) + Timeout.
-                let firstSilent = sent.values.filter { !$0.answered && $0.deadline >= lastAnswerAt }
-                    .map(\.sentAt).min()
+                let firstSilent = firstSilentSentAt
                 if let firstSilent, firstSilent >= lastSettingsChange, firstSilent >= lastRetarget {
-                    let bound = UInt64(settings.failureThreshold - 1) * min(interval, timeout) + timeout
+                    let bound = (ownCount - 1) * min(interval, timeout) + timeout
                     if now - firstSilent < bound {
                         violation(
                             "silence confirmed after \(now - firstSilent), sooner than \(bound) "
@@ -154,6 +148,11 @@ extension SimulatedTarget {
         }
     }
 
+    /// When this path's first unanswered probe since its last answer was sent.
+    var firstSilentSentAt: Instant? {
+        sent.values.filter { !$0.answered && $0.deadline >= lastAnswerAt }.map(\.sentAt).min()
+    }
+
     func noteForcedProbe() {
         let timeout = Duration.milliseconds(settings.timeoutMilliseconds)
         if let last = lastForcedAt, last >= lastSettingsChange, now - last < timeout {
@@ -162,28 +161,13 @@ extension SimulatedTarget {
         lastForcedAt = now
     }
 
-    func answerChecks() {
-        if let oldest = pendingChecks.first {
-            simulation.summary.longestCheckWait = max(simulation.summary.longestCheckWait, now - oldest.arrival)
-        }
-        // Within two Timeouts. A Timeout changed while a Check waited: the probe it waits for may
-        // run on either. A Check that shares a probe in flight waits for that probe's own Timeout.
-        for check in pendingChecks
-        where now > check.limit && check.arrival >= lastSettingsChange
-            && !sent.values.contains(where: { $0.sentAt <= check.arrival && $0.deadline >= now })
-        {
-            violation("a Check waited \(now - check.arrival) for a verdict (allowed: \(check.limit - check.arrival))")
-        }
-        pendingChecks = []
-    }
-
     func checkResolution() {
         guard case .resolved(let address) = path.monitor.resolution else { return }
         let host = path.monitor.host
-        if hostAddresses.host != host {
-            hostAddresses = (host, Simulation.addresses(of: host, v6: simulation.scenario.family == .ipv6))
+        if target.hostAddresses.host != host {
+            target.hostAddresses = (host, Simulation.addresses(of: host, families: simulation.families))
         }
-        if !hostAddresses.addresses.contains(address) {
+        if !target.hostAddresses.addresses.contains(address) {
             violation("Host \(host) resolved to \(address), an answer for an earlier Host")
         }
     }
@@ -193,15 +177,17 @@ extension SimulatedTarget {
     /// host `limited`, never `none`; `limited` for a broken resolver ends within 5 s of its repair
     /// (or of the failed answer to a lookup asked before it), plus a lookup.
     func checkBeyondTheHost() {
-        if let running = runningCheck, now - running.startedAt > running.limit, state.reason.hasPrefix("checking") {
+        let shown = self.shown
+        let state = target.state
+        if let running = runningCheck, now - running.startedAt > running.limit, shown.reason.hasPrefix("checking") {
             violation(
-                "Connectivity unknown (\(state.reason)) \(now - running.startedAt) into a check "
+                "Connectivity unknown (\(shown.reason)) \(now - running.startedAt) into a check "
                     + "whose limit is \(running.limit)")
         }
         // With the echo, no answer without it is full; a secure check that fails never leaves full.
-        if heldCheckFaked, path.monitor.portalCheck.meaning != nil, state.connectivity == .full {
+        if heldCheckFaked, path.monitor.portalCheck.meaning != nil, shown.connectivity == .full {
             violation(
-                "full (\(state.reason)) on a check answered by a middlebox or with HTTPS blocked "
+                "full (\(shown.reason)) on a check answered by a middlebox or with HTTPS blocked "
                     + "(echo \(simulation.scenario.checkEcho), secure check \(simulation.scenario.secureCheck))")
         }
         // A portal from the API only when the API said captive (never from a malformed or missing answer).
@@ -220,18 +206,19 @@ extension SimulatedTarget {
         }
         if case .failed = path.monitor.portalCheck.meaning, path.probe.report.answering == true,
             path.monitor.route?.usable == true,
-            case .resolved = path.monitor.resolution, state.connectivity == .none
+            case .resolved = path.monitor.resolution, shown.connectivity == .none
         {
-            violation("the check failed (\(state.reason)) and an answering host over a usable route is none")
+            violation("the check failed (\(shown.reason)) and an answering host over a usable route is none")
         }
         // A lookup asked before the repair ends as it would have (a hung one at glibc's timeout): the 5 s count from its answer.
         // The reason is read last: matching text is the dearest test here.
         // A retry waiting behind another target's lookup waits for it (the rule above bounds that), then answers within 30 ms.
         // Only a target whose lookups go first is bounded so: the others' retries may wait behind any lookup.
-        if lookupsFirst, let since = simulation.resolverAnsweringSince, (lookupAskedAt ?? .distantFuture) >= since,
+        if target.lookupsFirst, let since = simulation.resolverAnsweringSince,
+            (target.lookupAskedAt ?? .distantFuture) >= since,
             simulation.resolver.firstMustStartBy == nil
         {
-            let from = max(since, lastLookupFailureAt)
+            let from = max(since, target.lastLookupFailureAt)
             if now - from > .milliseconds(5_031), now - simulation.resolver.lastFirstStart > .milliseconds(31),
                 path.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures,
                 state.reason.contains("no longer resolves")
@@ -241,8 +228,38 @@ extension SimulatedTarget {
         }
     }
 
+}
+
+/// INTERFACE.md's rules for each target as a whole (its Checks, its headline), after every step.
+extension SimulatedTarget {
+    /// The rules checked after every step, whatever it was (`textless`: also Connectivity found without text).
+    func checkStep(textless: Bool) {
+        for path in paths {
+            if textless { path.checkTextlessConnectivity() }
+            path.checkTraffic()
+        }
+        checkBlameLate()
+    }
+
+    func answerChecks() {
+        if let oldest = pendingChecks.first {
+            simulation.summary.longestCheckWait = max(simulation.summary.longestCheckWait, now - oldest.arrival)
+        }
+        // Within two Timeouts. A Timeout changed while a Check waited: the probe it waits for may
+        // run on either. A Check that shares a probe in flight waits for that probe's own Timeout.
+        for check in pendingChecks
+        where now > check.limit && check.arrival >= lastSettingsChange
+            && !paths.contains(where: { path in
+                path.sent.values.contains(where: { $0.sentAt <= check.arrival && $0.deadline >= now })
+            })
+        {
+            violation("a Check waited \(now - check.arrival) for a verdict (allowed: \(check.limit - check.arrival))")
+        }
+        pendingChecks = []
+    }
+
     func finish() {
-        noteExpiries()
+        for path in paths { path.noteExpiries() }
         checkTimeInState()
         for check in pendingChecks where now > check.limit && check.arrival >= lastSettingsChange {
             violation("a Check never got its verdict (arrived at \(check.arrival.sinceOrigin))")
@@ -250,11 +267,14 @@ extension SimulatedTarget {
         // A name with no address yet is looked up again after a backoff of up to 60 s: a failed
         // answer that came after healing (a lookup hung before it) may leave it unresolved so long.
         let backingOff =
-            if case .failed = path.monitor.resolution { now - lastLookupFailureAt < .seconds(60) } else { false }
+            paths.contains { if case .failed = $0.path.monitor.resolution { true } else { false } }
+            && now - lastLookupFailureAt < .seconds(60)
         // A Host with no address (hang.test, fail.test) never gets one. A target whose lookups do not go first
         // may still wait behind other targets' lookups that hang, 5 to 10 s each (INTERFACE.md promises the default only).
-        let resolves = !Simulation.addresses(of: path.monitor.host, v6: simulation.scenario.family == .ipv6).isEmpty
-        let behindHungLookups = !lookupsFirst && simulation.targets.contains { $0.path.monitor.host == "hang.test" }
+        let host = paths.first?.path.monitor.host ?? ""
+        let resolves = !Simulation.addresses(of: host, families: simulation.families).isEmpty
+        let behindHungLookups =
+            !lookupsFirst && simulation.targets.contains { $0.paths.first?.path.monitor.host == "hang.test" }
         if simulation.scenario.quietFrom != nil, simulation.quiet, simulation.violations.isEmpty, resolves, !backingOff,
             !behindHungLookups
         {
@@ -262,6 +282,70 @@ extension SimulatedTarget {
                 violation("after everything healed, Status is \(state.status) (\(state.reason)), not ethernet")
             }
         }
+    }
+
+    /// Dual stack (INTERFACE.md "Every path"): the families' first probes go out together, unless a fault
+    /// came between them.
+    func checkFirstProbesTogether() {
+        guard paths.count > 1, simulation.faultsApplied == 0 else { return }
+        let firsts = paths.compactMap(\.firstSendAt)
+        guard firsts.count == paths.count, let earliest = firsts.min(), let latest = firsts.max() else { return }
+        if latest != earliest { violation("the families' first probes went out \(latest - earliest) apart") }
+    }
+
+    /// Dual stack, once the route core agrees with the kernel: the prefix published is the one the routers
+    /// advertise on IPv6's route; while IPv4 has no route and the prefix is there, IPv4's probes go to the
+    /// address synthesized in it, otherwise to IPv4's own.
+    func checkNat64() {
+        guard paths.count > 1, let v4 = path(.v4), let v6 = path(.v6) else { return }
+        let kernel = simulation.kernel
+        guard let route = v6.path.monitor.route, route.usable else { return }
+        // The router's lifetime and the core's differ by the moment the advertisement was read.
+        if let ends = kernel.advertisementEnds(onInterfaceNamed: route.interface),
+            ends > now ? ends - now < .milliseconds(1) : now - ends < .milliseconds(1)
+        {
+            return
+        }
+        let advertised = kernel.advertisedPrefix(onInterfaceNamed: route.interface, now: now)
+        let expected = advertised.map { "\($0)" } ?? ""
+        if state.nat64Prefix != expected {
+            violation(
+                "Nat64Prefix '\(state.nat64Prefix)' while the router of \(route.interface) advertised '\(expected)'")
+        }
+        guard case .resolved(let resolved) = v4.path.monitor.resolution, resolved.ipFamily == .v4,
+            let aimed = v4.probeTarget
+        else { return }
+        let throughNat64 = !kernel.routes(.v4) && advertised != nil
+        let wanted = throughNat64 ? SimulatedKernel.nat64Prefix.synthesize(resolved) : resolved
+        if aimed != wanted { violation("IPv4 probes go to \(aimed), not \(wanted.map { "\($0)" } ?? "-")") }
+    }
+
+    private static func rank(_ connectivity: Connectivity) -> Int {
+        switch connectivity {
+        case .full: 3
+        case .portal: 2
+        case .limited: 1
+        case .none, .unknown: 0
+        }
+    }
+
+    /// Dual stack: the headline is never below the best family, is full whenever one family is, and waits
+    /// (unknown) only while some family has no verdict; the headline's figures counted.
+    func checkHeadline() {
+        guard paths.count > 1 else { return }
+        let families = [state.ipv4.connectivity, state.ipv6.connectivity]
+        if families.contains(.full) && state.connectivity != .full {
+            violation("a family is full but Connectivity is \(state.connectivity)")
+        }
+        if state.connectivity == .unknown {
+            if !families.contains(.unknown) {
+                violation("Connectivity unknown while every family has a verdict: \(families)")
+            }
+        } else if let best = families.map(Self.rank).max(), Self.rank(state.connectivity) < best {
+            violation("Connectivity \(state.connectivity) below the best family: \(families)")
+        }
+        headline.note(state, now: now, last: lastPublished)
+        lastPublished = (state.status, state.connectivity)
     }
 }
 
@@ -299,7 +383,7 @@ extension Simulation {
     }
 
     /// Every watch on the reachability core: each target's, and the fixed one.
-    var watches: [ReachabilityCore.TargetID] { targets.map(\.routeID) + [fixedWatch] }
+    var watches: [ReachabilityCore.TargetID] { targets.flatMap { $0.paths.map(\.routeID) } + [fixedWatch] }
 
     func checkVerdictHeld(_ verdict: ReachabilityVerdict, _ id: ReachabilityCore.TargetID) {
         if truthsSinceRetarget[id]?.contains(Self.key(verdict)) != true {
@@ -329,6 +413,7 @@ extension Simulation {
                 )
             }
         }
+        for target in targets { target.checkNat64() }
     }
 
 }

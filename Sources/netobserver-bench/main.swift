@@ -4,6 +4,7 @@ import CLinux
 import Glibc
 import NetAddress
 import NetCore
+import Simulation
 
 // A line at a time, also into a pipe: what a run said before it was stopped is not lost.
 CLinux_line_buffer_stdout()
@@ -12,6 +13,17 @@ CLinux_line_buffer_stdout()
 if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "simulate" {
     let threads = CommandLine.arguments.count > 3 ? Int(CommandLine.arguments[3]) : nil
     exit(SimulationBench(scenarios: Int(CommandLine.arguments[2]) ?? 1000, threads: threads).run() ? 0 : 1)
+}
+
+// `netobserver-bench simulate-trace SEED`: one random scenario's run, every step told (for reading a failing seed).
+if CommandLine.arguments.count > 2, CommandLine.arguments[1] == "simulate-trace",
+    let seed = UInt64(CommandLine.arguments[2])
+{
+    let simulation = Simulation(Scenario.random(seed: seed))
+    simulation.trace = { print($0) }
+    let violations = simulation.run()
+    for violation in violations { print("VIOLATION: \(violation)") }
+    exit(violations.isEmpty ? 0 : 1)
 }
 
 // `netobserver-bench dual-stack`: every path's figures on the virtual clock; needs neither root nor a network.

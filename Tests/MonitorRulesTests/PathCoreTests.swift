@@ -21,6 +21,30 @@ final class PathCoreTests: XCTestCase {
             seed: 7)
     }
 
+    /// A route verdict about the address the path watched before (on its way when the path moved on: taken in
+    /// the batch its retarget came in) changes nothing; one about the address it watches now, or about no
+    /// address, is its route.
+    func testARouteVerdictAboutTheAddressWatchedBeforeIsNotThePathsRoute() {
+        var core = makeCore()
+        _ = core.handle(.start(checkURL: ""), now: 0)
+        _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
+        var current = route.routed([.v4])
+        current.destination = address
+        _ = core.handle(.route(current), now: 2 * ms)
+        XCTAssertEqual(core.monitor.route?.usable, true)
+        var stale = ReachabilityVerdict(usable: false, reason: "no route to 198.18.9.9")
+        stale.destination = .v4([198, 18, 9, 9])
+        let actions = core.handle(.route(stale.routed([.v4])), now: 3 * ms)
+        XCTAssertEqual(core.monitor.route?.usable, true, "a verdict about another address moved the route")
+        XCTAssertFalse(actions.contains(.publish), "\(actions)")
+        var lost = ReachabilityVerdict(usable: false, reason: "no route to 198.18.0.2")
+        lost.destination = address
+        _ = core.handle(.route(lost.routed([.v4])), now: 4 * ms)
+        XCTAssertEqual(core.monitor.route?.usable, false)
+        _ = core.handle(.route(route.routed([.v4])), now: 5 * ms)
+        XCTAssertEqual(core.monitor.route?.usable, true, "a verdict about no address in particular is taken")
+    }
+
     /// At most one publish; after it, only the verdict being ready (once, last).
     func assertOnePublishAtMostAndLast(_ actions: [PathCore.Action], file: StaticString = #filePath, line: UInt = #line)
     {

@@ -17,6 +17,8 @@ final class TargetCoreTests: XCTestCase {
         var core: TargetCore
         var now = Instant.origin
         var answering: [IPFamily: Bool] = [.v4: true, .v6: true]
+        /// Each family's round trip.
+        var rtts: [IPFamily: Duration] = [.v4: Bench.rtt, .v6: Bench.rtt]
         var state = MonitorState()
         /// Every published state's Status and Connectivity, in order.
         var published: [(Status, Connectivity)] = []
@@ -58,7 +60,9 @@ final class TargetCoreTests: XCTestCase {
                     events.append(.path(family, .probing(address == nil ? nil : .icmpDatagram)))
                 case .path(let family, .send(let sequence, let token, _, _, _)):
                     sent[family, default: []].append(now)
-                    if answering[family] == true { replies.append((now + Self.rtt, family, sequence, token)) }
+                    if answering[family] == true {
+                        replies.append((now + (rtts[family] ?? Self.rtt), family, sequence, token))
+                    }
                 case .publish:
                     state = core.state(previous: state)
                     if published.last.map({ $0 != (state.status, state.connectivity) }) ?? true {
@@ -342,6 +346,32 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertEqual(bench.ready, readyBefore, "the Check was answered before IPv4's probe ended")
         bench.run(until: bench.now + 600 * ms)
         XCTAssertGreaterThan(bench.ready, readyBefore)
+        XCTAssertTrue(bench.brokenContract.isEmpty, "\(bench.brokenContract)")
+    }
+
+    /// Checks that keep coming while the families answer in turn (a fast IPv6, a slow IPv4) never keep the
+    /// verdict from being ready: each family's answer counts for the Checks that came while another was
+    /// still awaited (its next probe is held back a Timeout anyway), so every Check is answered within two
+    /// Timeouts. (Found by the simulation's dual-stack scenarios: the verdict waited as long as Checks came.)
+    func testChecksArrivingBetweenTheFamiliesAnswersNeverStarveTheVerdict() {
+        var bench = Bench(timeout: 100)
+        bench.rtts = [.v6: 2 * ms, .v4: 20 * ms]
+        bench.start()
+        bench.run(until: 3000 * ms)
+        var lastReady = bench.now
+        var ready = bench.ready
+        var longest = Duration.zero
+        for _ in 0..<300 {
+            XCTAssertTrue(bench.check())
+            bench.run(until: bench.now + 7 * ms)
+            if bench.ready > ready {
+                ready = bench.ready
+                lastReady = bench.now
+            }
+            longest = max(longest, bench.now - lastReady)
+        }
+        XCTAssertLessThanOrEqual(longest, 200 * ms, "a Check waited past two Timeouts")
+        XCTAssertGreaterThanOrEqual(ready, 10)
         XCTAssertTrue(bench.brokenContract.isEmpty, "\(bench.brokenContract)")
     }
 

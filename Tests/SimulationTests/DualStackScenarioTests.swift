@@ -7,64 +7,66 @@ import Timekeeping
 import XCTest
 
 /// Every path on the virtual clock: a dual-stack Host whose families fail and come back on a
-/// schedule, through the daemon's driver; each run checks the headline's invariants.
+/// schedule, in the one simulated world (its kernel carries both families, their routes and the
+/// routers' NAT64 prefix), through the daemon's drivers; every run checks the headline's invariants
+/// with the rest (the headline never below the best family, the first probes together, the prefix).
 final class DualStackScenarioTests: XCTestCase {
     let settings = ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 1000, failureThreshold: 2)
 
     private func run(
-        _ faults: [DualStackRun.Fault], seconds: UInt64, seed: UInt64 = 1, order: [IPFamily] = [.v6, .v4],
-        file: StaticString = #filePath, line: UInt = #line
-    ) -> DualStackRun.Figures {
-        let figures = DualStackRun(
-            settings: settings, seed: seed, order: order, faults: faults,
-            durationMilliseconds: seconds * 1000
-        ).run()
-        for violation in figures.violations { XCTFail(violation, file: file, line: line) }
-        return figures
+        _ timeline: [(at: UInt64, fault: Scenario.Fault)], seconds: UInt64, seed: UInt64 = 1,
+        order: [IPFamily] = [.v6, .v4], file: StaticString = #filePath, line: UInt = #line
+    ) -> Simulation {
+        let simulation = Simulation(
+            .dualStack(seed: seed, settings: settings, order: order, seconds: seconds, timeline: timeline))
+        for violation in simulation.run() { XCTFail("\(violation)", file: file, line: line) }
+        return simulation
     }
 
     /// A family blackholed and restored every 30 s for 10 minutes: not one headline transition.
     func testAFlappingFamilyMovesNoHeadline() {
         for family in IPFamily.allCases {
-            let faults = stride(from: 30_000, to: 600_000, by: 60_000).flatMap {
+            let timeline = stride(from: 30_000, to: 600_000, by: 60_000).flatMap {
                 [
-                    DualStackRun.Fault(atMilliseconds: UInt64($0), family, .blackhole),
-                    DualStackRun.Fault(atMilliseconds: UInt64($0 + 30_000), family, .restore),
+                    (UInt64($0), Scenario.Fault.blackhole(family, true)),
+                    (UInt64($0 + 30_000), .blackhole(family, false)),
                 ]
             }
-            let figures = run(faults, seconds: 600)
-            XCTAssertEqual(figures.headlineTransitions, 0, "\(family)")
-            XCTAssertEqual(figures.statusChanges, 0, "\(family)")
+            let headline = run(timeline, seconds: 600).headline
+            XCTAssertNotNil(headline.firstFull)
+            XCTAssertEqual(headline.transitions, 0, "\(family)")
+            XCTAssertEqual(headline.statusChanges, 0, "\(family)")
         }
     }
 
-    /// A family's route lost and regained: the same.
+    /// A family's routes lost and regained: the same.
     func testAFamilysRouteComingAndGoingMovesNoHeadline() {
-        let faults = stride(from: 10_000, to: 300_000, by: 20_000).flatMap {
-            [
-                DualStackRun.Fault(atMilliseconds: UInt64($0), .v6, .routeLost),
-                DualStackRun.Fault(atMilliseconds: UInt64($0 + 10_000), .v6, .routeBack),
-            ]
+        for family in IPFamily.allCases {
+            let timeline = stride(from: 10_000, to: 300_000, by: 20_000).flatMap {
+                [
+                    (UInt64($0), Scenario.Fault.familyRoutes(family, present: false)),
+                    (UInt64($0 + 10_000), .familyRoutes(family, present: true)),
+                ]
+            }
+            XCTAssertEqual(run(timeline, seconds: 300).headline.transitions, 0, "\(family)")
         }
-        let figures = run(faults, seconds: 300)
-        XCTAssertEqual(figures.headlineTransitions, 0)
     }
 
     /// Every family blackholed: one transition down, one up once one family answers again.
     func testADeadUpstreamIsOneTransitionEachWay() {
-        let figures = run(
-            [
-                .init(atMilliseconds: 20_000, .v4, .blackhole), .init(atMilliseconds: 20_000, .v6, .blackhole),
-                .init(atMilliseconds: 40_000, .v4, .restore),
-            ], seconds: 60)
-        XCTAssertEqual(figures.headlineTransitions, 2)
+        let simulation = run(
+            [(20_000, .blackhole(.v4, true)), (20_000, .blackhole(.v6, true)), (40_000, .blackhole(.v4, false))],
+            seconds: 60)
+        XCTAssertEqual(simulation.headline.transitions, 2)
+        XCTAssertEqual(simulation.state.connectivity, .full)
+        XCTAssertEqual(simulation.state.ipv6.connectivity, .limited, simulation.state.ipv6.reason)
     }
 
     /// One family blackholed from the start: the first full comes as soon as with both healthy.
     func testADeadFamilyFromTheStartDoesNotDelayTheFirstFull() throws {
-        let healthy = try XCTUnwrap(run([], seconds: 10).firstFull)
+        let healthy = try XCTUnwrap(run([], seconds: 10).headline.firstFull)
         for family in IPFamily.allCases {
-            let oneDead = try XCTUnwrap(run([.init(atMilliseconds: 0, family, .blackhole)], seconds: 10).firstFull)
+            let oneDead = try XCTUnwrap(run([(0, .blackhole(family, true))], seconds: 10).headline.firstFull)
             XCTAssertLessThanOrEqual(
                 Double(oneDead.nanoseconds), Double(healthy.nanoseconds) * 1.1 + 25e6,
                 "\(family) dead: \(oneDead), healthy: \(healthy)")
@@ -73,60 +75,68 @@ final class DualStackScenarioTests: XCTestCase {
 
     /// While both are full, the family not giving the headline is probed once per 30 s at most.
     func testTheOtherFamilyCostsOneProbePer30Seconds() {
-        let figures = run([], seconds: 600)
-        let seconds = Double(figures.allFull.nanoseconds) / 1e9
-        XCTAssertGreaterThan(seconds, 590)
-        XCTAssertLessThanOrEqual(
-            Double(figures.probesWhileAllFull[.v4] ?? 0), seconds / 30 + 2, "\(figures.probesWhileAllFull)")
-        XCTAssertGreaterThanOrEqual(Double(figures.probesWhileAllFull[.v6] ?? 0), seconds - 2)
-    }
-
-    /// Random schedules of every fault kind: the invariants hold throughout.
-    func testRandomFamilyFaultsKeepTheInvariants() {
-        var random = SeededRandom(seed: 30)
-        for seed in 0..<200 as Range<UInt64> {
-            var faults: [DualStackRun.Fault] = []
-            for _ in 0..<12 {
-                let kinds: [DualStackRun.FaultKind] = [
-                    .blackhole, .restore, .routeLost, .routeBack,
-                    .nat64Prefix(lifetimeSeconds: random.next() % 40),
-                ]
-                faults.append(
-                    .init(
-                        atMilliseconds: random.next() % 120_000, random.next() % 2 == 0 ? .v4 : .v6,
-                        kinds[Int(random.next() % 5)]))
-            }
-            let order: [IPFamily] = random.next() % 2 == 0 ? [.v4, .v6] : [.v6, .v4]
-            _ = run(faults.sorted { $0.at < $1.at }, seconds: 150, seed: seed, order: order)
+        for order: [IPFamily] in [[.v6, .v4], [.v4, .v6]] {
+            let headline = run([], seconds: 600, order: order).headline
+            let seconds = Double(headline.allFull.nanoseconds) / 1e9
+            XCTAssertGreaterThan(seconds, 590)
+            XCTAssertLessThanOrEqual(
+                Double(headline.probesWhileAllFull[order[1]] ?? 0), seconds / 30 + 2, "\(headline.probesWhileAllFull)")
+            XCTAssertGreaterThanOrEqual(Double(headline.probesWhileAllFull[order[0]] ?? 0), seconds - 2)
         }
     }
 
-    /// IPv4's route gone on a network whose router advertises a NAT64 prefix: IPv4 is full through it;
+    /// Random schedules of every family fault: the invariants hold throughout.
+    func testRandomFamilyFaultsKeepTheInvariants() {
+        var random = SeededRandom(seed: 30)
+        for seed in 0..<200 as Range<UInt64> {
+            var timeline: [(at: UInt64, fault: Scenario.Fault)] = []
+            for _ in 0..<12 {
+                let family: IPFamily = random.next() % 2 == 0 ? .v4 : .v6
+                let on = random.next() % 2 == 0
+                let faults: [Scenario.Fault] = [
+                    .blackhole(family, on), .familyRoutes(family, present: on),
+                    .nat64Prefix(lifetimeSeconds: UInt32(random.next() % 48)),
+                ]
+                timeline.append((random.next() % 120_000, faults[Int(random.next() % 3)]))
+            }
+            let order: [IPFamily] = random.next() % 2 == 0 ? [.v4, .v6] : [.v6, .v4]
+            _ = run(timeline, seconds: 150, seed: seed, order: order)
+        }
+    }
+
+    /// IPv4's routes gone on a network whose routers advertise a NAT64 prefix: IPv4 is full through it;
     /// when the prefix's lifetime ends, IPv4 is none (no route), and the headline stays with IPv6.
     func testIPv4ThroughAnAdvertisedPrefixUntilItsLifetimeEnds() {
-        let run = DualStackRun(
-            settings: settings, seed: 5,
-            faults: [
-                .init(atMilliseconds: 5_000, .v6, .nat64Prefix(lifetimeSeconds: 30)),
-                .init(atMilliseconds: 10_000, .v4, .routeLost),
-            ], durationMilliseconds: 30_000)
-        var figures = run.run()
-        for violation in figures.violations { XCTFail(violation) }
-        XCTAssertEqual(run.state.ipv4.connectivity, .full)
-        XCTAssertEqual(run.state.ipv4Path, .nat64)
-        XCTAssertEqual(run.state.nat64Source, .ra)
-        XCTAssertEqual(figures.headlineTransitions, 0)
+        let through = run(
+            [(5_000, .nat64Prefix(lifetimeSeconds: 40)), (10_000, .familyRoutes(.v4, present: false))], seconds: 30)
+        XCTAssertEqual(through.state.ipv4.connectivity, .full, through.state.ipv4.reason)
+        XCTAssertEqual(through.state.ipv4Path, .nat64)
+        XCTAssertEqual(through.state.nat64Source, .ra)
+        XCTAssertEqual(through.state.nat64Prefix, "64:ff9b::/96")
+        XCTAssertEqual(through.headline.transitions, 0)
 
-        let expiring = DualStackRun(
-            settings: settings, seed: 5,
-            faults: [
-                .init(atMilliseconds: 5_000, .v6, .nat64Prefix(lifetimeSeconds: 20)),
-                .init(atMilliseconds: 10_000, .v4, .routeLost),
-            ], durationMilliseconds: 40_000)
-        figures = expiring.run()
-        for violation in figures.violations { XCTFail(violation) }
+        // 16 s (RFC 8781 counts in units of 8 s) from 5 s: gone at 21 s.
+        let expiring = run(
+            [(5_000, .nat64Prefix(lifetimeSeconds: 16)), (10_000, .familyRoutes(.v4, present: false))], seconds: 40)
         XCTAssertEqual(expiring.state.nat64Prefix, "")
-        XCTAssertEqual(expiring.state.ipv4.connectivity, .none)
+        XCTAssertEqual(expiring.state.ipv4.connectivity, .none, expiring.state.ipv4.reason)
         XCTAssertEqual(expiring.state.connectivity, .full)
+        XCTAssertEqual(expiring.headline.transitions, 0)
+    }
+
+    /// Random scenarios pick a dual-stack network too, and there both families are probed.
+    func testRandomScenariosWatchBothFamiliesOnADualStackNetwork() {
+        var dualStack = 0
+        for seed in 1...300 as ClosedRange<UInt64> {
+            let scenario = Scenario.random(seed: seed)
+            guard scenario.family == .any else { continue }
+            dualStack += 1
+            guard dualStack <= 20 else { continue }
+            let simulation = Simulation(scenario)
+            XCTAssertEqual(simulation.run().map(\.description), [])
+            XCTAssertGreaterThan(simulation.headline.probes[.v4] ?? 0, 0, "seed \(seed)")
+            XCTAssertGreaterThan(simulation.headline.probes[.v6] ?? 0, 0, "seed \(seed)")
+        }
+        XCTAssertGreaterThan(dualStack, 60, "about a third of random scenarios are dual stack")
     }
 }
