@@ -546,7 +546,8 @@ public struct TargetCore {
         }
     }
 
-    /// INTERFACE.md "NAT64": the prefix from the routers of the IPv6 route's network (RFC 8781), else,
+    /// INTERFACE.md "NAT64": the prefix from the routers of the IPv6 route's network (of IPv4's when Host has no
+    /// IPv6 route to watch) (RFC 8781), else,
     /// with no IPv4 default route, from `ipv4only.arpa` (RFC 7050, asked once per network and hourly).
     /// While IPv4 has no default route, IPv4 addresses are probed through it.
     private mutating func followNat64(now: Instant, _ step: inout Step) {
@@ -556,7 +557,10 @@ public struct TargetCore {
         }
         // The route is read where it is (this runs at every step; the route is copied only when it is a candidate).
         let routed = routedFamilies ?? []
-        let advertised = ipv6.monitor.route?.nat64Prefix
+        // The network the route to Host uses: IPv6's; a Host with no IPv6 route to watch (an IPv4 literal, a name
+        // with no AAAA) uses IPv4's.
+        let advertised =
+            ipv6.monitor.route != nil ? ipv6.monitor.route?.nat64Prefix : ipv4.monitor.route?.nat64Prefix
         let network = ipv6.monitor.route.map { $0.interface + " " + $0.source }
         if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route = ipv6.monitor.route,
             route.usable

@@ -82,6 +82,8 @@ public final class Simulation {
     let families: [IPFamily]
     /// Every target's path, by its watch on the reachability core.
     var pathsByRouteID: [ReachabilityCore.TargetID: SimulatedPath] = [:]
+    /// Every watch on the reachability core: each target's paths', and the fixed one.
+    var watches: [ReachabilityCore.TargetID] = []
     /// Faults applied so far.
     var faultsApplied = 0
     var reach: ReachabilityCore
@@ -173,6 +175,7 @@ public final class Simulation {
             targets.append(target)
         }
         fixedWatch = reach.addTarget(families: IPFamily.allCases)
+        watches = targets.flatMap { $0.paths.map(\.routeID) } + [fixedWatch]
         reach.setTarget(families[0] == .v6 ? Self.v6(0, 9) : .v4([198, 18, 0, 9]), for: fixedWatch)
         for target in targets {
             for path in target.paths { noteKernelTruth(resetting: path.routeID) }

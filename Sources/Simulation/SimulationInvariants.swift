@@ -382,8 +382,6 @@ extension Simulation {
         for id in watches { truthsSinceRetarget[id, default: []].insert(Self.key(kernelTruth(id, table))) }
     }
 
-    /// Every watch on the reachability core: each target's, and the fixed one.
-    var watches: [ReachabilityCore.TargetID] { targets.flatMap { $0.paths.map(\.routeID) } + [fixedWatch] }
 
     func checkVerdictHeld(_ verdict: ReachabilityVerdict, _ id: ReachabilityCore.TargetID) {
         if truthsSinceRetarget[id]?.contains(Self.key(verdict)) != true {

@@ -248,9 +248,15 @@ final class MonitorBench {
     func measureNat64Prefix() {
         shell(
             "ip -n \(topology.client) -6 addr add fd00::2/64 dev \(topology.clientLink) nodad && "
-                + "ip -n \(topology.router) -6 addr add fd00::1/64 dev \(topology.tag)r0 nodad && "
-                + "ip -n \(topology.client) -6 route add default via fd00::1")
+                + "ip -n \(topology.router) -6 addr add fd00::1/64 dev \(topology.tag)r0 nodad")
         usleep(2_500_000) // the router's link-local address leaves DAD
+        // The default route through the router's link-local address, as one learned from its advertisements is:
+        // the advertisement's source is the route's gateway.
+        let linkLocal = "\(directory)/router-link-local"
+        shell(
+            "ip -n \(topology.router) -6 -o addr show dev \(topology.tag)r0 scope link "
+                + "| awk '{sub(\"/.*\", \"\", $4); print $4}' > \(linkLocal) && "
+                + "ip -n \(topology.client) -6 route add default via $(cat \(linkLocal)) dev \(topology.clientLink)")
         let output = "\(directory)/ra.out"
         // In the background: the loop stamps the signal when it comes, not after the sender's exit.
         func advertise(_ lifetime: Int) {

@@ -375,6 +375,25 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertTrue(bench.brokenContract.isEmpty, "\(bench.brokenContract)")
     }
 
+    /// A Host with no IPv6 address (an IPv4 literal): Nat64Prefix is the prefix the routers advertise on the
+    /// network its IPv4 route uses, and IPv4 stays native while it has a route of its own.
+    func testAnIPv4HostPublishesThePrefixOfItsRoutesNetwork() {
+        var core = TargetCore(host: "198.18.2.2", family: .any, probeSettings: ProbeSettings(), seed: 3)
+        _ = core.handle(.start(checkURL: ""), now: 0)
+        _ = core.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v4, .v6]), now: 0)
+        var route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.1.1")
+        route.nat64Prefix = Self.prefix64
+        let actions = core.handle(.path(.v4, .route(route.routed([.v4, .v6]))), now: 1)
+        XCTAssertTrue(actions.contains(.publish), "\(actions)")
+        let state = core.state(previous: MonitorState())
+        XCTAssertEqual(state.nat64Prefix, "\(Self.prefix64)")
+        XCTAssertEqual(state.nat64Source, .ra)
+        XCTAssertEqual(state.ipv4Path, .native)
+        route.nat64Prefix = nil
+        _ = core.handle(.path(.v4, .route(route.routed([.v4, .v6]))), now: 2)
+        XCTAssertEqual(core.state(previous: state).nat64Prefix, "", "withdrawn with the route's word")
+    }
+
     /// NAT64: with no IPv4 default route and a prefix on the IPv6 route's network, the IPv4 address
     /// is probed at its synthesized address; Address4 stays the IPv4 one. An IPv4 route back: natively.
     func testWithoutAnIPv4RouteIPv4GoesThroughTheAdvertisedPrefix() throws {
