@@ -382,7 +382,6 @@ extension Simulation {
         for id in watches { truthsSinceRetarget[id, default: []].insert(Self.key(kernelTruth(id, table))) }
     }
 
-
     func checkVerdictHeld(_ verdict: ReachabilityVerdict, _ id: ReachabilityCore.TargetID) {
         if truthsSinceRetarget[id]?.contains(Self.key(verdict)) != true {
             violation(
