@@ -62,12 +62,12 @@ let package = Package(
         .target(name: "MonitorContract", dependencies: ["DBusKit", "MonitorRules", "ProbeRules"]),
         // The blocking helper: a second process for whatever may block (lookups, the census, file writes),
         // its wire, and the atomic file it writes through. The daemon never starts a thread of its own.
-        .target(name: "HelperProcess", dependencies: ["CLinux", "CResolv", "EventLoop", "MonitorRules", "NetAddress", "NetCore", "Probe", "ProbeRules", "Timekeeping", "TrafficCensus"]),
+        .target(name: "HelperProcess", dependencies: ["CLinux", "CResolv", "EventLoop", "MonitorRules", "NetAddress", "NetCore", "Probe", "ProbeRules", "ReachabilityRules", "Timekeeping", "TrafficCensus"]),
         // The daemon's log lines (stderr, or the journal's levels).
         .target(name: "ServiceLog"),
         // The daemon's worlds around the drivers in the rules: each target's (`ConnectivityMonitor`, its checks,
         // DNS truth) and the service's (`DaemonServiceWorld`, the portal APIs' fetches), on the loop's sockets.
-        .target(name: "DaemonWorlds", dependencies: ["HelperProcess", "EventLoop", "HTTPCheck", "MonitorRules", "NetAddress", "NetCore", "Probe", "ProbeRules", "Reachability", "ServiceLog", "Timekeeping", "TrafficCensus"]),
+        .target(name: "DaemonWorlds", dependencies: ["HelperProcess", "EventLoop", "HTTPCheck", "MonitorRules", "NetAddress", "NetCore", "Probe", "ProbeRules", "Reachability", "ReachabilityRules", "ServiceLog", "Timekeeping", "TrafficCensus"]),
         // org.netobserver.Monitor: the D-Bus face, settings, the monitor model, the process shell.
         .target(name: "MonitorService", dependencies: ["DaemonWorlds", "HelperProcess", "CLinux", "DBusKit", "MonitorContract", "MonitorRules", "EventLoop", "NetCore", "Reachability", "Probe", "Cellular", "HTTPCheck", "NetAddress", "ProbeRules", "ServiceLog", "TrafficCensus", "Timekeeping"]),
         // Released, what an idle daemon runs is linked first (tools/text-order.sh): with it together, the kernel's

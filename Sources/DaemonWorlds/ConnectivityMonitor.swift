@@ -7,6 +7,7 @@ import NetCore
 import Probe
 import ProbeRules
 import Reachability
+import ReachabilityRules
 import ServiceLog
 import Timekeeping
 import TrafficCensus
@@ -282,9 +283,10 @@ extension ConnectivityMonitor: TargetWorld {
         checks[index] = nil
     }
 
-    /// At once when cheap, else on the sampler's thread.
+    /// At once when cheap, else on the sampler's thread; the census counts what is routed as the route core says
+    /// Host is.
     public func sampleTraffic(
-        _ family: IPFamily, generation: UInt64, host: IPAddress, interface: String,
+        _ family: IPFamily, generation: UInt64, host: IPAddress, route: HostRoute, interface: String,
         inline: Bool
     ) -> TrafficSampling {
         guard let trafficSampler,
@@ -292,10 +294,10 @@ extension ConnectivityMonitor: TargetWorld {
         else {
             return .now(nil, cost: .zero)
         }
-        if inline, let (sample, cost) = trafficSampler.sampleNow(host: host, sources: sources) {
+        if inline, let (sample, cost) = trafficSampler.sampleNow(host: host, route: route, sources: sources) {
             return .now(sample, cost: cost)
         }
-        trafficSampler.sampleLater(host: host, sources: sources) { [weak self] sample, cost in
+        trafficSampler.sampleLater(host: host, route: route, sources: sources) { [weak self] sample, cost in
             self?.handle(.path(family, .trafficSampled(generation: generation, sample, cost: cost)))
         }
         return .later

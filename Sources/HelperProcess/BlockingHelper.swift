@@ -3,6 +3,7 @@ import EventLoop
 import Glibc
 import MonitorRules
 import NetAddress
+import ReachabilityRules
 import ProbeRules
 import Timekeeping
 import TrafficCensus
@@ -89,9 +90,10 @@ package final class BlockingHelper {
 
     /// Walks the census for connections to `host` from `sources` behind the other walks.
     package func sample(
-        host: IPAddress, sources: [IPAddress], now: Instant, completion: @escaping (TrafficSampler.Taken) -> Void
+        host: IPAddress, route: HostRoute?, sources: [IPAddress], now: Instant,
+        completion: @escaping (TrafficSampler.Taken) -> Void
     ) {
-        run(.sample(host: host, sources: sources, now: now), on: .census) { answer in
+        run(.sample(host: host, route: route, sources: sources, now: now), on: .census) { answer in
             if case .sampled(let taken) = answer { completion(taken) }
         }
     }

@@ -129,13 +129,13 @@ private final class HelperWork: Sendable {
         switch request {
         case .resolve(let host, let family):
             return .resolved(HostResolver.systemLookup(host, family))
-        case .sample(let host, let sources, let now):
+        case .sample(let host, let route, let sources, let now):
             return census.withLock { taker in
                 do throws(SystemError) {
                     let current: CensusTaker
                     if let taker { current = taker } else { current = try CensusTaker() }
                     taker = current
-                    return .sampled(current.sample(host: host, sources: sources, now: now))
+                    return .sampled(current.sample(host: host, route: route, sources: sources, now: now))
                 } catch {
                     return .sampled(.init(result: .failure(.refused(error)), cost: .zero, dumpCost: .zero))
                 }

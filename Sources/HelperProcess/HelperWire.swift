@@ -1,6 +1,7 @@
 import EventLoop
 import MonitorRules
 import NetAddress
+import ReachabilityRules
 import ProbeRules
 import Timekeeping
 import TrafficCensus
@@ -9,7 +10,7 @@ import TrafficCensus
 /// the state directory's files.
 package enum HelperRequest: Equatable, Sendable {
     case resolve(host: String, family: Int32)
-    case sample(host: IPAddress, sources: [IPAddress], now: Instant)
+    case sample(host: IPAddress, route: HostRoute?, sources: [IPAddress], now: Instant)
     case write(directory: String, name: String, text: String)
     case remove(directory: String, name: String)
     case read(directory: String, name: String, maximumSize: Int)
@@ -83,9 +84,16 @@ package enum HelperWire {
         switch request {
         case .resolve(let host, let family):
             out.u8(0); out.string(host); out.u32(UInt32(bitPattern: family))
-        case .sample(let host, let sources, let now):
+        case .sample(let host, let route, let sources, let now):
             out.u8(1); out.address(host); out.u32(UInt32(sources.count)); sources.forEach { out.address($0) }
             out.u64(now.nanoseconds)
+            // Host's route: its interface (0: none known) and next hop (none: on-link).
+            out.u32(UInt32(bitPattern: route?.interfaceIndex ?? 0))
+            if let gateway = route?.gateway {
+                out.u8(1); out.address(gateway)
+            } else {
+                out.u8(0)
+            }
         case .write(let directory, let name, let text):
             out.u8(2); out.string(directory); out.string(name); out.string(text)
         case .remove(let directory, let name):
@@ -192,8 +200,16 @@ package enum HelperWire {
             guard let host = input.string(), let family = input.u32() else { return nil }
             request = .resolve(host: host, family: Int32(bitPattern: family))
         case 1:
-            guard let host = input.address(), let sources = input.addresses(), let now = input.u64() else { return nil }
-            request = .sample(host: host, sources: sources, now: Instant(nanoseconds: now))
+            guard let host = input.address(), let sources = input.addresses(), let now = input.u64(),
+                let index = input.u32(), let hasGateway = input.u8(), hasGateway <= 1
+            else { return nil }
+            var gateway: IPAddress?
+            if hasGateway == 1 {
+                guard let address = input.address() else { return nil }
+                gateway = address
+            }
+            let route = index == 0 ? nil : HostRoute(interfaceIndex: Int32(bitPattern: index), gateway: gateway)
+            request = .sample(host: host, route: route, sources: sources, now: Instant(nanoseconds: now))
         case 2:
             guard let directory = input.string(), let name = input.string(), let text = input.string() else {
                 return nil

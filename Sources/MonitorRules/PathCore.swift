@@ -66,7 +66,8 @@ public struct PathCore {
         case cancelCheck
         /// Sample the established TCP connections on `interface` for the route to `host`, on the loop
         /// when `inline` (it was cheap), else off it; answer with `.trafficSampled`.
-        case sampleTraffic(generation: UInt64, host: IPAddress, interface: String, inline: Bool)
+        /// `route`: the route core's word on Host's route (what the census counts connections routed like).
+        case sampleTraffic(generation: UInt64, host: IPAddress, route: HostRoute, interface: String, inline: Bool)
         /// A probe ended: a verdict is in, and published; pending Checks may answer. Always last.
         case verdictReady
         /// The probe report changed (for logs; the state to publish follows in `.publish`).
@@ -268,15 +269,15 @@ public struct PathCore {
     }
 
     /// Traffic is watched while Host has an address and a usable route.
-    private var watchedPath: (host: IPAddress, interface: String)? {
+    private var watchedPath: (host: IPAddress, interface: String, route: HostRoute)? {
         guard case .resolved(let host) = monitor.resolution, let route = monitor.route, route.usable,
-            !route.interface.isEmpty
+            !route.interface.isEmpty, let hostRoute = route.hostRoute
         else { return nil }
-        return (host, route.interface)
+        return (host, route.interface, hostRoute)
     }
 
     /// The path `trafficWatch` watches, as of `monitor.pathChanges` = `pathChangesSeen`.
-    private var trafficPath: (host: IPAddress, interface: String)?
+    private var trafficPath: (host: IPAddress, interface: String, route: HostRoute)?
     private var pathChangesSeen: UInt64 = .max
     /// `monitor.pathChanges` when the diagnosis was last told the next hop.
     private var diagnosisPathChangesSeen: UInt64 = .max
@@ -319,6 +320,9 @@ public struct PathCore {
             if path?.host != trafficPath?.host || path?.interface != trafficPath?.interface {
                 trafficPath = path
                 if trafficWatch.pathChanged(watching: path != nil, now: now) { trafficChanged(now: now) }
+            } else if path?.route != trafficPath?.route {
+                // Another next hop on the same interface: the samples count what is routed like it from now on.
+                trafficPath = path
             }
         }
         // The word changes only in the event or just above, never below.
@@ -327,7 +331,9 @@ public struct PathCore {
         while true {
             if let (generation, inline) = trafficWatch.takeDueSample(now: now), let path = trafficPath {
                 actions.append(
-                    .sampleTraffic(generation: generation, host: path.host, interface: path.interface, inline: inline))
+                    .sampleTraffic(
+                        generation: generation, host: path.host, route: path.route, interface: path.interface,
+                        inline: inline))
             }
             monitor.takeOutputs(into: &monitorOutputs)
             probe.takeOutputs(into: &probeOutputs)

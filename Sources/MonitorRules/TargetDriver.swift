@@ -26,9 +26,9 @@ public protocol TargetWorld: AnyObject {
     /// GET `url` over `family` within the limit; answer with `.checkAnswered`.
     func startCheck(_ family: IPFamily, url: String, generation: UInt64, limitMilliseconds: UInt32)
     func cancelCheck(_ family: IPFamily)
-    /// Sample the connections on `interface` towards `host`'s route.
+    /// Sample the connections on `interface` routed like `host` (`route`, the route core's word on its route).
     func sampleTraffic(
-        _ family: IPFamily, generation: UInt64, host: IPAddress, interface: String, inline: Bool
+        _ family: IPFamily, generation: UInt64, host: IPAddress, route: HostRoute, interface: String, inline: Bool
     ) -> TrafficSampling
     /// Ask `family`'s next hop `gateway` on interface `interfaceIndex` (up to 3 tries 200 ms apart); answer with `.neighborAnswered`.
     func checkNeighbor(
@@ -217,9 +217,9 @@ public final class TargetDriver {
             world.startCheck(family, url: url, generation: generation, limitMilliseconds: limit)
         case .cancelCheck:
             world.cancelCheck(family)
-        case .sampleTraffic(let generation, let host, let interface, let inline):
+        case .sampleTraffic(let generation, let host, let route, let interface, let inline):
             if case .now(let sample, let cost) = world.sampleTraffic(
-                family, generation: generation, host: host, interface: interface, inline: inline)
+                family, generation: generation, host: host, route: route, interface: interface, inline: inline)
             {
                 queue.append(.event(.path(family, .trafficSampled(generation: generation, sample, cost: cost))))
             }

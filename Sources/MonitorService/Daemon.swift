@@ -158,8 +158,8 @@ final class Service {
             http = LazyHTTPClient(loop: loop)
             do {
                 trafficSampler = try TrafficSampler(loop: loop, log: { Log.warning($0) }) {
-                    [unowned helper] host, sources, now, answer in
-                    helper.sample(host: host, sources: sources, now: now, completion: answer)
+                    [unowned helper] host, route, sources, now, answer in
+                    helper.sample(host: host, route: route, sources: sources, now: now, completion: answer)
                 }
             } catch {
                 trafficSampler = nil

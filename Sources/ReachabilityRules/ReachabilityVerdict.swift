@@ -34,8 +34,25 @@ public struct ReachabilityVerdict: Equatable, Sendable {
         self.reason = reason
     }
 
+    /// The route as the kernel chose it for the destination: its interface and next hop (nil: not usable).
+    public var hostRoute: HostRoute? {
+        usable && interfaceIndex != 0 ? HostRoute(interfaceIndex: interfaceIndex, gateway: gateway) : nil
+    }
+
     static func unusable(_ reason: String, interface: String = "") -> ReachabilityVerdict {
         ReachabilityVerdict(usable: false, interface: interface, reason: reason)
+    }
+}
+
+/// Where the kernel's route to an address leaves this machine: its output interface and next hop (nil: on-link).
+/// Two addresses whose routes are equal are routed alike.
+public struct HostRoute: Hashable, Sendable {
+    public var interfaceIndex: Int32
+    public var gateway: IPAddress?
+
+    public init(interfaceIndex: Int32, gateway: IPAddress?) {
+        self.interfaceIndex = interfaceIndex
+        self.gateway = gateway
     }
 }
 

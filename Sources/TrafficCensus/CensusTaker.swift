@@ -1,5 +1,6 @@
 import EventLoop
 import NetAddress
+import ReachabilityRules
 import ProbeRules
 import Timekeeping
 
@@ -13,9 +14,9 @@ public final class CensusTaker {
         census = try ConnectionCensus()
     }
 
-    public func sample(host: IPAddress, sources: [IPAddress], now: Instant) -> TrafficSampler.Taken {
+    public func sample(host: IPAddress, route: HostRoute?, sources: [IPAddress], now: Instant) -> TrafficSampler.Taken {
         let (result, cost) = TrafficSampler.measured {
-            census.sample(host: host, sources: sources, now: now, wait: TrafficSampler.dumpWait)
+            census.sample(host: host, route: route, sources: sources, now: now, wait: TrafficSampler.dumpWait)
         }
         return TrafficSampler.Taken(result: result, cost: cost, dumpCost: census.lastDumpCost)
     }

@@ -100,8 +100,9 @@ final class ConnectionCensus {
 
     /// The connections from `sources` (addresses on the route's interface) reduced to counts.
     /// `wait`: how long a read may wait for the kernel (ms); `fresh`: walk the sockets even when a recent dump would serve.
+    /// `route`: Host's route as the route core knows it; nil: the kernel is asked (as it is for each remote's).
     func sample(
-        host: IPAddress, sources: [IPAddress], now: Instant, wait: Int32,
+        host: IPAddress, route: HostRoute? = nil, sources: [IPAddress], now: Instant, wait: Int32,
         fresh: Bool = false
     ) -> Result<TrafficSample, Failure> {
         if now &- cacheBorn > Self.cacheLifetime || cache.count > Self.cacheLimit {
@@ -123,11 +124,13 @@ final class ConnectionCensus {
             }
         }
         guard !dump.telling.isEmpty else { return .success(TrafficSample(connections: dump.total)) }
-        let hostRoute = route(to: host)
+        let hostRoute =
+            route.map { RouteKey(interface: $0.interfaceIndex, gateway: $0.gateway) } ?? lookUpRoute(to: host)
         var receiving = Set<IPAddress>()
         var retransmitting = Set<IPAddress>()
         for connection in dump.telling {
-            guard connection.remote == host || (hostRoute != nil && route(to: connection.remote) == hostRoute) else {
+            guard connection.remote == host || (hostRoute != nil && lookUpRoute(to: connection.remote) == hostRoute)
+            else {
                 continue
             }
             if connection.receivedRecently { receiving.insert(connection.remote) }
@@ -244,7 +247,7 @@ final class ConnectionCensus {
     }
 
     /// The kernel's route to `address` (cached); nil when it has none.
-    private func route(to address: IPAddress) -> RouteKey? {
+    private func lookUpRoute(to address: IPAddress) -> RouteKey? {
         if let known = cache[address] { return known }
         sequence &+= 1
         let asked = sequence

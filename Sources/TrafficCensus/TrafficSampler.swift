@@ -2,6 +2,7 @@ import CLinux
 import EventLoop
 import Glibc
 import NetAddress
+import ReachabilityRules
 import NetCore
 import Reachability
 import ProbeRules
@@ -31,7 +32,7 @@ public final class TrafficSampler {
 
     /// Takes a sample elsewhere (`CensusTaker`) and answers on the loop.
     public typealias Asking = (
-        _ host: IPAddress, _ sources: [IPAddress], _ now: Instant,
+        _ host: IPAddress, _ route: HostRoute?, _ sources: [IPAddress], _ now: Instant,
         _ answer: @escaping (Taken) -> Void
     ) -> Void
 
@@ -77,12 +78,17 @@ public final class TrafficSampler {
 
     /// Samples now, on the loop; nil while a sample is under way on the thread, or when this one would walk
     /// the kernel's sockets and the last walk was dear (then use `sampleLater`).
-    public func sampleNow(host: IPAddress, sources: [IPAddress]) -> (sample: TrafficSample?, cost: Duration)? {
+    /// `route`: Host's route as the route core knows it (nil: the census asks the kernel).
+    public func sampleNow(
+        host: IPAddress, route: HostRoute? = nil, sources: [IPAddress]
+    ) -> (
+        sample: TrafficSample?, cost: Duration
+    )? {
         guard pending.isEmpty else { return nil }
         let now = loop.now()
         let taken: (Result<TrafficSample, ConnectionCensus.Failure>, Duration)? = shared.census.withLock { census in
             guard !census.needsDearDump(host: host, sources: sources, now: now) else { return nil }
-            return Self.measured { census.sample(host: host, sources: sources, now: now, wait: 0) }
+            return Self.measured { census.sample(host: host, route: route, sources: sources, now: now, wait: 0) }
         }
         guard let (sample, cost) = taken else { return nil }
         return (counted(sample), cost)
@@ -100,13 +106,15 @@ public final class TrafficSampler {
     }
 
     /// Samples off the loop; `completion` runs on the loop.
-    public func sampleLater(host: IPAddress, sources: [IPAddress], completion: @escaping Completion) {
+    public func sampleLater(
+        host: IPAddress, route: HostRoute? = nil, sources: [IPAddress], completion: @escaping Completion
+    ) {
         nextID &+= 1
         let id = nextID
         pending[id] = completion
         let now = loop.now()
         if let asking {
-            asking(host, sources, now) { [weak self] taken in
+            asking(host, route, sources, now) { [weak self] taken in
                 guard let self else { return }
                 // The helper's walks say whether the next one is cheap enough for the loop.
                 self.shared.census.withLock { $0.lastDumpCost = taken.dumpCost }
@@ -119,7 +127,9 @@ public final class TrafficSampler {
         let shared = self.shared
         worker.async {
             let (sample, cost) = Self.measured {
-                shared.census.withLock { $0.sample(host: host, sources: sources, now: now, wait: Self.dumpWait) }
+                shared.census.withLock {
+                    $0.sample(host: host, route: route, sources: sources, now: now, wait: Self.dumpWait)
+                }
             }
             sender.send(Answer(id: id, sample: sample, cost: cost))
         }

@@ -45,6 +45,31 @@ final class PathCoreTests: XCTestCase {
         XCTAssertEqual(core.monitor.route?.usable, true, "a verdict about no address in particular is taken")
     }
 
+    /// The census is asked to count what is routed as the route core says Host is: the sample carries the route's
+    /// interface and next hop, so the census asks the kernel only for the remotes' routes.
+    func testATrafficSampleCarriesTheRouteCoresWordOnHostsRoute() {
+        var core = PathCore(
+            host: "a.test", family: .ipv4,
+            probeSettings: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 200, evidence: .traffic),
+            seed: 7)
+        _ = core.handle(.start(checkURL: ""), now: 0)
+        _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
+        var verdict = route.routed([.v4])
+        verdict.interfaceIndex = 2
+        verdict.gateway = .v4([198, 18, 0, 1])
+        var actions = core.handle(.route(verdict), now: 2 * ms)
+        actions += core.handle(.probing(.icmpDatagram), now: 3 * ms)
+        var now: Instant = 3 * ms
+        while !actions.contains(where: { if case .sampleTraffic = $0 { true } else { false } }), now < 5_000 * ms {
+            now = core.nextWakeup ?? now + 100 * ms
+            actions = core.handle(.timeout, now: now)
+        }
+        let routes = actions.compactMap { action -> HostRoute? in
+            if case .sampleTraffic(_, _, let route, _, _) = action { route } else { nil }
+        }
+        XCTAssertEqual(routes, [HostRoute(interfaceIndex: 2, gateway: .v4([198, 18, 0, 1]))], "\(actions)")
+    }
+
     /// At most one publish; after it, only the verdict being ready (once, last).
     func assertOnePublishAtMostAndLast(_ actions: [PathCore.Action], file: StaticString = #filePath, line: UInt = #line)
     {

@@ -4,6 +4,7 @@ import EventLoop
 import MonitorRules
 import NetAddress
 import ProbeRules
+import ReachabilityRules
 import Timekeeping
 import TrafficCensus
 import XCTest
@@ -15,7 +16,7 @@ final class HelperWireTests: XCTestCase {
         .resolve(host: "example.test", family: 10),
         .resolve(host: "", family: 0),
         .sample(
-            host: .v4([198, 18, 0, 1]),
+            host: .v4([198, 18, 0, 1]), route: HostRoute(interfaceIndex: 2, gateway: .v4([198, 18, 0, 254])),
             sources: [
                 .v4([198, 18, 0, 2]),
                 .v6(
@@ -24,8 +25,10 @@ final class HelperWireTests: XCTestCase {
             ],
             now: Instant(nanoseconds: .max)),
         .sample(
-            host: .v6(AddressBytes([0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 12))), sources: [],
+            host: .v6(AddressBytes([0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 12))), route: nil, sources: [],
             now: .origin),
+        .sample(
+            host: .v4([198, 18, 0, 1]), route: HostRoute(interfaceIndex: 7, gateway: nil), sources: [], now: .origin),
         .write(directory: "/var/lib/netobserver", name: "history.7", text: "outage 1 2 none\n€"),
         .remove(directory: "/d", name: "history.3"),
         .read(directory: "/d", name: "settings", maximumSize: 65_536),

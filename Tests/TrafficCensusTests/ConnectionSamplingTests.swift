@@ -41,6 +41,28 @@ final class ConnectionSamplingTests: XCTestCase {
         withExtendedLifetime(connections) {}
     }
 
+    /// Host's route as the route core knows it decides what is routed like Host: the census asks the kernel only
+    /// for the remotes' routes. Loopback connections count for a Host the route core says goes over `lo`.
+    func testTheRouteCoresWordOnHostsRouteDecidesWhatIsRoutedLikeIt() throws {
+        let census = try ConnectionCensus()
+        let loopback = try XCTUnwrap(IPAddress("127.0.0.1"))
+        // An address with no connection of ours, and whatever route this machine has to it.
+        let host = try XCTUnwrap(IPAddress("198.18.77.7"))
+        let connections = try LoopbackConnections(count: 2)
+        connections.exchange()
+        let overLoopback = HostRoute(interfaceIndex: Int32(if_nametoindex("lo")), gateway: nil)
+        let routedLikeLoopback = try census.sample(
+            host: host, route: overLoopback, sources: [loopback], now: 1_000 * ms, wait: 100
+        ).get()
+        XCTAssertEqual(routedLikeLoopback.receivingRemotes, 1, "127.0.0.1's route is lo's, as Host's is said to be")
+        let elsewhere = HostRoute(interfaceIndex: Int32(if_nametoindex("lo")), gateway: .v4([198, 18, 77, 1]))
+        let routedElsewhere = try census.sample(
+            host: host, route: elsewhere, sources: [loopback], now: 1_100 * ms, wait: 100
+        ).get()
+        XCTAssertEqual(routedElsewhere.receivingRemotes, 0, "through a next hop: not routed like the loopback remotes")
+        withExtendedLifetime(connections) {}
+    }
+
     /// Several targets on one interface share a dump taken within 250 ms (or 125 × what a dump costs): the kernel walks
     /// the sockets once per period, whatever the number of targets.
     func testTargetsOnOneInterfaceShareARecentDump() throws {
