@@ -90,8 +90,8 @@ public struct PathCore {
     public private(set) var diagnosis = PathDiagnosis()
     /// Where the transport sends, as last asked by `.probe`; whether its `.probing` is still to come.
     private var probeAddress: IPAddress?
-    /// Where the route watch points (what `.watchRoute` last said).
-    private var watchedRoute: IPAddress?
+    /// Where the route watch points (what `.watchRoute` last said), its bytes.
+    private var watchedRoute: AddressBytes?
     private var awaitingProbing = false
 
     public init(
@@ -345,7 +345,7 @@ public struct PathCore {
                 case .cancelResolutions:
                     actions.append(.cancelResolutions)
                 case .retarget(let address):
-                    watchedRoute = address
+                    watchedRoute = address?.bytes
                     actions.append(.watchRoute(address))
                     if address != probeAddress {
                         probeAddress = address

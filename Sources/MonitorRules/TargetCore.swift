@@ -523,8 +523,12 @@ public struct TargetCore {
         let routed = routedFamilies ?? []
         // The network the route to Host uses: IPv6's; a Host with no IPv6 route to watch (an IPv4 literal, a name
         // with no AAAA) uses IPv4's.
-        let advertised =
-            ipv6.monitor.route != nil ? ipv6.monitor.route?.nat64Prefix : ipv4.monitor.route?.nat64Prefix
+        let advertised: Nat64Prefix?
+        if case .none = ipv6.monitor.route {
+            advertised = ipv4.monitor.route?.nat64Prefix
+        } else {
+            advertised = ipv6.monitor.route?.nat64Prefix
+        }
         let network = ipv6.monitor.route.map { $0.interface + " " + $0.source }
         if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route = ipv6.monitor.route,
             route.usable

@@ -493,7 +493,7 @@ public struct ReachabilityCore: TimerTable {
 
     private mutating func deliver(_ verdict: ReachabilityVerdict, to id: TargetID) {
         var new = verdict
-        new.destination = targets[id]?.address
+        new.destination = targets[id]?.address?.bytes
         new.nat64Prefix = nat64Prefix(onInterfaceNamed: verdict.interface)
         new.routedFamilies = table.routedFamilies
         guard targets[id] != nil, new != targets[id]?.verdict else { return }

@@ -20,9 +20,10 @@ public struct ReachabilityVerdict: Equatable, Sendable {
     public var interfaceIndex: Int32 = 0
     /// The route's link resolves its neighbours (ARP, NDP): neither point-to-point nor NOARP.
     public var hasNeighbors = false
-    /// The address this verdict is about (nil: a default route's, for no address): a watch that moved on since
-    /// may still be handed one about the address it watched before.
-    public var destination: IPAddress?
+    /// The bytes of the address this verdict is about (nil: a default route's, for no address): a watch that moved
+    /// on since may still be handed one about the address it watched before. (Bytes, not an `IPAddress`: a zone's
+    /// name would make every copy of a verdict count a reference, and verdicts are copied at every step.)
+    public var destination: AddressBytes?
 
     public init(
         usable: Bool, interface: String = "", kind: InterfaceKind? = nil, source: String = "", reason: String = ""

@@ -11,9 +11,12 @@ extension Simulation {
         /// Changes of Connectivity and of Status after the first `full`.
         public var transitions = 0
         public var statusChanges = 0
-        public var probes: [IPFamily: Int] = [.v4: 0, .v6: 0]
+        public var probes: [IPFamily: Int] { [.v4: sentCounts[0], .v6: sentCounts[1]] }
         /// Each family's probes sent while every family was full, and the time that lasted.
-        public var probesWhileAllFull: [IPFamily: Int] = [.v4: 0, .v6: 0]
+        public var probesWhileAllFull: [IPFamily: Int] { [.v4: sentWhileAllFull[0], .v6: sentWhileAllFull[1]] }
+        // By `TargetCore.index(of:)`: counted at every probe, where a dictionary would hash.
+        var sentCounts = [0, 0]
+        var sentWhileAllFull = [0, 0]
         public var allFull = Duration.zero
         var allFullSince: Instant?
 
@@ -34,8 +37,9 @@ extension Simulation {
         }
 
         mutating func sent(_ family: IPFamily) {
-            probes[family, default: 0] += 1
-            if allFullSince != nil { probesWhileAllFull[family, default: 0] += 1 }
+            let index = TargetCore.index(of: family)
+            sentCounts[index] += 1
+            if allFullSince != nil { sentWhileAllFull[index] += 1 }
         }
 
         mutating func end(now: Instant) {

@@ -97,11 +97,16 @@ final class SimulatedPath {
         target.log(simulation.families.count > 1 ? "\(family) \(text())" : text())
     }
 
-    /// The state this path's rules read: the target's, or on a dual-stack network the family's own.
-    var shown: (connectivity: Connectivity, reason: String) {
-        guard simulation.families.count > 1 else { return (target.state.connectivity, target.state.reason) }
-        let own = family == .v4 ? target.state.ipv4 : target.state.ipv6
-        return (own.connectivity, own.reason)
+    /// The Connectivity and Reason this path's rules read: the target's, or on a dual-stack network the family's
+    /// own (read in place: a state is large, and this runs at every publication).
+    var shownConnectivity: Connectivity {
+        guard simulation.families.count > 1 else { return target.state.connectivity }
+        return family == .v4 ? target.state.ipv4.connectivity : target.state.ipv6.connectivity
+    }
+
+    var shownReason: String {
+        guard simulation.families.count > 1 else { return target.state.reason }
+        return family == .v4 ? target.state.ipv4.reason : target.state.ipv6.reason
     }
 
     // MARK: What the driver asks of this path

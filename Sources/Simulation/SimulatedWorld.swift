@@ -28,10 +28,10 @@ extension Simulation {
             evaluationDue = true
         case .verdict(let verdict, let id):
             // One about the address the watch pointed at before (taken with the batch it moved in) is no news.
-            if verdict.destination == nil || verdict.destination == askReach({ $0.target(id) }) {
+            if verdict.destination == nil || verdict.destination == askReach({ $0.target(id) })?.bytes {
                 checkVerdictHeld(verdict, id)
             }
-            pathsByRouteID[id]?.routeChanged(verdict)
+            if pathsByRouteID.indices.contains(id) { pathsByRouteID[id]?.routeChanged(verdict) }
         }
     }
 

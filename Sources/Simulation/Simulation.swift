@@ -81,7 +81,7 @@ public final class Simulation {
     /// The families the network has (both on a dual-stack one), in the order the resolver lists them.
     let families: [IPFamily]
     /// Every target's path, by its watch on the reachability core.
-    var pathsByRouteID: [ReachabilityCore.TargetID: SimulatedPath] = [:]
+    var pathsByRouteID: [SimulatedPath?] = []
     /// Every watch on the reachability core: each target's paths', and the fixed one.
     var watches: [ReachabilityCore.TargetID] = []
     /// Faults applied so far.
@@ -166,7 +166,11 @@ public final class Simulation {
             let target = SimulatedTarget(
                 simulation: self, index: index, core: core, settings: scenario.settings,
                 routeIDs: routeIDs, lookupsFirst: index == 0)
-            for path in target.paths { pathsByRouteID[path.routeID] = path }
+            for path in target.paths {
+                // The core numbers its watches from 0, in the order they were added.
+                while pathsByRouteID.count <= path.routeID { pathsByRouteID.append(nil) }
+                pathsByRouteID[path.routeID] = path
+            }
             target.history.observeStart(boot: BootTime(sinceBoot: .zero))
             target.driver.observeStep = { [unowned self, unowned target] actions in
                 if trace != nil { for action in actions { target.log("target: \(action)") } }
@@ -480,6 +484,7 @@ public final class Simulation {
                 path.checkResolution()
                 path.checkBeyondTheHost()
             }
+            target.checkBeyondTheHost()
             target.checkWhereItBroke()
             target.checkHeadline()
         }

@@ -172,59 +172,26 @@ extension SimulatedPath {
         }
     }
 
-    /// The check and DNS health, by the contract: a check ends within its limit, lookup included
-    /// (Connectivity is not `unknown` "checking" past it); a check that failed leaves an answering
-    /// host `limited`, never `none`; `limited` for a broken resolver ends within 5 s of its repair
-    /// (or of the failed answer to a lookup asked before it), plus a lookup.
+    /// The check, by the contract, in this path's family: a check ends within its limit, lookup included
+    /// (Connectivity is not `unknown` "checking" past it); no answer without the echo is `full`; a check that
+    /// failed leaves an answering host `limited`, never `none`.
     func checkBeyondTheHost() {
-        let shown = self.shown
-        let state = target.state
-        if let running = runningCheck, now - running.startedAt > running.limit, shown.reason.hasPrefix("checking") {
+        if let running = runningCheck, now - running.startedAt > running.limit, shownReason.hasPrefix("checking") {
             violation(
-                "Connectivity unknown (\(shown.reason)) \(now - running.startedAt) into a check "
+                "Connectivity unknown (\(shownReason)) \(now - running.startedAt) into a check "
                     + "whose limit is \(running.limit)")
         }
         // With the echo, no answer without it is full; a secure check that fails never leaves full.
-        if heldCheckFaked, path.monitor.portalCheck.meaning != nil, shown.connectivity == .full {
+        if heldCheckFaked, path.monitor.portalCheck.meaning != nil, shownConnectivity == .full {
             violation(
-                "full (\(shown.reason)) on a check answered by a middlebox or with HTTPS blocked "
+                "full (\(shownReason)) on a check answered by a middlebox or with HTTPS blocked "
                     + "(echo \(simulation.scenario.checkEcho), secure check \(simulation.scenario.secureCheck))")
-        }
-        // A portal from the API only when the API said captive (never from a malformed or missing answer).
-        if state.connectivity == .portal, state.portalURL == Simulation.apiPortalURL,
-            simulation.apiAnswers[state.interface] != true
-        {
-            violation(
-                "a portal at the API's URL on \(state.interface), but its API's last answer taken was not captive")
-        }
-        // The API saying captive is the verdict (none aside).
-        if simulation.service.driver.ask({ $0.portalAPIAnswer(on: state.interface) })?.captive == true,
-            path.monitor.route?.usable == true,
-            state.connectivity != .portal, state.connectivity != .none
-        {
-            violation("the API on \(state.interface) says captive, but Connectivity is \(state.connectivity)")
         }
         if case .failed = path.monitor.portalCheck.meaning, path.probe.report.answering == true,
             path.monitor.route?.usable == true,
-            case .resolved = path.monitor.resolution, shown.connectivity == .none
+            case .resolved = path.monitor.resolution, shownConnectivity == .none
         {
-            violation("the check failed (\(shown.reason)) and an answering host over a usable route is none")
-        }
-        // A lookup asked before the repair ends as it would have (a hung one at glibc's timeout): the 5 s count from its answer.
-        // The reason is read last: matching text is the dearest test here.
-        // A retry waiting behind another target's lookup waits for it (the rule above bounds that), then answers within 30 ms.
-        // Only a target whose lookups go first is bounded so: the others' retries may wait behind any lookup.
-        if target.lookupsFirst, let since = simulation.resolverAnsweringSince,
-            (target.lookupAskedAt ?? .distantFuture) >= since,
-            simulation.resolver.firstMustStartBy == nil
-        {
-            let from = max(since, target.lastLookupFailureAt)
-            if now - from > .milliseconds(5_031), now - simulation.resolver.lastFirstStart > .milliseconds(31),
-                path.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures,
-                state.reason.contains("no longer resolves")
-            {
-                violation("limited by DNS \(now - from) after the resolver answered again (\(state.reason))")
-            }
+            violation("the check failed (\(shownReason)) and an answering host over a usable route is none")
         }
     }
 
@@ -280,6 +247,44 @@ extension SimulatedTarget {
         {
             if state.status != .ethernet {
                 violation("after everything healed, Status is \(state.status) (\(state.reason)), not ethernet")
+            }
+        }
+    }
+
+    /// The portal API and DNS health, by the contract, over the target's state (see `SimulatedPath.checkBeyondTheHost`
+    /// for the check's rules, per family): a portal at the API's URL only on its captive answer, and a captive answer
+    /// always the verdict; `limited` for a broken resolver ending within 5 s of its repair (or of the failed answer to a
+    /// lookup asked before it), plus a lookup.
+    func checkBeyondTheHost() {
+        // A portal from the API only when the API said captive (never from a malformed or missing answer).
+        if state.connectivity == .portal, state.portalURL == Simulation.apiPortalURL,
+            simulation.apiAnswers[state.interface] != true
+        {
+            violation(
+                "a portal at the API's URL on \(state.interface), but its API's last answer taken was not captive")
+        }
+        // The API saying captive is the verdict (none aside).
+        if simulation.service.driver.ask({ $0.portalAPIAnswer(on: state.interface) })?.captive == true,
+            paths.contains(where: { $0.path.monitor.route?.usable == true }),
+            state.connectivity != .portal, state.connectivity != .none
+        {
+            violation("the API on \(state.interface) says captive, but Connectivity is \(state.connectivity)")
+        }
+        // A lookup asked before the repair ends as it would have (a hung one at glibc's timeout): the 5 s count from its answer.
+        // The reason is read last: matching text is the dearest test here.
+        // A retry waiting behind another target's lookup waits for it (the rule above bounds that), then answers within 30 ms.
+        // Only a target whose lookups go first is bounded so: the others' retries may wait behind any lookup.
+        if lookupsFirst, let since = simulation.resolverAnsweringSince, (lookupAskedAt ?? .distantFuture) >= since,
+            simulation.resolver.firstMustStartBy == nil
+        {
+            let from = max(since, lastLookupFailureAt)
+            if now - from > .milliseconds(5_031), now - simulation.resolver.lastFirstStart > .milliseconds(31),
+                paths.contains(where: {
+                    $0.path.monitor.failedLookupsWhileAnswering >= MonitorCore.brokenResolverFailures
+                }),
+                state.reason.contains("no longer resolves")
+            {
+                violation("limited by DNS \(now - from) after the resolver answered again (\(state.reason))")
             }
         }
     }

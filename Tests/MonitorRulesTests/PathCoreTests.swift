@@ -29,16 +29,16 @@ final class PathCoreTests: XCTestCase {
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
         var current = route.routed([.v4])
-        current.destination = address
+        current.destination = address.bytes
         _ = core.handle(.route(current), now: 2 * ms)
         XCTAssertEqual(core.monitor.route?.usable, true)
         var stale = ReachabilityVerdict(usable: false, reason: "no route to 198.18.9.9")
-        stale.destination = .v4([198, 18, 9, 9])
+        stale.destination = IPAddress.v4([198, 18, 9, 9]).bytes
         let actions = core.handle(.route(stale.routed([.v4])), now: 3 * ms)
         XCTAssertEqual(core.monitor.route?.usable, true, "a verdict about another address moved the route")
         XCTAssertFalse(actions.contains(.publish), "\(actions)")
         var lost = ReachabilityVerdict(usable: false, reason: "no route to 198.18.0.2")
-        lost.destination = address
+        lost.destination = address.bytes
         _ = core.handle(.route(lost.routed([.v4])), now: 4 * ms)
         XCTAssertEqual(core.monitor.route?.usable, false)
         _ = core.handle(.route(route.routed([.v4])), now: 5 * ms)

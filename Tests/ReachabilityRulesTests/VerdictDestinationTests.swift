@@ -32,13 +32,13 @@ final class VerdictDestinationTests: XCTestCase {
         XCTAssertNil(core.verdict(target)?.destination, "a default route's verdict is about no address")
         core.setTarget(Self.firstAddress, for: target)
         try answerLookup(&core, for: Self.firstAddress)
-        XCTAssertEqual(core.verdict(target)?.destination, Self.firstAddress)
+        XCTAssertEqual(core.verdict(target)?.destination, Self.firstAddress.bytes)
         let delivered = core.takeOutputs().compactMap { output -> ReachabilityVerdict? in
             if case .verdict(let verdict, _) = output { verdict } else { nil }
         }
-        XCTAssertEqual(delivered.map(\.destination), [Self.firstAddress])
+        XCTAssertEqual(delivered.map(\.destination), [Self.firstAddress.bytes])
         core.setTarget(Self.secondAddress, for: target)
         try answerLookup(&core, for: Self.secondAddress)
-        XCTAssertEqual(core.verdict(target)?.destination, Self.secondAddress)
+        XCTAssertEqual(core.verdict(target)?.destination, Self.secondAddress.bytes)
     }
 }
