@@ -286,7 +286,7 @@ extension ConnectivityMonitor: TargetWorld {
     /// At once when cheap, else on the sampler's thread; the census counts what is routed as the route core says
     /// Host is.
     public func sampleTraffic(
-        _ family: IPFamily, generation: UInt64, host: IPAddress, route: HostRoute, interface: String,
+        _ family: IPFamily, generation: UInt64, host: IPAddress, route: HostRoute?, interface: String,
         inline: Bool
     ) -> TrafficSampling {
         guard let trafficSampler,

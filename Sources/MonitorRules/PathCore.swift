@@ -66,8 +66,9 @@ public struct PathCore {
         case cancelCheck
         /// Sample the established TCP connections on `interface` for the route to `host`, on the loop
         /// when `inline` (it was cheap), else off it; answer with `.trafficSampled`.
-        /// `route`: the route core's word on Host's route (what the census counts connections routed like).
-        case sampleTraffic(generation: UInt64, host: IPAddress, route: HostRoute, interface: String, inline: Bool)
+        /// `route`: the route core's word on Host's route (what the census counts connections routed like; nil when
+        /// the verdict names no interface index, and the census asks the kernel).
+        case sampleTraffic(generation: UInt64, host: IPAddress, route: HostRoute?, interface: String, inline: Bool)
         /// A probe ended: a verdict is in, and published; pending Checks may answer. Always last.
         case verdictReady
         /// The probe report changed (for logs; the state to publish follows in `.publish`).
@@ -269,15 +270,15 @@ public struct PathCore {
     }
 
     /// Traffic is watched while Host has an address and a usable route.
-    private var watchedPath: (host: IPAddress, interface: String, route: HostRoute)? {
+    private var watchedPath: (host: IPAddress, interface: String, route: HostRoute?)? {
         guard case .resolved(let host) = monitor.resolution, let route = monitor.route, route.usable,
-            !route.interface.isEmpty, let hostRoute = route.hostRoute
+            !route.interface.isEmpty
         else { return nil }
-        return (host, route.interface, hostRoute)
+        return (host, route.interface, route.hostRoute)
     }
 
     /// The path `trafficWatch` watches, as of `monitor.pathChanges` = `pathChangesSeen`.
-    private var trafficPath: (host: IPAddress, interface: String, route: HostRoute)?
+    private var trafficPath: (host: IPAddress, interface: String, route: HostRoute?)?
     private var pathChangesSeen: UInt64 = .max
     /// `monitor.pathChanges` when the diagnosis was last told the next hop.
     private var diagnosisPathChangesSeen: UInt64 = .max

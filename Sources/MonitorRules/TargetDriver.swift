@@ -28,7 +28,7 @@ public protocol TargetWorld: AnyObject {
     func cancelCheck(_ family: IPFamily)
     /// Sample the connections on `interface` routed like `host` (`route`, the route core's word on its route).
     func sampleTraffic(
-        _ family: IPFamily, generation: UInt64, host: IPAddress, route: HostRoute, interface: String, inline: Bool
+        _ family: IPFamily, generation: UInt64, host: IPAddress, route: HostRoute?, interface: String, inline: Bool
     ) -> TrafficSampling
     /// Ask `family`'s next hop `gateway` on interface `interfaceIndex` (up to 3 tries 200 ms apart); answer with `.neighborAnswered`.
     func checkNeighbor(

@@ -157,7 +157,7 @@ final class SimulatedTarget: TargetWorld {
     }
 
     func sampleTraffic(
-        _ family: IPFamily, generation: UInt64, host: IPAddress, route: HostRoute, interface: String, inline: Bool
+        _ family: IPFamily, generation: UInt64, host: IPAddress, route: HostRoute?, interface: String, inline: Bool
     ) -> TrafficSampling {
         guard let path = watched(family, "sample traffic") else { return .now(nil, cost: .zero) }
         return path.sampleTraffic(generation: generation, inline: inline)

@@ -65,7 +65,7 @@ final class PathCoreTests: XCTestCase {
             actions = core.handle(.timeout, now: now)
         }
         let routes = actions.compactMap { action -> HostRoute? in
-            if case .sampleTraffic(_, _, let route, _, _) = action { route } else { nil }
+            if case .sampleTraffic(_, _, let route?, _, _) = action { route } else { nil }
         }
         XCTAssertEqual(routes, [HostRoute(interfaceIndex: 2, gateway: .v4([198, 18, 0, 1]))], "\(actions)")
     }

@@ -50,7 +50,7 @@ final class TargetDriverTests: XCTestCase {
         }
         func cancelCheck(_ family: IPFamily) { calls.append("cancelCheck") }
         func sampleTraffic(
-            _ family: IPFamily, generation: UInt64, host: IPAddress, route: HostRoute, interface: String,
+            _ family: IPFamily, generation: UInt64, host: IPAddress, route: HostRoute?, interface: String,
             inline: Bool
         ) -> TrafficSampling {
             calls.append("sampleTraffic")

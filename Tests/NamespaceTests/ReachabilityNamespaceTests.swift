@@ -94,6 +94,7 @@ final class ReachabilityNamespaceTests: XCTestCase {
         expected.gateway = IPAddress("198.18.0.1")
         expected.interfaceIndex = verdict?.interfaceIndex ?? 0
         expected.hasNeighbors = true
+        expected.destination = target.bytes
         XCTAssertGreaterThan(expected.interfaceIndex, 0)
         XCTAssertEqual(verdict, expected, "the default route's next hop is the gateway, on a link with neighbours")
         XCTAssertTrue(
