@@ -19,8 +19,6 @@ import TrafficCensus
 public final class ConnectivityMonitor {
     private let loop: MainLoop
     private let model: any TargetModel
-    /// What the target was last configured with (`configure` acts on what differs).
-    private var configuration: TargetConfiguration
     /// Each family's route watch (IPv4's, then IPv6's; see `TargetCore.index(of:)`); empty when routes are not watched.
     private let routeWatches: [any RouteWatch]
     /// The engine this monitor's route watches are on: its own, or one shared with other targets.
@@ -76,7 +74,6 @@ public final class ConnectivityMonitor {
         self.trafficSampler = trafficSampler
         self.resolvesFirst = resolvesFirst
         self.model = model
-        configuration = model.configuration
         self.http = http
         self.caFile = caFile
         neighbors = neighborChecks ?? NeighborChecks(loop: loop)
@@ -167,7 +164,7 @@ public final class ConnectivityMonitor {
 
     /// Starts resolving the Host; call once the model is exported.
     public func start() {
-        handle(.start(checkURL: configuration.check.shown))
+        handle(.start(checkURL: model.configuration.check.shown))
     }
 
     /// The machine goes to sleep (true: nothing is sent) or woke (false: probe and ask the next hop at once).
@@ -183,7 +180,6 @@ public final class ConnectivityMonitor {
 
     /// The target is now to watch as `new` says; `part` changed (a setting Set over D-Bus, or reloaded).
     public func configure(_ new: TargetConfiguration, changed part: TargetConfiguration.Part) {
-        configuration = new
         switch part {
         case .target:
             handle(.targetChanged(host: new.host, family: new.family))
@@ -266,7 +262,7 @@ extension ConnectivityMonitor: TargetWorld {
         let index = TargetCore.index(of: family)
         checks[index]?.cancel()
         checks[index] = CheckPairRun(
-            configuration.check, caFile: caFile, family: family, limitMilliseconds: Int(limit),
+            model.configuration.check, caFile: caFile, family: family, limitMilliseconds: Int(limit),
             isThisMachine: model.isThisMachine,
             first: resolvesFirst, loop: loop, resolver: resolver, http: http
         ) { [weak self] meaning in
