@@ -183,8 +183,9 @@ fuzz: deps-build
 	    -artifact_prefix=Fuzz/$$surface/crashes/ .build/fuzz/$$surface-corpus 2>&1 \
 	    | grep -E "^(Done|stat::number_of_executed_units|==.*ERROR|SUMMARY)" || exit 1; done
 
-# make install [PREFIX=/usr/local] [DESTDIR=...]: binaries, bus policy, activation files, the
-# systemd unit, the sysusers file and the man pages. make uninstall removes exactly those.
+# make install [PREFIX=/usr/local] [DESTDIR=...]: binaries, bus policy, the system bus's activation file, the
+# systemd unit, the sysusers file and the man pages. make uninstall removes exactly those. No session-bus activation
+# file: a per-user daemon started by a client's call would probe on its own beside the system's (INTERFACE.md).
 PREFIX ?= /usr/local
 SBINDIR := $(PREFIX)/sbin
 # GIO's module directory as gio-2.0.pc says, under PREFIX (/usr/lib/<triplet>/gio/modules with PREFIX=/usr).
@@ -204,7 +205,6 @@ endif
 INSTALLED := $(SBINDIR)/netobserverd $(PREFIX)/bin/netobserver \
   $(DBUS_POLICYDIR)/org.netobserver.Monitor.conf \
   $(PREFIX)/share/dbus-1/system-services/org.netobserver.Monitor.service \
-  $(PREFIX)/share/dbus-1/services/org.netobserver.Monitor.service \
   $(PREFIX)/share/dbus-1/interfaces/org.netobserver.Monitor.xml \
   $(SYSTEMDUNITDIR)/netobserver.service \
   $(SYSTEMDUNITDIR)/netobserver-wait-online.service \
@@ -240,8 +240,7 @@ install: release gio-module
 	chmod 644 "$(DESTDIR)$(SYSTEMDUNITDIR)/netobserver-wait-online.service"
 	chmod 644 "$(DESTDIR)$(PREFIX)/share/doc/netobserver/netobserver-metrics.service"
 	for f in "dbus/netobserver.service.in:$(SYSTEMDUNITDIR)/netobserver.service" \
-	         "dbus/system-services.service.in:$(PREFIX)/share/dbus-1/system-services/org.netobserver.Monitor.service" \
-	         "dbus/session-services.service.in:$(PREFIX)/share/dbus-1/services/org.netobserver.Monitor.service"; do \
+	         "dbus/system-services.service.in:$(PREFIX)/share/dbus-1/system-services/org.netobserver.Monitor.service"; do \
 	  sed 's|@sbindir@|$(SBINDIR)|g' "$${f%%:*}" > "$(DESTDIR)$${f#*:}"; \
 	  chmod 644 "$(DESTDIR)$${f#*:}"; \
 	done

@@ -27,7 +27,6 @@ expect sbin/netobserverd 755
 expect bin/netobserver 755
 expect share/dbus-1/system.d/org.netobserver.Monitor.conf 644
 expect share/dbus-1/system-services/org.netobserver.Monitor.service 644
-expect share/dbus-1/services/org.netobserver.Monitor.service 644
 expect share/dbus-1/interfaces/org.netobserver.Monitor.xml 644
 expect lib/systemd/system/netobserver.service 644
 expect lib/systemd/system/netobserver-wait-online.service 644
@@ -46,7 +45,8 @@ expect "${gio_modules#/usr/}/libgionetobserver.so" 644
 ! readelf -d "$root$gio_modules/libgionetobserver.so" | grep -qi swift || fail "the GIO module links Swift"
 grep -q '^ExecStart=/usr/bin/netobserver --system metrics --textfile ' "$root/usr/share/doc/netobserver/netobserver-metrics.service" || fail "metrics example ExecStart"
 grep -q '^ExecStart=/usr/sbin/netobserverd --system$' "$root/usr/lib/systemd/system/netobserver.service" || fail "ExecStart path"
-grep -q '^Exec=/usr/sbin/netobserverd --session$' "$root/usr/share/dbus-1/services/org.netobserver.Monitor.service" || fail "session Exec"
+# No session-bus activation: a client's call on the session bus must never start a private daemon.
+[ ! -e "$root/usr/share/dbus-1/services/org.netobserver.Monitor.service" ] || fail "a session-bus activation file is installed"
 # The bus starts the service as the user the unit runs it as, never as root.
 unit_user=$(sed -n 's/^User=//p' "$root/usr/lib/systemd/system/netobserver.service")
 activation_user=$(sed -n 's/^User=//p' "$root/usr/share/dbus-1/system-services/org.netobserver.Monitor.service")

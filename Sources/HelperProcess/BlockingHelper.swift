@@ -29,7 +29,23 @@ package final class BlockingHelper {
     private struct Waiting {
         let lane: HelperLane
         let request: HelperRequest
+        /// When it is answered "timed out" whatever the helper is doing, and the helper replaced.
+        let deadline: Instant
         let completion: (HelperAnswer) -> Void
+    }
+
+    /// How long the helper may take over a request before the daemon answers it itself and replaces the helper: a
+    /// lane's thread can hang for good (glibc waits on a TCP answer after a truncated one with no limit of its own;
+    /// an NSS module, a hung file system), and everything behind it on its lane would hang with it.
+    package static func limit(of request: HelperRequest) -> Duration {
+        switch request {
+        // The contract's limit on a lookup: max(5 s, Timeout) for checks and DNS truth, 5 s at the least.
+        case .resolve: .seconds(5)
+        // DNS truth's own limit, and a moment for the helper's own answer to come first.
+        case .askDns(_, let limitSeconds, _): .seconds(max(limitSeconds, 1)) + .milliseconds(500)
+        case .sample: .seconds(5)
+        case .write, .read, .remove, .barrier: .seconds(10)
+        }
     }
 
     /// One started helper: its end of the socket pair and what is on the way each way.
@@ -54,6 +70,8 @@ package final class BlockingHelper {
     /// Who hears a quiet request's failure, by lane (a quiet request is answered only when it fails).
     private var quietFailures: [HelperLane: (HelperAnswer) -> Void] = [:]
     private var nextID: UInt64 = 0
+    /// Armed for the earliest deadline of the requests waiting.
+    private var deadlineTimer: (timer: LoopTimer, at: Instant)?
     private var flushAsked = false
     private var lastStart: Instant?
     /// Helpers that stopped and are not reaped yet (each is, at the next start or stop).
@@ -65,6 +83,7 @@ package final class BlockingHelper {
 
     deinit {
         if let source = connection?.source { loop.remove(source) }
+        if let deadlineTimer { loop.cancel(deadlineTimer.timer) }
     }
 
     /// Looks `host` up (getaddrinfo, `family` or AF_UNSPEC) behind the other lookups.
@@ -146,12 +165,20 @@ package final class BlockingHelper {
             if !quiet { loop.atEndOfTurn { completion(Self.failure(of: request)) } }
             return
         }
-        if !quiet { waiting[id] = Waiting(lane: lane, request: request, completion: completion) }
+        if !quiet {
+            let deadline = loop.now() + Self.limit(of: request)
+            waiting[id] = Waiting(lane: lane, request: request, deadline: deadline, completion: completion)
+            armDeadline(deadline)
+        }
         connection.outbox += HelperWire.frame(id: id, lane: lane, quiet: quiet, request)
         guard connection.outbox.count <= Self.outboxLimit else {
             lose(connection, "it has not read \(connection.outbox.count) bytes of requests")
             return
         }
+        askFlush()
+    }
+
+    private func askFlush() {
         guard !flushAsked else { return }
         flushAsked = true
         loop.atEndOfTurn { [weak self] in
@@ -182,11 +209,12 @@ package final class BlockingHelper {
         }
     }
 
-    private func connectionOrStart() -> Connection? {
+    /// `replacing`: a helper the daemon stopped itself (a stuck lane), whose successor starts at once.
+    private func connectionOrStart(replacing: Bool = false) -> Connection? {
         if let connection { return connection }
         reap()
         let now = loop.now()
-        if let lastStart, now &- lastStart < Self.restartPause { return nil }
+        if !replacing, let lastStart, now &- lastStart < Self.restartPause { return nil }
         lastStart = now
         do throws(SystemError) {
             let connection = try start()
@@ -313,6 +341,14 @@ package final class BlockingHelper {
     /// The helper is gone or not to be trusted: it is stopped, and every request waiting gets its failure.
     private func lose(_ connection: Connection, _ why: String) {
         guard self.connection === connection else { return }
+        stop(connection, why)
+        let failed = waiting
+        waiting.removeAll()
+        for (_, entry) in failed.sorted(by: { $0.key < $1.key }) { entry.completion(Self.failure(of: entry.request)) }
+    }
+
+    private func stop(_ connection: Connection, _ why: String) {
+        guard self.connection === connection else { return }
         self.connection = nil
         if let source = connection.source { loop.remove(source) }
         connection.source = nil
@@ -320,15 +356,63 @@ package final class BlockingHelper {
         unreaped.append(connection.pid)
         reap()
         onWarning("the blocking helper (PID \(connection.pid)) stopped: \(why); another starts on the next request")
-        let failed = waiting
-        waiting.removeAll()
-        for (_, entry) in failed.sorted(by: { $0.key < $1.key }) { entry.completion(Self.failure(of: entry.request)) }
+    }
+
+    private func armDeadline(_ deadline: Instant) {
+        if let armed = deadlineTimer {
+            guard deadline < armed.at else { return }
+            loop.cancel(armed.timer)
+        }
+        deadlineTimer = (loop.schedule(at: deadline) { [weak self] in self?.deadlinesPassed() }, deadline)
+    }
+
+    /// Requests past their deadline are answered "timed out" here; the helper, whose lane is stuck on one, is replaced
+    /// by another, which is handed every other request still waiting (each is idempotent: a lookup, a sample, a
+    /// whole file written or read).
+    private func deadlinesPassed() {
+        deadlineTimer = nil
+        let now = loop.now()
+        let late = waiting.filter { $0.value.deadline <= now }.sorted { $0.key < $1.key }
+        for (id, _) in late { waiting[id] = nil }
+        if let connection, let first = late.first {
+            let kept = waiting.sorted { $0.key < $1.key }
+            waiting.removeAll()
+            stop(
+                connection,
+                "its \(first.value.lane) lane did not answer within \(Self.limit(of: first.value.request).milliseconds) ms"
+            )
+            for (id, entry) in kept { resend(id, entry) }
+        }
+        for (_, entry) in late { entry.completion(Self.timedOut(entry.request)) }
+        if let next = waiting.values.lazy.map(\.deadline).min() { armDeadline(next) }
+    }
+
+    /// A request handed to the helper that replaced the one it was asked of, or failed when none could start.
+    private func resend(_ id: UInt64, _ entry: Waiting) {
+        guard let connection = connectionOrStart(replacing: true) else {
+            entry.completion(Self.failure(of: entry.request))
+            return
+        }
+        waiting[id] = entry
+        connection.outbox += HelperWire.frame(id: id, lane: entry.lane, quiet: false, entry.request)
+        askFlush()
     }
 
     private func reap() {
         unreaped.removeAll { pid in
             var status: Int32 = 0
             return waitpid(pid, &status, WNOHANG) != 0
+        }
+    }
+
+    /// What a request gets when its deadline passed.
+    private static func timedOut(_ request: HelperRequest) -> HelperAnswer {
+        let limit = "\(limit(of: request).milliseconds) ms"
+        return switch request {
+        case .resolve(let host, _):
+            .resolved(.failure(.init(message: "cannot resolve \(host): no answer within \(limit)")))
+        case .askDns: .dnsAnswered(DnsReply(outcome: .noAnswer("timed out after \(limit)"), transport: .unknown))
+        case .sample, .write, .remove, .read, .barrier: failure(of: request)
         }
     }
 

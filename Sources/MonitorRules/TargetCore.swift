@@ -117,6 +117,16 @@ public struct TargetCore {
     private(set) var discoveryPendingUntil: Instant?
     /// The network (interface and source of the IPv6 route) `nat64` was learned on.
     private var nat64Network: String?
+    /// What the network's routers announce outlives the route to Host by this much (a manager deleting and adding
+    /// it again changes nothing, as the route core keeps its router's word: INTERFACE.md, "Which advertisements
+    /// count").
+    public static let routeReplacement = Duration.seconds(2)
+    /// An advertised prefix kept while its network's route is gone: until then.
+    private(set) var nat64KeptUntil: Instant?
+    /// The interface whose captive-portal API the route to Host last went through, and, while no route does, until
+    /// when its PortalAPI is still shown.
+    private var portalInterface: String?
+    private(set) var portalKeptUntil: Instant?
 
     /// How often `ipv4only.arpa` is asked again on the same network (RFC 7050: hourly).
     public static let nat64Discovery = Duration.seconds(3600)
@@ -252,6 +262,31 @@ public struct TargetCore {
             } else {
                 nil
             }
+        if state.portalAPI.isEmpty, portalKeptUntil != nil, let name = portalInterface,
+            let api = (watches(.v6) ? ipv6 : ipv4).monitor.linkFacts[name]?.portalAPI
+        {
+            state.portalAPI = api.uri
+            state.portalVenueURL = api.answer?.venueInfoURL ?? ""
+        }
+    }
+
+    /// The captive-portal API of the interface the route to Host went through stays shown for `routeReplacement`
+    /// while no route does.
+    private mutating func followPortal(now: Instant, _ step: inout Step) {
+        let routes = [watches(.v6) ? ipv6.monitor.route : nil, watches(.v4) ? ipv4.monitor.route : nil]
+        if let route = routes.lazy.compactMap({ $0 }).first(where: \.usable) {
+            portalInterface = route.interface
+            portalKeptUntil = nil
+            return
+        }
+        guard portalInterface != nil else { return }
+        let until = portalKeptUntil ?? now &+ Self.routeReplacement
+        portalKeptUntil = until
+        if until <= now {
+            portalInterface = nil
+            portalKeptUntil = nil
+            step.publish = true
+        }
     }
 
     /// IPv4 without a route while `ipv4only.arpa` is asked: no verdict before the answer.
@@ -452,6 +487,7 @@ public struct TargetCore {
     /// The pace across families, then the publish and the verdict, last.
     private mutating func finish(_ step: inout Step, now: Instant) {
         followNat64(now: now, &step)
+        followPortal(now: now, &step)
         pace(now: now, &step)
         // A family that has nothing left to probe gives no verdict of its own: the Check waits for the others only.
         for family in checkWaiting {
@@ -560,6 +596,17 @@ public struct TargetCore {
         // A prefix the router stopped advertising stays while `ipv4only.arpa` is asked again on the same network: the
         // path is dropped on the network's word, not in the moment between two of its answers.
         if known == nil, discoveryPendingUntil != nil, nat64Network == network { known = nat64 }
+        // An advertised prefix outlives its network's IPv6 route by 2 s: a route deleted and added again changes
+        // nothing (INTERFACE.md, "Which advertisements count").
+        if known == nil, let kept = nat64, kept.source == .ra,
+            (ipv6.monitor.route ?? ipv4.monitor.route)?.usable != true
+        {
+            let until = nat64KeptUntil ?? now &+ Self.routeReplacement
+            nat64KeptUntil = until
+            if until > now { known = kept } else { nat64KeptUntil = nil }
+        } else {
+            nat64KeptUntil = nil
+        }
         if known?.prefix != nat64?.prefix || known?.source != nat64?.source {
             nat64 = known
             step.publish = true

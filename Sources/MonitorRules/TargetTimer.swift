@@ -11,13 +11,17 @@ public enum TargetTimer: CaseIterable, Hashable, Sendable {
     case nat64Discovery
     /// The limit of the `ipv4only.arpa` query under way.
     case nat64DiscoveryLimit
+    /// The end of an advertised prefix kept while its network's IPv6 route is replaced.
+    case nat64RouteGone
+    /// The end of the captive-portal API kept while the route to Host is replaced.
+    case portalRouteGone
 
     /// The family whose path the timer is; nil for the discovery.
     var family: IPFamily? {
         switch self {
         case .ipv4Path: .v4
         case .ipv6Path: .v6
-        case .nat64Discovery, .nat64DiscoveryLimit: nil
+        case .nat64Discovery, .nat64DiscoveryLimit, .nat64RouteGone, .portalRouteGone: nil
         }
     }
 }
@@ -29,6 +33,8 @@ extension TargetCore: TimerTable {
         case .ipv6Path: watches(.v6) ? ipv6.nextWakeup : nil
         case .nat64Discovery: discoveryAt
         case .nat64DiscoveryLimit: discoveryPendingUntil
+        case .nat64RouteGone: nat64KeptUntil
+        case .portalRouteGone: portalKeptUntil
         }
     }
 }

@@ -23,7 +23,17 @@ public enum NetlinkParser {
     public static func parse(_ buffer: UnsafeRawBufferPointer) -> Result {
         var result = Result()
         let tail = messages(in: buffer) { type, sequence, data in
-            if let parsed = parseMessage(type, sequence, data) {
+            if type == NetlinkLayout.newRoute || type == NetlinkLayout.deleteRoute {
+                // A multipath route is one message and a route per next hop.
+                guard let routes = parseRoutes(data) else {
+                    result.malformed += 1
+                    return
+                }
+                for route in routes {
+                    result.messages.append(
+                        type == NetlinkLayout.newRoute ? .newRoute(route, sequence: sequence) : .deleteRoute(route))
+                }
+            } else if let parsed = parseMessage(type, sequence, data) {
                 result.messages.append(parsed)
             } else {
                 result.malformed += 1
@@ -108,10 +118,6 @@ public enum NetlinkParser {
                 let address = parseAddress(fixed, attributes)
             else { return nil }
             return type == NetlinkLayout.newAddress ? .newAddress(address) : .deleteAddress(address)
-        case NetlinkLayout.newRoute, NetlinkLayout.deleteRoute:
-            guard let (fixed, attributes) = body(NetlinkLayout.routeInfoSize), let route = parseRoute(fixed, attributes)
-            else { return nil }
-            return type == NetlinkLayout.newRoute ? .newRoute(route, sequence: sequence) : .deleteRoute(route)
         case NetlinkLayout.newUserOption:
             return parseRouterOptions(data, type: type)
         default:
@@ -219,8 +225,58 @@ public enum NetlinkParser {
             index: Int32(bitPattern: index), address: ours, prefixLength: prefixLength, flags: flags, scope: info[3])
     }
 
+    /// A route message: the route, or one route per next hop of a multipath route (RTA_MULTIPATH, as the kernel merges
+    /// IPv6 default routes of equal metric through two routers); nil when malformed.
+    private static func parseRoutes(_ data: UnsafeRawBufferPointer) -> [Route]? {
+        let size = NetlinkLayout.routeInfoSize
+        guard data.count >= size else { return nil }
+        let start = min(aligned(size), data.count)
+        var nextHops: [(index: Int32?, gateway: IPAddress?)] = []
+        guard
+            let route = parseRoute(
+                UnsafeRawBufferPointer(rebasing: data[..<size]), UnsafeRawBufferPointer(rebasing: data[start...]),
+                nextHops: &nextHops)
+        else { return nil }
+        guard !nextHops.isEmpty else { return [route] }
+        return nextHops.map { hop in
+            var one = route
+            one.outputInterface = hop.index ?? route.outputInterface
+            one.gateway = hop.gateway
+            return one
+        }
+    }
+
+    /// RTA_MULTIPATH's payload: `struct rtnexthop` (length (16), flags, hops (8 each), interface index (32)), then
+    /// that hop's attributes, each hop aligned; nil when the hops do not tile it.
+    private static func nextHops(
+        _ payload: UnsafeRawBufferPointer, addressSize: Int
+    ) -> [(index: Int32?, gateway: IPAddress?)]? {
+        var hops: [(index: Int32?, gateway: IPAddress?)] = []
+        var offset = 0
+        while payload.count - offset >= NetlinkLayout.nextHopSize {
+            let length = Int(payload.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+            guard length >= NetlinkLayout.nextHopSize, length <= payload.count - offset else { return nil }
+            let index = payload.loadUnaligned(fromByteOffset: offset + 4, as: Int32.self)
+            var gateway: IPAddress?
+            let nested = UnsafeRawBufferPointer(
+                rebasing: payload[(offset + NetlinkLayout.nextHopSize)..<(offset + length)])
+            let ok = attributes(in: nested) { type, value in
+                guard type == NetlinkLayout.routeGateway else { return true }
+                gateway = value.count == addressSize ? IPAddress(bytes: value) : nil
+                return gateway != nil
+            }
+            guard ok else { return nil }
+            hops.append((index > 0 ? index : nil, gateway))
+            offset += aligned(length)
+        }
+        return offset >= payload.count ? hops : nil
+    }
+
     /// struct rtmsg: family, destination length, source length, tos, table, protocol, scope, type (8 each), flags (32).
-    private static func parseRoute(_ info: UnsafeRawBufferPointer, _ attributes: UnsafeRawBufferPointer) -> Route? {
+    private static func parseRoute(
+        _ info: UnsafeRawBufferPointer, _ attributes: UnsafeRawBufferPointer,
+        nextHops hops: inout [(index: Int32?, gateway: IPAddress?)]
+    ) -> Route? {
         let family = Int32(info[0])
         guard family == IPAddress.familyIPv4 || family == IPAddress.familyIPv6 else { return nil }
         let expectedSize = family == IPAddress.familyIPv4 ? 4 : 16
@@ -247,6 +303,9 @@ public enum NetlinkParser {
             case NetlinkLayout.routePriority:
                 guard let priority = u32(payload) else { return false }
                 route.priority = priority
+            case NetlinkLayout.routeMultipath:
+                guard let read = nextHops(payload, addressSize: expectedSize) else { return false }
+                hops = read
             default:
                 break
             }
@@ -288,5 +347,7 @@ public enum NetlinkLayout {
     public static let routeGateway: UInt16 = 5 // RTA_GATEWAY
     public static let routePriority: UInt16 = 6 // RTA_PRIORITY
     public static let routePreferredSource: UInt16 = 7 // RTA_PREFSRC
+    public static let routeMultipath: UInt16 = 9 // RTA_MULTIPATH
     public static let routeTable: UInt16 = 15 // RTA_TABLE
+    public static let nextHopSize = 8 // struct rtnexthop
 }

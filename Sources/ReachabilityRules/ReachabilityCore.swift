@@ -82,17 +82,8 @@ public struct ReachabilityCore: TimerTable {
     /// Lookups given up after an overrun (their answers may come late, or never): ignored if they come.
     private var abandonedLookups: [UInt32] = []
     private var evaluationScheduled = false
-    /// The NAT64 prefix each interface's routers advertise, until its lifetime ends: at most one per
-    /// interface the table knows, so nothing a router sends grows it beyond the links.
-    public private(set) var nat64: [Int32: (prefix: Nat64Prefix, until: Instant)] = [:]
-    /// The captive-portal API URI each interface's routers last announced (RFC 8910 has no lifetime:
-    /// a later advertisement replaces it, the interface going down ends it). One per known interface.
-    private var portalAnnouncements: [Int32: String] = [:]
-    /// The router (the gateway of an IPv6 default route on that interface) each interface's announcements came from:
-    /// they end when it is no longer one.
-    private var announcers: [Int32: IPAddress] = [:]
-    /// The link-layer address the kernel's neighbour table holds for an address on an interface (nil: none).
-    private let linkLayerAddress: (IPAddress, Int32) -> [UInt8]?
+    /// What each interface's routers announce (a NAT64 prefix, a captive-portal API) and which advertisements count.
+    private var announcements: RouterAnnouncements
     private var outputs: [Output] = []
 
     /// `classify` tells a link's kind, `describeError` an errno's words (both ask the system).
@@ -107,7 +98,7 @@ public struct ReachabilityCore: TimerTable {
         targets = [:]
         self.classify = classify
         self.describeError = describeError
-        self.linkLayerAddress = linkLayerAddress
+        announcements = RouterAnnouncements(linkLayerAddress: linkLayerAddress)
     }
 
     // MARK: Targets
@@ -142,15 +133,16 @@ public struct ReachabilityCore: TimerTable {
 
     /// The timers, each by name.
     public enum Timer: CaseIterable, Hashable, Sendable {
-        /// The earliest end of an advertised NAT64 prefix's lifetime.
-        case nat64Expiry
+        /// What routers announced: a NAT64 prefix's lifetime, an advertisement held for its route, a router's
+        /// route gone long enough.
+        case announcements
         /// A dump the kernel refused (or that overran), asked again.
         case dumpRetry
     }
 
     public func deadline(_ timer: Timer) -> Instant? {
         switch timer {
-        case .nat64Expiry: nat64.values.lazy.map(\.until).min()
+        case .announcements: announcements.nextDeadline
         case .dumpRetry: dumpRetryAt
         }
     }
@@ -158,20 +150,27 @@ public struct ReachabilityCore: TimerTable {
     /// When `handleTimeout` is due; nil when nothing waits for time.
     public var nextWakeup: Instant? { earliestDeadline }
 
+    /// The NAT64 prefix each interface's routers advertise, until its lifetime ends: at most one per
+    /// interface the table knows, so nothing a router sends grows it beyond the links.
+    public var nat64: [Int32: (prefix: Nat64Prefix, until: Instant)] {
+        announcements.prefixes.mapValues { ($0.prefix, $0.until) }
+    }
+
     /// The NAT64 prefix advertised on the link named `interface`; nil when none.
     public func nat64Prefix(onInterfaceNamed interface: String) -> Nat64Prefix? {
         guard !interface.isEmpty, let link = table.links.values.first(where: { $0.name == interface }) else {
             return nil
         }
-        return nat64[link.index]?.prefix
+        return announcements.prefixes[link.index]?.prefix
     }
 
-    /// The captive-portal API URI announced on each interface, by name.
+    /// The captive-portal API URI announced on each interface, by name (RFC 8910 has no lifetime: a later
+    /// advertisement replaces it; the interface going down or its router's route gone for good ends it).
     public var portalAPIs: [String: String] {
         var byName: [String: String] = [:]
-        for (index, uri) in portalAnnouncements {
+        for (index, portal) in announcements.portals {
             guard let link = table.links[index] else { continue }
-            byName[link.name] = uri
+            byName[link.name] = portal.uri
         }
         return byName
     }
@@ -249,9 +248,8 @@ public struct ReachabilityCore: TimerTable {
     public mutating func handleTimeout(now: Instant) {
         for timer in Timer.allCases where isDue(timer, now: now) {
             switch timer {
-            case .nat64Expiry:
-                for index in nat64.filter({ $0.value.until <= now }).map(\.key) { nat64[index] = nil }
-                redeliverPrefixes()
+            case .announcements:
+                announced(announcements.timeout(table: table, now: now))
             case .dumpRetry:
                 dumpRetryAt = nil
                 startDump()
@@ -318,6 +316,8 @@ public struct ReachabilityCore: TimerTable {
         switch message {
         case .done(let sequence) where sequence == dumpSequence:
             if redumpNeeded { startDump() } else { sendNextDump() }
+            // The table is whole again: routes may have come and gone while it was not.
+            if ready { announced(announcements.routesChanged(table: table, now: now)) }
         case .error(let sequence, _) where sequence == dumpSequence:
             // A dump the kernel refused: start over a little later.
             dumpSequence = nil
@@ -333,18 +333,16 @@ public struct ReachabilityCore: TimerTable {
         case .routerOptions(let index, let bytes, let source):
             routerOptions(on: index, bytes, from: source, now: now)
         case .deleteLink(let index):
-            announcers[index] = nil
-            if nat64.removeValue(forKey: index) != nil { redeliverPrefixes() }
-            if portalAnnouncements.removeValue(forKey: index) != nil { outputs.append(.portalAPIsChanged) }
+            announced(announcements.linkRemoved(index))
             if table.apply(message) { invalidateAll() }
-        case .deleteRoute(let route) where route.isDefault && Int32(route.family) == IPAddress.familyIPv6:
+        case .newRoute(let route, _) where route.isDefault && Int32(route.family) == IPAddress.familyIPv6,
+            .deleteRoute(let route) where route.isDefault && Int32(route.family) == IPAddress.familyIPv6:
             if table.apply(message) { invalidateAll() }
-            forgetAnnouncementsOfFormerRouters()
+            // Mid-dump the table is half filled: the dump's end looks again.
+            if ready { announced(announcements.routesChanged(table: table, now: now)) }
         case .newLink(let link):
-            if !link.isUp, portalAnnouncements.removeValue(forKey: link.index) != nil {
-                outputs.append(.portalAPIsChanged)
-            }
-            let renamed = portalAnnouncements[link.index] != nil && table.links[link.index]?.name != link.name
+            if !link.isUp { announced(announcements.linkDown(link.index)) }
+            let renamed = announcements.portals[link.index] != nil && table.links[link.index]?.name != link.name
             if table.apply(message) { invalidateAll() }
             if renamed { outputs.append(.portalAPIsChanged) }
         default:
@@ -391,89 +389,25 @@ public struct ReachabilityCore: TimerTable {
         if state.dirty { invalidate() }
     }
 
-    /// RFC 8781: a PREF64 option sets the interface's prefix for its lifetime; a lifetime of 0 withdraws that prefix.
-    /// RFC 8910: a captive-portal option replaces the interface's announcement. Only a router of that interface is
-    /// heard (see `router(of:advertisingFrom:card:)`), and a prefix no NAT64 can have is refused.
+    /// A router advertisement's options (RFC 8781's PREF64, RFC 8910's captive portal): see `RouterAnnouncements` for
+    /// which advertisements count.
     private mutating func routerOptions(on index: Int32, _ bytes: [UInt8], from source: IPAddress?, now: Instant) {
         statistics.routerOptions += 1
         guard table.links[index] != nil else {
             return ignoreRouterOption("options for interface \(index), which is not known")
         }
-        let name = table.links[index]?.name ?? "\(index)"
-        let (options, malformed) = RouterOption.parse(bytes)
-        let card = options.lazy.compactMap { if case .sourceLinkLayer(let card) = $0 { card } else { nil } }.first
-        guard let source, let router = router(of: index, advertisingFrom: source, card: card) else {
+        guard let source else {
             return ignoreRouterOption(
-                "options on \(name) from \(source?.description ?? "an unknown source"), which is not a router of "
-                    + "that interface (no IPv6 default route through it)")
+                "options on \(table.links[index]?.name ?? "\(index)") from an unknown source: no router can be told")
         }
-        for why in malformed { ignoreRouterOption("from a router on \(name): \(why)") }
-        announcers[index] = router
-        var changed = false
-        var portalChanged = false
-        for option in options {
-            switch option {
-            case .pref64(let prefix, let lifetime) where lifetime == 0:
-                // A lifetime of 0 withdraws the prefix it names, and no other.
-                guard nat64[index]?.prefix == prefix else { continue }
-                nat64[index] = nil
-                changed = true
-            case .pref64(let prefix, _) where !isPlausible(prefix, on: index):
-                ignoreRouterOption(
-                    "from a router on \(name): NAT64 prefix \(prefix) refused (loopback, link-local, multicast, "
-                        + "IPv4-mapped or on the link itself)")
-            case .pref64(let prefix, let lifetime):
-                changed = nat64[index]?.prefix != prefix || changed
-                nat64[index] = (prefix, now &+ .seconds(lifetime))
-            case .captivePortal(let uri):
-                portalChanged = portalAnnouncements[index] != uri || portalChanged
-                portalAnnouncements[index] = uri
-            case .sourceLinkLayer:
-                continue
-            }
-        }
-        if changed { redeliverPrefixes() }
-        if portalChanged { outputs.append(.portalAPIsChanged) }
+        announced(announcements.advertised(on: index, bytes, from: source, table: table, now: now))
     }
 
-    /// The router an advertisement from `source` on `index` speaks for: the gateway of an IPv6 default route on that
-    /// interface that is `source`, or that the kernel's neighbour table shows to be the same card (a route set
-    /// through the router's global address while it advertises from its link-local one). nil: anyone else.
-    /// `card`: the advertisement's own Source Link-Layer Address option, when it came whole from a socket.
-    private func router(of index: Int32, advertisingFrom source: IPAddress, card: [UInt8]?) -> IPAddress? {
-        let gateways = ipv6Gateways(on: index)
-        if let same = gateways.first(where: { $0.bytes == source.bytes }) { return same }
-        guard !gateways.isEmpty, let card = card ?? linkLayerAddress(source, index), !card.isEmpty else { return nil }
-        return gateways.first { linkLayerAddress($0, index) == card }
-    }
-
-    /// The gateways of the IPv6 default routes on interface `index`: the routers of that interface.
-    private func ipv6Gateways(on index: Int32) -> [IPAddress] {
-        table.defaultRoutes.filter { Int32($0.family) == IPAddress.familyIPv6 && $0.outputInterface == index }
-            .compactMap(\.gateway)
-    }
-
-    /// A NAT64 prefix a network can have: not loopback, link-local, multicast, unspecified or IPv4-mapped, and not
-    /// inside a prefix of the interface's own addresses (that would send IPv4 to the link itself).
-    private func isPlausible(_ prefix: Nat64Prefix, on index: Int32) -> Bool {
-        guard prefix.isGlobalUnicast else { return false }
-        return !table.addresses(on: index, family: IPAddress.familyIPv6).contains { address in
-            Nat64Prefix.covers(network: address.address, length: address.prefixLength, prefix: prefix)
-        }
-    }
-
-    /// An announcing router whose default route went away takes its announcements with it.
-    private mutating func forgetAnnouncementsOfFormerRouters() {
-        var prefixes = false
-        var portals = false
-        for (index, router) in announcers.sorted(by: { $0.key < $1.key }) {
-            guard !ipv6Gateways(on: index).contains(router) else { continue }
-            announcers[index] = nil
-            prefixes = nat64.removeValue(forKey: index) != nil || prefixes
-            portals = portalAnnouncements.removeValue(forKey: index) != nil || portals
-        }
-        if prefixes { redeliverPrefixes() }
-        if portals { outputs.append(.portalAPIsChanged) }
+    /// What changed in the routers' announcements reaches the targets (prefixes) and the service (portal APIs).
+    private mutating func announced(_ changes: RouterAnnouncements.Changes) {
+        for why in changes.ignored { ignoreRouterOption(why) }
+        if changes.prefixes { redeliverPrefixes() }
+        if changes.portals { outputs.append(.portalAPIsChanged) }
     }
 
     private mutating func ignoreRouterOption(_ why: String) {

@@ -33,6 +33,8 @@ struct SimulatedKernel {
     /// What each interface's router last advertised: the prefix valid until then (a router speaks only on the
     /// links it routes for, so one without an IPv6 route heard neither the prefix nor its withdrawal).
     private(set) var advertisedUntil: [Int32: Instant] = [:]
+    /// When each interface's IPv6 default route went away while its router's word stood (it stands 2 s more).
+    private var routeGoneAt: [Int32: Instant] = [:]
 
     static let up = KernelNumbers.linkUp, running = KernelNumbers.linkRunning, lowerUp = KernelNumbers.linkLowerUp
     /// The prefix a dual-stack network's routers advertise (RFC 8781), through which IPv4 goes when it has no route.
@@ -59,7 +61,7 @@ struct SimulatedKernel {
             }
             interfaces[index] = interface
         }
-        routesChanged()
+        routesChanged(now: .origin)
     }
 
     var hasQueued: Bool { overrunPending || !queue.isEmpty }
@@ -113,16 +115,31 @@ struct SimulatedKernel {
     /// The routes in the kernel's table, lowest metric first (kept up to date by every change).
     private var presentRoutes: [Route] = []
 
-    private mutating func routesChanged() {
+    private mutating func routesChanged(now: Instant) {
         presentRoutes = interfaces.values.filter { $0.routePresent && $0.link.isUp }.flatMap(\.routes)
             .filter { !withdrawn.contains(Self.family(of: $0)) }
             .sorted { $0.priority < $1.priority }
         // A router that is no longer the gateway of an IPv6 route on its link is no longer heard there: what it
-        // announced is forgotten (the route core does the same).
-        for index in advertisedUntil.keys
-        where !presentRoutes.contains(where: { Self.family(of: $0) == .v6 && $0.outputInterface == index }) {
-            advertisedUntil[index] = nil
+        // announced ends once its route has been gone 2 s (the route core does the same: a route deleted and added
+        // again, as NetworkManager replaces one, changes nothing).
+        for index in interfaces.keys {
+            if presentRoutes.contains(where: { Self.family(of: $0) == .v6 && $0.outputInterface == index }) {
+                routeGoneAt[index] = nil
+            } else if let until = advertisedUntil[index], routeGoneAt[index] == nil {
+                routeGoneAt[index] = now
+                advertisedUntil[index] = min(until, now + Self.routeGoneGrace)
+            }
         }
+    }
+
+    static let routeGoneGrace = Duration.seconds(2)
+
+    /// Whether the IPv6 route of the interface named `name` went away so lately that the route core, which hears of
+    /// it a moment later (or only at the next dump), may still keep its router's word.
+    func routerWordEnding(onInterfaceNamed name: String, now: Instant) -> Bool {
+        guard let (index, _) = interfaces.first(where: { $0.value.link.name == name }), let gone = routeGoneAt[index]
+        else { return false }
+        return now < gone + Self.routeGoneGrace + .seconds(1)
     }
 
     private static func family(of route: Route) -> IPFamily { route.family == UInt8(IPFamily.v6.number) ? .v6 : .v4 }
@@ -195,7 +212,7 @@ struct SimulatedKernel {
         guard var interface = interfaces[index], interface.link.isUp != up else { return }
         interface.link.flags = up ? interface.link.flags | Self.up : interface.link.flags & ~Self.up
         interfaces[index] = interface
-        routesChanged()
+        routesChanged(now: now)
         enqueue([.newLink(interface.link)])
         // The kernel deletes a downed link's routes; whoever manages it adds them back.
         if interface.routePresent {
@@ -216,7 +233,7 @@ struct SimulatedKernel {
         guard var interface = interfaces[index], interface.routePresent != present else { return }
         interface.routePresent = present
         interfaces[index] = interface
-        routesChanged()
+        routesChanged(now: now)
         guard interface.link.isUp else { return }
         for route in liveRoutes(interface) {
             enqueue([present ? .newRoute(route, sequence: 0) : .deleteRoute(route)])
@@ -236,7 +253,7 @@ struct SimulatedKernel {
     mutating func setFamilyRoutes(_ family: IPFamily, present: Bool, now: Instant) {
         guard withdrawn.contains(family) == present else { return }
         if present { withdrawn.remove(family) } else { withdrawn.insert(family) }
-        routesChanged()
+        routesChanged(now: now)
         for index in interfaces.keys.sorted() {
             guard let interface = interfaces[index], interface.routePresent, interface.link.isUp else { continue }
             for route in interface.routes where Self.family(of: route) == family {

@@ -311,6 +311,7 @@ extension SimulatedTarget {
         {
             return
         }
+        if kernel.routerWordEnding(onInterfaceNamed: route.interface, now: now) { return }
         let advertised = kernel.advertisedPrefix(onInterfaceNamed: route.interface, now: now)
         let expected = advertised.map { "\($0)" } ?? ""
         if state.nat64Prefix != expected {

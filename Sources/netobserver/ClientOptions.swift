@@ -18,7 +18,8 @@ struct ClientOptions {
         case history(limit: UInt32, json: Bool)
     }
 
-    var bus: BusAddress = .session
+    /// The bus flag given; nil: the default (`DefaultBus`).
+    var bus: BusAddress?
     /// The target addressed (--target N|PATH); the default one otherwise.
     var path = MonitorContract.objectPath
     var command: Command
@@ -31,6 +32,7 @@ struct ClientOptions {
 
     static let usage = """
         Usage: netobserver [--system | --session | --address ADDRESS] [--target N|PATH] COMMAND
+          (no bus flag: the system bus when the service runs or can be started there, else the session bus)
           status [--json]            one screen: status, host, interface, round trip, loss, reason
           monitor [--json | --format F]  a line per change until interrupted; F: \(MonitorFormat.barNames.joined(separator: ", "))
           targets                    every target, the default first: path, host, status
@@ -54,7 +56,7 @@ struct ClientOptions {
     }
 
     static func parse(_ arguments: [String]) throws(UsageError) -> ClientOptions? {
-        var bus: BusAddress = .session
+        var bus: BusAddress?
         var path = MonitorContract.objectPath
         var rest = arguments[...]
         while let first = rest.first, first.hasPrefix("--") {

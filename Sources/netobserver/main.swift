@@ -28,7 +28,11 @@ let client: MonitorClient
 do {
     loop = try MainLoop()
     try loop.handleSignals([SIGINT, SIGTERM]) { _ in loop.quit(status: 0) }
-    client = MonitorClient(connection: try BusConnection(options.bus, loop: loop), bus: options.bus, path: options.path)
+    let (connection, bus) =
+        if let chosen = options.bus { (try BusConnection(chosen, loop: loop), chosen) } else {
+            try DefaultBus.connect(loop: loop)
+        }
+    client = MonitorClient(connection: connection, bus: bus, path: options.path)
 } catch let error as DBusError {
     fail("cannot connect to the bus: \(error.message)", status: 1)
 } catch {

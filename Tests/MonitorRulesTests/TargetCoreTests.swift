@@ -557,4 +557,27 @@ final class TargetCoreTests: XCTestCase {
         let hourLater = core.handle(.timeout, now: 1 + TargetCore.nat64Discovery)
         XCTAssertTrue(hourLater.contains { if case .resolveNat64 = $0 { true } else { false } }, "asked again hourly")
     }
+
+    /// Issue 54 item 2: NetworkManager deletes and adds the IPv6 default route when the router's preference changes.
+    /// The advertised prefix outlives the route by 2 s, so the replacement publishes no change of it; a route gone
+    /// for good drops it 2 s later.
+    func testAnAdvertisedPrefixOutlivesItsReplacedRouteByTwoSeconds() throws {
+        var core = TargetCore(host: "2001:db8:2::2", family: .ipv6, probeSettings: ProbeSettings(), seed: 3)
+        _ = core.handle(.start(checkURL: ""), now: 0)
+        _ = core.handle(.resolved(generation: 0, .success([Self.v6]), routedFamilies: [.v6]), now: 0)
+        var route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "2001:db8:1::2")
+        route.nat64Prefix = Self.prefix64
+        _ = core.handle(.path(.v6, .route(route.routed([.v6]))), now: 1 * ms)
+        XCTAssertEqual(core.state(previous: MonitorState()).nat64Prefix, "\(Self.prefix64)")
+        let gone = ReachabilityVerdict(usable: false, reason: "no route to 2001:db8:2::2")
+        _ = core.handle(.path(.v6, .route(gone.routed([]))), now: 100 * ms)
+        XCTAssertEqual(core.state(previous: MonitorState()).nat64Prefix, "\(Self.prefix64)", "a route replaced")
+        _ = core.handle(.path(.v6, .route(route.routed([.v6]))), now: 110 * ms)
+        XCTAssertEqual(core.nextWakeup.map { $0 > 2_100 * ms } ?? true, true, "no wake-up left for the kept prefix")
+        _ = core.handle(.path(.v6, .route(gone.routed([]))), now: 5_000 * ms)
+        _ = core.handle(.timeout, now: 6_999 * ms)
+        XCTAssertEqual(core.state(previous: MonitorState()).nat64Prefix, "\(Self.prefix64)")
+        _ = core.handle(.timeout, now: 7_000 * ms)
+        XCTAssertEqual(core.state(previous: MonitorState()).nat64Prefix, "", "gone for 2 s: gone")
+    }
 }

@@ -62,6 +62,9 @@ final class KernelNumbersTests: XCTestCase {
         XCTAssertEqual(Int(NetlinkLayout.routePriority), Int(RTA_PRIORITY.rawValue))
         XCTAssertEqual(Int(NetlinkLayout.routePreferredSource), Int(RTA_PREFSRC.rawValue))
         XCTAssertEqual(Int(NetlinkLayout.routeTable), Int(RTA_TABLE.rawValue))
+        XCTAssertEqual(Int(NetlinkLayout.routeMultipath), Int(RTA_MULTIPATH.rawValue))
+        XCTAssertEqual(NetlinkLayout.nextHopSize, MemoryLayout<rtnexthop>.size)
+        XCTAssertEqual(MemoryLayout<rtnexthop>.offset(of: \.rtnh_ifindex), 4)
         // Where the parser reads the fixed parts' fields.
         XCTAssertEqual(MemoryLayout<ifinfomsg>.offset(of: \.ifi_type), 2)
         XCTAssertEqual(MemoryLayout<ifinfomsg>.offset(of: \.ifi_index), 4)

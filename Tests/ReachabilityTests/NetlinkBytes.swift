@@ -55,7 +55,7 @@ enum NetlinkBytes {
     static func route(
         family: Int32 = AF_INET, destination: String? = nil, length: UInt8 = 0, oif: UInt32? = nil,
         gateway: String? = nil, source: String? = nil, table: UInt32 = 254, sequence: UInt32 = 0,
-        delete: Bool = false
+        delete: Bool = false, nextHops: [(oif: Int32, gateway: String)] = []
     ) -> [UInt8] {
         var body = rtmsg()
         body.rtm_family = UInt8(family)
@@ -69,9 +69,23 @@ enum NetlinkBytes {
         if let oif { attributes.append(attribute(Int32(RTA_OIF.rawValue), u32(oif))) }
         if let gateway { attributes.append(attribute(Int32(RTA_GATEWAY.rawValue), Array(IPAddress(gateway)!.bytes))) }
         if let source { attributes.append(attribute(Int32(RTA_PREFSRC.rawValue), Array(IPAddress(source)!.bytes))) }
+        if !nextHops.isEmpty { attributes.append(attribute(Int32(RTA_MULTIPATH.rawValue), multipath(nextHops))) }
         return NetlinkRequest.message(
             type: Int32(delete ? RTM_DELROUTE : RTM_NEWROUTE), flags: 0, sequence: sequence,
             body: body, attributes: attributes)
+    }
+
+    /// RTA_MULTIPATH's payload: a `struct rtnexthop` per hop, its RTA_GATEWAY nested after it.
+    static func multipath(_ hops: [(oif: Int32, gateway: String)]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        for hop in hops {
+            let nested = nested([attribute(Int32(RTA_GATEWAY.rawValue), Array(IPAddress(hop.gateway)!.bytes))])
+            var header = rtnexthop()
+            header.rtnh_len = UInt16(MemoryLayout<rtnexthop>.size + nested.count)
+            header.rtnh_ifindex = hop.oif
+            bytes += withUnsafeBytes(of: header) { Array($0) } + nested
+        }
+        return bytes
     }
 
     static func done(sequence: UInt32) -> [UInt8] {

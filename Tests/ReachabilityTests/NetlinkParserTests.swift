@@ -46,6 +46,42 @@ final class NetlinkParserTests: XCTestCase {
         XCTAssertTrue(route.isDefault)
     }
 
+    /// Issue 54 item 3: the kernel merges IPv6 default routes of equal metric through two routers into one message
+    /// with RTA_MULTIPATH (as NetworkManager and networkd leave them): a route per next hop, each with its gateway.
+    func testAMultipathRouteIsARoutePerNextHop() {
+        let merged = NetlinkParser.parse(
+            NetlinkBytes.route(
+                family: AF_INET6, table: 254, sequence: 0, nextHops: [(2, "fe80::2"), (3, "fe80::1")]))
+        XCTAssertEqual(merged.malformed, 0)
+        XCTAssertEqual(
+            merged.messages,
+            [
+                .newRoute(
+                    Route(family: UInt8(AF_INET6), outputInterface: 2, gateway: IPAddress("fe80::2")), sequence: 0),
+                .newRoute(
+                    Route(family: UInt8(AF_INET6), outputInterface: 3, gateway: IPAddress("fe80::1")), sequence: 0),
+            ])
+        let deleted = NetlinkParser.parse(
+            NetlinkBytes.route(family: AF_INET6, delete: true, nextHops: [(2, "fe80::2"), (2, "fe80::1")]))
+        XCTAssertEqual(deleted.messages.count, 2)
+        XCTAssertTrue(deleted.messages.allSatisfy { if case .deleteRoute = $0 { true } else { false } })
+        // A hop whose length runs past the attribute, or a gateway of the wrong size, makes the message malformed.
+        var lying = NetlinkBytes.multipath([(2, "fe80::2")])
+        lying[0] = 200
+        var truncated = NetlinkBytes.multipath([(2, "fe80::2")])
+        truncated[8] = 8 // RTA_GATEWAY's length: 4 bytes of address
+        for payload in [lying, truncated] {
+            var body = rtmsg()
+            body.rtm_family = UInt8(AF_INET6)
+            body.rtm_type = UInt8(RTN_UNICAST)
+            let bytes = NetlinkRequest.message(
+                type: Int32(RTM_NEWROUTE), flags: 0, sequence: 0, body: body,
+                attributes: [NetlinkBytes.attribute(Int32(RTA_MULTIPATH.rawValue), payload)])
+            XCTAssertEqual(NetlinkParser.parse(bytes).malformed, 1)
+            XCTAssertEqual(NetlinkParser.parse(bytes).messages, [])
+        }
+    }
+
     func testMultipartDumpWithDoneAndErrors() {
         let datagram =
             NetlinkBytes.link(index: 1, name: "lo", type: ARPHRD_LOOPBACK, sequence: 5)
