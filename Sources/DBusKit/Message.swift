@@ -42,6 +42,16 @@ public final class Message: @unchecked Sendable {
     public var destination: String? { Self.string(dbus_message_get_destination(raw)) }
     public var errorName: String? { Self.string(dbus_message_get_error_name(raw)) }
     public var signature: String { Self.string(dbus_message_get_signature(raw)) ?? "" }
+
+    /// How many elements the first argument holds when it is an array, counted without decoding any; nil otherwise.
+    /// A reply can be read only once its size is known to be sane.
+    public var firstArrayCount: Int? {
+        var iterator = DBusMessageIter()
+        guard dbus_message_iter_init(raw, &iterator) != 0,
+            dbus_message_iter_get_arg_type(&iterator) == Int32(UInt8(ascii: "a"))
+        else { return nil }
+        return Int(dbus_message_iter_get_element_count(&iterator))
+    }
     public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
     /// The serial of the call a return or error answers (0: none).
     public var replySerial: UInt32 { dbus_message_get_reply_serial(raw) }

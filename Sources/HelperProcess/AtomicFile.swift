@@ -74,6 +74,12 @@ public struct AtomicFile: Sendable {
             throw error
         }
         let temporaryName = name
+        do throws(SystemError) {
+            try clearTheWay()
+        } catch {
+            unlink(temporaryName)
+            throw error
+        }
         guard rename(temporaryName, path) == 0 else {
             let error = SystemError("rename \(path)")
             unlink(temporaryName)
@@ -83,6 +89,22 @@ public struct AtomicFile: Sendable {
             "open \(directory)", { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
         {
             _ = try? Syscall.retrying("fsync \(directory)") { fsync(dir.raw) }
+        }
+    }
+
+    /// What the service could not read back (anything but a regular file it can open) is never written over: it is
+    /// moved aside first (`setAside`), as at start-up; a write that cannot move it fails.
+    private func clearTheWay() throws(SystemError) {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        if fd >= 0 {
+            defer { Glibc.close(fd) }
+            var status = stat()
+            if fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG { return }
+        } else if errno == ENOENT {
+            return
+        }
+        guard setAside() else {
+            throw SystemError("rename \(path) aside (it cannot be read, so it is not written over)")
         }
     }
 

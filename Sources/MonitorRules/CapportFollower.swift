@@ -43,6 +43,9 @@ public struct CapportFollower: Sendable {
     /// When each interface's last announcement fetch started (kept for `announcementSpacing`, so at most one per
     /// interface with a recent fetch).
     private var announcementFetches: [String: Instant] = [:]
+    /// When each interface's last announcement was logged, and how many since were not (issue 54 N20: a router
+    /// changing its announcement with every advertisement made a line each).
+    private var announcementLogs: [String: (at: Instant, unsaid: Int)] = [:]
 
     public init() {}
 
@@ -76,17 +79,33 @@ public struct CapportFollower: Sendable {
         for (interface, uri) in uris.sorted(by: { $0.key < $1.key }) where entries[interface] == nil {
             var entry = Entry(uri: uri)
             if uri == Self.unrestricted {
-                actions.append(.log("\(interface): the network says it has no captive portal"))
+                logAnnouncement("\(interface): the network says it has no captive portal", interface, now, &actions)
             } else if !uri.hasPrefix("https://") {
-                actions.append(.log("\(interface): captive-portal API \(uri) ignored: not an https URI"))
+                logAnnouncement(
+                    "\(interface): captive-portal API \(uri) ignored: not an https URI", interface, now, &actions)
             } else {
-                actions.append(.log("\(interface): the network announces its captive-portal API at \(uri)"))
+                logAnnouncement(
+                    "\(interface): the network announces its captive-portal API at \(uri)", interface, now, &actions)
                 entry.nextAt = announcementFetches[interface].map { max(now, $0 &+ Self.announcementSpacing) } ?? now
                 entry.announcedFetchDue = true
             }
             entries[interface] = entry
         }
         return actions + due(now: now)
+    }
+
+    /// An announcement's line, at most one per interface per `announcementSpacing`; the next one says how many were
+    /// not logged.
+    private mutating func logAnnouncement(
+        _ line: String, _ interface: String, _ now: Instant, _ actions: inout [Action]
+    ) {
+        if let last = announcementLogs[interface], now - last.at < Self.announcementSpacing {
+            announcementLogs[interface]?.unsaid += 1
+            return
+        }
+        let unsaid = announcementLogs[interface]?.unsaid ?? 0
+        announcementLogs[interface] = (now, 0)
+        actions.append(.log(line + (unsaid > 0 ? " (\(unsaid) earlier announcements not logged)" : "")))
     }
 
     /// Fetch `generation` for `interface` ended: the API's answer, or why there is none to take.

@@ -53,6 +53,8 @@ public struct DnsTruthCore: TimerTable {
     private var freshAt: Instant?
     private var interceptionAt: Instant?
     private var interceptionAsked = false
+    /// When the interception query was last asked: a Set never asks it again sooner than `retry` after.
+    private var lastInterceptionStart: Instant?
     /// The network the route to Host is on, as the driver names it ("" while there is none).
     public private(set) var network = ""
     /// The nameservers the last answer said were asked.
@@ -99,8 +101,9 @@ public struct DnsTruthCore: TimerTable {
         run(now: now)
     }
 
-    /// Host, AddressFamily or DnsProbeZone changed: a fresh lookup at once. A new Host or family forgets what was
-    /// known of the old one; a new zone only asks under it from now on.
+    /// Host, AddressFamily or DnsProbeZone changed: a fresh lookup at once, within the budget (no sooner than `retry`
+    /// after the last, however many Sets come: issue 54 N31). A new Host or family forgets what was known of the old
+    /// one; a new zone only asks under it from now on.
     public mutating func settingsChanged(
         host: String, hostIsLiteral: Bool, family: AddressFamily, zone: String, now: Instant
     ) {
@@ -112,18 +115,18 @@ public struct DnsTruthCore: TimerTable {
         self.zone = zone
         generation &+= 1
         waiting = []
-        lastFreshStart = nil
         failures = 0
+        let interceptionDue = lastInterceptionStart.map { max(now, $0 + Self.retry) } ?? now
         if newTarget {
             unencrypted = false
             answeredFresh = false
             view = DnsView()
             interceptionAsked = false
-            interceptionAt = now
+            interceptionAt = interceptionDue
         } else if interceptionAsked {
             // The question under way belongs to the old generation: asked again.
             interceptionAsked = false
-            interceptionAt = now
+            interceptionAt = interceptionDue
         }
         due(now: now)
         refreshView()
@@ -301,6 +304,7 @@ public struct DnsTruthCore: TimerTable {
         }
         if !interceptionAsked, let at = interceptionAt, at <= now {
             interceptionAsked = true
+            lastInterceptionStart = now
             outputs.append(
                 .ask(
                     DnsQuestion(kind: .interception, name: label(under: "invalid."), family: questionFamily),

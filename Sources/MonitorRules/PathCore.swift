@@ -122,6 +122,12 @@ public struct PathCore {
         }
     }
 
+    /// Lets go of the verdict held over a NAT64 retargeting: the target showed none of it (IPv4 was `unknown` while
+    /// `ipv4only.arpa` was asked), so the next shown is the new address's own.
+    public mutating func dropHeldVerdict() {
+        heldState = nil
+    }
+
     /// The path's Connectivity, found without writing any text (the pace across families reads it at every step).
     public var connectivity: Connectivity { heldState?.connectivity ?? monitor.connectivity }
 
@@ -215,11 +221,10 @@ public struct PathCore {
                 }
             if changed { trafficChanged(now: now) }
         case .nat64(let prefix):
-            // A new prefix moves the probes to a new address: the verdict the path had stands until that address
-            // has its own, never `unknown` in between (a target that had a verdict goes from one to the next).
-            if heldState == nil, prefix != monitor.nat64, monitor.nat64 != nil, prefix != nil,
-                monitor.connectivity != .unknown
-            {
+            // A prefix announced, changed or withdrawn moves the probes to another address: the verdict the path
+            // had stands until that address has its own, never `unknown` in between (a target that had a verdict
+            // goes from one to the next).
+            if heldState == nil, prefix != monitor.nat64, monitor.connectivity != .unknown {
                 var snapshot = MonitorState()
                 update(&snapshot)
                 heldState = snapshot

@@ -121,6 +121,8 @@ public struct TargetCore {
     /// it again changes nothing, as the route core keeps its router's word: INTERFACE.md, "Which advertisements
     /// count").
     public static let routeReplacement = Duration.seconds(2)
+    /// The first `ipv4only.arpa` answer came while IPv4 showed `unknown` for it (see `followNat64`).
+    private var firstAnswerCame = false
     /// An advertised prefix kept while its network's route is gone: until then.
     private(set) var nat64KeptUntil: Instant?
     /// The interface whose captive-portal API the route to Host last went through, and, while no route does, until
@@ -372,7 +374,12 @@ public struct TargetCore {
             }
         case .nat64Resolved(let generation, let result):
             guard generation == discoveryGeneration else { break }
-            discovered = (try? result.get()).flatMap(Nat64Prefix.discovered)
+            firstAnswerCame = awaitingNat64Prefix
+            // Held to a router's bounds: never inside a network of the interface's own (issue 54 item 7).
+            let onLink = ipv6.monitor.route?.onLinkIPv6 ?? []
+            discovered = (try? result.get()).flatMap(Nat64Prefix.discovered).flatMap { prefix in
+                onLink.contains { $0.contains(prefix) } ? nil : prefix
+            }
             discoveryPendingUntil = nil
             step.publish = true
         case .linkFacts(let table):
@@ -551,6 +558,8 @@ public struct TargetCore {
     /// with no IPv4 default route, from `ipv4only.arpa` (RFC 7050, asked once per network and hourly).
     /// While IPv4 has no default route, IPv4 addresses are probed through it.
     private mutating func followNat64(now: Instant, _ step: inout Step) {
+        let awaitedFirstAnswer = firstAnswerCame
+        firstAnswerCame = false
         if let until = discoveryPendingUntil, until <= now {
             discoveryPendingUntil = nil
             step.publish = true
@@ -613,7 +622,11 @@ public struct TargetCore {
         }
         nat64Network = known == nil ? nil : network
         let wanted = routed.contains(.v4) ? nil : known?.prefix
-        if wanted != ipv4.monitor.nat64 { feed(.v4, .nat64(wanted), now: now, &step) }
+        if wanted != ipv4.monitor.nat64 {
+            feed(.v4, .nat64(wanted), now: now, &step)
+            // IPv4 showed `unknown` while the first answer was awaited: its `none` from before was never shown.
+            if awaitedFirstAnswer { change(.v4) { $0.dropHeldVerdict() } }
+        }
     }
 
     /// IPv4 has no route of its own and its only way, a NAT64 prefix, is being asked of `ipv4only.arpa`.

@@ -34,6 +34,9 @@ public struct MonitorSettings: Equatable, Sendable {
     public var checkEcho = false
     /// "" (off), or a zone of the user's own under which DNS truth asks a random label with each fresh lookup.
     public var dnsProbeZone = ""
+    /// The longest DnsProbeZone that can be asked: a random 16-hex-digit label and its dot go before it, and a name
+    /// has at most 253 bytes (issue 54 N32: a longer zone was taken and never asked, a false `limited`).
+    public static let longestProbeZone = 253 - 17
 
     public init() {}
 
@@ -87,7 +90,8 @@ public struct MonitorSettings: Equatable, Sendable {
                 "\"\" (off) or an https:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
             case .checkEcho: "true, false"
             case .dnsProbeZone:
-                "\"\" (off) or a DNS zone (RFC 1123 labels, at most 253 bytes, one trailing dot allowed, not an IP literal)"
+                "\"\" (off) or a DNS zone (RFC 1123 labels, at most \(MonitorSettings.longestProbeZone) bytes so that the "
+                    + "probe's 16-hex-digit label fits in a 253-byte name, one trailing dot allowed, not an IP literal)"
             }
         }
 
@@ -164,7 +168,8 @@ public struct MonitorSettings: Equatable, Sendable {
             }
             checkEcho = flag
         case .dnsProbeZone:
-            guard text.isEmpty || (text.utf8.count <= HostName.longest && HostName.isDNSName(text)) else {
+            let zone = text.hasSuffix(".") ? text.dropLast() : text[...]
+            guard text.isEmpty || (zone.utf8.count <= Self.longestProbeZone && HostName.isDNSName(text)) else {
                 throw SettingError(
                     message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }

@@ -145,6 +145,9 @@ private final class ResolvedQuestion {
 
 /// What systemd-resolved's ResolveHostname answers, read (the fuzzer's way in too).
 package enum ResolvedReply {
+    /// More addresses than any name has in a DNS answer of 64 KiB: a reply with more is not read.
+    package static let mostAddresses = 4096
+
     /// ResolveHostname's reply (a(iiay) addresses, s canonical name, t flags), or its error, as an outcome.
     package static func read(_ result: Result<Message, DBusError>, family: IPFamily) -> (DnsOutcome, confidential: Bool)
     {
@@ -152,6 +155,16 @@ package enum ResolvedReply {
         case .failure(let error):
             return (outcome(ofError: error.name, message: error.message), false)
         case .success(let reply):
+            // Counted before it is decoded: whoever owns resolve1's name may answer with millions (issue 54 N33).
+            guard reply.signature == "a(iiay)st", let count = reply.firstArrayCount else {
+                return (.noAnswer("systemd-resolved answered in an unexpected form"), false)
+            }
+            guard count <= mostAddresses else {
+                return (
+                    .noAnswer("systemd-resolved answered with \(count) addresses (at most \(mostAddresses) are read)"),
+                    false
+                )
+            }
             guard let arguments = try? reply.arguments(), arguments.count == 3,
                 case .array(_, let entries) = arguments[0], case .uint64(let flags) = arguments[2]
             else { return (.noAnswer("systemd-resolved answered in an unexpected form"), false) }

@@ -429,6 +429,12 @@ public struct ReachabilityCore: TimerTable {
         var new = verdict
         new.destination = targets[id]?.address?.bytes
         new.nat64Prefix = nat64Prefix(onInterfaceNamed: verdict.interface)
+        new.onLinkIPv6 =
+            verdict.interfaceIndex == 0
+            ? []
+            : table.addresses(on: verdict.interfaceIndex, family: IPAddress.familyIPv6)
+                .map { OnLinkNetwork(address: $0.address, length: $0.prefixLength) }
+                .sorted { $0.address.bytes.lexicographicallyPrecedes($1.address.bytes) }
         new.routedFamilies = table.routedFamilies
         guard targets[id] != nil, new != targets[id]?.verdict else { return }
         targets[id]?.verdict = new

@@ -24,6 +24,8 @@ public struct ReachabilityVerdict: Equatable, Sendable {
     /// on since may still be handed one about the address it watched before. (Bytes, not an `IPAddress`: a zone's
     /// name would make every copy of a verdict count a reference, and verdicts are copied at every step.)
     public var destination: AddressBytes?
+    /// The IPv6 networks of the route's interface's own addresses: no NAT64 prefix lies inside one, whoever names it.
+    public var onLinkIPv6: [OnLinkNetwork] = []
 
     public init(
         usable: Bool, interface: String = "", kind: InterfaceKind? = nil, source: String = "", reason: String = ""
@@ -179,5 +181,21 @@ public enum ReachabilityEvaluation {
         case KernelNumbers.routeThrow: "a throw route"
         default: "of type \(type)"
         }
+    }
+}
+
+/// A network an interface's address puts on the link: the address and its prefix length.
+public struct OnLinkNetwork: Hashable, Sendable {
+    public var address: IPAddress
+    public var length: UInt8
+
+    public init(address: IPAddress, length: UInt8) {
+        self.address = address
+        self.length = length
+    }
+
+    /// Whether `prefix` lies inside this network (it would send IPv4 to the link itself).
+    public func contains(_ prefix: Nat64Prefix) -> Bool {
+        Nat64Prefix.covers(network: address, length: length, prefix: prefix)
     }
 }

@@ -97,6 +97,9 @@ public struct Scenario: Sendable {
         case linkUp(Int32, Bool)
         case carrier(Int32, Bool)
         case route(Int32, present: Bool)
+        /// The interface's routes deleted and added again at once, the routers silent (NetworkManager replacing a
+        /// route when a router's preference changes).
+        case routeReplaced(Int32)
         /// A dual-stack network: `family`'s default routes withdrawn from every interface (or given back).
         case familyRoutes(IPFamily, present: Bool)
         /// `family`'s packets vanish past this machine (or pass again).
@@ -209,7 +212,13 @@ public struct Scenario: Sendable {
                         ]))
                 case 3: .linkUp(index, random.next() % 2 == 0)
                 case 4: .carrier(index, random.next() % 2 == 0)
-                case 5: .route(index, present: random.next() % 2 == 0)
+                case 5:
+                    // One draw, as before: present, gone, or replaced as a manager replaces it (issue 54).
+                    switch random.next() % 3 {
+                    case 0: .route(index, present: true)
+                    case 1: .route(index, present: false)
+                    default: .routeReplaced(index)
+                    }
                 case 6: random.next() % 2 == 0 ? .overrun(churn: Int(between(0, 40))) : .overrunWhileLookingUp
                 case 7: .checks(count: Int(between(1, 3000)), spreadMilliseconds: UInt32(between(0, 3000)))
                 case 8:

@@ -33,8 +33,9 @@ struct SimulatedKernel {
     /// What each interface's router last advertised: the prefix valid until then (a router speaks only on the
     /// links it routes for, so one without an IPv6 route heard neither the prefix nor its withdrawal).
     private(set) var advertisedUntil: [Int32: Instant] = [:]
-    /// When each interface's IPv6 default route went away while its router's word stood (it stands 2 s more).
-    private var routeGoneAt: [Int32: Instant] = [:]
+    /// When each interface's IPv6 default route went away while its router's word stood (it stands 2 s more), and
+    /// until when that word stood then (it stands again if the route is back within the 2 s).
+    private var routeGone: [Int32: (at: Instant, until: Instant)] = [:]
 
     static let up = KernelNumbers.linkUp, running = KernelNumbers.linkRunning, lowerUp = KernelNumbers.linkLowerUp
     /// The prefix a dual-stack network's routers advertise (RFC 8781), through which IPv4 goes when it has no route.
@@ -116,17 +117,17 @@ struct SimulatedKernel {
     private var presentRoutes: [Route] = []
 
     private mutating func routesChanged(now: Instant) {
-        presentRoutes = interfaces.values.filter { $0.routePresent && $0.link.isUp }.flatMap(\.routes)
-            .filter { !withdrawn.contains(Self.family(of: $0)) }
-            .sorted { $0.priority < $1.priority }
+        presentRoutes = Self.present(interfaces, withdrawn: withdrawn)
         // A router that is no longer the gateway of an IPv6 route on its link is no longer heard there: what it
         // announced ends once its route has been gone 2 s (the route core does the same: a route deleted and added
         // again, as NetworkManager replaces one, changes nothing).
         for index in interfaces.keys {
             if presentRoutes.contains(where: { Self.family(of: $0) == .v6 && $0.outputInterface == index }) {
-                routeGoneAt[index] = nil
-            } else if let until = advertisedUntil[index], routeGoneAt[index] == nil {
-                routeGoneAt[index] = now
+                if let gone = routeGone.removeValue(forKey: index), now < gone.at + Self.routeGoneGrace {
+                    advertisedUntil[index] = gone.until
+                }
+            } else if let until = advertisedUntil[index], routeGone[index] == nil {
+                routeGone[index] = (now, until)
                 advertisedUntil[index] = min(until, now + Self.routeGoneGrace)
             }
         }
@@ -137,9 +138,9 @@ struct SimulatedKernel {
     /// Whether the IPv6 route of the interface named `name` went away so lately that the route core, which hears of
     /// it a moment later (or only at the next dump), may still keep its router's word.
     func routerWordEnding(onInterfaceNamed name: String, now: Instant) -> Bool {
-        guard let (index, _) = interfaces.first(where: { $0.value.link.name == name }), let gone = routeGoneAt[index]
+        guard let (index, _) = interfaces.first(where: { $0.value.link.name == name }), let gone = routeGone[index]
         else { return false }
-        return now < gone + Self.routeGoneGrace + .seconds(1)
+        return now < gone.at + Self.routeGoneGrace + .seconds(1)
     }
 
     private static func family(of route: Route) -> IPFamily { route.family == UInt8(IPFamily.v6.number) ? .v6 : .v4 }
@@ -235,10 +236,33 @@ struct SimulatedKernel {
         interfaces[index] = interface
         routesChanged(now: now)
         guard interface.link.isUp else { return }
+        // A manager installs a router's route once it has read the router's advertisement: that comes first.
+        if present { readvertiseNat64(on: index, now: now) }
         for route in liveRoutes(interface) {
             enqueue([present ? .newRoute(route, sequence: 0) : .deleteRoute(route)])
         }
-        if present { readvertiseNat64(on: index, now: now) }
+    }
+
+    /// A manager replacing the interface's routes (NetworkManager, when a router's preference changes): each deleted
+    /// (`replacing` true) and added again at once (false); the routers say nothing, and what they announced stands.
+    /// False when the interface has no route to replace.
+    mutating func replaceRoutes(_ index: Int32, replacing: Bool) -> Bool {
+        guard var interface = interfaces[index], interface.routePresent != replacing, interface.link.isUp else {
+            return false
+        }
+        interface.routePresent = !replacing
+        interfaces[index] = interface
+        presentRoutes = Self.present(interfaces, withdrawn: withdrawn)
+        for route in liveRoutes(interface) {
+            enqueue([replacing ? .deleteRoute(route) : .newRoute(route, sequence: 0)])
+        }
+        return true
+    }
+
+    private static func present(_ interfaces: [Int32: Interface], withdrawn: IPFamilies) -> [Route] {
+        interfaces.values.filter { $0.routePresent && $0.link.isUp }.flatMap(\.routes)
+            .filter { !withdrawn.contains(family(of: $0)) }
+            .sorted { $0.priority < $1.priority }
     }
 
     /// A router whose IPv6 route is back advertises the prefix again (if the network still has one), with its

@@ -381,6 +381,12 @@ public final class Simulation {
             kernel.setCarrier(index, on)
         case .route(let index, let present):
             kernel.setRoute(index, present: present, now: now)
+        case .routeReplaced(let index):
+            // The moment between the two is a truth the route core may see.
+            if kernel.replaceRoutes(index, replacing: true) {
+                noteKernelTruth()
+                _ = kernel.replaceRoutes(index, replacing: false)
+            }
         case .familyRoutes(let family, let present):
             kernel.setFamilyRoutes(family, present: present, now: now)
         case .blackhole(let family, let on):
@@ -446,7 +452,7 @@ public final class Simulation {
             }
         }
         switch fault {
-        case .linkUp, .carrier, .route, .familyRoutes, .heal: noteKernelTruth()
+        case .linkUp, .carrier, .route, .routeReplaced, .familyRoutes, .heal: noteKernelTruth()
         default: break
         }
         for target in targets { target.notePath() }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import IntegrationSupport
 import MonitorContract
 import XCTest
@@ -179,5 +180,31 @@ final class StateFileTests: BusTestCase {
         XCTAssertTrue(try String(contentsOfFile: state + "/settings", encoding: .utf8).contains("FailureThreshold=5\n"))
         daemon.stop()
         XCTAssertEqual(daemon.waitForExit(), 0)
+    }
+
+    /// Issue 54 item 7: a state file that became unreadable while the service ran (a link, a FIFO, a file the service's
+    /// user may not open) was written over at the next Set. It is set aside first, as at start-up.
+    func testAFileThatCannotBeReadIsSetAsideBeforeASave() throws {
+        let state = bus.directory + "/runtime-refused"
+        let daemon = try DaemonProcess(bus: bus, stateDirectory: state)
+        XCTAssertEqual(try set(.failureThreshold, "4").status, 0)
+        let elsewhere = bus.directory + "/elsewhere"
+        try Data("Interval=1234\n".utf8).write(to: URL(fileURLWithPath: elsewhere))
+        try FileManager.default.removeItem(atPath: state + "/settings")
+        try FileManager.default.createSymbolicLink(atPath: state + "/settings", withDestinationPath: elsewhere)
+        XCTAssertEqual(try set(.failureThreshold, "5").status, 0)
+        let aside = try FileManager.default.destinationOfSymbolicLink(atPath: state + "/settings.corrupt")
+        XCTAssertEqual(aside, elsewhere, "the link is set aside, not written over")
+        XCTAssertEqual(try String(contentsOfFile: elsewhere, encoding: .utf8), "Interval=1234\n", "nor what it names")
+        XCTAssertTrue(try String(contentsOfFile: state + "/settings", encoding: .utf8).contains("FailureThreshold=5\n"))
+
+        try FileManager.default.removeItem(atPath: state + "/settings")
+        XCTAssertEqual(mkfifo(state + "/settings", 0o644), 0)
+        XCTAssertEqual(try set(.failureThreshold, "6").status, 0)
+        var aside2 = stat()
+        XCTAssertEqual(lstat(state + "/settings.corrupt", &aside2), 0)
+        XCTAssertEqual(aside2.st_mode & S_IFMT, S_IFIFO, "the FIFO is set aside")
+        XCTAssertTrue(try String(contentsOfFile: state + "/settings", encoding: .utf8).contains("FailureThreshold=6\n"))
+        daemon.stop()
     }
 }

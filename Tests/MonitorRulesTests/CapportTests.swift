@@ -112,6 +112,20 @@ final class CapportTests: XCTestCase {
             fetched.filter { $0.uri == "https://api.example/capport" }.count, 1, "another interface is not held up")
     }
 
+    /// Issue 54 N20: a router changing its announcement with every advertisement made a log line each (7,976 for
+    /// 8,000). At most one line per interface per 10 s, the next saying how many were not logged.
+    func testAnnouncementsAreLoggedAtMostOncePer10SecondsPerInterface() {
+        var follower = CapportFollower()
+        var lines: [String] = []
+        for tick in 0..<8_000 {
+            let now = Instant.origin + .milliseconds(UInt64(tick) * 5)
+            let uri = tick % 3 == 0 ? "http://plain-\(tick).example/" : "https://api-\(tick).example/capport"
+            for case .log(let line) in follower.announced(["eth0": uri], now: now) { lines.append(line) }
+        }
+        XCTAssertLessThanOrEqual(lines.count, 1 + 40 / 10, "\(lines.count) lines in 40 s")
+        XCTAssertTrue(lines.dropFirst().allSatisfy { $0.contains("earlier announcements not logged") }, "\(lines)")
+    }
+
     func testTheFollowerAsksAtOnceThenEveryTwoSecondsWhileCaptive() {
         var follower = CapportFollower()
         var actions = follower.announced(["eth0": "https://api.example/capport"], now: 0)

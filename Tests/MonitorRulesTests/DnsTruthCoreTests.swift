@@ -178,6 +178,25 @@ final class DnsTruthCoreTests: XCTestCase {
         XCTAssertEqual(interception, 1)
     }
 
+    /// Issue 54 N31: Sets of Host or DnsProbeZone each started a fresh lookup and the interception query at once
+    /// (15,882 queries in 10 s). However many Sets come, no two fresh lookups start closer than `retry`.
+    func testSetsNeverAskFasterThanTheBudget() {
+        var dns = core()
+        dns.start(network: "veth0", now: 0)
+        var questions = asked(&dns).count
+        for step in 1...1000 {
+            let now: Instant = UInt64(step) * 10 * ms
+            dns.settingsChanged(
+                host: "host\(step % 7).test", hostIsLiteral: false, family: .any,
+                zone: step % 2 == 0 ? "zone.test" : "", now: now)
+            if let due = dns.nextWakeup, due <= now { dns.timeout(now: now) }
+            questions += asked(&dns).count
+        }
+        // 10 s of Sets: a round (Host's name and the zone's label) and the interception query per 5 s at most.
+        XCTAssertLessThanOrEqual(questions, 3 * (1 + 10_000 / 5_000), "\(questions) questions in 10 s")
+        XCTAssertGreaterThan(questions, 2, "a Set still asks once the budget allows")
+    }
+
     func testARouteOntoAnotherNetworkAsksInterceptionAgainAndStaleAnswersAreIgnored() {
         var dns = core()
         dns.start(network: "veth0", now: 0 * second)

@@ -580,4 +580,59 @@ final class TargetCoreTests: XCTestCase {
         _ = core.handle(.timeout, now: 7_000 * ms)
         XCTAssertEqual(core.state(previous: MonitorState()).nat64Prefix, "", "gone for 2 s: gone")
     }
+
+    /// Issue 54 item 8: on a NAT64 network every announcement and every withdrawal of the prefix moved the IPv4 path
+    /// to another address through `unknown` ("waiting for the kernel's route to …"). Once a verdict exists it goes
+    /// from one verdict to the next: `none` to `full` when the prefix comes, `full` to `none` when it goes.
+    func testAPrefixAnnouncedOrWithdrawnGoesFromOneVerdictToTheNext() throws {
+        var bench = ipv4LiteralWithoutIPv4Route(family: .ipv4, seed: 11)
+        ipv6Only(&bench, prefix: nil)
+        // No prefix: `ipv4only.arpa` is asked (unanswered here) until its limit, then IPv4 has no way.
+        bench.run(until: 6_000 * ms)
+        XCTAssertEqual(bench.state.connectivity, .none)
+        let first = bench.published.count
+        for round in 0..<3 {
+            let start = UInt64(6_000 + round * 6_000)
+            ipv6Only(&bench, prefix: Self.prefix64)
+            var synthesized = ReachabilityVerdict(
+                usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
+            synthesized.nat64Prefix = Self.prefix64
+            bench.run(until: (start + 3) * ms)
+            bench.handle(.path(.v4, .route(synthesized.routed([.v6]))))
+            bench.run(until: (start + 3_000) * ms)
+            XCTAssertEqual(bench.state.connectivity, .full, "round \(round)")
+            ipv6Only(&bench, prefix: nil)
+            bench.run(until: (start + 3_003) * ms)
+            bench.handle(
+                .path(.v4, .route(ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6]))))
+            bench.run(until: (start + 6_000) * ms)
+            XCTAssertEqual(bench.state.connectivity, .none, "round \(round)")
+        }
+        let after = bench.published.dropFirst(first).map(\.1)
+        XCTAssertFalse(after.contains(.unknown), "published after the first verdict: \(after)")
+    }
+
+    /// Issue 54 item 7: an `ipv4only.arpa` answer under the interface's own on-link prefix was taken as the NAT64
+    /// prefix, and IPv4 "reached" through it (the link itself). Refused, from DNS too, as from a router.
+    func testADiscoveredPrefixOnTheLinkItselfIsRefused() throws {
+        var core = TargetCore(host: "198.18.2.2", family: .any, probeSettings: ProbeSettings(), seed: 3)
+        _ = core.handle(.start(checkURL: ""), now: 0)
+        _ = core.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v6]), now: 0)
+        var route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
+        let own = IPAddress.v6([0x20, 0x01, 0x0d, 0xb8, 0, 1] + [UInt8](repeating: 0, count: 9) + [2])
+        route.onLinkIPv6 = [OnLinkNetwork(address: own, length: 64)]
+        let asked = core.handle(.path(.v6, .route(route.routed([.v6]))), now: 1)
+        let generation = try XCTUnwrap(
+            asked.compactMap { if case .resolveNat64(let generation) = $0 { generation } else { nil } }.first)
+        let onLink = Nat64Prefix(
+            prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 1] + [UInt8](repeating: 0, count: 10)), length: 96)
+        let answer = try XCTUnwrap(onLink.synthesize(.v4([192, 0, 0, 170])))
+        let learned = core.handle(.nat64Resolved(generation: generation, .success([answer])), now: 3)
+        XCTAssertFalse(
+            learned.contains(.path(.v4, .probe(try XCTUnwrap(onLink.synthesize(Self.v4))))),
+            "probed on the link: \(learned)")
+        let state = core.state(previous: MonitorState())
+        XCTAssertNil(state.nat64Source)
+        XCTAssertEqual(state.nat64Prefix, "")
+    }
 }

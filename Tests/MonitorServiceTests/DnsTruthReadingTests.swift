@@ -72,6 +72,32 @@ final class DnsTruthReadingTests: XCTestCase {
         XCTAssertEqual(SystemResolver.confidential, 1 << 18)
     }
 
+    /// Issue 54 N33: a reply of 400,000 addresses from resolve1's owner cost one 899 ms turn and 160 MB, decoded
+    /// whole. It is counted first, and one with more addresses than any answer can hold is not read.
+    func testAHugeReplyFromResolvedIsCountedNotDecoded() throws {
+        func reply(_ count: Int) throws -> Message {
+            let message = try Message.signal(path: "/org/freedesktop/resolve1", interface: "a.b", name: "C")
+            let entry = DBusValue.structure([.int32(2), .int32(2), .array(.byte, [198, 18, 2, 2].map { .byte($0) })])
+            try message.append([
+                .array(.structure([.int32, .int32, .array(.byte)]), Array(repeating: entry, count: count)),
+                .string("web.test"), .uint64(0),
+            ])
+            return message
+        }
+        XCTAssertEqual(
+            ResolvedReply.read(.success(try reply(3)), family: .v4).0,
+            .addresses(Array(repeating: .v4([198, 18, 2, 2]), count: 3)))
+        let huge = try reply(200_000)
+        XCTAssertEqual(huge.firstArrayCount, 200_000)
+        let (outcome, _) = ResolvedReply.read(.success(huge), family: .v4)
+        XCTAssertEqual(outcome, .noAnswer("systemd-resolved answered with 200000 addresses (at most 4096 are read)"))
+        let wrongForm = try Message.signal(path: "/x", interface: "a.b", name: "C")
+        try wrongForm.append([.string("x")])
+        XCTAssertEqual(
+            ResolvedReply.read(.success(wrongForm), family: .v4).0,
+            .noAnswer("systemd-resolved answered in an unexpected form"))
+    }
+
     func testResolvedsLinkObjectsAreNamedAsSdBusEscapesThem() {
         XCTAssertEqual(ResolvedLink.path(3), "/org/freedesktop/resolve1/link/_33")
         XCTAssertEqual(ResolvedLink.path(12), "/org/freedesktop/resolve1/link/_312")
@@ -138,6 +164,24 @@ final class DnsTruthReadingTests: XCTestCase {
         ] {
             XCTAssertThrowsError(try settings.set(.dnsProbeZone, text: bad), bad)
             XCTAssertEqual(settings.dnsProbeZone, "kept.test", bad)
+        }
+    }
+
+    /// Issue 54 N32: a zone of 237–253 bytes was taken, yet its probe name (a 16-hex-digit label before it) could
+    /// never be asked, so every lookup failed: a false `limited`, Blame `dns`. The longest zone taken is one whose
+    /// probe name fits.
+    func testAProbeZoneWhoseProbeNameCannotBeAskedIsRefused() throws {
+        var settings = MonitorSettings()
+        let longest = String(repeating: "abcdefg.", count: 29) + "abcd" // 236 bytes
+        XCTAssertEqual(longest.utf8.count, MonitorSettings.longestProbeZone)
+        XCTAssertNoThrow(try settings.set(.dnsProbeZone, text: longest))
+        XCTAssertNoThrow(try settings.set(.dnsProbeZone, text: longest + "."))
+        XCTAssertLessThanOrEqual(("0123456789abcdef." + longest).utf8.count, 253, "its probe name is a name")
+        for tooLong in [longest + "e", String(repeating: "abcdefg.", count: 31) + "abcd"] {
+            XCTAssertThrowsError(try settings.set(.dnsProbeZone, text: tooLong)) { error in
+                XCTAssertTrue("\(error)".contains("236"), "\(error)")
+            }
+            XCTAssertEqual(settings.dnsProbeZone, longest + ".")
         }
     }
 

@@ -84,11 +84,16 @@ final class StateStoreTests: XCTestCase {
     func testAFailedSaveLeavesTheOldFileAndNoTemporary() throws {
         let store = StateStore(directory: directory)
         try store.save([.interval: "250"])
-        // A directory where the file should be: rename fails after the temporary was written.
+        // A directory where the file should be, and another where it would be set aside (what cannot be read is
+        // never written over, and this cannot be moved): the save fails after the temporary was written.
         let blocked = StateStore(directory: directory + "/blocked")
         try FileManager.default.createDirectory(atPath: blocked.path + "/inside", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: blocked.path + ".corrupt/inside", withIntermediateDirectories: true)
         XCTAssertThrowsError(try blocked.save([.interval: "300"]))
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: directory + "/blocked"), ["settings"])
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: directory + "/blocked").sorted(),
+            ["settings", "settings.corrupt"])
         XCTAssertEqual(store.load().values, [.interval: "250"])
     }
 
