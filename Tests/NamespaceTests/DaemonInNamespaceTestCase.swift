@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import IntegrationSupport
 import MonitorContract
 import XCTest
@@ -29,6 +30,15 @@ class DaemonInNamespaceTestCase: XCTestCase {
     }
 
     func get(_ property: P) throws -> String { try readProperty(property, bus: bus) }
+
+    /// Kills the process whose PID a daemon wrote to `pidFile` (dnsmasq daemonizes: no Process stands for it).
+    func killProcess(namedIn pidFile: String) {
+        guard
+            let pid = (try? String(contentsOfFile: pidFile, encoding: .utf8))
+                .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        else { return }
+        kill(pid, SIGKILL)
+    }
 
     /// Polls until `property` reads `expected`; returns the seconds it took.
     @discardableResult

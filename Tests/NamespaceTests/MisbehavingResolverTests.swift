@@ -23,12 +23,7 @@ final class MisbehavingResolverTests: DaemonInNamespaceTestCase {
     }
 
     override func tearDown() {
-        if let dnsmasqPIDFile,
-            let pid = (try? String(contentsOfFile: dnsmasqPIDFile, encoding: .utf8))
-                .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
-        {
-            kill(pid, SIGKILL)
-        }
+        if let dnsmasqPIDFile { killProcess(namedIn: dnsmasqPIDFile) }
         super.tearDown()
     }
 

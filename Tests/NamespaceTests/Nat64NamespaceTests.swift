@@ -35,12 +35,7 @@ final class Nat64NamespaceTests: DaemonInNamespaceTestCase {
     }
 
     override func tearDown() {
-        if let dnsPIDFile,
-            let pid = (try? String(contentsOfFile: dnsPIDFile, encoding: .utf8))
-                .flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
-        {
-            kill(pid, SIGKILL)
-        }
+        if let dnsPIDFile { killProcess(namedIn: dnsPIDFile) }
         super.tearDown()
     }
 
@@ -172,18 +167,36 @@ final class Nat64NamespaceTests: DaemonInNamespaceTestCase {
         try wait(.nat64Prefix, "2001:db8:64::/96", timeout: 2)
     }
 
-    /// No advertisement, a resolver answering ipv4only.arpa: the prefix comes from DNS.
-    func testWithoutAnAdvertisementThePrefixComesFromDNS() throws {
+    /// dnsmasq on the server answering `ipv4only.arpa` with the well-known addresses synthesized under `prefix` (the
+    /// first 96 bits, as text ending in "::").
+    func answerIpv4onlyArpa(under prefix: String) throws {
         let pidFile = bus.directory + "/dnsmasq.pid"
         try sh(
             "ip netns exec \(hosts.server.name) dnsmasq --no-resolv --no-hosts --listen-address=fd00:2::2 --bind-interfaces "
-                + "--user=root --pid-file=\(pidFile) --host-record=ipv4only.arpa,2001:db8:64::c000:aa,2001:db8:64::c000:ab"
-        )
+                + "--user=root --pid-file=\(pidFile) --host-record=ipv4only.arpa,\(prefix)c000:aa,\(prefix)c000:ab")
         dnsPIDFile = pidFile
+    }
+
+    /// No advertisement, a resolver answering ipv4only.arpa: the prefix comes from DNS.
+    func testWithoutAnAdvertisementThePrefixComesFromDNS() throws {
+        try answerIpv4onlyArpa(under: "2001:db8:64::")
         try startDaemon()
         try wait(.nat64Source, "dns", timeout: 5)
         XCTAssertEqual(try get(.nat64Prefix), "2001:db8:64::/96")
         try wait(.connectivity, "full")
         XCTAssertEqual(try get(.ipv4Path), "nat64")
+    }
+
+    /// Issue 54 item 7: `ipv4only.arpa` answered under the client's own on-link prefix (2001:db8:1::/64) was taken
+    /// as the NAT64 prefix, and IPv4 "reached" through the link itself. Refused, from DNS too: no prefix, IPv4 none.
+    /// (The tests had only ever answered with a prefix off the link.)
+    func testAPrefixFromDNSOnTheLinkItselfIsRefused() throws {
+        try answerIpv4onlyArpa(under: "2001:db8:1::")
+        try startDaemon()
+        try wait(.connectivity4, "none", timeout: 8)
+        usleep(500_000)
+        XCTAssertEqual(try get(.nat64Prefix), "")
+        XCTAssertEqual(try get(.nat64Source), "")
+        XCTAssertEqual(try get(.ipv4Path), "")
     }
 }

@@ -100,8 +100,8 @@ final class RouterSourceTests: XCTestCase {
             Nat64Prefix.discovered(in: [.v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64, 0, 0, 0, 0, 0, 0, 192, 0, 0, 170])]))
     }
 
-    /// A core whose eth0 (index 2) has 2001:db8:1::2/64 and an IPv6 default route through `gateway`.
-    static func start(_ core: inout ReachabilityCore, gateway: IPAddress) {
+    /// A core whose eth0 (index 2) has 2001:db8:1::2/64 and an IPv6 default route through `gateway` (nil: none).
+    static func start(_ core: inout ReachabilityCore, gateway: IPAddress?) {
         core.start()
         var asked = core.takeOutputs()
         while let next = asked.first {
@@ -118,8 +118,8 @@ final class RouterSourceTests: XCTestCase {
                     InterfaceAddress(
                         index: 2, address: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 1] + [UInt8](repeating: 0, count: 9) + [2]),
                         prefixLength: 64)),
-                .newRoute(Route(family: 10, outputInterface: 2, gateway: gateway), sequence: 0),
-            ], malformed: 0, now: 0)
+            ] + (gateway.map { [.newRoute(Route(family: 10, outputInterface: 2, gateway: $0), sequence: 0)] } ?? []),
+            malformed: 0, now: 0)
         core.evaluate()
         _ = core.takeOutputs()
     }

@@ -30,25 +30,7 @@ final class WhichAdvertisementsCountTests: XCTestCase {
             classify: { _ in .ethernet },
             linkLayerAddress: { address, index in index == 2 ? cards[.v6(address.bytes)] : nil })
         let target = core.addTarget(families: [.v6])
-        core.start()
-        var asked = core.takeOutputs()
-        while let next = asked.first {
-            asked.removeFirst()
-            guard case .send(.dump(_, let sequence)) = next else { continue }
-            core.receive([.done(sequence: sequence)], malformed: 0, now: 0)
-            asked += core.takeOutputs()
-        }
-        let up = KernelNumbers.linkUp | KernelNumbers.linkRunning | KernelNumbers.linkLowerUp
-        core.receive(
-            [
-                .newLink(Link(index: 2, name: "eth0", flags: up, type: 1)),
-                .newAddress(
-                    InterfaceAddress(
-                        index: 2, address: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 1] + [UInt8](repeating: 0, count: 9) + [2]),
-                        prefixLength: 64)),
-            ], malformed: 0, now: 0)
-        core.evaluate()
-        _ = core.takeOutputs()
+        RouterSourceTests.start(&core, gateway: nil)
         return (core, target)
     }
 
