@@ -78,7 +78,7 @@ public struct TargetCore {
         }
     }
 
-    private mutating func change<R>(_ family: IPFamily, _ body: (inout PathCore) -> R) -> R {
+    mutating func change<R>(_ family: IPFamily, _ body: (inout PathCore) -> R) -> R {
         switch family {
         case .v4: body(&ipv4)
         case .v6: body(&ipv6)
@@ -98,37 +98,37 @@ public struct TargetCore {
     /// The lookup under way, for the paths' current target; the paths that asked meanwhile share its answer.
     public private(set) var generation: UInt64 = 0
     private var lookupUnderway = false
-    private var settings: ProbeSettings
+    var settings: ProbeSettings
     /// The families probed at the relaxed pace (every family `full`, not the headline's).
     private var relaxed: IPFamilies = []
     /// The families that were suspect at the end of the last step.
     private var suspectFamilies: IPFamilies = []
     /// The families with a default route, as the last event that said so said.
-    private var routedFamilies: IPFamilies?
+    var routedFamilies: IPFamilies?
     /// The NAT64 prefix of the network the route to Host uses, and how it was learned.
-    public private(set) var nat64: (prefix: Nat64Prefix, source: Nat64Source)?
+    public internal(set) var nat64: (prefix: Nat64Prefix, source: Nat64Source)?
     /// RFC 7050: the prefix `ipv4only.arpa` revealed, for the network (IPv6 route) it was asked on.
-    private var discovered: Nat64Prefix?
-    private var discoveryNetwork: String?
-    private(set) var discoveryAt: Instant?
-    private var discoveryGeneration: UInt64 = 0
+    var discovered: Nat64Prefix?
+    var discoveryNetwork: String?
+    var discoveryAt: Instant?
+    var discoveryGeneration: UInt64 = 0
     /// The `ipv4only.arpa` query under way, until its answer or its limit (max(5 s, Timeout)): IPv4 without a route
     /// is `unknown` meanwhile, never `none` before the answer, and a prefix the network had stays until it comes.
-    private(set) var discoveryPendingUntil: Instant?
+    var discoveryPendingUntil: Instant?
     /// The network (interface and source of the IPv6 route) `nat64` was learned on.
-    private var nat64Network: String?
+    var nat64Network: String?
     /// What the network's routers announce outlives the route to Host by this much (a manager deleting and adding
     /// it again changes nothing, as the route core keeps its router's word: INTERFACE.md, "Which advertisements
     /// count").
     public static let routeReplacement = Duration.seconds(2)
     /// The first `ipv4only.arpa` answer came while IPv4 showed `unknown` for it (see `followNat64`).
-    private var firstAnswerCame = false
+    var firstAnswerCame = false
     /// An advertised prefix kept while its network's route is gone: until then.
-    private(set) var nat64KeptUntil: Instant?
+    var nat64KeptUntil: Instant?
     /// The interface whose captive-portal API the route to Host last went through, and, while no route does, until
     /// when its PortalAPI is still shown.
-    private var portalInterface: String?
-    private(set) var portalKeptUntil: Instant?
+    var portalInterface: String?
+    var portalKeptUntil: Instant?
 
     /// How often `ipv4only.arpa` is asked again on the same network (RFC 7050: hourly).
     public static let nat64Discovery = Duration.seconds(3600)
@@ -272,25 +272,6 @@ public struct TargetCore {
         }
     }
 
-    /// The captive-portal API of the interface the route to Host went through stays shown for `routeReplacement`
-    /// while no route does.
-    private mutating func followPortal(now: Instant, _ step: inout Step) {
-        let routes = [watches(.v6) ? ipv6.monitor.route : nil, watches(.v4) ? ipv4.monitor.route : nil]
-        if let route = routes.lazy.compactMap({ $0 }).first(where: \.usable) {
-            portalInterface = route.interface
-            portalKeptUntil = nil
-            return
-        }
-        guard portalInterface != nil else { return }
-        let until = portalKeptUntil ?? now &+ Self.routeReplacement
-        portalKeptUntil = until
-        if until <= now {
-            portalInterface = nil
-            portalKeptUntil = nil
-            step.publish = true
-        }
-    }
-
     /// IPv4 without a route while `ipv4only.arpa` is asked: no verdict before the answer.
     private static func awaitAnswer(_ state: inout MonitorState) {
         guard state.connectivity == .none else { return }
@@ -430,7 +411,7 @@ public struct TargetCore {
     // MARK: Internals
 
     /// What one event set off in the paths, gathered before it is handed on.
-    private struct Step {
+    struct Step {
         var actions: [Action] = []
         var publish = false
         var verdict = false
@@ -451,7 +432,7 @@ public struct TargetCore {
         return taken
     }
 
-    private mutating func feed(_ family: IPFamily, _ event: PathCore.Event, now: Instant, _ step: inout Step) {
+    mutating func feed(_ family: IPFamily, _ event: PathCore.Event, now: Instant, _ step: inout Step) {
         var actions = takePathActions()
         change(family) { $0.handle(event, now: now, into: &actions) }
         take(family, actions, now: now, &step)
@@ -551,87 +532,6 @@ public struct TargetCore {
                 for other in families where other != family { feed(other, .suspicionEnded, now: now, &step) }
             }
         }
-    }
-
-    /// INTERFACE.md "NAT64": the prefix from the routers of the IPv6 route's network (of IPv4's when Host has no
-    /// IPv6 route to watch) (RFC 8781), else,
-    /// with no IPv4 default route, from `ipv4only.arpa` (RFC 7050, asked once per network and hourly).
-    /// While IPv4 has no default route, IPv4 addresses are probed through it.
-    private mutating func followNat64(now: Instant, _ step: inout Step) {
-        let awaitedFirstAnswer = firstAnswerCame
-        firstAnswerCame = false
-        if let until = discoveryPendingUntil, until <= now {
-            discoveryPendingUntil = nil
-            step.publish = true
-        }
-        // The route is read where it is (this runs at every step; the route is copied only when it is a candidate).
-        let routed = routedFamilies ?? []
-        // The network the route to Host uses: IPv6's; a Host with no IPv6 route to watch (an IPv4 literal, a name
-        // with no AAAA) uses IPv4's.
-        let advertised: Nat64Prefix?
-        if case .none = ipv6.monitor.route {
-            advertised = ipv4.monitor.route?.nat64Prefix
-        } else {
-            advertised = ipv6.monitor.route?.nat64Prefix
-        }
-        let network = ipv6.monitor.route.map { $0.interface + " " + $0.source }
-        if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route = ipv6.monitor.route,
-            route.usable
-        {
-            if network != discoveryNetwork || isDue(.nat64Discovery, now: now) {
-                if network != discoveryNetwork { discovered = nil }
-                discoveryNetwork = network
-                discoveryAt = now &+ Self.nat64Discovery
-                discoveryGeneration &+= 1
-                discoveryPendingUntil = now &+ max(.seconds(5), settings.timeout)
-                step.actions.append(.resolveNat64(generation: discoveryGeneration))
-            }
-        } else if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4),
-            ipv6.monitor.route == nil
-        {
-            // IPv6 is routed but its route's verdict is yet to come: the question will be asked then. Until then, or
-            // its limit, IPv4 has no verdict either (a `none` now would be false on a DNS64-only network).
-            if discoveryPendingUntil == nil, discoveryAt == nil {
-                discoveryPendingUntil = now &+ max(.seconds(5), settings.timeout)
-            }
-        } else if discoveryAt != nil || discoveryPendingUntil != nil {
-            discoveryAt = nil
-            discoveryNetwork = nil
-            discovered = nil
-            discoveryPendingUntil = nil
-        }
-        var known: (prefix: Nat64Prefix, source: Nat64Source)? =
-            advertised.map { ($0, .ra) } ?? discovered.map { ($0, .dns) }
-        // A prefix the router stopped advertising stays while `ipv4only.arpa` is asked again on the same network: the
-        // path is dropped on the network's word, not in the moment between two of its answers.
-        if known == nil, discoveryPendingUntil != nil, nat64Network == network { known = nat64 }
-        // An advertised prefix outlives its network's IPv6 route by 2 s: a route deleted and added again changes
-        // nothing (INTERFACE.md, "Which advertisements count").
-        if known == nil, let kept = nat64, kept.source == .ra,
-            (ipv6.monitor.route ?? ipv4.monitor.route)?.usable != true
-        {
-            let until = nat64KeptUntil ?? now &+ Self.routeReplacement
-            nat64KeptUntil = until
-            if until > now { known = kept } else { nat64KeptUntil = nil }
-        } else {
-            nat64KeptUntil = nil
-        }
-        if known?.prefix != nat64?.prefix || known?.source != nat64?.source {
-            nat64 = known
-            step.publish = true
-        }
-        nat64Network = known == nil ? nil : network
-        let wanted = routed.contains(.v4) ? nil : known?.prefix
-        if wanted != ipv4.monitor.nat64 {
-            feed(.v4, .nat64(wanted), now: now, &step)
-            // IPv4 showed `unknown` while the first answer was awaited: its `none` from before was never shown.
-            if awaitedFirstAnswer { change(.v4) { $0.dropHeldVerdict() } }
-        }
-    }
-
-    /// IPv4 has no route of its own and its only way, a NAT64 prefix, is being asked of `ipv4only.arpa`.
-    private var awaitingNat64Prefix: Bool {
-        discoveryPendingUntil != nil && nat64 == nil && !(routedFamilies ?? []).contains(.v4)
     }
 
     private func pacedSettings(_ family: IPFamily) -> ProbeSettings {
