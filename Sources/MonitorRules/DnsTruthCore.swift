@@ -55,6 +55,8 @@ public struct DnsTruthCore: TimerTable {
     private var interceptionAsked = false
     /// When the interception query was last asked: a Set never asks it again sooner than `retry` after.
     private var lastInterceptionStart: Instant?
+    /// When the last Set's fresh lookup was due: Sets ask at once, but no sooner than `retry` after the last one.
+    private var lastSetLookup: Instant?
     /// The network the route to Host is on, as the driver names it ("" while there is none).
     public private(set) var network = ""
     /// The nameservers the last answer said were asked.
@@ -101,8 +103,8 @@ public struct DnsTruthCore: TimerTable {
         run(now: now)
     }
 
-    /// Host, AddressFamily or DnsProbeZone changed: a fresh lookup at once, within the budget (no sooner than `retry`
-    /// after the last, however many Sets come: issue 54 N31). A new Host or family forgets what was known of the old
+    /// Host, AddressFamily or DnsProbeZone changed: a fresh lookup at once — the Sets' own no sooner than `retry`
+    /// after the last Set's, however many come (issue 54 N31). A new Host or family forgets what was known of the old
     /// one; a new zone only asks under it from now on.
     public mutating func settingsChanged(
         host: String, hostIsLiteral: Bool, family: AddressFamily, zone: String, now: Instant
@@ -128,7 +130,11 @@ public struct DnsTruthCore: TimerTable {
             interceptionAsked = false
             interceptionAt = interceptionDue
         }
-        due(now: now)
+        if asksFresh {
+            let at = lastSetLookup.map { max(now, $0 + Self.retry) } ?? now
+            lastSetLookup = at
+            freshAt = min(freshAt ?? at, at)
+        }
         refreshView()
         run(now: now)
     }

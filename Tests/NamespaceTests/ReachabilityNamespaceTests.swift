@@ -95,6 +95,11 @@ final class ReachabilityNamespaceTests: XCTestCase {
         expected.interfaceIndex = verdict?.interfaceIndex ?? 0
         expected.hasNeighbors = true
         expected.destination = target.bytes
+        // The interface's own IPv6 networks (no NAT64 prefix may lie inside one): its fd00::2/64 among them.
+        expected.onLinkIPv6 = verdict?.onLinkIPv6 ?? []
+        XCTAssertTrue(
+            expected.onLinkIPv6.contains(OnLinkNetwork(address: IPAddress("fd00::2")!, length: 64)),
+            "\(expected.onLinkIPv6)")
         XCTAssertGreaterThan(expected.interfaceIndex, 0)
         XCTAssertEqual(verdict, expected, "the default route's next hop is the gateway, on a link with neighbours")
         XCTAssertTrue(
