@@ -314,7 +314,12 @@ public struct PathCore {
     /// and only then is a verdict ready.
     private mutating func settle(now: Instant, into actions: inout [Action]) {
         actions.removeAll(keepingCapacity: true)
-        if heldState != nil, monitor.connectivity != .unknown {
+        // Held until the new address has a verdict of its own, or says anything against the held one: silence, or a
+        // check answered otherwise than expected (a held `full` never stands against a middlebox's answer).
+        if heldState != nil,
+            monitor.connectivity != .unknown || probe.report.answering == false
+                || (monitor.portalCheck.meaning.map { $0 != .expected } ?? false)
+        {
             heldState = nil
             trafficPublishDue = true
         }

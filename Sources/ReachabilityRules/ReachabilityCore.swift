@@ -84,6 +84,9 @@ public struct ReachabilityCore: TimerTable {
     private var evaluationScheduled = false
     /// What each interface's routers announce (a NAT64 prefix, a captive-portal API) and which advertisements count.
     private var announcements: RouterAnnouncements
+    /// Each interface's own IPv6 networks, as verdicts carry them: built once per change of the addresses, not per
+    /// verdict.
+    private var onLinkByIndex: [Int32: [OnLinkNetwork]] = [:]
     private var outputs: [Output] = []
 
     /// `classify` tells a link's kind, `describeError` an errno's words (both ask the system).
@@ -291,6 +294,7 @@ public struct ReachabilityCore: TimerTable {
 
     private mutating func startDump() {
         table.removeAll()
+        onLinkByIndex = [:]
         ready = false
         redumpNeeded = false
         dumpRetryAt = nil
@@ -313,6 +317,12 @@ public struct ReachabilityCore: TimerTable {
     }
 
     private mutating func handle(_ message: RouteMessage, now: Instant) {
+        switch message {
+        case .newAddress, .deleteAddress, .deleteLink:
+            onLinkByIndex = [:]
+        default:
+            break
+        }
         switch message {
         case .done(let sequence) where sequence == dumpSequence:
             if redumpNeeded { startDump() } else { sendNextDump() }
@@ -425,16 +435,21 @@ public struct ReachabilityCore: TimerTable {
         }
     }
 
+    private mutating func onLinkIPv6(_ index: Int32) -> [OnLinkNetwork] {
+        guard index != 0 else { return [] }
+        if let known = onLinkByIndex[index] { return known }
+        let networks = table.addresses(on: index, family: IPAddress.familyIPv6)
+            .map { OnLinkNetwork(address: $0.address, length: $0.prefixLength) }
+            .sorted { $0.address.bytes.lexicographicallyPrecedes($1.address.bytes) }
+        onLinkByIndex[index] = networks
+        return networks
+    }
+
     private mutating func deliver(_ verdict: ReachabilityVerdict, to id: TargetID) {
         var new = verdict
         new.destination = targets[id]?.address?.bytes
         new.nat64Prefix = nat64Prefix(onInterfaceNamed: verdict.interface)
-        new.onLinkIPv6 =
-            verdict.interfaceIndex == 0
-            ? []
-            : table.addresses(on: verdict.interfaceIndex, family: IPAddress.familyIPv6)
-                .map { OnLinkNetwork(address: $0.address, length: $0.prefixLength) }
-                .sorted { $0.address.bytes.lexicographicallyPrecedes($1.address.bytes) }
+        new.onLinkIPv6 = onLinkIPv6(verdict.interfaceIndex)
         new.routedFamilies = table.routedFamilies
         guard targets[id] != nil, new != targets[id]?.verdict else { return }
         targets[id]?.verdict = new
