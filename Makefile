@@ -14,7 +14,7 @@ TEST_PACKAGES := $(BUILD_PACKAGES) dbus-bin systemd libglib2.0-bin qdbus-qt5 pyt
                  tayga openssl ca-certificates debhelper lintian dpkg-dev fakeroot unbound
 DEB_PACKAGES := $(BUILD_PACKAGES) debhelper lintian dpkg-dev fakeroot
 BENCH_PACKAGES := $(BUILD_PACKAGES) make libsystemd-dev dbus-bin python3-dbus python3-gi python3-dbusmock iproute2 procps \
-                  xdg-desktop-portal openssl curl nftables dnsmasq-base unbound
+                  xdg-desktop-portal openssl curl nftables dnsmasq-base unbound fping
 
 # Warnings are errors wherever `make` builds: the standard is none.
 SWIFT_FLAGS := -Xswiftc -warnings-as-errors

@@ -40,6 +40,8 @@ echo "idle netobserverd blocking helper, 30 s after start: $(python3 -c "import 
 /usr/bin/python3 "$root/tools/bench_bars.py" "$DBUS_SESSION_BUS_ADDRESS" "$(dirname "$daemon")/netobserver"
 # Several targets: 64 of them on one daemon (its netns has only loopback; lo down is the fault).
 /usr/bin/python3 "$root/tools/bench_targets64.py" "$DBUS_SESSION_BUS_ADDRESS" "$pid" "$netns"
+# 64 targets beside fping: the daemon's CPU for the same probes, added over D-Bus and given as --target, as a ratio.
+/usr/bin/python3 "$root/tools/bench_fping.py" "$daemon" 3 2> >(grep -v "fd limit" >&2)
 # Hostile callers: random and huge calls, a 30 MiB name, AddTarget churn (issue 9's figures are in make test).
 /usr/bin/python3 "$root/tools/bench_hostile.py" "$DBUS_SESSION_BUS_ADDRESS" "$pid" "$netns"
 kill $pid; wait $pid 2>/dev/null || true

@@ -399,16 +399,17 @@ public struct ProbeCore: Sendable {
     /// With Evidence `traffic`, flowing traffic stands in for the scheduled probe of a host
     /// that answers (ProbeMethod `traffic`); anything else sends it.
     private mutating func scheduledProbeDue(now: Instant) {
+        let tick = nextProbeAt
         guard settings.evidence == .traffic, traffic == .flowing, verdict.answering == true,
             tracker.outstanding.isEmpty
         else {
             nextProbeAt = nil
-            sendProbe(now: now)
+            sendProbe(now: now, tick: tick)
             return
         }
         statistics.skipped += 1
         owedProbe = true
-        nextProbeAt = now &+ settings.interval
+        nextProbeAt = ProbeGrid.next(after: now, due: tick, interval: settings.interval)
         answeredBy = .traffic
         publish()
     }
@@ -419,14 +420,17 @@ public struct ProbeCore: Sendable {
     }
 
     /// `early`: a follow-up beside an overdue probe, off the schedule. `extra`: its loss adds no failure.
-    private mutating func sendProbe(now: Instant, early: Bool = false, extra: Bool = false, forCheck: Bool = false) {
+    /// `tick`: the schedule's own probe, due then.
+    private mutating func sendProbe(
+        now: Instant, tick: Instant? = nil, early: Bool = false, extra: Bool = false, forCheck: Bool = false
+    ) {
         guard target != nil, !asleep else { return }
         let token = random.next()
         owedProbe = false
         let sequence = tracker.send(token: token, now: now, timeout: settings.timeout, extra: extra)
         statistics.sent += 1
         if !early {
-            nextProbeAt = now &+ settings.interval
+            nextProbeAt = ProbeGrid.next(after: now, due: tick, interval: settings.interval)
             // A probe a Check forced gets no follow-up: Checks may add one probe per Timeout, no more.
             if !forCheck { watchForOverdue(sequence, now: now) }
         }

@@ -287,7 +287,9 @@ final class TargetCoreTests: XCTestCase {
             "IPv4 not probed at the headline's suspicion: v6 \(bench.sent[.v6, default: []].filter { $0 > silentFrom - 2000 * ms }.map { $0 / ms }), v4 \(bench.sent[.v4, default: []].suffix(3).map { $0 / ms }), silent from \(silentFrom / ms)"
         )
         let firstLoss = bench.sent[.v6, default: []].first { $0 > silentFrom }.map { $0 + 500 * ms }
-        XCTAssertEqual(afterSuspicion.first, firstLoss, "IPv4 was not probed the moment IPv6's probe was lost")
+        // (IPv4's own 30-s schedule may also fall in this window.)
+        XCTAssertTrue(
+            firstLoss.map(afterSuspicion.contains) == true, "IPv4 was not probed the moment IPv6's probe was lost")
     }
 
     /// AddressFamily ipv4: the other family sends nothing and says why.

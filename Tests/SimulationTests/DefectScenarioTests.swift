@@ -92,7 +92,8 @@ final class DefectScenarioTests: XCTestCase {
                 timeline: [(1_500, .behaviour(.unreachable(wholeQuote: true)))]))
         let none = firstTime(simulation, .none)
         XCTAssertNotNil(none)
-        if let none { XCTAssertLessThan(none, 2_100_000_000, "the first probe after 1.5 s (at ~2 s) decided") }
+        // That probe is at 2 s, or up to a sixteenth of the Interval later while the schedule moves onto its grid.
+        if let none { XCTAssertLessThan(none, 2_163_000_000, "the first probe after 1.5 s (at ~2 s) decided") }
     }
 
     /// 7: a Check whose probe cannot be sent (the route went, the engine has not read it yet)
