@@ -178,6 +178,10 @@ static int single_page_faults(void) {
     return descriptor;
 }
 
+int CLinux_prepare_single_page_faults(void) {
+    return single_page_faults() >= 0 ? 0 : -1;
+}
+
 static void fault_singly(unsigned long start, unsigned long end) {
     int descriptor = single_page_faults();
     if (descriptor < 0) return;

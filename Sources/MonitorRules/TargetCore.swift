@@ -398,9 +398,12 @@ public struct TargetCore {
         var step = Step(into: &actions)
         defer { swap(&step.actions, &actions) }
         var pathActions = takePathActions()
+        // The families a round of Checks waits for are those probing when its first Check came: a family that
+        // starts probing later (its route back) would hold the round's earlier Checks past their two Timeouts.
+        let roundUnderway = !checkWaiting.isEmpty || !checkAnswered.isEmpty
         for family in watchedFamilies {
             let probing = change(family) { $0.check(now: now, into: &pathActions) }
-            if probing && !checkAnswered.contains(family) { checkWaiting.insert(family) }
+            if probing && !roundUnderway { checkWaiting.insert(family) }
             take(family, pathActions, now: now, &step)
         }
         swap(&pathActions, &self.pathActions)

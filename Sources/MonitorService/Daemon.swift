@@ -439,6 +439,7 @@ final class Service {
         // What only start-up used is let go, once serving starts and again once the first verdicts are in: code,
         // constants and symbol tables mapped 64 KiB at a time were most of the resident set (the static Swift
         // runtime's above all). What is used again comes back from the file, a page at a time where the kernel allows.
+        _ = CLinux_prepare_single_page_faults()
         for delay in Self.startUpTrims {
             loop.schedule(after: delay) { _ = CLinux_drop_clean_file_pages() }
         }

@@ -131,6 +131,10 @@ int CLinux_lower_thread_priority(int nice);
 /* Unmaps the resident pages of read-only file mappings that hold none of their own (read back from the file if used). */
 int CLinux_drop_clean_file_pages(void);
 
+/* Opens, once, the descriptor through which the drops above ask for pages to come back one at a time (kept for the
+ * process's life): done at start, so that the descriptor is there before anyone counts them. 0, or -1 where refused. */
+int CLinux_prepare_single_page_faults(void);
+
 /* Constants the importer cannot see as such. */
 static const unsigned short CLinux_SOCK_DIAG_BY_FAMILY = SOCK_DIAG_BY_FAMILY;
 static const unsigned short CLinux_TCPDIAG_GETSOCK = TCPDIAG_GETSOCK;
