@@ -89,12 +89,10 @@ public struct TargetCore {
     public private(set) var family: AddressFamily
     /// Whom the headline follows among equals: the families in the order the last lookup listed them.
     public private(set) var resolverOrder: [IPFamily] = [.v6, .v4]
-    /// Families whose path probes for a Check: the verdict is ready when none is left.
+    /// Families whose path probes for the round of Checks under way: the verdict is ready when none is left. A Check
+    /// arriving while one is underway joins it and adds none (a family that answered meanwhile has its next probe
+    /// held back a Timeout anyway), so Checks that keep coming never keep the verdict from being ready.
     private var checkWaiting: IPFamilies = []
-    /// Families whose verdict came in while others were still waiting: a Check arriving meanwhile takes it
-    /// (their next probe is held back a Timeout anyway), so Checks that keep coming while the families answer
-    /// in turn never keep the verdict from being ready.
-    private var checkAnswered: IPFamilies = []
     /// The lookup under way, for the paths' current target; the paths that asked meanwhile share its answer.
     public private(set) var generation: UInt64 = 0
     private var lookupUnderway = false
@@ -323,7 +321,6 @@ public struct TargetCore {
             generation &+= 1
             lookupUnderway = false
             checkWaiting = []
-            checkAnswered = []
             discoveryNetwork = nil
             discoveryPendingUntil = nil
             step.publish = true
@@ -400,7 +397,7 @@ public struct TargetCore {
         var pathActions = takePathActions()
         // The families a round of Checks waits for are those probing when its first Check came: a family that
         // starts probing later (its route back) would hold the round's earlier Checks past their two Timeouts.
-        let roundUnderway = !checkWaiting.isEmpty || !checkAnswered.isEmpty
+        let roundUnderway = !checkWaiting.isEmpty
         for family in watchedFamilies {
             let probing = change(family) { $0.check(now: now, into: &pathActions) }
             if probing && !roundUnderway { checkWaiting.insert(family) }
@@ -466,10 +463,7 @@ public struct TargetCore {
             case .publish:
                 step.publish = true
             case .verdictReady:
-                if checkWaiting.contains(family) {
-                    checkWaiting.remove(family)
-                    checkAnswered.insert(family)
-                }
+                checkWaiting.remove(family)
                 step.verdict = true
             }
         }
@@ -488,10 +482,7 @@ public struct TargetCore {
         }
         // Appended where they are: a copy of the array appended to would be copied whole.
         if step.publish { step.actions.append(.publish) }
-        if step.verdict && checkWaiting.isEmpty {
-            step.actions.append(.verdictReady)
-            checkAnswered = []
-        }
+        if step.verdict && checkWaiting.isEmpty { step.actions.append(.verdictReady) }
         nextWakeup = earliestDeadline
     }
 
