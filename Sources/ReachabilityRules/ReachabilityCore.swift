@@ -84,7 +84,7 @@ public struct ReachabilityCore: TimerTable {
     private var evaluationScheduled = false
     /// What each interface's routers announce (a NAT64 prefix, a captive-portal API) and which advertisements count.
     private var announcements: RouterAnnouncements
-    /// Each interface's own IPv6 networks, as verdicts carry them: built once per change of the addresses, not per
+    /// Each interface's own IPv6 networks, as verdicts carry them: built once per change of the table, not per
     /// verdict.
     private var onLinkByIndex: [Int32: [OnLinkNetwork]] = [:]
     private var outputs: [Output] = []
@@ -318,12 +318,6 @@ public struct ReachabilityCore: TimerTable {
 
     private mutating func handle(_ message: RouteMessage, now: Instant) {
         switch message {
-        case .newAddress, .deleteAddress, .deleteLink:
-            onLinkByIndex = [:]
-        default:
-            break
-        }
-        switch message {
         case .done(let sequence) where sequence == dumpSequence:
             if redumpNeeded { startDump() } else { sendNextDump() }
             // The table is whole again: routes may have come and gone while it was not.
@@ -360,7 +354,9 @@ public struct ReachabilityCore: TimerTable {
         }
     }
 
+    /// The table changed: every target is evaluated again, and what was built from the table is built again.
     private mutating func invalidateAll() {
+        onLinkByIndex = [:]
         for id in targets.keys { targets[id]?.dirty = true }
         invalidate()
     }
