@@ -148,12 +148,6 @@ int CLinux_drop_privileges(unsigned int uid, unsigned int gid) {
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }
 
-/* What start-up alone touched stays resident: the kernel maps 64 KiB around every page fault in a file
- * mapping (fault-around), so a static Swift runtime's text, the libraries' symbol tables the dynamic
- * linker read, and code run once are resident in large runs nobody uses again. This unmaps the resident
- * pages of every read-only file mapping that holds no page of its own (no Anonymous: no relocated or
- * copied page, so each page is the file's and is read back from it if used again). Returns the number
- * of mappings dropped, or -1. */
 /* Asks the kernel to map the pages of a read-only file mapping one at a time from now on, not 64 KiB around
  * each fault: a mapping registered with a userfaultfd for write-protection has no fault-around, and with
  * WP_ASYNC (Linux 6.7) the kernel settles any such fault itself, so nothing ever reads the descriptor. It is
@@ -189,6 +183,12 @@ static void fault_singly(unsigned long start, unsigned long end) {
     (void) ioctl(descriptor, UFFDIO_REGISTER, &range);
 }
 
+/* What start-up alone touched stays resident: the kernel maps 64 KiB around every page fault in a file
+ * mapping (fault-around), so a static Swift runtime's text, the libraries' symbol tables the dynamic
+ * linker read, and code run once are resident in large runs nobody uses again. This unmaps the resident
+ * pages of every read-only file mapping that holds no page of its own (no Anonymous: no relocated or
+ * copied page, so each page is the file's and is read back from it if used again), each registered first
+ * so that its pages come back one at a time (above). Returns the number of mappings dropped, or -1. */
 int CLinux_drop_clean_file_pages(void) {
     FILE *smaps = fopen("/proc/self/smaps", "re");
     if (smaps == NULL) return -1;
