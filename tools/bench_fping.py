@@ -35,26 +35,6 @@ def ip(*args):
     subprocess.run(["ip", "-n", netns] + list(args), check=True)
 
 
-def scheduled_seconds(pid):
-    """CPU time of every thread of PID, from the scheduler's own count."""
-    total = 0
-    try:
-        tasks = os.listdir("/proc/%d/task" % pid)
-    except OSError:
-        return 0.0
-    for task in tasks:
-        try:
-            with open("/proc/%d/task/%s/schedstat" % (pid, task)) as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total / 1e9
-
-
-def family_seconds(pid):
-    return sum(scheduled_seconds(member) for member in procstat.family(pid))
-
-
 def in_netns(argv, **kwargs):
     return subprocess.Popen(["ip", "netns", "exec", netns] + argv, **kwargs)
 
@@ -111,7 +91,7 @@ def daemon_turn(state, extra=()):
     process, _ = start_daemon(address, state, extra)
     try:
         # The process under `ip netns exec`/setpriv is the daemon itself: both exec.
-        return measure(process.pid, family_seconds)
+        return measure(process.pid, procstat.scheduled_seconds)
     finally:
         stop(process)
         stop(bus)
@@ -121,7 +101,7 @@ def fping_turn():
     process = in_netns(["fping", "-l", "-p", "1000", "-q"] + hosts,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        return measure(process.pid, scheduled_seconds)
+        return measure(process.pid, lambda pid: procstat.scheduled_seconds(pid, with_helper=False))
     finally:
         stop(process)
 
@@ -158,9 +138,9 @@ try:
     print("64 targets beside fping (32 IPv4 + 32 IPv6, Interval 1000, %d turns of %.0f s): fping -l -p 1000 %.2f %% "
           "of a core" % (runs, seconds, fping))
     for shape in ("added over D-Bus", "given as --target"):
-        cpu = statistics.median(shape_runs := shapes[shape])
+        cpu = statistics.median(shapes[shape])
         print("  netobserverd, %s: %.2f %% of a core (runs %s), %.2f × fping"
-              % (shape, cpu, " ".join("%.2f" % run for run in shape_runs), cpu / fping if fping else float("nan")))
+              % (shape, cpu, " ".join("%.2f" % run for run in shapes[shape]), cpu / fping if fping else float("nan")))
 finally:
     subprocess.run(["ip", "netns", "del", netns], stderr=subprocess.DEVNULL)
     shutil.rmtree(work, ignore_errors=True)

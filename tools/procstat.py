@@ -26,6 +26,27 @@ def cpu_seconds(pid):
     return sum(_cpu(member) for member in family(pid))
 
 
+def _scheduled(pid):
+    total = 0
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, task)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total / 1e9
+
+
+def scheduled_seconds(pid, with_helper=True):
+    """CPU time of every thread, from the scheduler's own count in nanoseconds (cpu_seconds counts 10-ms ticks): the
+    daemon's and its helper's, or one process's alone (with_helper=False: any program, such as fping)."""
+    return sum(_scheduled(member) for member in (family(pid) if with_helper else [pid]))
+
+
 def wakeups(pid, involuntary=False):
     """Context switches of every thread of the daemon and of its helper (voluntary ones: wake-ups after a sleep)."""
     keys = ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches") if involuntary else ("voluntary_ctxt_switches",)
