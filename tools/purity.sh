@@ -36,5 +36,20 @@ for module in $(grep -hoE '^(@_exported )?import [A-Za-z_]+' Sources/DaemonWorld
         *" $module "*) echo "Sources/DaemonWorlds imports $module, which is the D-Bus face's"; status=1 ;;
     esac
 done
+# The simulation's tests link no driver and no daemon: the simulation and the rules it runs.
+for module in $(grep -hoE '^(@testable )?import [A-Za-z_]+' Tests/SimulationTests/*.swift | awk '{print $NF}' | sort -u); do
+    case " Simulation $pure TestTime XCTest " in
+        *" $module "*) ;;
+        *) echo "Tests/SimulationTests imports $module, which is not the simulation's"; status=1 ;;
+    esac
+done
+# The worlds' and the helper's tests stand below the D-Bus face, as their targets do.
+for tests in DaemonWorldsTests HelperProcessTests; do
+    for module in $(grep -hoE '^(@testable )?import [A-Za-z_]+' "Tests/$tests"/*.swift | awk '{print $NF}' | sort -u); do
+        case " MonitorService MonitorContract DBusKit CDBus Cellular " in
+            *" $module "*) echo "Tests/$tests imports $module, which is the D-Bus face's"; status=1 ;;
+        esac
+    done
+done
 [ "$1" = --list ] && [ $status -eq 0 ] && echo $pure
 exit $status

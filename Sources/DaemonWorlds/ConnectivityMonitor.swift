@@ -48,14 +48,14 @@ public final class ConnectivityMonitor {
     /// DNS truth (nil: not asked, `Dns` stays `unknown`).
     private let dnsTruth: DnsTruthRun?
     private var dnsObservationDue = false
-    /// The first verdict is held back (and one was), until the link facts are in.
-    private var firstVerdictHeld = false
-    private var owesFirstVerdict = false
 
     /// After every finished probe: a verdict is in (pending Checks answer then).
     public var onVerdictReady: (() -> Void)?
     /// Before each wake-up is handled: a sleep nobody announced is noticed before any probe times out across it.
     public var beforeTimeout: (() -> Void)?
+    /// Each route verdict goes to the service's core, which hands it back through `routeDecided` with the view of
+    /// the route's link (nil: the monitor takes its verdicts itself, with no link's view).
+    public var onRouteVerdict: ((IPFamily, ReachabilityVerdict) -> Void)?
 
     /// `sharedReachability`: an engine already watching the kernel's routes (another
     /// target's); this monitor then adds a watch to it instead of opening its own socket.
@@ -110,22 +110,21 @@ public final class ConnectivityMonitor {
                 configuration: configuration)
         }
         initialCore = Self.makeCore(
-            configuration, transports: self.transports, routeProblem: problem,
-            refresh: dnsRefresh, linkFacts: LinkFactsTable())
+            configuration, transports: self.transports, routeProblem: problem, refresh: dnsRefresh)
         wireUp()
     }
 
     /// A core for `configuration`, each family probing in its transport's slot.
     private static func makeCore(
         _ configuration: TargetConfiguration, transports: [any ProbeTransporting], routeProblem: String?,
-        refresh: Duration, linkFacts: LinkFactsTable
+        refresh: Duration
     ) -> TargetCore {
         var slots: [IPFamily: UInt16] = [:]
         for family in IPFamily.allCases { slots[family] = transports[TargetCore.index(of: family)].slot ?? 0 }
         return TargetCore(
             host: configuration.host, family: configuration.family, probeSettings: configuration.probe,
             seed: UInt64.random(in: 0...UInt64.max), slots: slots, stride: transports[0].stride,
-            routeProblem: routeProblem, refresh: refresh, linkFacts: linkFacts)
+            routeProblem: routeProblem, refresh: refresh)
     }
 
     deinit {
@@ -149,7 +148,9 @@ public final class ConnectivityMonitor {
             if routeWatches.indices.contains(index) {
                 routeWatches[index].families = [family]
                 routeWatches[index].onChange = { [unowned self] verdict in
-                    handle(.path(family, .route(verdict)))
+                    // The service routes it back with its link's view (`routeDecided`); a monitor on its own takes it.
+                    guard let onRouteVerdict else { return handle(.path(family, .route(verdict))) }
+                    onRouteVerdict(family, verdict)
                 }
             }
         }
@@ -173,9 +174,14 @@ public final class ConnectivityMonitor {
         dnsTruth?.sleep(asleep)
     }
 
-    /// ModemManager or NetworkManager changed what they say about links.
-    public func linkFactsChanged(_ table: LinkFactsTable) {
-        handle(.linkFacts(table))
+    /// The service's word on `family`'s route: the kernel's verdict, and the view of the link it uses.
+    public func routeDecided(_ family: IPFamily, _ verdict: ReachabilityVerdict, link: LinkView?) {
+        handle(.path(family, .route(verdict, link: link)))
+    }
+
+    /// The service's word on link `id`, the one `family`'s route uses (nil: it is gone).
+    public func linkChanged(_ family: IPFamily, _ id: LinkID, _ view: LinkView?) {
+        handle(.path(family, .link(id, view)))
     }
 
     /// The target is now to watch as `new` says; `part` changed (a setting Set over D-Bus, or reloaded).
@@ -339,15 +345,6 @@ extension ConnectivityMonitor: TargetWorld {
     }
 
     public func publish(_ update: (_ state: inout MonitorState) -> Void) {
-        if firstVerdictHeld {
-            // The first verdict waits for the link facts (see `holdFirstVerdict`); what comes before it does not.
-            var candidate = model.state
-            update(&candidate)
-            if model.state.connectivity == .unknown && candidate.connectivity != .unknown {
-                owesFirstVerdict = true
-                return
-            }
-        }
         model.update { current in update(&current) }
         observeForDnsTruth()
     }
@@ -366,12 +363,10 @@ extension ConnectivityMonitor: TargetWorld {
     }
 
     /// INTERFACE.md "Cellular generation and metered links": at start, while ModemManager's and NetworkManager's
-    /// first answers are awaited (at most 1 s), the first verdict is held back, so that it already carries them.
+    /// first answers are awaited (at most 1 s), the first verdict is held back, so that it already carries them
+    /// (the core decides: `TargetCore.Event.holdFirstVerdict`).
     public func holdFirstVerdict(_ hold: Bool) {
-        firstVerdictHeld = hold
-        guard !hold, owesFirstVerdict else { return }
-        owesFirstVerdict = false
-        driver.publishAgain()
+        handle(.holdFirstVerdict(hold))
     }
 
     public func verdictReady() {

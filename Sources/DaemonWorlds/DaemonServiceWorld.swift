@@ -1,5 +1,6 @@
 import EventLoop
 import MonitorRules
+import ReachabilityRules
 import ServiceLog
 import Timekeeping
 
@@ -24,10 +25,10 @@ public final class DaemonServiceWorld: ServiceWorld {
         self.targets = targets
         wakeup = WakeupTimer(loop: loop)
         wakeup.onFire = { [unowned self] in driver.handle(.timeout) }
-        fetcher.onFetched = { [unowned self] interface, generation, result in
-            driver.handle(.portalAPIFetched(interface: interface, generation: generation, result))
+        fetcher.onFetched = { [unowned self] link, generation, result in
+            driver.handle(.portalAPIFetched(link: link, generation: generation, result))
         }
-        targets.beforeTargetWakes = { [unowned self] in driver.handle(.targetWakes) }
+        targets.tellService = { [unowned self] event in driver.handle(event) }
         // Housekeeping rides on the loop's other wake-ups: it adds none of its own while any come.
         tickTimer = loop.schedule(after: ServiceCore.tick, leeway: ServiceCore.tick, repeats: true) {
             [unowned self] in driver.handle(.tick)
@@ -41,20 +42,24 @@ public final class DaemonServiceWorld: ServiceWorld {
     public var now: Instant { loop.now() }
     public var slept: Duration { MonotonicClock.slept() }
 
-    public func fetchPortalAPI(interface: String, uri: String, generation: UInt64) {
-        fetcher.fetch(interface, uri, generation)
+    public func fetchPortalAPI(link: LinkID, interface: String, uri: String, generation: UInt64, limit: Duration) {
+        fetcher.fetch(link, uri, generation, limit: limit)
     }
 
-    public func cancelPortalAPIFetch(interface: String) {
-        fetcher.cancel(interface)
+    public func cancelPortalAPIFetch(link: LinkID) {
+        fetcher.cancel(link)
     }
 
     public func log(_ line: String) {
         Log.info(line)
     }
 
-    public func linkFactsChanged(_ table: LinkFactsTable) {
-        targets.linkFactsChanged(table)
+    public func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?) {
+        targets.route(path, verdict, link: link)
+    }
+
+    public func linkChanged(_ path: ServiceCore.PathKey, _ id: LinkID, _ view: LinkView?) {
+        targets.linkChanged(path, id, view)
     }
 
     public func machineSleeps(_ asleep: Bool) {

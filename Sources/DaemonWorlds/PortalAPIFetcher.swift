@@ -3,6 +3,7 @@ import HTTPCheck
 import MonitorRules
 import NetAddress
 import Probe
+import Timekeeping
 
 /// The captive-portal APIs' fetches, for the service's core (which follows the announcements and decides
 /// when to ask): each over verified HTTPS, off the loop, ended by its limit, and answered once, through
@@ -12,41 +13,35 @@ public final class PortalAPIFetcher {
     private let resolver: HostResolver
     private let http: (any HTTPClientSource)?
     private let caFile: String?
-    /// Each fetch ends within this (max(5 s, Timeout) of the default target, when asked).
-    private let limitMilliseconds: () -> Int
-    private var fetches: [String: CheckRun] = [:]
-    /// What fetch `generation` of `interface`'s API found.
-    public var onFetched:
-        ((_ interface: String, _ generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>) -> Void)?
+    private var fetches: [LinkID: CheckRun] = [:]
+    /// What fetch `generation` of `link`'s API found.
+    public var onFetched: ((_ link: LinkID, _ generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>) -> Void)?
     /// Whether an address is one of this machine's: the API is never fetched there (an announcement naming this
     /// machine would make the service ask itself, or whatever listens here).
     public var isThisMachine: (IPAddress) -> Bool = { _ in false }
 
-    public init(
-        loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?, caFile: String?,
-        limitMilliseconds: @escaping () -> Int
-    ) {
+    public init(loop: MainLoop, resolver: HostResolver, http: (any HTTPClientSource)?, caFile: String?) {
         self.loop = loop
         self.resolver = resolver
         self.http = http
         self.caFile = caFile
-        self.limitMilliseconds = limitMilliseconds
     }
 
     deinit {
         for fetch in fetches.values { fetch.cancel() }
     }
 
-    /// The fetch under way for `interface` (if any) ends unanswered.
-    public func cancel(_ interface: String) {
-        fetches.removeValue(forKey: interface)?.cancel()
+    /// The fetch under way for `link` (if any) ends unanswered.
+    public func cancel(_ link: LinkID) {
+        fetches.removeValue(forKey: link)?.cancel()
     }
 
-    public func fetch(_ interface: String, _ uri: String, _ generation: UInt64) {
-        fetches.removeValue(forKey: interface)?.cancel()
+    /// GET `uri` for `link`, ended by `limit` (the service's core says it: max(5 s, its targets' Timeout)).
+    public func fetch(_ link: LinkID, _ uri: String, _ generation: UInt64, limit: Duration) {
+        fetches.removeValue(forKey: link)?.cancel()
         guard CheckURL.isValid(uri, secure: true) else {
             return loop.atEndOfTurn { [weak self] in
-                self?.onFetched?(interface, generation, .failure(.init(text: "not a valid https URL")))
+                self?.onFetched?(link, generation, .failure(.init(text: "not a valid https URL")))
             }
         }
         let options = HTTPRequestOptions(
@@ -54,14 +49,14 @@ public final class PortalAPIFetcher {
             keepBody: true, bodyLimit: CapportAnswer.largestBody)
         // The API's host may be on the local network, never loopback, link-local, unspecified or multicast.
         // Its lookup goes first, as the default target's do: no added target's hanging name holds it up.
-        fetches[interface] = CheckRun(
-            url: uri, options: options, limitMilliseconds: limitMilliseconds(), mayPointInward: false,
+        fetches[link] = CheckRun(
+            url: uri, options: options, limitMilliseconds: Int(clamping: limit.milliseconds), mayPointInward: false,
             isThisMachine: isThisMachine, first: true, loop: loop, resolver: resolver,
             http: http
         ) { [weak self] answer in
             guard let self else { return }
-            fetches[interface] = nil
-            onFetched?(interface, generation, Self.read(answer))
+            fetches[link] = nil
+            onFetched?(link, generation, Self.read(answer))
         }
     }
 

@@ -1,11 +1,16 @@
 import MonitorRules
+import ReachabilityRules
 import Timekeeping
 
 /// Every target of the service, as the service's core reaches them.
 public protocol ServiceTargets: AnyObject {
-    /// Called before any target handles a wake-up.
-    var beforeTargetWakes: (() -> Void)? { get set }
-    func linkFactsChanged(_ table: LinkFactsTable)
+    /// What the targets tell the service's core: their route verdicts, their Timeouts, that one is gone, and that
+    /// one is about to handle a wake-up (a sleep nobody announced is looked for first).
+    var tellService: ((ServiceCore.Event) -> Void)? { get set }
+    /// A target's path takes its route verdict, with the view of the link it is routed over.
+    func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?)
+    /// A target's path hears that its link `id` changed (nil: it is gone).
+    func linkChanged(_ path: ServiceCore.PathKey, _ id: LinkID, _ view: LinkView?)
     /// The machine goes to sleep (true) or woke (false).
     func sleep(_ asleep: Bool)
     func holdFirstVerdicts(_ hold: Bool)

@@ -1,17 +1,17 @@
 import Timekeeping
 
-/// When each interface's captive-portal API is asked, and what it last said (INTERFACE.md "Portal
-/// truth"), without I/O. The announcements (routers' option 37, else DHCP option 114) come in per
-/// interface; fetches go out, one at a time per interface, each answered once; the clock drives the
-/// cadence: at once when announced or changed, every 2 s while captive, else at the earlier of
-/// 300 s and `seconds-remaining` - 60 s. What cannot be fetched or taken is logged and says nothing.
+/// When one link's captive-portal API is asked, and what it last said (INTERFACE.md "Portal truth"), without
+/// I/O; its `LinkCore` holds it. The announcement (a router's option 37, else DHCP option 114) comes in; fetches
+/// go out, one at a time, each answered once; the clock drives the cadence: at once when announced or changed,
+/// every 2 s while captive, else at the earlier of 300 s and `seconds-remaining` - 60 s. What cannot be fetched
+/// or taken is logged (without the link's name: the link says it) and says nothing.
 public struct CapportFollower: Sendable {
     public static let captiveRefresh = Duration.seconds(2)
     public static let refresh = Duration.seconds(300)
     /// After an answer not taken (or none): asked again this much later.
     public static let retry = Duration.seconds(30)
-    /// Announcements are coalesced: a new or changed URI on an interface is fetched at most this often, however
-    /// often a router (or someone claiming to be one) announces (40 a second cost 85 % of a core).
+    /// Announcements are coalesced: a new or changed URI is fetched at most this often, however often a router
+    /// (or someone claiming to be one) announces (40 a second cost 85 % of a core).
     public static let announcementSpacing = Duration.seconds(10)
     /// `seconds-remaining` is asked about this long before it runs out.
     public static let marginSeconds: UInt64 = 60
@@ -19,15 +19,15 @@ public struct CapportFollower: Sendable {
     public static let unrestricted = "urn:ietf:params:capport:unrestricted"
 
     public enum Action: Equatable, Sendable {
-        /// GET `uri` for `interface`; answer with `fetched(interface:generation:…)`.
-        case fetch(interface: String, uri: String, generation: UInt64)
-        /// The fetch under way for `interface` is no longer wanted.
-        case cancel(interface: String)
+        /// GET `uri`; answer with `fetched(generation:…)`.
+        case fetch(uri: String, generation: UInt64)
+        /// The fetch under way is no longer wanted.
+        case cancel
         /// For the log.
         case log(String)
     }
 
-    /// What the follower knows of one interface's API.
+    /// What the follower knows of the announced API.
     public struct Entry: Equatable, Sendable {
         public var uri: String
         /// The last answer taken; nil before the first, or after one not taken.
@@ -38,82 +38,71 @@ public struct CapportFollower: Sendable {
         var announcedFetchDue = false
     }
 
-    public private(set) var entries: [String: Entry] = [:]
+    public private(set) var entry: Entry?
     private var generation: UInt64 = 0
-    /// When each interface's last announcement fetch started (kept for `announcementSpacing`, so at most one per
-    /// interface with a recent fetch).
-    private var announcementFetches: [String: Instant] = [:]
-    /// When each interface's last announcement was logged, and how many since were not (issue 54 N20: a router
-    /// changing its announcement with every advertisement made a line each).
-    private var announcementLogs: [String: (at: Instant, unsaid: Int)] = [:]
+    /// When the last announcement fetch started (kept for `announcementSpacing`).
+    private var announcementFetch: Instant?
+    /// When the last announcement was logged, and how many since were not (issue 54 N20: a router changing its
+    /// announcement with every advertisement made a line each).
+    private var announcementLog: (at: Instant, unsaid: Int)?
 
     public init() {}
 
-    /// Each interface's facts: the announced URI and what its API last said.
-    public var facts: [String: PortalAPIFacts] {
-        entries.mapValues { PortalAPIFacts(uri: $0.uri, answer: $0.answer) }
+    /// The announced URI and what its API last said (nil: none announced).
+    public var facts: PortalAPIFacts? {
+        entry.map { PortalAPIFacts(uri: $0.uri, answer: $0.answer) }
     }
 
-    /// What `interface`'s API last said (nil: nothing yet, or no API there), with no table built.
-    public func answer(on interface: String) -> CapportAnswer? {
-        entries[interface]?.answer
-    }
+    /// What the API last said (nil: nothing yet, or no API).
+    public var answer: CapportAnswer? { entry?.answer }
 
-    /// Whether fetch `generation` is the one under way for `interface` (its answer will be taken).
-    public func isUnderway(interface: String, generation: UInt64) -> Bool {
-        entries[interface]?.running == generation
+    /// Whether fetch `generation` is the one under way (its answer will be taken).
+    public func isUnderway(generation: UInt64) -> Bool {
+        entry?.running == generation
     }
 
     public var nextWakeup: Instant? {
-        entries.values.compactMap { $0.running == nil ? $0.nextAt : nil }.min()
+        entry?.running == nil ? entry?.nextAt : nil
     }
 
-    /// The URIs announced now, by interface (an interface left out has none any more).
-    public mutating func announced(_ uris: [String: String], now: Instant) -> [Action] {
+    /// The URI announced now (nil: none any more).
+    public mutating func announced(_ uri: String?, now: Instant) -> [Action] {
+        guard uri != entry?.uri else { return due(now: now) }
         var actions: [Action] = []
-        announcementFetches = announcementFetches.filter { now - $0.value < Self.announcementSpacing }
-        for (interface, entry) in entries.sorted(by: { $0.key < $1.key }) where uris[interface] != entry.uri {
-            if entry.running != nil { actions.append(.cancel(interface: interface)) }
-            entries[interface] = nil
+        if let announcementFetch, now - announcementFetch >= Self.announcementSpacing { self.announcementFetch = nil }
+        if entry?.running != nil { actions.append(.cancel) }
+        entry = nil
+        guard let uri else { return actions }
+        var entry = Entry(uri: uri)
+        if uri == Self.unrestricted {
+            logAnnouncement("the network says it has no captive portal", now, &actions)
+        } else if !uri.hasPrefix("https://") {
+            logAnnouncement("captive-portal API \(uri) ignored: not an https URI", now, &actions)
+        } else {
+            logAnnouncement("the network announces its captive-portal API at \(uri)", now, &actions)
+            entry.nextAt = announcementFetch.map { max(now, $0 &+ Self.announcementSpacing) } ?? now
+            entry.announcedFetchDue = true
         }
-        for (interface, uri) in uris.sorted(by: { $0.key < $1.key }) where entries[interface] == nil {
-            var entry = Entry(uri: uri)
-            if uri == Self.unrestricted {
-                logAnnouncement("\(interface): the network says it has no captive portal", interface, now, &actions)
-            } else if !uri.hasPrefix("https://") {
-                logAnnouncement(
-                    "\(interface): captive-portal API \(uri) ignored: not an https URI", interface, now, &actions)
-            } else {
-                logAnnouncement(
-                    "\(interface): the network announces its captive-portal API at \(uri)", interface, now, &actions)
-                entry.nextAt = announcementFetches[interface].map { max(now, $0 &+ Self.announcementSpacing) } ?? now
-                entry.announcedFetchDue = true
-            }
-            entries[interface] = entry
-        }
+        self.entry = entry
         return actions + due(now: now)
     }
 
-    /// An announcement's line, at most one per interface per `announcementSpacing`; the next one says how many were
-    /// not logged.
-    private mutating func logAnnouncement(
-        _ line: String, _ interface: String, _ now: Instant, _ actions: inout [Action]
-    ) {
-        if let last = announcementLogs[interface], now - last.at < Self.announcementSpacing {
-            announcementLogs[interface]?.unsaid += 1
+    /// An announcement's line, at most one per `announcementSpacing`; the next one says how many were not logged.
+    private mutating func logAnnouncement(_ line: String, _ now: Instant, _ actions: inout [Action]) {
+        if let last = announcementLog, now - last.at < Self.announcementSpacing {
+            announcementLog?.unsaid += 1
             return
         }
-        let unsaid = announcementLogs[interface]?.unsaid ?? 0
-        announcementLogs[interface] = (now, 0)
+        let unsaid = announcementLog?.unsaid ?? 0
+        announcementLog = (now, 0)
         actions.append(.log(line + (unsaid > 0 ? " (\(unsaid) earlier announcements not logged)" : "")))
     }
 
-    /// Fetch `generation` for `interface` ended: the API's answer, or why there is none to take.
+    /// Fetch `generation` ended: the API's answer, or why there is none to take.
     public mutating func fetched(
-        interface: String, generation: UInt64, _ result: Result<CapportAnswer, StrictJSON.Malformed>,
-        now: Instant
+        generation: UInt64, _ result: Result<CapportAnswer, StrictJSON.Malformed>, now: Instant
     ) -> (changed: Bool, actions: [Action]) {
-        guard var entry = entries[interface], entry.running == generation else { return (false, []) }
+        guard var entry, entry.running == generation else { return (false, []) }
         let before = entry.answer
         entry.running = nil
         var actions: [Action] = []
@@ -135,15 +124,15 @@ public struct CapportFollower: Sendable {
             if before?.captive != answer.captive {
                 actions.append(
                     .log(
-                        "\(interface): the captive-portal API says "
+                        "the captive-portal API says "
                             + (answer.captive ? "captive: sign in at \(answer.userPortalURL ?? "")" : "not captive")))
             }
         case .failure(let why):
             entry.answer = nil
             entry.nextAt = now &+ (before?.captive == true ? Self.captiveRefresh : Self.retry)
-            actions.append(.log("\(interface): captive-portal API \(entry.uri) ignored: \(why.text)"))
+            actions.append(.log("captive-portal API \(entry.uri) ignored: \(why.text)"))
         }
-        entries[interface] = entry
+        self.entry = entry
         return (before != entry.answer, actions)
     }
 
@@ -151,20 +140,23 @@ public struct CapportFollower: Sendable {
         due(now: now)
     }
 
+    /// The link is gone: the announcement with it, and the fetch under way (if any).
+    public mutating func stop() -> [Action] {
+        defer { entry = nil }
+        return entry?.running != nil ? [.cancel] : []
+    }
+
     private mutating func due(now: Instant) -> [Action] {
-        var actions: [Action] = []
-        for (interface, entry) in entries.sorted(by: { $0.key < $1.key }) {
-            guard entry.running == nil, let at = entry.nextAt, at <= now else { continue }
-            generation &+= 1
-            entries[interface]?.running = generation
-            entries[interface]?.nextAt = nil
-            if entry.announcedFetchDue {
-                entries[interface]?.announcedFetchDue = false
-                announcementFetches[interface] = now
-            }
-            actions.append(.fetch(interface: interface, uri: entry.uri, generation: generation))
+        guard var entry, entry.running == nil, let at = entry.nextAt, at <= now else { return [] }
+        generation &+= 1
+        entry.running = generation
+        entry.nextAt = nil
+        if entry.announcedFetchDue {
+            entry.announcedFetchDue = false
+            announcementFetch = now
         }
-        return actions
+        self.entry = entry
+        return [.fetch(uri: entry.uri, generation: generation)]
     }
 }
 

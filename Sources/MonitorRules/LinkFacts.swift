@@ -35,17 +35,4 @@ public struct LinkFactsTable: Equatable, Sendable {
     public subscript(interface: String) -> LinkFacts? {
         interface.isEmpty ? nil : byInterface[interface]
     }
-
-    /// This table with each interface's captive-portal API facts (the follower's) in place of what it had.
-    public func with(portalAPIs: [String: PortalAPIFacts]) -> LinkFactsTable {
-        var merged = byInterface
-        for name in merged.keys { merged[name]?.portalAPI = nil }
-        for (name, facts) in portalAPIs { merged[name, default: LinkFacts()].portalAPI = facts }
-        return LinkFactsTable(merged)
-    }
-
-    /// Each interface's DHCP-announced captive-portal API.
-    public var dhcpPortalAPIs: [String: String] {
-        byInterface.compactMapValues(\.dhcpPortalAPI)
-    }
 }

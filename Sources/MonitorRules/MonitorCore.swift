@@ -56,7 +56,8 @@ public struct MonitorCore: TimerTable {
     public private(set) var pathChanges: UInt64 = 0
     public private(set) var probe = ProbeReport()
     /// What ModemManager and NetworkManager say about links.
-    public private(set) var linkFacts = LinkFactsTable()
+    /// The link the route uses, as the service says it (nil: none, or not known).
+    public private(set) var link: LinkView?
     public private(set) var portalCheck = PortalCheck()
     /// Lookups of Host failed in a row while its known address kept answering.
     public private(set) var failedLookupsWhileAnswering = 0
@@ -143,14 +144,14 @@ public struct MonitorCore: TimerTable {
     public mutating func update(_ state: inout MonitorState) {
         let dns = resolverBroken ? "host answers, but \(host) no longer resolves: \(lookupFailure)" : freshLookupFailure
         StatusRules.update(
-            &state, host: host, resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
+            &state, host: host, resolution: resolution, route: effectiveRoute, probe: probe, link: link,
             beyond: beyond(resolverProblem: dns), text: text)
     }
 
     /// Connectivity alone, as `update` writes it, with no text built.
     public var connectivity: Connectivity {
         StatusRules.connectivity(
-            resolution: resolution, route: effectiveRoute, probe: probe, linkFacts: linkFacts,
+            resolution: resolution, route: effectiveRoute, probe: probe, link: link,
             beyond: beyond(resolverProblem: resolverBroken ? "" : freshLookupFailure))
     }
 
@@ -244,9 +245,10 @@ public struct MonitorCore: TimerTable {
     }
 
     /// The reachability engine's verdict changed (it says which families have a default route now).
-    public mutating func routeChanged(_ verdict: ReachabilityVerdict, now: Instant) {
+    public mutating func routeChanged(_ verdict: ReachabilityVerdict, link: LinkView? = nil, now: Instant) {
         let previous = route
         route = verdict
+        self.link = link
         if family == .any, addresses.count > 1 { chooseAddress(routedFamilies: verdict.routedFamilies, now: now) }
         if verdict.usable, case .resolved = resolution,
             previous?.usable != true || previous?.interface != verdict.interface
@@ -288,10 +290,10 @@ public struct MonitorCore: TimerTable {
         nat64.flatMap { $0.synthesize(address) } ?? address
     }
 
-    /// ModemManager or NetworkManager changed what they say about some link.
-    public mutating func linkFactsChanged(_ table: LinkFactsTable) {
-        guard table != linkFacts else { return }
-        linkFacts = table
+    /// The service says something new of link `id` (nil: it is gone); taken while the route uses it.
+    public mutating func linkChanged(_ id: LinkID, _ view: LinkView?) {
+        guard link?.id == id, view != link else { return }
+        link = view
         outputs.append(.stateChanged)
     }
 

@@ -18,9 +18,11 @@ public struct PathCore {
         case checkURL(String)
         /// The resolver answered lookup `generation`; `routedFamilies`: the families with a default route now.
         case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: IPFamilies?)
-        /// The route watch's verdict for the target changed (with the families that have a default route now).
-        case route(ReachabilityVerdict)
-        case linkFacts(LinkFactsTable)
+        /// The route watch's verdict for the target changed (with the families that have a default route now), and
+        /// the view of the link the path is routed over (the service's: `ServiceCore` routes verdicts).
+        case route(ReachabilityVerdict, link: LinkView? = nil)
+        /// What the service says of link `id` changed (nil: it is gone): taken while the path is routed over it.
+        case link(LinkID, LinkView?)
         /// DNS truth's fresh lookups fail (the Reason's words), or no longer (nil).
         case freshLookups(failure: String?)
         /// The transport can send to the address of the last `.probe` this way (nil: not at all).
@@ -97,12 +99,9 @@ public struct PathCore {
 
     public init(
         host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64, slot: UInt16 = 0,
-        stride: UInt16 = 1, routeProblem: String? = nil, refresh: Duration = MonitorCore.refresh,
-        linkFacts: LinkFactsTable = LinkFactsTable()
+        stride: UInt16 = 1, routeProblem: String? = nil, refresh: Duration = MonitorCore.refresh
     ) {
         monitor = MonitorCore(host: host, family: family, routeProblem: routeProblem, refresh: refresh)
-        monitor.linkFactsChanged(linkFacts)
-        _ = monitor.takeOutputs()
         probe = ProbeCore(settings: probeSettings, seed: seed, slot: slot, stride: stride)
         nextWakeup = earliestDeadline
     }
@@ -195,13 +194,13 @@ public struct PathCore {
             monitor.checkURLChanged(url, now: now)
         case .resolved(let generation, let result, let routedFamilies):
             monitor.resolved(generation: generation, result, routedFamilies: routedFamilies, now: now)
-        case .route(let verdict):
+        case .route(let verdict, let link):
             // One about an address this path watched before (on its way when the path moved on) is not its route.
             if verdict.destination == nil || verdict.destination == watchedRoute {
-                monitor.routeChanged(verdict, now: now)
+                monitor.routeChanged(verdict, link: link, now: now)
             }
-        case .linkFacts(let table):
-            monitor.linkFactsChanged(table)
+        case .link(let id, let view):
+            monitor.linkChanged(id, view)
         case .freshLookups(let failure):
             monitor.freshLookupsChanged(failure)
         case .probing(let method):
@@ -443,8 +442,8 @@ extension PathCore.Event {
     /// (the world hands it in as `TargetCore.Event.path`) — rather than its target, which shares it out.
     public var isEvidence: Bool {
         switch self {
-        case .route, .probing, .probe, .checkAnswered, .trafficSampled, .neighborAnswered, .beyondAnswered: true
-        case .start, .targetChanged, .probeSettings, .checkURL, .resolved, .linkFacts, .freshLookups, .timeout,
+        case .route, .link, .probing, .probe, .checkAnswered, .trafficSampled, .neighborAnswered, .beyondAnswered: true
+        case .start, .targetChanged, .probeSettings, .checkURL, .resolved, .freshLookups, .timeout,
             .probeNow, .suspicionEnded, .nat64, .suspend, .resume:
             false
         }

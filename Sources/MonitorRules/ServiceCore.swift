@@ -1,8 +1,11 @@
+import NetAddress
+import ReachabilityRules
 import Timekeeping
 
-/// The service's own work above its targets, without I/O: the networks' word on their captive portals
-/// (routers' and DHCP's announcements merged, the follower that asks the APIs), the link facts every target
-/// reads, and the machine's sleeps — announced by logind, or found as a jump of CLOCK_BOOTTIME over
+/// The service's own work above its targets, without I/O: its links (a `LinkCore` each, keyed by `LinkID`: what
+/// the services say of it, what its routers and DHCP announce, its captive-portal API), which link each target's
+/// path is routed over (route verdicts come through here, so each target hears exactly of its own links), and
+/// the machine's sleeps — announced by logind, or found as a jump of CLOCK_BOOTTIME over
 /// CLOCK_MONOTONIC nobody announced — with the histories' ticks, and the first verdicts' wait for the services.
 /// Events in, actions out (what every target is to hear, what to fetch, what to write), and the next wake-up
 /// over the whole set.
@@ -14,7 +17,24 @@ public struct ServiceCore: Sendable {
     /// How long the first verdicts wait for ModemManager's and NetworkManager's first answers.
     public static let servicesWait = Duration.seconds(1)
 
+    /// A target's path, as the service routes its verdicts and link views.
+    public struct PathKey: Hashable, Comparable, Sendable {
+        public var target: Int
+        public var family: IPFamily
+
+        public init(target: Int, family: IPFamily) {
+            self.target = target
+            self.family = family
+        }
+
+        public static func < (a: PathKey, b: PathKey) -> Bool {
+            (a.target, a.family == .v4 ? 0 : 1) < (b.target, b.family == .v4 ? 0 : 1)
+        }
+    }
+
     public enum Event: Sendable {
+        /// The kernel's links now, by index (after each change the route core saw, its table whole).
+        case kernelLinks([Int32: String])
         /// What routers announce now (RFC 8910 option 37), by interface.
         case routersAnnounced([String: String])
         /// ModemManager and NetworkManager are followed from now on; `ready`: their first view is complete already.
@@ -23,8 +43,14 @@ public struct ServiceCore: Sendable {
         case servicesReady
         /// What ModemManager and NetworkManager say now, DHCP's announcements (option 114) among it.
         case servicesSaid(LinkFactsTable)
-        /// Fetch `generation` of `interface`'s captive-portal API ended so.
-        case portalAPIFetched(interface: String, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
+        /// Fetch `generation` of `link`'s captive-portal API ended so.
+        case portalAPIFetched(link: LinkID, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
+        /// The route core's verdict for target `target`'s path of `family`.
+        case routed(target: Int, family: IPFamily, ReachabilityVerdict)
+        /// Target `target` probes with this Timeout now (it bounds the portal APIs' fetches of its links).
+        case targetTimeout(target: Int, Duration)
+        /// Target `target` is gone.
+        case targetGone(Int)
         /// logind: the machine is about to sleep (true), or woke (false).
         case sleepAnnounced(Bool)
         /// A target is about to handle a wake-up: a sleep nobody announced is found before any probe times out
@@ -32,18 +58,20 @@ public struct ServiceCore: Sendable {
         case targetWakes
         /// Housekeeping, every `tick` (late by up to a tick: it rides on other wake-ups).
         case tick
-        /// The follower's wake-up came.
+        /// The core's wake-up came.
         case timeout
     }
 
     public enum Action: Equatable, Sendable {
-        /// GET `uri`, `interface`'s captive-portal API; answer with `.portalAPIFetched`.
-        case fetchPortalAPI(interface: String, uri: String, generation: UInt64)
-        /// The fetch under way for `interface` is no longer wanted.
-        case cancelPortalAPIFetch(interface: String)
+        /// GET `uri`, `link`'s (`interface`'s) captive-portal API, ended by `limit`; answer with `.portalAPIFetched`.
+        case fetchPortalAPI(link: LinkID, interface: String, uri: String, generation: UInt64, limit: Duration)
+        /// The fetch under way for `link` is no longer wanted.
+        case cancelPortalAPIFetch(link: LinkID)
         case log(String)
-        /// Every target takes these link facts (the services' with the APIs' answers in).
-        case linkFacts(LinkFactsTable)
+        /// Target `path.target`'s path of `path.family` takes this verdict, and the view of the link it is routed over.
+        case route(PathKey, ReachabilityVerdict, link: LinkView?)
+        /// What that path reads of link `id`, the one it is routed over, changed (nil: the link is gone).
+        case link(PathKey, LinkID, LinkView?)
         /// The machine goes to sleep (true) or woke (false): every history suspends or resumes, every target's
         /// engines too.
         case sleep(Bool)
@@ -55,7 +83,14 @@ public struct ServiceCore: Sendable {
         case holdFirstVerdicts(Bool)
     }
 
-    private var follower = CapportFollower()
+    /// Every link the kernel has, by `LinkID`; `linkIDs` finds one by its index now.
+    public private(set) var links: [LinkID: LinkCore] = [:]
+    private var linkIDs: [Int32: LinkID] = [:]
+    private var nextGeneration: UInt32 = 0
+    /// The link each target's path is routed over (its last verdict that named one).
+    public private(set) var routes: [PathKey: LinkID] = [:]
+    /// Each target's Timeout: a link's fetch ends within max(5 s, the longest of its targets').
+    private var timeouts: [Int: Duration] = [:]
     private var routerAnnouncements: [String: String] = [:]
     private var services = LinkFactsTable()
     public private(set) var asleep = false
@@ -66,23 +101,26 @@ public struct ServiceCore: Sendable {
 
     public init() {}
 
-    /// The link facts every target reads: the services' with the APIs' answers in.
-    public var linkFacts: LinkFactsTable { services.with(portalAPIs: follower.facts) }
-
-    /// What `interface`'s API last said (nil: nothing yet, or no API there), with no table built.
-    public func portalAPIAnswer(on interface: String) -> CapportAnswer? { follower.answer(on: interface) }
-
-    /// Whether fetch `generation` is the one under way for `interface` (its answer will be taken).
-    public func isFetching(interface: String, generation: UInt64) -> Bool {
-        follower.isUnderway(interface: interface, generation: generation)
+    /// The link the kernel calls `interface` now.
+    public func link(named interface: String) -> LinkCore? {
+        interface.isEmpty ? nil : links.values.first { $0.name == interface }
     }
 
-    /// The earliest moment the core has work of its own (the ticks aside).
+    /// What `interface`'s API last said (nil: nothing yet, or no API there).
+    public func portalAPIAnswer(on interface: String) -> CapportAnswer? { link(named: interface)?.portalAPIAnswer }
+
+    /// Whether fetch `generation` is the one under way for `link` (its answer will be taken).
+    public func isFetching(link: LinkID, generation: UInt64) -> Bool {
+        links[link]?.isFetching(generation: generation) ?? false
+    }
+
+    /// The earliest moment the core has work of its own (the ticks aside): its links' and the first verdicts' wait.
     public var nextWakeup: Instant? {
-        switch (follower.nextWakeup, firstVerdictsHeldUntil) {
-        case (let a?, let b?): min(a, b)
-        case (let a, let b): a ?? b
+        var earliest = firstVerdictsHeldUntil
+        for link in links.values {
+            if let wake = link.nextWakeup, earliest.map({ wake < $0 }) ?? true { earliest = wake }
         }
+        return earliest
     }
 
     /// Takes `event` at `now`, with CLOCK_BOOTTIME's lead over CLOCK_MONOTONIC read as `slept`.
@@ -91,9 +129,14 @@ public struct ServiceCore: Sendable {
         // The first event's reading is the base: a sleep is a jump from there.
         if sleptAsLastRead == nil { sleptAsLastRead = slept }
         switch event {
+        case .kernelLinks(let names):
+            kernelLinks(names, now: now, into: &actions)
         case .routersAnnounced(let uris):
             routerAnnouncements = uris
-            if announce(now: now, into: &actions) { actions.append(.linkFacts(linkFacts)) }
+            for id in links.keys.sorted() {
+                let uri = links[id].flatMap { uris[$0.name] }
+                take(id, .routerAnnounced(portalAPI: uri), now: now, into: &actions)
+            }
         case .servicesFollowed(let ready):
             guard !ready else { break }
             firstVerdictsHeldUntil = now + Self.servicesWait
@@ -102,12 +145,25 @@ public struct ServiceCore: Sendable {
             releaseFirstVerdicts(into: &actions)
         case .servicesSaid(let table):
             services = table
-            _ = announce(now: now, into: &actions)
-            actions.append(.linkFacts(linkFacts))
-        case .portalAPIFetched(let interface, let generation, let result):
-            let (changed, followed) = follower.fetched(interface: interface, generation: generation, result, now: now)
-            actions += followed.map(Self.action)
-            if changed { actions.append(.linkFacts(linkFacts)) }
+            for id in links.keys.sorted() {
+                let facts = links[id].flatMap { table[$0.name] }
+                take(id, .servicesSaid(facts), now: now, into: &actions)
+            }
+        case .portalAPIFetched(let link, let generation, let result):
+            take(link, .portalAPIFetched(generation: generation, result), now: now, into: &actions)
+        case .routed(let target, let family, let verdict):
+            let path = PathKey(target: target, family: family)
+            if let id = linkID(of: verdict) {
+                routes[path] = id
+            } else if !verdict.interface.isEmpty || verdict.interfaceIndex != 0 {
+                routes[path] = nil
+            }
+            actions.append(.route(path, verdict, link: routes[path].flatMap { links[$0]?.view }))
+        case .targetTimeout(let target, let timeout):
+            timeouts[target] = timeout
+        case .targetGone(let target):
+            timeouts[target] = nil
+            routes = routes.filter { $0.key.target != target }
         case .sleepAnnounced(let value):
             guard value != asleep else { break }
             asleep = value
@@ -121,18 +177,66 @@ public struct ServiceCore: Sendable {
             actions.append(.writeHistories)
         case .timeout:
             if let until = firstVerdictsHeldUntil, until <= now { releaseFirstVerdicts(into: &actions) }
-            actions += follower.handleTimeout(now: now).map(Self.action)
+            for (id, link) in links.sorted(by: { $0.key < $1.key }) {
+                guard let wake = link.nextWakeup, wake <= now else { continue }
+                take(id, .timeout, now: now, into: &actions)
+            }
         }
         return actions
     }
 
-    /// Hands the follower every announcement; true when what it knows changed.
-    private mutating func announce(now: Instant, into actions: inout [Action]) -> Bool {
-        // A router's word goes before DHCP's on the same interface (it is the fresher, and IPv6's own).
-        let merged = services.dhcpPortalAPIs.merging(routerAnnouncements) { _, router in router }
-        let before = follower.facts
-        actions += follower.announced(merged, now: now).map(Self.action)
-        return follower.facts != before
+    /// The link a verdict names: by its index, else (a verdict from no kernel table) by its name.
+    private func linkID(of verdict: ReachabilityVerdict) -> LinkID? {
+        if verdict.interfaceIndex != 0 { return linkIDs[verdict.interfaceIndex] }
+        return link(named: verdict.interface)?.id
+    }
+
+    /// The kernel's links now: those gone end (their targets hear so), new ones begin with what is said of their
+    /// names, and a renamed one takes what is said of its new name.
+    private mutating func kernelLinks(_ names: [Int32: String], now: Instant, into actions: inout [Action]) {
+        for (index, id) in linkIDs.sorted(by: { $0.key < $1.key }) where names[index] == nil {
+            linkIDs[index] = nil
+            guard var link = links.removeValue(forKey: id) else { continue }
+            actions += link.end().map { Self.action($0, of: link) }
+            for path in routes.keys.sorted() where routes[path] == id {
+                routes[path] = nil
+                actions.append(.link(path, id, nil))
+            }
+        }
+        for (index, name) in names.sorted(by: { $0.key < $1.key }) {
+            let id: LinkID
+            if let known = linkIDs[index] {
+                guard links[known]?.name != name else { continue }
+                id = known
+            } else {
+                nextGeneration &+= 1
+                id = LinkID(index: index, generation: nextGeneration)
+                linkIDs[index] = id
+                links[id] = LinkCore(id: id, name: name)
+            }
+            let named = LinkCore.Event.named(
+                name, services: services[name], routerPortalAPI: routerAnnouncements[name])
+            take(id, named, now: now, into: &actions)
+        }
+    }
+
+    /// Hands `event` to link `id`; its actions become the service's, and a changed view goes to every path
+    /// routed over it, and only to those.
+    private mutating func take(_ id: LinkID, _ event: LinkCore.Event, now: Instant, into actions: inout [Action]) {
+        guard var link = links[id] else { return }
+        let (viewChanged, linkActions) = link.handle(event, now: now)
+        links[id] = link
+        actions += linkActions.map { Self.action($0, of: link, limit: fetchLimit(of: id)) }
+        guard viewChanged else { return }
+        let view = link.view
+        for path in routes.keys.sorted() where routes[path] == id { actions.append(.link(path, id, view)) }
+    }
+
+    /// max(5 s, the longest Timeout of the targets routed over `link`; of every target while none is).
+    private func fetchLimit(of link: LinkID) -> Duration {
+        let routed = routes.filter { $0.value == link }.compactMap { timeouts[$0.key.target] }
+        let longest = (routed.isEmpty ? Array(timeouts.values) : routed).max() ?? .zero
+        return .milliseconds(PortalCheck.limitMilliseconds(timeout: UInt32(clamping: longest.milliseconds)))
     }
 
     private mutating func releaseFirstVerdicts(into actions: inout [Action]) {
@@ -150,11 +254,11 @@ public struct ServiceCore: Sendable {
         actions.append(.slept(jump))
     }
 
-    private static func action(_ followed: CapportFollower.Action) -> Action {
-        switch followed {
-        case .fetch(let interface, let uri, let generation):
-            .fetchPortalAPI(interface: interface, uri: uri, generation: generation)
-        case .cancel(let interface): .cancelPortalAPIFetch(interface: interface)
+    private static func action(_ action: LinkCore.Action, of link: LinkCore, limit: Duration = .zero) -> Action {
+        switch action {
+        case .fetchPortalAPI(let uri, let generation):
+            .fetchPortalAPI(link: link.id, interface: link.name, uri: uri, generation: generation, limit: limit)
+        case .cancelPortalAPIFetch: .cancelPortalAPIFetch(link: link.id)
         case .log(let line): .log(line)
         }
     }

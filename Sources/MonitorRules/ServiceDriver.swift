@@ -1,3 +1,4 @@
+import ReachabilityRules
 import Timekeeping
 
 /// What the service's driver asks of the world around it: the daemon's fetches, targets and history
@@ -8,12 +9,15 @@ public protocol ServiceWorld: AnyObject {
     var now: Instant { get }
     /// CLOCK_BOOTTIME's lead over CLOCK_MONOTONIC now: it grows only while the machine sleeps.
     var slept: Duration { get }
-    /// GET `uri` over verified HTTPS within the limit; answer with `.portalAPIFetched`.
-    func fetchPortalAPI(interface: String, uri: String, generation: UInt64)
-    func cancelPortalAPIFetch(interface: String)
+    /// GET `uri`, `link`'s (`interface`'s) captive-portal API, over verified HTTPS within `limit`; answer with
+    /// `.portalAPIFetched`.
+    func fetchPortalAPI(link: LinkID, interface: String, uri: String, generation: UInt64, limit: Duration)
+    func cancelPortalAPIFetch(link: LinkID)
     func log(_ line: String)
-    /// Every target takes `table`.
-    func linkFactsChanged(_ table: LinkFactsTable)
+    /// Target `path.target`'s path of `path.family` takes `verdict`, with the view of the link it is routed over.
+    func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?)
+    /// That path's link `id` says something new (nil: it is gone).
+    func linkChanged(_ path: ServiceCore.PathKey, _ id: LinkID, _ view: LinkView?)
     /// Every history suspends (true) or resumes, then every target's engines follow.
     func machineSleeps(_ asleep: Bool)
     /// Every history takes `jump` out; every target's engines suspend and resume.
@@ -69,14 +73,16 @@ public final class ServiceDriver {
         observeStep?(actions)
         for action in actions {
             switch action {
-            case .fetchPortalAPI(let interface, let uri, let generation):
-                world.fetchPortalAPI(interface: interface, uri: uri, generation: generation)
-            case .cancelPortalAPIFetch(let interface):
-                world.cancelPortalAPIFetch(interface: interface)
+            case .fetchPortalAPI(let link, let interface, let uri, let generation, let limit):
+                world.fetchPortalAPI(link: link, interface: interface, uri: uri, generation: generation, limit: limit)
+            case .cancelPortalAPIFetch(let link):
+                world.cancelPortalAPIFetch(link: link)
             case .log(let line):
                 world.log(line)
-            case .linkFacts(let table):
-                world.linkFactsChanged(table)
+            case .route(let path, let verdict, let link):
+                world.route(path, verdict, link: link)
+            case .link(let path, let id, let view):
+                world.linkChanged(path, id, view)
             case .sleep(let asleep):
                 world.machineSleeps(asleep)
             case .slept(let jump):

@@ -30,12 +30,12 @@ public struct BeyondTheHost: Equatable, Sendable {
 public enum StatusRules {
     public static func state(
         host: String, resolution: Resolution, route: ReachabilityVerdict?,
-        probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
+        probe: ProbeReport, link: LinkView? = nil,
         beyond: BeyondTheHost = BeyondTheHost(), previous: MonitorState
     ) -> MonitorState {
         var state = previous
         update(
-            &state, host: host, resolution: resolution, route: route, probe: probe, linkFacts: linkFacts, beyond: beyond
+            &state, host: host, resolution: resolution, route: route, probe: probe, link: link, beyond: beyond
         )
         return state
     }
@@ -57,7 +57,7 @@ public enum StatusRules {
     /// and the gateway as text, in step with `resolution` and `route`.
     public static func update(
         _ state: inout MonitorState, host: String, resolution: Resolution, route: ReachabilityVerdict?,
-        probe: ProbeReport, linkFacts: LinkFactsTable = LinkFactsTable(),
+        probe: ProbeReport, link: LinkView? = nil,
         beyond: BeyondTheHost = BeyondTheHost(), text: Text = Text()
     ) {
         pathState(&state, host: host, resolution: resolution, route: route, probe: probe, addressText: text.address)
@@ -65,7 +65,7 @@ public enum StatusRules {
         // The route to Host's address: none while Host has no address in this family.
         let routesHost = if case .resolved = resolution { route?.usable == true } else { false }
         state.gateway = routesHost ? text.gateway ?? route?.gateway?.description ?? "" : ""
-        let facts = linkFacts[state.interface]
+        let facts = LinkView.facts(of: link, on: state.interface)
         let api = route?.usable == true ? facts?.portalAPI : nil
         state.portalAPI = api?.uri ?? ""
         state.portalVenueURL = api?.answer?.venueInfoURL ?? ""
@@ -211,12 +211,13 @@ public enum StatusRules {
     /// Connectivity alone, as `update` would write it, with no text built: read at every step.
     public static func connectivity(
         resolution: Resolution, route: ReachabilityVerdict?, probe: ProbeReport,
-        linkFacts: LinkFactsTable = LinkFactsTable(), beyond: BeyondTheHost = BeyondTheHost()
+        link: LinkView? = nil, beyond: BeyondTheHost = BeyondTheHost()
     ) -> Connectivity {
         let status = pathStatus(resolution: resolution, route: route, probe: probe)
         let api =
             route?.usable == true
-            ? linkFacts[routeInterface(resolution: resolution, route: route)]?.portalAPI?.answer : nil
+            ? LinkView.facts(of: link, on: routeInterface(resolution: resolution, route: route))?.portalAPI?.answer
+            : nil
         return decide(status: status, resolution: resolution, route: route, beyond: beyond, api: api).connectivity
     }
 

@@ -26,7 +26,8 @@ extension TargetCore {
         } else {
             advertised = ipv6.monitor.route?.nat64Prefix
         }
-        let network = ipv6.monitor.route.map { $0.interface + " " + $0.source }
+        // Two names, not one joined: this runs at every step, and a joined name is a new string each time.
+        let network = ipv6.monitor.route.map { Nat64Network(interface: $0.interface, source: $0.source) }
         if advertised == nil, !routed.contains(.v4), routed.contains(.v6), watches(.v4), let route = ipv6.monitor.route,
             route.usable
         {
@@ -89,9 +90,17 @@ extension TargetCore {
     /// The captive-portal API of the interface the route to Host went through stays shown for `routeReplacement`
     /// while no route does.
     mutating func followPortal(now: Instant, _ step: inout Step) {
-        let routes = [watches(.v6) ? ipv6.monitor.route : nil, watches(.v4) ? ipv4.monitor.route : nil]
-        if let route = routes.lazy.compactMap({ $0 }).first(where: \.usable) {
-            portalInterface = route.interface
+        // IPv6's route first, then IPv4's; read where they are (no array of copies: this runs at every step).
+        let usable: String? =
+            if watches(.v6), ipv6.monitor.route?.usable == true {
+                ipv6.monitor.route?.interface
+            } else if watches(.v4), ipv4.monitor.route?.usable == true {
+                ipv4.monitor.route?.interface
+            } else {
+                nil
+            }
+        if let usable {
+            portalInterface = usable
             portalKeptUntil = nil
             return
         }
@@ -104,4 +113,10 @@ extension TargetCore {
             step.publish = true
         }
     }
+}
+
+/// The network a NAT64 prefix was learned on: the IPv6 route's interface and source address.
+struct Nat64Network: Equatable, Sendable {
+    var interface: String
+    var source: String
 }

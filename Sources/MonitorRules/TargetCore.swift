@@ -21,7 +21,6 @@ public struct TargetCore {
         case checkURL(String)
         /// The resolver answered lookup `generation`, every family in resolver order.
         case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: IPFamilies?)
-        case linkFacts(LinkFactsTable)
         /// DNS truth's fresh lookups fail (the Reason's words), or no longer (nil): every family's verdict hears it.
         case freshLookups(failure: String?)
         /// The lookup of `ipv4only.arpa` (RFC 7050) `generation` answered.
@@ -30,6 +29,9 @@ public struct TargetCore {
         case suspend
         /// The machine woke (logind, or a jump of BOOTTIME): every path probes and asks its next hop at once.
         case resume
+        /// The first verdict (a Connectivity other than `unknown`) waits (true) for ModemManager's and
+        /// NetworkManager's first view, so that it already carries them; or no longer (false).
+        case holdFirstVerdict(Bool)
         /// `nextWakeup` has come.
         case timeout
         /// Evidence for `family`'s path alone, handed to it as is: its route's verdict, its transport's answers, its
@@ -107,14 +109,14 @@ public struct TargetCore {
     public internal(set) var nat64: (prefix: Nat64Prefix, source: Nat64Source)?
     /// RFC 7050: the prefix `ipv4only.arpa` revealed, for the network (IPv6 route) it was asked on.
     var discovered: Nat64Prefix?
-    var discoveryNetwork: String?
+    var discoveryNetwork: Nat64Network?
     var discoveryAt: Instant?
     var discoveryGeneration: UInt64 = 0
     /// The `ipv4only.arpa` query under way, until its answer or its limit (max(5 s, Timeout)): IPv4 without a route
     /// is `unknown` meanwhile, never `none` before the answer, and a prefix the network had stays until it comes.
     var discoveryPendingUntil: Instant?
     /// The network (interface and source of the IPv6 route) `nat64` was learned on.
-    var nat64Network: String?
+    var nat64Network: Nat64Network?
     /// What the network's routers announce outlives the route to Host by this much (a manager deleting and adding
     /// it again changes nothing, as the route core keeps its router's word: INTERFACE.md, "Which advertisements
     /// count").
@@ -127,6 +129,10 @@ public struct TargetCore {
     /// when its PortalAPI is still shown.
     var portalInterface: String?
     var portalKeptUntil: Instant?
+    /// The first verdict is held back (`holdFirstVerdict`), and one is owed; once let go, it is never held again.
+    private var firstVerdictHeld = false
+    private var firstVerdictLetGo = false
+    private var firstVerdictOwed = false
 
     /// How often `ipv4only.arpa` is asked again on the same network (RFC 7050: hourly).
     public static let nat64Discovery = Duration.seconds(3600)
@@ -138,8 +144,7 @@ public struct TargetCore {
     public init(
         host: String, family: AddressFamily, probeSettings: ProbeSettings, seed: UInt64,
         slots: [IPFamily: UInt16] = [:],
-        stride: UInt16 = 1, routeProblem: String? = nil, refresh: Duration = MonitorCore.refresh,
-        linkFacts: LinkFactsTable = LinkFactsTable()
+        stride: UInt16 = 1, routeProblem: String? = nil, refresh: Duration = MonitorCore.refresh
     ) {
         self.host = host
         self.family = family
@@ -149,8 +154,7 @@ public struct TargetCore {
             PathCore(
                 host: host, family: Self.addressFamily(pathFamily), probeSettings: probeSettings,
                 seed: seed &+ offset &* 0x9E37_79B9, slot: slots[pathFamily] ?? 0, stride: stride,
-                routeProblem: routeProblem,
-                refresh: refresh, linkFacts: linkFacts)
+                routeProblem: routeProblem, refresh: refresh)
         }
         ipv4 = path(.v4, 0)
         ipv6 = path(.v6, 1)
@@ -263,7 +267,7 @@ public struct TargetCore {
                 nil
             }
         if state.portalAPI.isEmpty, portalKeptUntil != nil, let name = portalInterface,
-            let api = (watches(.v6) ? ipv6 : ipv4).monitor.linkFacts[name]?.portalAPI
+            let api = LinkView.facts(of: (watches(.v6) ? ipv6 : ipv4).monitor.link, on: name)?.portalAPI
         {
             state.portalAPI = api.uri
             state.portalVenueURL = api.answer?.venueInfoURL ?? ""
@@ -271,6 +275,16 @@ public struct TargetCore {
     }
 
     /// IPv4 without a route while `ipv4only.arpa` is asked: no verdict before the answer.
+    /// Connectivity as `update` writes it, with no state built (the first verdict's hold reads it at each step).
+    public var connectivity: Connectivity {
+        var v4 = read(.v4) { $0.connectivity }
+        if watches(.v4), awaitingNat64Prefix, v4 == .none { v4 = .unknown }
+        guard watches(.v4) else { return read(.v6) { $0.connectivity } }
+        guard watches(.v6) else { return v4 }
+        let v6 = read(.v6) { $0.connectivity }
+        return Self.headline(order: resolverOrder) { $0 == .v4 ? v4 : v6 } == .v6 ? v6 : v4
+    }
+
     private static func awaitAnswer(_ state: inout MonitorState) {
         guard state.connectivity == .none else { return }
         state.connectivity = .unknown
@@ -360,13 +374,11 @@ public struct TargetCore {
             }
             discoveryPendingUntil = nil
             step.publish = true
-        case .linkFacts(let table):
-            for family in IPFamily.allCases { feed(family, .linkFacts(table), now: now, &step) }
         case .freshLookups(let failure):
             for family in IPFamily.allCases { feed(family, .freshLookups(failure: failure), now: now, &step) }
         case .path(let family, let event):
             guard event.isEvidence else { break }
-            if case .route(let verdict) = event { routedFamilies = verdict.routedFamilies }
+            if case .route(let verdict, _) = event { routedFamilies = verdict.routedFamilies }
             feed(family, event, now: now, &step)
         case .suspend:
             for family in IPFamily.allCases { feed(family, .suspend, now: now, &step) }
@@ -374,6 +386,14 @@ public struct TargetCore {
         case .resume:
             for family in watchedFamilies { feed(family, .resume, now: now, &step) }
             step.publish = true
+        case .holdFirstVerdict(let hold):
+            guard !firstVerdictLetGo else { break }
+            firstVerdictHeld = hold
+            firstVerdictLetGo = !hold
+            if !hold, firstVerdictOwed {
+                firstVerdictOwed = false
+                step.publish = true
+            }
         case .timeout:
             for timer in TargetTimer.allCases where isDue(timer, now: now) {
                 if let family = timer.family { feed(family, .timeout, now: now, &step) }
@@ -479,6 +499,13 @@ public struct TargetCore {
             if watches(family) && read(family, { $0.probe.awaitingVerdict }) { continue }
             checkWaiting.remove(family)
             step.verdict = true
+        }
+        if step.publish, firstVerdictHeld {
+            // Only while held (the first second at most): what is published until the first verdict is, is not.
+            if connectivity != .unknown {
+                firstVerdictOwed = true
+                step.publish = false
+            }
         }
         // Appended where they are: a copy of the array appended to would be copied whole.
         if step.publish { step.actions.append(.publish) }

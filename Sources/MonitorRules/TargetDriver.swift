@@ -125,12 +125,6 @@ public final class TargetDriver {
         drive()
     }
 
-    /// The core's state published again, as a step's `.publish` does (the world held an earlier one back).
-    public func publishAgain() {
-        guard !driving else { return }
-        world.publish { [storage] state in Self.update(&storage.pointee, &state) }
-    }
-
     /// A Check wants a fresh verdict: false when there is nothing to probe (see `TargetCore.check`).
     public func check() -> Bool {
         guard !driving else {

@@ -273,14 +273,14 @@ final class Service {
         let path = saver?.store.path ?? "state"
         objects.restoreProblems.forEach { Log.warning("\(path): \($0)") }
         exportTargets(targets)
-        let fetcher = PortalAPIFetcher(loop: loop, resolver: resolver, http: http, caFile: options.caFile) {
-            [unowned self] in Int(PortalCheck.limitMilliseconds(timeout: settings.timeout))
-        }
+        let fetcher = PortalAPIFetcher(loop: loop, resolver: resolver, http: http, caFile: options.caFile)
         fetcher.isThisMachine = { [unowned self] address in routes?.table.isLocal(address) ?? false }
         let serviceWorld = DaemonServiceWorld(loop: loop, fetcher: fetcher, history: history, targets: targets)
         self.serviceWorld = serviceWorld
         let service = serviceWorld.driver
         linkFacts?.onChange = { [unowned service] table in service.handle(.servicesSaid(table)) }
+        routes?.onLinksChanged = { [unowned service] names in service.handle(.kernelLinks(names)) }
+        if let names = routes?.linkNames, !names.isEmpty { service.handle(.kernelLinks(names)) }
         routes?.onPortalAPIsChanged = { [unowned service] uris in service.handle(.routersAnnounced(uris)) }
         if let uris = routes?.portalAPIs, !uris.isEmpty { service.handle(.routersAnnounced(uris)) }
         linkFacts?.onNews = { Log.info($0) }

@@ -7,6 +7,7 @@ import MonitorContract
 import MonitorRules
 import Probe
 import Reachability
+import ReachabilityRules
 import Timekeeping
 
 /// Every target: the default one, number 0 at `/org/netobserver/Monitor`, and the added ones,
@@ -65,8 +66,8 @@ final class TargetSet: ServiceTargets {
     /// The targets added over D-Bus, from the state file or by --target.
     var added: [Target] { all.filter { $0.number != 0 } }
     private(set) var nextNumber: UInt32 = 1
-    /// What ModemManager and NetworkManager say now: every target starts with it.
-    private var linkFacts = LinkFactsTable()
+    /// What the targets told the service's core before it was there (at start-up), in order.
+    private var untold: [ServiceCore.Event] = []
     /// AddTarget over D-Bus: each new target probes at once, so callers may add only so many so fast.
     private var recentAdditions = RecentEvents(limit: TargetSet.additionsPerWindow, window: TargetSet.additionWindow)
     static let additionsPerWindow = 16
@@ -79,8 +80,15 @@ final class TargetSet: ServiceTargets {
     /// A target's Status changed, or one of its settings (for the log).
     var onStatusChanged: ((Target, MonitorState) -> Void)?
     var onSettingChanged: ((Target, MonitorSettings.Key) -> Void)?
-    /// Before any target handles a wake-up (the service's core looks for a sleep nobody announced first).
-    public var beforeTargetWakes: (() -> Void)?
+    /// The service's core hears each target's route verdicts, Timeout and end (see `ServiceCore.Event`).
+    public var tellService: ((ServiceCore.Event) -> Void)? {
+        didSet {
+            guard let tellService else { return }
+            let told = untold
+            untold = []
+            told.forEach(tellService)
+        }
+    }
 
     init(
         loop: MainLoop, server: ObjectServer, budget: PendingBudget, history: HistoryBook? = nil,
@@ -215,16 +223,24 @@ final class TargetSet: ServiceTargets {
                 keeper.observe(model.state, minimumOutage: Self.minimumOutage(model.settings))
             }
         }
-        target.connectivity?.beforeTimeout = { [unowned self] in beforeTargetWakes?() }
+        // The service's core looks for a sleep nobody announced before any target handles a wake-up.
+        target.connectivity?.beforeTimeout = { [unowned self] in tell(.targetWakes) }
+        let number = Int(target.number)
+        target.connectivity?.onRouteVerdict = { [unowned self] family, verdict in
+            tell(.routed(target: number, family: family, verdict))
+        }
+        tell(.targetTimeout(target: number, .milliseconds(target.model.settings.timeout)))
         // After this turn's signals: clients hear of a change before the work it causes.
         target.model.onSettingChanged = { [unowned self, unowned target] key in
             loop.atEndOfTurn { [weak self, weak target] in
                 guard let self, let target else { return }
                 onSettingChanged?(target, key)
+                if key == .timeout {
+                    tell(.targetTimeout(target: number, .milliseconds(target.model.settings.timeout)))
+                }
                 target.connectivity?.configure(target.model.configuration, changed: key.part)
             }
         }
-        target.connectivity?.linkFactsChanged(linkFacts)
         target.connectivity?.start()
     }
 
@@ -236,6 +252,7 @@ final class TargetSet: ServiceTargets {
         let target = all.remove(at: index)
         target.object.remove()
         history?.remove(target.number)
+        tell(.targetGone(Int(target.number)))
         // The engines go with the last reference, after this turn's signals.
         loop.atEndOfTurn { _ = target }
         changed()
@@ -256,9 +273,26 @@ final class TargetSet: ServiceTargets {
         for target in all { target.connectivity?.sleep(asleep) }
     }
 
-    public func linkFactsChanged(_ table: LinkFactsTable) {
-        linkFacts = table
-        for target in all { target.connectivity?.linkFactsChanged(table) }
+    public func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?) {
+        target(path.target)?.connectivity?.routeDecided(path.family, verdict, link: link)
+    }
+
+    public func linkChanged(_ path: ServiceCore.PathKey, _ id: LinkID, _ view: LinkView?) {
+        target(path.target)?.connectivity?.linkChanged(path.family, id, view)
+    }
+
+    private func target(_ number: Int) -> Target? {
+        all.first { Int($0.number) == number }
+    }
+
+    /// Hands the service's core `event`, or keeps it for when the core is there (targets without engines, as the
+    /// fuzzer's, have nothing to tell: no service ever comes for them).
+    private func tell(_ event: ServiceCore.Event) {
+        guard let tellService else {
+            if makeEngines != nil { untold.append(event) }
+            return
+        }
+        tellService(event)
     }
 
     func clientVanished(_ client: String) {

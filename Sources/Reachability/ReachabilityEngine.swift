@@ -41,6 +41,9 @@ public final class ReachabilityEngine {
     /// The captive-portal API URIs routers announce changed: each interface's, by name (RFC 8910).
     public var onPortalAPIsChanged: (([String: String]) -> Void)?
     public var portalAPIs: [String: String] { ask { $0.portalAPIs } }
+    /// The kernel's links changed (their indexes and names, the table whole): see `linkNames`.
+    public var onLinksChanged: (([Int32: String]) -> Void)?
+    public var linkNames: [Int32: String] { ask { $0.linkNames } }
     /// Every target's watch, by its id in the core (the engine has no target of its own).
     private var watches: [ReachabilityCore.TargetID: (ReachabilityVerdict) -> Void] = [:]
 
@@ -207,6 +210,8 @@ public final class ReachabilityEngine {
                     onIgnoredRouterOption?(why)
                 case .portalAPIsChanged:
                     onPortalAPIsChanged?(portalAPIs)
+                case .linksChanged:
+                    onLinksChanged?(linkNames)
                 }
             }
         }

@@ -11,6 +11,9 @@ public struct LinkTable: Equatable, Sendable {
 
     public var addresses: [InterfaceAddress] { Array(addressesByKey.values) }
 
+    /// Every link's name, by index.
+    public var linkNames: [Int32: String] { links.mapValues(\.name) }
+
     /// Whether `address` is one of this machine's (on any interface); an IPv4-mapped IPv6 address is
     /// judged as the IPv4 address it carries.
     public func isLocal(_ address: IPAddress) -> Bool {

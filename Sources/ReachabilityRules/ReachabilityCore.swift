@@ -35,6 +35,8 @@ public struct ReachabilityCore: TimerTable {
         case ignoredRouterOption(String)
         /// The captive-portal API URIs routers announce (RFC 8910) changed: see `portalAPIs`.
         case portalAPIsChanged
+        /// The links (their indexes and names) changed, the table whole: see `linkNames`.
+        case linksChanged
     }
 
     /// What one target needs: its address, its lookup, its verdict.
@@ -87,6 +89,11 @@ public struct ReachabilityCore: TimerTable {
     /// Each interface's own IPv6 networks, as verdicts carry them: built once per change of the table, not per
     /// verdict.
     private var onLinkByIndex: [Int32: [OnLinkNetwork]] = [:]
+    private var linkNamesSaid: [Int32: String] = [:]
+    /// Router options that came while the table was being dumped, for a link it did not have yet (the latest
+    /// `optionsHeldWhileDumping`): taken once it is whole, as they would have been had no overrun come first.
+    private var optionsWhileDumping: [(index: Int32, bytes: [UInt8], source: IPAddress?)] = []
+    public static let optionsHeldWhileDumping = 16
     private var outputs: [Output] = []
 
     /// `classify` tells a link's kind, `describeError` an errno's words (both ask the system).
@@ -206,8 +213,22 @@ public struct ReachabilityCore: TimerTable {
         statistics.datagrams += 1
         statistics.malformed += malformed
         statistics.messages += messages.count
-        for message in messages { handle(message, now: now) }
+        var linksMayHaveChanged = false
+        for message in messages {
+            handle(message, now: now)
+            switch message {
+            case .newLink, .deleteLink, .done: linksMayHaveChanged = true
+            default: break
+            }
+        }
+        if linksMayHaveChanged, ready, table.linkNames != linkNamesSaid {
+            linkNamesSaid = table.linkNames
+            outputs.append(.linksChanged)
+        }
     }
+
+    /// The links by index, as last said with `.linksChanged` (a table being dumped again is never said).
+    public var linkNames: [Int32: String] { linkNamesSaid }
 
     /// The socket said a message was too big or truncated: counted, nothing else.
     public mutating func dropped() {
@@ -321,7 +342,12 @@ public struct ReachabilityCore: TimerTable {
         case .done(let sequence) where sequence == dumpSequence:
             if redumpNeeded { startDump() } else { sendNextDump() }
             // The table is whole again: routes may have come and gone while it was not.
-            if ready { announced(announcements.routesChanged(table: table, now: now)) }
+            if ready {
+                announced(announcements.routesChanged(table: table, now: now))
+                let held = optionsWhileDumping
+                optionsWhileDumping = []
+                for options in held { take(options.bytes, on: options.index, from: options.source, now: now) }
+            }
         case .error(let sequence, _) where sequence == dumpSequence:
             // A dump the kernel refused: start over a little later.
             dumpSequence = nil
@@ -399,6 +425,14 @@ public struct ReachabilityCore: TimerTable {
     /// which advertisements count.
     private mutating func routerOptions(on index: Int32, _ bytes: [UInt8], from source: IPAddress?, now: Instant) {
         statistics.routerOptions += 1
+        if !ready, table.links[index] == nil {
+            if optionsWhileDumping.count == Self.optionsHeldWhileDumping { optionsWhileDumping.removeFirst() }
+            return optionsWhileDumping.append((index, bytes, source))
+        }
+        take(bytes, on: index, from: source, now: now)
+    }
+
+    private mutating func take(_ bytes: [UInt8], on index: Int32, from source: IPAddress?, now: Instant) {
         guard table.links[index] != nil else {
             return ignoreRouterOption("options for interface \(index), which is not known")
         }

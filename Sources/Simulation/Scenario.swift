@@ -152,6 +152,19 @@ public struct Scenario: Sendable {
     public var extraTargets: [String] = []
     /// On a dual-stack network (`family` any), the families as the resolver lists Host's addresses.
     public var resolverOrder: [IPFamily] = [.v6, .v4]
+    /// ModemManager and NetworkManager on the system bus: whether they are, and when their first view is complete.
+    public var services: Services = .absent
+
+    /// ModemManager and NetworkManager as the service meets them at start: the first verdicts wait for their first
+    /// view, at most `ServiceCore.servicesWait`.
+    public enum Services: Equatable, Sendable {
+        /// Not on the bus: nothing waits.
+        case absent
+        /// Their first view is complete so long after start (0: at once).
+        case readyAfter(milliseconds: UInt64)
+        /// Their first view never completes: the wait's limit ends it.
+        case neverReady
+    }
 
     public init(
         seed: UInt64, family: AddressFamily = .ipv4, settings: ProbeSettings, host: String = "a.test",
@@ -179,96 +192,44 @@ public struct Scenario: Sendable {
         return scenario
     }
 
-    /// A random scenario: random settings, a run of random faults, then healing and quiet.
+    /// A random scenario: random settings, a run of random faults, then healing and quiet. Each part is drawn
+    /// from a stream of its own (`ScenarioStreams`), so a part added later is a new stream: every other part of
+    /// a seed stays what it was.
     public static func random(seed: UInt64) -> Scenario {
-        var random = SeededRandom(seed: seed)
-        func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
-        func between(_ low: UInt64, _ high: UInt64) -> UInt64 { low + random.next() % (high - low + 1) }
-
+        let streams = ScenarioStreams(seed: seed)
+        var draw = streams["settings"]
         let settings = ProbeSettings(
-            intervalMilliseconds: pick([100, 200, 500, 1000, 2000]),
-            timeoutMilliseconds: pick([100, 200, 500, 1000, 2000]),
-            failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)),
-            evidence: pick([.probes, .traffic]))
-        let family: AddressFamily = random.next() % 4 == 0 ? .ipv6 : .ipv4
-        let faultTime = between(2_000, 15_000)
+            intervalMilliseconds: draw.pick([100, 200, 500, 1000, 2000]),
+            timeoutMilliseconds: draw.pick([100, 200, 500, 1000, 2000]),
+            failureThreshold: UInt32(draw.between(1, 5)), recoveryThreshold: UInt32(draw.between(1, 4)),
+            evidence: draw.pick([.probes, .traffic]))
+        let family: AddressFamily = draw.next() % 4 == 0 ? .ipv6 : .ipv4
+        let faultTime = draw.between(2_000, 15_000)
         var timeline: [(at: UInt64, fault: Fault)] = []
-        for _ in 0..<between(2, 14) {
-            let at = between(0, faultTime)
-            let index = Int32(between(2, 3))
+        var faults = streams["faults"]
+        for _ in 0..<faults.between(2, 14) {
+            timeline.append((faults.between(0, faultTime), faults.fault(family: family)))
+        }
+        var portal = streams["portal truth"]
+        for _ in 0..<portal.between(0, 3) {
+            let at = portal.between(0, faultTime)
             let fault: Fault =
-                switch random.next() % 16 {
-                case 0:
-                    .behaviour(
-                        .answering(
-                            minRTT: UInt32(between(1, 50)), maxRTT: UInt32(between(50, 2500)),
-                            loss: Double(random.next() % 100) / 100))
-                case 1: .behaviour(.silent)
-                case 2:
-                    .behaviour(
-                        pick([
-                            .timeExceeded, .unreachable(wholeQuote: true), .unreachable(wholeQuote: false),
-                            .icmpFiltered(rtt: UInt32(between(1, 50)), tcp: pick(TCPPath.allCases)),
-                        ]))
-                case 3: .linkUp(index, random.next() % 2 == 0)
-                case 4: .carrier(index, random.next() % 2 == 0)
-                case 5:
-                    // One draw, as before: present, gone, or replaced as a manager replaces it (issue 54).
-                    switch random.next() % 3 {
-                    case 0: .route(index, present: true)
-                    case 1: .route(index, present: false)
-                    default: .routeReplaced(index)
-                    }
-                case 6: random.next() % 2 == 0 ? .overrun(churn: Int(between(0, 40))) : .overrunWhileLookingUp
-                case 7: .checks(count: Int(between(1, 3000)), spreadMilliseconds: UInt32(between(0, 3000)))
-                case 8:
-                    .host(
-                        pick(["a.test", "b.test", "hang.test", "fail.test", family == .ipv6 ? "fd00::2" : "198.18.0.2"])
-                    )
-                case 9:
-                    .settings(
-                        ProbeSettings(
-                            intervalMilliseconds: pick([100, 500, 1000]), timeoutMilliseconds: pick([100, 500, 1000]),
-                            failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)),
-                            evidence: pick([.probes, .traffic])))
-                case 10: .forgeries(count: Int(between(1, 200)))
-                case 11:
-                    .resolver(
-                        pick([
-                            .answering, .slow(milliseconds: UInt32(between(100, 4000))), .failing("SERVFAIL"),
-                            .failing("Name or service not known"), .hanging,
-                        ]))
-                case 12: .check(pick([.expected(milliseconds: UInt32(between(1, 300))), .portal, .failing, .hanging]))
-                case 13, 14:
-                    .traffic(
-                        pick([
-                            .none, .steady(remotes: Int(between(1, 5))), .lossy(remotes: Int(between(2, 5))),
-                            .dying(remotes: Int(between(1, 4))), .localOnly(connections: Int(between(1, 20))),
-                        ]))
-                default: .behaviour(.answering(minRTT: 1, maxRTT: 20, loss: 0))
-                }
+                portal.next() % 2 == 0
+                ? .api(portal.pick([.captive, .open, .malformed, .hanging, .none]))
+                : .check(portal.pick([.intercepted, .httpsBlocked]))
             timeline.append((at, fault))
         }
-        // Portal truth's faults, drawn after the others (a seed's earlier draws stay what they were).
-        for _ in 0..<between(0, 3) {
-            let at = between(0, faultTime)
-            let fault: Fault =
-                random.next() % 2 == 0
-                ? .api(pick([.captive, .open, .malformed, .hanging, .none]))
-                : .check(pick([.intercepted, .httpsBlocked]))
-            timeline.append((at, fault))
-        }
-        // Where it broke's faults, drawn after those (the earlier draws stay what they were).
+        var broke = streams["where it broke"]
         var lastWake: UInt64 = 0
-        for _ in 0..<between(0, 2) {
-            let at = between(0, faultTime)
+        for _ in 0..<broke.between(0, 2) {
+            let at = broke.between(0, faultTime)
             let fault: Fault
-            switch random.next() % 4 {
-            case 0: fault = .gateway(arp: random.next() % 2 == 0)
+            switch broke.next() % 4 {
+            case 0: fault = .gateway(arp: broke.next() % 2 == 0)
             case 1: fault = .upstreamDies
             default:
-                let milliseconds = UInt32(between(200, 3_000))
-                fault = .sleep(milliseconds: milliseconds, announced: random.next() % 3 != 0)
+                let milliseconds = UInt32(broke.between(200, 3_000))
+                fault = .sleep(milliseconds: milliseconds, announced: broke.next() % 3 != 0)
                 lastWake = max(lastWake, at + UInt64(milliseconds))
             }
             timeline.append((at, fault))
@@ -286,47 +247,55 @@ public struct Scenario: Sendable {
         let recovery =
             UInt64(slowest.recoveryThreshold + 2) * UInt64(slowest.intervalMilliseconds + slowest.timeoutMilliseconds)
         var quiet = healAt + recovery + 500
+        var shape = streams["shape"]
         var scenario = Scenario(
-            seed: seed, family: family, settings: settings, host: pick(["a.test", "b.test"]),
+            seed: seed, family: family, settings: settings, host: shape.pick(["a.test", "b.test"]),
             duration: quiet + 500, timeline: timeline, quietFrom: quiet)
-        scenario.checkURL = random.next() % 2 == 0
-        scenario.dnsRefreshMilliseconds = pick([1_000, 3_000, 300_000])
-        if random.next() % 6 == 0 { scenario.probeMethod = .tcp }
-        if random.next() % 4 == 0 {
-            scenario.extraTargets = (0..<between(1, 6)).map { _ in pick(["a.test", "b.test", "hang.test", "fail.test"])
+        scenario.checkURL = shape.next() % 2 == 0
+        scenario.dnsRefreshMilliseconds = shape.pick([1_000, 3_000, 300_000])
+        if shape.next() % 6 == 0 { scenario.probeMethod = .tcp }
+        scenario.secureCheck = shape.next() % 3 == 0
+        scenario.checkEcho = shape.next() % 2 == 0
+        var targets = streams["targets"]
+        if targets.next() % 4 == 0 {
+            scenario.extraTargets = (0..<targets.between(1, 6)).map { _ in
+                targets.pick(["a.test", "b.test", "hang.test", "fail.test"])
             }
-        }
-        scenario.secureCheck = random.next() % 3 == 0
-        scenario.checkEcho = random.next() % 2 == 0
-        // Host and settings Set on any target, drawn last (the earlier draws stay what they were).
-        if !scenario.extraTargets.isEmpty {
+            // Host and settings are Set on any target.
             let count = UInt64(scenario.extraTargets.count + 1)
             for index in scenario.timeline.indices {
                 switch scenario.timeline[index].fault {
                 case .host(let name, _):
-                    scenario.timeline[index].fault = .host(name, target: Int(random.next() % count))
+                    scenario.timeline[index].fault = .host(name, target: Int(targets.next() % count))
                 case .settings(let settings, _):
-                    scenario.timeline[index].fault = .settings(settings, target: Int(random.next() % count))
+                    scenario.timeline[index].fault = .settings(settings, target: Int(targets.next() % count))
                 default: break
                 }
             }
         }
-        // A dual-stack network for some, with its own faults, drawn last (the earlier draws stay what they were).
-        if random.next() % 3 == 0 {
+        var dual = streams["dual stack"]
+        if dual.next() % 3 == 0 {
             scenario.family = .any
-            scenario.resolverOrder = random.next() % 2 == 0 ? [.v6, .v4] : [.v4, .v6]
-            for _ in 0..<between(1, 6) {
-                let family: IPFamily = random.next() % 2 == 0 ? .v4 : .v6
+            scenario.resolverOrder = dual.next() % 2 == 0 ? [.v6, .v4] : [.v4, .v6]
+            for _ in 0..<dual.between(1, 6) {
+                let family: IPFamily = dual.next() % 2 == 0 ? .v4 : .v6
                 let fault: Fault =
-                    switch random.next() % 3 {
-                    case 0: .familyRoutes(family, present: random.next() % 2 == 0)
-                    case 1: .blackhole(family, random.next() % 2 == 0)
-                    default: .nat64Prefix(lifetimeSeconds: pick([0, 16, 40, 1800]))
+                    switch dual.next() % 3 {
+                    case 0: .familyRoutes(family, present: dual.next() % 2 == 0)
+                    case 1: .blackhole(family, dual.next() % 2 == 0)
+                    default: .nat64Prefix(lifetimeSeconds: dual.pick([0, 16, 40, 1800]))
                     }
-                scenario.timeline.append((between(0, faultTime), fault))
+                scenario.timeline.append((dual.between(0, faultTime), fault))
             }
             scenario.timeline.sort { $0.at < $1.at }
         }
+        var services = streams["services"]
+        scenario.services =
+            switch services.next() % 4 {
+            case 0: .absent
+            case 1: .neverReady
+            default: .readyAfter(milliseconds: services.between(0, 1_500))
+            }
         // A lookup hung before healing fails up to 10 s later and is retried 5 s after that; a check
         // that failed is retried after 10 s and may take its whole limit.
         let settled = healAt + 16_000 + UInt64(slowest.timeoutMilliseconds)
@@ -357,5 +326,76 @@ public struct Scenario: Sendable {
             scenario.duration = quiet + 500
         }
         return scenario
+    }
+}
+
+/// A scenario's random streams, one per part, each from the seed and the part's name.
+struct ScenarioStreams {
+    let seed: UInt64
+
+    subscript(name: StaticString) -> SeededRandom {
+        // FNV-1a of the name: a stream's start depends on nothing but the seed and its own name.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        name.withUTF8Buffer { bytes in
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        }
+        return SeededRandom(seed: seed ^ hash)
+    }
+}
+
+extension SeededRandom {
+    mutating func pick<T>(_ values: [T]) -> T { values[Int(next() % UInt64(values.count))] }
+    mutating func between(_ low: UInt64, _ high: UInt64) -> UInt64 { low + next() % (high - low + 1) }
+
+    /// One of the faults every scenario draws from (`family`: the default target's, for a literal Host).
+    mutating func fault(family: AddressFamily) -> Scenario.Fault {
+        let index = Int32(between(2, 3))
+        return switch next() % 16 {
+        case 0:
+            .behaviour(
+                .answering(
+                    minRTT: UInt32(between(1, 50)), maxRTT: UInt32(between(50, 2500)),
+                    loss: Double(next() % 100) / 100))
+        case 1: .behaviour(.silent)
+        case 2:
+            .behaviour(
+                pick([
+                    .timeExceeded, .unreachable(wholeQuote: true), .unreachable(wholeQuote: false),
+                    .icmpFiltered(rtt: UInt32(between(1, 50)), tcp: pick(Scenario.TCPPath.allCases)),
+                ]))
+        case 3: .linkUp(index, next() % 2 == 0)
+        case 4: .carrier(index, next() % 2 == 0)
+        case 5:
+            // Present, gone, or replaced as a manager replaces it (issue 54).
+            switch next() % 3 {
+            case 0: .route(index, present: true)
+            case 1: .route(index, present: false)
+            default: .routeReplaced(index)
+            }
+        case 6: next() % 2 == 0 ? .overrun(churn: Int(between(0, 40))) : .overrunWhileLookingUp
+        case 7: .checks(count: Int(between(1, 3000)), spreadMilliseconds: UInt32(between(0, 3000)))
+        case 8: .host(pick(["a.test", "b.test", "hang.test", "fail.test", family == .ipv6 ? "fd00::2" : "198.18.0.2"]))
+        case 9:
+            .settings(
+                ProbeSettings(
+                    intervalMilliseconds: pick([100, 500, 1000]), timeoutMilliseconds: pick([100, 500, 1000]),
+                    failureThreshold: UInt32(between(1, 5)), recoveryThreshold: UInt32(between(1, 4)),
+                    evidence: pick([.probes, .traffic])))
+        case 10: .forgeries(count: Int(between(1, 200)))
+        case 11:
+            .resolver(
+                pick([
+                    .answering, .slow(milliseconds: UInt32(between(100, 4000))), .failing("SERVFAIL"),
+                    .failing("Name or service not known"), .hanging,
+                ]))
+        case 12: .check(pick([.expected(milliseconds: UInt32(between(1, 300))), .portal, .failing, .hanging]))
+        case 13, 14:
+            .traffic(
+                pick([
+                    .none, .steady(remotes: Int(between(1, 5))), .lossy(remotes: Int(between(2, 5))),
+                    .dying(remotes: Int(between(1, 4))), .localOnly(connections: Int(between(1, 20))),
+                ]))
+        default: .behaviour(.answering(minRTT: 1, maxRTT: 20, loss: 0))
+        }
     }
 }

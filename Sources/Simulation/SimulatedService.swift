@@ -1,4 +1,5 @@
 import MonitorRules
+import ReachabilityRules
 import Timekeeping
 
 /// The simulation as the service core's world, as `DaemonServiceWorld` is the daemon's: the network's
@@ -9,6 +10,12 @@ final class SimulatedService: ServiceWorld {
     private unowned(unsafe) let simulation: Simulation
     private(set) lazy var driver = ServiceDriver(world: self)
     private var wakeAt: Instant?
+    /// Since when the first verdicts wait for the services (nil: they do not).
+    private(set) var firstVerdictsHeldSince: Instant?
+    /// What NetworkManager says once its first view is complete: wlan0 is metered.
+    static let servicesSay = LinkFactsTable(["wlan0": LinkFacts(meteredByNetworkManager: true)])
+    /// Whether it said so.
+    private(set) var servicesSaid = false
 
     init(simulation: Simulation) {
         self.simulation = simulation
@@ -37,9 +44,7 @@ final class SimulatedService: ServiceWorld {
     }
 
     /// A fetch as CheckRun runs it for the daemon: the answer after a round trip, or the limit's end.
-    func fetchPortalAPI(interface: String, uri: String, generation: UInt64) {
-        let limit = Duration.milliseconds(
-            PortalCheck.limitMilliseconds(timeout: simulation.first.settings.timeoutMilliseconds))
+    func fetchPortalAPI(link: LinkID, interface: String, uri: String, generation: UInt64, limit: Duration) {
         let (after, result): (Duration, Result<CapportAnswer, StrictJSON.Malformed>) =
             switch simulation.apiBehaviour {
             case .captive:
@@ -53,19 +58,25 @@ final class SimulatedService: ServiceWorld {
                 (.milliseconds(10), CapportAnswer.parse(Array(simulation.pick(Simulation.malformedAnswers).utf8)))
             case .hanging, .none: (limit, .failure(StrictJSON.Malformed(text: "timed out")))
             }
-        simulation.queue.add(.capportAnswer(interface: interface, generation: generation, result), at: now + after)
+        simulation.queue.add(
+            .capportAnswer(link: link, interface: interface, generation: generation, result), at: now + after)
     }
 
     /// Its answer, when it comes, is not taken (the core no longer expects that generation).
-    func cancelPortalAPIFetch(interface: String) {}
+    func cancelPortalAPIFetch(link: LinkID) {}
 
     func log(_ line: String) {
         simulation.log("service: \(line)")
     }
 
-    /// What the APIs said, in the link facts every target reads (no ModemManager or NetworkManager here).
-    func linkFactsChanged(_ table: LinkFactsTable) {
-        for target in simulation.targets { target.take(.linkFacts(table)) }
+    /// The service routes each verdict back to its path, with the view of the route's link.
+    func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?) {
+        simulation.targets[path.target].path(path.family)?.routeChanged(verdict, link: link)
+    }
+
+    /// What the APIs said of a path's link (no ModemManager or NetworkManager here).
+    func linkChanged(_ path: ServiceCore.PathKey, _ id: LinkID, _ view: LinkView?) {
+        simulation.targets[path.target].take(.path(path.family, .link(id, view)))
     }
 
     func machineSleeps(_ asleep: Bool) {
@@ -93,8 +104,33 @@ final class SimulatedService: ServiceWorld {
         }
     }
 
-    /// No ModemManager or NetworkManager is followed here, so no first verdict waits for them.
-    func holdFirstVerdicts(_ hold: Bool) {}
+    /// ModemManager's and NetworkManager's first view: NetworkManager says wlan0 is metered.
+    func servicesReady() {
+        servicesSaid = true
+        driver.handle(.servicesSaid(Self.servicesSay))
+        driver.handle(.servicesReady)
+    }
+
+    /// Every target holds back its first verdict (its core decides what that means), or lets it go: then a verdict
+    /// held back is published at once.
+    func holdFirstVerdicts(_ hold: Bool) {
+        if hold {
+            firstVerdictsHeldSince = now
+        } else if let since = firstVerdictsHeldSince, now - since > ServiceCore.servicesWait {
+            simulation.violation("the first verdicts waited \(now - since) for the services (at most 1 s)")
+        }
+        if !hold { firstVerdictsHeldSince = nil }
+        for target in simulation.targets {
+            target.take(.holdFirstVerdict(hold))
+            guard !hold else { continue }
+            let computed = target.driver.ask { $0.state(previous: target.state) }.connectivity
+            if target.state.connectivity != computed {
+                target.violation(
+                    "the verdict held back for the services was not published when let go: "
+                        + "\(target.state.connectivity) published, \(computed) known")
+            }
+        }
+    }
 
     /// The histories are values here: nothing to write.
     func writeHistories() {}

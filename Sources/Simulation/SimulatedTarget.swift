@@ -188,6 +188,9 @@ final class SimulatedTarget: TargetWorld {
     func publish(_ update: (inout MonitorState) -> Void) {
         let before = state.status
         update(&state)
+        if simulation.service.firstVerdictsHeldSince != nil, state.connectivity != .unknown {
+            violation("a verdict (\(state.connectivity)) was published while the first verdicts wait for the services")
+        }
         if state.status != before { statuses.append((now, state.status, state.reason)) }
         // The rules on what was published are checked once the step's work is done.
         stateDue = true

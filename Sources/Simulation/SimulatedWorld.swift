@@ -31,7 +31,12 @@ extension Simulation {
             if verdict.destination == nil || verdict.destination == askReach({ $0.target(id) })?.bytes {
                 checkVerdictHeld(verdict, id)
             }
-            if pathsByRouteID.indices.contains(id) { pathsByRouteID[id]?.routeChanged(verdict) }
+            // The service's core routes it to the path, with the view of the route's link (as the daemon's does).
+            if pathsByRouteID.indices.contains(id), let path = pathsByRouteID[id] {
+                service.handle(.routed(target: path.target.index, family: path.family, verdict))
+            }
+        case .linksChanged:
+            service.handle(.kernelLinks(askReach { $0.linkNames }))
         }
     }
 
@@ -83,9 +88,9 @@ extension Simulation {
 /// the check server, this machine's connections routed like Host.
 extension SimulatedPath {
     /// The route core's verdict for this target's route.
-    func routeChanged(_ verdict: ReachabilityVerdict) {
+    func routeChanged(_ verdict: ReachabilityVerdict, link: LinkView?) {
         let previous = path.monitor.route
-        take(.route(verdict))
+        take(.route(verdict, link: link))
         // A route gained or changed probes at once: off the schedule.
         if verdict.usable, case .resolved = path.monitor.resolution,
             previous?.usable != true || previous?.interface != verdict.interface

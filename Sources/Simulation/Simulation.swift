@@ -52,8 +52,9 @@ public final class Simulation {
         /// answered at once, without it), and is free again.
         case resolverAnswer(target: Int, generation: UInt64, Result<[IPAddress], ResolverFailure>, worker: Bool)
         case checkAnswer(target: Int, IPFamily, generation: UInt64, CheckAnswer.Meaning)
-        /// The captive-portal API's answer to fetch `generation` on `interface`.
-        case capportAnswer(interface: String, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
+        /// The captive-portal API's answer to fetch `generation` on `link` (`interface`).
+        case capportAnswer(
+            link: LinkID, interface: String, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
         /// The service core's next wake-up, and its housekeeping tick.
         case serviceWake
         case serviceTick
@@ -64,6 +65,8 @@ public final class Simulation {
         case beyondAnswer(target: Int, family: IPFamily, generation: UInt64, BeyondAnswer)
         /// An announced sleep ends.
         case wake
+        /// ModemManager's and NetworkManager's first view is complete: what they say comes with it.
+        case servicesReady
         case fault(Scenario.Fault)
     }
 
@@ -177,6 +180,7 @@ public final class Simulation {
                 if let broken = TargetCore.outputContractBroken(actions) { violation(broken) }
             }
             targets.append(target)
+            service.handle(.targetTimeout(target: index, .milliseconds(scenario.settings.timeoutMilliseconds)))
         }
         fixedWatch = reach.addTarget(families: IPFamily.allCases)
         watches = targets.flatMap { $0.paths.map(\.routeID) } + [fixedWatch]
@@ -185,6 +189,15 @@ public final class Simulation {
             for path in target.paths { noteKernelTruth(resetting: path.routeID) }
         }
         reach.start()
+        switch scenario.services {
+        case .absent:
+            break
+        case .readyAfter(let milliseconds):
+            service.handle(.servicesFollowed(ready: false))
+            queue.add(.servicesReady, at: now + .milliseconds(milliseconds))
+        case .neverReady:
+            service.handle(.servicesFollowed(ready: false))
+        }
         queue.add(.serviceTick, at: now + ServiceCore.tick)
         // The added targets were restored: they start before the default one.
         for target in targets.dropFirst() { target.take(.start(checkURL: startCheckURL)) }
@@ -232,6 +245,9 @@ public final class Simulation {
             endOfTurn()
             checkKernelAgreement()
             for target in targets { target.checkStep(textless: checksTextlessConnectivity) }
+            if let since = service.firstVerdictsHeldSince, now - since > ServiceCore.servicesWait {
+                violation("the first verdicts still wait for the services after \(now - since)")
+            }
             if let by = resolver.firstMustStartBy, now > by {
                 violation(
                     "a lookup that goes first still waits \(now - by) after the lookup under way when it was asked ended"
@@ -303,16 +319,16 @@ public final class Simulation {
             path.runningCheck = nil
             path.heldCheckFaked = path.runningCheckFaked
             path.take(.checkAnswered(generation: generation, meaning))
-        case .capportAnswer(let interface, let generation, let result):
+        case .capportAnswer(let link, let interface, let generation, let result):
             // What the follower takes (a cancelled fetch's answer it does not).
-            if service.driver.ask({ $0.isFetching(interface: interface, generation: generation) }) {
+            if service.driver.ask({ $0.isFetching(link: link, generation: generation) }) {
                 if case .success(let answer) = result {
                     apiAnswers[interface] = answer.captive
                 } else {
                     apiAnswers[interface] = nil
                 }
             }
-            service.handle(.portalAPIFetched(interface: interface, generation: generation, result))
+            service.handle(.portalAPIFetched(link: link, generation: generation, result))
         case .serviceWake:
             service.woke()
         case .serviceTick:
@@ -334,6 +350,8 @@ public final class Simulation {
             targets[index].take(.path(family, .beyondAnswered(generation: generation, answer)))
         case .wake:
             wake()
+        case .servicesReady:
+            service.servicesReady()
         case .fault(let fault):
             apply(fault)
         }
@@ -416,6 +434,7 @@ public final class Simulation {
             let target = targets[min(index, targets.count - 1)]
             target.lastSettingsChange = now
             target.settings = new
+            service.handle(.targetTimeout(target: target.index, .milliseconds(new.timeoutMilliseconds)))
             target.take(.probeSettings(new))
         case .forgeries where scenario.probeMethod == .tcp:
             break // without an ICMP socket there is nothing to forge into
@@ -483,6 +502,9 @@ public final class Simulation {
             }
         }
         guard targetsWithNews else { return }
+        // While the first verdicts wait for the services, what is published is what came before them: nothing to
+        // hold against the world yet (the wait has rules of its own: `SimulatedService.holdFirstVerdicts`).
+        guard service.firstVerdictsHeldSince == nil else { return }
         targetsWithNews = false
         for target in targets where target.stateDue {
             target.stateDue = false
@@ -493,6 +515,7 @@ public final class Simulation {
             target.checkBeyondTheHost()
             target.checkWhereItBroke()
             target.checkHeadline()
+            target.checkLinkFacts()
         }
     }
 

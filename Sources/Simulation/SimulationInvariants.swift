@@ -201,11 +201,24 @@ extension SimulatedPath {
 extension SimulatedTarget {
     /// The rules checked after every step, whatever it was (`textless`: also Connectivity found without text).
     func checkStep(textless: Bool) {
+        if textless {
+            let computed = driver.ask { $0.state(previous: state) }.connectivity
+            let textless = driver.ask(\.connectivity)
+            if textless != computed { violation("the target's Connectivity is \(computed), without text \(textless)") }
+        }
         for path in paths {
             if textless { path.checkTextlessConnectivity() }
             path.checkTraffic()
         }
         checkBlameLate()
+    }
+
+    /// What NetworkManager says of a link (wlan0 metered) reaches exactly the targets routed over it: the service's
+    /// core routes each link's view with the verdicts that route a path there.
+    func checkLinkFacts() {
+        let metered = simulation.service.servicesSaid && state.interface == "wlan0"
+        guard state.metered != metered else { return }
+        violation("Metered is \(state.metered) on \(state.interface.isEmpty ? "no interface" : state.interface)")
     }
 
     func answerChecks() {
@@ -416,6 +429,8 @@ extension Simulation {
                 )
             }
         }
+        // What is published while the first verdicts wait for the services came before them (see `pump`).
+        guard service.firstVerdictsHeldSince == nil else { return }
         for target in targets { target.checkNat64() }
     }
 

@@ -5,7 +5,8 @@ import Synchronization
 
 /// Runs randomized simulation scenarios for a fixed number and reports how many per second: on
 /// one thread per core (scenarios are independent, each replayed by its seed alone), and per core,
-/// from the CPU time the threads spent.
+/// from the CPU time the threads spent; for the whole mix and for its one-family and dual-stack
+/// scenarios apart, with the events each took.
 struct SimulationBench {
     let scenarios: Int
     /// How many threads run them (nil: one per core).
@@ -21,6 +22,14 @@ struct SimulationBench {
         var events = 0
         var cpuSeconds = 0.0
         var failures: [(seed: UInt64, violation: String)] = []
+        /// The one-family scenarios' (0) and the dual-stack ones' (1) count, events and CPU seconds.
+        var kinds = [Kind(), Kind()]
+    }
+
+    private struct Kind {
+        var scenarios = 0
+        var events = 0
+        var cpuSeconds = 0.0
     }
 
     func run() -> Bool {
@@ -34,9 +43,15 @@ struct SimulationBench {
             while true {
                 let seed = batch.nextSeed.add(1, ordering: .relaxed).oldValue
                 guard seed <= last else { break }
-                let simulation = Simulation(Scenario.random(seed: seed))
+                let scenarioStart = Self.seconds(CLOCK_THREAD_CPUTIME_ID)
+                let scenario = Scenario.random(seed: seed)
+                let simulation = Simulation(scenario)
                 let violations = simulation.run()
                 own.events += simulation.summary.events
+                let kind = scenario.family == .any ? 1 : 0
+                own.kinds[kind].scenarios += 1
+                own.kinds[kind].events += simulation.summary.events
+                own.kinds[kind].cpuSeconds += Self.seconds(CLOCK_THREAD_CPUTIME_ID) - scenarioStart
                 if let first = violations.first { own.failures.append((seed, "\(first)")) }
             }
             own.cpuSeconds = Self.seconds(CLOCK_THREAD_CPUTIME_ID) - cpuStart
@@ -44,6 +59,11 @@ struct SimulationBench {
                 totals.events += own.events
                 totals.cpuSeconds += own.cpuSeconds
                 totals.failures += own.failures
+                for kind in 0..<2 {
+                    totals.kinds[kind].scenarios += own.kinds[kind].scenarios
+                    totals.kinds[kind].events += own.kinds[kind].events
+                    totals.kinds[kind].cpuSeconds += own.kinds[kind].cpuSeconds
+                }
             }
         }
         let seconds = Self.seconds(CLOCK_MONOTONIC) - start
@@ -54,6 +74,12 @@ struct SimulationBench {
                 + "\(Self.rounded(seconds)) s on \(threads) threads: \(Int(Double(scenarios) / seconds)) scenarios/s, "
                 + "\(Int(Double(totals.events) / seconds)) events/s; per core \(Int(Double(scenarios) / totals.cpuSeconds)) scenarios/s "
                 + "(\(Self.rounded(totals.cpuSeconds)) s of CPU)")
+        for (name, kind) in zip(["one-family", "dual-stack"], totals.kinds) where kind.scenarios > 0 {
+            print(
+                "simulation: \(name): \(kind.scenarios) scenarios, \(kind.events / kind.scenarios) events each; per core "
+                    + "\(Int(Double(kind.scenarios) / kind.cpuSeconds)) scenarios/s, "
+                    + "\(Int(Double(kind.events) / kind.cpuSeconds)) events/s")
+        }
         return totals.failures.isEmpty
     }
 

@@ -23,8 +23,8 @@ final class CapportFuzzReplayTests: XCTestCase {
                 }
                 // And the follower taking it, as the fuzzer does (a huge seconds-remaining once overflowed here).
                 var follower = CapportFollower()
-                if case .fetch(_, _, let generation)? = follower.announced(["eth0": "https://api.test/"], now: 0).last {
-                    _ = follower.fetched(interface: "eth0", generation: generation, result, now: 1)
+                if case .fetch(_, let generation)? = follower.announced("https://api.test/", now: 0).last {
+                    _ = follower.fetched(generation: generation, result, now: 1)
                     XCTAssertNotNil(follower.nextWakeup, name)
                 }
                 count += 1

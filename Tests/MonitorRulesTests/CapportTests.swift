@@ -83,44 +83,45 @@ final class CapportTests: XCTestCase {
     }
 
     /// Issue 45 N21: 40 announcements a second, each with another URI, fetched each one at once (85 % of a core).
-    /// Changes are coalesced: at most one announcement fetch per 10 s per interface, the latest URI.
-    func testAnnouncementsAreFetchedAtMostOncePer10SecondsPerInterface() {
-        var follower = CapportFollower()
+    /// Changes are coalesced: at most one announcement fetch per 10 s per link, the latest URI; another link's
+    /// follower is its own.
+    func testAnnouncementsAreFetchedAtMostOncePer10SecondsPerLink() {
+        var eth0 = CapportFollower()
+        var wlan0 = CapportFollower()
         var fetched: [(at: Instant, uri: String)] = []
         var now = Instant.origin
-        func take(_ actions: [CapportFollower.Action]) {
-            for case .fetch(let interface, let uri, let generation) in actions {
+        func take(_ actions: [CapportFollower.Action], _ follower: inout CapportFollower) {
+            for case .fetch(let uri, let generation) in actions {
                 fetched.append((now, uri))
-                _ = follower.fetched(
-                    interface: interface, generation: generation, .failure(StrictJSON.Malformed(text: "no")), now: now)
+                _ = follower.fetched(generation: generation, .failure(StrictJSON.Malformed(text: "no")), now: now)
             }
         }
         for tick in 0..<(40 * 30) {
             now = .origin + .milliseconds(UInt64(tick) * 25)
-            take(
-                follower.announced(
-                    ["eth0": "https://api-\(tick).example/capport", "wlan0": "https://api.example/capport"], now: now))
-            if let wake = follower.nextWakeup, wake <= now { take(follower.handleTimeout(now: now)) }
+            take(eth0.announced("https://api-\(tick).example/capport", now: now), &eth0)
+            take(wlan0.announced("https://api.example/capport", now: now), &wlan0)
+            if let wake = eth0.nextWakeup, wake <= now { take(eth0.handleTimeout(now: now), &eth0) }
+            if let wake = wlan0.nextWakeup, wake <= now { take(wlan0.handleTimeout(now: now), &wlan0) }
         }
-        let eth0 = fetched.filter { $0.uri.hasPrefix("https://api-") }
-        XCTAssertLessThanOrEqual(eth0.count, 3, "\(eth0.count) fetches in 30 s of 40 announcements a second")
-        XCTAssertGreaterThanOrEqual(eth0.count, 2, "a changed announcement is still fetched")
-        for (earlier, later) in zip(eth0, eth0.dropFirst()) {
+        let changing = fetched.filter { $0.uri.hasPrefix("https://api-") }
+        XCTAssertLessThanOrEqual(changing.count, 3, "\(changing.count) fetches in 30 s of 40 announcements a second")
+        XCTAssertGreaterThanOrEqual(changing.count, 2, "a changed announcement is still fetched")
+        for (earlier, later) in zip(changing, changing.dropFirst()) {
             XCTAssertGreaterThanOrEqual(later.at - earlier.at, .seconds(10))
         }
         XCTAssertEqual(
-            fetched.filter { $0.uri == "https://api.example/capport" }.count, 1, "another interface is not held up")
+            fetched.filter { $0.uri == "https://api.example/capport" }.count, 1, "another link is not held up")
     }
 
     /// Issue 54 N20: a router changing its announcement with every advertisement made a log line each (7,976 for
-    /// 8,000). At most one line per interface per 10 s, the next saying how many were not logged.
-    func testAnnouncementsAreLoggedAtMostOncePer10SecondsPerInterface() {
+    /// 8,000). At most one line per link per 10 s, the next saying how many were not logged.
+    func testAnnouncementsAreLoggedAtMostOncePer10SecondsPerLink() {
         var follower = CapportFollower()
         var lines: [String] = []
         for tick in 0..<8_000 {
             let now = Instant.origin + .milliseconds(UInt64(tick) * 5)
             let uri = tick % 3 == 0 ? "http://plain-\(tick).example/" : "https://api-\(tick).example/capport"
-            for case .log(let line) in follower.announced(["eth0": uri], now: now) { lines.append(line) }
+            for case .log(let line) in follower.announced(uri, now: now) { lines.append(line) }
         }
         XCTAssertLessThanOrEqual(lines.count, 1 + 40 / 10, "\(lines.count) lines in 40 s")
         XCTAssertTrue(lines.dropFirst().allSatisfy { $0.contains("earlier announcements not logged") }, "\(lines)")
@@ -128,74 +129,69 @@ final class CapportTests: XCTestCase {
 
     func testTheFollowerAsksAtOnceThenEveryTwoSecondsWhileCaptive() {
         var follower = CapportFollower()
-        var actions = follower.announced(["eth0": "https://api.example/capport"], now: 0)
-        guard case .fetch("eth0", "https://api.example/capport", let first)? = actions.last else {
+        var actions = follower.announced("https://api.example/capport", now: 0)
+        guard case .fetch("https://api.example/capport", let first)? = actions.last else {
             return XCTFail("\(actions)")
         }
         XCTAssertNil(follower.nextWakeup, "nothing else while the fetch runs")
-        XCTAssertTrue(follower.isUnderway(interface: "eth0", generation: first))
-        XCTAssertFalse(follower.isUnderway(interface: "eth0", generation: first + 1))
+        XCTAssertTrue(follower.isUnderway(generation: first))
+        XCTAssertFalse(follower.isUnderway(generation: first + 1))
         let captive = CapportAnswer(captive: true, userPortalURL: "https://portal.example/")
-        XCTAssertTrue(
-            follower.fetched(interface: "eth0", generation: first, .success(captive), now: 1 * second).changed)
-        XCTAssertEqual(follower.facts["eth0"], PortalAPIFacts(uri: "https://api.example/capport", answer: captive))
+        XCTAssertTrue(follower.fetched(generation: first, .success(captive), now: 1 * second).changed)
+        XCTAssertEqual(follower.facts, PortalAPIFacts(uri: "https://api.example/capport", answer: captive))
         XCTAssertEqual(follower.nextWakeup, 3 * second)
         XCTAssertEqual(follower.handleTimeout(now: 2 * second), [])
         actions = follower.handleTimeout(now: 3 * second)
-        guard case .fetch(_, _, let second2)? = actions.first else { return XCTFail("\(actions)") }
+        guard case .fetch(_, let second2)? = actions.first else { return XCTFail("\(actions)") }
         // A stale answer is not taken.
         XCTAssertFalse(
-            follower.fetched(
-                interface: "eth0", generation: first, .success(CapportAnswer(captive: false)), now: 4 * second
-            ).changed)
+            follower.fetched(generation: first, .success(CapportAnswer(captive: false)), now: 4 * second).changed)
         // Not captive, 600 s left: asked again at 540 s, not 300.
         let open = CapportAnswer(captive: false, secondsRemaining: 600)
-        XCTAssertTrue(follower.fetched(interface: "eth0", generation: second2, .success(open), now: 4 * second).changed)
+        XCTAssertTrue(follower.fetched(generation: second2, .success(open), now: 4 * second).changed)
         XCTAssertEqual(follower.nextWakeup, 4 * second + 300 * second)
         actions = follower.handleTimeout(now: 304 * second)
-        guard case .fetch(_, _, let third)? = actions.first else { return XCTFail("\(actions)") }
+        guard case .fetch(_, let third)? = actions.first else { return XCTFail("\(actions)") }
         _ = follower.fetched(
-            interface: "eth0", generation: third, .success(CapportAnswer(captive: false, secondsRemaining: 120)),
-            now: 305 * second)
+            generation: third, .success(CapportAnswer(captive: false, secondsRemaining: 120)), now: 305 * second)
         XCTAssertEqual(follower.nextWakeup, 365 * second)
         // However many seconds the API says (the fuzzer's 444,444,444,444), the next ask is at most 300 s away.
-        guard case .fetch(_, _, let fourth)? = follower.handleTimeout(now: 365 * second).first else { return XCTFail() }
+        guard case .fetch(_, let fourth)? = follower.handleTimeout(now: 365 * second).first else { return XCTFail() }
         let huge = try? CapportAnswer.parse(Array(#"{"captive": false, "seconds-remaining":444444444444}"#.utf8)).get()
         XCTAssertEqual(huge?.secondsRemaining, 444_444_444_444)
-        _ = follower.fetched(interface: "eth0", generation: fourth, .success(huge ?? open), now: 366 * second)
+        _ = follower.fetched(generation: fourth, .success(huge ?? open), now: 366 * second)
         XCTAssertEqual(follower.nextWakeup, 666 * second)
     }
 
     func testAnAnswerNotTakenForgetsThePortalAndAnEndedAnnouncementCancels() {
         var follower = CapportFollower()
-        guard case .fetch(_, _, let first)? = follower.announced(["wlan0": "https://api.example/"], now: 0).last else {
+        guard case .fetch(_, let first)? = follower.announced("https://api.example/", now: 0).last else {
             return XCTFail()
         }
         _ = follower.fetched(
-            interface: "wlan0", generation: first,
-            .success(CapportAnswer(captive: true, userPortalURL: "https://p.example/")), now: 0)
-        guard case .fetch(_, _, let next)? = follower.handleTimeout(now: 2 * second).first else { return XCTFail() }
-        let (changed, actions) = follower.fetched(
-            interface: "wlan0", generation: next, .failure(.init(text: "timed out")), now: 7 * second)
+            generation: first, .success(CapportAnswer(captive: true, userPortalURL: "https://p.example/")), now: 0)
+        guard case .fetch(_, let next)? = follower.handleTimeout(now: 2 * second).first else { return XCTFail() }
+        let (changed, actions) = follower.fetched(generation: next, .failure(.init(text: "timed out")), now: 7 * second)
         XCTAssertTrue(changed)
-        XCTAssertNil(follower.facts["wlan0"]?.answer, "no portal from an answer that did not come")
-        XCTAssertEqual(actions, [.log("wlan0: captive-portal API https://api.example/ ignored: timed out")])
+        XCTAssertNil(follower.facts?.answer, "no portal from an answer that did not come")
+        XCTAssertEqual(actions, [.log("captive-portal API https://api.example/ ignored: timed out")])
         guard case .fetch? = follower.handleTimeout(now: 9 * second).first else { return XCTFail("asked again soon") }
-        XCTAssertEqual(follower.announced([:], now: 10 * second), [.cancel(interface: "wlan0")])
-        XCTAssertEqual(follower.facts, [:])
+        XCTAssertEqual(follower.announced(nil, now: 10 * second), [.cancel])
+        XCTAssertNil(follower.facts)
     }
 
     func testPlainHTTPAndTheUnrestrictedURNAreNeverFetched() {
-        var follower = CapportFollower()
-        let actions = follower.announced(["a": "http://api.example/", "b": CapportFollower.unrestricted], now: 0)
+        var plain = CapportFollower()
+        var unrestricted = CapportFollower()
+        let actions =
+            plain.announced("http://api.example/", now: 0)
+            + unrestricted.announced(CapportFollower.unrestricted, now: 0)
         XCTAssertFalse(actions.contains { if case .fetch = $0 { true } else { false } }, "\(actions)")
-        XCTAssertNil(follower.nextWakeup)
-        XCTAssertEqual(follower.facts["a"]?.uri, "http://api.example/")
-        // A new URI on the same interface is asked at once.
-        guard
-            case .fetch("a", "https://api.example/", _)? = follower.announced(["a": "https://api.example/"], now: 5)
-                .last
-        else {
+        XCTAssertNil(plain.nextWakeup)
+        XCTAssertNil(unrestricted.nextWakeup)
+        XCTAssertEqual(plain.facts?.uri, "http://api.example/")
+        // A new URI on the same link is asked at once.
+        guard case .fetch("https://api.example/", _)? = plain.announced("https://api.example/", now: 5).last else {
             return XCTFail()
         }
     }

@@ -61,10 +61,12 @@ final class PortalTruthTests: XCTestCase {
         route: ReachabilityVerdict?, answering: Bool? = true, check: CheckAnswer.Meaning? = nil, checkURL: String = "",
         api: PortalAPIFacts? = nil
     ) -> MonitorState {
-        let facts = LinkFactsTable(api.map { ["wlan0": LinkFacts(portalAPI: $0)] } ?? [:])
+        let link = api.map {
+            LinkView(id: LinkID(index: 3, generation: 1), name: "wlan0", facts: LinkFacts(portalAPI: $0))
+        }
         return StatusRules.state(
             host: "server.test", resolution: .resolved(address), route: route,
-            probe: ProbeReport(answering: answering), linkFacts: facts,
+            probe: ProbeReport(answering: answering), link: link,
             beyond: BeyondTheHost(checkURL: checkURL, check: check), previous: MonitorState())
     }
 

@@ -1,4 +1,5 @@
 import MonitorRules
+import ReachabilityRules
 import TestTime
 import Timekeeping
 import XCTest
@@ -8,43 +9,162 @@ import XCTest
 final class ServiceCoreTests: XCTestCase {
     let api = "https://api.test/capport"
 
-    func testARoutersAnnouncementGoesBeforeDHCPsAndTheAnswerReachesEveryTarget() throws {
+    let eth0 = LinkID(index: 2, generation: 1)
+    let wlan0 = LinkID(index: 3, generation: 2)
+
+    /// A verdict of a path routed over `interface` (index `index`).
+    func verdict(_ interface: String, _ index: Int32) -> ReachabilityVerdict {
+        var verdict = ReachabilityVerdict(usable: true, interface: interface, kind: .ethernet)
+        verdict.interfaceIndex = index
+        return verdict
+    }
+
+    /// A core with the kernel's eth0 (2) and wlan0 (3).
+    func coreWithLinks() -> ServiceCore {
         var core = ServiceCore()
+        XCTAssertEqual(core.handle(.kernelLinks([2: "eth0", 3: "wlan0"]), now: 0, slept: 0), [])
+        XCTAssertEqual(core.links.keys.sorted(), [eth0, wlan0])
+        return core
+    }
+
+    func testARoutersAnnouncementGoesBeforeDHCPsAndTheAnswerReachesTheTargetsOnTheLink() throws {
+        var core = coreWithLinks()
+        let path = ServiceCore.PathKey(target: 0, family: .v4)
+        _ = core.handle(.routed(target: 0, family: .v4, verdict("eth0", 2)), now: 0, slept: 0)
         let dhcp = LinkFactsTable(["eth0": LinkFacts(dhcpPortalAPI: "https://dhcp.test/api")])
         var actions = core.handle(.servicesSaid(dhcp), now: 0, slept: 0)
         XCTAssertTrue(
-            actions.contains(.fetchPortalAPI(interface: "eth0", uri: "https://dhcp.test/api", generation: 1)),
+            actions.contains(
+                .fetchPortalAPI(
+                    link: eth0, interface: "eth0", uri: "https://dhcp.test/api", generation: 1, limit: 5 * second)),
             "\(actions)")
-        // The services' word is published whatever the follower did.
-        XCTAssertEqual(actions.last, .linkFacts(core.linkFacts))
+        // The services' word reaches the path routed over the link.
+        XCTAssertEqual(actions.last, .link(path, eth0, core.links[eth0]?.view))
         actions = core.handle(.routersAnnounced(["eth0": api]), now: 11 * second, slept: 0)
-        XCTAssertTrue(actions.contains(.cancelPortalAPIFetch(interface: "eth0")) || actions.contains { $0.isFetch })
-        guard case .fetchPortalAPI(_, let uri, let generation) = actions.first(where: \.isFetch) else {
+        XCTAssertTrue(actions.contains(.cancelPortalAPIFetch(link: eth0)) || actions.contains { $0.isFetch })
+        guard case .fetchPortalAPI(_, _, let uri, let generation, _) = actions.first(where: \.isFetch) else {
             return XCTFail("the router's announcement is asked: \(actions)")
         }
         XCTAssertEqual(uri, api, "the router's word is the fresher")
         actions = core.handle(
-            .portalAPIFetched(interface: "eth0", generation: generation, .success(CapportAnswer(captive: true))),
+            .portalAPIFetched(link: eth0, generation: generation, .success(CapportAnswer(captive: true))),
             now: 11 * second, slept: 0)
         XCTAssertEqual(core.portalAPIAnswer(on: "eth0")?.captive, true)
-        guard case .linkFacts(let table) = actions.last else { return XCTFail("no link facts in \(actions)") }
-        XCTAssertEqual(table["eth0"]?.portalAPI?.answer?.captive, true)
-        XCTAssertEqual(table["eth0"]?.dhcpPortalAPI, "https://dhcp.test/api", "the services' facts stay")
-        // The same announcement again changes nothing, so nothing is published.
+        guard case .link(path, eth0, let view?) = actions.last else { return XCTFail("no view in \(actions)") }
+        XCTAssertEqual(view.facts.portalAPI?.answer?.captive, true)
+        XCTAssertEqual(view.facts.dhcpPortalAPI, "https://dhcp.test/api", "the services' facts stay")
+        // The same announcement again changes nothing, so nothing is said.
         XCTAssertEqual(core.handle(.routersAnnounced(["eth0": api]), now: 12 * second, slept: 0), [])
         // While captive, it is asked again in 2 s.
         XCTAssertEqual(core.nextWakeup, 11 * second + CapportFollower.captiveRefresh)
     }
 
     func testAStaleFetchesAnswerChangesNothing() {
-        var core = ServiceCore()
+        var core = coreWithLinks()
+        _ = core.handle(.routed(target: 0, family: .v4, verdict("eth0", 2)), now: 0, slept: 0)
         _ = core.handle(.routersAnnounced(["eth0": api]), now: 0, slept: 0)
-        XCTAssertTrue(core.isFetching(interface: "eth0", generation: 1))
+        XCTAssertTrue(core.isFetching(link: eth0, generation: 1))
         let stale = core.handle(
-            .portalAPIFetched(interface: "eth0", generation: 7, .success(CapportAnswer(captive: true))),
+            .portalAPIFetched(link: eth0, generation: 7, .success(CapportAnswer(captive: true))),
             now: 10 * ms, slept: 0)
-        XCTAssertFalse(stale.contains { if case .linkFacts = $0 { true } else { false } })
+        XCTAssertEqual(stale, [])
         XCTAssertNil(core.portalAPIAnswer(on: "eth0"))
+        // Nor does an answer for a link that is gone, or another link's.
+        XCTAssertEqual(
+            core.handle(
+                .portalAPIFetched(link: wlan0, generation: 1, .success(CapportAnswer(captive: true))), now: 10 * ms,
+                slept: 0), [])
+    }
+
+    /// The floor's rule: a link's fact reaches exactly the paths routed over it, with the verdict that routes
+    /// them there, and no other target hears of it.
+    func testALinksFactReachesExactlyThePathsRoutedOverIt() {
+        var core = coreWithLinks()
+        let onEth0 = ServiceCore.PathKey(target: 0, family: .v4)
+        let onWlan0 = ServiceCore.PathKey(target: 1, family: .v4)
+        let alsoEth0 = ServiceCore.PathKey(target: 1, family: .v6)
+        XCTAssertEqual(
+            core.handle(.routed(target: 0, family: .v4, verdict("eth0", 2)), now: 0, slept: 0),
+            [.route(onEth0, verdict("eth0", 2), link: LinkView(id: eth0, name: "eth0"))])
+        _ = core.handle(.routed(target: 1, family: .v4, verdict("wlan0", 3)), now: 0, slept: 0)
+        _ = core.handle(.routed(target: 1, family: .v6, verdict("eth0", 2)), now: 0, slept: 0)
+        let metered = LinkFactsTable(["wlan0": LinkFacts(meteredByNetworkManager: true)])
+        let actions = core.handle(.servicesSaid(metered), now: 1 * second, slept: 0)
+        XCTAssertEqual(actions, [.link(onWlan0, wlan0, core.links[wlan0]?.view)])
+        XCTAssertEqual(core.links[wlan0]?.view.facts.meteredByNetworkManager, true)
+        // A route that moves takes the new link's view with it; the old link's news no longer reach it.
+        guard
+            case .route(onEth0, _, let moved?) = core.handle(
+                .routed(target: 0, family: .v4, verdict("wlan0", 3)), now: 2 * second, slept: 0
+            ).first
+        else { return XCTFail() }
+        XCTAssertEqual(moved.id, wlan0)
+        XCTAssertTrue(moved.facts.meteredByNetworkManager)
+        let eth0News = core.handle(
+            .servicesSaid(
+                LinkFactsTable(["eth0": LinkFacts(isModem: true), "wlan0": LinkFacts(meteredByNetworkManager: true)])),
+            now: 3 * second, slept: 0)
+        XCTAssertEqual(eth0News, [.link(alsoEth0, eth0, core.links[eth0]?.view)])
+        // A verdict naming no link (the route gone) keeps the path on its link: its portal is kept meanwhile.
+        _ = core.handle(
+            .routed(target: 1, family: .v6, ReachabilityVerdict(usable: false, reason: "no route")), now: 4 * second,
+            slept: 0)
+        XCTAssertEqual(core.routes[alsoEth0], eth0)
+        // A target gone hears nothing more: of the two links changed, only target 0's hears.
+        _ = core.handle(.targetGone(1), now: 5 * second, slept: 0)
+        XCTAssertEqual(
+            core.handle(.servicesSaid(LinkFactsTable()), now: 6 * second, slept: 0),
+            [.link(onEth0, wlan0, LinkView(id: wlan0, name: "wlan0"))])
+    }
+
+    /// A link is its index and a generation: a deleted link's index given again is a new link, which starts
+    /// afresh; the paths on the old one hear it is gone.
+    func testAReusedIndexIsANewLink() {
+        var core = coreWithLinks()
+        let path = ServiceCore.PathKey(target: 0, family: .v4)
+        _ = core.handle(.routed(target: 0, family: .v4, verdict("eth0", 2)), now: 0, slept: 0)
+        _ = core.handle(.routersAnnounced(["eth0": api]), now: 0, slept: 0)
+        XCTAssertTrue(core.isFetching(link: eth0, generation: 1))
+        XCTAssertEqual(
+            core.handle(.kernelLinks([3: "wlan0"]), now: 1 * second, slept: 0),
+            [.cancelPortalAPIFetch(link: eth0), .link(path, eth0, nil)])
+        let actions = core.handle(.kernelLinks([2: "eth0", 3: "wlan0"]), now: 2 * second, slept: 0)
+        let again = LinkID(index: 2, generation: 3)
+        XCTAssertEqual(core.links.keys.sorted(), [again, wlan0])
+        XCTAssertTrue(
+            actions.contains { if case .fetchPortalAPI(again, "eth0", api, _, _) = $0 { true } else { false } })
+        XCTAssertNil(core.routes[path], "routed over the old link, not the new one")
+        // A rename is the same link under another name: what is said of the new name is its.
+        _ = core.handle(.routed(target: 0, family: .v4, verdict("eth0", 2)), now: 3 * second, slept: 0)
+        _ = core.handle(
+            .servicesSaid(LinkFactsTable(["lan": LinkFacts(meteredByNetworkManager: true)])), now: 4 * second, slept: 0)
+        let renamed = core.handle(.kernelLinks([2: "lan", 3: "wlan0"]), now: 5 * second, slept: 0)
+        guard case .link(path, again, let view?) = renamed.last else { return XCTFail("\(renamed)") }
+        XCTAssertEqual(view.name, "lan")
+        XCTAssertTrue(view.facts.meteredByNetworkManager)
+    }
+
+    /// A portal API's fetch ends within max(5 s, Timeout) of the targets routed over its link (of every target
+    /// while none is): the service's setting, not the default target's.
+    func testAFetchEndsWithinTheLongestTimeoutOfItsLinksTargets() {
+        var core = coreWithLinks()
+        _ = core.handle(.targetTimeout(target: 0, 8 * second), now: 0, slept: 0)
+        _ = core.handle(.targetTimeout(target: 1, 12 * second), now: 0, slept: 0)
+        _ = core.handle(.routed(target: 0, family: .v4, verdict("eth0", 2)), now: 0, slept: 0)
+        _ = core.handle(.routed(target: 1, family: .v4, verdict("wlan0", 3)), now: 0, slept: 0)
+        let actions = core.handle(.routersAnnounced(["eth0": api, "wlan0": api]), now: 0, slept: 0)
+        let limits = actions.compactMap { action -> Duration? in
+            if case .fetchPortalAPI(_, _, _, _, let limit) = action { limit } else { nil }
+        }
+        XCTAssertEqual(limits, [8 * second, 12 * second])
+        var alone = coreWithLinks()
+        _ = alone.handle(.targetTimeout(target: 0, 1 * second), now: 0, slept: 0)
+        guard
+            case .fetchPortalAPI(_, _, _, _, let limit)? = alone.handle(
+                .routersAnnounced(["eth0": api]), now: 0, slept: 0
+            ).first(where: \.isFetch)
+        else { return XCTFail() }
+        XCTAssertEqual(limit, 5 * second, "never below 5 s")
     }
 
     func testAnAnnouncedSleepSuspendsWritesAndAbsorbsTheTimeAsleep() {
@@ -100,18 +220,20 @@ final class ServiceCoreTests: XCTestCase {
         var steps: [[ServiceCore.Action]] = []
         driver.observeStep = { steps.append($0) }
         world.sleptNow = 0
+        driver.handle(.kernelLinks([2: "eth0"]))
+        driver.handle(.routed(target: 0, family: .v4, verdict("eth0", 2)))
         driver.handle(.routersAnnounced(["eth0": api]))
         world.sleptNow = 2 * second
         driver.handle(.targetWakes)
         driver.handle(.sleepAnnounced(true))
         XCTAssertEqual(world.calls, steps.flatMap { $0 }.map(RecordingWorld.call))
-        XCTAssertEqual(world.calls.filter { $0.hasPrefix("fetch") }, ["fetch eth0 \(api) 1"])
+        XCTAssertEqual(world.calls.filter { $0.hasPrefix("fetch") }, ["fetch link 2.1 eth0 \(api) 1 5000 ms"])
         XCTAssertEqual(
             world.calls.suffix(4),
             ["log the machine slept for 2 s (CLOCK_BOOTTIME jumped)", "slept 2000 ms", "sleep true", "writeHistories"])
         XCTAssertTrue(world.reentered.isEmpty, "handed in while driving: \(world.reentered)")
         XCTAssertEqual(world.wakeUps.last, driver.core.nextWakeup)
-        // The fetch the world answered while its linkFacts call ran was handed to the core after that step.
+        // The fetch the world answered while its link call ran was handed to the core after that step.
         XCTAssertTrue(world.answeredInside)
         XCTAssertEqual(driver.core.portalAPIAnswer(on: "eth0")?.captive, false)
     }
@@ -131,17 +253,19 @@ private final class RecordingWorld: ServiceWorld {
     var reentered: [String] = []
     var answeredInside = false
     private var inside = false
-    private var fetched: (String, UInt64)?
+    private var fetched: (LinkID, UInt64)?
 
     var now: Instant { 0 }
     var slept: Duration { sleptNow }
 
     static func call(_ action: ServiceCore.Action) -> String {
         switch action {
-        case .fetchPortalAPI(let interface, let uri, let generation): "fetch \(interface) \(uri) \(generation)"
-        case .cancelPortalAPIFetch(let interface): "cancel \(interface)"
+        case .fetchPortalAPI(let link, let interface, let uri, let generation, let limit):
+            "fetch \(link) \(interface) \(uri) \(generation) \(limit.milliseconds) ms"
+        case .cancelPortalAPIFetch(let link): "cancel \(link)"
         case .log(let line): "log \(line)"
-        case .linkFacts: "linkFacts"
+        case .route(let path, _, let link): "route \(path.target) \(path.family) \(link?.name ?? "-")"
+        case .link(let path, let id, _): "link \(path.target) \(path.family) \(id)"
         case .sleep(let asleep): "sleep \(asleep)"
         case .slept(let jump): "slept \(jump.milliseconds) ms"
         case .writeHistories: "writeHistories"
@@ -154,21 +278,22 @@ private final class RecordingWorld: ServiceWorld {
         calls.append(call)
     }
 
-    func fetchPortalAPI(interface: String, uri: String, generation: UInt64) {
-        record("fetch \(interface) \(uri) \(generation)")
-        fetched = (interface, generation)
+    func fetchPortalAPI(link: LinkID, interface: String, uri: String, generation: UInt64, limit: Duration) {
+        record("fetch \(link) \(interface) \(uri) \(generation) \(limit.milliseconds) ms")
+        fetched = (link, generation)
     }
-    func cancelPortalAPIFetch(interface: String) { record("cancel \(interface)") }
+    func cancelPortalAPIFetch(link: LinkID) { record("cancel \(link)") }
     func log(_ line: String) { record("log \(line)") }
-    func linkFactsChanged(_ table: LinkFactsTable) {
-        record("linkFacts")
-        guard let (interface, generation) = fetched else { return }
+    func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?) {
+        record("route \(path.target) \(path.family) \(link?.name ?? "-")")
+    }
+    func linkChanged(_ path: ServiceCore.PathKey, _ id: LinkID, _ view: LinkView?) {
+        record("link \(path.target) \(path.family) \(id)")
+        guard let (link, generation) = fetched else { return }
         fetched = nil
         // Handed in while the driver carries out a step: it must wait, not run inside this call.
         inside = true
-        driver?.handle(
-            .portalAPIFetched(
-                interface: interface, generation: generation, .success(CapportAnswer(captive: false))))
+        driver?.handle(.portalAPIFetched(link: link, generation: generation, .success(CapportAnswer(captive: false))))
         inside = false
         answeredInside = true
     }

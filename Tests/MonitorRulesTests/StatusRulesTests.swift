@@ -93,16 +93,19 @@ final class StatusRulesTests: XCTestCase {
         unusable.usable = false
         let routes: [ReachabilityVerdict?] = [nil, route, unusable]
         let probes = [answering(nil), answering(true), answering(false, failure: .silent(.lost, probes: 2))]
-        let facts = [
-            LinkFactsTable(),
-            LinkFactsTable().with(portalAPIs: [
-                "c0": PortalAPIFacts(
-                    uri: "https://api.test/",
-                    answer: CapportAnswer(captive: true, userPortalURL: "https://p.test/"))
-            ]),
-            LinkFactsTable().with(portalAPIs: [
-                "c0": PortalAPIFacts(uri: "https://api.test/", answer: CapportAnswer(captive: false))
-            ]),
+        let c0 = LinkID(index: 2, generation: 1)
+        let facts: [LinkView?] = [
+            nil,
+            LinkView(
+                id: c0, name: "c0",
+                facts: LinkFacts(
+                    portalAPI: PortalAPIFacts(
+                        uri: "https://api.test/",
+                        answer: CapportAnswer(captive: true, userPortalURL: "https://p.test/")))),
+            LinkView(
+                id: c0, name: "c0",
+                facts: LinkFacts(
+                    portalAPI: PortalAPIFacts(uri: "https://api.test/", answer: CapportAnswer(captive: false)))),
         ]
         let checks: [CheckAnswer.Meaning?] = [
             nil, .expected, .portal("http://p.test/"), .failed("HTTP 500"), .intercepted,
@@ -120,11 +123,11 @@ final class StatusRulesTests: XCTestCase {
                                         checkURL: checkURL, check: check, resolverProblem: problem)
                                     let stated = StatusRules.state(
                                         host: "server.test", resolution: resolution, route: route, probe: probe,
-                                        linkFacts: table, beyond: beyond, previous: MonitorState()
+                                        link: table, beyond: beyond, previous: MonitorState()
                                     ).connectivity
                                     let textless = StatusRules.connectivity(
                                         resolution: resolution, route: route, probe: probe,
-                                        linkFacts: table, beyond: beyond)
+                                        link: table, beyond: beyond)
                                     XCTAssertEqual(
                                         textless, stated,
                                         "\(resolution) \(String(describing: route)) \(probe) \(beyond)")

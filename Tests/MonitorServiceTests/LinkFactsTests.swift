@@ -80,7 +80,8 @@ final class LinkFactsTests: XCTestCase {
                 device("eth2", config: "/"), device("cdc-wdm0", ip: "wwan0", config: "/c/4"),
             ])
         XCTAssertEqual(
-            table.dhcpPortalAPIs, ["wlan0": "https://api.example/capport", "wwan0": "https://wwan.example/"])
+            table.byInterface.compactMapValues(\.dhcpPortalAPI),
+            ["wlan0": "https://api.example/capport", "wwan0": "https://wwan.example/"])
     }
 
     func testTheTableNamesNetPortsAndMeteredDevices() {
@@ -115,9 +116,11 @@ final class LinkFactsTests: XCTestCase {
         let route = ReachabilityVerdict(
             usable: usable, interface: "c0", kind: usable ? kind : nil, source: "198.18.0.2",
             reason: usable ? "" : "interface c0 has no carrier")
+        // The view of the one link the table names (another than the route's says nothing of it).
+        let link = table.byInterface.first.map { LinkView(id: LinkID(index: 9, generation: 1), name: $0, facts: $1) }
         return StatusRules.state(
             host: "h", resolution: .resolved(IPAddress("198.18.2.2")!), route: route,
-            probe: ProbeReport(answering: answering), linkFacts: table, previous: MonitorState())
+            probe: ProbeReport(answering: answering), link: link, previous: MonitorState())
     }
 
     func testAModemRouteIsCellularWithItsGenerationAndMetered() {

@@ -204,4 +204,31 @@ final class WhichAdvertisementsCountTests: XCTestCase {
         core.handleTimeout(now: 5 * second)
         XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
     }
+
+    /// An advertisement that comes while the table is being dumped again, before its link is back, is taken once the
+    /// table is whole (it was ignored as "not known", and its prefix lost until the router spoke again).
+    func testAnAdvertisementDuringARedumpIsTakenOnceTheTableIsWhole() {
+        var (core, target) = makeCore()
+        routeAdded(&core, defaultRoute(through: router), now: 0)
+        core.overrun()
+        core.receive([.routerOptions(index: 2, options: pref64(600), source: router)], malformed: 0, now: 0)
+        var asked = core.takeOutputs()
+        while let next = asked.first {
+            asked.removeFirst()
+            guard case .send(.dump(let dump, let sequence)) = next else { continue }
+            let up = KernelNumbers.linkUp | KernelNumbers.linkRunning | KernelNumbers.linkLowerUp
+            switch dump {
+            case .links:
+                core.receive([.newLink(Link(index: 2, name: "eth0", flags: up, type: 1))], malformed: 0, now: 0)
+            case .addresses: break
+            case .routes:
+                core.receive([.newRoute(defaultRoute(through: router), sequence: sequence)], malformed: 0, now: 1 * ms)
+            }
+            core.receive([.done(sequence: sequence)], malformed: 0, now: 1 * ms)
+            asked += core.takeOutputs()
+        }
+        core.evaluate()
+        XCTAssertEqual(core.statistics.ignoredRouterOptions, 0)
+        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
+    }
 }

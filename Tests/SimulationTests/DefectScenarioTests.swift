@@ -1,6 +1,4 @@
 import MonitorRules
-import MonitorService
-import Probe
 import ProbeRules
 import Simulation
 import TestTime

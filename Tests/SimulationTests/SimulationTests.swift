@@ -1,4 +1,3 @@
-import Probe
 import Simulation
 import XCTest
 

@@ -15,10 +15,10 @@ func capportFuzzerTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CIn
         if let venue = answer.venueInfoURL { precondition(CapportAnswer.isSecureURL(venue)) }
     }
     var follower = CapportFollower()
-    guard case .fetch(_, _, let generation)? = follower.announced(["eth0": "https://api.test/"], now: .origin).last else {
+    guard case .fetch(_, let generation)? = follower.announced("https://api.test/", now: .origin).last else {
         preconditionFailure("an https announcement is fetched")
     }
-    _ = follower.fetched(interface: "eth0", generation: generation, result, now: Instant(nanoseconds: 1))
+    _ = follower.fetched(generation: generation, result, now: Instant(nanoseconds: 1))
     if case .failure = result { precondition(follower.facts["eth0"]?.answer == nil) }
     precondition(follower.nextWakeup != nil)
     return 0

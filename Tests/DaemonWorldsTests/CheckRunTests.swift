@@ -4,7 +4,6 @@ import Foundation
 import HTTPCheck
 import IntegrationSupport
 import MonitorRules
-@testable import MonitorService
 import NetAddress
 import NetCore
 import Probe

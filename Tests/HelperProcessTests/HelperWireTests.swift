@@ -1,6 +1,5 @@
 @testable import HelperProcess
 import EventLoop
-@testable import MonitorService
 import MonitorRules
 import NetAddress
 import ProbeRules

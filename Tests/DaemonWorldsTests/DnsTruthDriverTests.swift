@@ -1,7 +1,6 @@
 @testable import DaemonWorlds
 import EventLoop
 import MonitorRules
-@testable import MonitorService
 import NetAddress
 import Probe
 import ProbeRules
@@ -56,11 +55,8 @@ final class DnsTruthDriverTests: XCTestCase {
     /// A target on eth0 whose host answers every probe, its DNS truth asked of `asker`.
     func target(
         _ asker: FakeAsker, book: InterceptionBook, host: String = "a.test"
-    ) throws -> (ConnectivityMonitor, MonitorModel, Fakes.FakeRouteWatch) {
-        var settings = MonitorSettings()
-        settings.host = host
-        settings.timeout = 500
-        let model = MonitorModel(settings: settings)
+    ) throws -> (ConnectivityMonitor, TestModel, Fakes.FakeRouteWatch) {
+        let model = TestModel(host: host, probe: ProbeSettings(timeoutMilliseconds: 500))
         let routes = Fakes.FakeRouteWatch()
         let transport = Fakes.FakeTransport(.answerAtOnce)
         let monitor = try ConnectivityMonitor(

@@ -1,5 +1,4 @@
 import DaemonWorlds
-import MonitorService
 import XCTest
 
 final class HostNameTests: XCTestCase {

@@ -3,7 +3,6 @@ import EventLoop
 import HTTPCheck
 import IntegrationSupport
 import MonitorRules
-import MonitorService
 import NetAddress
 import NetCore
 import Probe
@@ -127,7 +126,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
 
     let clock = TestClock()
     var loop: MainLoop!
-    var model: MonitorModel!
+    var model: TestModel!
     var routes: FakeRouteWatch!
     /// The IPv6 path's: the test's names have IPv4 addresses only, so nothing is sent on it.
     let transport6 = FakeTransport(.silent)
@@ -139,12 +138,8 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
     override func setUpWithError() throws {
         let clock = self.clock
         loop = try MainLoop(clock: { Instant(nanoseconds: clock.nanoseconds.load(ordering: .relaxed)) })
-        var settings = MonitorSettings()
-        settings.host = "a.test"
-        settings.interval = 1000
-        settings.timeout = 500
-        model = MonitorModel(settings: settings)
-        model.onChange = { [unowned self] _, _ in updates += 1 }
+        model = TestModel(host: "a.test", probe: ProbeSettings(intervalMilliseconds: 1000, timeoutMilliseconds: 500))
+        model.onChange = { [unowned self] in updates += 1 }
         routes = FakeRouteWatch()
     }
 
@@ -167,10 +162,8 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
 
     /// The model again, with CheckURL set (before the monitor starts).
     func useCheckURL(_ url: String) {
-        var settings = model.settings
-        settings.checkURL = url
-        model = MonitorModel(settings: settings)
-        model.onChange = { [unowned self] _, _ in updates += 1 }
+        model = TestModel(host: model.configuration.host, probe: model.configuration.probe, checkURL: url)
+        model.onChange = { [unowned self] in updates += 1 }
     }
 
     static let lookup: HostResolver.Lookup = { host, _ in
@@ -292,7 +285,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
         let monitor = try startMonitor(transport)
         routes.say(eth0)
         XCTAssertEqual(model.state.status, .ethernet)
-        try model.set(.host) { settings throws(SettingError) in try settings.set(.host, text: "b.test") }
+        model.setHost("b.test")
         monitor.configure(model.configuration, changed: .target)
         turn { model.state.reason.contains("NXDOMAIN") }
         XCTAssertEqual(model.state.status, .none)
@@ -390,11 +383,7 @@ final class ConnectivityMonitorDriverTests: XCTestCase {
 final class TrafficDriverTests: XCTestCase {
     func testTheMachinesOwnTrafficReachesTheModelAndStandsInForProbes() throws {
         let loop = try MainLoop()
-        var settings = MonitorSettings()
-        settings.host = "loop.test"
-        settings.interval = 100
-        settings.evidence = .traffic
-        let model = MonitorModel(settings: settings)
+        let model = TestModel(host: "loop.test", probe: ProbeSettings(intervalMilliseconds: 100, evidence: .traffic))
         let routes = ConnectivityMonitorDriverTests.FakeRouteWatch()
         let flags: UInt32 = 0x1 | 0x40 | 0x10000 // IFF_UP, IFF_RUNNING, IFF_LOWER_UP
         _ = routes.table.apply(.newLink(Link(index: 1, name: "lo", flags: flags, type: 772)))

@@ -1,0 +1,104 @@
+import Timekeeping
+
+/// Everything the service knows of one link, without I/O, for as long as the link lives: its name, what
+/// ModemManager and NetworkManager say of it, what its routers and its DHCP lease announce, and its captive-portal
+/// API's follower. `ServiceCore` holds one per link, as quinn-proto's endpoint holds its connections; what it
+/// decides comes out as the link's own actions and, when what targets read of it changed, a new `view`.
+public struct LinkCore: Sendable {
+    public let id: LinkID
+    public private(set) var name: String
+    /// ModemManager's and NetworkManager's word on the link (DHCP's option 114 among it); nil: they say nothing.
+    private var services: LinkFacts?
+    /// The captive-portal API the link's routers announce (RFC 8910 option 37).
+    private var routerPortalAPI: String?
+    private var portal = CapportFollower()
+
+    public enum Event: Sendable {
+        /// The kernel calls the link so now (its first name, or a new one), and this is what the services and its
+        /// routers say of that name.
+        case named(String, services: LinkFacts?, routerPortalAPI: String?)
+        /// What ModemManager and NetworkManager say of it now.
+        case servicesSaid(LinkFacts?)
+        /// What its routers announce now.
+        case routerAnnounced(portalAPI: String?)
+        /// Fetch `generation` of its captive-portal API ended so.
+        case portalAPIFetched(generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
+        case timeout
+    }
+
+    public enum Action: Equatable, Sendable {
+        /// GET `uri`, the link's captive-portal API; answer with `.portalAPIFetched`.
+        case fetchPortalAPI(uri: String, generation: UInt64)
+        /// The fetch under way is no longer wanted.
+        case cancelPortalAPIFetch
+        case log(String)
+    }
+
+    public init(id: LinkID, name: String) {
+        self.id = id
+        self.name = name
+    }
+
+    /// What targets routed over the link read of it.
+    public var view: LinkView {
+        var facts = services ?? LinkFacts()
+        facts.portalAPI = portal.facts
+        return LinkView(id: id, name: name, facts: facts)
+    }
+
+    /// What its captive-portal API last said (nil: nothing yet, or no API).
+    public var portalAPIAnswer: CapportAnswer? { portal.answer }
+
+    public func isFetching(generation: UInt64) -> Bool { portal.isUnderway(generation: generation) }
+
+    public var nextWakeup: Instant? { portal.nextWakeup }
+
+    /// Takes `event` at `now`: the link's actions, and whether its view changed.
+    public mutating func handle(_ event: Event, now: Instant) -> (viewChanged: Bool, actions: [Action]) {
+        let before = view
+        var followed: [CapportFollower.Action]
+        switch event {
+        case .named(let new, let facts, let uri):
+            name = new
+            services = facts.map(Self.own)
+            routerPortalAPI = uri
+            followed = announce(now: now)
+        case .servicesSaid(let facts):
+            services = facts.map(Self.own)
+            followed = announce(now: now)
+        case .routerAnnounced(let uri):
+            routerPortalAPI = uri
+            followed = announce(now: now)
+        case .portalAPIFetched(let generation, let result):
+            followed = portal.fetched(generation: generation, result, now: now).actions
+        case .timeout:
+            followed = portal.handleTimeout(now: now)
+        }
+        return (view != before, followed.map(action))
+    }
+
+    /// The link is gone: the fetch under way (if any) with it.
+    public mutating func end() -> [Action] {
+        portal.stop().map(action)
+    }
+
+    /// The services' word without a portal API's answer (the link's own follower says that).
+    private static func own(_ facts: LinkFacts) -> LinkFacts {
+        var own = facts
+        own.portalAPI = nil
+        return own
+    }
+
+    /// A router's word goes before DHCP's (it is the fresher, and IPv6's own).
+    private mutating func announce(now: Instant) -> [CapportFollower.Action] {
+        portal.announced(routerPortalAPI ?? services?.dhcpPortalAPI, now: now)
+    }
+
+    private func action(_ followed: CapportFollower.Action) -> Action {
+        switch followed {
+        case .fetch(let uri, let generation): .fetchPortalAPI(uri: uri, generation: generation)
+        case .cancel: .cancelPortalAPIFetch
+        case .log(let line): .log("\(name): \(line)")
+        }
+    }
+}
