@@ -51,8 +51,13 @@ public final class ConnectivityMonitor {
 
     /// After every finished probe: a verdict is in (pending Checks answer then).
     public var onVerdictReady: (() -> Void)?
-    /// Before each wake-up is handled: a sleep nobody announced is noticed before any probe times out across it.
-    public var beforeTimeout: (() -> Void)?
+    /// The core's deadline moved: the service's driver keeps the one wake-up of every target (`ServiceDriver.wake`),
+    /// and hands `.timeout` back through `timeout()` (nil: a monitor on its own keeps a timer of its own).
+    public var onWakeupMoved: (() -> Void)? {
+        didSet { if onWakeupMoved != nil { wakeup.arm(at: nil) } }
+    }
+    /// The driver, for the service's to read its deadline.
+    public var targetDriver: TargetDriver { driver }
     /// Each route verdict goes to the service's core, which hands it back through `routeDecided` with the view of
     /// the route's link (nil: the monitor takes its verdicts itself, with no link's view).
     public var onRouteVerdict: ((IPFamily, ReachabilityVerdict) -> Void)?
@@ -135,10 +140,7 @@ public final class ConnectivityMonitor {
     }
 
     private func wireUp() {
-        wakeup.onFire = { [unowned self] in
-            beforeTimeout?()
-            handle(.timeout)
-        }
+        wakeup.onFire = { [unowned self] in handle(.timeout) }
         for family in IPFamily.allCases {
             let index = TargetCore.index(of: family)
             transports[index].onInput = { [unowned self] input in handle(.path(family, .probe(input))) }
@@ -161,6 +163,11 @@ public final class ConnectivityMonitor {
             if view.failure != failure { handle(.freshLookups(failure: view.failure)) }
         }
         model.probeNow = { [unowned self] in driver.check() }
+    }
+
+    /// The core's deadline came (the service's one wake-up says so).
+    public func timeout() {
+        handle(.timeout)
     }
 
     /// Starts resolving the Host; call once the model is exported.
@@ -374,7 +381,9 @@ extension ConnectivityMonitor: TargetWorld {
     }
 
     public func wakeUp(at deadline: Instant?) {
-        wakeup.arm(at: deadline)
+        guard let onWakeupMoved else { return wakeup.arm(at: deadline) }
+        wakeup.arm(at: nil)
+        onWakeupMoved()
     }
 
     public func settled() {

@@ -24,11 +24,11 @@ public final class DaemonServiceWorld: ServiceWorld {
         self.history = history
         self.targets = targets
         wakeup = WakeupTimer(loop: loop)
-        wakeup.onFire = { [unowned self] in driver.handle(.timeout) }
+        wakeup.onFire = { [unowned self] in driver.wake() }
         fetcher.onFetched = { [unowned self] link, generation, result in
             driver.handle(.portalAPIFetched(link: link, generation: generation, result))
         }
-        targets.tellService = { [unowned self] event in driver.handle(event) }
+        targets.service = driver
         // Housekeeping rides on the loop's other wake-ups: it adds none of its own while any come.
         tickTimer = loop.schedule(after: ServiceCore.tick, leeway: ServiceCore.tick, repeats: true) {
             [unowned self] in driver.handle(.tick)
@@ -79,6 +79,10 @@ public final class DaemonServiceWorld: ServiceWorld {
 
     public func writeHistories() {
         history?.writeAll()
+    }
+
+    public func wakeTarget(_ number: Int) {
+        targets.wake(number)
     }
 
     public func wakeUp(at deadline: Instant?) {

@@ -4,9 +4,11 @@ import Timekeeping
 
 /// Every target of the service, as the service's core reaches them.
 public protocol ServiceTargets: AnyObject {
-    /// What the targets tell the service's core: their route verdicts, their Timeouts, that one is gone, and that
-    /// one is about to handle a wake-up (a sleep nobody announced is looked for first).
-    var tellService: ((ServiceCore.Event) -> Void)? { get set }
+    /// The service's driver: the targets tell its core their route verdicts, their Timeouts and that one is gone,
+    /// and it keeps their one wake-up (each target's driver adopted by number).
+    var service: ServiceDriver? { get set }
+    /// Target `number`'s deadline came.
+    func wake(_ number: Int)
     /// A target's path takes its route verdict, with the view of the link it is routed over.
     func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?)
     /// A target's path hears that its link `id` changed (nil: it is gone).

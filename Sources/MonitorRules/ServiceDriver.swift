@@ -25,18 +25,24 @@ public protocol ServiceWorld: AnyObject {
     func writeHistories()
     /// Every target holds back its first verdict (true), or lets it go.
     func holdFirstVerdicts(_ hold: Bool)
-    /// Hand the core `.timeout` at `deadline` (nil: no wake-up); replaces the last one asked for.
+    /// Target `number`'s deadline came: hand it `.timeout`.
+    func wakeTarget(_ number: Int)
+    /// Call `ServiceDriver.wake` at `deadline` (nil: no wake-up): the one wake-up of the service and every target it
+    /// adopted; replaces the last one asked for.
     func wakeUp(at deadline: Instant?)
 }
 
 /// The one pump around a `ServiceCore`, run by the daemon and by the simulation alike: events in, the
 /// core's actions carried out through a `ServiceWorld`, in order. No re-entry: an event handed in while
-/// actions are carried out (a target hearing of a sleep may wake) waits for them.
+/// actions are carried out (a target hearing of a sleep may wake) waits for them. It holds the one "when next"
+/// of the whole set: the earliest deadline of its core and of every target's driver it adopted (`wake`).
 public final class ServiceDriver {
     public private(set) var core = ServiceCore()
     private unowned let world: any ServiceWorld
     private var queue: [ServiceCore.Event] = []
     private var driving = false
+    /// Every target's driver, in the order of their numbers, read for their deadlines.
+    private var targets: [(number: Int, driver: TargetDriver)] = []
     /// Told each step's actions before they are carried out (for tests).
     public var observeStep: (([ServiceCore.Action]) -> Void)?
 
@@ -59,7 +65,47 @@ public final class ServiceDriver {
             head += 1
         }
         queue.removeAll(keepingCapacity: true)
-        world.wakeUp(at: ask(\.nextWakeup))
+        world.wakeUp(at: nextWakeup)
+    }
+
+    /// Target `number`'s driver joins the set whose one wake-up this driver keeps.
+    public func adopt(_ driver: TargetDriver, number: Int) {
+        targets.removeAll { $0.number == number }
+        targets.insert((number, driver), at: targets.firstIndex { $0.number > number } ?? targets.endIndex)
+        world.wakeUp(at: nextWakeup)
+    }
+
+    /// Target `number` is gone.
+    public func release(number: Int) {
+        targets.removeAll { $0.number == number }
+    }
+
+    /// A target's deadline moved (its driver told its world): the one wake-up follows.
+    public func targetWakeupMoved() {
+        world.wakeUp(at: nextWakeup)
+    }
+
+    /// The earliest deadline of the whole set: the core's own and every adopted target's.
+    public var nextWakeup: Instant? {
+        var earliest = ask(\.nextWakeup)
+        for target in targets {
+            if let wake = target.driver.core.nextWakeup, earliest.map({ wake < $0 }) ?? true { earliest = wake }
+        }
+        return earliest
+    }
+
+    /// The one wake-up came. The one rule of it: a sleep nobody announced is looked for before any target handles
+    /// its deadline (no probe times out across a sleep); then each target whose deadline came handles it, in the
+    /// order of their numbers; then the core its own.
+    public func wake() {
+        let now = world.now
+        let due = targets.filter { $0.driver.core.nextWakeup.map { $0 <= now } ?? false }
+        if !due.isEmpty { handle(.targetWakes) }
+        for target in due where target.driver.core.nextWakeup.map({ $0 <= now }) ?? false {
+            world.wakeTarget(target.number)
+        }
+        if let own = ask(\.nextWakeup), own <= now { handle(.timeout) }
+        world.wakeUp(at: nextWakeup)
     }
 
     /// What `question` says of the core, asked in place (a struct stored in a class is copied whole to be read).

@@ -61,13 +61,12 @@ public enum TrafficSampling {
 /// transport's answer to `.probe` (`.probing`) goes before anything else queued, since the
 /// core sends nothing until it knows how. An address needs no lookup: the driver answers it.
 public final class TargetDriver {
-    /// The core, in memory the driver owns: its values are read in place through `core` and `path`, its
-    /// methods through `ask`. (A struct stored in a class is copied whole before each read of it; a core is
-    /// large, and read at every event.)
-    @usableFromInline let storage: UnsafeMutablePointer<TargetCore>
+    /// The core, in memory the driver owns (`LentTargetCore`, which says why): its values are read in place
+    /// through `core` and `path`, its methods through `ask`.
+    @usableFromInline let lent: LentTargetCore
     /// The core as of the last event, lent: read its stored values here, call its methods through `ask`.
     @inlinable public var core: TargetCore {
-        unsafeAddress { UnsafePointer(storage) }
+        unsafeAddress { UnsafePointer(lent.pointer) }
     }
     private unowned let world: any TargetWorld
     // The driver's own state is touched by single operations that call out to nobody (a world's answer is
@@ -87,18 +86,16 @@ public final class TargetDriver {
     }
 
     public init(core: TargetCore, world: any TargetWorld) {
-        storage = .allocate(capacity: 1)
-        storage.initialize(to: core)
+        lent = LentTargetCore(core)
         self.world = world
     }
 
     deinit {
-        storage.deinitialize(count: 1)
-        storage.deallocate()
+        lent.free()
     }
 
     /// What `question` says of the core, asked in place: a method called on `core` runs on a copy.
-    public func ask<Answer>(_ question: (TargetCore) -> Answer) -> Answer { Self.ask(&storage.pointee, question) }
+    public func ask<Answer>(_ question: (TargetCore) -> Answer) -> Answer { Self.ask(&lent.pointer.pointee, question) }
 
     private static func ask<Answer>(_ core: inout TargetCore, _ question: (TargetCore) -> Answer) -> Answer {
         question(core)
@@ -109,19 +106,12 @@ public final class TargetDriver {
     private static func update(_ core: inout TargetCore, _ state: inout MonitorState) { core.update(&state) }
 
     /// `family`'s path of the core, lent in place like `core`.
-    @inlinable public func path(_ family: IPFamily) -> UnsafePointer<PathCore> {
-        let offset = family == .v4 ? Self.ipv4Offset : Self.ipv6Offset
-        return UnsafeRawPointer(storage).advanced(by: offset).assumingMemoryBound(to: PathCore.self)
-    }
-
-    // Both are stored properties of TargetCore, which always have an offset.
-    @usableFromInline static let ipv4Offset = MemoryLayout<TargetCore>.offset(of: \TargetCore.ipv4)!
-    @usableFromInline static let ipv6Offset = MemoryLayout<TargetCore>.offset(of: \TargetCore.ipv6)!
+    @inlinable public func path(_ family: IPFamily) -> UnsafePointer<PathCore> { lent.path(family) }
 
     /// Hands `event` to the core (after whatever is being carried out now).
     public func handle(_ event: TargetCore.Event) {
         if driving { return queue.append(.event(event)) }
-        storage.pointee.handle(event, now: world.now, into: &actions)
+        lent.pointer.pointee.handle(event, now: world.now, into: &actions)
         drive()
     }
 
@@ -129,11 +119,11 @@ public final class TargetDriver {
     public func check() -> Bool {
         guard !driving else {
             // `actions` is being carried out: these wait in an array of their own.
-            let (probing, actions) = storage.pointee.check(now: world.now)
+            let (probing, actions) = lent.pointer.pointee.check(now: world.now)
             queue.append(.actions(actions))
             return probing
         }
-        let probing = storage.pointee.check(now: world.now, into: &actions)
+        let probing = lent.pointer.pointee.check(now: world.now, into: &actions)
         drive()
         return probing
     }
@@ -151,7 +141,7 @@ public final class TargetDriver {
             head += 1
             switch work {
             case .event(let event):
-                storage.pointee.handle(event, now: world.now, into: &actions)
+                lent.pointer.pointee.handle(event, now: world.now, into: &actions)
                 carryOut(actions)
             case .actions(let queued):
                 carryOut(queued)
@@ -162,7 +152,7 @@ public final class TargetDriver {
             head = 0
         }
         world.settled()
-        world.wakeUp(at: storage.pointee.nextWakeup)
+        world.wakeUp(at: lent.pointer.pointee.nextWakeup)
     }
 
     private func carryOut(_ actions: [TargetCore.Action]) {
@@ -188,7 +178,7 @@ public final class TargetDriver {
             case .path(let family, let action):
                 carryOut(action, of: family)
             case .publish:
-                world.publish { [storage] state in Self.update(&storage.pointee, &state) }
+                world.publish { [lent] state in Self.update(&lent.pointer.pointee, &state) }
             case .verdictReady:
                 world.verdictReady()
             }

@@ -80,13 +80,15 @@ final class TargetSet: ServiceTargets {
     /// A target's Status changed, or one of its settings (for the log).
     var onStatusChanged: ((Target, MonitorState) -> Void)?
     var onSettingChanged: ((Target, MonitorSettings.Key) -> Void)?
-    /// The service's core hears each target's route verdicts, Timeout and end (see `ServiceCore.Event`).
-    public var tellService: ((ServiceCore.Event) -> Void)? {
+    /// The service's driver: its core hears each target's route verdicts, Timeout and end (`ServiceCore.Event`), and
+    /// it keeps every target's one wake-up. What was told before it came is told then.
+    public weak var service: ServiceDriver? {
         didSet {
-            guard let tellService else { return }
+            guard let service else { return }
+            for target in all { adopt(target) }
             let told = untold
             untold = []
-            told.forEach(tellService)
+            told.forEach(service.handle)
         }
     }
 
@@ -223,8 +225,7 @@ final class TargetSet: ServiceTargets {
                 keeper.observe(model.state, minimumOutage: Self.minimumOutage(model.settings))
             }
         }
-        // The service's core looks for a sleep nobody announced before any target handles a wake-up.
-        target.connectivity?.beforeTimeout = { [unowned self] in tell(.targetWakes) }
+        adopt(target)
         let number = Int(target.number)
         target.connectivity?.onRouteVerdict = { [unowned self] family, verdict in
             tell(.routed(target: number, family: family, verdict))
@@ -252,6 +253,7 @@ final class TargetSet: ServiceTargets {
         let target = all.remove(at: index)
         target.object.remove()
         history?.remove(target.number)
+        service?.release(number: Int(target.number))
         tell(.targetGone(Int(target.number)))
         // The engines go with the last reference, after this turn's signals.
         loop.atEndOfTurn { _ = target }
@@ -281,6 +283,17 @@ final class TargetSet: ServiceTargets {
         target(path.target)?.connectivity?.linkChanged(path.family, id, view)
     }
 
+    public func wake(_ number: Int) {
+        target(number)?.connectivity?.timeout()
+    }
+
+    /// The service's driver keeps the target's wake-up (before it comes, the target keeps its own).
+    private func adopt(_ target: Target) {
+        guard let service, let connectivity = target.connectivity else { return }
+        connectivity.onWakeupMoved = { [unowned service] in service.targetWakeupMoved() }
+        service.adopt(connectivity.targetDriver, number: Int(target.number))
+    }
+
     private func target(_ number: Int) -> Target? {
         all.first { Int($0.number) == number }
     }
@@ -288,11 +301,11 @@ final class TargetSet: ServiceTargets {
     /// Hands the service's core `event`, or keeps it for when the core is there (targets without engines, as the
     /// fuzzer's, have nothing to tell: no service ever comes for them).
     private func tell(_ event: ServiceCore.Event) {
-        guard let tellService else {
+        guard let service else {
             if makeEngines != nil { untold.append(event) }
             return
         }
-        tellService(event)
+        service.handle(event)
     }
 
     func clientVanished(_ client: String) {

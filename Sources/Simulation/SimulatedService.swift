@@ -9,7 +9,6 @@ final class SimulatedService: ServiceWorld {
     // The simulation owns its service and outlives it (as it does its targets).
     private unowned(unsafe) let simulation: Simulation
     private(set) lazy var driver = ServiceDriver(world: self)
-    private var wakeAt: Instant?
     /// Since when the first verdicts wait for the services (nil: they do not).
     private(set) var firstVerdictsHeldSince: Instant?
     /// What NetworkManager says once its first view is complete: wlan0 is metered.
@@ -35,12 +34,6 @@ final class SimulatedService: ServiceWorld {
             ? [:] : ["eth0": "https://api.test/capport", "wlan0": "https://api.test/capport"]
         if uris.isEmpty { simulation.apiAnswers = [:] }
         driver.handle(.routersAnnounced(uris))
-    }
-
-    /// The core's wake-up came.
-    func woke() {
-        wakeAt = nil
-        driver.handle(.timeout)
     }
 
     /// A fetch as CheckRun runs it for the daemon: the answer after a round trip, or the limit's end.
@@ -135,9 +128,12 @@ final class SimulatedService: ServiceWorld {
     /// The histories are values here: nothing to write.
     func writeHistories() {}
 
-    func wakeUp(at deadline: Instant?) {
-        guard let deadline, wakeAt.map({ deadline < $0 }) ?? true else { return }
-        wakeAt = deadline
-        simulation.queue.add(.serviceWake, at: max(deadline, now))
+    /// The run loop asks the driver for the one wake-up of the whole set (`ServiceDriver.nextWakeup`) at each step.
+    func wakeUp(at deadline: Instant?) {}
+
+    func wakeTarget(_ number: Int) {
+        let target = simulation.targets[number]
+        target.log("timeout")
+        target.take(.timeout)
     }
 }

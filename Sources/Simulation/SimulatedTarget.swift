@@ -21,8 +21,6 @@ final class SimulatedTarget: TargetWorld {
     let lookupsFirst: Bool
     let initialCore: TargetCore
     lazy var driver = TargetDriver(core: initialCore, world: self)
-    /// When the driver asked to be woken.
-    private(set) var wake: Instant?
     /// Each family the scenario has, its path's world (IPv4's first); a family it lacks has none.
     private(set) var paths: [SimulatedPath] = []
     private var pathsByFamily: [SimulatedPath?] = [nil, nil]
@@ -68,7 +66,6 @@ final class SimulatedTarget: TargetWorld {
         self.lookupsFirst = lookupsFirst
         self.settings = settings
         initialCore = core
-        wake = core.nextWakeup
         for family in simulation.families {
             guard let routeID = routeIDs[family] else { continue }
             let path = SimulatedPath(target: self, family: family, routeID: routeID)
@@ -202,8 +199,8 @@ final class SimulatedTarget: TargetWorld {
         simulation.targetsWithNews = true
     }
 
+    /// The service's driver keeps every target's wake-up (`ServiceDriver.nextWakeup`), which the run loop reads.
     func wakeUp(at deadline: Instant?) {
-        wake = deadline
     }
 
     func settled() {}

@@ -55,8 +55,7 @@ public final class Simulation {
         /// The captive-portal API's answer to fetch `generation` on `link` (`interface`).
         case capportAnswer(
             link: LinkID, interface: String, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
-        /// The service core's next wake-up, and its housekeeping tick.
-        case serviceWake
+        /// The service core's housekeeping tick.
         case serviceTick
         case trafficSample(
             target: Int, IPFamily, generation: UInt64, TrafficSample, cost: Duration, takenAt: Instant)
@@ -180,6 +179,7 @@ public final class Simulation {
                 if let broken = TargetCore.outputContractBroken(actions) { violation(broken) }
             }
             targets.append(target)
+            service.driver.adopt(target.driver, number: index)
             service.handle(.targetTimeout(target: index, .milliseconds(scenario.settings.timeoutMilliseconds)))
         }
         fixedWatch = reach.addTarget(families: IPFamily.allCases)
@@ -210,25 +210,22 @@ public final class Simulation {
             let reachWake = askReach { $0.nextWakeup }
             var next = queue.nextTime ?? end
             if let check = checkArrivals.last, check < next { next = check }
-            // The earliest wake-up among the targets; on a tie, the lowest number.
-            var due: SimulatedTarget?
-            for target in targets {
-                if let wake = target.wake, wake < next || (wake == next && due == nil) {
-                    next = wake
-                    due = target
-                }
+            // The one wake-up of the service and every target, as the daemon's (it goes before a queued event at
+            // the same moment).
+            let serviceWake = service.driver.nextWakeup
+            var due = false
+            if let wake = serviceWake, wake <= next {
+                next = wake
+                due = true
             }
             if let wake = reachWake, wake < next {
                 next = wake
-                due = nil
+                due = false
             }
             guard next <= end else { break }
             now = max(now, next)
-            if let target = due, let wake = target.wake, wake <= now {
-                target.log("timeout")
-                // As the daemon's targets: a sleep nobody announced is found before any probe times out across it.
-                service.handle(.targetWakes)
-                target.take(.timeout)
+            if due, let wake = serviceWake, wake <= now {
+                service.driver.wake()
             } else if let wake = reachWake, wake <= now {
                 routeNewsSinceCheck = true
                 reach.handleTimeout(now: now)
@@ -329,8 +326,6 @@ public final class Simulation {
                 }
             }
             service.handle(.portalAPIFetched(link: link, generation: generation, result))
-        case .serviceWake:
-            service.woke()
         case .serviceTick:
             queue.add(.serviceTick, at: now + ServiceCore.tick)
             service.handle(.tick)

@@ -1,4 +1,5 @@
 import MonitorRules
+import ProbeRules
 import ReachabilityRules
 import TestTime
 import Timekeeping
@@ -212,6 +213,56 @@ final class ServiceCoreTests: XCTestCase {
         XCTAssertEqual(late.handle(.servicesReady, now: 2 * second, slept: 0), [])
     }
 
+    /// The floor's rule: one wake-up for the whole set. The service's driver keeps the earliest deadline of its core
+    /// and of every target it adopted; when it comes, a sleep nobody announced is looked for first (once), then each
+    /// target whose deadline came is woken, in the order of their numbers; the others are not.
+    func testOneWakeUpForTheWholeSetAndTheSleepLookedForFirst() {
+        let world = RecordingWorld()
+        let driver = ServiceDriver(world: world)
+        world.driver = driver
+        driver.handle(.tick) // the boot clock's first reading: no sleep so far
+        let targetWorlds = [TargetDriverTests.RecordingWorld(), TargetDriverTests.RecordingWorld()]
+        // Target 0's probe waits 800 ms for its answer, target 1's 200 ms: the one wake-up is target 1's.
+        let targets = zip([800, 200] as [UInt32], targetWorlds).map { timeout, targetWorld in
+            TargetDriver(
+                core: TargetCore(
+                    host: "198.18.0.2", family: .ipv4,
+                    probeSettings: ProbeSettings(intervalMilliseconds: 5000, timeoutMilliseconds: timeout), seed: 7),
+                world: targetWorld)
+        }
+        for (number, target) in targets.enumerated().reversed() { driver.adopt(target, number: number) }
+        world.onWakeTarget = { number in
+            targetWorlds[number].now = world.now
+            targets[number].handle(.timeout)
+        }
+        var route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.0.9")
+        route.routedFamilies = [.v4]
+        for target in targets {
+            target.handle(.start(checkURL: ""))
+            target.handle(.path(.v4, .route(route)))
+        }
+        XCTAssertEqual(targets[0].core.nextWakeup, 800 * ms)
+        XCTAssertEqual(targets[1].core.nextWakeup, 200 * ms)
+        XCTAssertEqual(driver.nextWakeup, 200 * ms)
+        world.calls = []
+        world.nowValue = 200 * ms
+        world.sleptNow = 5 * second
+        driver.wake()
+        XCTAssertEqual(
+            world.calls.filter { !$0.hasPrefix("writeHistories") },
+            ["log the machine slept for 5 s (CLOCK_BOOTTIME jumped)", "slept 5000 ms", "wake 1"],
+            "the sleep is looked for before the one target whose deadline came, and only it, is woken")
+        XCTAssertEqual(world.wakeUps.last, driver.nextWakeup, "the world keeps one wake-up, re-armed")
+        world.calls = []
+        world.nowValue = 800 * ms
+        driver.wake()
+        XCTAssertEqual(world.calls, ["wake 0"])
+        // Targets gone no longer count.
+        driver.release(number: 0)
+        driver.release(number: 1)
+        XCTAssertEqual(driver.nextWakeup, driver.core.nextWakeup)
+    }
+
     /// Every action is one world call, in order, and an event handed in meanwhile waits for them.
     func testTheDriverCarriesOutEachActionAsOneWorldCallAndIsNeverReentered() {
         let world = RecordingWorld()
@@ -255,7 +306,8 @@ private final class RecordingWorld: ServiceWorld {
     private var inside = false
     private var fetched: (LinkID, UInt64)?
 
-    var now: Instant { 0 }
+    var nowValue = Instant.origin
+    var now: Instant { nowValue }
     var slept: Duration { sleptNow }
 
     static func call(_ action: ServiceCore.Action) -> String {
@@ -301,5 +353,11 @@ private final class RecordingWorld: ServiceWorld {
     func machineSlept(_ jump: Duration) { record("slept \(jump.milliseconds) ms") }
     func writeHistories() { record("writeHistories") }
     func holdFirstVerdicts(_ hold: Bool) { record("hold \(hold)") }
+    /// What waking a target does besides (nil: nothing).
+    var onWakeTarget: ((Int) -> Void)?
+    func wakeTarget(_ number: Int) {
+        record("wake \(number)")
+        onWakeTarget?(number)
+    }
     func wakeUp(at deadline: Instant?) { wakeUps.append(deadline) }
 }
