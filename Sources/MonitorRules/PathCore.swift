@@ -18,21 +18,10 @@ public struct PathCore {
         case checkURL(String)
         /// The resolver answered lookup `generation`; `routedFamilies`: the families with a default route now.
         case resolved(generation: UInt64, Result<[IPAddress], ResolverFailure>, routedFamilies: IPFamilies?)
-        /// The route watch's verdict for the target changed (with the families that have a default route now), and
-        /// the view of the link the path is routed over (the service's: `ServiceCore` routes verdicts).
-        case route(ReachabilityVerdict, link: LinkView? = nil)
-        /// What the service says of link `id` changed (nil: it is gone): taken while the path is routed over it.
-        case link(LinkID, LinkView?)
+        /// What the path's own world says (see `PathEvidence`).
+        case evidence(PathEvidence)
         /// DNS truth's fresh lookups fail (the Reason's words), or no longer (nil).
         case freshLookups(failure: String?)
-        /// The transport can send to the address of the last `.probe` this way (nil: not at all).
-        case probing(ProbeMethod?)
-        /// A reply, an error, a refusal or a failed send from the transport.
-        case probe(ProbeInput)
-        /// The check `generation` of CheckURL ended.
-        case checkAnswered(generation: UInt64, CheckAnswer.Meaning)
-        /// Traffic sample `generation` was taken, at this cost in CPU time; nil: it could not be.
-        case trafficSampled(generation: UInt64, TrafficSample?, cost: Duration)
         /// `nextWakeup` has come.
         case timeout
         /// Another family of the target is suspect after `failures` in a row: probe now, unless a probe is in
@@ -42,10 +31,6 @@ public struct PathCore {
         case suspicionEnded
         /// Reach IPv4 addresses through this NAT64 prefix (nil: natively).
         case nat64(Nat64Prefix?)
-        /// The neighbour check `generation` of the next hop answered.
-        case neighborAnswered(generation: UInt64, NeighborAnswer)
-        /// The TTL-limited probe `generation` past the gateway ended.
-        case beyondAnswered(generation: UInt64, BeyondAnswer)
         /// The machine goes to sleep: nothing is sent until `.resume`.
         case suspend
         /// The machine woke: probe and ask the next hop at once.
@@ -57,28 +42,10 @@ public struct PathCore {
         case resolve(host: String, family: AddressFamily, generation: UInt64)
         /// Lookups for an earlier Host are no longer wanted.
         case cancelResolutions
-        /// Watch the route to `address` (nil: none; the route watch is this path's family's).
-        case watchRoute(IPAddress?)
-        /// Send probes to `address` from now on (nil: stop); answer with `.probing`.
-        case probe(IPAddress?)
-        /// Send probe `sequence` (see `ProbeCore.Output.send`).
-        case send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool)
-        /// GET CheckURL, lookup included, within `limitMilliseconds`; answer with `.checkAnswered`.
-        case startCheck(url: String, generation: UInt64, limitMilliseconds: UInt32)
-        case cancelCheck
-        /// Sample the established TCP connections on `interface` for the route to `host`, on the loop
-        /// when `inline` (it was cheap), else off it; answer with `.trafficSampled`.
-        /// `route`: the route core's word on Host's route (what the census counts connections routed like; nil when
-        /// the verdict names no interface index, and the census asks the kernel).
-        case sampleTraffic(generation: UInt64, host: IPAddress, route: HostRoute?, interface: String, inline: Bool)
+        /// What the path asks of its own world (see `PathAsk`).
+        case ask(PathAsk)
         /// A probe ended: a verdict is in, and published; pending Checks may answer. Always last.
         case verdictReady
-        /// The probe report changed (for logs; the state to publish follows in `.publish`).
-        case reportChanged(old: ProbeReport, new: ProbeReport)
-        /// Ask the next hop (see `PathDiagnosis.Action`); answer with `.neighborAnswered`.
-        case checkNeighbor(gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool)
-        /// One echo to `host` whose TTL expires past `gateway`; answer with `.beyondAnswered`.
-        case probeBeyond(host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64)
         /// What `state(previous:)` computes changed: publish it.
         case publish
     }
@@ -194,31 +161,10 @@ public struct PathCore {
             monitor.checkURLChanged(url, now: now)
         case .resolved(let generation, let result, let routedFamilies):
             monitor.resolved(generation: generation, result, routedFamilies: routedFamilies, now: now)
-        case .route(let verdict, let link):
-            // One about an address this path watched before (on its way when the path moved on) is not its route.
-            if verdict.destination == nil || verdict.destination == watchedRoute {
-                monitor.routeChanged(verdict, link: link, now: now)
-            }
-        case .link(let id, let view):
-            monitor.linkChanged(id, view)
+        case .evidence(let evidence):
+            take(evidence, now: now)
         case .freshLookups(let failure):
             monitor.freshLookupsChanged(failure)
-        case .probing(let method):
-            awaitingProbing = false
-            probe.start(target: probeAddress.map(ProbeTarget.init), method: method, now: now)
-        case .probe(let input):
-            probe.handle(input, now: now)
-        case .checkAnswered(let generation, let meaning):
-            monitor.checkAnswered(generation: generation, meaning, now: now)
-        case .trafficSampled(let generation, let sample, let cost):
-            let probeWakeup = scheduledProbe(notBefore: now &+ TrafficWatch.busyPeriod)
-            let changed =
-                if let sample {
-                    trafficWatch.sampled(generation: generation, sample, cost: cost, nextProbe: probeWakeup, now: now)
-                } else {
-                    trafficWatch.sampleFailed(generation: generation, nextProbe: probeWakeup, now: now)
-                }
-            if changed { trafficChanged(now: now) }
         case .nat64(let prefix):
             // A prefix announced, changed or withdrawn moves the probes to another address: the verdict the path
             // had stands until that address has its own, never `unknown` in between (a target that had a verdict
@@ -233,10 +179,6 @@ public struct PathCore {
             if monitor.canProbe { probe.probeNow(continuing: failures, now: now) }
         case .suspicionEnded:
             probe.withdrawCredit()
-        case .neighborAnswered(let generation, let answer):
-            diagnosisActions += diagnosis.neighborAnswered(generation: generation, answer, now: now)
-        case .beyondAnswered(let generation, let answer):
-            diagnosis.beyondAnswered(generation: generation, answer)
         case .suspend:
             probe.suspend()
             diagnosis.suspended()
@@ -254,6 +196,38 @@ public struct PathCore {
             }
         }
         settle(now: now, into: &actions)
+    }
+
+    private mutating func take(_ evidence: PathEvidence, now: Instant) {
+        switch evidence {
+        case .route(let verdict, let link):
+            // One about an address this path watched before (on its way when the path moved on) is not its route.
+            if verdict.destination == nil || verdict.destination == watchedRoute {
+                monitor.routeChanged(verdict, link: link, now: now)
+            }
+        case .link(let id, let view):
+            monitor.linkChanged(id, view)
+        case .probing(let method):
+            awaitingProbing = false
+            probe.start(target: probeAddress.map(ProbeTarget.init), method: method, now: now)
+        case .probe(let input):
+            probe.handle(input, now: now)
+        case .checkAnswered(let generation, let meaning):
+            monitor.checkAnswered(generation: generation, meaning, now: now)
+        case .trafficSampled(let generation, let sample, let cost):
+            let probeWakeup = scheduledProbe(notBefore: now &+ TrafficWatch.busyPeriod)
+            let changed =
+                if let sample {
+                    trafficWatch.sampled(generation: generation, sample, cost: cost, nextProbe: probeWakeup, now: now)
+                } else {
+                    trafficWatch.sampleFailed(generation: generation, nextProbe: probeWakeup, now: now)
+                }
+            if changed { trafficChanged(now: now) }
+        case .neighborAnswered(let generation, let answer):
+            diagnosisActions += diagnosis.neighborAnswered(generation: generation, answer, now: now)
+        case .beyondAnswered(let generation, let answer):
+            diagnosis.beyondAnswered(generation: generation, answer)
+        }
     }
 
     /// A Check wants a fresh verdict: false when there is nothing to probe (no address, a
@@ -341,9 +315,10 @@ public struct PathCore {
         while true {
             if let (generation, inline) = trafficWatch.takeDueSample(now: now), let path = trafficPath {
                 actions.append(
-                    .sampleTraffic(
-                        generation: generation, host: path.host, route: path.route, interface: path.interface,
-                        inline: inline))
+                    .ask(
+                        .sampleTraffic(
+                            generation: generation, host: path.host, route: path.route, interface: path.interface,
+                            inline: inline)))
             }
             monitor.takeOutputs(into: &monitorOutputs)
             probe.takeOutputs(into: &probeOutputs)
@@ -356,11 +331,11 @@ public struct PathCore {
                     actions.append(.cancelResolutions)
                 case .retarget(let address):
                     watchedRoute = address?.bytes
-                    actions.append(.watchRoute(address))
+                    actions.append(.ask(.watchRoute(address)))
                     if address != probeAddress {
                         probeAddress = address
                         awaitingProbing = true
-                        actions.append(.probe(address))
+                        actions.append(.ask(.probe(address)))
                     }
                 case .routeRegained(let firstKnown):
                     // A new address probes at once when its transport is ready.
@@ -369,20 +344,22 @@ public struct PathCore {
                     publishDue = true
                 case .startCheck(let url, let generation):
                     let limit = PortalCheck.limitMilliseconds(timeout: probe.settings.timeoutMilliseconds)
-                    actions.append(.startCheck(url: url, generation: generation, limitMilliseconds: limit))
+                    actions.append(.ask(.startCheck(url: url, generation: generation, limitMilliseconds: limit)))
                 case .cancelCheck:
-                    actions.append(.cancelCheck)
+                    actions.append(.ask(.cancelCheck))
                 }
             }
             for output in probeOutputs {
                 switch output {
                 case .send(let sequence, let token, let forCheck, let extra, let alsoTCP):
                     actions.append(
-                        .send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP))
+                        .ask(
+                            .send(sequence: sequence, token: token, forCheck: forCheck, extra: extra, alsoTCP: alsoTCP))
+                    )
                 case .probeFinished:
                     verdictReady = true
                 case .report(let old, let new):
-                    actions.append(.reportChanged(old: old, new: new))
+                    actions.append(.ask(.reportChanged(old: old, new: new)))
                     monitor.probeReportChanged(from: old, to: new, now: now)
                 }
             }
@@ -413,11 +390,12 @@ public struct PathCore {
             switch ask {
             case .checkNeighbor(let gateway, let index, let source, let generation, let routine):
                 actions.append(
-                    .checkNeighbor(
-                        gateway: gateway, interfaceIndex: index, source: source, generation: generation,
-                        routine: routine))
+                    .ask(
+                        .checkNeighbor(
+                            gateway: gateway, interfaceIndex: index, source: source, generation: generation,
+                            routine: routine)))
             case .probeBeyond(let host, let gateway, let hops, let generation):
-                actions.append(.probeBeyond(host: host, gateway: gateway, hops: hops, generation: generation))
+                actions.append(.ask(.probeBeyond(host: host, gateway: gateway, hops: hops, generation: generation)))
             }
         }
         defer { diagnosisChangesShown = diagnosis.changes }
@@ -435,17 +413,4 @@ public struct PathCore {
 
     /// The diagnosis's count of changes at the last publication (its answers arrive as events of their own).
     private var diagnosisChangesShown: UInt64 = 0
-}
-
-extension PathCore.Event {
-    /// Whether the path's own world says this — its route watch, transport, check, traffic sampler or next hop
-    /// (the world hands it in as `TargetCore.Event.path`) — rather than its target, which shares it out.
-    public var isEvidence: Bool {
-        switch self {
-        case .route, .link, .probing, .probe, .checkAnswered, .trafficSampled, .neighborAnswered, .beyondAnswered: true
-        case .start, .targetChanged, .probeSettings, .checkURL, .resolved, .freshLookups, .timeout,
-            .probeNow, .suspicionEnded, .nat64, .suspend, .resume:
-            false
-        }
-    }
 }

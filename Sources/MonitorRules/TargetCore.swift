@@ -35,9 +35,8 @@ public struct TargetCore {
         /// `nextWakeup` has come.
         case timeout
         /// Evidence for `family`'s path alone, handed to it as is: its route's verdict, its transport's answers, its
-        /// check, its traffic, its next hop (`PathCore.Event.isEvidence`). The rest of a path's events are the
-        /// target's to give, and are ignored here.
-        case path(IPFamily, PathCore.Event)
+        /// check, its traffic, its next hop. The rest of a path's events are the target's to give.
+        case path(IPFamily, PathEvidence)
     }
 
     public enum Action: Equatable, Sendable {
@@ -49,7 +48,7 @@ public struct TargetCore {
         case resolveNat64(generation: UInt64)
         /// What `family`'s path asks of its own world: its route watch, its transport, its check, its traffic
         /// sampler, its next hop, its report (`take` says which); answered with `.path` events.
-        case path(IPFamily, PathCore.Action)
+        case path(IPFamily, PathAsk)
         /// A probe ended and no Check waits for another family's: a verdict is in, and published. Always last.
         case verdictReady
         /// What `state(previous:)` computes changed: publish it.
@@ -376,10 +375,9 @@ public struct TargetCore {
             step.publish = true
         case .freshLookups(let failure):
             for family in IPFamily.allCases { feed(family, .freshLookups(failure: failure), now: now, &step) }
-        case .path(let family, let event):
-            guard event.isEvidence else { break }
-            if case .route(let verdict, _) = event { routedFamilies = verdict.routedFamilies }
-            feed(family, event, now: now, &step)
+        case .path(let family, let evidence):
+            if case .route(let verdict, _) = evidence { routedFamilies = verdict.routedFamilies }
+            feed(family, .evidence(evidence), now: now, &step)
         case .suspend:
             for family in IPFamily.allCases { feed(family, .suspend, now: now, &step) }
             step.publish = true
@@ -471,15 +469,18 @@ public struct TargetCore {
                 step.actions.append(.resolve(host: host, family: self.family, generation: generation))
             case .cancelResolutions:
                 if !step.actions.contains(.cancelResolutions) { step.actions.append(.cancelResolutions) }
-            case .watchRoute(let address):
-                step.actions.append(.path(family, .watchRoute(watched ? address : nil)))
-            case .probe(let address):
-                step.actions.append(.path(family, .probe(watched ? address : nil)))
-            case .cancelCheck, .reportChanged:
-                step.actions.append(.path(family, action))
-            case .send, .startCheck, .sampleTraffic, .checkNeighbor, .probeBeyond:
-                // A family AddressFamily does not watch sends nothing and asks nobody.
-                if watched { step.actions.append(.path(family, action)) }
+            case .ask(let ask):
+                switch ask {
+                case .watchRoute(let address):
+                    step.actions.append(.path(family, .watchRoute(watched ? address : nil)))
+                case .probe(let address):
+                    step.actions.append(.path(family, .probe(watched ? address : nil)))
+                case .cancelCheck, .reportChanged:
+                    step.actions.append(.path(family, ask))
+                case .send, .startCheck, .sampleTraffic, .checkNeighbor, .probeBeyond:
+                    // A family AddressFamily does not watch sends nothing and asks nobody.
+                    if watched { step.actions.append(.path(family, ask)) }
+                }
             case .publish:
                 step.publish = true
             case .verdictReady:

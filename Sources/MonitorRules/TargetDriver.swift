@@ -186,7 +186,7 @@ public final class TargetDriver {
     }
 
     /// What `family`'s path asks of its world: one world method for each.
-    private func carryOut(_ action: PathCore.Action, of family: IPFamily) {
+    private func carryOut(_ action: PathAsk, of family: IPFamily) {
         switch action {
         case .watchRoute(let address):
             world.watchRoute(family, address)
@@ -215,9 +215,6 @@ public final class TargetDriver {
                 routine: routine)
         case .probeBeyond(let host, let gateway, let hops, let generation):
             world.probeBeyond(family, host: host, gateway: gateway, hops: hops, generation: generation)
-        case .resolve, .cancelResolutions, .verdictReady, .publish:
-            // The target's own (one lookup, one publication, one verdict): never handed on tagged with a family.
-            break
         }
     }
 }

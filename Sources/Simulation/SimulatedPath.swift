@@ -85,7 +85,7 @@ final class SimulatedPath {
     var lastSettingsChange: Instant { target.lastSettingsChange }
     var index: Int { target.index }
 
-    func take(_ event: PathCore.Event) {
+    func take(_ event: PathEvidence) {
         target.take(.path(family, event))
     }
 

@@ -213,16 +213,16 @@ final class DiagnosisTests: XCTestCase {
         }
         _ = step(.start(checkURL: ""))
         _ = step(.resolved(generation: 0, .success([host]), routedFamilies: [.v4]))
-        _ = step(.route(route))
-        var sent = step(.probing(.icmpDatagram))
-        let routeCheck = asked.compactMap { if case .checkNeighbor(_, _, _, let g, _) = $0 { g } else { nil } }
+        _ = step(.evidence(.route(route)))
+        var sent = step(.evidence(.probing(.icmpDatagram)))
+        let routeCheck = asked.compactMap { if case .ask(.checkNeighbor(_, _, _, let g, _)) = $0 { g } else { nil } }
         XCTAssertEqual(routeCheck.count, 1, "the route's next hop is asked once: \(asked)")
-        _ = step(.neighborAnswered(generation: try XCTUnwrap(routeCheck.first), .reachable))
+        _ = step(.evidence(.neighborAnswered(generation: try XCTUnwrap(routeCheck.first), .reachable)))
         // Host answers a few probes.
         for _ in 0..<3 {
             guard
-                case .send(let sequence, let token, _, _, _)? = sent.first(where: {
-                    if case .send = $0 { true } else { false }
+                case .ask(.send(let sequence, let token, _, _, _))? = sent.first(where: {
+                    if case .ask(.send) = $0 { true } else { false }
                 })
             else {
                 now = core.nextWakeup ?? now
@@ -230,7 +230,7 @@ final class DiagnosisTests: XCTestCase {
                 continue
             }
             now += 5 * ms
-            _ = step(.probe(.reply(sequence: sequence, token: token, via: .icmp)))
+            _ = step(.evidence(.probe(.reply(sequence: sequence, token: token, via: .icmp))))
             now = core.nextWakeup ?? now
             sent = step(.timeout)
         }
@@ -242,8 +242,8 @@ final class DiagnosisTests: XCTestCase {
         for _ in 0..<40 where state.connectivity == .full || state.connectivity == .unknown {
             now = core.nextWakeup ?? now + 1 * ms
             let actions = step(.timeout)
-            for case .checkNeighbor(_, _, _, let generation, _) in actions {
-                _ = step(.neighborAnswered(generation: generation, .unreachable))
+            for case .ask(.checkNeighbor(_, _, _, let generation, _)) in actions {
+                _ = step(.evidence(.neighborAnswered(generation: generation, .unreachable)))
             }
             state = core.state(previous: state)
         }
@@ -251,10 +251,10 @@ final class DiagnosisTests: XCTestCase {
         XCTAssertEqual(state.blame, .gateway, "published with the Connectivity change")
         XCTAssertEqual(state.neighbor, .unreachable)
         XCTAssertEqual(state.reason, "gateway 198.18.0.1 does not answer on eth0")
-        let checks = asked.filter { if case .checkNeighbor = $0 { true } else { false } }
+        let checks = asked.filter { if case .ask(.checkNeighbor) = $0 { true } else { false } }
         XCTAssertEqual(checks.count, 1, "one neighbour check per suspicion: \(asked)")
         XCTAssertFalse(
-            asked.contains { if case .probeBeyond = $0 { true } else { false } }, "no probe past a dead gateway")
+            asked.contains { if case .ask(.probeBeyond) = $0 { true } else { false } }, "no probe past a dead gateway")
     }
 
     /// Asleep, nothing is probed and no failure is counted; after the resume a probe goes at once.
@@ -265,14 +265,14 @@ final class DiagnosisTests: XCTestCase {
         route.routedFamilies = [.v4]
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([host]), routedFamilies: [.v4]), now: 0)
-        _ = core.handle(.route(route), now: 0)
-        _ = core.handle(.probing(.icmpDatagram), now: 0)
+        _ = core.handle(.evidence(.route(route)), now: 0)
+        _ = core.handle(.evidence(.probing(.icmpDatagram)), now: 0)
         _ = core.handle(.suspend, now: 1 * ms)
         XCTAssertNil(core.probe.nextWakeup, "asleep: no probe scheduled")
         XCTAssertNil(core.diagnosis.nextWakeup, "asleep: no neighbour check scheduled")
         XCTAssertEqual(core.probe.outstandingCount, 0, "probes in flight are forgotten, not failed")
         let resumed = core.handle(.resume, now: 60_000 * ms)
-        XCTAssertTrue(resumed.contains { if case .send = $0 { true } else { false } }, "\(resumed)")
+        XCTAssertTrue(resumed.contains { if case .ask(.send) = $0 { true } else { false } }, "\(resumed)")
         XCTAssertEqual(core.probe.verdict.consecutiveFailures, 0)
     }
 
@@ -296,11 +296,11 @@ final class DiagnosisTests: XCTestCase {
         func step(_ event: PathCore.Event) {
             for action in core.handle(event, now: now) {
                 switch action {
-                case .send(let sequence, let token, _, _, _) where !silent:
-                    pending.append(.probe(.reply(sequence: sequence, token: token, via: .icmp)))
-                case .checkNeighbor(_, _, _, let generation, _):
-                    pending.append(.neighborAnswered(generation: generation, .reachable))
-                case .probeBeyond:
+                case .ask(.send(let sequence, let token, _, _, _)) where !silent:
+                    pending.append(.evidence(.probe(.reply(sequence: sequence, token: token, via: .icmp))))
+                case .ask(.checkNeighbor(_, _, _, let generation, _)):
+                    pending.append(.evidence(.neighborAnswered(generation: generation, .reachable)))
+                case .ask(.probeBeyond):
                     if beyondAt == nil, silent { beyondAt = now }
                 default:
                     break
@@ -312,8 +312,8 @@ final class DiagnosisTests: XCTestCase {
         }
         step(.start(checkURL: ""))
         step(.resolved(generation: 0, .success([host]), routedFamilies: [.v4]))
-        step(.route(route))
-        step(.probing(.icmpDatagram))
+        step(.evidence(.route(route)))
+        step(.evidence(.probing(.icmpDatagram)))
         for _ in 0..<200 {
             while !pending.isEmpty {
                 now += 1 * ms

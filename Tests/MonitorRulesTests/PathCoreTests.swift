@@ -30,18 +30,18 @@ final class PathCoreTests: XCTestCase {
         _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
         var current = route.routed([.v4])
         current.destination = address.bytes
-        _ = core.handle(.route(current), now: 2 * ms)
+        _ = core.handle(.evidence(.route(current)), now: 2 * ms)
         XCTAssertEqual(core.monitor.route?.usable, true)
         var stale = ReachabilityVerdict(usable: false, reason: "no route to 198.18.9.9")
         stale.destination = IPAddress.v4([198, 18, 9, 9]).bytes
-        let actions = core.handle(.route(stale.routed([.v4])), now: 3 * ms)
+        let actions = core.handle(.evidence(.route(stale.routed([.v4]))), now: 3 * ms)
         XCTAssertEqual(core.monitor.route?.usable, true, "a verdict about another address moved the route")
         XCTAssertFalse(actions.contains(.publish), "\(actions)")
         var lost = ReachabilityVerdict(usable: false, reason: "no route to 198.18.0.2")
         lost.destination = address.bytes
-        _ = core.handle(.route(lost.routed([.v4])), now: 4 * ms)
+        _ = core.handle(.evidence(.route(lost.routed([.v4]))), now: 4 * ms)
         XCTAssertEqual(core.monitor.route?.usable, false)
-        _ = core.handle(.route(route.routed([.v4])), now: 5 * ms)
+        _ = core.handle(.evidence(.route(route.routed([.v4]))), now: 5 * ms)
         XCTAssertEqual(core.monitor.route?.usable, true, "a verdict about no address in particular is taken")
     }
 
@@ -57,15 +57,16 @@ final class PathCoreTests: XCTestCase {
         var verdict = route.routed([.v4])
         verdict.interfaceIndex = 2
         verdict.gateway = .v4([198, 18, 0, 1])
-        var actions = core.handle(.route(verdict), now: 2 * ms)
-        actions += core.handle(.probing(.icmpDatagram), now: 3 * ms)
+        var actions = core.handle(.evidence(.route(verdict)), now: 2 * ms)
+        actions += core.handle(.evidence(.probing(.icmpDatagram)), now: 3 * ms)
         var now: Instant = 3 * ms
-        while !actions.contains(where: { if case .sampleTraffic = $0 { true } else { false } }), now < 5_000 * ms {
+        while !actions.contains(where: { if case .ask(.sampleTraffic) = $0 { true } else { false } }), now < 5_000 * ms
+        {
             now = core.nextWakeup ?? now + 100 * ms
             actions = core.handle(.timeout, now: now)
         }
         let routes = actions.compactMap { action -> HostRoute? in
-            if case .sampleTraffic(_, _, let route?, _, _) = action { route } else { nil }
+            if case .ask(.sampleTraffic(_, _, let route?, _, _)) = action { route } else { nil }
         }
         XCTAssertEqual(routes, [HostRoute(interfaceIndex: 2, gateway: .v4([198, 18, 0, 1]))], "\(actions)")
     }
@@ -78,9 +79,10 @@ final class PathCoreTests: XCTestCase {
 
     /// The contract's statement catches each way of breaking it.
     func testTheOutputContractNamesWhatBrokeIt() {
-        XCTAssertNil(PathCore.outputContractBroken([.cancelCheck, .publish, .verdictReady]))
+        XCTAssertNil(PathCore.outputContractBroken([.ask(.cancelCheck), .publish, .verdictReady]))
         XCTAssertNil(PathCore.outputContractBroken([]))
-        XCTAssertNotNil(PathCore.outputContractBroken([.publish, .cancelCheck]), "published before the last action")
+        XCTAssertNotNil(
+            PathCore.outputContractBroken([.publish, .ask(.cancelCheck)]), "published before the last action")
         XCTAssertNotNil(PathCore.outputContractBroken([.publish, .publish]), "published twice")
         XCTAssertNotNil(
             PathCore.outputContractBroken([.verdictReady, .publish]), "the verdict ready before the publish")
@@ -88,7 +90,9 @@ final class PathCoreTests: XCTestCase {
     }
 
     func sends(_ actions: [PathCore.Action]) -> [(UInt16, UInt64)] {
-        actions.compactMap { if case .send(let sequence, let token, _, _, _) = $0 { (sequence, token) } else { nil } }
+        actions.compactMap {
+            if case .ask(.send(let sequence, let token, _, _, _)) = $0 { (sequence, token) } else { nil }
+        }
     }
 
     /// Start → resolve; the answer → watch the route and probe the address, but no packet until
@@ -99,23 +103,25 @@ final class PathCoreTests: XCTestCase {
         XCTAssertEqual(started, [.resolve(host: "a.test", family: .ipv4, generation: 0), .publish])
         let resolved = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 5 * ms)
         assertOnePublishAtMostAndLast(resolved)
-        XCTAssertTrue(resolved.contains(.watchRoute(address)), "\(resolved)")
-        XCTAssertTrue(resolved.contains(.probe(address)), "\(resolved)")
+        XCTAssertTrue(resolved.contains(.ask(.watchRoute(address))), "\(resolved)")
+        XCTAssertTrue(resolved.contains(.ask(.probe(address))), "\(resolved)")
         XCTAssertTrue(sends(resolved).isEmpty, "a probe went out before the transport could send: \(resolved)")
-        let routed = core.handle(.route(route.routed([.v4])), now: 6 * ms)
+        let routed = core.handle(.evidence(.route(route.routed([.v4]))), now: 6 * ms)
         XCTAssertTrue(sends(routed).isEmpty, "the route regained probed before the transport was ready: \(routed)")
         assertOnePublishAtMostAndLast(routed)
 
-        let probing = core.handle(.probing(.icmpDatagram), now: 7 * ms)
+        let probing = core.handle(.evidence(.probing(.icmpDatagram)), now: 7 * ms)
         let sent = sends(probing)
         XCTAssertEqual(sent.count, 1, "\(probing)")
         assertOnePublishAtMostAndLast(probing)
         let (sequence, token) = try XCTUnwrap(sent.first)
-        let answered = core.handle(.probe(.reply(sequence: sequence, token: token, via: .icmp)), now: 9 * ms)
+        let answered = core.handle(.evidence(.probe(.reply(sequence: sequence, token: token, via: .icmp))), now: 9 * ms)
         assertOnePublishAtMostAndLast(answered)
         XCTAssertTrue(answered.contains(.verdictReady), "\(answered)")
         XCTAssertTrue(
-            answered.contains { if case .reportChanged(_, let new) = $0 { new.answering == true } else { false } },
+            answered.contains {
+                if case .ask(.reportChanged(_, let new)) = $0 { new.answering == true } else { false }
+            },
             "\(answered)")
         XCTAssertEqual(answered.suffix(2), [.publish, .verdictReady], "Checks answer with the state just published")
         let state = core.state(previous: MonitorState())
@@ -132,10 +138,10 @@ final class PathCoreTests: XCTestCase {
         var events: [PathCore.Event] = [
             .start(checkURL: "http://198.18.2.2/generate_204"),
             .resolved(generation: 0, .success([address]), routedFamilies: [.v4]),
-            .probing(.icmpDatagram), .route(route.routed([.v4])),
-            .checkAnswered(generation: 1, .expected), .timeout, .timeout,
-            .route(ReachabilityVerdict(usable: false, reason: "no route").routed([])),
-            .route(route.routed([.v4])), .targetChanged(host: "b.test", family: .ipv4),
+            .evidence(.probing(.icmpDatagram)), .evidence(.route(route.routed([.v4]))),
+            .evidence(.checkAnswered(generation: 1, .expected)), .timeout, .timeout,
+            .evidence(.route(ReachabilityVerdict(usable: false, reason: "no route").routed([]))),
+            .evidence(.route(route.routed([.v4]))), .targetChanged(host: "b.test", family: .ipv4),
             .resolved(
                 generation: 1, .failure(ResolverFailure(message: "cannot resolve b.test: SERVFAIL")),
                 routedFamilies: nil),
@@ -149,10 +155,11 @@ final class PathCoreTests: XCTestCase {
             outstanding += sends(actions)
             if let (sequence, token) = outstanding.popLast(), case .timeout = event {
                 assertOnePublishAtMostAndLast(
-                    core.handle(.probe(.reply(sequence: sequence, token: token, via: .tcp)), now: now + 1 * ms))
+                    core.handle(
+                        .evidence(.probe(.reply(sequence: sequence, token: token, via: .tcp))), now: now + 1 * ms))
             }
-            if actions.contains(where: { if case .probe = $0 { true } else { false } }) {
-                events.insert(.probing(.icmpRaw), at: 0)
+            if actions.contains(where: { if case .ask(.probe) = $0 { true } else { false } }) {
+                events.insert(.evidence(.probing(.icmpRaw)), at: 0)
             }
         }
     }
@@ -163,14 +170,14 @@ final class PathCoreTests: XCTestCase {
         _ = core.handle(.start(checkURL: ""), now: 0)
         XCTAssertFalse(core.check(now: 1 * ms).probing)
         _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 2 * ms)
-        let first = core.handle(.probing(.icmpDatagram), now: 3 * ms)
+        let first = core.handle(.evidence(.probing(.icmpDatagram)), now: 3 * ms)
         let (sequence, token) = try XCTUnwrap(sends(first).first)
-        _ = core.handle(.probe(.reply(sequence: sequence, token: token, via: .icmp)), now: 4 * ms)
+        _ = core.handle(.evidence(.probe(.reply(sequence: sequence, token: token, via: .icmp))), now: 4 * ms)
         // The first probe is the service's own: a Check right after it probes at once (it used to wait a Timeout).
         let soon = core.check(now: 5 * ms)
         XCTAssertTrue(soon.probing)
         let forced = try XCTUnwrap(sends(soon.actions).first, "a Check right after start waited: \(soon.actions)")
-        _ = core.handle(.probe(.reply(sequence: forced.0, token: forced.1, via: .icmp)), now: 6 * ms)
+        _ = core.handle(.evidence(.probe(.reply(sequence: forced.0, token: forced.1, via: .icmp))), now: 6 * ms)
         // The Checks' own slot: one forced probe per Timeout, however many Checks.
         let again = core.check(now: 7 * ms)
         XCTAssertTrue(again.probing)
@@ -187,17 +194,17 @@ final class PathCoreTests: XCTestCase {
             probeSettings: ProbeSettings(intervalMilliseconds: 5000, timeoutMilliseconds: 5000), seed: 3)
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
-        _ = core.handle(.route(route.routed([.v4])), now: 1 * ms)
-        let first = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 2 * ms)).first)
+        _ = core.handle(.evidence(.route(route.routed([.v4]))), now: 1 * ms)
+        let first = try XCTUnwrap(sends(core.handle(.evidence(.probing(.icmpDatagram)), now: 2 * ms)).first)
         let refused = core.handle(
-            .probe(.error(sequence: first.0, token: first.1, .unreachable(code: 0), from: "198.18.0.1")),
+            .evidence(.probe(.error(sequence: first.0, token: first.1, .unreachable(code: 0), from: "198.18.0.1"))),
             now: 3 * ms)
         XCTAssertTrue(refused.contains(.verdictReady))
         let check = core.check(now: 10 * ms)
         let probe = try XCTUnwrap(
             sends(check.actions).first, "the Check waited for the first probe's Timeout: \(check.actions)")
         let answer = core.handle(
-            .probe(.error(sequence: probe.0, token: probe.1, .unreachable(code: 0), from: "198.18.0.1")),
+            .evidence(.probe(.error(sequence: probe.0, token: probe.1, .unreachable(code: 0), from: "198.18.0.1"))),
             now: 11 * ms)
         XCTAssertEqual(answer.last, .verdictReady, "the Check is answered 1 ms after it came")
         XCTAssertEqual(core.state(previous: MonitorState()).status, .none)
@@ -219,7 +226,7 @@ final class PathCoreTests: XCTestCase {
                     generation: generation, .success([try XCTUnwrap(IPAddress(host))]),
                     routedFamilies: [.v4]), now: now)
             sent += sends(resolved).count
-            sent += sends(core.handle(.probing(.icmpDatagram), now: now)).count
+            sent += sends(core.handle(.evidence(.probing(.icmpDatagram)), now: now)).count
             while let wake = core.nextWakeup, wake <= now { sent += sends(core.handle(.timeout, now: wake)).count }
         }
         // 200 ms of changes at Timeout 200: the first probe and at most one more.
@@ -234,23 +241,24 @@ final class PathCoreTests: XCTestCase {
         var core = makeCore()
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: 1 * ms)
-        let first = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 2 * ms)).first)
-        let routed = core.handle(.route(route.routed([.v4])), now: 3 * ms)
+        let first = try XCTUnwrap(sends(core.handle(.evidence(.probing(.icmpDatagram)), now: 2 * ms)).first)
+        let routed = core.handle(.evidence(.route(route.routed([.v4]))), now: 3 * ms)
         XCTAssertTrue(sends(routed).isEmpty, "a second probe beside the first: \(routed)")
-        _ = core.handle(.probe(.reply(sequence: first.0, token: first.1, via: .icmp)), now: 4 * ms)
+        _ = core.handle(.evidence(.probe(.reply(sequence: first.0, token: first.1, via: .icmp))), now: 4 * ms)
         XCTAssertEqual(core.state(previous: MonitorState()).status, .ethernet)
         // The same when the first probe's answer comes before the kernel's word on the route.
         // (A Timeout on: a new target's first probes go out at most one per Timeout.)
         _ = core.handle(.targetChanged(host: "198.18.0.3", family: .ipv4), now: 300 * ms)
         let other = IPAddress.v4([198, 18, 0, 3])
         _ = core.handle(.resolved(generation: 1, .success([other]), routedFamilies: [.v4]), now: 300 * ms)
-        let again = try XCTUnwrap(sends(core.handle(.probing(.icmpDatagram), now: 301 * ms)).first)
-        _ = core.handle(.probe(.reply(sequence: again.0, token: again.1, via: .icmp)), now: 301 * ms + 50_000)
-        let late = core.handle(.route(route.routed([.v4])), now: 302 * ms)
+        let again = try XCTUnwrap(sends(core.handle(.evidence(.probing(.icmpDatagram)), now: 301 * ms)).first)
+        _ = core.handle(
+            .evidence(.probe(.reply(sequence: again.0, token: again.1, via: .icmp))), now: 301 * ms + 50_000)
+        let late = core.handle(.evidence(.route(route.routed([.v4]))), now: 302 * ms)
         XCTAssertTrue(sends(late).isEmpty, "a second probe after the first was answered: \(late)")
         let lost = ReachabilityVerdict(usable: false, reason: "no route to 198.18.0.2")
-        _ = core.handle(.route(lost.routed([])), now: 310 * ms)
-        let regained = core.handle(.route(route.routed([.v4])), now: 320 * ms)
+        _ = core.handle(.evidence(.route(lost.routed([]))), now: 310 * ms)
+        let regained = core.handle(.evidence(.route(route.routed([.v4]))), now: 320 * ms)
         XCTAssertEqual(sends(regained).count, 1, "a route regained probes at once: \(regained)")
     }
 }
