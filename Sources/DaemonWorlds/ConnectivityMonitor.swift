@@ -382,7 +382,6 @@ extension ConnectivityMonitor: TargetWorld {
 
     public func wakeUp(at deadline: Instant?) {
         guard let onWakeupMoved else { return wakeup.arm(at: deadline) }
-        wakeup.arm(at: nil)
         onWakeupMoved()
     }
 

@@ -55,7 +55,6 @@ public struct MonitorCore: TimerTable {
     /// Counts assignments to `resolution` and `route`: unchanged, the path to Host is the same.
     public private(set) var pathChanges: UInt64 = 0
     public private(set) var probe = ProbeReport()
-    /// What ModemManager and NetworkManager say about links.
     /// The link the route uses, as the service says it (nil: none, or not known).
     public private(set) var link: LinkView?
     public private(set) var portalCheck = PortalCheck()

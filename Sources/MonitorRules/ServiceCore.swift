@@ -28,7 +28,7 @@ public struct ServiceCore: Sendable {
         }
 
         public static func < (a: PathKey, b: PathKey) -> Bool {
-            (a.target, a.family == .v4 ? 0 : 1) < (b.target, b.family == .v4 ? 0 : 1)
+            (a.target, TargetCore.index(of: a.family)) < (b.target, TargetCore.index(of: b.family))
         }
     }
 

@@ -273,7 +273,6 @@ public struct TargetCore {
         }
     }
 
-    /// IPv4 without a route while `ipv4only.arpa` is asked: no verdict before the answer.
     /// Connectivity as `update` writes it, with no state built (the first verdict's hold reads it at each step).
     public var connectivity: Connectivity {
         var v4 = read(.v4) { $0.connectivity }
@@ -284,6 +283,7 @@ public struct TargetCore {
         return Self.headline(order: resolverOrder) { $0 == .v4 ? v4 : v6 } == .v6 ? v6 : v4
     }
 
+    /// IPv4 without a route while `ipv4only.arpa` is asked: no verdict before the answer.
     private static func awaitAnswer(_ state: inout MonitorState) {
         guard state.connectivity == .none else { return }
         state.connectivity = .unknown

@@ -479,7 +479,7 @@ public final class Simulation {
         #"{"captive": true, "captive": false, "user-portal-url": "https://portal.test/"}"#,
     ]
 
-    func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
+    func pick<T>(_ values: [T]) -> T { random.pick(values) }
 
     func pump() {
         var busy = true

@@ -46,6 +46,25 @@ final class WhichAdvertisementsCountTests: XCTestCase {
         )
     }
 
+    /// The kernel answers the dumps the core asks after an overrun: eth0 up, its default route through the router.
+    func answerTheDumps(_ core: inout ReachabilityCore) {
+        var asked = core.takeOutputs()
+        while let next = asked.first {
+            asked.removeFirst()
+            guard case .send(.dump(let dump, let sequence)) = next else { continue }
+            let up = KernelNumbers.linkUp | KernelNumbers.linkRunning | KernelNumbers.linkLowerUp
+            switch dump {
+            case .links:
+                core.receive([.newLink(Link(index: 2, name: "eth0", flags: up, type: 1))], malformed: 0, now: 0)
+            case .addresses: break
+            case .routes:
+                core.receive([.newRoute(defaultRoute(through: router), sequence: sequence)], malformed: 0, now: 1 * ms)
+            }
+            core.receive([.done(sequence: sequence)], malformed: 0, now: 1 * ms)
+            asked += core.takeOutputs()
+        }
+    }
+
     /// Item 1: the answer to the solicitation comes before the route it implies; it counts once the route appears,
     /// at the route's event, with its lifetime counted from when it came.
     func testTheFirstAdvertisementCountsWhenItsRouteAppears() {
@@ -185,21 +204,7 @@ final class WhichAdvertisementsCountTests: XCTestCase {
         core.receive([.routerOptions(index: 2, options: pref64(600), source: router)], malformed: 0, now: 0)
         core.evaluate()
         core.overrun()
-        var asked = core.takeOutputs()
-        while let next = asked.first {
-            asked.removeFirst()
-            guard case .send(.dump(let dump, let sequence)) = next else { continue }
-            let up = KernelNumbers.linkUp | KernelNumbers.linkRunning | KernelNumbers.linkLowerUp
-            switch dump {
-            case .links:
-                core.receive([.newLink(Link(index: 2, name: "eth0", flags: up, type: 1))], malformed: 0, now: 0)
-            case .addresses: break
-            case .routes:
-                core.receive([.newRoute(defaultRoute(through: router), sequence: sequence)], malformed: 0, now: 1 * ms)
-            }
-            core.receive([.done(sequence: sequence)], malformed: 0, now: 1 * ms)
-            asked += core.takeOutputs()
-        }
+        answerTheDumps(&core)
         core.evaluate()
         core.handleTimeout(now: 5 * second)
         XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
@@ -212,21 +217,7 @@ final class WhichAdvertisementsCountTests: XCTestCase {
         routeAdded(&core, defaultRoute(through: router), now: 0)
         core.overrun()
         core.receive([.routerOptions(index: 2, options: pref64(600), source: router)], malformed: 0, now: 0)
-        var asked = core.takeOutputs()
-        while let next = asked.first {
-            asked.removeFirst()
-            guard case .send(.dump(let dump, let sequence)) = next else { continue }
-            let up = KernelNumbers.linkUp | KernelNumbers.linkRunning | KernelNumbers.linkLowerUp
-            switch dump {
-            case .links:
-                core.receive([.newLink(Link(index: 2, name: "eth0", flags: up, type: 1))], malformed: 0, now: 0)
-            case .addresses: break
-            case .routes:
-                core.receive([.newRoute(defaultRoute(through: router), sequence: sequence)], malformed: 0, now: 1 * ms)
-            }
-            core.receive([.done(sequence: sequence)], malformed: 0, now: 1 * ms)
-            asked += core.takeOutputs()
-        }
+        answerTheDumps(&core)
         core.evaluate()
         XCTAssertEqual(core.statistics.ignoredRouterOptions, 0)
         XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
