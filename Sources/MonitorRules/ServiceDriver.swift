@@ -99,14 +99,12 @@ public final class ServiceDriver {
     /// order of their numbers; then the core its own.
     public func wake() {
         let now = world.now
-        // The set as it is now (a target woken may add or end one); each deadline read when its turn comes, after
-        // the sleep's suspend and resume moved it.
-        let targets = self.targets
-        func isDue(_ target: (number: Int, driver: TargetDriver)) -> Bool {
-            target.driver.core.nextWakeup.map { $0 <= now } ?? false
+        let due = targets.filter { $0.driver.core.nextWakeup.map { $0 <= now } ?? false }
+        if !due.isEmpty { handle(.targetWakes) }
+        // Each deadline read again when its turn comes: the sleep's suspend and resume may have moved it.
+        for target in due where target.driver.core.nextWakeup.map({ $0 <= now }) ?? false {
+            world.wakeTarget(target.number)
         }
-        if targets.contains(where: isDue) { handle(.targetWakes) }
-        for target in targets where isDue(target) { world.wakeTarget(target.number) }
         if let own = ask(\.nextWakeup), own <= now { handle(.timeout) }
         world.wakeUp(at: nextWakeup)
     }
