@@ -36,10 +36,9 @@ public final class ConnectivityMonitor {
     /// The authorities the secure check trusts instead of the system's (--ca-file); nil: the system's.
     private let caFile: String?
     private var checks: [CheckPairRun?] = [nil, nil]
-    /// Each family's neighbour check and probe past the gateway under way.
-    private var neighborChecks: [NeighborChecks.Ticket?] = [nil, nil]
-    /// Shared by every target: one check per next hop.
-    private let neighbors: NeighborChecks
+    /// Each family's neighbour check while no service adopted the monitor (it then asks them, shared), and
+    /// probe past the gateway under way.
+    private var neighborChecks: [NeighborCheckRun?] = [nil, nil]
     private var beyondProbes: [BeyondProbeRun?] = [nil, nil]
     /// Shared by every target; nil when the kernel's sock_diag cannot be opened (every sample then fails).
     private let trafficSampler: TrafficSampler?
@@ -69,7 +68,7 @@ public final class ConnectivityMonitor {
         loop: MainLoop, model: any TargetModel, resolver: HostResolver? = nil,
         sharedReachability: ReachabilityEngine? = nil, probeSockets: ProbeSockets? = nil,
         http: (any HTTPClientSource)? = nil,
-        caFile: String? = nil, neighborChecks: NeighborChecks? = nil,
+        caFile: String? = nil,
         dnsRefresh: Duration = MonitorCore.refresh, resolvesFirst: Bool = false,
         classifier: InterfaceClassifier = InterfaceClassifier(), trafficSampler: TrafficSampler? = nil,
         transports: [any ProbeTransporting]? = nil, routeWatches: [any RouteWatch]? = nil,
@@ -81,7 +80,6 @@ public final class ConnectivityMonitor {
         self.model = model
         self.http = http
         self.caFile = caFile
-        neighbors = neighborChecks ?? NeighborChecks(loop: loop)
         wakeup = WakeupTimer(loop: loop)
         if let resolver {
             self.resolver = resolver
@@ -184,6 +182,11 @@ public final class ConnectivityMonitor {
     /// The service's word on `family`'s route: the kernel's verdict, and the view of the link it uses.
     public func routeDecided(_ family: IPFamily, _ verdict: ReachabilityVerdict, link: LinkView?) {
         handle(.path(family, .route(verdict, link: link)))
+    }
+
+    /// `family`'s next hop answered its ask `generation` (the service's check, shared by the link's paths).
+    public func neighborAnswered(_ family: IPFamily, generation: UInt64, _ answer: NeighborAnswer) {
+        handle(.path(family, .neighborAnswered(generation: generation, answer)))
     }
 
     /// The service's word on link `id`, the one `family`'s route uses (nil: it is gone).
@@ -324,9 +327,8 @@ extension ConnectivityMonitor: TargetWorld {
     ) {
         let index = TargetCore.index(of: family)
         neighborChecks[index]?.cancel()
-        neighborChecks[index] = neighbors.check(
-            gateway: gateway, interfaceIndex: interfaceIndex, source: IPAddress(source),
-            routine: routine
+        neighborChecks[index] = NeighborCheckRun(
+            loop: loop, gateway: gateway, interfaceIndex: interfaceIndex, source: IPAddress(source)
         ) { [weak self] answer in
             guard let self else { return }
             neighborChecks[index] = nil

@@ -1,13 +1,30 @@
 import EventLoop
 import MonitorRules
+import NetAddress
+import Probe
+import ProbeRules
 import ReachabilityRules
 import ServiceLog
 import Timekeeping
 
 /// The daemon's side of the service's core: its events come from the route watch (routers'
 /// announcements), the system bus (the services' link facts, logind's sleeps), the portal APIs' fetches and
-/// the targets' wake-ups; what the core decides goes to every target, to the fetcher and to the histories.
+/// the targets' wake-ups; what the core decides goes to every target, to the fetcher, to the histories and to the
+/// links' next hops (one neighbour check per link and gateway, which every path routed there shares).
 public final class DaemonServiceWorld: ServiceWorld {
+    /// Starts one neighbour check, answering through its completion, never from inside the call (a
+    /// `NeighborCheckRun`; tests bring another); it returns what cancels the check, and keeps it running until then.
+    public typealias NeighborCheckStarter =
+        (
+            _ gateway: IPAddress, _ interfaceIndex: Int32, _ source: IPAddress?,
+            _ completion: @escaping (NeighborAnswer) -> Void
+        ) -> (() -> Void)
+
+    private struct NeighborCheckKey: Hashable {
+        let link: LinkID
+        let gateway: IPAddress
+    }
+
     private let loop: MainLoop
     private let fetcher: PortalAPIFetcher
     private let history: (any ServiceHistories)?
@@ -15,10 +32,22 @@ public final class DaemonServiceWorld: ServiceWorld {
     public private(set) lazy var driver = ServiceDriver(world: self)
     private let wakeup: WakeupTimer
     private var tickTimer: LoopTimer?
+    private let startNeighborCheck: NeighborCheckStarter
+    /// The checks on the wire (bounded by the links and the gateways the targets' routes name).
+    private var neighborChecks: [NeighborCheckKey: (number: UInt64, cancel: () -> Void)] = [:]
+    /// Checks that went on the wire (for tests).
+    public private(set) var neighborChecksStarted = 0
 
     public init(
-        loop: MainLoop, fetcher: PortalAPIFetcher, history: (any ServiceHistories)?, targets: any ServiceTargets
+        loop: MainLoop, fetcher: PortalAPIFetcher, history: (any ServiceHistories)?, targets: any ServiceTargets,
+        startNeighborCheck: NeighborCheckStarter? = nil
     ) {
+        self.startNeighborCheck =
+            startNeighborCheck ?? { gateway, index, source, completion in
+                let run = NeighborCheckRun(
+                    loop: loop, gateway: gateway, interfaceIndex: index, source: source, completion: completion)
+                return { run.cancel() }
+            }
         self.loop = loop
         self.fetcher = fetcher
         self.history = history
@@ -37,6 +66,7 @@ public final class DaemonServiceWorld: ServiceWorld {
 
     deinit {
         if let tickTimer { loop.cancel(tickTimer) }
+        for entry in neighborChecks.values { entry.cancel() }
     }
 
     public var now: Instant { loop.now() }
@@ -48,6 +78,32 @@ public final class DaemonServiceWorld: ServiceWorld {
 
     public func cancelPortalAPIFetch(link: LinkID) {
         fetcher.cancel(link)
+    }
+
+    public func checkNeighbor(
+        link: LinkID, interfaceIndex: Int32, gateway: IPAddress, source: String, number: UInt64
+    ) {
+        let key = NeighborCheckKey(link: link, gateway: gateway)
+        neighborChecks.removeValue(forKey: key)?.cancel()
+        neighborChecksStarted += 1
+        let cancel = startNeighborCheck(gateway, interfaceIndex, IPAddress(source)) { [weak self] answer in
+            guard let self, neighborChecks[key]?.number == number else { return }
+            neighborChecks[key] = nil
+            driver.handle(.neighborChecked(link: link, gateway: gateway, number: number, answer))
+        }
+        neighborChecks[key] = (number, cancel)
+    }
+
+    public func cancelNeighborCheck(link: LinkID, gateway: IPAddress, number: UInt64) {
+        let key = NeighborCheckKey(link: link, gateway: gateway)
+        guard neighborChecks[key]?.number == number else { return }
+        neighborChecks.removeValue(forKey: key)?.cancel()
+    }
+
+    public func neighborAnswered(
+        _ path: ServiceCore.PathKey, generation: UInt64, _ answer: NeighborAnswer, checkedAt: Instant
+    ) {
+        targets.neighborAnswered(path, generation: generation, answer)
     }
 
     public func log(_ line: String) {

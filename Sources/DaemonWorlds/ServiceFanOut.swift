@@ -1,4 +1,5 @@
 import MonitorRules
+import ProbeRules
 import ReachabilityRules
 import Timekeeping
 
@@ -11,6 +12,8 @@ public protocol ServiceTargets: AnyObject {
     func wake(_ number: Int)
     /// A target's path takes its route verdict, with the view of the link it is routed over.
     func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?)
+    /// A target's path hears its next hop's answer to its ask `generation`.
+    func neighborAnswered(_ path: ServiceCore.PathKey, generation: UInt64, _ answer: NeighborAnswer)
     /// A target's path hears that its link `id` changed (nil: it is gone).
     func linkChanged(_ path: ServiceCore.PathKey, _ id: LinkID, _ view: LinkView?)
     /// The machine goes to sleep (true) or woke (false).

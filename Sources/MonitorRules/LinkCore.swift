@@ -1,8 +1,10 @@
+import NetAddress
+import ProbeRules
 import Timekeeping
 
 /// Everything the service knows of one link, without I/O, for as long as the link lives: its name, what
-/// ModemManager and NetworkManager say of it, what its routers and its DHCP lease announce, and its captive-portal
-/// API's follower. `ServiceCore` holds one per link, as quinn-proto's endpoint holds its connections; what it
+/// ModemManager and NetworkManager say of it, what its routers and its DHCP lease announce, its captive-portal
+/// API's follower, and the neighbour checks of its gateways that every path routed over it shares. `ServiceCore` holds one per link, as quinn-proto's endpoint holds its connections; what it
 /// decides comes out as the link's own actions and, when what targets read of it changed, a new `view`.
 public struct LinkCore: Sendable {
     public let id: LinkID
@@ -12,6 +14,7 @@ public struct LinkCore: Sendable {
     /// The captive-portal API the link's routers announce (RFC 8910 option 37).
     private var routerPortalAPI: String?
     private var portal = CapportFollower()
+    public private(set) var neighbors = LinkNeighbors()
 
     public enum Event: Sendable {
         /// The kernel calls the link so now (its first name, or a new one), and this is what the services and its
@@ -23,6 +26,15 @@ public struct LinkCore: Sendable {
         case routerAnnounced(portalAPI: String?)
         /// Fetch `generation` of its captive-portal API ended so.
         case portalAPIFetched(generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
+        /// `path` asks its next hop `gateway` on this link (see `LinkNeighbors.ask`).
+        case neighborAsked(
+            ServiceCore.PathKey, gateway: IPAddress, source: String, generation: UInt64, routine: Bool)
+        /// Check `number` of `gateway` answered so.
+        case neighborChecked(gateway: IPAddress, number: UInt64, NeighborAnswer)
+        /// `path` waits for none of this link's answers any more (it asks over another link).
+        case neighborWithdrawn(ServiceCore.PathKey)
+        /// Target `target` is gone.
+        case targetGone(Int)
         case timeout
     }
 
@@ -31,6 +43,11 @@ public struct LinkCore: Sendable {
         case fetchPortalAPI(uri: String, generation: UInt64)
         /// The fetch under way is no longer wanted.
         case cancelPortalAPIFetch
+        /// Ask `gateway` from `source` (up to 3 tries 200 ms apart); answer with `.neighborChecked`.
+        case checkNeighbor(gateway: IPAddress, source: String, number: UInt64)
+        case cancelNeighborCheck(gateway: IPAddress, number: UInt64)
+        /// `path`'s ask `generation` is answered by the check that went out at `checkedAt`.
+        case neighborAnswered(ServiceCore.PathKey, generation: UInt64, NeighborAnswer, checkedAt: Instant)
         case log(String)
     }
 
@@ -56,7 +73,8 @@ public struct LinkCore: Sendable {
     /// Takes `event` at `now`: the link's actions, and whether its view changed.
     public mutating func handle(_ event: Event, now: Instant) -> (viewChanged: Bool, actions: [Action]) {
         let before = view
-        var followed: [CapportFollower.Action]
+        var followed: [CapportFollower.Action] = []
+        var neighborActions: [Action] = []
         switch event {
         case .named(let new, let facts, let uri):
             name = new
@@ -71,15 +89,30 @@ public struct LinkCore: Sendable {
             followed = announce(now: now)
         case .portalAPIFetched(let generation, let result):
             followed = portal.fetched(generation: generation, result, now: now).actions
+        case .neighborAsked(let path, let gateway, let source, let generation, let routine):
+            neighborActions = neighbors.ask(
+                path, gateway: gateway, source: source, generation: generation, routine: routine, now: now
+            )
+            .map(action)
+        case .neighborChecked(let gateway, let number, let answer):
+            neighborActions = neighbors.answered(gateway: gateway, number: number, answer).map(action)
+            if !neighborActions.isEmpty, answer != .reachable {
+                neighborActions.insert(
+                    .log("\(name): neighbour check of gateway \(gateway): \(answer.rawValue)"), at: 0)
+            }
+        case .neighborWithdrawn(let path):
+            neighborActions = neighbors.withdraw(path).map(action)
+        case .targetGone(let target):
+            neighborActions = neighbors.withdraw(target: target).map(action)
         case .timeout:
             followed = portal.handleTimeout(now: now)
         }
-        return (view != before, followed.map(action))
+        return (view != before, followed.map(action) + neighborActions)
     }
 
-    /// The link is gone: the fetch under way (if any) with it.
+    /// The link is gone: the fetch and the checks under way with it.
     public mutating func end() -> [Action] {
-        portal.stop().map(action)
+        portal.stop().map(action) + neighbors.end().map(action)
     }
 
     /// The services' word without a portal API's answer (the link's own follower says that).
@@ -99,6 +132,16 @@ public struct LinkCore: Sendable {
         case .fetch(let uri, let generation): .fetchPortalAPI(uri: uri, generation: generation)
         case .cancel: .cancelPortalAPIFetch
         case .log(let line): .log("\(name): \(line)")
+        }
+    }
+
+    private func action(_ shared: LinkNeighbors.Action) -> Action {
+        switch shared {
+        case .check(let gateway, let source, let number):
+            .checkNeighbor(gateway: gateway, source: source, number: number)
+        case .cancel(let gateway, let number): .cancelNeighborCheck(gateway: gateway, number: number)
+        case .answer(let path, let generation, let answer, let checkedAt):
+            .neighborAnswered(path, generation: generation, answer, checkedAt: checkedAt)
         }
     }
 }

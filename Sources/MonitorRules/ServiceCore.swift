@@ -1,4 +1,5 @@
 import NetAddress
+import ProbeRules
 import ReachabilityRules
 import Timekeeping
 
@@ -47,6 +48,12 @@ public struct ServiceCore: Sendable {
         case portalAPIFetched(link: LinkID, generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
         /// The route core's verdict for target `target`'s path of `family`.
         case routed(target: Int, family: IPFamily, ReachabilityVerdict)
+        /// `path` asks its next hop `gateway` on interface `interfaceIndex` (ask `generation`; `routine`: the healthy
+        /// recheck): one check per (link, gateway) serves every path that asks (`LinkNeighbors`).
+        case neighborAsked(
+            PathKey, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool)
+        /// Check `number` of `link`'s `gateway` answered so.
+        case neighborChecked(link: LinkID, gateway: IPAddress, number: UInt64, NeighborAnswer)
         /// Target `target` probes with this Timeout now (it bounds the portal APIs' fetches of its links).
         case targetTimeout(target: Int, Duration)
         /// Target `target` is gone.
@@ -68,6 +75,12 @@ public struct ServiceCore: Sendable {
         /// The fetch under way for `link` is no longer wanted.
         case cancelPortalAPIFetch(link: LinkID)
         case log(String)
+        /// Ask `gateway` on `link` (interface `interfaceIndex`) from `source`, up to 3 tries 200 ms apart; answer with
+        /// `.neighborChecked`.
+        case checkNeighbor(link: LinkID, interfaceIndex: Int32, gateway: IPAddress, source: String, number: UInt64)
+        case cancelNeighborCheck(link: LinkID, gateway: IPAddress, number: UInt64)
+        /// `path`'s ask `generation` of its next hop is answered by the check that went out at `checkedAt`.
+        case neighborAnswered(PathKey, generation: UInt64, NeighborAnswer, checkedAt: Instant)
         /// Target `path.target`'s path of `path.family` takes this verdict, and the view of the link it is routed over.
         case route(PathKey, ReachabilityVerdict, link: LinkView?)
         /// What that path reads of link `id`, the one it is routed over, changed (nil: the link is gone).
@@ -89,6 +102,11 @@ public struct ServiceCore: Sendable {
     private var nextGeneration: UInt32 = 0
     /// The link each target's path is routed over (its last verdict that named one).
     public private(set) var routes: [PathKey: LinkID] = [:]
+    /// The link each path last asked a next hop on (its answer may still be coming).
+    private var neighborAsks: [PathKey: LinkID] = [:]
+    /// Links the route core has not said yet that a path asked a next hop on (generation 0, no name): their checks
+    /// are shared all the same, and they go when none runs.
+    private var unsaidLinks: [Int32: LinkCore] = [:]
     /// Each target's Timeout: a link's fetch ends within max(5 s, the longest of its targets').
     private var timeouts: [Int: Duration] = [:]
     private var routerAnnouncements: [String: String] = [:]
@@ -159,11 +177,26 @@ public struct ServiceCore: Sendable {
                 routes[path] = nil
             }
             actions.append(.route(path, verdict, link: routes[path].flatMap { links[$0]?.view }))
+        case .neighborAsked(let path, let gateway, let interfaceIndex, let source, let generation, let routine):
+            let id = linkIDs[interfaceIndex] ?? LinkID(index: interfaceIndex, generation: 0)
+            if let previous = neighborAsks[path], previous != id {
+                take(previous, .neighborWithdrawn(path), now: now, into: &actions)
+            }
+            neighborAsks[path] = id
+            let ask = LinkCore.Event.neighborAsked(
+                path, gateway: gateway, source: source, generation: generation, routine: routine)
+            take(id, ask, now: now, into: &actions)
+        case .neighborChecked(let link, let gateway, let number, let answer):
+            take(link, .neighborChecked(gateway: gateway, number: number, answer), now: now, into: &actions)
         case .targetTimeout(let target, let timeout):
             timeouts[target] = timeout
         case .targetGone(let target):
             timeouts[target] = nil
             routes = routes.filter { $0.key.target != target }
+            for id in Set(neighborAsks.filter { $0.key.target == target }.values).sorted() {
+                take(id, .targetGone(target), now: now, into: &actions)
+            }
+            neighborAsks = neighborAsks.filter { $0.key.target != target }
         case .sleepAnnounced(let value):
             guard value != asleep else { break }
             asleep = value
@@ -223,6 +256,7 @@ public struct ServiceCore: Sendable {
     /// Hands `event` to link `id`; its actions become the service's, and a changed view goes to every path
     /// routed over it, and only to those.
     private mutating func take(_ id: LinkID, _ event: LinkCore.Event, now: Instant, into actions: inout [Action]) {
+        guard id.generation != 0 else { return takeUnsaid(id, event, now: now, into: &actions) }
         guard var link = links[id] else { return }
         let (viewChanged, linkActions) = link.handle(event, now: now)
         links[id] = link
@@ -230,6 +264,15 @@ public struct ServiceCore: Sendable {
         guard viewChanged else { return }
         let view = link.view
         for path in routes.keys.sorted() where routes[path] == id { actions.append(.link(path, id, view)) }
+    }
+
+    /// A link not said yet keeps only its neighbour checks, and only while one runs.
+    private mutating func takeUnsaid(
+        _ id: LinkID, _ event: LinkCore.Event, now: Instant, into actions: inout [Action]
+    ) {
+        var link = unsaidLinks[id.index] ?? LinkCore(id: id, name: "interface \(id.index)")
+        actions += link.handle(event, now: now).actions.map { Self.action($0, of: link) }
+        unsaidLinks[id.index] = link.neighbors.isIdle ? nil : link
     }
 
     /// max(5 s, the longest Timeout of the targets routed over `link`; of every target while none is).
@@ -259,6 +302,13 @@ public struct ServiceCore: Sendable {
         case .fetchPortalAPI(let uri, let generation):
             .fetchPortalAPI(link: link.id, interface: link.name, uri: uri, generation: generation, limit: limit)
         case .cancelPortalAPIFetch: .cancelPortalAPIFetch(link: link.id)
+        case .checkNeighbor(let gateway, let source, let number):
+            .checkNeighbor(
+                link: link.id, interfaceIndex: link.id.index, gateway: gateway, source: source, number: number)
+        case .cancelNeighborCheck(let gateway, let number):
+            .cancelNeighborCheck(link: link.id, gateway: gateway, number: number)
+        case .neighborAnswered(let path, let generation, let answer, let checkedAt):
+            .neighborAnswered(path, generation: generation, answer, checkedAt: checkedAt)
         case .log(let line): .log(line)
         }
     }

@@ -1,3 +1,5 @@
+import NetAddress
+import ProbeRules
 import ReachabilityRules
 import Timekeeping
 
@@ -13,6 +15,14 @@ public protocol ServiceWorld: AnyObject {
     /// `.portalAPIFetched`.
     func fetchPortalAPI(link: LinkID, interface: String, uri: String, generation: UInt64, limit: Duration)
     func cancelPortalAPIFetch(link: LinkID)
+    /// Ask `gateway` on `link` (interface `interfaceIndex`) from `source`, up to 3 tries 200 ms apart; answer with
+    /// `.neighborChecked`.
+    func checkNeighbor(link: LinkID, interfaceIndex: Int32, gateway: IPAddress, source: String, number: UInt64)
+    func cancelNeighborCheck(link: LinkID, gateway: IPAddress, number: UInt64)
+    /// Target `path.target`'s path of `path.family` hears its next hop's answer (ask `generation`), from the check that
+    /// went out at `checkedAt`.
+    func neighborAnswered(
+        _ path: ServiceCore.PathKey, generation: UInt64, _ answer: NeighborAnswer, checkedAt: Instant)
     func log(_ line: String)
     /// Target `path.target`'s path of `path.family` takes `verdict`, with the view of the link it is routed over.
     func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?)
@@ -72,11 +82,14 @@ public final class ServiceDriver {
     public func adopt(_ driver: TargetDriver, number: Int) {
         targets.removeAll { $0.number == number }
         targets.insert((number, driver), at: targets.firstIndex { $0.number > number } ?? targets.endIndex)
+        driver.service = self
+        driver.number = number
         world.wakeUp(at: nextWakeup)
     }
 
     /// Target `number` is gone.
     public func release(number: Int) {
+        for target in targets where target.number == number { target.driver.service = nil }
         targets.removeAll { $0.number == number }
     }
 
@@ -124,6 +137,13 @@ public final class ServiceDriver {
                 world.fetchPortalAPI(link: link, interface: interface, uri: uri, generation: generation, limit: limit)
             case .cancelPortalAPIFetch(let link):
                 world.cancelPortalAPIFetch(link: link)
+            case .checkNeighbor(let link, let interfaceIndex, let gateway, let source, let number):
+                world.checkNeighbor(
+                    link: link, interfaceIndex: interfaceIndex, gateway: gateway, source: source, number: number)
+            case .cancelNeighborCheck(let link, let gateway, let number):
+                world.cancelNeighborCheck(link: link, gateway: gateway, number: number)
+            case .neighborAnswered(let path, let generation, let answer, let checkedAt):
+                world.neighborAnswered(path, generation: generation, answer, checkedAt: checkedAt)
             case .log(let line):
                 world.log(line)
             case .route(let path, let verdict, let link):

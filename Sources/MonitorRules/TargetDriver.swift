@@ -77,6 +77,10 @@ public final class TargetDriver {
     @exclusivity(unchecked) private var driving = false
     /// `.probing` answers queued at the head by the step being carried out.
     @exclusivity(unchecked) private var probingAhead = 0
+    /// The service that adopted the driver, and the target's number there: what the target shares with others
+    /// behind the same link (its next hop's checks) is asked of it (nil: of the world, unshared).
+    @exclusivity(unchecked) weak var service: ServiceDriver?
+    @exclusivity(unchecked) var number = 0
     /// Told each step's actions before they are carried out (for tests that check the core's output rules).
     @exclusivity(unchecked) public var observeStep: (([TargetCore.Action]) -> Void)?
 
@@ -210,6 +214,13 @@ public final class TargetDriver {
         case .reportChanged(let old, let new):
             world.reportChanged(family, old: old, new: new)
         case .checkNeighbor(let gateway, let index, let source, let generation, let routine):
+            if let service {
+                let path = ServiceCore.PathKey(target: number, family: family)
+                return service.handle(
+                    .neighborAsked(
+                        path, gateway: gateway, interfaceIndex: index, source: source, generation: generation,
+                        routine: routine))
+            }
             world.checkNeighbor(
                 family, gateway: gateway, interfaceIndex: index, source: source, generation: generation,
                 routine: routine)

@@ -100,8 +100,6 @@ final class Service {
     private let resolver: HostResolver
     /// One ICMP socket per family for every target.
     private let probeSockets: ProbeSockets
-    /// One neighbour check per next hop, for every target.
-    private let neighborChecks: NeighborChecks
     /// One libcurl multi handle for every target's CheckURL, made on the first check.
     private let http: LazyHTTPClient
     /// The kernel's links, addresses and routes, watched for every target; nil when rtnetlink cannot be opened.
@@ -154,7 +152,6 @@ final class Service {
                 helper.resolve(host, family: family, first: first, completion: answer)
             }
             probeSockets = ProbeSockets(loop: loop)
-            neighborChecks = NeighborChecks(loop: loop)
             http = LazyHTTPClient(loop: loop)
             do {
                 trafficSampler = try TrafficSampler(loop: loop, log: { Log.warning($0) }) {
@@ -257,11 +254,11 @@ final class Service {
             ) {
                 [
                     loop, resolver, probeSockets, http, options, routes,
-                    trafficSampler, neighborChecks, systemResolver, interceptions
+                    trafficSampler, systemResolver, interceptions
                 ] model, lookupsFirst throws(SystemError) in
                 try ConnectivityMonitor(
                     loop: loop, model: model, resolver: resolver, sharedReachability: routes,
-                    probeSockets: probeSockets, http: http, caFile: options.caFile, neighborChecks: neighborChecks,
+                    probeSockets: probeSockets, http: http, caFile: options.caFile,
                     dnsRefresh: options.dnsRefresh, resolvesFirst: lookupsFirst,
                     trafficSampler: trafficSampler, dnsAsking: systemResolver, interceptions: interceptions)
             }

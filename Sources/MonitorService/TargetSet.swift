@@ -6,6 +6,7 @@ import HTTPCheck
 import MonitorContract
 import MonitorRules
 import Probe
+import ProbeRules
 import Reachability
 import ReachabilityRules
 import Timekeeping
@@ -277,6 +278,10 @@ final class TargetSet: ServiceTargets {
 
     public func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?) {
         target(path.target)?.connectivity?.routeDecided(path.family, verdict, link: link)
+    }
+
+    public func neighborAnswered(_ path: ServiceCore.PathKey, generation: UInt64, _ answer: NeighborAnswer) {
+        target(path.target)?.connectivity?.neighborAnswered(path.family, generation: generation, answer)
     }
 
     public func linkChanged(_ path: ServiceCore.PathKey, _ id: LinkID, _ view: LinkView?) {

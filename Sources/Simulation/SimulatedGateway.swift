@@ -27,18 +27,12 @@ struct GatewayWorld {
 
 /// What one target's diagnosis asked, and since when its Connectivity has gone unblamed.
 struct DiagnosisWatch {
-    /// When each family's next hop whose answer came last was asked; the checks still out, by family and generation.
+    /// When the check whose answer each family heard last went out (shared with other targets, or reused).
     var lastCheckAskedAt: [IPFamily: Instant] = [:]
-    var checksOut: [UInt64: Instant] = [:]
-
-    static func key(_ family: IPFamily, _ generation: UInt64) -> UInt64 {
-        generation &* 2 &+ (family == .v6 ? 1 : 0)
-    }
     /// Since when Connectivity has been away from `full` with no Blame (nil: it is full, or Blame is said).
     var unblamedSince: Instant?
     /// The last moment the place of a fault could move: a next hop asked, a resume.
     var lastRediagnosis = Instant.origin
-    var askedNeighbors = 0
     var probedBeyond = 0
 }
 
@@ -48,7 +42,7 @@ extension Simulation {
     public var timeInState: [String: UInt64] {
         Dictionary(uniqueKeysWithValues: first.history.timeInState(boot: bootTime))
     }
-    public var neighborChecksAsked: Int { first.diagnosis.askedNeighbors }
+    public var neighborChecksAsked: Int { summary.neighborChecks }
     public var probesPastTheGateway: Int { first.diagnosis.probedBeyond }
 
     /// The simulated CLOCK_BOOTTIME now.
@@ -102,18 +96,6 @@ extension Simulation {
 }
 
 extension SimulatedTarget {
-    /// The driver asked the next hop: its answer after a round trip, or after three tries.
-    func checkNeighbor(_ family: IPFamily, generation: UInt64) {
-        diagnosis.checksOut[DiagnosisWatch.key(family, generation)] = now
-        diagnosis.askedNeighbors += 1
-        diagnosis.lastRediagnosis = now
-        let answering = simulation.gateway.answersNeighbors
-        simulation.queue.add(
-            .neighborAnswer(
-                target: index, family: family, generation: generation, answering ? .reachable : .unreachable),
-            at: now + (answering ? .milliseconds(1) : .milliseconds(600)))
-    }
-
     /// The one probe past the gateway: a router past it says Time Exceeded, or nothing does within 1 s.
     func probeBeyond(_ family: IPFamily, generation: UInt64) {
         diagnosis.probedBeyond += 1
@@ -123,11 +105,10 @@ extension SimulatedTarget {
             at: now + (carried ? .milliseconds(3) : .seconds(1)))
     }
 
-    /// `family`'s next hop's check `generation` is answered now.
-    func neighborAnswered(_ family: IPFamily, generation: UInt64) {
-        if let asked = diagnosis.checksOut.removeValue(forKey: DiagnosisWatch.key(family, generation)) {
-            diagnosis.lastCheckAskedAt[family] = asked
-        }
+    /// `family`'s next hop's answer came, from a check that went out at `checkedAt`.
+    func neighborAnswered(_ family: IPFamily, checkedAt: Instant) {
+        diagnosis.lastCheckAskedAt[family] = checkedAt
+        diagnosis.lastRediagnosis = max(diagnosis.lastRediagnosis, checkedAt)
     }
 
     /// After each publication: the history hears it, and Blame's rules are checked.

@@ -1,4 +1,6 @@
 import MonitorRules
+import NetAddress
+import ProbeRules
 import ReachabilityRules
 import Timekeeping
 
@@ -15,6 +17,13 @@ final class SimulatedService: ServiceWorld {
     static let servicesSay = LinkFactsTable(["wlan0": LinkFacts(meteredByNetworkManager: true)])
     /// Whether it said so.
     private(set) var servicesSaid = false
+    /// The neighbour checks on the wire, by link and gateway: one at a time for each, however many paths ask.
+    private var neighborChecksOut: [NeighborCheckKey: UInt64] = [:]
+
+    struct NeighborCheckKey: Hashable {
+        let link: LinkID
+        let gateway: IPAddress
+    }
 
     init(simulation: Simulation) {
         self.simulation = simulation
@@ -57,6 +66,44 @@ final class SimulatedService: ServiceWorld {
 
     /// Its answer, when it comes, is not taken (the core no longer expects that generation).
     func cancelPortalAPIFetch(link: LinkID) {}
+
+    /// The gateway answers after a round trip, or nothing does within three tries.
+    func checkNeighbor(link: LinkID, interfaceIndex: Int32, gateway: IPAddress, source: String, number: UInt64) {
+        // Through NAT64 the IPv4 path's next hop is IPv6's.
+        if Simulation.gatewayAddress(interfaceIndex, v6: gateway.ipFamily == .v6) != gateway {
+            simulation.violation("asked \(gateway), which is not interface \(interfaceIndex)'s next hop")
+        }
+        let key = NeighborCheckKey(link: link, gateway: gateway)
+        if let out = neighborChecksOut[key] {
+            simulation.violation("check \(number) of \(gateway) on \(link) went out while check \(out) was running")
+        }
+        neighborChecksOut[key] = number
+        simulation.summary.neighborChecks += 1
+        let answering = simulation.gateway.answersNeighbors
+        simulation.queue.add(
+            .neighborAnswer(link: link, gateway: gateway, number: number, answering ? .reachable : .unreachable),
+            at: now + (answering ? .milliseconds(1) : .milliseconds(600)))
+    }
+
+    /// Its answer, when it comes, is not taken (the link's core no longer expects that number).
+    func cancelNeighborCheck(link: LinkID, gateway: IPAddress, number: UInt64) {
+        let key = NeighborCheckKey(link: link, gateway: gateway)
+        if neighborChecksOut[key] == number { neighborChecksOut[key] = nil }
+    }
+
+    func neighborChecked(link: LinkID, gateway: IPAddress, number: UInt64, _ answer: NeighborAnswer) {
+        let key = NeighborCheckKey(link: link, gateway: gateway)
+        if neighborChecksOut[key] == number { neighborChecksOut[key] = nil }
+        driver.handle(.neighborChecked(link: link, gateway: gateway, number: number, answer))
+    }
+
+    func neighborAnswered(
+        _ path: ServiceCore.PathKey, generation: UInt64, _ answer: NeighborAnswer, checkedAt: Instant
+    ) {
+        let target = simulation.targets[path.target]
+        target.neighborAnswered(path.family, checkedAt: checkedAt)
+        target.take(.path(path.family, .neighborAnswered(generation: generation, answer)))
+    }
 
     func log(_ line: String) {
         simulation.log("service: \(line)")

@@ -163,12 +163,8 @@ final class SimulatedTarget: TargetWorld {
     func checkNeighbor(
         _ family: IPFamily, gateway: IPAddress, interfaceIndex: Int32, source: String, generation: UInt64, routine: Bool
     ) {
-        guard watched(family, "ask a next hop") != nil else { return }
-        // Through NAT64 the IPv4 path's next hop is IPv6's.
-        if Simulation.gatewayAddress(interfaceIndex, v6: gateway.ipFamily == .v6) != gateway {
-            violation("asked \(gateway), which is not interface \(interfaceIndex)'s next hop")
-        }
-        checkNeighbor(family, generation: generation)
+        // The service that adopted the target asks them (`ServiceCore.Event.neighborAsked`), shared.
+        violation("asked the world to check \(gateway) on interface \(interfaceIndex): the service asks next hops")
     }
 
     func probeBeyond(_ family: IPFamily, host: IPAddress, gateway: IPAddress, hops: UInt8, generation: UInt64) {

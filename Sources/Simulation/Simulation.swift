@@ -31,6 +31,8 @@ public final class Simulation {
         public var trafficSamples = 0
         public var probesSkipped = 0
         public var stalls = 0
+        /// Neighbour checks that went on the wire.
+        public var neighborChecks = 0
         /// The sleeps nobody announced that the service's core found, each when and how long.
         public var sleepsFound: [(at: Instant, slept: Duration)] = []
         /// The longest any Check waited for its verdict.
@@ -59,8 +61,9 @@ public final class Simulation {
         case serviceTick
         case trafficSample(
             target: Int, IPFamily, generation: UInt64, TrafficSample, cost: Duration, takenAt: Instant)
-        /// Target `target`'s neighbour check, or its probe past the gateway, ended so.
-        case neighborAnswer(target: Int, family: IPFamily, generation: UInt64, NeighborAnswer)
+        /// Check `number` of `link`'s next hop `gateway` ended so.
+        case neighborAnswer(link: LinkID, gateway: IPAddress, number: UInt64, NeighborAnswer)
+        /// Target `target`'s probe past the gateway ended so.
         case beyondAnswer(target: Int, family: IPFamily, generation: UInt64, BeyondAnswer)
         /// An announced sleep ends.
         case wake
@@ -338,9 +341,8 @@ public final class Simulation {
             }
             target.take(.resolved(generation: generation, result, routedFamilies: routedFamilies))
             startNextLookup()
-        case .neighborAnswer(let index, let family, let generation, let answer):
-            targets[index].neighborAnswered(family, generation: generation)
-            targets[index].take(.path(family, .neighborAnswered(generation: generation, answer)))
+        case .neighborAnswer(let link, let gateway, let number, let answer):
+            service.neighborChecked(link: link, gateway: gateway, number: number, answer)
         case .beyondAnswer(let index, let family, let generation, let answer):
             targets[index].take(.path(family, .beyondAnswered(generation: generation, answer)))
         case .wake:

@@ -1,4 +1,5 @@
 import MonitorRules
+import NetAddress
 import ProbeRules
 import ReachabilityRules
 import TestTime
@@ -168,6 +169,59 @@ final class ServiceCoreTests: XCTestCase {
         XCTAssertEqual(limit, 5 * second, "never below 5 s")
     }
 
+    /// A next hop's check is the link's: paths over the same link share it, a path over another link asks its own, and
+    /// a link going ends its checks. A link the route core has not said yet shares its checks all the same.
+    func testPathsOverOneLinkShareTheirNextHopsCheckAndOnlyThose() {
+        var core = coreWithLinks()
+        let gateway = IPAddress.v4([198, 18, 2, 254])
+        func ask(_ target: Int, _ index: Int32, at time: Instant = 0) -> [ServiceCore.Action] {
+            core.handle(
+                .neighborAsked(
+                    ServiceCore.PathKey(target: target, family: .v4), gateway: gateway, interfaceIndex: index,
+                    source: "198.18.2.1", generation: 5, routine: false),
+                now: time, slept: 0)
+        }
+        XCTAssertEqual(
+            ask(0, 2),
+            [.checkNeighbor(link: eth0, interfaceIndex: 2, gateway: gateway, source: "198.18.2.1", number: 1)])
+        XCTAssertEqual(ask(1, 2), [], "target 1 joins target 0's check on eth0")
+        XCTAssertEqual(
+            ask(2, 3),
+            [.checkNeighbor(link: wlan0, interfaceIndex: 3, gateway: gateway, source: "198.18.2.1", number: 1)],
+            "the same address on wlan0 is another next hop")
+        let answered = core.handle(
+            .neighborChecked(link: eth0, gateway: gateway, number: 1, .unreachable), now: 600 * ms, slept: 0)
+        XCTAssertEqual(
+            answered,
+            [
+                .log("eth0: neighbour check of gateway 198.18.2.254: unreachable"),
+                .neighborAnswered(
+                    ServiceCore.PathKey(target: 0, family: .v4), generation: 5, .unreachable, checkedAt: .origin),
+                .neighborAnswered(
+                    ServiceCore.PathKey(target: 1, family: .v4), generation: 5, .unreachable, checkedAt: .origin),
+            ], "exactly the paths that asked on eth0 hear it")
+        // Target 2 moves to eth0: its wlan0 check, which nobody else waits for, goes.
+        XCTAssertEqual(
+            ask(2, 2, at: 1 * second),
+            [
+                .cancelNeighborCheck(link: wlan0, gateway: gateway, number: 1),
+                .checkNeighbor(link: eth0, interfaceIndex: 2, gateway: gateway, source: "198.18.2.1", number: 2),
+            ])
+        XCTAssertEqual(
+            core.handle(.kernelLinks([3: "wlan0"]), now: 1 * second, slept: 0).first,
+            .cancelNeighborCheck(link: eth0, gateway: gateway, number: 2), "eth0 is gone, and its check with it")
+        let unsaid = LinkID(index: 9, generation: 0)
+        XCTAssertEqual(
+            ask(0, 9, at: 2 * second),
+            [.checkNeighbor(link: unsaid, interfaceIndex: 9, gateway: gateway, source: "198.18.2.1", number: 1)])
+        XCTAssertEqual(ask(1, 9, at: 2 * second), [], "a link not said yet shares its checks too")
+        XCTAssertEqual(
+            core.handle(.targetGone(0), now: 2 * second, slept: 0), [], "target 1 still waits for it")
+        XCTAssertEqual(
+            core.handle(.targetGone(1), now: 2 * second, slept: 0),
+            [.cancelNeighborCheck(link: unsaid, gateway: gateway, number: 1)])
+    }
+
     func testAnAnnouncedSleepSuspendsWritesAndAbsorbsTheTimeAsleep() {
         var core = ServiceCore()
         XCTAssertEqual(core.handle(.tick, now: 10 * second, slept: 0), [.writeHistories])
@@ -315,6 +369,10 @@ private final class RecordingWorld: ServiceWorld {
         case .fetchPortalAPI(let link, let interface, let uri, let generation, let limit):
             "fetch \(link) \(interface) \(uri) \(generation) \(limit.milliseconds) ms"
         case .cancelPortalAPIFetch(let link): "cancel \(link)"
+        case .checkNeighbor(let link, _, let gateway, _, let number): "check \(link) \(gateway) \(number)"
+        case .cancelNeighborCheck(let link, let gateway, let number): "uncheck \(link) \(gateway) \(number)"
+        case .neighborAnswered(let path, let generation, let answer, _):
+            "neighbor \(path.target) \(path.family) \(generation) \(answer)"
         case .log(let line): "log \(line)"
         case .route(let path, _, let link): "route \(path.target) \(path.family) \(link?.name ?? "-")"
         case .link(let path, let id, _): "link \(path.target) \(path.family) \(id)"
@@ -335,6 +393,17 @@ private final class RecordingWorld: ServiceWorld {
         fetched = (link, generation)
     }
     func cancelPortalAPIFetch(link: LinkID) { record("cancel \(link)") }
+    func checkNeighbor(link: LinkID, interfaceIndex: Int32, gateway: IPAddress, source: String, number: UInt64) {
+        record("check \(link) \(gateway) \(number)")
+    }
+    func cancelNeighborCheck(link: LinkID, gateway: IPAddress, number: UInt64) {
+        record("uncheck \(link) \(gateway) \(number)")
+    }
+    func neighborAnswered(
+        _ path: ServiceCore.PathKey, generation: UInt64, _ answer: NeighborAnswer, checkedAt: Instant
+    ) {
+        record("neighbor \(path.target) \(path.family) \(generation) \(answer)")
+    }
     func log(_ line: String) { record("log \(line)") }
     func route(_ path: ServiceCore.PathKey, _ verdict: ReachabilityVerdict, link: LinkView?) {
         record("route \(path.target) \(path.family) \(link?.name ?? "-")")
