@@ -1,9 +1,11 @@
 import NetAddress
 import ProbeRules
+import ReachabilityRules
 import Timekeeping
 
 /// Everything the service knows of one link, without I/O, for as long as the link lives: its name, what
-/// ModemManager and NetworkManager say of it, what its routers and its DHCP lease announce, its captive-portal
+/// ModemManager and NetworkManager say of it, what its routers (their captive-portal API and NAT64 prefix) and its
+/// DHCP lease announce, its captive-portal
 /// API's follower, and the neighbour checks of its gateways that every path routed over it shares. `ServiceCore` holds one per link, as quinn-proto's endpoint holds its connections; what it
 /// decides comes out as the link's own actions and, when what targets read of it changed, a new `view`.
 public struct LinkCore: Sendable {
@@ -13,17 +15,21 @@ public struct LinkCore: Sendable {
     private var services: LinkFacts?
     /// The captive-portal API the link's routers announce (RFC 8910 option 37).
     private var routerPortalAPI: String?
+    /// The NAT64 prefix the link's routers advertise (RFC 8781), until its lifetime ends.
+    private var routerNat64Prefix: Nat64Prefix?
     private var portal = CapportFollower()
     public private(set) var neighbors = LinkNeighbors()
 
     public enum Event: Sendable {
         /// The kernel calls the link so now (its first name, or a new one), and this is what the services and its
         /// routers say of that name.
-        case named(String, services: LinkFacts?, routerPortalAPI: String?)
+        case named(String, services: LinkFacts?, routerPortalAPI: String?, nat64Prefix: Nat64Prefix?)
         /// What ModemManager and NetworkManager say of it now.
         case servicesSaid(LinkFacts?)
         /// What its routers announce now.
         case routerAnnounced(portalAPI: String?)
+        /// The NAT64 prefix its routers advertise now.
+        case routerAdvertised(nat64Prefix: Nat64Prefix?)
         /// Fetch `generation` of its captive-portal API ended so.
         case portalAPIFetched(generation: UInt64, Result<CapportAnswer, StrictJSON.Malformed>)
         /// `path` asks its next hop `gateway` on this link (see `LinkNeighbors.ask`).
@@ -60,7 +66,7 @@ public struct LinkCore: Sendable {
     public var view: LinkView {
         var facts = services ?? LinkFacts()
         facts.portalAPI = portal.facts
-        return LinkView(id: id, name: name, facts: facts)
+        return LinkView(id: id, name: name, facts: facts, nat64Prefix: routerNat64Prefix)
     }
 
     /// What its captive-portal API last said (nil: nothing yet, or no API).
@@ -76,10 +82,11 @@ public struct LinkCore: Sendable {
         var followed: [CapportFollower.Action] = []
         var neighborActions: [Action] = []
         switch event {
-        case .named(let new, let facts, let uri):
+        case .named(let new, let facts, let uri, let prefix):
             name = new
             services = facts.map(Self.own)
             routerPortalAPI = uri
+            routerNat64Prefix = prefix
             followed = announce(now: now)
         case .servicesSaid(let facts):
             services = facts.map(Self.own)
@@ -87,6 +94,8 @@ public struct LinkCore: Sendable {
         case .routerAnnounced(let uri):
             routerPortalAPI = uri
             followed = announce(now: now)
+        case .routerAdvertised(let prefix):
+            routerNat64Prefix = prefix
         case .portalAPIFetched(let generation, let result):
             followed = portal.fetched(generation: generation, result, now: now).actions
         case .neighborAsked(let path, let gateway, let source, let generation, let routine):

@@ -57,6 +57,11 @@ public struct MonitorCore: TimerTable {
     public private(set) var probe = ProbeReport()
     /// The link the route uses, as the service says it (nil: none, or not known).
     public private(set) var link: LinkView?
+    /// The NAT64 prefix the routers of the route's link advertise (nil: none, or no route).
+    var advertisedNat64Prefix: Nat64Prefix? {
+        guard let route else { return nil }
+        return LinkView.of(link, on: route.interface)?.nat64Prefix
+    }
     public private(set) var portalCheck = PortalCheck()
     /// Lookups of Host failed in a row while its known address kept answering.
     public private(set) var failedLookupsWhileAnswering = 0

@@ -38,6 +38,8 @@ public struct ServiceCore: Sendable {
         case kernelLinks([Int32: String])
         /// What routers announce now (RFC 8910 option 37), by interface.
         case routersAnnounced([String: String])
+        /// The NAT64 prefixes routers advertise now (RFC 8781), by interface index.
+        case routersAdvertised(nat64Prefixes: [Int32: Nat64Prefix])
         /// ModemManager and NetworkManager are followed from now on; `ready`: their first view is complete already.
         case servicesFollowed(ready: Bool)
         /// Their first view is complete.
@@ -110,6 +112,7 @@ public struct ServiceCore: Sendable {
     /// Each target's Timeout: a link's fetch ends within max(5 s, the longest of its targets').
     private var timeouts: [Int: Duration] = [:]
     private var routerAnnouncements: [String: String] = [:]
+    private var routerPrefixes: [Int32: Nat64Prefix] = [:]
     private var services = LinkFactsTable()
     public private(set) var asleep = false
     /// CLOCK_BOOTTIME's lead over CLOCK_MONOTONIC when last read (nil: not yet).
@@ -154,6 +157,11 @@ public struct ServiceCore: Sendable {
             for id in links.keys.sorted() {
                 let uri = links[id].flatMap { uris[$0.name] }
                 take(id, .routerAnnounced(portalAPI: uri), now: now, into: &actions)
+            }
+        case .routersAdvertised(let prefixes):
+            routerPrefixes = prefixes
+            for id in links.keys.sorted() {
+                take(id, .routerAdvertised(nat64Prefix: prefixes[id.index]), now: now, into: &actions)
             }
         case .servicesFollowed(let ready):
             guard !ready else { break }
@@ -248,7 +256,8 @@ public struct ServiceCore: Sendable {
                 links[id] = LinkCore(id: id, name: name)
             }
             let named = LinkCore.Event.named(
-                name, services: services[name], routerPortalAPI: routerAnnouncements[name])
+                name, services: services[name], routerPortalAPI: routerAnnouncements[name],
+                nat64Prefix: routerPrefixes[index])
             take(id, named, now: now, into: &actions)
         }
     }

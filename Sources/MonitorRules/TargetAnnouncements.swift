@@ -22,9 +22,9 @@ extension TargetCore {
         // with no AAAA) uses IPv4's.
         let advertised: Nat64Prefix?
         if case .none = ipv6.monitor.route {
-            advertised = ipv4.monitor.route?.nat64Prefix
+            advertised = ipv4.monitor.advertisedNat64Prefix
         } else {
-            advertised = ipv6.monitor.route?.nat64Prefix
+            advertised = ipv6.monitor.advertisedNat64Prefix
         }
         // Two names, not one joined: this runs at every step, and a joined name is a new string each time.
         let network = ipv6.monitor.route.map { Nat64Network(interface: $0.interface, source: $0.source) }

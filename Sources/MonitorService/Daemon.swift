@@ -280,6 +280,12 @@ final class Service {
         if let names = routes?.linkNames, !names.isEmpty { service.handle(.kernelLinks(names)) }
         routes?.onPortalAPIsChanged = { [unowned service] uris in service.handle(.routersAnnounced(uris)) }
         if let uris = routes?.portalAPIs, !uris.isEmpty { service.handle(.routersAnnounced(uris)) }
+        routes?.onNat64PrefixesChanged = { [unowned service] prefixes in
+            service.handle(.routersAdvertised(nat64Prefixes: prefixes))
+        }
+        if let prefixes = routes?.nat64Prefixes, !prefixes.isEmpty {
+            service.handle(.routersAdvertised(nat64Prefixes: prefixes))
+        }
         linkFacts?.onNews = { Log.info($0) }
         linkFacts?.onSleep = { [unowned service] asleep in service.handle(.sleepAnnounced(asleep)) }
         linkFacts?.onReady = { [unowned service] in

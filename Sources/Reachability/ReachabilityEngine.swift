@@ -41,6 +41,9 @@ public final class ReachabilityEngine {
     /// The captive-portal API URIs routers announce changed: each interface's, by name (RFC 8910).
     public var onPortalAPIsChanged: (([String: String]) -> Void)?
     public var portalAPIs: [String: String] { ask { $0.portalAPIs } }
+    /// The NAT64 prefixes routers advertise changed: each interface's, by index (RFC 8781).
+    public var onNat64PrefixesChanged: (([Int32: Nat64Prefix]) -> Void)?
+    public var nat64Prefixes: [Int32: Nat64Prefix] { ask { $0.nat64Prefixes } }
     /// The kernel's links changed (their indexes and names, the table whole): see `linkNames`.
     public var onLinksChanged: (([Int32: String]) -> Void)?
     public var linkNames: [Int32: String] { ask { $0.linkNames } }
@@ -210,6 +213,8 @@ public final class ReachabilityEngine {
                     onIgnoredRouterOption?(why)
                 case .portalAPIsChanged:
                     onPortalAPIsChanged?(portalAPIs)
+                case .nat64PrefixesChanged:
+                    onNat64PrefixesChanged?(nat64Prefixes)
                 case .linksChanged:
                     onLinksChanged?(linkNames)
                 }

@@ -35,6 +35,8 @@ public struct ReachabilityCore: TimerTable {
         case ignoredRouterOption(String)
         /// The captive-portal API URIs routers announce (RFC 8910) changed: see `portalAPIs`.
         case portalAPIsChanged
+        /// The NAT64 prefixes routers advertise (RFC 8781) changed: see `nat64Prefixes`.
+        case nat64PrefixesChanged
         /// The links (their indexes and names) changed, the table whole: see `linkNames`.
         case linksChanged
     }
@@ -165,6 +167,9 @@ public struct ReachabilityCore: TimerTable {
     public var nat64: [Int32: (prefix: Nat64Prefix, until: Instant)] {
         announcements.prefixes.mapValues { ($0.prefix, $0.until) }
     }
+
+    /// The NAT64 prefix each interface's routers advertise now, by index.
+    public var nat64Prefixes: [Int32: Nat64Prefix] { announcements.prefixes.mapValues(\.prefix) }
 
     /// The NAT64 prefix advertised on the link named `interface`; nil when none.
     public func nat64Prefix(onInterfaceNamed interface: String) -> Nat64Prefix? {
@@ -443,10 +448,10 @@ public struct ReachabilityCore: TimerTable {
         announced(announcements.advertised(on: index, bytes, from: source, table: table, now: now))
     }
 
-    /// What changed in the routers' announcements reaches the targets (prefixes) and the service (portal APIs).
+    /// What changed in the routers' announcements reaches the service (its links hold them).
     private mutating func announced(_ changes: RouterAnnouncements.Changes) {
         for why in changes.ignored { ignoreRouterOption(why) }
-        if changes.prefixes { redeliverPrefixes() }
+        if changes.prefixes { outputs.append(.nat64PrefixesChanged) }
         if changes.portals { outputs.append(.portalAPIsChanged) }
     }
 
@@ -455,14 +460,6 @@ public struct ReachabilityCore: TimerTable {
         // A router flooding bad options gets a line at the 1st, 2nd, 4th, 8th … of them.
         let count = statistics.ignoredRouterOptions
         if count & (count - 1) == 0 { outputs.append(.ignoredRouterOption(why + " (ignored: \(count) so far)")) }
-    }
-
-    /// Every verdict again with the prefixes as they are now (no route lookup: the routes did not move).
-    private mutating func redeliverPrefixes() {
-        for id in targets.keys.sorted() {
-            guard let verdict = targets[id]?.verdict else { continue }
-            deliver(verdict, to: id)
-        }
     }
 
     private mutating func onLinkIPv6(_ index: Int32) -> [OnLinkNetwork] {
@@ -478,7 +475,6 @@ public struct ReachabilityCore: TimerTable {
     private mutating func deliver(_ verdict: ReachabilityVerdict, to id: TargetID) {
         var new = verdict
         new.destination = targets[id]?.address?.bytes
-        new.nat64Prefix = nat64Prefix(onInterfaceNamed: verdict.interface)
         new.onLinkIPv6 = onLinkIPv6(verdict.interfaceIndex)
         new.routedFamilies = table.routedFamilies
         guard targets[id] != nil, new != targets[id]?.verdict else { return }

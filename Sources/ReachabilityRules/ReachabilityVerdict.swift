@@ -11,8 +11,6 @@ public struct ReachabilityVerdict: Equatable, Sendable {
     public var reason: String
     /// The route's next hop; nil when the destination is on-link (or there is no route).
     public var gateway: IPAddress?
-    /// The NAT64 prefix routers advertise on the route's interface (RFC 8781); nil when none.
-    public var nat64Prefix: Nat64Prefix?
     /// The families with a default route when this was said (so a family's default route coming or
     /// going reaches every watch, as the path through a NAT64 prefix depends on it).
     public var routedFamilies: IPFamilies = []

@@ -37,6 +37,8 @@ extension Simulation {
             }
         case .linksChanged:
             service.handle(.kernelLinks(askReach { $0.linkNames }))
+        case .nat64PrefixesChanged:
+            service.handle(.routersAdvertised(nat64Prefixes: askReach { $0.nat64Prefixes }))
         }
     }
 

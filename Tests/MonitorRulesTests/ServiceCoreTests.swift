@@ -119,6 +119,29 @@ final class ServiceCoreTests: XCTestCase {
             [.link(onEth0, wlan0, LinkView(id: wlan0, name: "wlan0"))])
     }
 
+    /// The NAT64 prefix is its link's: the routers' word on one link reaches the paths routed over it and no other,
+    /// and a link that appears later starts with its routers' word.
+    func testALinksNat64PrefixReachesThePathsRoutedOverItAndNoOther() {
+        var core = coreWithLinks()
+        let onEth0 = ServiceCore.PathKey(target: 0, family: .v6)
+        _ = core.handle(.routed(target: 0, family: .v6, verdict("eth0", 2)), now: 0, slept: 0)
+        _ = core.handle(.routed(target: 1, family: .v6, verdict("wlan0", 3)), now: 0, slept: 0)
+        let prefix = Nat64Prefix(
+            prefix: .v6([0x20, 0x01, 0x0d, 0xb8, 0, 0x64] + [UInt8](repeating: 0, count: 10)), length: 96)
+        let actions = core.handle(.routersAdvertised(nat64Prefixes: [2: prefix]), now: 1 * second, slept: 0)
+        XCTAssertEqual(actions, [.link(onEth0, eth0, LinkView(id: eth0, name: "eth0", nat64Prefix: prefix))])
+        XCTAssertEqual(core.handle(.routersAdvertised(nat64Prefixes: [2: prefix]), now: 2 * second, slept: 0), [])
+        _ = core.handle(.kernelLinks([2: "eth0", 3: "wlan0", 4: "wwan0"]), now: 3 * second, slept: 0)
+        _ = core.handle(.routersAdvertised(nat64Prefixes: [2: prefix, 4: prefix]), now: 3 * second, slept: 0)
+        _ = core.handle(.kernelLinks([2: "eth0", 3: "wlan0"]), now: 4 * second, slept: 0)
+        _ = core.handle(.kernelLinks([2: "eth0", 3: "wlan0", 4: "wwan0"]), now: 5 * second, slept: 0)
+        let wwan0 = try? XCTUnwrap(core.links.keys.first { $0.index == 4 })
+        XCTAssertEqual(wwan0.flatMap { core.links[$0]?.view.nat64Prefix }, prefix, "a new link takes its routers' word")
+        XCTAssertEqual(
+            core.handle(.routersAdvertised(nat64Prefixes: [4: prefix]), now: 6 * second, slept: 0),
+            [.link(onEth0, eth0, LinkView(id: eth0, name: "eth0"))], "withdrawn on eth0: its path hears it")
+    }
+
     /// A link is its index and a generation: a deleted link's index given again is a new link, which starts
     /// afresh; the paths on the old one hear it is gone.
     func testAReusedIndexIsANewLink() {

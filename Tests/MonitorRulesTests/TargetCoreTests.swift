@@ -369,16 +369,14 @@ final class TargetCoreTests: XCTestCase {
         var core = TargetCore(host: "198.18.2.2", family: .any, probeSettings: ProbeSettings(), seed: 3)
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([Self.v4]), routedFamilies: [.v4, .v6]), now: 0)
-        var route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.1.1")
-        route.nat64Prefix = Self.prefix64
-        let actions = core.handle(.path(.v4, .route(route.routed([.v4, .v6]))), now: 1)
+        let route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "198.18.1.1")
+        let actions = core.handle(.path(.v4, Self.route(route.routed([.v4, .v6]), advertising: Self.prefix64)), now: 1)
         XCTAssertTrue(actions.contains(.publish), "\(actions)")
         let state = core.state(previous: MonitorState())
         XCTAssertEqual(state.nat64Prefix, "\(Self.prefix64)")
         XCTAssertEqual(state.nat64Source, .ra)
         XCTAssertEqual(state.ipv4Path, .native)
-        route.nat64Prefix = nil
-        _ = core.handle(.path(.v4, .route(route.routed([.v4, .v6]))), now: 2)
+        _ = core.handle(.path(.v4, Self.route(route.routed([.v4, .v6]), advertising: nil)), now: 2)
         XCTAssertEqual(core.state(previous: state).nat64Prefix, "", "withdrawn with the route's word")
     }
 
@@ -394,9 +392,8 @@ final class TargetCoreTests: XCTestCase {
         _ = core.handle(
             .path(.v4, .route(ReachabilityVerdict(usable: false, reason: "no route to 198.18.2.2").routed([.v6]))),
             now: 0)
-        var ipv6Route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
-        ipv6Route.nat64Prefix = prefix
-        let actions = core.handle(.path(.v6, .route(ipv6Route.routed([.v6]))), now: 1)
+        let ipv6Route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
+        let actions = core.handle(.path(.v6, Self.route(ipv6Route.routed([.v6]), advertising: prefix)), now: 1)
         XCTAssertTrue(actions.contains(.path(.v4, .probe(synthesized))), "\(actions)")
         XCTAssertTrue(actions.contains(.path(.v4, .watchRoute(synthesized))), "\(actions)")
         var state = core.state(previous: MonitorState())
@@ -410,7 +407,7 @@ final class TargetCoreTests: XCTestCase {
         state = core.state(previous: MonitorState())
         XCTAssertEqual(state.ipv4Path, .nat64)
 
-        let back = core.handle(.path(.v6, .route(ipv6Route.routed([.v4, .v6]))), now: 3)
+        let back = core.handle(.path(.v6, Self.route(ipv6Route.routed([.v4, .v6]), advertising: prefix)), now: 3)
         XCTAssertTrue(back.contains(.path(.v4, .probe(Self.v4))), "an IPv4 route: natively again: \(back)")
     }
 
@@ -421,9 +418,14 @@ final class TargetCoreTests: XCTestCase {
 
     /// An IPv6-only network: an IPv4 literal Host, no IPv4 route, the IPv6 route with `prefix` advertised (nil: none).
     func ipv6Only(_ bench: inout Bench, prefix: Nat64Prefix?) {
-        var route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
-        route.nat64Prefix = prefix
-        bench.handle(.path(.v6, .route(route.routed([.v6]))))
+        let route = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
+        bench.handle(.path(.v6, Self.route(route.routed([.v6]), advertising: prefix)))
+    }
+
+    /// The route's verdict with the view of its link (as the service hands it), whose routers advertise `prefix`.
+    static func route(_ verdict: ReachabilityVerdict, advertising prefix: Nat64Prefix?) -> PathEvidence {
+        .route(
+            verdict, link: LinkView(id: LinkID(index: 2, generation: 1), name: verdict.interface, nat64Prefix: prefix))
     }
 
     /// A bench for an IPv4 literal Host on a network whose IPv4 has no route (the IPv6 route's word still to come).
@@ -489,7 +491,7 @@ final class TargetCoreTests: XCTestCase {
     func testANat64PrefixChangeOrWithdrawalNeverBlipsThroughUnknown() throws {
         var bench = ipv4LiteralWithoutIPv4Route(family: .ipv4, seed: 7)
         ipv6Only(&bench, prefix: Self.prefix64)
-        var synthesized = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
+        let synthesized = ReachabilityVerdict(usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
         bench.handle(.path(.v4, .route(synthesized.routed([.v6]))))
         bench.run(until: 3_000 * ms)
         XCTAssertEqual(bench.state.connectivity, .full)
@@ -516,7 +518,6 @@ final class TargetCoreTests: XCTestCase {
         XCTAssertEqual(bench.state.connectivity, .full)
         bench.run(until: 6_007 * ms)
         bench.handle(.nat64Resolved(generation: generation, .success(try ipv4onlyAnswer(Self.prefix64))))
-        synthesized.nat64Prefix = nil
         bench.handle(.path(.v4, .route(synthesized.routed([.v6]))))
         bench.run(until: 9_000 * ms)
         XCTAssertEqual(bench.state.connectivity, .full)
@@ -553,14 +554,13 @@ final class TargetCoreTests: XCTestCase {
         var core = TargetCore(host: "2001:db8:2::2", family: .ipv6, probeSettings: ProbeSettings(), seed: 3)
         _ = core.handle(.start(checkURL: ""), now: 0)
         _ = core.handle(.resolved(generation: 0, .success([Self.v6]), routedFamilies: [.v6]), now: 0)
-        var route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "2001:db8:1::2")
-        route.nat64Prefix = Self.prefix64
-        _ = core.handle(.path(.v6, .route(route.routed([.v6]))), now: 1 * ms)
+        let route = ReachabilityVerdict(usable: true, interface: "eth0", kind: .ethernet, source: "2001:db8:1::2")
+        _ = core.handle(.path(.v6, Self.route(route.routed([.v6]), advertising: Self.prefix64)), now: 1 * ms)
         XCTAssertEqual(core.state(previous: MonitorState()).nat64Prefix, "\(Self.prefix64)")
         let gone = ReachabilityVerdict(usable: false, reason: "no route to 2001:db8:2::2")
         _ = core.handle(.path(.v6, .route(gone.routed([]))), now: 100 * ms)
         XCTAssertEqual(core.state(previous: MonitorState()).nat64Prefix, "\(Self.prefix64)", "a route replaced")
-        _ = core.handle(.path(.v6, .route(route.routed([.v6]))), now: 110 * ms)
+        _ = core.handle(.path(.v6, Self.route(route.routed([.v6]), advertising: Self.prefix64)), now: 110 * ms)
         XCTAssertEqual(core.nextWakeup.map { $0 > 2_100 * ms } ?? true, true, "no wake-up left for the kept prefix")
         _ = core.handle(.path(.v6, .route(gone.routed([]))), now: 5_000 * ms)
         _ = core.handle(.timeout, now: 6_999 * ms)
@@ -582,11 +582,10 @@ final class TargetCoreTests: XCTestCase {
         for round in 0..<3 {
             let start = UInt64(6_000 + round * 6_000)
             ipv6Only(&bench, prefix: Self.prefix64)
-            var synthesized = ReachabilityVerdict(
+            let synthesized = ReachabilityVerdict(
                 usable: true, interface: "wlan0", kind: .wifi, source: "2001:db8:1::2")
-            synthesized.nat64Prefix = Self.prefix64
             bench.run(until: (start + 3) * ms)
-            bench.handle(.path(.v4, .route(synthesized.routed([.v6]))))
+            bench.handle(.path(.v4, Self.route(synthesized.routed([.v6]), advertising: Self.prefix64)))
             bench.run(until: (start + 3_000) * ms)
             XCTAssertEqual(bench.state.connectivity, .full, "round \(round)")
             ipv6Only(&bench, prefix: nil)

@@ -55,28 +55,29 @@ final class Nat64TableTests: XCTestCase {
 
     func pref64(_ lifetime: UInt16) -> [UInt8] { RouterOptionTests.pref64(lifetime: lifetime, code: 0) }
 
-    func testAPrefixLastsItsLifetimeAndIsOnTheRoutesVerdict() throws {
+    func testAPrefixLastsItsLifetimeAndIsSaidToTheService() throws {
         var (core, target) = makeCore()
         XCTAssertTrue(core.ready)
         XCTAssertEqual(core.verdict(target)?.interface, "eth0")
-        XCTAssertNil(core.verdict(target)?.nat64Prefix)
+        XCTAssertNil(core.advertisedPrefix(target))
         core.receive(
             [.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0,
             now: 10 * second)
-        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
-        XCTAssertTrue(
-            core.takeOutputs().contains { if case .verdict = $0 { true } else { false } }, "the watch hears of it")
+        XCTAssertEqual(core.advertisedPrefix(target), RouterOptionTests.prefix96)
+        XCTAssertEqual(core.takeOutputs(), [.nat64PrefixesChanged], "the service hears of it, no watch a verdict")
+        XCTAssertEqual(core.nat64Prefixes, [2: RouterOptionTests.prefix96])
         XCTAssertEqual(core.nextWakeup, 610 * second)
-        // Refreshed: the same prefix, a later end, no new verdict.
+        // Refreshed: the same prefix, a later end: nothing to say.
         core.receive(
             [.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0,
             now: 300 * second)
-        XCTAssertFalse(core.takeOutputs().contains { if case .verdict = $0 { true } else { false } })
+        XCTAssertEqual(core.takeOutputs(), [])
         XCTAssertEqual(core.nextWakeup, 900 * second)
         core.handleTimeout(now: 899 * second)
-        XCTAssertNotNil(core.verdict(target)?.nat64Prefix)
+        XCTAssertNotNil(core.advertisedPrefix(target))
         core.handleTimeout(now: 900 * second)
-        XCTAssertNil(core.verdict(target)?.nat64Prefix, "dropped at its lifetime's end")
+        XCTAssertNil(core.advertisedPrefix(target), "dropped at its lifetime's end")
+        XCTAssertEqual(core.takeOutputs(), [.nat64PrefixesChanged])
         XCTAssertNil(core.nextWakeup)
     }
 
@@ -87,7 +88,7 @@ final class Nat64TableTests: XCTestCase {
         core.receive(
             [.routerOptions(index: 2, options: pref64(0), source: Nat64TableTests.router)], malformed: 0,
             now: 1 * second)
-        XCTAssertNil(core.verdict(target)?.nat64Prefix)
+        XCTAssertNil(core.advertisedPrefix(target))
         core.receive(
             [.routerOptions(index: 2, options: pref64(600), source: Nat64TableTests.router)], malformed: 0,
             now: 2 * second)
@@ -106,12 +107,12 @@ final class Nat64TableTests: XCTestCase {
         core.receive(
             [.routerOptions(index: 2, options: other, source: Nat64TableTests.router)], malformed: 0, now: 1 * second)
         XCTAssertEqual(
-            core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96, "another prefix's withdrawal took ours")
+            core.advertisedPrefix(target), RouterOptionTests.prefix96, "another prefix's withdrawal took ours")
         XCTAssertFalse(core.takeOutputs().contains { if case .verdict = $0 { true } else { false } }, "nothing changed")
         core.receive(
             [.routerOptions(index: 2, options: pref64(0), source: Nat64TableTests.router)], malformed: 0,
             now: 2 * second)
-        XCTAssertNil(core.verdict(target)?.nat64Prefix, "its own withdrawal ends it")
+        XCTAssertNil(core.advertisedPrefix(target), "its own withdrawal ends it")
     }
 
     /// Nothing a router sends grows the table: options for unknown interfaces, malformed ones and a
@@ -140,5 +141,13 @@ final class Nat64TableTests: XCTestCase {
         XCTAssertEqual(core.nat64.count, 1)
         XCTAssertEqual(core.statistics.ignoredRouterOptions, 2000)
         XCTAssertLessThanOrEqual(logged, 12)
+    }
+}
+
+extension ReachabilityCore {
+    /// The prefix the routers advertise on the interface `id`'s verdict names: what that target's path reads of its
+    /// link (the service's link core holds it).
+    func advertisedPrefix(_ id: TargetID) -> Nat64Prefix? {
+        nat64Prefix(onInterfaceNamed: verdict(id)?.interface ?? "")
     }
 }

@@ -22,7 +22,7 @@ final class RouterSourceTests: XCTestCase {
                 .routerOptions(index: 2, options: portal, source: stranger),
                 .routerOptions(index: 2, options: pref64(600)),
             ], malformed: 0, now: 0)
-        XCTAssertNil(core.verdict(target)?.nat64Prefix, "another host on the link")
+        XCTAssertNil(core.advertisedPrefix(target), "another host on the link")
         XCTAssertEqual(core.portalAPIs, [:])
         XCTAssertEqual(core.statistics.ignoredRouterOptions, 1, "no source: no router can be told")
         // Held for a route through it (issue 54 item 1); none comes.
@@ -37,7 +37,7 @@ final class RouterSourceTests: XCTestCase {
                 .routerOptions(index: 2, options: pref64(600), source: router),
                 .routerOptions(index: 2, options: portal, source: router),
             ], malformed: 0, now: 11 * second)
-        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
+        XCTAssertEqual(core.advertisedPrefix(target), RouterOptionTests.prefix96)
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://portal.example/api"])
     }
 
@@ -52,22 +52,22 @@ final class RouterSourceTests: XCTestCase {
         let target = core.addTarget(families: [.v6])
         Self.start(&core, gateway: routerGlobal)
         core.receive([.routerOptions(index: 2, options: pref64(600), source: stranger)], malformed: 0, now: 0)
-        XCTAssertNil(core.verdict(target)?.nat64Prefix)
+        XCTAssertNil(core.advertisedPrefix(target))
         core.receive([.routerOptions(index: 2, options: pref64(600), source: router)], malformed: 0, now: 1)
-        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
+        XCTAssertEqual(core.advertisedPrefix(target), RouterOptionTests.prefix96)
     }
 
     func testAnAnnouncementEndsWithItsRoutersDefaultRoute() {
         var (core, target) = Nat64TableTests.makeCore()
         core.receive([.routerOptions(index: 2, options: pref64(1800) + portal, source: router)], malformed: 0, now: 0)
-        XCTAssertNotNil(core.verdict(target)?.nat64Prefix)
+        XCTAssertNotNil(core.advertisedPrefix(target))
         _ = core.takeOutputs()
         core.receive(
             [.deleteRoute(Route(family: 10, outputInterface: 2, gateway: router))], malformed: 0, now: 1 * second)
         core.evaluate()
         XCTAssertNotNil(core.nat64[2], "a route replaced (deleted, then added) keeps its router's word")
         core.handleTimeout(now: 3 * second)
-        XCTAssertNil(core.verdict(target)?.nat64Prefix, "the advertising router's default route has been gone 2 s")
+        XCTAssertNil(core.advertisedPrefix(target), "the advertising router's default route has been gone 2 s")
         XCTAssertEqual(core.portalAPIs, [:])
         XCTAssertTrue(core.takeOutputs().contains(.portalAPIsChanged))
     }
@@ -90,7 +90,7 @@ final class RouterSourceTests: XCTestCase {
                         source: router)
                 ],
                 malformed: 0, now: 0)
-            XCTAssertNil(core.verdict(target)?.nat64Prefix, "\(head)")
+            XCTAssertNil(core.advertisedPrefix(target), "\(head)")
             XCTAssertEqual(core.statistics.ignoredRouterOptions, 1, "\(head)")
         }
         // From DNS too (RFC 7050): ipv4only.arpa answered under an IPv4-mapped or link-local prefix is no prefix.

@@ -72,14 +72,14 @@ final class WhichAdvertisementsCountTests: XCTestCase {
         // Its options in two advertisements (as one of radvd's and the answer to a solicitation may be): both count.
         core.receive([.routerOptions(index: 2, options: pref64(600), source: router)], malformed: 0, now: 1 * second)
         core.receive([.routerOptions(index: 2, options: portal, source: router)], malformed: 0, now: 1 * second)
-        XCTAssertNil(core.verdict(target)?.nat64Prefix, "not a router yet")
+        XCTAssertNil(core.advertisedPrefix(target), "not a router yet")
         XCTAssertEqual(core.portalAPIs, [:])
         XCTAssertEqual(core.nextWakeup, 11 * second, "held for 10 s")
         routeAdded(&core, defaultRoute(through: router), now: 1 * second + 40 * ms)
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://portal.example/api"], "published with the route")
         XCTAssertTrue(core.takeOutputs().contains(.portalAPIsChanged))
         core.evaluate()
-        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
+        XCTAssertEqual(core.advertisedPrefix(target), RouterOptionTests.prefix96)
         XCTAssertEqual(core.nat64[2]?.until, 601 * second, "the lifetime runs from the advertisement")
         XCTAssertEqual(core.statistics.ignoredRouterOptions, 0)
     }
@@ -98,7 +98,7 @@ final class WhichAdvertisementsCountTests: XCTestCase {
             })
         XCTAssertNil(core.nextWakeup)
         routeAdded(&core, defaultRoute(through: router), now: 11 * second)
-        XCTAssertNil(core.verdict(target)?.nat64Prefix)
+        XCTAssertNil(core.advertisedPrefix(target))
     }
 
     /// However many senders advertise before any route, at most a few advertisements are held per interface.
@@ -122,7 +122,7 @@ final class WhichAdvertisementsCountTests: XCTestCase {
         core.receive(
             [.routerOptions(index: 2, options: pref64(1800) + portal, source: router)], malformed: 0, now: 1 * second)
         core.evaluate()
-        XCTAssertNotNil(core.verdict(target)?.nat64Prefix)
+        XCTAssertNotNil(core.advertisedPrefix(target))
         _ = core.takeOutputs()
         core.receive([.deleteRoute(defaultRoute(through: router))], malformed: 0, now: 2 * second)
         core.evaluate()
@@ -131,7 +131,7 @@ final class WhichAdvertisementsCountTests: XCTestCase {
             now: 2 * second + 1 * ms)
         core.evaluate()
         core.handleTimeout(now: 10 * second)
-        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
+        XCTAssertEqual(core.advertisedPrefix(target), RouterOptionTests.prefix96)
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://portal.example/api"])
         XCTAssertEqual(changed(core.takeOutputs()).portals, 0)
 
@@ -156,12 +156,12 @@ final class WhichAdvertisementsCountTests: XCTestCase {
             now: 1 * second)
         core.evaluate()
         XCTAssertEqual(core.portalAPIs, ["eth0": "https://portal.example/api"])
-        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
+        XCTAssertEqual(core.advertisedPrefix(target), RouterOptionTests.prefix96)
         core.receive([.deleteRoute(defaultRoute(through: router))], malformed: 0, now: 2 * second)
         core.evaluate()
         core.handleTimeout(now: 5 * second)
         XCTAssertEqual(core.portalAPIs, [:], "the first router's word went with its next hop")
-        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96, "the second's stays")
+        XCTAssertEqual(core.advertisedPrefix(target), RouterOptionTests.prefix96, "the second's stays")
     }
 
     /// Item 4 (N30) and item 7: where the route goes through the router's link-local address, the sender must be
@@ -181,7 +181,7 @@ final class WhichAdvertisementsCountTests: XCTestCase {
             ], malformed: 0, now: 1 * second)
         core.evaluate()
         core.handleTimeout(now: 11 * second)
-        XCTAssertNil(core.verdict(target)?.nat64Prefix)
+        XCTAssertNil(core.advertisedPrefix(target))
         XCTAssertEqual(core.portalAPIs, [:])
         XCTAssertEqual(core.statistics.ignoredRouterOptions, 2, "one line per sender")
 
@@ -193,7 +193,7 @@ final class WhichAdvertisementsCountTests: XCTestCase {
             [.routerOptions(index: 2, options: sourceLinkLayer(routerCard) + pref64(600), source: router)],
             malformed: 0, now: 1 * second)
         byHand.evaluate()
-        XCTAssertEqual(byHand.verdict(handTarget)?.nat64Prefix, RouterOptionTests.prefix96)
+        XCTAssertEqual(byHand.advertisedPrefix(handTarget), RouterOptionTests.prefix96)
     }
 
     /// A redump (after an overrun) empties the table for a moment: the announcements stay unless the routes that
@@ -207,7 +207,7 @@ final class WhichAdvertisementsCountTests: XCTestCase {
         answerTheDumps(&core)
         core.evaluate()
         core.handleTimeout(now: 5 * second)
-        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
+        XCTAssertEqual(core.advertisedPrefix(target), RouterOptionTests.prefix96)
     }
 
     /// An advertisement that comes while the table is being dumped again, before its link is back, is taken once the
@@ -220,6 +220,6 @@ final class WhichAdvertisementsCountTests: XCTestCase {
         answerTheDumps(&core)
         core.evaluate()
         XCTAssertEqual(core.statistics.ignoredRouterOptions, 0)
-        XCTAssertEqual(core.verdict(target)?.nat64Prefix, RouterOptionTests.prefix96)
+        XCTAssertEqual(core.advertisedPrefix(target), RouterOptionTests.prefix96)
     }
 }
