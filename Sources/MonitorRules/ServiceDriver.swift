@@ -100,7 +100,7 @@ public final class ServiceDriver {
 
     /// The earliest deadline of the whole set: the core's own and every adopted target's.
     public var nextWakeup: Instant? {
-        var earliest = ask(\.nextWakeup)
+        var earliest = ask { $0.nextWakeup }
         for target in targets {
             if let wake = target.driver.core.nextWakeup, earliest.map({ wake < $0 }) ?? true { earliest = wake }
         }
@@ -118,7 +118,7 @@ public final class ServiceDriver {
         for target in due where target.driver.core.nextWakeup.map({ $0 <= now }) ?? false {
             world.wakeTarget(target.number)
         }
-        if let own = ask(\.nextWakeup), own <= now { handle(.timeout) }
+        if let own = ask({ $0.nextWakeup }), own <= now { handle(.timeout) }
         world.wakeUp(at: nextWakeup)
     }
 

@@ -220,7 +220,7 @@ public final class ReachabilityEngine {
                 }
             }
         }
-        wakeup.arm(at: ask(\.nextWakeup))
+        wakeup.arm(at: ask { $0.nextWakeup })
     }
 
     /// What `question` says of the core, asked in place: a method called on a stored struct runs on a copy.

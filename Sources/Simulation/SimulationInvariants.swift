@@ -203,7 +203,7 @@ extension SimulatedTarget {
     func checkStep(textless: Bool) {
         if textless {
             let computed = driver.ask { $0.state(previous: state) }.connectivity
-            let textless = driver.ask(\.connectivity)
+            let textless = driver.ask { $0.connectivity }
             if textless != computed { violation("the target's Connectivity is \(computed), without text \(textless)") }
         }
         for path in paths {
