@@ -165,6 +165,8 @@ public struct PathCore {
             take(evidence, now: now)
         case .freshLookups(let failure):
             monitor.freshLookupsChanged(failure)
+            // Fresh lookups of Host's name failing is a suspicion (INTERFACE.md "Quiet by default").
+            if failure != nil { probe.suspect(now: now) }
         case .nat64(let prefix):
             // A prefix announced, changed or withdrawn moves the probes to another address: the verdict the path
             // had stands until that address has its own, never `unknown` in between (a target that had a verdict
@@ -225,6 +227,7 @@ public struct PathCore {
             if changed { trafficChanged(now: now) }
         case .neighborAnswered(let generation, let answer):
             diagnosisActions += diagnosis.neighborAnswered(generation: generation, answer, now: now)
+            if answer == .unreachable { probe.suspect(now: now) }
         case .beyondAnswered(let generation, let answer):
             diagnosis.beyondAnswered(generation: generation, answer)
         }
@@ -300,6 +303,8 @@ public struct PathCore {
         // Only the event itself moves Host's address or its route (what the cores say to each other below does not).
         if monitor.pathChanges != pathChangesSeen {
             pathChangesSeen = monitor.pathChanges
+            // A change of the route to Host (gained, lost, another interface or next hop) is a suspicion.
+            probe.suspect(now: now)
             let path = watchedPath
             if path?.host != trafficPath?.host || path?.interface != trafficPath?.interface {
                 trafficPath = path
@@ -320,6 +325,8 @@ public struct PathCore {
                             generation: generation, host: path.host, route: path.route, interface: path.interface,
                             inline: inline)))
             }
+            // Unsure while not `full`; the calm period four times as long on a metered link.
+            probe.pathSays(connectivityFull: connectivity == .full, metered: metered, now: now)
             monitor.takeOutputs(into: &monitorOutputs)
             probe.takeOutputs(into: &probeOutputs)
             if monitorOutputs.isEmpty && probeOutputs.isEmpty { break }
@@ -368,6 +375,14 @@ public struct PathCore {
         if publishDue { actions.append(.publish) }
         if verdictReady { actions.append(.verdictReady) }
         nextWakeup = earliestDeadline
+    }
+
+    /// The route's link is metered: NetworkManager says so, it is a modem's, or the route is cellular.
+    private var metered: Bool {
+        guard let route = monitor.route else { return false }
+        if route.kind == .cellular { return true }
+        guard let facts = LinkView.facts(of: monitor.link, on: route.interface) else { return false }
+        return facts.meteredByNetworkManager || facts.isModem
     }
 
     /// What the monitor and probe cores said during `settle`, in storage kept from step to step.

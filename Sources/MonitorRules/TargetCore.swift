@@ -559,7 +559,14 @@ public struct TargetCore {
     private func pacedSettings(_ family: IPFamily) -> ProbeSettings {
         guard relaxed.contains(family) else { return settings }
         var paced = settings
-        paced.intervalMilliseconds = max(settings.intervalMilliseconds, Self.relaxedIntervalMilliseconds)
+        if settings.probing == .adaptive {
+            // Calm, the other families are probed once per max(5 × the calm period, 30 s); unsure, at the Interval
+            // as the headline's (INTERFACE.md "Quiet by default").
+            let calm = max(settings.idleIntervalMilliseconds, settings.intervalMilliseconds)
+            paced.idleIntervalMilliseconds = UInt32(clamping: max(UInt64(calm) * 5, 30_000))
+        } else {
+            paced.intervalMilliseconds = max(settings.intervalMilliseconds, Self.relaxedIntervalMilliseconds)
+        }
         return paced
     }
 }

@@ -52,6 +52,14 @@ public struct ProbeCore: Sendable {
     private var outputs: [Output] = []
     /// The machine sleeps: nothing goes out until `resume`.
     public private(set) var asleep = false
+    /// Calm or unsure (`adaptive` only; see `ProbeCalm`).
+    private var calm = ProbeCalm()
+    /// When the last probe went out.
+    private var lastSentAt: Instant?
+    /// Whether the schedule was calm when last refreshed, and whether its next probe is the Interval's catching up
+    /// with a calm that ended (not a tick of the grid).
+    private var scheduledCalm = false
+    private var catchingUp = false
 
     /// `slot` and `stride` (a power of two): this core's sequences are those ≡ slot mod stride,
     /// so cores sharing one socket never use the same sequence.
@@ -84,6 +92,17 @@ public struct ProbeCore: Sendable {
     private mutating func refreshWakeup() {
         // A watch for an overdue probe that has finished would only wake the driver for nothing.
         if let watched = overdue, tracker.outstanding[watched.sequence] == nil { overdue = nil }
+        // Whatever ended the calm (a suspicion, Connectivity no longer full), the Interval rules from the last probe.
+        let calmNow = isCalm
+        if scheduledCalm, !calmNow, let next = nextProbeAt {
+            let tick = ProbeGrid.next(after: lastSentAt ?? next, interval: settings.interval)
+            if tick < next {
+                nextProbeAt = tick
+                // Perhaps already past: the schedule goes on from when it goes out, not from this tick.
+                catchingUp = true
+            }
+        }
+        scheduledCalm = calmNow
         nextWakeup = earliestDeadline
     }
 
@@ -96,6 +115,12 @@ public struct ProbeCore: Sendable {
     public var suspicious: Bool { verdict.answering == true && verdict.consecutiveFailures > 0 }
     /// When the schedule probes next.
     public var nextScheduledProbe: Instant? { nextProbeAt }
+    /// Calm (INTERFACE.md "Quiet by default"): `adaptive`, answering, Connectivity `full`, no suspicion open; one
+    /// probe per `calmPeriod` then.
+    public var isCalm: Bool { calm.isCalm(settings, answering: verdict.answering) }
+    public var calmPeriod: Duration { calm.period(settings) }
+    /// A suspicion is open (only `adaptive` opens one).
+    public var suspicionOpen: Bool { calm.suspicionOpenedAt != nil }
 
     // MARK: Events from the application
 
@@ -119,6 +144,7 @@ public struct ProbeCore: Sendable {
         report.probesSkipped = UInt64(statistics.skipped)
         self.target = target
         self.method = method
+        calm.openSuspicion(now: now)
         publish()
         guard target != nil else { return }
         // A new target's first probe is the service's own: it never takes the slot a Check may force a
@@ -135,11 +161,22 @@ public struct ProbeCore: Sendable {
     public mutating func updateSettings(_ new: ProbeSettings, now: Instant) {
         defer { refreshWakeup() }
         let old = settings
+        let wasCalm = isCalm
         settings = new
         verdict.failureThreshold = new.failureThreshold
         verdict.recoveryThreshold = new.recoveryThreshold
-        // A new Interval applies from the next probe on.
-        if new.intervalMilliseconds != old.intervalMilliseconds, target != nil {
+        // A Set of the Interval, the Timeout, a threshold or Probing itself is a suspicion; a new IdleInterval
+        // applies to the next calm probe.
+        if new.intervalMilliseconds != old.intervalMilliseconds || new.timeoutMilliseconds != old.timeoutMilliseconds
+            || new.failureThreshold != old.failureThreshold || new.recoveryThreshold != old.recoveryThreshold
+            || new.probing != old.probing
+        {
+            calm.openSuspicion(now: now)
+        } else if new.idleIntervalMilliseconds != old.idleIntervalMilliseconds, wasCalm, isCalm {
+            rescheduleCalm(now: now)
+        }
+        // A new Interval applies from the next probe on (so does a change of Probing: from calm, the Interval).
+        if new.intervalMilliseconds != old.intervalMilliseconds || (wasCalm && !isCalm), target != nil {
             nextProbeAt = now &+ new.interval
         }
         // The probe Checks wait for goes out one (new) Timeout after the last forced one.
@@ -165,6 +202,8 @@ public struct ProbeCore: Sendable {
     public mutating func probeNow(continuing failures: UInt32, now: Instant) {
         defer { refreshWakeup() }
         guard target != nil, !asleep else { return }
+        // Another family's suspicion is this one's too: the Interval until it closes.
+        calm.openSuspicion(now: now)
         guard verdict.answering == true, failures > 0 else {
             if tracker.outstanding.isEmpty { sendProbe(now: now) }
             return
@@ -197,6 +236,7 @@ public struct ProbeCore: Sendable {
     /// answered, speaks for it, and no second one goes out (one that failed is followed at once).
     public mutating func routeRegained(now: Instant, firstKnown: Bool = false) {
         defer { refreshWakeup() }
+        calm.openSuspicion(now: now)
         verdict.recoveringBackToBack = verdict.answering != true
         if firstKnown && (!tracker.outstanding.isEmpty || verdict.answering == true) { return }
         probeNow(now: now)
@@ -211,6 +251,7 @@ public struct ProbeCore: Sendable {
         let old = traffic
         traffic = new
         guard new != old, target != nil, !asleep else { return }
+        if new == .stalled { calm.openSuspicion(now: now) }
         if new == .stalled, verdict.answering == true, tracker.outstanding.isEmpty, deferredProbeAt == nil {
             if mayForceProbe(now: now) {
                 statistics.suspicions += 1
@@ -219,6 +260,42 @@ public struct ProbeCore: Sendable {
         } else if old == .flowing, owedProbe, tracker.outstanding.isEmpty {
             nextProbeAt = nil
             sendProbe(now: now)
+        }
+    }
+
+    /// Something outside the probes makes the path doubtful (INTERFACE.md "Quiet by default": the route to Host
+    /// changed, the neighbour check found the gateway unreachable, a fresh lookup failed …): a suspicion opens, and a
+    /// calm family probes at once. Under `steady` nothing changes: the Interval already rules.
+    public mutating func suspect(now: Instant) {
+        guard settings.probing == .adaptive, target != nil else { return }
+        let wasCalm = isCalm
+        calm.openSuspicion(now: now)
+        guard wasCalm, !asleep else { return }
+        defer { refreshWakeup() }
+        if tracker.outstanding.isEmpty {
+            sendProbe(now: now)
+        } else {
+            nextProbeAt = ProbeGrid.next(after: now, interval: settings.interval)
+        }
+    }
+
+    /// What the path says besides the probes: its Connectivity is `full` or not (not `full`: unsure, probed at the
+    /// Interval), and whether its link is metered (the calm period four times as long).
+    public mutating func pathSays(connectivityFull: Bool, metered: Bool, now: Instant) {
+        guard calm.connectivityNotFull == connectivityFull || calm.metered != metered else { return }
+        let wasCalm = isCalm
+        let period = calmPeriod
+        calm.connectivityNotFull = !connectivityFull
+        calm.metered = metered
+        guard target != nil, !asleep, wasCalm || isCalm else { return }
+        defer { refreshWakeup() }
+        if wasCalm, !isCalm {
+            let tick = ProbeGrid.next(after: now, interval: settings.interval)
+            nextProbeAt = nextProbeAt.map { min($0, tick) } ?? tick
+        } else if isCalm, !wasCalm {
+            becameCalm(now: now)
+        } else if isCalm, period != calmPeriod {
+            rescheduleCalm(now: now)
         }
     }
 
@@ -242,6 +319,7 @@ public struct ProbeCore: Sendable {
         defer { refreshWakeup() }
         guard asleep else { return }
         asleep = false
+        calm.openSuspicion(now: now)
         sendProbe(now: now)
     }
 
@@ -399,7 +477,8 @@ public struct ProbeCore: Sendable {
     /// With Evidence `traffic`, flowing traffic stands in for the scheduled probe of a host
     /// that answers (ProbeMethod `traffic`); anything else sends it.
     private mutating func scheduledProbeDue(now: Instant) {
-        let tick = nextProbeAt
+        let tick = catchingUp ? nil : nextProbeAt
+        catchingUp = false
         guard settings.evidence == .traffic, traffic == .flowing, verdict.answering == true,
             tracker.outstanding.isEmpty
         else {
@@ -409,7 +488,7 @@ public struct ProbeCore: Sendable {
         }
         statistics.skipped += 1
         owedProbe = true
-        nextProbeAt = ProbeGrid.next(after: now, due: tick, interval: settings.interval)
+        nextProbeAt = isCalm ? now &+ calmPeriod : ProbeGrid.next(after: now, due: tick, interval: settings.interval)
         answeredBy = .traffic
         publish()
     }
@@ -430,7 +509,10 @@ public struct ProbeCore: Sendable {
         let sequence = tracker.send(token: token, now: now, timeout: settings.timeout, extra: extra)
         statistics.sent += 1
         if !early {
-            nextProbeAt = ProbeGrid.next(after: now, due: tick, interval: settings.interval)
+            lastSentAt = now
+            catchingUp = false
+            nextProbeAt =
+                isCalm ? now &+ calmPeriod : ProbeGrid.next(after: now, due: tick, interval: settings.interval)
             // A probe a Check forced gets no follow-up: Checks may add one probe per Timeout, no more.
             if !forCheck { watchForOverdue(sequence, now: now) }
         }
@@ -490,11 +572,34 @@ public struct ProbeCore: Sendable {
     }
 
     private mutating func finish(_ outcome: ProbeOutcome, continuing credit: UInt32 = 0, now: Instant) {
-        verdict.record(outcome, timeoutMilliseconds: settings.timeoutMilliseconds, continuing: credit)
+        let wasCalm = isCalm
+        let decided = verdict.record(outcome, timeoutMilliseconds: settings.timeoutMilliseconds, continuing: credit)
+        if decided {
+            calm.closeSuspicion()
+        } else if case .answered(let rtt) = outcome {
+            calm.answered(sentAt: now &- rtt, recoveryThreshold: settings.recoveryThreshold)
+        } else {
+            calm.openSuspicion(now: now)
+        }
+        // The first calm probe goes out one calm period after the answer that decided.
+        if !wasCalm, isCalm { becameCalm(now: now, from: now) }
         publish()
         outputs.append(.probeFinished)
         // A probe already in flight (an early follow-up) serves as the next one.
         if verdict.wantsImmediateProbe && tracker.outstanding.isEmpty { sendProbe(now: now) }
+    }
+
+    /// Calm from now: a probe skipped for flowing traffic while unsure is owed no more (the calm schedule's own
+    /// probes are the only ones traffic stands in for now).
+    private mutating func becameCalm(now: Instant, from: Instant? = nil) {
+        owedProbe = false
+        rescheduleCalm(now: now, from: from)
+    }
+
+    /// A calm family's next probe: one calm period after `from` (its last probe unless told), never in the past.
+    private mutating func rescheduleCalm(now: Instant, from: Instant? = nil) {
+        guard target != nil, !asleep else { return }
+        nextProbeAt = max(now, (from ?? lastSentAt ?? now) &+ calmPeriod)
     }
 
     private mutating func publish() {

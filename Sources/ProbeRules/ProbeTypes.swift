@@ -8,21 +8,30 @@ public struct ProbeSettings: Equatable, Sendable {
     public var recoveryThreshold: UInt32
     /// `traffic`: while the machine's own traffic flows, the scheduled probe is skipped.
     public var evidence: Evidence
+    /// `adaptive`: at the Interval only while unsure, else once per calm period (`ProbeCalm`); `steady`: every
+    /// Interval.
+    public var probing: Probing
+    /// The calm period's base (INTERFACE.md "Quiet by default"): never shorter than the Interval.
+    public var idleIntervalMilliseconds: UInt32
 
     public init(
         intervalMilliseconds: UInt32 = 1000, timeoutMilliseconds: UInt32 = 1000,
-        failureThreshold: UInt32 = 2, recoveryThreshold: UInt32 = 1, evidence: Evidence = .probes
+        failureThreshold: UInt32 = 2, recoveryThreshold: UInt32 = 1, evidence: Evidence = .probes,
+        probing: Probing = .steady, idleIntervalMilliseconds: UInt32 = 60_000
     ) {
         self.intervalMilliseconds = intervalMilliseconds
         self.timeoutMilliseconds = timeoutMilliseconds
         self.failureThreshold = failureThreshold
         self.recoveryThreshold = recoveryThreshold
         self.evidence = evidence
+        self.probing = probing
+        self.idleIntervalMilliseconds = idleIntervalMilliseconds
     }
 
-    /// Interval and Timeout as durations (a millisecond at least).
+    /// Interval, Timeout and IdleInterval as durations (a millisecond at least).
     public var interval: Duration { .milliseconds(max(intervalMilliseconds, 1)) }
     public var timeout: Duration { .milliseconds(max(timeoutMilliseconds, 1)) }
+    public var idleInterval: Duration { .milliseconds(max(idleIntervalMilliseconds, 1)) }
 }
 
 /// What the engine says about the host.

@@ -198,11 +198,17 @@ public struct Scenario: Sendable {
     public static func random(seed: UInt64) -> Scenario {
         let streams = ScenarioStreams(seed: seed)
         var draw = streams["settings"]
-        let settings = ProbeSettings(
+        var settings = ProbeSettings(
             intervalMilliseconds: draw.pick([100, 200, 500, 1000, 2000]),
             timeoutMilliseconds: draw.pick([100, 200, 500, 1000, 2000]),
             failureThreshold: UInt32(draw.between(1, 5)), recoveryThreshold: UInt32(draw.between(1, 4)),
             evidence: draw.pick([.probes, .traffic]))
+        // A third of the scenarios probe `adaptive` (INTERFACE.md "Quiet by default"); the others `steady`.
+        var probing = streams["probing"]
+        if probing.next() % 3 == 0 {
+            settings.probing = .adaptive
+            settings.idleIntervalMilliseconds = probing.pick([1000, 2000, 5000, 60_000])
+        }
         let family: AddressFamily = draw.next() % 4 == 0 ? .ipv6 : .ipv4
         let faultTime = draw.between(2_000, 15_000)
         var timeline: [(at: UInt64, fault: Fault)] = []

@@ -65,6 +65,9 @@ final class SimulatedPath {
     var stallWaitingSince: Instant?
     var resumeWaitingSince: Instant?
     var skippedSinceSend = false
+    /// Whether the core was calm when the last step ended, and when its last probe (not an extra one) went out.
+    var calmAtLastStep = false
+    var lastProbeSentAt: Instant?
     var skippedSoFar = 0
 
     init(target: SimulatedTarget, family: IPFamily, routeID: ReachabilityCore.TargetID) {
@@ -133,7 +136,7 @@ final class SimulatedPath {
 
     func send(sequence: UInt16, token: UInt64, forCheck: Bool, extra: Bool, alsoTCP: Bool) {
         log(
-            "send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(path.probe.outstandingCount), next wake \(path.probe.nextWakeup.map { "\($0.sinceOrigin)" } ?? "none"))"
+            "send \(sequence)\(forCheck ? " for a Check" : "") (outstanding \(path.probe.outstandingCount), next wake \(path.probe.nextWakeup.map { "\($0.sinceOrigin)" } ?? "none")\(path.probe.isCalm ? ", calm" : ""))"
         )
         simulation.summary.probesSent += 1
         target.headline.sent(family)
@@ -144,6 +147,7 @@ final class SimulatedPath {
         stallWaitingSince = nil
         resumeWaitingSince = nil
         skippedSinceSend = false
+        checkCalmCadence(forCheck: forCheck, extra: extra)
         sent[sequence] = SentProbe(
             sentAt: now, deadline: now + .milliseconds(settings.timeoutMilliseconds), extra: extra)
         if sent.count > 4096 { sent = sent.filter { $0.value.deadline + .seconds(10) > now } }

@@ -27,6 +27,11 @@ extension SimulatedPath {
             if let sample = newSample { lastSample = sample }
             newSample = nil
         }
+        // A path turning calm owes no probe skipped before (only the calm schedule's own skipped probe is owed).
+        if path.probe.isCalm, !calmAtLastStep {
+            skippedSinceSend = false
+            resumeWaitingSince = nil
+        }
         let skipped = path.probe.statistics.skipped
         if skipped > skippedSoFar {
             simulation.summary.probesSkipped += skipped - skippedSoFar
@@ -209,6 +214,7 @@ extension SimulatedTarget {
         for path in paths {
             if textless { path.checkTextlessConnectivity() }
             path.checkTraffic()
+            path.checkSuspicionEndsCalm()
         }
         checkBlameLate()
     }
@@ -434,4 +440,43 @@ extension Simulation {
         for target in targets { target.checkNat64() }
     }
 
+}
+
+/// INTERFACE.md "Quiet by default", as the simulation holds every `adaptive` path to it: no probe goes out while calm
+/// but once per calm period (a Check's, or an extra one beside a probe in flight, aside), and a suspicion that
+/// ends calm brings the Interval back at once. Under `steady` a path is never calm, and neither rule has anything
+/// to hold.
+extension SimulatedPath {
+    func checkCalmCadence(forCheck: Bool, extra: Bool) {
+        guard !extra else { return }
+        defer { lastProbeSentAt = now }
+        let probe = path.probe
+        // Calm when the step began and still calm: the calm schedule's own probe (calm only after it, it went out at
+        // the Interval; unsure after it, a suspicion sent it).
+        guard !forCheck, calmAtLastStep, probe.isCalm, let previous = lastProbeSentAt, now - previous < probe.calmPeriod
+        else { return }
+        violation(
+            "a probe went out \(now - previous) after the one before while calm (calm period \(probe.calmPeriod))")
+    }
+
+    func checkSuspicionEndsCalm() {
+        let probe = path.probe
+        defer { calmAtLastStep = probe.isCalm }
+        if probe.isCalm != calmAtLastStep {
+            log(
+                "\(probe.isCalm ? "calm" : "unsure"), next probe at \(probe.nextScheduledProbe.map { "\($0.sinceOrigin)" } ?? "none")"
+            )
+        }
+        guard calmAtLastStep, !probe.isCalm, probe.suspicionOpen, probe.verdict.answering == true, !probe.asleep,
+            probe.outstandingCount == 0
+        else {
+            return
+        }
+        let interval = Duration.milliseconds(probe.settings.intervalMilliseconds)
+        guard let next = probe.nextScheduledProbe, next <= now + interval + interval / 16 else {
+            return violation(
+                "a suspicion ended calm, but the next probe is due \(probe.nextScheduledProbe.map { "\($0 - now)" } ?? "never")"
+                    + " from now (Interval \(interval))")
+        }
+    }
 }

@@ -71,6 +71,73 @@ final class PathCoreTests: XCTestCase {
         XCTAssertEqual(routes, [HostRoute(interfaceIndex: 2, gateway: .v4([198, 18, 0, 1]))], "\(actions)")
     }
 
+    /// INTERFACE.md "Quiet by default", the path's sources of doubt: under `adaptive` a calm path sends nothing until its
+    /// calm period, and probes at once when its route to Host changes, when its gateway is found unreachable, or when
+    /// fresh lookups of Host fail; metered (NetworkManager's word on the route's link) makes the calm period 4 × as
+    /// long.
+    func testACalmPathProbesAtOnceOnEachDoubtItSees() throws {
+        var core = PathCore(
+            host: "a.test", family: .ipv4,
+            probeSettings: ProbeSettings(
+                intervalMilliseconds: 1000, timeoutMilliseconds: 200, probing: .adaptive,
+                idleIntervalMilliseconds: 10_000),
+            seed: 7)
+        var now: Instant = 0
+        var sent: [Instant] = []
+        var neighborAsked: UInt64?
+        func take(_ actions: [PathCore.Action]) {
+            for case .ask(.checkNeighbor(_, _, _, let generation, _)) in actions { neighborAsked = generation }
+            for case .ask(.send(let sequence, let token, _, _, _)) in actions {
+                sent.append(now)
+                // The host answers 2 ms later.
+                now = now + 2 * ms
+                take(core.handle(.evidence(.probe(.reply(sequence: sequence, token: token, via: .icmp))), now: now))
+            }
+        }
+        take(core.handle(.start(checkURL: ""), now: now))
+        take(core.handle(.resolved(generation: 0, .success([address]), routedFamilies: [.v4]), now: now))
+        var verdict = route.routed([.v4])
+        verdict.interfaceIndex = 2
+        verdict.gateway = .v4([198, 18, 0, 1])
+        verdict.hasNeighbors = true
+        take(core.handle(.evidence(.route(verdict)), now: now))
+        take(core.handle(.evidence(.probing(.icmpDatagram)), now: now))
+        func run(until end: Instant) {
+            while let next = core.nextWakeup, next <= end {
+                now = max(now, next)
+                take(core.handle(.timeout, now: now))
+            }
+            now = end
+        }
+        run(until: 5_000 * ms)
+        XCTAssertTrue(core.probe.isCalm)
+        XCTAssertEqual(sent.count, 1, "calm after the first answer: nothing until the calm period")
+        // Another next hop on the route: a suspicion, a probe at once.
+        verdict.gateway = .v4([198, 18, 0, 254])
+        take(core.handle(.evidence(.route(verdict)), now: now))
+        XCTAssertEqual(sent.last, 5_000 * ms, "\(sent)")
+        run(until: 8_000 * ms)
+        XCTAssertTrue(core.probe.isCalm)
+        // The neighbour check finds the gateway unreachable: at once.
+        let generation = try XCTUnwrap(neighborAsked)
+        take(core.handle(.evidence(.neighborAnswered(generation: generation, .unreachable)), now: now))
+        XCTAssertEqual(sent.last, 8_000 * ms, "\(sent)")
+        run(until: 12_000 * ms)
+        // Fresh lookups of Host fail: at once.
+        take(core.handle(.freshLookups(failure: "SERVFAIL"), now: now))
+        XCTAssertEqual(sent.last, 12_000 * ms, "\(sent)")
+        run(until: 13_000 * ms)
+        take(core.handle(.freshLookups(failure: nil), now: now))
+        // NetworkManager says the route's link is metered: the calm period is 40 s.
+        let link = LinkView(
+            id: LinkID(index: 2, generation: 1), name: "eth0", facts: LinkFacts(meteredByNetworkManager: true))
+        take(core.handle(.evidence(.route(verdict, link: link)), now: now))
+        XCTAssertEqual(core.probe.calmPeriod, 40 * second)
+        let before = sent.count
+        run(until: 60_000 * ms)
+        XCTAssertLessThanOrEqual(sent.count - before, 2, "\(sent)")
+    }
+
     /// At most one publish; after it, only the verdict being ready (once, last).
     func assertOnePublishAtMostAndLast(_ actions: [PathCore.Action], file: StaticString = #filePath, line: UInt = #line)
     {
