@@ -49,11 +49,13 @@ _netobserver() {
         history) COMPREPLY=($(compgen -W "--limit --json" -- "$cur")) ;;
         set)
             if [ "$prev" = set ]; then
-                COMPREPLY=($(compgen -W "host interval timeout failures recoveries family check-url secure-check-url check-echo dns-probe-zone evidence" -- "$cur"))
+                COMPREPLY=($(compgen -W "host interval timeout failures recoveries family check-url secure-check-url check-echo dns-probe-zone evidence probing idle-interval" -- "$cur"))
             elif [ "$prev" = family ]; then
                 COMPREPLY=($(compgen -W "any ipv4 ipv6" -- "$cur"))
             elif [ "$prev" = evidence ]; then
                 COMPREPLY=($(compgen -W "probes traffic" -- "$cur"))
+            elif [ "$prev" = probing ]; then
+                COMPREPLY=($(compgen -W "adaptive steady" -- "$cur"))
             elif [ "$prev" = check-echo ]; then
                 COMPREPLY=($(compgen -W "true false" -- "$cur"))
             fi

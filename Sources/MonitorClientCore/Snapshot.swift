@@ -82,6 +82,8 @@ public struct Snapshot: Encodable {
     public var PortalURL: String { string(.portalURL) }
     public var Traffic: String { string(.traffic) }
     public var Evidence: String { string(.evidence) }
+    public var Probing: String { string(.probing) }
+    public var IdleInterval: UInt64 { number(.idleInterval) }
     public var ProbesSkipped: UInt64 { number(.probesSkipped) }
     public var Connectivity4: String { string(.connectivity4) }
     public var Connectivity6: String { string(.connectivity6) }
@@ -233,9 +235,10 @@ public struct Snapshot: Encodable {
                 + (Evidence == "traffic" ? " (stands in for probes while flowing: \(ProbesSkipped) skipped)" : ""))
         lines.append("Check URL:    \(CheckURL.isEmpty ? "off" : CheckURL)" + (CheckEcho ? " (with the echo)" : ""))
         if !SecureCheckURL.isEmpty { lines.append("Secure check: \(SecureCheckURL)") }
+        let calm: String = Probing == "adaptive" ? " while unsure; calm: every \(max(IdleInterval, Interval)) ms" : ""
         lines.append(
             "Probing:      every \(Interval) ms, timeout \(Timeout) ms, down after \(FailureThreshold), up after \(RecoveryThreshold)"
-        )
+                + calm)
         return lines.joined(separator: "\n")
     }
 

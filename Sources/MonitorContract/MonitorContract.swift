@@ -66,6 +66,8 @@ public enum MonitorContract {
         case dnsTransport = "DnsTransport"
         case dnsRoundTripTime = "DnsRoundTripTime"
         case dnsProbeZone = "DnsProbeZone"
+        case probing = "Probing"
+        case idleInterval = "IdleInterval"
 
         public var name: String { rawValue }
 
@@ -75,7 +77,7 @@ public enum MonitorContract {
                 .connectivity, .probeMethod, .checkURL, .portalURL, .traffic, .evidence,
                 .connectivity4, .connectivity6, .address4, .address6, .reason4, .reason6, .nat64Prefix, .nat64Source,
                 .ipv4Path, .portalAPI, .portalVenueURL, .secureCheckURL, .gateway4, .gateway6, .blame, .neighbor4,
-                .neighbor6, .dns, .dnsServer, .dnsTransport, .dnsProbeZone:
+                .neighbor6, .dns, .dnsServer, .dnsTransport, .dnsProbeZone, .probing:
                 .string
             case .timeInState: .dictionary(key: .string, value: .uint64)
             case .reachable, .metered, .checkEcho, .partial: .boolean
@@ -84,7 +86,7 @@ public enum MonitorContract {
                 .portalSecondsRemaining, .dnsRoundTripTime:
                 .uint64
             case .packetLoss: .double
-            case .interval, .timeout, .failureThreshold, .recoveryThreshold: .uint32
+            case .interval, .timeout, .failureThreshold, .recoveryThreshold, .idleInterval: .uint32
             }
         }
 
@@ -118,6 +120,8 @@ public enum MonitorContract {
             case .secureCheckURL: "secure-check-url"
             case .checkEcho: "check-echo"
             case .dnsProbeZone: "dns-probe-zone"
+            case .probing: "probing"
+            case .idleInterval: "idle-interval"
             default: nil
             }
         }

@@ -39,6 +39,7 @@ public struct DaemonOptions: Equatable, Sendable {
         Usage: netobserverd [--system | --session | --address ADDRESS]
                             [--host HOST] [--interval MS] [--timeout MS] [--failures N] [--recoveries N]
                             [--family any|ipv4|ipv6] [--check-url URL] [--evidence probes|traffic]
+                            [--probing adaptive|steady] [--idle-interval MS]
                             [--secure-check-url URL] [--check-echo] [--ca-file PATH]
                             [--target HOST]... [--dns-refresh S]
                             [--state-dir DIR] [--user NAME]
@@ -66,6 +67,10 @@ public struct DaemonOptions: Equatable, Sendable {
                                networks' captive-portal APIs
           --evidence E         probes (default), or traffic: while this machine's own TCP traffic to
                                remotes routed like HOST flows, the scheduled probe is skipped
+          --probing P          steady (default): a probe every interval, always; adaptive: at the interval
+                               only while unsure (no verdict, not full, a suspicion open), else once per
+                               calm period, max(idle interval, interval), 4 x as long on a metered link
+          --idle-interval MS   the calm period's base under adaptive, 1000–3600000 ms (default 60000)
           --target HOST        one more target to watch, at /org/netobserver/Monitor/N (repeatable; not kept)
           --dns-refresh S      look the host's name up again every S seconds while it answers, 1–86400
                                (default 300)

@@ -52,7 +52,7 @@ extension MonitorContract.Property {
         case .dnsTransport: .string(state.dns.transport.rawValue)
         case .dnsRoundTripTime: .uint64(state.dns.roundTripTime)
         case .host, .interval, .timeout, .failureThreshold, .recoveryThreshold, .addressFamily, .checkURL, .evidence,
-            .secureCheckURL, .checkEcho, .timeInState, .dnsProbeZone:
+            .secureCheckURL, .checkEcho, .timeInState, .dnsProbeZone, .probing, .idleInterval:
             nil
         }
     }
@@ -71,6 +71,8 @@ extension MonitorContract.Property {
         case .secureCheckURL: .string(settings.secureCheckURL)
         case .checkEcho: .boolean(settings.checkEcho)
         case .dnsProbeZone: .string(settings.dnsProbeZone)
+        case .probing: .string(settings.probing.rawValue)
+        case .idleInterval: .uint32(settings.idleInterval)
         default: nil
         }
     }

@@ -34,6 +34,11 @@ public struct MonitorSettings: Equatable, Sendable {
     public var checkEcho = false
     /// "" (off), or a zone of the user's own under which DNS truth asks a random label with each fresh lookup.
     public var dnsProbeZone = ""
+    /// INTERFACE.md "Quiet by default". `steady` until the project's own tests that count in Intervals are pinned to it
+    /// (issue 56): then `adaptive`, as the section says.
+    public var probing: Probing = .steady
+    /// The calm period's base, in milliseconds (4 × while metered; never shorter than the Interval).
+    public var idleInterval: UInt32 = 60_000
     /// The longest DnsProbeZone that can be asked: a random 16-hex-digit label and its dot go before it, and a name
     /// has at most 253 bytes (issue 54 N32: a longer zone was taken and never asked, a false `limited`).
     public static let longestProbeZone = 253 - 17
@@ -43,11 +48,12 @@ public struct MonitorSettings: Equatable, Sendable {
     public static let intervalRange: ClosedRange<UInt32> = 100...3_600_000
     public static let timeoutRange: ClosedRange<UInt32> = 10...60_000
     public static let thresholdRange: ClosedRange<UInt32> = 1...100
+    public static let idleIntervalRange: ClosedRange<UInt32> = 1000...3_600_000
 
     /// One writable setting: its D-Bus property (name, type), command-line flag and range.
     public enum Key: CaseIterable, Sendable {
         case host, interval, timeout, failureThreshold, recoveryThreshold, family, checkURL, evidence, secureCheckURL,
-            checkEcho, dnsProbeZone
+            checkEcho, dnsProbeZone, probing, idleInterval
 
         public var property: MonitorContract.Property {
             switch self {
@@ -62,6 +68,8 @@ public struct MonitorSettings: Equatable, Sendable {
             case .secureCheckURL: .secureCheckURL
             case .checkEcho: .checkEcho
             case .dnsProbeZone: .dnsProbeZone
+            case .probing: .probing
+            case .idleInterval: .idleInterval
             }
         }
 
@@ -84,6 +92,9 @@ public struct MonitorSettings: Equatable, Sendable {
                 "\(MonitorSettings.thresholdRange.lowerBound)–\(MonitorSettings.thresholdRange.upperBound)"
             case .family: AddressFamily.allCases.map(\.rawValue).joined(separator: ", ")
             case .evidence: Evidence.allCases.map(\.rawValue).joined(separator: ", ")
+            case .probing: Probing.allCases.map(\.rawValue).joined(separator: ", ")
+            case .idleInterval:
+                "\(MonitorSettings.idleIntervalRange.lowerBound)–\(MonitorSettings.idleIntervalRange.upperBound) ms"
             case .checkURL:
                 "\"\" (off) or an http:// URL of at most \(CheckURL.longest) bytes: a host name, IPv4 or [IPv6] literal, optional port and path"
             case .secureCheckURL:
@@ -100,7 +111,8 @@ public struct MonitorSettings: Equatable, Sendable {
             case .interval: MonitorSettings.intervalRange
             case .timeout: MonitorSettings.timeoutRange
             case .failureThreshold, .recoveryThreshold: MonitorSettings.thresholdRange
-            case .host, .family, .checkURL, .evidence, .secureCheckURL, .checkEcho, .dnsProbeZone: nil
+            case .idleInterval: MonitorSettings.idleIntervalRange
+            case .host, .family, .checkURL, .evidence, .secureCheckURL, .checkEcho, .dnsProbeZone, .probing: nil
             }
         }
     }
@@ -141,6 +153,12 @@ public struct MonitorSettings: Equatable, Sendable {
                     message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
             }
             self.evidence = evidence
+        case .probing:
+            guard let probing = Probing(rawValue: text) else {
+                throw SettingError(
+                    message: "\(label): '\(Self.printable(text))' is not valid (accepted: \(key.accepted))")
+            }
+            self.probing = probing
         case .checkURL, .secureCheckURL:
             let secure = key == .secureCheckURL
             guard CheckURL.isValid(text, secure: secure) else {
@@ -193,7 +211,8 @@ public struct MonitorSettings: Equatable, Sendable {
         case .timeout: timeout = number
         case .failureThreshold: failureThreshold = number
         case .recoveryThreshold: recoveryThreshold = number
-        case .host, .family, .checkURL, .evidence, .secureCheckURL, .checkEcho, .dnsProbeZone: break
+        case .idleInterval: idleInterval = number
+        case .host, .family, .checkURL, .evidence, .secureCheckURL, .checkEcho, .dnsProbeZone, .probing: break
         }
     }
 
@@ -211,6 +230,8 @@ public struct MonitorSettings: Equatable, Sendable {
         case .secureCheckURL: secureCheckURL
         case .checkEcho: checkEcho ? "true" : "false"
         case .dnsProbeZone: dnsProbeZone
+        case .probing: probing.rawValue
+        case .idleInterval: String(idleInterval)
         }
     }
 
@@ -277,7 +298,8 @@ extension MonitorSettings {
             host: host, family: family,
             probe: ProbeSettings(
                 intervalMilliseconds: interval, timeoutMilliseconds: timeout, failureThreshold: failureThreshold,
-                recoveryThreshold: recoveryThreshold, evidence: evidence),
+                recoveryThreshold: recoveryThreshold, evidence: evidence, probing: probing,
+                idleIntervalMilliseconds: idleInterval),
             check: CheckConfiguration(
                 url: checkURL, secureURL: secureCheckURL, echo: checkEcho,
                 plainMayPointInward: checkURLMayPointInward, secureMayPointInward: secureCheckURLMayPointInward),
@@ -290,7 +312,8 @@ extension MonitorSettings.Key {
     public var part: TargetConfiguration.Part {
         switch self {
         case .host, .family: .target
-        case .interval, .failureThreshold, .recoveryThreshold, .evidence: .probe(timeoutChanged: false)
+        case .interval, .failureThreshold, .recoveryThreshold, .evidence, .probing, .idleInterval:
+            .probe(timeoutChanged: false)
         case .timeout: .probe(timeoutChanged: true)
         case .dnsProbeZone: .dnsProbeZone
         case .checkURL, .secureCheckURL, .checkEcho: .check

@@ -32,8 +32,9 @@ class BusTestCase: XCTestCase {
 class DaemonTestCase: BusTestCase {
     var daemon: DaemonProcess!
 
-    /// Extra daemon flags for this test class.
+    /// Extra daemon flags for this test class, and the Host it probes.
     var daemonArguments: [String] { [] }
+    var daemonHost: String { "198.18.0.1" }
     /// Whether users other than the test's may connect to its bus.
     var busAllowsAnyUser: Bool { false }
 
@@ -43,7 +44,7 @@ class DaemonTestCase: BusTestCase {
 
     override func setUpWithError() throws {
         bus = try PrivateBus(anyUser: busAllowsAnyUser)
-        daemon = try DaemonProcess(bus: bus, arguments: daemonArguments)
+        daemon = try DaemonProcess(bus: bus, arguments: daemonArguments, host: daemonHost)
     }
 
     override func tearDown() {

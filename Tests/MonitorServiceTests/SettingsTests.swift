@@ -66,6 +66,39 @@ final class SettingsTests: XCTestCase {
         }
     }
 
+    /// INTERFACE.md "Quiet by default": Probing is adaptive or steady, IdleInterval 1000–3600000 ms; both reach the
+    /// probe settings, round-trip as the state file keeps them, and a bad value names the property and what it
+    /// accepts, changing nothing.
+    func testProbingAndIdleInterval() throws {
+        var settings = MonitorSettings()
+        XCTAssertEqual(settings.probing, .steady, "steady until the tests that count in Intervals are pinned to it")
+        XCTAssertEqual(settings.idleInterval, 60_000)
+        try settings.set(.probing, text: "adaptive")
+        try settings.set(.idleInterval, text: "3000")
+        XCTAssertEqual(settings.configuration.probe.probing, .adaptive)
+        XCTAssertEqual(settings.configuration.probe.idleIntervalMilliseconds, 3000)
+        XCTAssertEqual(settings.text(.probing), "adaptive")
+        XCTAssertEqual(settings.text(.idleInterval), "3000")
+        XCTAssertEqual(MonitorSettings.Key.probing.flag, "--probing")
+        XCTAssertEqual(MonitorSettings.Key.idleInterval.flag, "--idle-interval")
+        XCTAssertEqual(MonitorSettings.Key.idleInterval.part, .probe(timeoutChanged: false))
+        let restored = MonitorSettings().applying([.probing: "adaptive", .idleInterval: "3000"]).settings
+        XCTAssertEqual(restored, settings)
+        for (key, text, says) in [
+            (MonitorSettings.Key.probing, "Adaptive", "Probing: 'Adaptive' is not valid (accepted: adaptive, steady)"),
+            (.probing, "", "Probing: '' is not valid (accepted: adaptive, steady)"),
+            (.idleInterval, "999", "IdleInterval: 999 is out of range (accepted: 1000–3600000 ms)"),
+            (.idleInterval, "3600001", "IdleInterval: 3600001 is out of range (accepted: 1000–3600000 ms)"),
+            (.idleInterval, "1e3", "IdleInterval: '1e3' is not a number (accepted: 1000–3600000 ms)"),
+        ] {
+            var copy = settings
+            XCTAssertThrowsError(try copy.set(key, text: text)) { error in
+                XCTAssertEqual((error as? SettingError)?.message, says)
+            }
+            XCTAssertEqual(copy, settings)
+        }
+    }
+
     /// SecureCheckURL has CheckURL's rules with https; CheckEcho is true or false; both round-trip as the state file keeps them.
     func testThePortalTruthSettings() throws {
         var settings = MonitorSettings()

@@ -134,6 +134,8 @@ final class StateStoreTests: XCTestCase {
             case .failureThreshold, .recoveryThreshold: String(MonitorSettings.thresholdRange.upperBound)
             case .family: AddressFamily.allCases.map(\.rawValue).max { $0.count < $1.count } ?? ""
             case .evidence: Evidence.allCases.map(\.rawValue).max { $0.count < $1.count } ?? ""
+            case .probing: Probing.allCases.map(\.rawValue).max { $0.count < $1.count } ?? ""
+            case .idleInterval: String(MonitorSettings.idleIntervalRange.upperBound)
             case .checkEcho: "false"
             }
         }

@@ -34,6 +34,7 @@ expected = {
     "TimeInState": (dbus.Dictionary, False),
     "Dns": (dbus.String, False), "DnsServer": (dbus.String, False), "DnsTransport": (dbus.String, False),
     "DnsRoundTripTime": (dbus.UInt64, False), "DnsProbeZone": (dbus.String, True),
+    "Probing": (dbus.String, True), "IdleInterval": (dbus.UInt32, True),
 }
 all_props = props.GetAll(IFACE)
 check(set(all_props) == set(expected), "GetAll keys: %s" % sorted(all_props))
