@@ -325,8 +325,11 @@ public struct PathCore {
                             generation: generation, host: path.host, route: path.route, interface: path.interface,
                             inline: inline)))
             }
-            // Unsure while not `full`; the calm period four times as long on a metered link.
-            probe.pathSays(connectivityFull: connectivity == .full, metered: metered, now: now)
+            // Unsure while not `full`; the calm period four times as long on a metered link (`steady` has no calm: the
+            // Connectivity is not computed for it here, as this runs at every step).
+            if probe.settings.probing == .adaptive {
+                probe.pathSays(connectivityFull: connectivity == .full, metered: metered, now: now)
+            }
             monitor.takeOutputs(into: &monitorOutputs)
             probe.takeOutputs(into: &probeOutputs)
             if monitorOutputs.isEmpty && probeOutputs.isEmpty { break }

@@ -56,9 +56,7 @@ public struct ProbeCore: Sendable {
     private var calm = ProbeCalm()
     /// When the last probe went out.
     private var lastSentAt: Instant?
-    /// Whether the schedule was calm when last refreshed, and whether its next probe is the Interval's catching up
-    /// with a calm that ended (not a tick of the grid).
-    private var scheduledCalm = false
+    /// Whether the next probe is the Interval's catching up with a calm that ended (not a tick of the grid).
     private var catchingUp = false
 
     /// `slot` and `stride` (a power of two): this core's sequences are those ≡ slot mod stride,
@@ -93,8 +91,8 @@ public struct ProbeCore: Sendable {
         // A watch for an overdue probe that has finished would only wake the driver for nothing.
         if let watched = overdue, tracker.outstanding[watched.sequence] == nil { overdue = nil }
         // Whatever ended the calm (a suspicion, Connectivity no longer full), the Interval rules from the last probe.
-        let calmNow = isCalm
-        if scheduledCalm, !calmNow, let next = nextProbeAt {
+        let calmAfter = calmNow
+        if isCalm, !calmAfter, let next = nextProbeAt {
             let tick = ProbeGrid.next(after: lastSentAt ?? next, interval: settings.interval)
             if tick < next {
                 nextProbeAt = tick
@@ -102,7 +100,9 @@ public struct ProbeCore: Sendable {
                 catchingUp = true
             }
         }
-        scheduledCalm = calmNow
+        isCalm = calmAfter
+        calmPeriod = currentCalmPeriod
+        suspicionOpen = calm.suspicionOpenedAt != nil
         nextWakeup = earliestDeadline
     }
 
@@ -117,10 +117,13 @@ public struct ProbeCore: Sendable {
     public var nextScheduledProbe: Instant? { nextProbeAt }
     /// Calm (INTERFACE.md "Quiet by default"): `adaptive`, answering, Connectivity `full`, no suspicion open; one
     /// probe per `calmPeriod` then.
-    public var isCalm: Bool { calm.isCalm(settings, answering: verdict.answering) }
-    public var calmPeriod: Duration { calm.period(settings) }
+    /// Stored, as of the last event, so that a core read in place is not copied to answer (see `refreshWakeup`).
+    public private(set) var isCalm = false
+    public private(set) var calmPeriod = Duration.zero
+    private var calmNow: Bool { calm.isCalm(settings, answering: verdict.answering) }
+    private var currentCalmPeriod: Duration { calm.period(settings) }
     /// A suspicion is open (only `adaptive` opens one).
-    public var suspicionOpen: Bool { calm.suspicionOpenedAt != nil }
+    public private(set) var suspicionOpen = false
 
     // MARK: Events from the application
 
@@ -161,7 +164,7 @@ public struct ProbeCore: Sendable {
     public mutating func updateSettings(_ new: ProbeSettings, now: Instant) {
         defer { refreshWakeup() }
         let old = settings
-        let wasCalm = isCalm
+        let wasCalm = calmNow
         settings = new
         verdict.failureThreshold = new.failureThreshold
         verdict.recoveryThreshold = new.recoveryThreshold
@@ -172,11 +175,11 @@ public struct ProbeCore: Sendable {
             || new.probing != old.probing
         {
             calm.openSuspicion(now: now)
-        } else if new.idleIntervalMilliseconds != old.idleIntervalMilliseconds, wasCalm, isCalm {
+        } else if new.idleIntervalMilliseconds != old.idleIntervalMilliseconds, wasCalm, calmNow {
             rescheduleCalm(now: now)
         }
         // A new Interval applies from the next probe on (so does a change of Probing: from calm, the Interval).
-        if new.intervalMilliseconds != old.intervalMilliseconds || (wasCalm && !isCalm), target != nil {
+        if new.intervalMilliseconds != old.intervalMilliseconds || (wasCalm && !calmNow), target != nil {
             nextProbeAt = now &+ new.interval
         }
         // The probe Checks wait for goes out one (new) Timeout after the last forced one.
@@ -268,7 +271,7 @@ public struct ProbeCore: Sendable {
     /// calm family probes at once. Under `steady` nothing changes: the Interval already rules.
     public mutating func suspect(now: Instant) {
         guard settings.probing == .adaptive, target != nil else { return }
-        let wasCalm = isCalm
+        let wasCalm = calmNow
         calm.openSuspicion(now: now)
         guard wasCalm, !asleep else { return }
         defer { refreshWakeup() }
@@ -283,18 +286,18 @@ public struct ProbeCore: Sendable {
     /// Interval), and whether its link is metered (the calm period four times as long).
     public mutating func pathSays(connectivityFull: Bool, metered: Bool, now: Instant) {
         guard calm.connectivityNotFull == connectivityFull || calm.metered != metered else { return }
-        let wasCalm = isCalm
-        let period = calmPeriod
+        let wasCalm = calmNow
+        let period = currentCalmPeriod
         calm.connectivityNotFull = !connectivityFull
         calm.metered = metered
-        guard target != nil, !asleep, wasCalm || isCalm else { return }
+        guard target != nil, !asleep, wasCalm || calmNow else { return }
         defer { refreshWakeup() }
-        if wasCalm, !isCalm {
+        if wasCalm, !calmNow {
             let tick = ProbeGrid.next(after: now, interval: settings.interval)
             nextProbeAt = nextProbeAt.map { min($0, tick) } ?? tick
-        } else if isCalm, !wasCalm {
+        } else if calmNow, !wasCalm {
             becameCalm(now: now)
-        } else if isCalm, period != calmPeriod {
+        } else if calmNow, period != currentCalmPeriod {
             rescheduleCalm(now: now)
         }
     }
@@ -488,7 +491,8 @@ public struct ProbeCore: Sendable {
         }
         statistics.skipped += 1
         owedProbe = true
-        nextProbeAt = isCalm ? now &+ calmPeriod : ProbeGrid.next(after: now, due: tick, interval: settings.interval)
+        nextProbeAt =
+            calmNow ? now &+ currentCalmPeriod : ProbeGrid.next(after: now, due: tick, interval: settings.interval)
         answeredBy = .traffic
         publish()
     }
@@ -512,7 +516,7 @@ public struct ProbeCore: Sendable {
             lastSentAt = now
             catchingUp = false
             nextProbeAt =
-                isCalm ? now &+ calmPeriod : ProbeGrid.next(after: now, due: tick, interval: settings.interval)
+                calmNow ? now &+ currentCalmPeriod : ProbeGrid.next(after: now, due: tick, interval: settings.interval)
             // A probe a Check forced gets no follow-up: Checks may add one probe per Timeout, no more.
             if !forCheck { watchForOverdue(sequence, now: now) }
         }
@@ -572,7 +576,7 @@ public struct ProbeCore: Sendable {
     }
 
     private mutating func finish(_ outcome: ProbeOutcome, continuing credit: UInt32 = 0, now: Instant) {
-        let wasCalm = isCalm
+        let wasCalm = calmNow
         let decided = verdict.record(outcome, timeoutMilliseconds: settings.timeoutMilliseconds, continuing: credit)
         if decided {
             calm.closeSuspicion()
@@ -582,7 +586,7 @@ public struct ProbeCore: Sendable {
             calm.openSuspicion(now: now)
         }
         // The first calm probe goes out one calm period after the answer that decided.
-        if !wasCalm, isCalm { becameCalm(now: now, from: now) }
+        if !wasCalm, calmNow { becameCalm(now: now, from: now) }
         publish()
         outputs.append(.probeFinished)
         // A probe already in flight (an early follow-up) serves as the next one.
@@ -599,7 +603,7 @@ public struct ProbeCore: Sendable {
     /// A calm family's next probe: one calm period after `from` (its last probe unless told), never in the past.
     private mutating func rescheduleCalm(now: Instant, from: Instant? = nil) {
         guard target != nil, !asleep else { return }
-        nextProbeAt = max(now, (from ?? lastSentAt ?? now) &+ calmPeriod)
+        nextProbeAt = max(now, (from ?? lastSentAt ?? now) &+ currentCalmPeriod)
     }
 
     private mutating func publish() {
