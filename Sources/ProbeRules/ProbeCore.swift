@@ -274,12 +274,9 @@ public struct ProbeCore: Sendable {
         let wasCalm = calmNow
         calm.openSuspicion(now: now)
         guard wasCalm, !asleep else { return }
+        // Unsure now: `refreshWakeup` brings the Interval back for a probe in flight.
         defer { refreshWakeup() }
-        if tracker.outstanding.isEmpty {
-            sendProbe(now: now)
-        } else {
-            nextProbeAt = ProbeGrid.next(after: now, interval: settings.interval)
-        }
+        if tracker.outstanding.isEmpty { sendProbe(now: now) }
     }
 
     /// What the path says besides the probes: its Connectivity is `full` or not (not `full`: unsure, probed at the
@@ -291,11 +288,9 @@ public struct ProbeCore: Sendable {
         calm.connectivityNotFull = !connectivityFull
         calm.metered = metered
         guard target != nil, !asleep, wasCalm || calmNow else { return }
+        // Calm no more: `refreshWakeup` brings the Interval back.
         defer { refreshWakeup() }
-        if wasCalm, !calmNow {
-            let tick = ProbeGrid.next(after: now, interval: settings.interval)
-            nextProbeAt = nextProbeAt.map { min($0, tick) } ?? tick
-        } else if calmNow, !wasCalm {
+        if calmNow, !wasCalm {
             becameCalm(now: now)
         } else if calmNow, period != currentCalmPeriod {
             rescheduleCalm(now: now)
